@@ -1,0 +1,44 @@
+// Vantage example kernels: builder versions of the kernels of the perspectives paper (Fig. 2, 5, 6,
+// section 6.4), a block reduction, saxpy and the first rungs of an sgemm ladder. Shared by the
+// examples, the golden tests, the benchmarks and the `vantage` CLI.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "vantage/vantage.hpp"
+
+namespace vantage::examples {
+
+/// y = a * x + y over n elements; 256 threads per block.
+Kernel saxpy();
+/// Fig. 2: one warp fills fragments and issues a tf32 `mma.sync`; each thread stores its D fragment.
+Kernel warp_mma();
+/// Fig. 5: `simple_mma`, a thread(32) device function that loads 16x8 and 8x8 tf32 tiles with strides
+/// k and n, multiplies and accumulates into c (partitioned to threads for the write).
+DeviceFunction simple_mma(MemSpace space = MemSpace::Global);
+/// Fig. 6: naive TF32 tensor-core GEMM, one 16x8 tile of C per block of 32 threads, staged in shared
+/// memory, the mma issued by a claimed warp through `simple_mma`.
+Kernel mma_tf32_naive();
+/// Section 6.4: CUB-style BlockLoad as a block(1) device function.
+DeviceFunction block_load();
+/// A kernel that stages a tile in shared memory and gives each thread its items through block_load.
+Kernel block_load_copy();
+/// Sum of n floats per block of 256 threads: a shared-memory tree, then warp shuffles.
+Kernel block_reduce();
+/// sgemm rung 1 (naive, uncoalesced) and rung 2 (coalesced): one C element per thread.
+Kernel sgemm_naive();
+Kernel sgemm_coalesced();
+/// sgemm rung 3: 32x32 tiles staged in shared memory, 1024 threads per block.
+Kernel sgemm_smem();
+
+struct Example {
+  std::string name;
+  std::string what;
+  std::function<Kernel()> build;
+};
+/// Every example kernel, in a stable order.
+const std::vector<Example>& all();
+
+}  // namespace vantage::examples

@@ -1,0 +1,546 @@
+// Vantage public builder: describe a kernel or device function from C++ and get a checked, immutable
+// kernel back. Every call records the caller's source location so diagnostics point at user code.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "vantage/diagnostics.hpp"
+#include "vantage/types.hpp"
+
+namespace vantage {
+
+namespace ir {
+struct ExprNode;
+struct VarNode;
+struct MemNode;
+struct KernelNode;
+struct FunctionNode;
+}  // namespace ir
+
+namespace detail {
+struct BuildCtx;
+}
+
+class Expr;
+class ElemRef;
+
+/// An expression: a literal, a parameter or variable, arithmetic on them, a load. Immutable; cheap
+/// to copy. Operators build new expressions; comparisons yield `bool` expressions.
+class Expr {
+ public:
+  Expr() = default;
+  Expr(bool v, std::source_location loc = std::source_location::current());           // NOLINT
+  Expr(int v, std::source_location loc = std::source_location::current());            // NOLINT
+  Expr(unsigned v, std::source_location loc = std::source_location::current());       // NOLINT
+  Expr(long v, std::source_location loc = std::source_location::current());           // NOLINT
+  Expr(long long v, std::source_location loc = std::source_location::current());      // NOLINT
+  Expr(unsigned long v, std::source_location loc = std::source_location::current());  // NOLINT
+  Expr(float v, std::source_location loc = std::source_location::current());          // NOLINT
+  Expr(double v, std::source_location loc = std::source_location::current());         // NOLINT
+  Expr(const ElemRef& ref);                                                           // NOLINT
+  explicit Expr(std::shared_ptr<const ir::ExprNode> node) : node_(std::move(node)) {}
+
+  bool defined() const { return node_ != nullptr; }
+  /// The element type (bool for comparisons).
+  ScalarType type() const;
+  const std::shared_ptr<const ir::ExprNode>& node() const { return node_; }
+
+ private:
+  std::shared_ptr<const ir::ExprNode> node_;
+};
+
+/// An operand of a builder operator: an expression or a C++ number, with the caller's location.
+/// C++ integer literals adapt to the other operand's type (`x * 2` keeps x's type).
+struct ExprArg {
+  Expr expr;
+  SourceLoc loc;
+  bool weak_literal = false;  ///< a C++ number whose type may adapt to the other operand
+
+  ExprArg(const Expr& e, std::source_location l = std::source_location::current());       // NOLINT
+  ExprArg(const ElemRef& r, std::source_location l = std::source_location::current());    // NOLINT
+  ExprArg(bool v, std::source_location l = std::source_location::current());              // NOLINT
+  ExprArg(int v, std::source_location l = std::source_location::current());               // NOLINT
+  ExprArg(unsigned v, std::source_location l = std::source_location::current());          // NOLINT
+  ExprArg(long v, std::source_location l = std::source_location::current());              // NOLINT
+  ExprArg(long long v, std::source_location l = std::source_location::current());         // NOLINT
+  ExprArg(unsigned long v, std::source_location l = std::source_location::current());     // NOLINT
+  ExprArg(float v, std::source_location l = std::source_location::current());             // NOLINT
+  ExprArg(double v, std::source_location l = std::source_location::current());            // NOLINT
+};
+
+Expr operator+(const ExprArg& a, const ExprArg& b);
+Expr operator-(const ExprArg& a, const ExprArg& b);
+Expr operator*(const ExprArg& a, const ExprArg& b);
+Expr operator/(const ExprArg& a, const ExprArg& b);
+Expr operator%(const ExprArg& a, const ExprArg& b);
+Expr operator&(const ExprArg& a, const ExprArg& b);
+Expr operator|(const ExprArg& a, const ExprArg& b);
+Expr operator^(const ExprArg& a, const ExprArg& b);
+Expr operator<<(const ExprArg& a, const ExprArg& b);
+Expr operator>>(const ExprArg& a, const ExprArg& b);
+Expr operator&&(const ExprArg& a, const ExprArg& b);
+Expr operator||(const ExprArg& a, const ExprArg& b);
+Expr operator==(const ExprArg& a, const ExprArg& b);
+Expr operator!=(const ExprArg& a, const ExprArg& b);
+Expr operator<(const ExprArg& a, const ExprArg& b);
+Expr operator<=(const ExprArg& a, const ExprArg& b);
+Expr operator>(const ExprArg& a, const ExprArg& b);
+Expr operator>=(const ExprArg& a, const ExprArg& b);
+Expr operator-(const ExprArg& a);
+Expr operator!(const ExprArg& a);
+Expr operator~(const ExprArg& a);
+
+/// `c ? a : b`, evaluated without branching.
+Expr select(const ExprArg& c, const ExprArg& a, const ExprArg& b);
+Expr min(const ExprArg& a, const ExprArg& b);
+Expr max(const ExprArg& a, const ExprArg& b);
+/// Explicit conversion; Vantage never converts between types implicitly.
+Expr cast(ScalarType to, const ExprArg& e);
+template <class T>
+Expr cast(const ExprArg& e) {
+  return cast(scalar_of<T>, e);
+}
+Expr sqrt(const ExprArg& e);
+Expr rsqrt(const ExprArg& e);
+Expr exp(const ExprArg& e);
+Expr exp2(const ExprArg& e);
+Expr log(const ExprArg& e);
+Expr log2(const ExprArg& e);
+Expr sin(const ExprArg& e);
+Expr cos(const ExprArg& e);
+Expr tanh(const ExprArg& e);
+Expr abs(const ExprArg& e);
+Expr floor(const ExprArg& e);
+Expr ceil(const ExprArg& e);
+Expr pow(const ExprArg& a, const ExprArg& b);
+Expr fma(const ExprArg& a, const ExprArg& b, const ExprArg& c);
+
+/// A thread-local variable declared with `let`; reads like an expression, changes with `assign`.
+class Var : public Expr {
+ public:
+  Var() = default;
+  Var(std::shared_ptr<const ir::VarNode> var, Expr ref) : Expr(std::move(ref)), var_(std::move(var)) {}
+  const std::shared_ptr<const ir::VarNode>& var() const { return var_; }
+
+ private:
+  std::shared_ptr<const ir::VarNode> var_;
+};
+
+/// An index operand of `view[i]` that remembers the caller's line.
+struct IndexArg {
+  ExprArg index;
+  IndexArg(const Expr& e, std::source_location l = std::source_location::current()) : index(e, l) {}  // NOLINT
+  IndexArg(const ElemRef& r, std::source_location l = std::source_location::current()) : index(r, l) {}  // NOLINT
+  IndexArg(int v, std::source_location l = std::source_location::current()) : index(v, l) {}  // NOLINT
+  IndexArg(long v, std::source_location l = std::source_location::current()) : index(v, l) {}  // NOLINT
+  IndexArg(long long v, std::source_location l = std::source_location::current()) : index(v, l) {}  // NOLINT
+};
+
+/// A name for memory: a pointer parameter, a shared or local array, or a narrowed view of one made by
+/// partition, claim, lower or async. `v[i]` reads; `v[i] = e` writes (recorded in the current scope).
+class View {
+ public:
+  View() = default;
+  explicit View(std::shared_ptr<const ir::MemNode> mem) : mem_(std::move(mem)) {}
+
+  ElemRef operator[](const IndexArg& i) const;
+  /// Multi-dimensional access for views made with a two- or three-argument index function.
+  ElemRef operator()(const ExprArg& i, const ExprArg& j) const;
+  ElemRef operator()(const ExprArg& i, const ExprArg& j, const ExprArg& k) const;
+
+  bool defined() const { return mem_ != nullptr; }
+  const std::string& name() const;
+  ScalarType elem() const;
+  const std::shared_ptr<const ir::MemNode>& mem() const { return mem_; }
+
+ private:
+  std::shared_ptr<const ir::MemNode> mem_;
+};
+
+/// One element of a view: converts to an expression (a load), assigning to it records a store.
+class ElemRef {
+ public:
+  ElemRef(View view, std::vector<Expr> indices, SourceLoc loc)
+      : view_(std::move(view)), indices_(std::move(indices)), loc_(loc) {}
+  ElemRef& operator=(const ExprArg& value);
+  ElemRef& operator=(const ElemRef& other);  // stores other's value; never rebinds
+  ElemRef& operator+=(const ExprArg& value);
+  Expr load() const;
+
+ private:
+  View view_;
+  std::vector<Expr> indices_;
+  SourceLoc loc_;
+};
+
+/// An explicit perspective annotation for `let`: `s.let("x", e, at(thread(1)))`.
+struct At {
+  Perspective p;
+};
+inline At at(Perspective p) { return {p}; }
+
+/// Extent of a pointer parameter in elements, an expression over the kernel's integer parameters.
+struct Extent {
+  Expr n;
+};
+inline Extent extent(const Expr& n) { return {n}; }
+
+/// Marks an integer kernel parameter as a size to specialize on (its value becomes a constant).
+struct SpecializeTag {};
+inline constexpr SpecializeTag specialize{};
+
+/// Tensor-core `mma.sync` shapes and types.
+enum class MmaKind : std::uint8_t {
+  TF32_M16N8K8,   ///< A: f32[4], B: f32[2], C/D: f32[4]
+  F16_M16N8K16,   ///< A: f16[8], B: f16[4], C/D: f32[4]
+  BF16_M16N8K16,  ///< A: bf16[8], B: bf16[4], C/D: f32[4]
+};
+
+/// Kinds of atomic read-modify-write.
+enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch };
+
+class DeviceFunction;
+class Scope;
+
+/// An argument of a device-function call: a value or memory.
+using CallArg = std::variant<ExprArg, View>;
+
+/// One branch of `split`: its unit count and body.
+struct SplitBranch {
+  std::int64_t count;
+  std::function<void(Scope&)> body;
+  SourceLoc loc;
+  SplitBranch(std::int64_t n, std::function<void(Scope&)> f,
+              std::source_location l = std::source_location::current())
+      : count(n), body(std::move(f)), loc(SourceLoc::from(l)) {}
+};
+
+/// An input or output binding of an unsafe block: the name used in the CUDA text.
+struct UnsafeIn {
+  std::string name;
+  ExprArg value;
+};
+struct UnsafeOut {
+  std::string name;
+  Var var;
+};
+
+/// Where statements go: the body of a kernel, function, or construct. Every method records one
+/// statement at the current point of the body being built.
+class Scope {
+ public:
+  explicit Scope(std::shared_ptr<detail::BuildCtx> ctx) : ctx_(std::move(ctx)) {}
+
+  /// A variable; it lives at the narrower of the code's perspective and what the value varies with.
+  Var let(std::string name, const ExprArg& value, std::source_location loc = std::source_location::current());
+  /// A variable living at an explicit perspective (the code's perspective or narrower).
+  Var let(std::string name, const ExprArg& value, At at,
+          std::source_location loc = std::source_location::current());
+  void assign(const Var& var, const ExprArg& value, std::source_location loc = std::source_location::current());
+
+  /// The index of the narrower unit `p` inside the code's current perspective (relative, from 0).
+  Expr id(Perspective p, std::source_location loc = std::source_location::current());
+
+  /// A thread-local array, living at the code's perspective unless `at` says narrower.
+  View local_array(std::string name, ScalarType elem, std::int64_t count, std::optional<At> at = std::nullopt,
+                   std::source_location loc = std::source_location::current());
+  template <class T>
+  View local_array(std::string name, std::int64_t count, std::source_location loc = std::source_location::current()) {
+    return local_array(std::move(name), scalar_of<T>, count, std::nullopt, loc);
+  }
+  /// A shared-memory array; only at `block(1)`, with a static size.
+  View shared(std::string name, ScalarType elem, const ExprArg& count,
+              std::source_location loc = std::source_location::current());
+  template <class T>
+  View shared(std::string name, const ExprArg& count, std::source_location loc = std::source_location::current()) {
+    return shared(std::move(name), scalar_of<T>, count, loc);
+  }
+
+  void if_(const ExprArg& cond, const std::function<void(Scope&)>& then_body,
+           std::source_location loc = std::source_location::current());
+  void if_(const ExprArg& cond, const std::function<void(Scope&)>& then_body,
+           const std::function<void(Scope&)>& else_body, std::source_location loc = std::source_location::current());
+  /// `for name in [begin, end) step 1`; constant bounds make an unrollable loop.
+  void for_(std::string name, const ExprArg& begin, const ExprArg& end,
+            const std::function<void(Scope&, Expr)>& body, std::source_location loc = std::source_location::current());
+  void for_(std::string name, const ExprArg& begin, const ExprArg& end, const ExprArg& step,
+            const std::function<void(Scope&, Expr)>& body, std::source_location loc = std::source_location::current());
+  void while_(const ExprArg& cond, const std::function<void(Scope&)>& body,
+              std::source_location loc = std::source_location::current());
+
+  /// Replicates the body over the equal, aligned units `p` inside the current perspective.
+  void group(Perspective p, const std::function<void(Scope&)>& body,
+             std::source_location loc = std::source_location::current());
+  /// Shards the current perspective unequally into branches of `level` units that run in parallel.
+  void split(Level level, std::vector<SplitBranch> branches, std::source_location loc = std::source_location::current());
+  /// Moves `block(1)` to `thread(T)` or `grid(1)` to `block(B)`.
+  void destruct(const std::function<void(Scope&)>& body, std::source_location loc = std::source_location::current());
+
+  /// Narrows memory to equal shares of perspective `p`; `index(i)` maps a share's index to the
+  /// original's. The original name is unusable inside the body.
+  void partition(const View& mem, Perspective p, const std::function<Expr(Expr)>& index,
+                 const std::function<void(Scope&, View)>& body,
+                 std::source_location loc = std::source_location::current());
+  void partition(const View& mem, Perspective p, const std::function<Expr(Expr, Expr)>& index,
+                 const std::function<void(Scope&, View)>& body,
+                 std::source_location loc = std::source_location::current());
+  /// Hands the whole region to one split branch of perspective `p`.
+  void claim(const View& mem, Perspective p, const std::function<void(Scope&, View)>& body,
+             std::source_location loc = std::source_location::current());
+  /// Moves `block(1)` memory to `thread(T)` (or `grid(1)` to `block(B)`), as destruct does for code.
+  void lower(const View& mem, const std::function<void(Scope&, View)>& body,
+             std::source_location loc = std::source_location::current());
+  /// Marks memory as the target of asynchronous copies for the body.
+  void async(const View& mem, const std::function<void(Scope&, View)>& body,
+             std::source_location loc = std::source_location::current());
+
+  /// Calls a device function (its perspective signature must be satisfied here).
+  void call(const DeviceFunction& fn, std::vector<CallArg> args,
+            std::source_location loc = std::source_location::current());
+  /// Calls a device function that returns a value.
+  Var call(std::string result_name, const DeviceFunction& fn, std::vector<CallArg> args,
+           std::source_location loc = std::source_location::current());
+
+  void ret(std::source_location loc = std::source_location::current());
+  void ret(const ExprArg& value, std::source_location loc = std::source_location::current());
+
+  /// Raw CUDA the checker cannot see into, run at exactly perspective `needs`. Inputs and outputs
+  /// are bound to names used in `cuda`.
+  void unsafe(Perspective needs, std::string cuda, std::vector<UnsafeIn> inputs = {},
+              std::vector<UnsafeOut> outputs = {}, std::source_location loc = std::source_location::current());
+
+  // Collective and special intrinsics; each carries the perspective it needs.
+  void sync_threads(std::source_location loc = std::source_location::current());  ///< block(1)
+  void sync_warp(std::source_location loc = std::source_location::current());     ///< thread(32)
+  /// `bar.sync id, threads` at thread(threads); threads a multiple of 32.
+  void named_barrier(int id, int threads, std::source_location loc = std::source_location::current());
+  Var shfl_xor(std::string name, const ExprArg& value, const ExprArg& lane_mask,
+               std::source_location loc = std::source_location::current());
+  Var shfl_down(std::string name, const ExprArg& value, const ExprArg& delta,
+                std::source_location loc = std::source_location::current());
+  Var shfl_up(std::string name, const ExprArg& value, const ExprArg& delta,
+              std::source_location loc = std::source_location::current());
+  Var shfl_idx(std::string name, const ExprArg& value, const ExprArg& lane,
+               std::source_location loc = std::source_location::current());
+  /// Warp votes; the result is uniform across the warp.
+  Var vote_all(std::string name, const ExprArg& pred, std::source_location loc = std::source_location::current());
+  Var vote_any(std::string name, const ExprArg& pred, std::source_location loc = std::source_location::current());
+  Var ballot(std::string name, const ExprArg& pred, std::source_location loc = std::source_location::current());
+  /// Atomic read-modify-write of `mem[index]`; returns the old value.
+  Var atomic(std::string name, AtomicOp op, const View& mem, const ExprArg& index, const ExprArg& value,
+             std::source_location loc = std::source_location::current());
+  /// `mma.sync` at thread(32) on fragments held in thread-local arrays: d = a * b + c.
+  void mma_sync(MmaKind kind, const View& d, const View& a, const View& b, const View& c,
+                std::source_location loc = std::source_location::current());
+  /// `ldmatrix.x{count}` at thread(32) from shared memory into a u32 local array.
+  void ldmatrix(int count, const View& dst, const View& src, const ExprArg& index,
+                std::source_location loc = std::source_location::current());
+  /// Hopper `wgmma.mma_async` m64nNk16 f16 at thread(128): acc (f32[n/2]) += A(desc) * B(desc).
+  void wgmma(int n, const View& acc, const ExprArg& desc_a, const ExprArg& desc_b,
+             std::source_location loc = std::source_location::current());
+  void wgmma_fence(std::source_location loc = std::source_location::current());
+  void wgmma_commit(std::source_location loc = std::source_location::current());
+  void wgmma_wait(int pending, std::source_location loc = std::source_location::current());
+  /// `cp.async` of `bytes` (4, 8, 16) at thread(1), inside an async scope of `dst`.
+  void cp_async(const View& dst, const ExprArg& dst_index, const View& src, const ExprArg& src_index, int bytes,
+                std::source_location loc = std::source_location::current());
+  void cp_async_commit(std::source_location loc = std::source_location::current());
+  void cp_async_wait(int pending, std::source_location loc = std::source_location::current());
+  /// TMA 2-D tile load at thread(1) inside an async scope of `dst`, completing on mbarrier `bar`.
+  void tma_load_2d(const View& dst, const ExprArg& tensor_map, const ExprArg& x, const ExprArg& y,
+                   const View& bar, std::source_location loc = std::source_location::current());
+  void mbarrier_init(const View& bar, const ExprArg& count, std::source_location loc = std::source_location::current());
+  void mbarrier_arrive(const View& bar, std::source_location loc = std::source_location::current());
+  void mbarrier_wait(const View& bar, const ExprArg& phase, std::source_location loc = std::source_location::current());
+
+ private:
+  std::shared_ptr<detail::BuildCtx> ctx_;
+};
+
+/// A deferred size rule: true or false only once the launch shape (T, B) is known. Specialization
+/// evaluates it; the launcher turns those it cannot fold into residual guards.
+struct Obligation {
+  enum class Kind : std::uint8_t { Divides, LessEqual, Equal };
+  Kind kind;
+  Size lhs;
+  Size rhs;
+  std::string code;         ///< the rule's diagnostic code
+  std::string description;  ///< what the rule asks, in words
+  SourceLoc loc;
+
+  /// Whether it holds for T threads per block and B blocks.
+  bool holds(std::int64_t t, std::int64_t b) const;
+  /// "T % 32 == 0", "2 <= B".
+  std::string str() const;
+};
+
+/// A checked, immutable kernel.
+class Kernel {
+ public:
+  Kernel() = default;
+  Kernel(std::shared_ptr<const ir::KernelNode> ir, std::vector<Obligation> obligations, std::int64_t shared_bytes);
+
+  const std::string& name() const;
+  /// The IR in its stable text form (golden tests, `vantage inspect`).
+  std::string ir_text() const;
+  /// Structural hash: equal for structurally equal kernels (source locations do not count).
+  std::uint64_t structural_hash() const;
+  bool structurally_equal(const Kernel& other) const;
+  /// Size rules that depend on the launch shape and still need to be checked.
+  const std::vector<Obligation>& obligations() const { return obligations_; }
+  /// Peak static shared memory in bytes, including device functions called.
+  std::int64_t shared_bytes() const { return shared_bytes_; }
+  /// Internal: the IR for later passes.
+  const std::shared_ptr<const ir::KernelNode>& ir() const { return ir_; }
+
+ private:
+  std::shared_ptr<const ir::KernelNode> ir_;
+  std::vector<Obligation> obligations_;
+  std::int64_t shared_bytes_ = 0;
+};
+
+/// A checked device function with a perspective signature and a shared-memory budget.
+class DeviceFunction {
+ public:
+  DeviceFunction() = default;
+  explicit DeviceFunction(std::shared_ptr<const ir::FunctionNode> ir) : ir_(std::move(ir)) {}
+  const std::string& name() const;
+  std::string ir_text() const;
+  const std::shared_ptr<const ir::FunctionNode>& ir() const { return ir_; }
+
+ private:
+  std::shared_ptr<const ir::FunctionNode> ir_;
+};
+
+namespace detail {
+template <class T>
+struct ParamKind {
+  static constexpr bool is_pointer = false;
+  static constexpr ScalarType elem = scalar_of<T>;
+  static constexpr bool is_const = false;
+  static constexpr MemSpace space = MemSpace::Global;
+};
+template <class T>
+struct ParamKind<GlobalPtr<T>> {
+  static constexpr bool is_pointer = true;
+  static constexpr ScalarType elem = scalar_of<std::remove_const_t<T>>;
+  static constexpr bool is_const = std::is_const_v<T>;
+  static constexpr MemSpace space = MemSpace::Global;
+};
+template <class T>
+struct ParamKind<SharedPtr<T>> : ParamKind<GlobalPtr<T>> {
+  static constexpr MemSpace space = MemSpace::Shared;
+};
+template <class T>
+struct ParamKind<LocalPtr<T>> : ParamKind<GlobalPtr<T>> {
+  static constexpr MemSpace space = MemSpace::Local;
+};
+}  // namespace detail
+
+/// Builds a kernel: parameters, launch shape, shared-memory budget, body; `build()` checks it.
+class KernelBuilder {
+ public:
+  explicit KernelBuilder(std::string name, std::source_location loc = std::source_location::current());
+  ~KernelBuilder();
+  KernelBuilder(const KernelBuilder&) = delete;
+  KernelBuilder& operator=(const KernelBuilder&) = delete;
+
+  /// A scalar parameter (lives at grid(1)).
+  Expr scalar_param(std::string name, ScalarType type, bool specialized = false,
+                    std::source_location loc = std::source_location::current());
+  /// A pointer parameter (lives at grid(1)) with an optional extent in elements.
+  View pointer_param(std::string name, ScalarType elem, MemSpace space, bool is_const,
+                     std::optional<Extent> extent = std::nullopt,
+                     std::source_location loc = std::source_location::current());
+
+  /// `param<int>("n")`, `param<int>("n", specialize)`.
+  template <class T>
+    requires(!detail::ParamKind<T>::is_pointer)
+  Expr param(std::string name, std::source_location loc = std::source_location::current()) {
+    return scalar_param(std::move(name), scalar_of<T>, false, loc);
+  }
+  template <class T>
+    requires(!detail::ParamKind<T>::is_pointer)
+  Expr param(std::string name, SpecializeTag, std::source_location loc = std::source_location::current()) {
+    return scalar_param(std::move(name), scalar_of<T>, true, loc);
+  }
+  /// `param<GlobalPtr<const float>>("x", extent(n))`.
+  template <class T>
+    requires(detail::ParamKind<T>::is_pointer)
+  View param(std::string name, std::optional<Extent> ext = std::nullopt,
+             std::source_location loc = std::source_location::current()) {
+    using K = detail::ParamKind<T>;
+    return pointer_param(std::move(name), K::elem, K::space, K::is_const, std::move(ext), loc);
+  }
+
+  /// Threads per block. Left unset, it is bound at specialization and size rules become obligations.
+  KernelBuilder& block_threads(std::int64_t threads, std::source_location loc = std::source_location::current());
+  /// Fixes the number of blocks (rarely needed; most kernels leave the grid to the launch).
+  KernelBuilder& grid_blocks(std::int64_t blocks, std::source_location loc = std::source_location::current());
+  /// Promises that the launch grid is a multiple of `m` blocks (a residual guard at launch).
+  KernelBuilder& grid_multiple_of(std::int64_t m, std::source_location loc = std::source_location::current());
+  /// Static shared-memory budget in bytes (default 48 KiB; at most the device limit).
+  KernelBuilder& shared_budget(std::int64_t bytes, std::source_location loc = std::source_location::current());
+  /// The body, written from the `grid(1)` perspective.
+  KernelBuilder& body(const std::function<void(Scope&)>& fn, std::source_location loc = std::source_location::current());
+
+  /// Checks the kernel; throws CheckError with every diagnostic when it does not check.
+  Kernel build();
+
+ private:
+  std::shared_ptr<detail::BuildCtx> ctx_;
+};
+
+/// Builds a device function with a perspective signature: `requires_perspective(thread(32))`.
+class FunctionBuilder {
+ public:
+  explicit FunctionBuilder(std::string name, std::source_location loc = std::source_location::current());
+  ~FunctionBuilder();
+  FunctionBuilder(const FunctionBuilder&) = delete;
+  FunctionBuilder& operator=(const FunctionBuilder&) = delete;
+
+  /// The perspective the function needs its caller to provide (its body starts there).
+  FunctionBuilder& requires_perspective(Perspective p, std::source_location loc = std::source_location::current());
+  /// Bytes of shared memory the function may allocate.
+  FunctionBuilder& shared_budget(std::int64_t bytes, std::source_location loc = std::source_location::current());
+  /// Declares a return type; `ret(value)` must then return a value of that type.
+  FunctionBuilder& returns(ScalarType type, std::source_location loc = std::source_location::current());
+
+  /// A by-value parameter living at `at` (default: the signature's perspective).
+  Expr scalar_param(std::string name, ScalarType type, std::optional<At> at = std::nullopt,
+                    std::source_location loc = std::source_location::current());
+  View pointer_param(std::string name, ScalarType elem, MemSpace space, bool is_const,
+                     std::optional<At> at = std::nullopt, std::source_location loc = std::source_location::current());
+  template <class T>
+    requires(!detail::ParamKind<T>::is_pointer)
+  Expr param(std::string name, std::optional<At> at = std::nullopt,
+             std::source_location loc = std::source_location::current()) {
+    return scalar_param(std::move(name), scalar_of<T>, at, loc);
+  }
+  template <class T>
+    requires(detail::ParamKind<T>::is_pointer)
+  View param(std::string name, std::optional<At> at = std::nullopt,
+             std::source_location loc = std::source_location::current()) {
+    using K = detail::ParamKind<T>;
+    return pointer_param(std::move(name), K::elem, K::space, K::is_const, at, loc);
+  }
+
+  FunctionBuilder& body(const std::function<void(Scope&)>& fn, std::source_location loc = std::source_location::current());
+  /// Checks the function; throws CheckError with every diagnostic when it does not check.
+  DeviceFunction build();
+
+ private:
+  std::shared_ptr<detail::BuildCtx> ctx_;
+};
+
+}  // namespace vantage

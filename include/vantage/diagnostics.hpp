@@ -1,0 +1,68 @@
+// Vantage public diagnostics: source locations, user errors with codes and notes, and the three
+// exception types (user error, internal error, launch error).
+#pragma once
+
+#include <cstdint>
+#include <source_location>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vantage {
+
+/// A place in the user's source, captured by every builder call.
+struct SourceLoc {
+  const char* file = "";  ///< static storage from std::source_location
+  std::uint32_t line = 0;
+  std::uint32_t column = 0;
+
+  static SourceLoc from(const std::source_location& loc) {
+    return {loc.file_name(), loc.line(), loc.column()};
+  }
+  bool known() const { return line != 0; }
+  /// "file:line:column", or "<unknown>".
+  std::string str() const;
+};
+
+/// A related place shown under a diagnostic ("perspective narrowed here").
+struct DiagnosticNote {
+  std::string message;
+  SourceLoc loc;
+};
+
+/// A user error found by the checker: a stable code (see docs/diagnostics.md), a message, the user's
+/// line, and notes pointing at related lines.
+struct Diagnostic {
+  std::string code;
+  std::string message;
+  SourceLoc loc;
+  std::vector<DiagnosticNote> notes;
+
+  /// Compiler-style text: `file:line:col: error[V0101]: message`, the source line with a caret when
+  /// the file is readable, then the notes.
+  std::string render(bool with_source = true) const;
+};
+
+/// Thrown by `build()` when a kernel or device function does not check; carries every diagnostic.
+class CheckError : public std::runtime_error {
+ public:
+  explicit CheckError(std::vector<Diagnostic> diagnostics);
+  const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+  /// True when some diagnostic has this code.
+  bool has(std::string_view code) const;
+
+ private:
+  std::vector<Diagnostic> diagnostics_;
+};
+
+/// An invariant inside Vantage failed: a bug in Vantage, never the user's fault.
+class InternalError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+/// Renders diagnostics one after the other, as `CheckError::what()` does.
+std::string render_all(const std::vector<Diagnostic>& diagnostics, bool with_source = true);
+
+}  // namespace vantage

@@ -1,0 +1,7 @@
+// Vantage: build GPU kernels at run time with checked perspectives. Include this one header.
+#pragma once
+
+#include "vantage/builder.hpp"
+#include "vantage/diagnostics.hpp"
+#include "vantage/types.hpp"
+#include "vantage/version.hpp"

@@ -1,0 +1,337 @@
+// Vantage IR printer: see printer.h. Output is deterministic and free of source locations so that
+// golden files stay stable when user code moves.
+#include "jit/ir/printer.h"
+
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace vantage::ir {
+namespace {
+
+std::string snake(const char* camel) {
+  std::string out;
+  for (const char* c = camel; *c; ++c) {
+    if (std::isupper(static_cast<unsigned char>(*c))) {
+      if (!out.empty()) out += '_';
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
+    } else {
+      out += *c;
+    }
+  }
+  return out;
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default: out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string literal_text(const Literal& l) {
+  switch (l.type) {
+    case ScalarType::Bool: return l.i ? "true" : "false";
+    case ScalarType::I32: return std::to_string(l.i);
+    case ScalarType::U32: return std::to_string(static_cast<std::uint32_t>(l.i)) + "u";
+    case ScalarType::I64: return std::to_string(l.i) + "l";
+    case ScalarType::U64: return std::to_string(static_cast<std::uint64_t>(l.i)) + "ul";
+    default: break;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", l.f);
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  if (l.type == ScalarType::F32) return s + "f";
+  if (l.type == ScalarType::F64) return s;
+  return s + ":" + type_name(l.type);
+}
+
+class Printer {
+ public:
+  std::string kernel(const KernelNode& k) {
+    collect_functions(k.body);
+    for (const auto* f : order_) function_text(*f);
+    for (const auto& p : k.params) declare_param(p);
+    out_ << "kernel " << k.name << "\n";
+    if (k.threads) out_ << "  threads " << *k.threads << "\n";
+    if (k.grid_blocks) out_ << "  grid_blocks " << *k.grid_blocks << "\n";
+    if (k.grid_multiple != 1) out_ << "  grid_multiple_of " << k.grid_multiple << "\n";
+    out_ << "  shared_budget " << k.shared_budget << "\n";
+    for (const auto& p : k.params) param_line(p, std::nullopt);
+    body_block(k.body, 0);
+    return out_.str();
+  }
+
+  std::string function(const FunctionNode& f) {
+    collect_functions(f.body);
+    for (const auto* g : order_)
+      if (g != &f) function_text(*g);
+    function_text(f);
+    return out_.str();
+  }
+
+ private:
+  void collect_functions(const StmtPtr& s) {
+    if (!s) return;
+    visit(*s, [&](const auto& n) {
+      using N = std::decay_t<decltype(n)>;
+      if constexpr (std::is_same_v<N, Seq>) {
+        for (const auto& c : n.stmts) collect_functions(c);
+      } else if constexpr (std::is_same_v<N, If>) {
+        collect_functions(n.then_body);
+        collect_functions(n.else_body);
+      } else if constexpr (std::is_same_v<N, Split>) {
+        for (const auto& b : n.bodies) collect_functions(b);
+      } else if constexpr (std::is_same_v<N, Call>) {
+        if (n.fn && seen_fns_.insert(n.fn.get()).second) {
+          collect_functions(n.fn->body);
+          order_.push_back(n.fn.get());
+        }
+      } else if constexpr (requires { n.body; }) {
+        collect_functions(n.body);
+      }
+    });
+  }
+
+  void function_text(const FunctionNode& f) {
+    names_.clear();
+    taken_.clear();
+    for (const auto& p : f.params) declare_param(p);
+    out_ << "function " << f.name << "\n  requires " << f.signature.str() << "\n  shared_budget " << f.shared_budget
+         << "\n";
+    if (f.returns) out_ << "  returns " << type_name(*f.returns) << "\n";
+    for (const auto& p : f.params) param_line(p, p.at.value_or(f.signature));
+    body_block(f.body, 0);
+    out_ << "\n";
+    names_.clear();
+    taken_.clear();
+  }
+
+  void declare_param(const ParamNode& p) {
+    if (p.var) name_of_node(p.var.get(), p.var->name);
+    if (p.mem) name_of_node(p.mem.get(), p.mem->name);
+  }
+
+  void param_line(const ParamNode& p, std::optional<Perspective> at) {
+    out_ << "  param ";
+    if (p.var) {
+      out_ << name(p.var) << ": " << type_name(p.var->type);
+    } else if (p.mem) {
+      out_ << name(p.mem) << ": " << mem_type(*p.mem);
+      if (p.extent) out_ << "[" << expr(p.extent) << "]";
+    }
+    if (at) out_ << " @" << at->str();
+    if (p.specialized) out_ << " specialize";
+    out_ << "\n";
+  }
+
+  static std::string mem_type(const MemNode& m) {
+    std::string s = space_name(m.space);
+    s += " ";
+    if (m.is_const) s += "const ";
+    return s + type_name(m.elem) + "*";
+  }
+
+  const std::string& name_of_node(const void* node, const std::string& base) {
+    auto it = names_.find(node);
+    if (it != names_.end()) return it->second;
+    std::string n = base.empty() ? "_" : base;
+    for (int i = 1; taken_.count(n); ++i) n = base + "_" + std::to_string(i);
+    taken_.insert(n);
+    return names_.emplace(node, n).first->second;
+  }
+  const std::string& name(const VarPtr& v) { return v ? name_of_node(v.get(), v->name) : kNull; }
+  const std::string& name(const MemPtr& m) { return m ? name_of_node(m.get(), m->name) : kNull; }
+
+  std::string expr(const ExprPtr& e) {
+    if (!e) return "<null>";
+    return visit(*e, [&](const auto& n) -> std::string {
+      using N = std::decay_t<decltype(n)>;
+      if constexpr (std::is_same_v<N, Literal>) {
+        return literal_text(n);
+      } else if constexpr (std::is_same_v<N, VarRef>) {
+        return name(n.var);
+      } else if constexpr (std::is_same_v<N, Unary>) {
+        return std::string(name_of(n.op)) + expr(n.a);
+      } else if constexpr (std::is_same_v<N, Binary>) {
+        if (n.op == BinOp::Min || n.op == BinOp::Max || n.op == BinOp::Pow)
+          return std::string(name_of(n.op)) + "(" + expr(n.a) + ", " + expr(n.b) + ")";
+        return "(" + expr(n.a) + " " + name_of(n.op) + " " + expr(n.b) + ")";
+      } else if constexpr (std::is_same_v<N, Cast>) {
+        return std::string(type_name(n.type)) + "(" + expr(n.a) + ")";
+      } else if constexpr (std::is_same_v<N, Select>) {
+        return "select(" + expr(n.c) + ", " + expr(n.a) + ", " + expr(n.b) + ")";
+      } else if constexpr (std::is_same_v<N, MathCall>) {
+        return std::string(name_of(n.fn)) + "(" + list(n.args) + ")";
+      } else if constexpr (std::is_same_v<N, Id>) {
+        return "id(" + n.p.str() + ")";
+      } else {
+        return name(n.mem) + "[" + list(n.indices) + "]";
+      }
+    });
+  }
+
+  std::string list(const std::vector<ExprPtr>& xs) {
+    std::string s;
+    for (std::size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + expr(xs[i]);
+    return s;
+  }
+
+  void indent(int depth) { out_ << std::string(static_cast<std::size_t>(depth) * 2, ' '); }
+
+  void body_block(const StmtPtr& s, int depth) {
+    out_ << "{\n";
+    if (s) {
+      if (const auto* seq = as<Seq>(*s)) {
+        for (const auto& c : seq->stmts) stmt(c, depth + 1);
+      } else {
+        stmt(s, depth + 1);
+      }
+    }
+    indent(depth);
+    out_ << "}\n";
+  }
+
+  void stmt(const StmtPtr& s, int depth) {
+    if (!s) return;
+    if (const auto* seq = as<Seq>(*s)) {
+      indent(depth);
+      body_block(s, depth);
+      (void)seq;
+      return;
+    }
+    indent(depth);
+    visit(*s, [&](const auto& n) {
+      using N = std::decay_t<decltype(n)>;
+      if constexpr (std::is_same_v<N, Let>) {
+        out_ << "let " << name(n.var) << ": " << type_name(n.var->type);
+        if (n.at) out_ << " @" << n.at->str();
+        out_ << " = " << expr(n.value) << ";\n";
+      } else if constexpr (std::is_same_v<N, Assign>) {
+        out_ << name(n.var) << " = " << expr(n.value) << ";\n";
+      } else if constexpr (std::is_same_v<N, Store>) {
+        out_ << name(n.mem) << "[" << list(n.indices) << "] = " << expr(n.value) << ";\n";
+      } else if constexpr (std::is_same_v<N, If>) {
+        out_ << "if " << expr(n.cond) << " ";
+        body_block(n.then_body, depth);
+        if (n.else_body) {
+          indent(depth);
+          out_ << "else ";
+          body_block(n.else_body, depth);
+        }
+      } else if constexpr (std::is_same_v<N, For>) {
+        out_ << "for " << name(n.var) << " in [" << expr(n.begin) << ", " << expr(n.end) << ")";
+        auto step = const_int(n.step);
+        if (!step || *step != 1) out_ << " step " << expr(n.step);
+        out_ << " ";
+        body_block(n.body, depth);
+      } else if constexpr (std::is_same_v<N, While>) {
+        out_ << "while " << expr(n.cond) << " ";
+        body_block(n.body, depth);
+      } else if constexpr (std::is_same_v<N, Group>) {
+        out_ << "group " << n.p.str() << " ";
+        body_block(n.body, depth);
+      } else if constexpr (std::is_same_v<N, Split>) {
+        out_ << "split " << level_name(n.level) << " {\n";
+        for (std::size_t i = 0; i < n.bodies.size(); ++i) {
+          indent(depth + 1);
+          out_ << "case " << n.counts[i] << " ";
+          body_block(n.bodies[i], depth + 1);
+        }
+        indent(depth);
+        out_ << "}\n";
+      } else if constexpr (std::is_same_v<N, Destruct>) {
+        out_ << "destruct ";
+        body_block(n.body, depth);
+      } else if constexpr (std::is_same_v<N, Partition>) {
+        out_ << "partition " << name(n.src) << " as " << name(n.dst) << " at " << n.p.str() << " by (";
+        for (std::size_t i = 0; i < n.index_vars.size(); ++i) out_ << (i ? ", " : "") << name(n.index_vars[i]);
+        out_ << ") => " << expr(n.index) << " ";
+        body_block(n.body, depth);
+      } else if constexpr (std::is_same_v<N, Claim>) {
+        out_ << "claim " << name(n.src) << " as " << name(n.dst) << " at " << n.p.str() << " ";
+        body_block(n.body, depth);
+      } else if constexpr (std::is_same_v<N, Lower>) {
+        out_ << "lower " << name(n.src) << " as " << name(n.dst) << " ";
+        body_block(n.body, depth);
+      } else if constexpr (std::is_same_v<N, Async>) {
+        out_ << "async " << name(n.src) << " as " << name(n.dst) << " ";
+        body_block(n.body, depth);
+      } else if constexpr (std::is_same_v<N, SharedAlloc>) {
+        out_ << "shared " << name(n.mem) << ": " << type_name(n.mem->elem) << "[" << expr(n.count) << "];\n";
+      } else if constexpr (std::is_same_v<N, LocalAlloc>) {
+        out_ << "local " << name(n.mem) << ": " << type_name(n.mem->elem) << "[" << n.count << "]";
+        if (n.at) out_ << " @" << n.at->str();
+        out_ << ";\n";
+      } else if constexpr (std::is_same_v<N, Call>) {
+        if (n.result) out_ << "let " << name(n.result) << ": " << type_name(n.result->type) << " = ";
+        out_ << "call " << (n.fn ? n.fn->name : "<null>") << "(";
+        for (std::size_t i = 0; i < n.args.size(); ++i)
+          out_ << (i ? ", " : "") << (n.args[i].mem ? name(n.args[i].mem) : expr(n.args[i].value));
+        out_ << ");\n";
+      } else if constexpr (std::is_same_v<N, Intrinsic>) {
+        if (!n.outputs.empty()) {
+          out_ << "let ";
+          for (std::size_t i = 0; i < n.outputs.size(); ++i)
+            out_ << (i ? ", " : "") << name(n.outputs[i]) << ": " << type_name(n.outputs[i]->type);
+          out_ << " = ";
+        }
+        out_ << snake(name_of(n.op)) << "(";
+        bool first = true;
+        auto sep = [&] {
+          if (!first) out_ << ", ";
+          first = false;
+        };
+        for (const auto& m : n.mems) sep(), out_ << name(m);
+        for (const auto& a : n.args) sep(), out_ << expr(a);
+        for (auto i : n.imms) sep(), out_ << "#" << i;
+        out_ << ");\n";
+      } else if constexpr (std::is_same_v<N, Unsafe>) {
+        out_ << "unsafe " << n.needs.str() << " " << quote(n.cuda);
+        if (!n.inputs.empty()) {
+          out_ << " in(";
+          for (std::size_t i = 0; i < n.inputs.size(); ++i)
+            out_ << (i ? ", " : "") << n.inputs[i].first << " = " << expr(n.inputs[i].second);
+          out_ << ")";
+        }
+        if (!n.outputs.empty()) {
+          out_ << " out(";
+          for (std::size_t i = 0; i < n.outputs.size(); ++i)
+            out_ << (i ? ", " : "") << n.outputs[i].first << " = " << name(n.outputs[i].second);
+          out_ << ")";
+        }
+        out_ << ";\n";
+      } else if constexpr (std::is_same_v<N, Return>) {
+        out_ << "return";
+        if (n.value) out_ << " " << expr(n.value);
+        out_ << ";\n";
+      }
+    });
+  }
+
+  static inline const std::string kNull = "<null>";
+  std::ostringstream out_;
+  std::unordered_map<const void*, std::string> names_;
+  std::set<std::string> taken_;
+  std::unordered_set<const FunctionNode*> seen_fns_;
+  std::vector<const FunctionNode*> order_;
+};
+
+}  // namespace
+
+std::string print(const KernelNode& kernel) { return Printer().kernel(kernel); }
+std::string print(const FunctionNode& fn) { return Printer().function(fn); }
+
+}  // namespace vantage::ir
