@@ -174,10 +174,11 @@ class Checker {
     return divides(units(inner), units(outer));
   }
 
-  /// The same set of threads (block(1) is the same as thread(T)).
+  /// The same set of threads. Across levels only the exact isomorphisms count (block(1) is
+  /// thread(T)); "grid(1) is block(1) when the grid has one block" is a mistake, not an obligation.
   Truth same_persp(Perspective a, Perspective b) const {
     if (a.level == b.level) return equal_size(a.count, b.count);
-    return equal_size(units(a), units(b));
+    return equal_size(units(a), units(b)) == Truth::Yes ? Truth::Yes : Truth::No;
   }
 
   /// The narrowest perspective at which both a and b are uniform.
@@ -400,7 +401,12 @@ class Checker {
     }
   }
 
-  static SourceLoc at(const ExprPtr& e, SourceLoc fallback) { return e && e->loc.known() ? e->loc : fallback; }
+  /// Where to report a problem with `e`: its own location, except for variable references, which
+  /// carry their declaration's location; those report at the enclosing use.
+  static SourceLoc at(const ExprPtr& e, SourceLoc fallback) {
+    if (!e || !e->loc.known() || e->kind == ExprKind::VarRef) return fallback;
+    return e->loc;
+  }
 
   // ---------------------------------------------------------------- expressions
   /// Checks an expression and returns the perspective it varies with.
@@ -417,7 +423,7 @@ class Checker {
       } else if constexpr (std::is_same_v<N, VarRef>) {
         auto it = vars_.find(n.var.get());
         if (it == vars_.end()) {
-          auto& d = error("V0207", here, "variable " + q(n.var->name) + " is not in scope here");
+          auto& d = error("V0207", loc, "variable " + q(n.var->name) + " is not in scope here");
           note(d, n.var->loc, "declared here");
           return kTop;
         }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the build tree into a scratch prefix, then builds and runs a tiny consumer twice: once
+# through find_package(vantage CONFIG) and once through pkg-config.
+# Usage: run.sh BUILD_DIR INSTALL_TEST_DIR [SANITIZE]
+set -euo pipefail
+build=$1
+here=$2
+sanitize=${3:-OFF}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+flags=""
+case "$sanitize" in ON|on|1|TRUE|true) flags="-fsanitize=address,undefined" ;; esac
+
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+
+cmake -S "$here/consumer" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DCMAKE_CXX_FLAGS="$flags" >/dev/null
+cmake --build "$work/cmake" >/dev/null
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/cmake/consumer" | tee "$work/out1"
+grep -q "consumer: saxpy checked" "$work/out1"
+
+libdir=$(ls -d "$work/prefix"/lib*/pkgconfig | head -n 1)
+export PKG_CONFIG_PATH="$libdir"
+# shellcheck disable=SC2046
+c++ $flags "$here/consumer/main.cpp" -o "$work/consumer_pc" $(pkg-config --cflags --libs vantage)
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer_pc" | tee "$work/out2"
+grep -q "consumer: saxpy checked" "$work/out2"
+echo "install: find_package and pkg-config consumers built and ran"

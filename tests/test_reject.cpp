@@ -1,0 +1,1057 @@
+// Programs the checker must reject: one or more per rule, each asserting the diagnostic code and the
+// user's line. The paper's illegal figures (7, 9, 10, 11) come first.
+#include "jit/ir/ir.h"
+#include "reject_helpers.hpp"
+
+namespace vantage {
+namespace {
+
+using Fn = FunctionBuilder;
+using KB = KernelBuilder;
+
+// ------------------------------------------------------------------ the paper's figures
+TEST(Reject, Fig7GroupCannotWidenFromThreadToBlock) {
+  int bad = 0;
+  expect_kernel_rejected("V0101", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(thread(2), [&](Scope& t) {
+        bad = __LINE__ + 1;
+        t.group(block(1), [](Scope&) {});
+      });
+    });
+  });
+}
+
+TEST(Reject, Fig7GroupBlock5InsideBlock6IsMisaligned) {
+  int bad = 0;
+  expect_kernel_rejected("V0102", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(6), [&](Scope& b6) {
+        bad = __LINE__ + 1;
+        b6.group(block(5), [](Scope&) {});
+      });
+    });
+  });
+}
+
+TEST(Reject, Fig9SplitExceedsAvailableThreads) {
+  int bad = 0;
+  expect_kernel_rejected("V0103", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(thread(4), [&](Scope& t4) {
+        bad = __LINE__ + 1;
+        t4.split(Level::Thread, {{4, [](Scope&) {}}, {1, [](Scope&) {}}});
+      });
+    });
+  });
+}
+
+TEST(Reject, Fig10SplitBranchNotAligned) {
+  int bad = 0;
+  expect_kernel_rejected("V0104", bad, [&](KB& k) {
+    k.block_threads(96);
+    k.body([&](Scope& g) {
+      g.group(thread(3), [&](Scope& t3) {
+        t3.split(Level::Thread, {
+                                    {2, [](Scope&) {}, (bad = __LINE__, std::source_location::current())},
+                                    {1, [](Scope&) {}},
+                                });
+      });
+    });
+  });
+}
+
+TEST(Reject, Fig11BarrierUnderThreadVaryingFlag) {
+  int bad = 0;
+  expect_kernel_rejected("V0203", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      auto flag = g.let("flag", g.id(thread(1)) % 2 == 0, at(thread(1)));
+      g.group(block(1), [&](Scope& b) {
+        bad = __LINE__ + 1;
+        b.if_(flag, [](Scope& b) { b.sync_threads(); });
+      });
+    });
+  });
+}
+
+// ------------------------------------------------------------------ code perspectives
+TEST(Reject, BlockBarrierUnderThreadVaryingBranch) {
+  int bad = 0;
+  expect_kernel_rejected("V0203", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto t = b.let("t", b.id(thread(1)));
+        bad = __LINE__ + 1;
+        b.if_(t < 64, [](Scope& b) { b.sync_threads(); });
+      });
+    });
+  });
+}
+
+TEST(Reject, SplitOfAWiderLevel) {
+  int bad = 0;
+  expect_kernel_rejected("V0105", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(thread(32), [&](Scope& w) {
+        bad = __LINE__ + 1;
+        w.split(Level::Block, {{1, [](Scope&) {}}});
+      });
+    });
+  });
+}
+
+TEST(Reject, DestructNeedsOneBlockOrGrid) {
+  int bad = 0;
+  expect_kernel_rejected("V0106", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(warp(), [&](Scope& w) {
+        bad = __LINE__ + 1;
+        w.destruct([](Scope&) {});
+      });
+    });
+  });
+}
+
+TEST(Reject, IdOfAWiderPerspective) {
+  int bad = 0;
+  expect_kernel_rejected("V0107", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        bad = __LINE__ + 1;
+        b.let("x", b.id(grid(1)));
+      });
+    });
+  });
+}
+
+TEST(Reject, ZeroUnitPerspective) {
+  int bad = 0;
+  expect_kernel_rejected("V0108", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      bad = __LINE__ + 1;
+      g.group(thread(0), [](Scope&) {});
+    });
+  });
+}
+
+TEST(Reject, GroupNotDividingTheBlock) {
+  int bad = 0;
+  expect_kernel_rejected("V0102", bad, [&](KB& k) {
+    k.block_threads(48);
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        bad = __LINE__ + 1;
+        b.group(warp(), [](Scope&) {});
+      });
+    });
+  });
+}
+
+// ------------------------------------------------------------------ thread-local data
+TEST(Reject, ThreadValueWrittenIntoBlockVariable) {
+  int bad = 0;
+  expect_kernel_rejected("V0201", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        bad = __LINE__ + 1;
+        b.let("x", b.id(thread(1)), at(block(1)));
+      });
+    });
+  });
+}
+
+TEST(Reject, ThreadValueAssignedToBlockVariable) {
+  int bad = 0;
+  expect_kernel_rejected("V0201", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto sum = b.let("sum", 0);
+        auto t = b.let("t", b.id(thread(1)));
+        bad = __LINE__ + 1;
+        b.assign(sum, t);
+      });
+    });
+  });
+}
+
+TEST(Reject, BlockVariableAssignedFromThreadCode) {
+  int bad = 0;
+  expect_kernel_rejected("V0202", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto count = b.let("count", 0);
+        b.group(thread(1), [&](Scope& th) {
+          bad = __LINE__ + 1;
+          th.assign(count, 1);
+        });
+      });
+    });
+  });
+}
+
+TEST(Reject, LoopBoundVariesPerThreadAtBlockPerspective) {
+  int bad = 0;
+  expect_kernel_rejected("V0204", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto t = b.let("t", b.id(thread(1)));
+        bad = __LINE__ + 1;
+        b.for_("i", 0, t, [](Scope& b, Expr) { b.sync_threads(); });
+      });
+    });
+  });
+}
+
+TEST(Reject, WhileConditionVariesPerThread) {
+  int bad = 0;
+  expect_kernel_rejected("V0205", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto t = b.let("t", b.id(thread(1)));
+        bad = __LINE__ + 1;
+        b.while_(t > 3, [](Scope&) {});
+      });
+    });
+  });
+}
+
+TEST(Reject, VariableAnnotatedWiderThanTheCode) {
+  int bad = 0;
+  expect_kernel_rejected("V0206", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(thread(1), [&](Scope& th) {
+        bad = __LINE__ + 1;
+        th.let("x", 1, at(block(1)));
+      });
+    });
+  });
+}
+
+TEST(Reject, VariableUsedOutsideItsScope) {
+  int bad = 0;
+  expect_kernel_rejected("V0207", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      Var leaked;
+      g.group(block(1), [&](Scope& b) { leaked = b.let("inner", 1); });
+      bad = __LINE__ + 1;
+      g.let("outer", leaked + 1);
+    });
+  });
+}
+
+TEST(Reject, LoopVariableCannotBeAssigned) {
+  int bad = 0;
+  expect_kernel_rejected("V0208", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.for_("i", 0, 4, [&](Scope& s, Expr i) {
+        bad = __LINE__ + 1;
+        s.assign(Var(ir::as<ir::VarRef>(*i.node())->var, i), 3);
+      });
+    });
+  });
+}
+
+// ------------------------------------------------------------------ memory
+TEST(Reject, WriteToGlobalMemoryThatWasNotPartitioned) {
+  int bad = 0;
+  expect_kernel_rejected("V0301", bad, [&](KB& k) {
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.body([&](Scope& g) {
+      g.group(thread(1), [&](Scope& th) {
+        bad = __LINE__ + 1;
+        y[th.id(thread(1))] = 1.0f;
+      });
+    });
+  });
+}
+
+TEST(Reject, WriteToBlockPartitionWithoutNarrowingToThreads) {
+  int bad = 0;
+  expect_kernel_rejected("V0301", bad, [&](KB& k) {
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.body([&](Scope& g) {
+      auto blk = g.let("blk", g.id(block(1)));
+      g.partition(y, block(1), [&](Expr i) { return blk * 128 + i; }, [&](Scope& g, View y_b) {
+        g.group(block(1), [&](Scope&) {
+          bad = __LINE__ + 1;
+          y_b[0] = 2.0f;
+        });
+      });
+    });
+  });
+}
+
+TEST(Reject, OriginalNameUsedInsideItsPartition) {
+  int bad = 0, partitioned = 0;
+  KernelBuilder k("orig");
+  k.block_threads(128);
+  auto y = k.param<GlobalPtr<float>>("y");
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    partitioned = __LINE__ + 1;
+    g.partition(y, thread(1), [&](Expr i) { return t + i; }, [&](Scope& g, View y_t) {
+      g.group(thread(1), [&](Scope&) {
+        bad = __LINE__ + 1;
+        y_t[0] = y[t + 1];
+      });
+    });
+  });
+  try {
+    k.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0302", bad, "tests/test_reject.cpp"));
+    const Diagnostic* d = nullptr;
+    for (const auto& x : e.diagnostics())
+      if (x.code == "V0302") d = &x;
+    ASSERT_NE(d, nullptr);
+    ASSERT_EQ(d->notes.size(), 1u);
+    EXPECT_EQ(static_cast<int>(d->notes[0].loc.line), partitioned) << "the note points at the partition";
+  }
+}
+
+TEST(Reject, PartitionFromCodeAtAnotherPerspective) {
+  int bad = 0;
+  expect_kernel_rejected("V0303", bad, [&](KB& k) {
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto t = b.let("t", b.id(thread(1)));
+        bad = __LINE__ + 1;
+        b.partition(y, thread(1), [&](Expr i) { return t + i; }, [](Scope&, View) {});
+      });
+    });
+  });
+}
+
+TEST(Reject, PartitionIntoAWiderShare) {
+  int bad = 0;
+  expect_kernel_rejected("V0304", bad, [&](KB& k) {
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.body([&](Scope& g) {
+      auto blk = g.let("blk", g.id(block(1)));
+      g.partition(y, block(1), [&](Expr i) { return blk + i; }, [&](Scope& g, View y_b) {
+        g.group(block(1), [&](Scope& b) {
+          bad = __LINE__ + 1;
+          b.partition(y_b, block(2), [&](Expr i) { return i; }, [](Scope&, View) {});
+        });
+      });
+    });
+  });
+}
+
+TEST(Reject, IndexFunctionVariesFasterThanTheShare) {
+  int bad = 0;
+  expect_kernel_rejected("V0305", bad, [&](KB& k) {
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.body([&](Scope& g) {
+      auto t = g.let("t", g.id(thread(1)));
+      bad = __LINE__ + 1;
+      g.partition(y, block(1), [&](Expr i) { return t + i; }, [](Scope&, View) {});
+    });
+  });
+}
+
+TEST(Reject, ClaimedNameUsedOutsideASplitBranch) {
+  int bad = 0;
+  expect_kernel_rejected("V0306", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto s = b.shared<float>("s", 64);
+        b.claim(s, warp(), [&](Scope& b, View s_w) {
+          bad = __LINE__ + 1;
+          b.let("v", s_w[0]);
+        });
+      });
+    });
+  });
+}
+
+TEST(Reject, ClaimedNameUsedInTwoSplitBranches) {
+  int bad = 0;
+  expect_kernel_rejected("V0307", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto s = b.shared<float>("s", 64);
+        b.claim(s, warp(), [&](Scope& b, View s_w) {
+          b.split(Level::Thread, {{32, [&](Scope& w) { w.let("a", s_w[0]); }},
+                                  {32, [&](Scope& w) {
+                                     bad = __LINE__ + 1;
+                                     w.let("b", s_w[1]);
+                                   }}});
+        });
+      });
+    });
+  });
+}
+
+TEST(Reject, ClaimIsNotNarrower) {
+  int bad = 0;
+  expect_kernel_rejected("V0308", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto s = b.shared<float>("s", 64);
+        bad = __LINE__ + 1;
+        b.claim(s, block(2), [](Scope&, View) {});
+      });
+    });
+  });
+}
+
+TEST(Reject, LowerNeedsBlockOrGridMemory) {
+  int bad = 0;
+  expect_kernel_rejected("V0309", bad, [&](KB& k) {
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto s = b.shared<float>("s", 64);
+        b.claim(s, warp(), [&](Scope& b, View s_w) {
+          b.split(Level::Thread, {{32, [&](Scope& w) {
+                                     bad = __LINE__ + 1;
+                                     w.lower(s_w, [](Scope&, View) {});
+                                   }}});
+        });
+      });
+      (void)y;
+    });
+  });
+}
+
+TEST(Reject, WriteToConstMemory) {
+  int bad = 0;
+  expect_kernel_rejected("V0310", bad, [&](KB& k) {
+    auto x = k.param<GlobalPtr<const float>>("x");
+    k.body([&](Scope& g) {
+      auto t = g.let("t", g.id(thread(1)));
+      g.partition(x, thread(1), [&](Expr i) { return t + i; }, [&](Scope&, View x_t) {
+        bad = __LINE__ + 1;
+        x_t[0] = 1.0f;
+      });
+    });
+  });
+}
+
+TEST(Reject, WrongNumberOfIndices) {
+  int bad = 0;
+  expect_kernel_rejected("V0311", bad, [&](KB& k) {
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.body([&](Scope& g) {
+      auto t = g.let("t", g.id(thread(1)));
+      g.partition(y, thread(1), [&](Expr r, Expr c) { return t * 2 + r + c; }, [&](Scope&, View y_t) {
+        bad = __LINE__ + 1;
+        y_t[0] = 1.0f;
+      });
+    });
+  });
+}
+
+TEST(Reject, SharedMemoryUsedFromGridCode) {
+  int bad = 0;
+  expect_function_rejected("V0312", bad, [&](Fn& f) {
+    f.requires_perspective(grid(1));
+    auto s = f.param<SharedPtr<const float>>("s");
+    f.body([&](Scope& g) {
+      bad = __LINE__ + 1;
+      g.let("v", s[0]);
+    });
+  });
+}
+
+TEST(Reject, MemoryUsedOutsideItsScope) {
+  int bad = 0;
+  expect_kernel_rejected("V0313", bad, [&](KB& k) {
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.body([&](Scope& g) {
+      auto t = g.let("t", g.id(thread(1)));
+      View escaped;
+      g.partition(y, thread(1), [&](Expr i) { return t + i; }, [&](Scope&, View y_t) { escaped = y_t; });
+      bad = __LINE__ + 1;
+      escaped[0] = 1.0f;
+    });
+  });
+}
+
+TEST(Reject, AsyncNameReadDirectly) {
+  int bad = 0;
+  expect_kernel_rejected("V0315", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto s = b.shared<float>("s", 128);
+        b.async(s, [&](Scope& b, View s_async) {
+          bad = __LINE__ + 1;
+          b.let("v", s_async[0]);
+        });
+      });
+    });
+  });
+}
+
+TEST(Reject, LocalArrayCannotBePartitioned) {
+  int bad = 0;
+  expect_kernel_rejected("V0316", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(thread(1), [&](Scope& th) {
+        auto a = th.local_array("a", ScalarType::F32, 4);
+        bad = __LINE__ + 1;
+        th.partition(a, thread(1), [](Expr i) { return i; }, [](Scope&, View) {});
+      });
+    });
+  });
+}
+
+TEST(Reject, AsyncTargetMustBeShared) {
+  int bad = 0;
+  expect_kernel_rejected("V0317", bad, [&](KB& k) {
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.body([&](Scope& g) {
+      bad = __LINE__ + 1;
+      g.async(y, [](Scope&, View) {});
+    });
+  });
+}
+
+// ------------------------------------------------------------------ shared memory
+TEST(Reject, SharedAllocationInThreadScope) {
+  int bad = 0;
+  expect_kernel_rejected("V0401", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        b.group(thread(1), [&](Scope& th) {
+          bad = __LINE__ + 1;
+          th.shared<float>("s", 32);
+        });
+      });
+    });
+  });
+}
+
+TEST(Reject, SharedAllocationNeedsStaticSize) {
+  int bad = 0;
+  expect_kernel_rejected("V0402", bad, [&](KB& k) {
+    auto n = k.param<int>("n");
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        bad = __LINE__ + 1;
+        b.shared<float>("s", n);
+      });
+    });
+  });
+}
+
+TEST(Reject, SharedBudgetExceeded) {
+  int bad = 0;
+  expect_kernel_rejected("V0403", bad, [&](KB& k) {
+    k.shared_budget(1024);
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        b.shared<float>("a", 128);
+        bad = __LINE__ + 1;
+        b.shared<float>("b", 129);
+      });
+    });
+  });
+}
+
+TEST(Reject, SharedBudgetOverDeviceLimit) {
+  int bad = 0;
+  expect_kernel_rejected("V0404", bad, [&](KB& k) {
+    bad = __LINE__ + 1;
+    k.shared_budget(512 * 1024);
+    k.body([](Scope&) {});
+  });
+}
+
+// ------------------------------------------------------------------ intrinsics
+TEST(Reject, ShuffleOutsideAWarp) {
+  int bad = 0;
+  expect_kernel_rejected("V0501", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto t = b.let("t", b.id(thread(1)));
+        bad = __LINE__ + 1;
+        b.shfl_xor("u", t, 1);
+      });
+    });
+  });
+}
+
+TEST(Reject, WgmmaAtThread64) {
+  int bad = 0;
+  expect_kernel_rejected("V0501", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(thread(64), [&](Scope& t64) {
+        auto acc = t64.local_array("acc", ScalarType::F32, 32, at(thread(1)));
+        bad = __LINE__ + 1;
+        t64.wgmma(64, acc, Expr(0ul), Expr(0ul));
+      });
+    });
+  });
+}
+
+TEST(Reject, MmaSyncByOneThread) {
+  int bad = 0;
+  expect_kernel_rejected("V0501", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(thread(1), [&](Scope& th) {
+        auto a = th.local_array("a", ScalarType::F32, 4);
+        auto b = th.local_array("b", ScalarType::F32, 2);
+        auto c = th.local_array("c", ScalarType::F32, 4);
+        bad = __LINE__ + 1;
+        th.mma_sync(MmaKind::TF32_M16N8K8, c, a, b, c);
+      });
+    });
+  });
+}
+
+TEST(Reject, WarpBarrierInBlockCode) {
+  int bad = 0;
+  expect_kernel_rejected("V0501", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        bad = __LINE__ + 1;
+        b.sync_warp();
+      });
+    });
+  });
+}
+
+TEST(Reject, BlockBarrierInAWarp) {
+  int bad = 0;
+  expect_kernel_rejected("V0501", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(warp(), [&](Scope& w) {
+        bad = __LINE__ + 1;
+        w.sync_threads();
+      });
+    });
+  });
+}
+
+TEST(Reject, CpAsyncOutsideAnAsyncScope) {
+  int bad = 0;
+  expect_kernel_rejected("V0502", bad, [&](KB& k) {
+    auto x = k.param<GlobalPtr<const float>>("x");
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto s = b.shared<float>("s", 128);
+        auto t = b.let("t", b.id(thread(1)));
+        b.partition(s, thread(1), [&](Expr i) { return t + i; }, [&](Scope& b, View s_t) {
+          b.group(thread(1), [&](Scope& th) {
+            bad = __LINE__ + 1;
+            th.cp_async(s_t, 0, x, t, 4);
+          });
+        });
+      });
+    });
+  });
+}
+
+TEST(Reject, MmaFragmentOfWrongSize) {
+  int bad = 0;
+  expect_kernel_rejected("V0503", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(warp(), [&](Scope& w) {
+        auto a = w.local_array("a", ScalarType::F32, 4, at(thread(1)));
+        auto b = w.local_array("b", ScalarType::F32, 3, at(thread(1)));
+        auto c = w.local_array("c", ScalarType::F32, 4, at(thread(1)));
+        bad = __LINE__ + 1;
+        w.mma_sync(MmaKind::TF32_M16N8K8, c, a, b, c);
+      });
+    });
+  });
+}
+
+TEST(Reject, CpAsyncIntoANameThatIsNotAsync) {
+  int bad = 0;
+  expect_kernel_rejected("V0504", bad, [&](KB& k) {
+    auto x = k.param<GlobalPtr<const float>>("x");
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto s = b.shared<float>("s", 128);
+        auto other = b.shared<float>("other", 128);
+        auto t = b.let("t", b.id(thread(1)));
+        b.async(other, [&](Scope& b, View) {
+          b.partition(s, thread(1), [&](Expr i) { return t + i; }, [&](Scope& b, View s_t) {
+            b.group(thread(1), [&](Scope& th) {
+              bad = __LINE__ + 1;
+              th.cp_async(s_t, 0, x, t, 4);
+            });
+          });
+        });
+      });
+    });
+  });
+}
+
+// ------------------------------------------------------------------ calls
+DeviceFunction warp_fn() {
+  FunctionBuilder f("warp_fn");
+  f.requires_perspective(warp());
+  auto out = f.param<GlobalPtr<float>>("out");
+  auto scale = f.param<float>("scale", at(warp()));
+  f.body([&](Scope& w) {
+    auto lane = w.let("lane", w.id(thread(1)));
+    w.partition(out, thread(1), [&](Expr i) { return lane + i; }, [&](Scope&, View o) { o[0] = scale; });
+  });
+  return f.build();
+}
+
+DeviceFunction reader_fn() {
+  FunctionBuilder f("reader_fn");
+  f.requires_perspective(thread(1));
+  f.shared_budget(256);
+  auto in = f.param<GlobalPtr<const float>>("in", at(block(1)));
+  f.body([&](Scope& th) { th.let("v", in[0]); });
+  return f.build();
+}
+
+TEST(Reject, CallWithTooNarrowAPerspective) {
+  int bad = 0;
+  expect_kernel_rejected("V0601", bad, [&](KB& k) {
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.body([&](Scope& g) {
+      g.group(thread(1), [&](Scope& th) {
+        bad = __LINE__ + 1;
+        th.call(warp_fn(), {y, 1.0f});
+      });
+    });
+  });
+}
+
+TEST(Reject, CallWithWrongArgumentCount) {
+  int bad = 0;
+  expect_kernel_rejected("V0602", bad, [&](KB& k) {
+    auto x = k.param<GlobalPtr<const float>>("x");
+    k.body([&](Scope& g) {
+      g.group(thread(1), [&](Scope& th) {
+        bad = __LINE__ + 1;
+        th.call(reader_fn(), {x, 2});
+      });
+    });
+  });
+}
+
+TEST(Reject, CallWithWrongArgumentType) {
+  int bad = 0;
+  expect_kernel_rejected("V0603", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(thread(1), [&](Scope& th) {
+        bad = __LINE__ + 1;
+        th.call(reader_fn(), {Expr(1.5f)});
+      });
+    });
+  });
+}
+
+TEST(Reject, ScalarArgumentVariesFasterThanItsParameter) {
+  int bad = 0;
+  expect_kernel_rejected("V0604", bad, [&](KB& k) {
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.body([&](Scope& g) {
+      g.partition(y, warp(), [&](Expr i) { return i; }, [&](Scope& g, View y_w) {
+        g.group(warp(), [&](Scope& w) {
+          auto lane = w.let("lane", w.id(thread(1)));
+          bad = __LINE__ + 1;
+          w.call(warp_fn(), {y_w, cast<float>(lane)});
+        });
+      });
+    });
+  });
+}
+
+TEST(Reject, MutablePointerArgumentFromAWiderPerspective) {
+  int bad = 0;
+  expect_kernel_rejected("V0605", bad, [&](KB& k) {
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.body([&](Scope& g) {
+      g.group(warp(), [&](Scope& w) {
+        bad = __LINE__ + 1;
+        w.call(warp_fn(), {y, 1.0f});
+      });
+    });
+  });
+}
+
+TEST(Reject, ConstPointerArgumentFromANarrowerPerspective) {
+  int bad = 0;
+  expect_kernel_rejected("V0606", bad, [&](KB& k) {
+    auto x = k.param<GlobalPtr<const float>>("x");
+    k.body([&](Scope& g) {
+      auto t = g.let("t", g.id(thread(1)));
+      g.partition(x, thread(1), [&](Expr i) { return t + i; }, [&](Scope& g, View x_t) {
+        g.group(thread(1), [&](Scope& th) {
+          bad = __LINE__ + 1;
+          th.call(reader_fn(), {x_t});
+        });
+      });
+    });
+  });
+}
+
+TEST(Reject, CalleeSharedBudgetDoesNotFit) {
+  int bad = 0;
+  expect_kernel_rejected("V0607", bad, [&](KB& k) {
+    auto x = k.param<GlobalPtr<const float>>("x");
+    k.shared_budget(512);
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        b.shared<float>("s", 100);
+        b.group(thread(1), [&](Scope& th) {
+          bad = __LINE__ + 1;
+          th.call(reader_fn(), {x});
+        });
+      });
+    });
+  });
+}
+
+TEST(Reject, ConstMemoryPassedAsMutable) {
+  int bad = 0;
+  expect_kernel_rejected("V0608", bad, [&](KB& k) {
+    auto x = k.param<GlobalPtr<const float>>("x");
+    k.body([&](Scope& g) {
+      g.partition(x, warp(), [&](Expr i) { return i; }, [&](Scope& g, View x_w) {
+        g.group(warp(), [&](Scope& w) {
+          bad = __LINE__ + 1;
+          w.call(warp_fn(), {x_w, 1.0f});
+        });
+      });
+    });
+  });
+}
+
+// ------------------------------------------------------------------ types
+TEST(Reject, OperandsOfDifferentTypes) {
+  int bad = 0;
+  expect_kernel_rejected("V0701", bad, [&](KB& k) {
+    auto n = k.param<int>("n");
+    auto a = k.param<float>("a");
+    k.body([&](Scope& g) {
+      bad = __LINE__ + 1;
+      g.let("x", n + a);
+    });
+  });
+}
+
+TEST(Reject, BitwiseOnFloat) {
+  int bad = 0;
+  expect_kernel_rejected("V0702", bad, [&](KB& k) {
+    auto a = k.param<float>("a");
+    k.body([&](Scope& g) {
+      bad = __LINE__ + 1;
+      g.let("x", a & a);
+    });
+  });
+}
+
+TEST(Reject, IfOnAnInteger) {
+  int bad = 0;
+  expect_kernel_rejected("V0703", bad, [&](KB& k) {
+    auto n = k.param<int>("n");
+    k.body([&](Scope& g) {
+      bad = __LINE__ + 1;
+      g.if_(n, [](Scope&) {});
+    });
+  });
+}
+
+TEST(Reject, FloatIndex) {
+  int bad = 0;
+  expect_kernel_rejected("V0704", bad, [&](KB& k) {
+    auto x = k.param<GlobalPtr<const float>>("x");
+    auto a = k.param<float>("a");
+    k.body([&](Scope& g) {
+      bad = __LINE__ + 1;
+      g.let("v", x[a]);
+    });
+  });
+}
+
+TEST(Reject, StoreOfTheWrongType) {
+  int bad = 0;
+  expect_kernel_rejected("V0705", bad, [&](KB& k) {
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.body([&](Scope& g) {
+      auto t = g.let("t", g.id(thread(1)));
+      g.partition(y, thread(1), [&](Expr i) { return t + i; }, [&](Scope&, View y_t) {
+        bad = __LINE__ + 1;
+        y_t[0] = t;
+      });
+    });
+  });
+}
+
+TEST(Reject, UndefinedExpression) {
+  int bad = 0;
+  expect_kernel_rejected("V0706", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      Expr nothing;
+      bad = __LINE__ + 1;
+      g.let("x", nothing + 1);
+    });
+  });
+}
+
+// ------------------------------------------------------------------ unsafe and return
+TEST(Reject, UnsafeBlockAtTheWrongPerspective) {
+  int bad = 0;
+  expect_kernel_rejected("V0801", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(thread(1), [&](Scope& th) {
+        bad = __LINE__ + 1;
+        th.unsafe(warp(), "asm volatile(\"bar.warp.sync -1;\");");
+      });
+    });
+  });
+}
+
+TEST(Reject, ReturnFromANarrowerPerspective) {
+  int bad = 0;
+  expect_kernel_rejected("V0802", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(thread(1), [&](Scope& th) {
+        bad = __LINE__ + 1;
+        th.ret();
+      });
+    });
+  });
+}
+
+TEST(Reject, ReturnOfTheWrongType) {
+  int bad = 0;
+  expect_function_rejected("V0803", bad, [&](Fn& f) {
+    f.returns(ScalarType::F32);
+    f.body([&](Scope& th) {
+      bad = __LINE__ + 1;
+      th.ret(Expr(1));
+    });
+  });
+}
+
+TEST(Reject, FunctionWithoutAFinalReturn) {
+  int bad = __LINE__ + 1;
+  FunctionBuilder f("no_return");
+  f.returns(ScalarType::I32);
+  f.body([](Scope& th) { th.let("x", 1); });
+  try {
+    f.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0804", bad, "tests/test_reject.cpp"));
+  }
+}
+
+// ------------------------------------------------------------------ kernel headers and builder use
+TEST(Reject, TooManyThreadsPerBlock) {
+  int bad = 0;
+  expect_kernel_rejected("V0901", bad, [&](KB& k) {
+    bad = __LINE__ + 1;
+    k.block_threads(2048);
+    k.body([](Scope&) {});
+  });
+}
+
+TEST(Reject, DuplicateParameterName) {
+  int bad = 0;
+  expect_kernel_rejected("V0902", bad, [&](KB& k) {
+    k.param<int>("n");
+    bad = __LINE__ + 1;
+    k.param<int>("n");
+    k.body([](Scope&) {});
+  });
+}
+
+TEST(Reject, SpecializedFloatParameter) {
+  int bad = 0;
+  expect_kernel_rejected("V0903", bad, [&](KB& k) {
+    bad = __LINE__ + 1;
+    k.param<float>("alpha", specialize);
+    k.body([](Scope&) {});
+  });
+}
+
+TEST(Reject, ExtentThatIsNotAnInteger) {
+  int bad = 0;
+  expect_kernel_rejected("V0904", bad, [&](KB& k) {
+    auto a = k.param<float>("a");
+    bad = __LINE__ + 1;
+    k.param<GlobalPtr<float>>("y", extent(a));
+    k.body([](Scope&) {});
+  });
+}
+
+TEST(Reject, KernelWithoutABody) {
+  KernelBuilder k("empty");
+  try {
+    k.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(e.has("V0905"));
+  }
+}
+
+TEST(Reject, StatementOutsideAnyBody) {
+  KernelBuilder k("outside");
+  auto y = k.param<GlobalPtr<float>>("y");
+  int bad = __LINE__ + 2;
+  try {
+    y[0] = 1.0f;
+    FAIL() << "a store outside a body was accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0906", bad, "tests/test_reject.cpp"));
+  }
+}
+
+TEST(Reject, BodySetTwice) {
+  int bad = 0;
+  expect_kernel_rejected("V0908", bad, [&](KB& k) {
+    k.body([](Scope&) {});
+    bad = __LINE__ + 1;
+    k.body([](Scope&) {});
+  });
+}
+
+TEST(Reject, KernelPointerToSharedMemory) {
+  int bad = 0;
+  expect_kernel_rejected("V0910", bad, [&](KB& k) {
+    bad = __LINE__ + 1;
+    k.param<SharedPtr<float>>("s");
+    k.body([](Scope&) {});
+  });
+}
+
+// ------------------------------------------------------------------ every error in one pass
+TEST(Reject, ReportsEveryErrorAtOnce) {
+  KernelBuilder k("many");
+  k.block_threads(128);
+  auto y = k.param<GlobalPtr<float>>("y");
+  int l1 = 0, l2 = 0, l3 = 0, l4 = 0;
+  k.body([&](Scope& g) {
+    g.group(block(1), [&](Scope& b) {
+      auto t = b.let("t", b.id(thread(1)));
+      l1 = __LINE__ + 1;
+      b.if_(t == 0, [](Scope& b) { b.sync_threads(); });
+      l2 = __LINE__ + 1;
+      b.shfl_down("d", t, 1);
+      l3 = __LINE__ + 1;
+      y[t] = 0.0f;
+      l4 = __LINE__ + 1;
+      b.let("bad_type", t + 1.5f);
+    });
+  });
+  try {
+    k.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    EXPECT_EQ(e.diagnostics().size(), 4u) << testing::describe(e.diagnostics());
+    EXPECT_TRUE(testing::has_diag(e, "V0203", l1, "tests/test_reject.cpp"));
+    EXPECT_TRUE(testing::has_diag(e, "V0501", l2, "tests/test_reject.cpp"));
+    EXPECT_TRUE(testing::has_diag(e, "V0301", l3, "tests/test_reject.cpp"));
+    EXPECT_TRUE(testing::has_diag(e, "V0701", l4, "tests/test_reject.cpp"));
+    std::string text = e.what();
+    EXPECT_NE(text.find("4 error(s)"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace vantage
