@@ -14,8 +14,8 @@ int main() {
   k.body([&](Scope& g) {
     g.group(block(1), [&](Scope& b) {
       auto t = b.let("t", b.id(thread(1)));
-      b.if_(t < 32, [&](Scope& b) { b.sync_threads(); });  // barrier under a thread-varying branch
-      x[t] = 1.0f;                                         // write to global memory never partitioned
+      b.if_(t < 32, [&](Scope& b) { b.sync_threads(); });                    // barrier under a thread-varying branch
+      x[t] = 1.0f;                                                           // write to global memory never partitioned
       b.group(warp(), [&](Scope& w) { w.group(block(1), [](Scope&) {}); });  // group cannot widen
     });
   });

@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
       if (!quiet) std::printf("%s\n", k.ir_text().c_str());
       std::printf("%-16s checked   shared %5lld B  obligations %zu  (%s)\n", ex.name.c_str(),
                   static_cast<long long>(k.shared_bytes()), k.obligations().size(), ex.what.c_str());
-      for (const auto& o : k.obligations()) std::printf("    obligation %s: %s\n", o.str().c_str(), o.description.c_str());
+      for (const auto& o : k.obligations())
+        std::printf("    obligation %s: %s\n", o.str().c_str(), o.description.c_str());
     } catch (const vantage::CheckError& e) {
       ++failed;
       std::printf("%-16s REJECTED\n%s", ex.name.c_str(), vantage::render_all(e.diagnostics()).c_str());

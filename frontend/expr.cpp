@@ -162,7 +162,8 @@ ElemRef View::operator()(const ExprArg& i, const ExprArg& j) const {
   return ElemRef(*this, {Expr(adapt(i, ScalarType::I32)), Expr(adapt(j, ScalarType::I32))}, i.loc);
 }
 ElemRef View::operator()(const ExprArg& i, const ExprArg& j, const ExprArg& k) const {
-  return ElemRef(*this, {Expr(adapt(i, ScalarType::I32)), Expr(adapt(j, ScalarType::I32)), Expr(adapt(k, ScalarType::I32))},
+  return ElemRef(*this,
+                 {Expr(adapt(i, ScalarType::I32)), Expr(adapt(j, ScalarType::I32)), Expr(adapt(k, ScalarType::I32))},
                  i.loc);
 }
 
@@ -211,8 +212,8 @@ ElemRef& ElemRef::operator+=(const ExprArg& value) {
     undefined(value.loc);
     return *this;
   }
-  return *this = ExprArg(Expr(ir::make<ir::Binary>(BinOp::Add, x, y, x->type, value.loc)),
-                         std::source_location::current());
+  return *this =
+             ExprArg(Expr(ir::make<ir::Binary>(BinOp::Add, x, y, x->type, value.loc)), std::source_location::current());
 }
 
 }  // namespace vantage

@@ -7,8 +7,7 @@
 
 namespace vantage {
 
-Kernel::Kernel(std::shared_ptr<const ir::KernelNode> ir, std::vector<Obligation> obligations,
-               std::int64_t shared_bytes)
+Kernel::Kernel(std::shared_ptr<const ir::KernelNode> ir, std::vector<Obligation> obligations, std::int64_t shared_bytes)
     : ir_(std::move(ir)), obligations_(std::move(obligations)), shared_bytes_(shared_bytes) {}
 
 const std::string& Kernel::name() const {

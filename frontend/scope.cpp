@@ -68,7 +68,8 @@ ExprPtr arg_node(const ExprArg& a, std::optional<ScalarType> want = std::nullopt
   if (want && a.weak_literal && l && l->type != *want) {
     if (is_integer(l->type) && is_float(*want))
       return ir::make<ir::Literal>(*want, 0, static_cast<double>(l->i), a.loc);
-    if (is_integer(l->type) && is_integer(*want)) return ir::make<ir::Literal>(*want, l->i, static_cast<double>(l->i), a.loc);
+    if (is_integer(l->type) && is_integer(*want))
+      return ir::make<ir::Literal>(*want, l->i, static_cast<double>(l->i), a.loc);
     if (is_float(l->type) && is_float(*want)) return ir::make<ir::Literal>(*want, 0, l->f, a.loc);
   }
   return a.expr.node();
@@ -79,7 +80,8 @@ bool defined_all(SourceLoc loc, std::initializer_list<bool> ok) {
   for (bool b : ok) {
     if (!b) {
       if (auto* ctx = detail::active())
-        ctx->error("V0706", loc, "an undefined Expr, Var, View or DeviceFunction was used (default-constructed handle)");
+        ctx->error("V0706", loc,
+                   "an undefined Expr, Var, View or DeviceFunction was used (default-constructed handle)");
       return false;
     }
   }
@@ -125,8 +127,8 @@ Expr Scope::id(Perspective p, std::source_location l) { return Expr(ir::make<ir:
 View Scope::local_array(std::string name, ScalarType elem, std::int64_t count, std::optional<At> a,
                         std::source_location l) {
   SourceLoc loc = here(l);
-  auto m = ir::make_mem(detail::fresh_id(), std::move(name), elem, MemSpace::Local, false, 1, ir::MemNode::Origin::Local,
-                        loc);
+  auto m = ir::make_mem(detail::fresh_id(), std::move(name), elem, MemSpace::Local, false, 1,
+                        ir::MemNode::Origin::Local, loc);
   detail::append(ir::make<ir::LocalAlloc>(m, count, a ? std::optional<Perspective>(a->p) : std::nullopt, loc), loc);
   return View(m);
 }
@@ -240,12 +242,14 @@ void partition_impl(const std::shared_ptr<BuildCtx>& ctx, const View& mem, Persp
 
 void Scope::partition(const View& mem, Perspective p, const std::function<Expr(Expr)>& index,
                       const std::function<void(Scope&, View)>& fn, std::source_location l) {
-  partition_impl(ctx_, mem, p, 1, [&](const std::vector<Expr>& a) { return index(a[0]); }, fn, here(l));
+  partition_impl(
+      ctx_, mem, p, 1, [&](const std::vector<Expr>& a) { return index(a[0]); }, fn, here(l));
 }
 
 void Scope::partition(const View& mem, Perspective p, const std::function<Expr(Expr, Expr)>& index,
                       const std::function<void(Scope&, View)>& fn, std::source_location l) {
-  partition_impl(ctx_, mem, p, 2, [&](const std::vector<Expr>& a) { return index(a[0], a[1]); }, fn, here(l));
+  partition_impl(
+      ctx_, mem, p, 2, [&](const std::vector<Expr>& a) { return index(a[0], a[1]); }, fn, here(l));
 }
 
 void Scope::claim(const View& mem, Perspective p, const std::function<void(Scope&, View)>& fn, std::source_location l) {
@@ -282,8 +286,10 @@ std::vector<ir::CallArgNode> call_args(const DeviceFunction& fn, const std::vect
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (const auto* v = std::get_if<View>(&args[i])) {
       defined_all(loc, {v->defined()});
-      if (v->defined()) out.push_back({nullptr, v->mem()});
-      else out.push_back({ir::make<ir::Literal>(ScalarType::I32, 0, 0.0, loc), nullptr});
+      if (v->defined())
+        out.push_back({nullptr, v->mem()});
+      else
+        out.push_back({ir::make<ir::Literal>(ScalarType::I32, 0, 0.0, loc), nullptr});
     } else {
       const auto& e = std::get<ExprArg>(args[i]);
       defined_all(loc, {e.expr.defined()});
@@ -374,8 +380,8 @@ struct IntrinsicCall {
   }
   void emit() {
     if (!defined_all(loc, {ok})) return detail::append(nullptr, loc);
-    detail::append(ir::make<ir::Intrinsic>(op, std::move(args), std::move(mems), std::move(outputs), std::move(imms), loc),
-                   loc);
+    detail::append(
+        ir::make<ir::Intrinsic>(op, std::move(args), std::move(mems), std::move(outputs), std::move(imms), loc), loc);
   }
 };
 IntrinsicCall intrinsic(ir::IntrinsicOp op, const std::source_location& l) { return {op, here(l), {}, {}, {}, {}}; }
@@ -511,8 +517,8 @@ View KernelBuilder::pointer_param(std::string name, ScalarType elem, MemSpace sp
   SourceLoc loc = here(l);
   auto m = ir::make_mem(ctx_->next_id++, name, elem, space, is_const, 1, ir::MemNode::Origin::Param, loc);
   if (space != MemSpace::Global)
-    ctx_->error("V0910", loc, "kernel pointer parameter " + name + " must point to global memory, not " +
-                                  space_name(space));
+    ctx_->error("V0910", loc,
+                "kernel pointer parameter " + name + " must point to global memory, not " + space_name(space));
   if (ext && !ext->n.defined()) ctx_->error("V0706", loc, "extent of " + name + " is an undefined Expr");
   ctx_->params.push_back({std::move(name), nullptr, m, false, ext ? ext->n.node() : nullptr, std::nullopt, loc});
   return View(m);
@@ -567,7 +573,7 @@ Kernel KernelBuilder::build() {
     throw CheckError(merged(ctx_->diags, std::move(result.errors)));
   }
   logging::get().debug("kernel {}: checked in {} us, {} obligation(s), {} bytes shared", k->name, us,
-                   result.obligations.size(), result.shared_peak);
+                       result.obligations.size(), result.shared_peak);
   return Kernel(std::move(k), std::move(result.obligations), result.shared_peak);
 }
 
@@ -598,8 +604,8 @@ FunctionBuilder& FunctionBuilder::returns(ScalarType type, std::source_location 
 Expr FunctionBuilder::scalar_param(std::string name, ScalarType type, std::optional<At> a, std::source_location l) {
   SourceLoc loc = here(l);
   auto v = ir::make_var(ctx_->next_id++, name, type, ir::VarNode::Origin::Param, loc);
-  ctx_->params.push_back({std::move(name), v, nullptr, false, nullptr,
-                          a ? std::optional<Perspective>(a->p) : std::nullopt, loc});
+  ctx_->params.push_back(
+      {std::move(name), v, nullptr, false, nullptr, a ? std::optional<Perspective>(a->p) : std::nullopt, loc});
   return Expr(ir::make<ir::VarRef>(v, loc));
 }
 
@@ -607,8 +613,8 @@ View FunctionBuilder::pointer_param(std::string name, ScalarType elem, MemSpace 
                                     std::optional<At> a, std::source_location l) {
   SourceLoc loc = here(l);
   auto m = ir::make_mem(ctx_->next_id++, name, elem, space, is_const, 1, ir::MemNode::Origin::Param, loc);
-  ctx_->params.push_back({std::move(name), nullptr, m, false, nullptr,
-                          a ? std::optional<Perspective>(a->p) : std::nullopt, loc});
+  ctx_->params.push_back(
+      {std::move(name), nullptr, m, false, nullptr, a ? std::optional<Perspective>(a->p) : std::nullopt, loc});
   return View(m);
 }
 

@@ -13,9 +13,7 @@ namespace {
 Kernel warps_in_block(std::optional<std::int64_t> threads) {
   KernelBuilder k("warps");
   if (threads) k.block_threads(*threads);
-  k.body([&](Scope& g) {
-    g.group(block(1), [&](Scope& b) { b.group(warp(), [&](Scope& w) { w.sync_warp(); }); });
-  });
+  k.body([&](Scope& g) { g.group(block(1), [&](Scope& b) { b.group(warp(), [&](Scope& w) { w.sync_warp(); }); }); });
   return k.build();
 }
 
@@ -102,11 +100,11 @@ TEST(Accept, ReadUpWriteDownOnThreadLocals) {
   k.body([](Scope& g) {
     auto blk = g.let("blk", g.id(block(1)));
     g.group(block(1), [&](Scope& b) {
-      auto base = b.let("base", blk * 128);                     // block(1) value in block code
-      auto mine = b.let("mine", base + b.id(thread(1)));         // inferred thread(1)
+      auto base = b.let("base", blk * 128);               // block(1) value in block code
+      auto mine = b.let("mine", base + b.id(thread(1)));  // inferred thread(1)
       auto acc = b.local_array("acc", ScalarType::I32, 2, at(thread(1)));
-      acc[0] = mine;                                             // write down
-      b.if_(base > 0, [](Scope& b) { b.sync_threads(); });       // read up: uniform in the block
+      acc[0] = mine;                                        // write down
+      b.if_(base > 0, [](Scope& b) { b.sync_threads(); });  // read up: uniform in the block
       b.group(thread(1), [&](Scope& th) { th.if_(mine > 3, [&](Scope&) { acc[1] = base; }); });
     });
   });
@@ -121,7 +119,8 @@ TEST(Accept, SharedPeakTakesTheLargerBranch) {
   k.body([&](Scope& g) {
     g.group(block(1), [&](Scope& b) {
       b.shared<float>("keep", 256);  // 1 KiB for the whole block
-      b.if_(n > 4, [](Scope& b) { b.shared<float>("big", 512); }, [](Scope& b) { b.shared<float>("small", 16); });
+      b.if_(
+          n > 4, [](Scope& b) { b.shared<float>("big", 512); }, [](Scope& b) { b.shared<float>("small", 16); });
     });
   });
   EXPECT_EQ(k.build().shared_bytes(), 1024 + 2048);
@@ -148,13 +147,15 @@ TEST(Accept, AsyncCopyIntoAPartitionedAsyncName) {
       auto s = b.shared<float>("s", 512);
       auto t = b.let("t", b.id(thread(1)));
       b.async(s, [&](Scope& b, View s_async) {
-        b.partition(s_async, thread(1), [&](Expr i) { return t * 4 + i; }, [&](Scope& b, View s_t) {
-          b.group(thread(1), [&](Scope& th) {
-            th.cp_async(s_t, 0, x, t * 4, 16);
-            th.cp_async_commit();
-            th.cp_async_wait(0);
-          });
-        });
+        b.partition(
+            s_async, thread(1), [&](Expr i) { return t * 4 + i; },
+            [&](Scope& b, View s_t) {
+              b.group(thread(1), [&](Scope& th) {
+                th.cp_async(s_t, 0, x, t * 4, 16);
+                th.cp_async_commit();
+                th.cp_async_wait(0);
+              });
+            });
       });
     });
   });

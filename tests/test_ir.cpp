@@ -14,9 +14,9 @@ Kernel tiny(float scale, int threads) {
   k.block_threads(threads);
   k.body([&](Scope& g) {
     auto t = g.let("t", g.id(thread(1)));
-    g.partition(y, thread(1), [&](Expr i) { return t + i; }, [&](Scope& g, View y_t) {
-      g.group(thread(1), [&](Scope&) { y_t[0] = y_t[0] * scale; });
-    });
+    g.partition(
+        y, thread(1), [&](Expr i) { return t + i; },
+        [&](Scope& g, View y_t) { g.group(thread(1), [&](Scope&) { y_t[0] = y_t[0] * scale; }); });
   });
   return k.build();
 }

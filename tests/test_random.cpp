@@ -1,7 +1,7 @@
 // Random programs through the public builder API: each must either check or be rejected with
 // diagnostics; nothing may crash, hang or throw anything else. Handles are reused across scopes on
 // purpose (stale variables and views), perspectives include invalid ones, and calls mix arguments.
-// VANTAGE_RANDOM_PROGRAMS overrides the number of programs (default 1500).
+// VANTAGE_RANDOM_PROGRAMS overrides the number of programs (default 4000).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -104,7 +104,10 @@ class Gen {
       case 2:
         if (!vars_.empty()) s.assign(vars_[static_cast<std::size_t>(pick(static_cast<int>(vars_.size())))], expr(s, 0));
         break;
-      case 3: s.if_(expr(s, 0), [&](Scope& t) { nested(t, depth); }, [&](Scope& e) { nested(e, depth); }); break;
+      case 3:
+        s.if_(
+            expr(s, 0), [&](Scope& t) { nested(t, depth); }, [&](Scope& e) { nested(e, depth); });
+        break;
       case 4:
         s.for_("i", 0, expr(s, 0), [&](Scope& b, Expr i) {
           values_.push_back(i);
@@ -125,16 +128,20 @@ class Gen {
       }
       case 8: s.destruct([&](Scope& b) { nested(b, depth); }); break;
       case 9:
-        s.partition(view(), persp(), [&](Expr i) { return i + value(); }, [&](Scope& b, View v) {
-          views_.push_back(v);
-          nested(b, depth);
-        });
+        s.partition(
+            view(), persp(), [&](Expr i) { return i + value(); },
+            [&](Scope& b, View v) {
+              views_.push_back(v);
+              nested(b, depth);
+            });
         break;
       case 10:
-        s.partition(view(), persp(), [&](Expr r, Expr c) { return r * 4 + c; }, [&](Scope& b, View v) {
-          views_.push_back(v);
-          nested(b, depth);
-        });
+        s.partition(
+            view(), persp(), [&](Expr r, Expr c) { return r * 4 + c; },
+            [&](Scope& b, View v) {
+              views_.push_back(v);
+              nested(b, depth);
+            });
         break;
       case 11:
         s.claim(view(), persp(), [&](Scope& b, View v) {
@@ -155,7 +162,10 @@ class Gen {
         });
         break;
       case 14: views_.push_back(s.shared<float>("s", chance(5) ? expr(s, 0) : Expr(pick(4096)))); break;
-      case 15: views_.push_back(s.local_array("l", ScalarType::F32, pick(5), chance(2) ? std::optional<At>(at(persp())) : std::nullopt)); break;
+      case 15:
+        views_.push_back(
+            s.local_array("l", ScalarType::F32, pick(5), chance(2) ? std::optional<At>(at(persp())) : std::nullopt));
+        break;
       case 16: view()[expr(s, 0)] = expr(s, 0); break;
       case 17: intrinsic(s); break;
       case 18: call(s); break;
@@ -190,7 +200,9 @@ class Gen {
     auto out = f.param<GlobalPtr<float>>("out", chance(2) ? std::optional<At>(at(persp())) : std::nullopt);
     auto v = f.param<float>("v");
     f.body([&](Scope& s) {
-      if (chance(2)) s.partition(out, thread(1), [&](Expr i) { return i; }, [&](Scope&, View o) { o[0] = v; });
+      if (chance(2))
+        s.partition(
+            out, thread(1), [&](Expr i) { return i; }, [&](Scope&, View o) { o[0] = v; });
     });
     return f.build();
   }
@@ -219,7 +231,7 @@ class Gen {
 };
 
 TEST(RandomPrograms, EachChecksOrYieldsDiagnostics) {
-  int programs = 1500;
+  int programs = 4000;
   if (const char* env = std::getenv("VANTAGE_RANDOM_PROGRAMS")) programs = std::max(1, std::atoi(env));
   int accepted = 0, rejected = 0;
   for (int seed = 0; seed < programs; ++seed) {

@@ -14,16 +14,20 @@ Kernel saxpy() {
   k.block_threads(256);
   k.body([&](Scope& g) {
     auto blk = g.let("blk", g.id(block(1)));
-    g.partition(y, block(1), [&](Expr i) { return blk * 256 + i; }, [&](Scope& g, View y_blk) {
-      g.group(block(1), [&](Scope& b) {
-        auto t = b.let("t", b.id(thread(1)));
-        b.partition(y_blk, thread(1), [&](Expr i) { return t + i; }, [&](Scope& b, View y_t) {
-          b.group(thread(1), [&](Scope& th) {
-            th.if_(blk * 256 + t < n, [&](Scope&) { y_t[0] = a * x[blk * 256 + t] + y_t[0]; });
+    g.partition(
+        y, block(1), [&](Expr i) { return blk * 256 + i; },
+        [&](Scope& g, View y_blk) {
+          g.group(block(1), [&](Scope& b) {
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                y_blk, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View y_t) {
+                  b.group(thread(1), [&](Scope& th) {
+                    th.if_(blk * 256 + t < n, [&](Scope&) { y_t[0] = a * x[blk * 256 + t] + y_t[0]; });
+                  });
+                });
           });
         });
-      });
-    });
   });
   return k.build();
 }
@@ -34,21 +38,23 @@ Kernel warp_mma() {
   k.block_threads(32);
   k.body([&](Scope& g) {
     auto tid = g.let("tid", g.id(thread(1)));
-    g.partition(d_out, thread(1), [&](Expr i) { return tid * 4 + i; }, [&](Scope& g, View d_t) {
-      g.group(thread(32), [&](Scope& w) {
-        auto A = w.local_array("A", ScalarType::F32, 4, at(thread(1)));
-        auto B = w.local_array("B", ScalarType::F32, 2, at(thread(1)));
-        auto C = w.local_array("C", ScalarType::F32, 4, at(thread(1)));
-        auto D = w.local_array("D", ScalarType::F32, 4, at(thread(1)));
-        w.for_("i", 0, 4, [&](Scope&, Expr i) {
-          A[i] = cast<float>(tid * 4 + 1);
-          C[i] = 0.0f;
+    g.partition(
+        d_out, thread(1), [&](Expr i) { return tid * 4 + i; },
+        [&](Scope& g, View d_t) {
+          g.group(thread(32), [&](Scope& w) {
+            auto A = w.local_array("A", ScalarType::F32, 4, at(thread(1)));
+            auto B = w.local_array("B", ScalarType::F32, 2, at(thread(1)));
+            auto C = w.local_array("C", ScalarType::F32, 4, at(thread(1)));
+            auto D = w.local_array("D", ScalarType::F32, 4, at(thread(1)));
+            w.for_("i", 0, 4, [&](Scope&, Expr i) {
+              A[i] = cast<float>(tid * 4 + 1);
+              C[i] = 0.0f;
+            });
+            w.for_("i", 0, 2, [&](Scope&, Expr i) { B[i] = cast<float>(tid * 4 + 1); });
+            w.mma_sync(MmaKind::TF32_M16N8K8, D, A, B, C);
+            w.for_("i", 0, 4, [&](Scope&, Expr i) { d_t[i] = D[i]; });
+          });
         });
-        w.for_("i", 0, 2, [&](Scope&, Expr i) { B[i] = cast<float>(tid * 4 + 1); });
-        w.mma_sync(MmaKind::TF32_M16N8K8, D, A, B, C);
-        w.for_("i", 0, 4, [&](Scope&, Expr i) { d_t[i] = D[i]; });
-      });
-    });
   });
   return k.build();
 }
@@ -82,13 +88,14 @@ DeviceFunction simple_mma(MemSpace space) {
     C[3] = c[(g + 8) * n + 2 * t + 1];
     w.mma_sync(MmaKind::TF32_M16N8K8, D, A, B, C);
     // Writes need c narrowed to one thread.
-    w.partition(c, thread(1), [&](Expr ro, Expr co) { return (g + ro) * n + 2 * t + co; },
-                [&](Scope&, View c_thrd) {
-                  c_thrd(0, 0) = D[0];
-                  c_thrd(0, 1) = D[1];
-                  c_thrd(8, 0) = D[2];
-                  c_thrd(8, 1) = D[3];
-                });
+    w.partition(
+        c, thread(1), [&](Expr ro, Expr co) { return (g + ro) * n + 2 * t + co; },
+        [&](Scope&, View c_thrd) {
+          c_thrd(0, 0) = D[0];
+          c_thrd(0, 1) = D[1];
+          c_thrd(8, 0) = D[2];
+          c_thrd(8, 1) = D[3];
+        });
   });
   return f.build();
 }
@@ -110,46 +117,56 @@ Kernel mma_tf32_naive() {
     auto k_tiles = g.let("k_tiles", (K + 8 - 1) / 8);
     auto blk_row = g.let("blk_row", (g.id(block(1)) / num_blocks_n) * 16);
     auto blk_col = g.let("blk_col", (g.id(block(1)) % num_blocks_n) * 8);
-    g.partition(C, block(1), [&](Expr x) { return blk_row * N + blk_col + x; }, [&](Scope& g, View C_blk) {
-      g.group(block(1), [&](Scope& b) {
-        auto A_smem = b.shared<float>("A_smem", 16 * 8);
-        auto B_smem = b.shared<float>("B_smem", 8 * 8);
-        auto C_smem = b.shared<float>("C_smem", 16 * 8);
-        auto t = b.let("t", b.id(thread(1)));
-        b.partition(C_smem, thread(1), [&](Expr i) { return t * 4 + i; }, [&](Scope& b, View C_th) {
-          b.for_("i", 0, 4, [&](Scope& b, Expr i) { b.group(thread(1), [&](Scope&) { C_th[i] = 0.0f; }); });
-        });
-        b.for_("kt", 0, k_tiles, [&](Scope& b, Expr kt) {
-          b.for_("j", 0, 4, [&](Scope& b, Expr j) {
-            auto flat = b.let("flat", t * 4 + j);
-            auto row = b.let("row", flat / 8);
-            auto col = b.let("col", flat % 8);
-            b.partition(A_smem, thread(1), [&](Expr i) { return flat + i; }, [&](Scope& b, View A_th) {
-              b.group(thread(1), [&](Scope&) { A_th[0] = A[(blk_row + row) * K + kt * 8 + col]; });
+    g.partition(
+        C, block(1), [&](Expr x) { return blk_row * N + blk_col + x; },
+        [&](Scope& g, View C_blk) {
+          g.group(block(1), [&](Scope& b) {
+            auto A_smem = b.shared<float>("A_smem", 16 * 8);
+            auto B_smem = b.shared<float>("B_smem", 8 * 8);
+            auto C_smem = b.shared<float>("C_smem", 16 * 8);
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                C_smem, thread(1), [&](Expr i) { return t * 4 + i; },
+                [&](Scope& b, View C_th) {
+                  b.for_("i", 0, 4, [&](Scope& b, Expr i) { b.group(thread(1), [&](Scope&) { C_th[i] = 0.0f; }); });
+                });
+            b.for_("kt", 0, k_tiles, [&](Scope& b, Expr kt) {
+              b.for_("j", 0, 4, [&](Scope& b, Expr j) {
+                auto flat = b.let("flat", t * 4 + j);
+                auto row = b.let("row", flat / 8);
+                auto col = b.let("col", flat % 8);
+                b.partition(
+                    A_smem, thread(1), [&](Expr i) { return flat + i; },
+                    [&](Scope& b, View A_th) {
+                      b.group(thread(1), [&](Scope&) { A_th[0] = A[(blk_row + row) * K + kt * 8 + col]; });
+                    });
+              });
+              b.for_("j", 0, 2, [&](Scope& b, Expr j) {
+                auto flat = b.let("flat", t * 2 + j);
+                auto row = b.let("row", flat / 8);
+                auto col = b.let("col", flat % 8);
+                b.partition(
+                    B_smem, thread(1), [&](Expr i) { return flat + i; },
+                    [&](Scope& b, View B_th) {
+                      b.group(thread(1), [&](Scope&) { B_th[0] = B[(kt * 8 + row) * N + blk_col + col]; });
+                    });
+              });
+              b.claim(C_smem, warp(), [&](Scope& b, View Cs_warp) {
+                b.split(Level::Thread, {{32, [&](Scope& w) { w.call(mma, {A_smem, B_smem, Cs_warp, 8, 8}); }}});
+              });
+            });
+            b.for_("j", 0, 4, [&](Scope& b, Expr j) {
+              auto flat_c = b.let("flat_c", t * 4 + j);
+              auto row_c = b.let("row_c", flat_c / 8);
+              auto col_c = b.let("col_c", flat_c % 8);
+              b.partition(
+                  C_blk, thread(1), [&](Expr x) { return row_c * N + col_c + x; },
+                  [&](Scope& b, View C_th) {
+                    b.group(thread(1), [&](Scope&) { C_th[0] = C_smem[row_c * 8 + col_c]; });
+                  });
             });
           });
-          b.for_("j", 0, 2, [&](Scope& b, Expr j) {
-            auto flat = b.let("flat", t * 2 + j);
-            auto row = b.let("row", flat / 8);
-            auto col = b.let("col", flat % 8);
-            b.partition(B_smem, thread(1), [&](Expr i) { return flat + i; }, [&](Scope& b, View B_th) {
-              b.group(thread(1), [&](Scope&) { B_th[0] = B[(kt * 8 + row) * N + blk_col + col]; });
-            });
-          });
-          b.claim(C_smem, warp(), [&](Scope& b, View Cs_warp) {
-            b.split(Level::Thread, {{32, [&](Scope& w) { w.call(mma, {A_smem, B_smem, Cs_warp, 8, 8}); }}});
-          });
         });
-        b.for_("j", 0, 4, [&](Scope& b, Expr j) {
-          auto flat_c = b.let("flat_c", t * 4 + j);
-          auto row_c = b.let("row_c", flat_c / 8);
-          auto col_c = b.let("col_c", flat_c % 8);
-          b.partition(C_blk, thread(1), [&](Expr x) { return row_c * N + col_c + x; }, [&](Scope& b, View C_th) {
-            b.group(thread(1), [&](Scope&) { C_th[0] = C_smem[row_c * 8 + col_c]; });
-          });
-        });
-      });
-    });
   });
   return k.build();
 }
@@ -183,29 +200,35 @@ Kernel block_load_copy() {
   k.block_threads(kThreads);
   k.body([&](Scope& g) {
     auto blk = g.let("blk", g.id(block(1)));
-    g.partition(out, block(1), [&](Expr i) { return blk * kTile + i; }, [&](Scope& g, View out_b) {
-      g.group(block(1), [&](Scope& b) {
-        auto tile = b.shared<int>("tile", kTile);
-        auto t = b.let("t", b.id(thread(1)));
-        b.partition(tile, thread(1), [&](Expr i) { return t + i * kThreads; }, [&](Scope& b, View tile_t) {
-          b.for_("i", 0, kItems, [&](Scope& b, Expr i) {
-            b.group(thread(1), [&](Scope& th) {
-              auto g_idx = th.let("g_idx", blk * kTile + t + i * kThreads);
-              tile_t[i] = select(g_idx < n, in[min(g_idx, n - 1)], 0);
-            });
+    g.partition(
+        out, block(1), [&](Expr i) { return blk * kTile + i; },
+        [&](Scope& g, View out_b) {
+          g.group(block(1), [&](Scope& b) {
+            auto tile = b.shared<int>("tile", kTile);
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                tile, thread(1), [&](Expr i) { return t + i * kThreads; },
+                [&](Scope& b, View tile_t) {
+                  b.for_("i", 0, kItems, [&](Scope& b, Expr i) {
+                    b.group(thread(1), [&](Scope& th) {
+                      auto g_idx = th.let("g_idx", blk * kTile + t + i * kThreads);
+                      tile_t[i] = select(g_idx < n, in[min(g_idx, n - 1)], 0);
+                    });
+                  });
+                });
+            auto items = b.local_array("items", ScalarType::I32, kItems, at(thread(1)));
+            b.call(load, {tile, kItems, kTile, items});
+            b.partition(
+                out_b, thread(1), [&](Expr i) { return t * kItems + i; },
+                [&](Scope& b, View out_t) {
+                  b.for_("i", 0, kItems, [&](Scope& b, Expr i) {
+                    b.group(thread(1), [&](Scope& th) {
+                      th.if_(blk * kTile + t * kItems + i < n, [&](Scope&) { out_t[i] = items[i]; });
+                    });
+                  });
+                });
           });
         });
-        auto items = b.local_array("items", ScalarType::I32, kItems, at(thread(1)));
-        b.call(load, {tile, kItems, kTile, items});
-        b.partition(out_b, thread(1), [&](Expr i) { return t * kItems + i; }, [&](Scope& b, View out_t) {
-          b.for_("i", 0, kItems, [&](Scope& b, Expr i) {
-            b.group(thread(1), [&](Scope& th) {
-              th.if_(blk * kTile + t * kItems + i < n, [&](Scope&) { out_t[i] = items[i]; });
-            });
-          });
-        });
-      });
-    });
   });
   return k.build();
 }
@@ -219,36 +242,42 @@ Kernel block_reduce() {
   k.block_threads(kThreads);
   k.body([&](Scope& g) {
     auto blk = g.let("blk", g.id(block(1)));
-    g.partition(out, block(1), [&](Expr i) { return blk + i; }, [&](Scope& g, View out_b) {
-      g.group(block(1), [&](Scope& b) {
-        auto partial = b.shared<float>("partial", kThreads);
-        auto t = b.let("t", b.id(thread(1)));
-        b.partition(partial, thread(1), [&](Expr i) { return t + i; }, [&](Scope& b, View p_t) {
-          b.group(thread(1), [&](Scope& th) {
-            auto idx = th.let("idx", blk * kThreads + t);
-            p_t[0] = select(idx < n, x[min(idx, n - 1)], 0.0f);
+    g.partition(
+        out, block(1), [&](Expr i) { return blk + i; },
+        [&](Scope& g, View out_b) {
+          g.group(block(1), [&](Scope& b) {
+            auto partial = b.shared<float>("partial", kThreads);
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                partial, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View p_t) {
+                  b.group(thread(1), [&](Scope& th) {
+                    auto idx = th.let("idx", blk * kThreads + t);
+                    p_t[0] = select(idx < n, x[min(idx, n - 1)], 0.0f);
+                  });
+                });
+            // Tree in shared memory down to 64 partial sums.
+            for (int s = kThreads / 2; s >= 64; s /= 2) {
+              b.partition(
+                  partial, thread(1), [&](Expr i) { return t + i; },
+                  [&](Scope& b, View p_t) {
+                    b.group(thread(1), [&](Scope& th) { th.if_(t < s, [&](Scope&) { p_t[0] = p_t[0] + p_t[s]; }); });
+                  });
+            }
+            // The first warp finishes with shuffles; its first thread writes the block's sum.
+            b.claim(out_b, thread(1), [&](Scope& b, View out_one) {
+              b.split(Level::Thread, {{32, [&](Scope& w) {
+                                         auto lane = w.let("lane", w.id(thread(1)));
+                                         auto v = w.let("v", partial[lane] + partial[lane + 32]);
+                                         for (int off = 16; off >= 1; off /= 2) {
+                                           auto other = w.shfl_down("other", v, off);
+                                           w.assign(v, v + other);
+                                         }
+                                         w.split(Level::Thread, {{1, [&](Scope&) { out_one[0] = v; }}});
+                                       }}});
+            });
           });
         });
-        // Tree in shared memory down to 64 partial sums.
-        for (int s = kThreads / 2; s >= 64; s /= 2) {
-          b.partition(partial, thread(1), [&](Expr i) { return t + i; }, [&](Scope& b, View p_t) {
-            b.group(thread(1), [&](Scope& th) { th.if_(t < s, [&](Scope&) { p_t[0] = p_t[0] + p_t[s]; }); });
-          });
-        }
-        // The first warp finishes with shuffles; its first thread writes the block's sum.
-        b.claim(out_b, thread(1), [&](Scope& b, View out_one) {
-          b.split(Level::Thread, {{32, [&](Scope& w) {
-                                     auto lane = w.let("lane", w.id(thread(1)));
-                                     auto v = w.let("v", partial[lane] + partial[lane + 32]);
-                                     for (int off = 16; off >= 1; off /= 2) {
-                                       auto other = w.shfl_down("other", v, off);
-                                       w.assign(v, v + other);
-                                     }
-                                     w.split(Level::Thread, {{1, [&](Scope&) { out_one[0] = v; }}});
-                                   }}});
-        });
-      });
-    });
   });
   return k.build();
 }
@@ -271,15 +300,17 @@ Kernel sgemm_one_per_thread(const char* name, bool coalesced) {
     // Rung 1 walks C down columns (neighbouring threads far apart); rung 2 along rows.
     auto row = g.let("row", coalesced ? gid / N : gid % M);
     auto col = g.let("col", coalesced ? gid % N : gid / M);
-    g.partition(C, thread(1), [&](Expr i) { return row * N + col + i; }, [&](Scope& g, View C_t) {
-      g.group(thread(1), [&](Scope& th) {
-        th.if_(gid < M * N, [&](Scope& th) {
-          auto acc = th.let("acc", 0.0f);
-          th.for_("kk", 0, K, [&](Scope& th, Expr kk) { th.assign(acc, acc + A[row * K + kk] * B[kk * N + col]); });
-          C_t[0] = alpha * acc + beta * C_t[0];
+    g.partition(
+        C, thread(1), [&](Expr i) { return row * N + col + i; },
+        [&](Scope& g, View C_t) {
+          g.group(thread(1), [&](Scope& th) {
+            th.if_(gid < M * N, [&](Scope& th) {
+              auto acc = th.let("acc", 0.0f);
+              th.for_("kk", 0, K, [&](Scope& th, Expr kk) { th.assign(acc, acc + A[row * K + kk] * B[kk * N + col]); });
+              C_t[0] = alpha * acc + beta * C_t[0];
+            });
+          });
         });
-      });
-    });
   });
   return k.build();
 }
@@ -305,30 +336,35 @@ Kernel sgemm_smem() {
     auto nbn = g.let("nbn", (N + kTile - 1) / kTile);
     auto brow = g.let("brow", g.id(block(1)) / nbn);
     auto bcol = g.let("bcol", g.id(block(1)) % nbn);
-    g.partition(C, block(1), [&](Expr i) { return brow * kTile * N + bcol * kTile + i; }, [&](Scope& g, View C_blk) {
-      g.group(block(1), [&](Scope& b) {
-        auto As = b.shared<float>("As", kTile * kTile);
-        auto Bs = b.shared<float>("Bs", kTile * kTile);
-        auto t = b.let("t", b.id(thread(1)));
-        auto tr = b.let("tr", t / kTile);
-        auto tc = b.let("tc", t % kTile);
-        auto acc = b.let("acc", 0.0f, at(thread(1)));
-        b.for_("kb", 0, K, kTile, [&](Scope& b, Expr kb) {
-          b.partition(As, thread(1), [&](Expr i) { return t + i; }, [&](Scope& b, View As_t) {
-            b.group(thread(1), [&](Scope&) { As_t[0] = A[(brow * kTile + tr) * K + kb + tc]; });
-          });
-          b.partition(Bs, thread(1), [&](Expr i) { return t + i; }, [&](Scope& b, View Bs_t) {
-            b.group(thread(1), [&](Scope&) { Bs_t[0] = B[(kb + tr) * N + bcol * kTile + tc]; });
-          });
-          b.for_("kk", 0, kTile, [&](Scope& b, Expr kk) {
-            b.assign(acc, acc + As[tr * kTile + kk] * Bs[kk * kTile + tc]);
+    g.partition(
+        C, block(1), [&](Expr i) { return brow * kTile * N + bcol * kTile + i; },
+        [&](Scope& g, View C_blk) {
+          g.group(block(1), [&](Scope& b) {
+            auto As = b.shared<float>("As", kTile * kTile);
+            auto Bs = b.shared<float>("Bs", kTile * kTile);
+            auto t = b.let("t", b.id(thread(1)));
+            auto tr = b.let("tr", t / kTile);
+            auto tc = b.let("tc", t % kTile);
+            auto acc = b.let("acc", 0.0f, at(thread(1)));
+            b.for_("kb", 0, K, kTile, [&](Scope& b, Expr kb) {
+              b.partition(
+                  As, thread(1), [&](Expr i) { return t + i; },
+                  [&](Scope& b, View As_t) {
+                    b.group(thread(1), [&](Scope&) { As_t[0] = A[(brow * kTile + tr) * K + kb + tc]; });
+                  });
+              b.partition(
+                  Bs, thread(1), [&](Expr i) { return t + i; },
+                  [&](Scope& b, View Bs_t) {
+                    b.group(thread(1), [&](Scope&) { Bs_t[0] = B[(kb + tr) * N + bcol * kTile + tc]; });
+                  });
+              b.for_("kk", 0, kTile,
+                     [&](Scope& b, Expr kk) { b.assign(acc, acc + As[tr * kTile + kk] * Bs[kk * kTile + tc]); });
+            });
+            b.partition(
+                C_blk, thread(1), [&](Expr i) { return tr * N + tc + i; },
+                [&](Scope& b, View C_t) { b.group(thread(1), [&](Scope&) { C_t[0] = alpha * acc + beta * C_t[0]; }); });
           });
         });
-        b.partition(C_blk, thread(1), [&](Expr i) { return tr * N + tc + i; }, [&](Scope& b, View C_t) {
-          b.group(thread(1), [&](Scope&) { C_t[0] = alpha * acc + beta * C_t[0]; });
-        });
-      });
-    });
   });
   return k.build();
 }

@@ -66,16 +66,16 @@ struct ExprArg {
   SourceLoc loc;
   bool weak_literal = false;  ///< a C++ number whose type may adapt to the other operand
 
-  ExprArg(const Expr& e, std::source_location l = std::source_location::current());       // NOLINT
-  ExprArg(const ElemRef& r, std::source_location l = std::source_location::current());    // NOLINT
-  ExprArg(bool v, std::source_location l = std::source_location::current());              // NOLINT
-  ExprArg(int v, std::source_location l = std::source_location::current());               // NOLINT
-  ExprArg(unsigned v, std::source_location l = std::source_location::current());          // NOLINT
-  ExprArg(long v, std::source_location l = std::source_location::current());              // NOLINT
-  ExprArg(long long v, std::source_location l = std::source_location::current());         // NOLINT
-  ExprArg(unsigned long v, std::source_location l = std::source_location::current());     // NOLINT
-  ExprArg(float v, std::source_location l = std::source_location::current());             // NOLINT
-  ExprArg(double v, std::source_location l = std::source_location::current());            // NOLINT
+  ExprArg(const Expr& e, std::source_location l = std::source_location::current());     // NOLINT
+  ExprArg(const ElemRef& r, std::source_location l = std::source_location::current());  // NOLINT
+  ExprArg(bool v, std::source_location l = std::source_location::current());            // NOLINT
+  ExprArg(int v, std::source_location l = std::source_location::current());             // NOLINT
+  ExprArg(unsigned v, std::source_location l = std::source_location::current());        // NOLINT
+  ExprArg(long v, std::source_location l = std::source_location::current());            // NOLINT
+  ExprArg(long long v, std::source_location l = std::source_location::current());       // NOLINT
+  ExprArg(unsigned long v, std::source_location l = std::source_location::current());   // NOLINT
+  ExprArg(float v, std::source_location l = std::source_location::current());           // NOLINT
+  ExprArg(double v, std::source_location l = std::source_location::current());          // NOLINT
 };
 
 Expr operator+(const ExprArg& a, const ExprArg& b);
@@ -139,11 +139,11 @@ class Var : public Expr {
 /// An index operand of `view[i]` that remembers the caller's line.
 struct IndexArg {
   ExprArg index;
-  IndexArg(const Expr& e, std::source_location l = std::source_location::current()) : index(e, l) {}  // NOLINT
+  IndexArg(const Expr& e, std::source_location l = std::source_location::current()) : index(e, l) {}     // NOLINT
   IndexArg(const ElemRef& r, std::source_location l = std::source_location::current()) : index(r, l) {}  // NOLINT
-  IndexArg(int v, std::source_location l = std::source_location::current()) : index(v, l) {}  // NOLINT
-  IndexArg(long v, std::source_location l = std::source_location::current()) : index(v, l) {}  // NOLINT
-  IndexArg(long long v, std::source_location l = std::source_location::current()) : index(v, l) {}  // NOLINT
+  IndexArg(int v, std::source_location l = std::source_location::current()) : index(v, l) {}             // NOLINT
+  IndexArg(long v, std::source_location l = std::source_location::current()) : index(v, l) {}            // NOLINT
+  IndexArg(long long v, std::source_location l = std::source_location::current()) : index(v, l) {}       // NOLINT
 };
 
 /// A name for memory: a pointer parameter, a shared or local array, or a narrowed view of one made by
@@ -220,8 +220,7 @@ struct SplitBranch {
   std::int64_t count;
   std::function<void(Scope&)> body;
   SourceLoc loc;
-  SplitBranch(std::int64_t n, std::function<void(Scope&)> f,
-              std::source_location l = std::source_location::current())
+  SplitBranch(std::int64_t n, std::function<void(Scope&)> f, std::source_location l = std::source_location::current())
       : count(n), body(std::move(f)), loc(SourceLoc::from(l)) {}
 };
 
@@ -244,8 +243,7 @@ class Scope {
   /// A variable; it lives at the narrower of the code's perspective and what the value varies with.
   Var let(std::string name, const ExprArg& value, std::source_location loc = std::source_location::current());
   /// A variable living at an explicit perspective (the code's perspective or narrower).
-  Var let(std::string name, const ExprArg& value, At at,
-          std::source_location loc = std::source_location::current());
+  Var let(std::string name, const ExprArg& value, At at, std::source_location loc = std::source_location::current());
   void assign(const Var& var, const ExprArg& value, std::source_location loc = std::source_location::current());
 
   /// The index of the narrower unit `p` inside the code's current perspective (relative, from 0).
@@ -271,8 +269,8 @@ class Scope {
   void if_(const ExprArg& cond, const std::function<void(Scope&)>& then_body,
            const std::function<void(Scope&)>& else_body, std::source_location loc = std::source_location::current());
   /// `for name in [begin, end) step 1`; constant bounds make an unrollable loop.
-  void for_(std::string name, const ExprArg& begin, const ExprArg& end,
-            const std::function<void(Scope&, Expr)>& body, std::source_location loc = std::source_location::current());
+  void for_(std::string name, const ExprArg& begin, const ExprArg& end, const std::function<void(Scope&, Expr)>& body,
+            std::source_location loc = std::source_location::current());
   void for_(std::string name, const ExprArg& begin, const ExprArg& end, const ExprArg& step,
             const std::function<void(Scope&, Expr)>& body, std::source_location loc = std::source_location::current());
   void while_(const ExprArg& cond, const std::function<void(Scope&)>& body,
@@ -282,7 +280,8 @@ class Scope {
   void group(Perspective p, const std::function<void(Scope&)>& body,
              std::source_location loc = std::source_location::current());
   /// Shards the current perspective unequally into branches of `level` units that run in parallel.
-  void split(Level level, std::vector<SplitBranch> branches, std::source_location loc = std::source_location::current());
+  void split(Level level, std::vector<SplitBranch> branches,
+             std::source_location loc = std::source_location::current());
   /// Moves `block(1)` to `thread(T)` or `grid(1)` to `block(B)`.
   void destruct(const std::function<void(Scope&)>& body, std::source_location loc = std::source_location::current());
 
@@ -357,8 +356,8 @@ class Scope {
   void cp_async_commit(std::source_location loc = std::source_location::current());
   void cp_async_wait(int pending, std::source_location loc = std::source_location::current());
   /// TMA 2-D tile load at thread(1) inside an async scope of `dst`, completing on mbarrier `bar`.
-  void tma_load_2d(const View& dst, const ExprArg& tensor_map, const ExprArg& x, const ExprArg& y,
-                   const View& bar, std::source_location loc = std::source_location::current());
+  void tma_load_2d(const View& dst, const ExprArg& tensor_map, const ExprArg& x, const ExprArg& y, const View& bar,
+                   std::source_location loc = std::source_location::current());
   void mbarrier_init(const View& bar, const ExprArg& count, std::source_location loc = std::source_location::current());
   void mbarrier_arrive(const View& bar, std::source_location loc = std::source_location::current());
   void mbarrier_wait(const View& bar, const ExprArg& phase, std::source_location loc = std::source_location::current());
@@ -465,20 +464,19 @@ class KernelBuilder {
 
   /// `param<int>("n")`, `param<int>("n", specialize)`.
   template <class T>
-    requires(!detail::ParamKind<T>::is_pointer)
-  Expr param(std::string name, std::source_location loc = std::source_location::current()) {
+  requires(!detail::ParamKind<T>::is_pointer) Expr
+      param(std::string name, std::source_location loc = std::source_location::current()) {
     return scalar_param(std::move(name), scalar_of<T>, false, loc);
   }
   template <class T>
-    requires(!detail::ParamKind<T>::is_pointer)
-  Expr param(std::string name, SpecializeTag, std::source_location loc = std::source_location::current()) {
+  requires(!detail::ParamKind<T>::is_pointer) Expr
+      param(std::string name, SpecializeTag, std::source_location loc = std::source_location::current()) {
     return scalar_param(std::move(name), scalar_of<T>, true, loc);
   }
   /// `param<GlobalPtr<const float>>("x", extent(n))`.
   template <class T>
-    requires(detail::ParamKind<T>::is_pointer)
-  View param(std::string name, std::optional<Extent> ext = std::nullopt,
-             std::source_location loc = std::source_location::current()) {
+  requires(detail::ParamKind<T>::is_pointer) View param(std::string name, std::optional<Extent> ext = std::nullopt,
+                                                        std::source_location loc = std::source_location::current()) {
     using K = detail::ParamKind<T>;
     return pointer_param(std::move(name), K::elem, K::space, K::is_const, std::move(ext), loc);
   }
@@ -492,7 +490,8 @@ class KernelBuilder {
   /// Static shared-memory budget in bytes (default 48 KiB; at most the device limit).
   KernelBuilder& shared_budget(std::int64_t bytes, std::source_location loc = std::source_location::current());
   /// The body, written from the `grid(1)` perspective.
-  KernelBuilder& body(const std::function<void(Scope&)>& fn, std::source_location loc = std::source_location::current());
+  KernelBuilder& body(const std::function<void(Scope&)>& fn,
+                      std::source_location loc = std::source_location::current());
 
   /// Checks the kernel; throws CheckError with every diagnostic when it does not check.
   Kernel build();
@@ -522,20 +521,19 @@ class FunctionBuilder {
   View pointer_param(std::string name, ScalarType elem, MemSpace space, bool is_const,
                      std::optional<At> at = std::nullopt, std::source_location loc = std::source_location::current());
   template <class T>
-    requires(!detail::ParamKind<T>::is_pointer)
-  Expr param(std::string name, std::optional<At> at = std::nullopt,
-             std::source_location loc = std::source_location::current()) {
+  requires(!detail::ParamKind<T>::is_pointer) Expr param(std::string name, std::optional<At> at = std::nullopt,
+                                                         std::source_location loc = std::source_location::current()) {
     return scalar_param(std::move(name), scalar_of<T>, at, loc);
   }
   template <class T>
-    requires(detail::ParamKind<T>::is_pointer)
-  View param(std::string name, std::optional<At> at = std::nullopt,
-             std::source_location loc = std::source_location::current()) {
+  requires(detail::ParamKind<T>::is_pointer) View param(std::string name, std::optional<At> at = std::nullopt,
+                                                        std::source_location loc = std::source_location::current()) {
     using K = detail::ParamKind<T>;
     return pointer_param(std::move(name), K::elem, K::space, K::is_const, at, loc);
   }
 
-  FunctionBuilder& body(const std::function<void(Scope&)>& fn, std::source_location loc = std::source_location::current());
+  FunctionBuilder& body(const std::function<void(Scope&)>& fn,
+                        std::source_location loc = std::source_location::current());
   /// Checks the function; throws CheckError with every diagnostic when it does not check.
   DeviceFunction build();
 

@@ -17,9 +17,7 @@ struct SourceLoc {
   std::uint32_t line = 0;
   std::uint32_t column = 0;
 
-  static SourceLoc from(const std::source_location& loc) {
-    return {loc.file_name(), loc.line(), loc.column()};
-  }
+  static SourceLoc from(const std::source_location& loc) { return {loc.file_name(), loc.line(), loc.column()}; }
   bool known() const { return line != 0; }
   /// "file:line:column", or "<unknown>".
   std::string str() const;

@@ -68,8 +68,8 @@ class Checker {
     for (const auto& p : k.params) {
       if (!p.extent) continue;
       if (!is_integer(p.extent->type))
-        error("V0904", p.loc, "extent of " + q(p.name) + " must be an integer expression, not " +
-                                  type_name(p.extent->type));
+        error("V0904", p.loc,
+              "extent of " + q(p.name) + " must be an integer expression, not " + type_name(p.extent->type));
       if (!extent_uses_params_only(p.extent))
         error("V0904", p.loc, "extent of " + q(p.name) + " may only use the kernel's scalar parameters");
       check_expr(p.extent, p.loc);
@@ -99,8 +99,9 @@ class Checker {
     } else {
       stmt(f.body);
       if (f.returns && !ends_with_return(f.body))
-        error("V0804", f.loc, "function " + q(f.name) + " returns " + type_name(*f.returns) +
-                                  " but its body does not end with a return");
+        error(
+            "V0804", f.loc,
+            "function " + q(f.name) + " returns " + type_name(*f.returns) + " but its body does not end with a return");
     }
     pop_scope();
     return finish();
@@ -195,8 +196,9 @@ class Checker {
 
   bool valid(Perspective p, SourceLoc loc, const char* what) {
     if (p.count.is_static() && p.count.coeff >= 1) return true;
-    error("V0108", loc, std::string("invalid perspective ") + p.str() + " for " + what +
-                            ": the unit count must be a positive number");
+    error(
+        "V0108", loc,
+        std::string("invalid perspective ") + p.str() + " for " + what + ": the unit count must be a positive number");
     return false;
   }
 
@@ -273,8 +275,9 @@ class Checker {
     know_.blocks = k.grid_blocks;
     know_.grid_multiple = std::max<std::int64_t>(k.grid_multiple, 1);
     if (k.threads && (*k.threads < 1 || *k.threads > kMaxBlockThreads))
-      error("V0901", k.threads_loc, "threads per block must be between 1 and " + std::to_string(kMaxBlockThreads) +
-                                        ", not " + std::to_string(*k.threads));
+      error("V0901", k.threads_loc,
+            "threads per block must be between 1 and " + std::to_string(kMaxBlockThreads) + ", not " +
+                std::to_string(*k.threads));
     if (k.grid_blocks && *k.grid_blocks < 1)
       error("V0901", k.loc, "the grid must have at least one block, not " + std::to_string(*k.grid_blocks));
     if (k.grid_multiple < 1)
@@ -344,14 +347,16 @@ class Checker {
     }
     MemInfo& info = it->second;
     if (info.hidden) {
-      auto& d = error("V0302", loc, "memory " + q(m->name) + " cannot be used inside its own " + info.hidden_by +
-                                        "; use the narrowed name");
+      auto& d = error(
+          "V0302", loc,
+          "memory " + q(m->name) + " cannot be used inside its own " + info.hidden_by + "; use the narrowed name");
       note(d, info.hidden_at, std::string("narrowed by ") + info.hidden_by + " here");
     }
     if (info.claimed) check_claim_use(info, loc);
     if (m->space == MemSpace::Shared && fits_in(code(), block(1)) == Truth::No) {
-      auto& d = error("V0312", loc, "shared memory " + q(m->name) + " is used from code at " + code().str() +
-                                        "; shared memory belongs to one block");
+      auto& d = error("V0312", loc,
+                      "shared memory " + q(m->name) + " is used from code at " + code().str() +
+                          "; shared memory belongs to one block");
       note_code(d);
     }
     return &info;
@@ -377,8 +382,9 @@ class Checker {
       return;
     }
     if (narrower_eq(bp, info.claim_p) == Truth::No) {
-      auto& d = error("V0306", loc, "claimed memory " + q(name) + " is used in a branch at " + bp.str() +
-                                        ", wider than the claim at " + info.claim_p.str());
+      auto& d = error("V0306", loc,
+                      "claimed memory " + q(name) + " is used in a branch at " + bp.str() +
+                          ", wider than the claim at " + info.claim_p.str());
       note(d, bloc, "branch starts here");
     }
     if (info.claim_branch < 0) {
@@ -392,8 +398,8 @@ class Checker {
 
   void check_indices(const MemNode& m, const std::vector<ExprPtr>& idx, SourceLoc loc, Perspective& variance) {
     if (static_cast<int>(idx.size()) != m.dims)
-      error("V0311", loc, q(m.name) + " takes " + std::to_string(m.dims) + " index(es), not " +
-                              std::to_string(idx.size()));
+      error("V0311", loc,
+            q(m.name) + " takes " + std::to_string(m.dims) + " index(es), not " + std::to_string(idx.size()));
     for (const auto& i : idx) {
       variance = meet(variance, check_expr(i, loc));
       if (i && !is_integer(i->type))
@@ -432,8 +438,8 @@ class Checker {
         Perspective v = check_expr(n.a, here);
         if (n.a) {
           ScalarType t = n.a->type;
-          bool ok = n.op == UnOp::Neg ? t != ScalarType::Bool
-                                      : (n.op == UnOp::Not ? t == ScalarType::Bool : is_integer(t));
+          bool ok =
+              n.op == UnOp::Neg ? t != ScalarType::Bool : (n.op == UnOp::Not ? t == ScalarType::Bool : is_integer(t));
           if (!ok)
             error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(t));
         }
@@ -449,8 +455,9 @@ class Checker {
         if (n.c && n.c->type != ScalarType::Bool)
           error("V0703", here, std::string("select needs a bool condition, not ") + type_name(n.c->type));
         if (n.a && n.b && n.a->type != n.b->type)
-          error("V0701", here, std::string("select operands have different types: ") + type_name(n.a->type) +
-                                   " and " + type_name(n.b->type));
+          error("V0701", here,
+                std::string("select operands have different types: ") + type_name(n.a->type) + " and " +
+                    type_name(n.b->type));
         return v;
       } else if constexpr (std::is_same_v<N, MathCall>) {
         Perspective v = kTop;
@@ -465,8 +472,8 @@ class Checker {
       } else if constexpr (std::is_same_v<N, Id>) {
         if (!valid(n.p, here, "id()")) return thread(1);
         if (fits_in(n.p, code()) == Truth::No) {
-          auto& d = error("V0107", here, "id(" + n.p.str() + ") needs a perspective that tiles the code's " +
-                                             code().str());
+          auto& d =
+              error("V0107", here, "id(" + n.p.str() + ") needs a perspective that tiles the code's " + code().str());
           note_code(d);
         } else {
           rule(fits_in(n.p, code()), Obligation::Kind::Divides, units(n.p), units(code()), "V0107", here,
@@ -490,8 +497,9 @@ class Checker {
     ScalarType a = n.a->type, b = n.b->type;
     bool shift = n.op == BinOp::Shl || n.op == BinOp::Shr;
     if (a != b && !(shift && is_integer(a) && is_integer(b))) {
-      error("V0701", here, std::string("operands of ") + name_of(n.op) + " have different types: " + type_name(a) +
-                               " and " + type_name(b) + " (use cast<T>())");
+      error("V0701", here,
+            std::string("operands of ") + name_of(n.op) + " have different types: " + type_name(a) + " and " +
+                type_name(b) + " (use cast<T>())");
       return;
     }
     bool ok = true;
@@ -548,19 +556,20 @@ class Checker {
   void check(const Let& n) {
     Perspective v = check_expr(n.value, n.loc);
     if (n.value && n.var && n.value->type != n.var->type)
-      error("V0705", n.loc, "variable " + q(n.var->name) + " is " + type_name(n.var->type) + " but the value is " +
-                                type_name(n.value->type));
+      error("V0705", n.loc,
+            "variable " + q(n.var->name) + " is " + type_name(n.var->type) + " but the value is " +
+                type_name(n.value->type));
     Perspective p = meet(code(), v);
     if (n.at && valid(*n.at, n.loc, "let")) {
       p = *n.at;
       if (narrower_eq(p, code()) == Truth::No) {
-        auto& d = error("V0206", n.loc, "variable " + q(n.var->name) + " cannot live at " + p.str() +
-                                            ", wider than the code's perspective " + code().str());
+        auto& d = error("V0206", n.loc,
+                        "variable " + q(n.var->name) + " cannot live at " + p.str() +
+                            ", wider than the code's perspective " + code().str());
         note_code(d);
       }
       rule(narrower_eq(p, v), Obligation::Kind::Divides, p.count, v.count, "V0201", n.loc,
-           "the value of " + q(n.var->name) + " varies with " + v.str() + ", faster than its perspective " +
-               p.str());
+           "the value of " + q(n.var->name) + " varies with " + v.str() + ", faster than its perspective " + p.str());
     }
     declare(n.var, p);
   }
@@ -568,14 +577,15 @@ class Checker {
   /// Writes to a thread-local (variable or local array) living at p: write down only.
   void write_down(const std::string& name, Perspective p, SourceLoc decl, Perspective value, SourceLoc loc) {
     if (narrower_eq(p, code()) == Truth::No) {
-      auto& d = error("V0202", loc, q(name) + " lives at " + p.str() + " and cannot be written from code at " +
-                                        code().str());
+      auto& d =
+          error("V0202", loc, q(name) + " lives at " + p.str() + " and cannot be written from code at " + code().str());
       note(d, decl, "declared here");
       note_code(d);
     }
     if (narrower_eq(p, value) == Truth::No) {
-      auto& d = error("V0201", loc, "a value that varies with " + value.str() + " cannot be written into " + q(name) +
-                                        ", which lives at " + p.str());
+      auto& d = error("V0201", loc,
+                      "a value that varies with " + value.str() + " cannot be written into " + q(name) +
+                          ", which lives at " + p.str());
       note(d, decl, "declared here");
     } else {
       rule(narrower_eq(p, value), Obligation::Kind::Divides, p.count, value.count, "V0201", loc,
@@ -594,8 +604,9 @@ class Checker {
     }
     if (it->second.loop) error("V0208", n.loc, "loop variable " + q(n.var->name) + " cannot be assigned");
     if (n.value && n.value->type != n.var->type)
-      error("V0705", n.loc, "variable " + q(n.var->name) + " is " + type_name(n.var->type) + " but the value is " +
-                                type_name(n.value->type));
+      error("V0705", n.loc,
+            "variable " + q(n.var->name) + " is " + type_name(n.var->type) + " but the value is " +
+                type_name(n.value->type));
     write_down(n.var->name, it->second.persp, it->second.decl, v, n.loc);
   }
 
@@ -605,8 +616,9 @@ class Checker {
     Perspective idx = kTop;
     check_indices(*n.mem, n.indices, n.loc, idx);
     if (n.value && n.value->type != n.mem->elem)
-      error("V0705", n.loc, "cannot store " + std::string(type_name(n.value->type)) + " into " + q(n.mem->name) +
-                                " of " + type_name(n.mem->elem));
+      error("V0705", n.loc,
+            "cannot store " + std::string(type_name(n.value->type)) + " into " + q(n.mem->name) + " of " +
+                type_name(n.mem->elem));
     if (!info) return;
     if (n.mem->is_const) {
       auto& d = error("V0310", n.loc, "cannot write to " + q(n.mem->name) + ": it is const");
@@ -619,8 +631,9 @@ class Checker {
       return;
     }
     if (!one_thread(info->persp)) {
-      auto& d = error("V0301", n.loc, "cannot write to " + q(n.mem->name) + ", which lives at " + info->persp.str() +
-                                          "; narrow it to thread(1) with partition or claim first");
+      auto& d = error("V0301", n.loc,
+                      "cannot write to " + q(n.mem->name) + ", which lives at " + info->persp.str() +
+                          "; narrow it to thread(1) with partition or claim first");
       note(d, info->narrowed_at, "its perspective " + info->persp.str() + " comes from here");
     }
   }
@@ -640,8 +653,9 @@ class Checker {
       if (e && !is_integer(e->type))
         error("V0704", n.loc, std::string("loop bounds must be integers, not ") + type_name(e->type));
       if (e && n.var && e->type != n.var->type && is_integer(e->type))
-        error("V0701", n.loc, std::string("loop bounds have different types: ") + type_name(e->type) + " and " +
-                                  type_name(n.var->type));
+        error(
+            "V0701", n.loc,
+            std::string("loop bounds have different types: ") + type_name(e->type) + " and " + type_name(n.var->type));
     }
     if (auto step = const_int(n.step); step && *step == 0) error("V0209", n.loc, "loop step is zero");
     uniform(v, "V0204", n.loc, "the loop bound");
@@ -662,13 +676,14 @@ class Checker {
   void check(const Group& n) {
     if (!valid(n.p, n.loc, "group")) return body(n.body);
     if (n.p.level > code().level) {
-      auto& d = error("V0101", n.loc, "group(" + n.p.str() + ") cannot widen the code's perspective " + code().str() +
-                                          "; group only narrows");
+      auto& d = error(
+          "V0101", n.loc,
+          "group(" + n.p.str() + ") cannot widen the code's perspective " + code().str() + "; group only narrows");
       note_code(d);
     } else {
-      rule(fits_in(n.p, code()), Obligation::Kind::Divides, units(n.p), units(code()), "V0102", n.loc,
-           "group(" + n.p.str() + "): " + code().str() + " does not divide evenly into aligned " + n.p.str() +
-               " units");
+      rule(
+          fits_in(n.p, code()), Obligation::Kind::Divides, units(n.p), units(code()), "V0102", n.loc,
+          "group(" + n.p.str() + "): " + code().str() + " does not divide evenly into aligned " + n.p.str() + " units");
     }
     frames_.push_back({n.p, n.loc, "group"});
     body(n.body);
@@ -688,8 +703,9 @@ class Checker {
   void check(const Split& n) {
     auto avail = available(n.level);
     if (!avail) {
-      auto& d = error("V0105", n.loc, std::string("split(") + level_name(n.level) + ") needs code at " +
-                                          level_name(n.level) + " level or wider; the code is at " + code().str());
+      auto& d = error("V0105", n.loc,
+                      std::string("split(") + level_name(n.level) + ") needs code at " + level_name(n.level) +
+                          " level or wider; the code is at " + code().str());
       note_code(d);
     }
     std::int64_t offset = 0;
@@ -705,9 +721,9 @@ class Checker {
       if (avail) {
         std::string unit = std::string(level_name(n.level)) + "s";
         if (offset % c != 0) {
-          auto& d = error("V0104", bl, "split branch of " + std::to_string(c) + " " + unit + " starts at " + unit +
-                                           " " + std::to_string(offset) + ", which is not aligned to " +
-                                           std::to_string(c));
+          auto& d = error("V0104", bl,
+                          "split branch of " + std::to_string(c) + " " + unit + " starts at " + unit + " " +
+                              std::to_string(offset) + ", which is not aligned to " + std::to_string(c));
           note_code(d);
         } else {
           rule(divides(c, *avail), Obligation::Kind::Divides, c, *avail, "V0104", bl,
@@ -759,9 +775,9 @@ class Checker {
     }
     Truth same = same_persp(info->persp, code());
     if (same == Truth::No) {
-      auto& d = error("V0303", loc, std::string(what) + " of " + q(src->name) + " needs the code at " +
-                                        info->persp.str() + ", where " + q(src->name) + " lives; the code is at " +
-                                        code().str());
+      auto& d = error("V0303", loc,
+                      std::string(what) + " of " + q(src->name) + " needs the code at " + info->persp.str() +
+                          ", where " + q(src->name) + " lives; the code is at " + code().str());
       note(d, info->narrowed_at, q(src->name) + " got its perspective here");
       note_code(d);
     } else {
@@ -773,8 +789,8 @@ class Checker {
 
   /// Runs a narrowing construct's body with the source hidden and the new name declared.
   template <class F>
-  void narrowed_body(MemInfo* src, const MemPtr& dst, Perspective p, SourceLoc loc, const char* what,
-                     const StmtPtr& b, F&& configure) {
+  void narrowed_body(MemInfo* src, const MemPtr& dst, Perspective p, SourceLoc loc, const char* what, const StmtPtr& b,
+                     F&& configure) {
     push_scope();
     MemInfo& d = declare(dst, p, loc);
     if (src) d.async = src->async;
@@ -801,8 +817,9 @@ class Checker {
     bool p_ok = valid(n.p, n.loc, "partition");
     if (src && p_ok) {
       if (fits_in(n.p, src->persp) == Truth::No) {
-        auto& d = error("V0304", n.loc, "partition of " + q(n.src->name) + " at " + src->persp.str() + " into " +
-                                            n.p.str() + ": the target must be narrower and divide it evenly");
+        auto& d = error("V0304", n.loc,
+                        "partition of " + q(n.src->name) + " at " + src->persp.str() + " into " + n.p.str() +
+                            ": the target must be narrower and divide it evenly");
         note(d, src->narrowed_at, q(n.src->name) + " got its perspective here");
       } else {
         rule(fits_in(n.p, src->persp), Obligation::Kind::Divides, units(n.p), units(src->persp), "V0304", n.loc,
@@ -818,8 +835,9 @@ class Checker {
     pop_scope();
     Perspective target = p_ok ? n.p : thread(1);
     if (narrower_eq(target, v) == Truth::No) {
-      error("V0305", at(n.index, n.loc), "index function varies with " + v.str() + ", faster than the partition's " +
-                                             target.str() + "; each share needs one offset");
+      error("V0305", at(n.index, n.loc),
+            "index function varies with " + v.str() + ", faster than the partition's " + target.str() +
+                "; each share needs one offset");
     }
     narrowed_body(src, n.dst, target, n.loc, "partition", n.body, [](MemInfo&) {});
   }
@@ -828,8 +846,8 @@ class Checker {
     MemInfo* src = narrow_source(n.src, n.loc, "claim");
     bool p_ok = valid(n.p, n.loc, "claim");
     if (src && p_ok && fits_in(n.p, src->persp) == Truth::No) {
-      auto& d = error("V0308", n.loc, "claim of " + q(n.src->name) + " at " + n.p.str() + " is not narrower than " +
-                                          src->persp.str());
+      auto& d = error("V0308", n.loc,
+                      "claim of " + q(n.src->name) + " at " + n.p.str() + " is not narrower than " + src->persp.str());
       note(d, src->narrowed_at, q(n.src->name) + " got its perspective here");
     }
     Perspective target = p_ok ? n.p : thread(1);
@@ -850,8 +868,8 @@ class Checker {
       } else if (src->persp == grid(1) && code().level == Level::Grid) {
         down = {Level::Block, Size::B()};
       } else {
-        auto& d = error("V0309", n.loc, "lower needs " + q(n.src->name) + " at exactly block(1) or grid(1), not " +
-                                            src->persp.str());
+        auto& d = error("V0309", n.loc,
+                        "lower needs " + q(n.src->name) + " at exactly block(1) or grid(1), not " + src->persp.str());
         note(d, src->narrowed_at, q(n.src->name) + " got its perspective here");
       }
     }
@@ -861,8 +879,7 @@ class Checker {
   void check(const Async& n) {
     MemInfo* src = narrow_source(n.src, n.loc, "async");
     if (n.src && n.src->space != MemSpace::Shared)
-      error("V0317", n.loc, "async copies target shared memory; " + q(n.src->name) + " is " +
-                                space_name(n.src->space));
+      error("V0317", n.loc, "async copies target shared memory; " + q(n.src->name) + " is " + space_name(n.src->space));
     ++async_depth_;
     narrowed_body(src, n.dst, src ? src->persp : code(), n.loc, "async", n.body, [](MemInfo& d) { d.async = true; });
     --async_depth_;
@@ -871,8 +888,11 @@ class Checker {
   void check(const SharedAlloc& n) {
     bool at_block = code().level == Level::Block && code().count == Size(1);
     if (!at_block) {
-      auto& d = error("V0401", n.loc, "shared memory " + q(n.mem->name) + " can only be allocated at block(1); the "
-                                          "code is at " + code().str());
+      auto& d = error("V0401", n.loc,
+                      "shared memory " + q(n.mem->name) +
+                          " can only be allocated at block(1); the "
+                          "code is at " +
+                          code().str());
       note_code(d);
     }
     auto count = const_int(n.count);
@@ -881,36 +901,36 @@ class Checker {
       check_expr(n.count, n.loc);
       error("V0402", n.loc, "shared memory " + q(n.mem->name) + " needs a static size (an integer constant)");
     } else if (*count < 1) {
-      error("V0402", n.loc, "shared memory " + q(n.mem->name) + " needs a positive size, not " +
-                                std::to_string(*count));
+      error("V0402", n.loc,
+            "shared memory " + q(n.mem->name) + " needs a positive size, not " + std::to_string(*count));
     } else {
       bytes = *count * type_bytes(n.mem->elem);
     }
     live_ += bytes;
     peak_ = std::max(peak_, live_);
     if (bytes > 0 && live_ > budget_) {
-      auto& d = error("V0403", n.loc, "shared memory reaches " + std::to_string(live_) + " bytes with " +
-                                          q(n.mem->name) + " (" + std::to_string(bytes) + " bytes), over the budget of " +
-                                          std::to_string(budget_) + " bytes");
+      auto& d = error("V0403", n.loc,
+                      "shared memory reaches " + std::to_string(live_) + " bytes with " + q(n.mem->name) + " (" +
+                          std::to_string(bytes) + " bytes), over the budget of " + std::to_string(budget_) + " bytes");
       note(d, budget_loc_, "budget declared here");
     }
     if (bytes > kDeviceMaxSharedBytes)
-      error("V0404", n.loc, "shared memory " + q(n.mem->name) + " (" + std::to_string(bytes) +
-                                " bytes) exceeds the device limit of " + std::to_string(kDeviceMaxSharedBytes) +
-                                " bytes");
+      error("V0404", n.loc,
+            "shared memory " + q(n.mem->name) + " (" + std::to_string(bytes) + " bytes) exceeds the device limit of " +
+                std::to_string(kDeviceMaxSharedBytes) + " bytes");
     declare(n.mem, block(1), n.loc, bytes);
   }
 
   void check(const LocalAlloc& n) {
     if (n.count < 1)
-      error("V0210", n.loc, "local array " + q(n.mem->name) + " needs a positive size, not " +
-                                std::to_string(n.count));
+      error("V0210", n.loc, "local array " + q(n.mem->name) + " needs a positive size, not " + std::to_string(n.count));
     Perspective p = code();
     if (n.at && valid(*n.at, n.loc, "local array")) {
       p = *n.at;
       if (narrower_eq(p, code()) == Truth::No) {
-        auto& d = error("V0206", n.loc, "local array " + q(n.mem->name) + " cannot live at " + p.str() +
-                                            ", wider than the code's perspective " + code().str());
+        auto& d = error("V0206", n.loc,
+                        "local array " + q(n.mem->name) + " cannot live at " + p.str() +
+                            ", wider than the code's perspective " + code().str());
         note_code(d);
       }
     }
@@ -922,8 +942,9 @@ class Checker {
     const FunctionNode& f = *n.fn;
     Truth fits = fits_in(f.signature, code());
     if (fits == Truth::No) {
-      auto& d = error("V0601", n.loc, "call to " + q(f.name) + " needs " + f.signature.str() +
-                                          ", which the code's perspective " + code().str() + " cannot provide");
+      auto& d = error("V0601", n.loc,
+                      "call to " + q(f.name) + " needs " + f.signature.str() + ", which the code's perspective " +
+                          code().str() + " cannot provide");
       note_code(d);
       note(d, f.signature_loc, "signature declared here");
     } else {
@@ -931,8 +952,9 @@ class Checker {
            "call to " + q(f.name) + " needs " + code().str() + " to divide into " + f.signature.str());
     }
     if (n.args.size() != f.params.size()) {
-      auto& d = error("V0602", n.loc, q(f.name) + " takes " + std::to_string(f.params.size()) + " argument(s), not " +
-                                          std::to_string(n.args.size()));
+      auto& d = error("V0602", n.loc,
+                      q(f.name) + " takes " + std::to_string(f.params.size()) + " argument(s), not " +
+                          std::to_string(n.args.size()));
       note(d, f.loc, "function declared here");
     }
     for (std::size_t i = 0; i < n.args.size() && i < f.params.size(); ++i) call_arg(f, f.params[i], n.args[i], n.loc);
@@ -940,10 +962,9 @@ class Checker {
       if (n.args[i].value) check_expr(n.args[i].value, n.loc);
     if (f.shared_budget > 0) {
       if (live_ + f.shared_budget > budget_) {
-        auto& d = error("V0607", n.loc, q(f.name) + " needs " + std::to_string(f.shared_budget) +
-                                            " bytes of shared memory, but only " +
-                                            std::to_string(std::max<std::int64_t>(budget_ - live_, 0)) +
-                                            " of the budget remain here");
+        auto& d = error("V0607", n.loc,
+                        q(f.name) + " needs " + std::to_string(f.shared_budget) + " bytes of shared memory, but only " +
+                            std::to_string(std::max<std::int64_t>(budget_ - live_, 0)) + " of the budget remain here");
         note(d, budget_loc_, "budget declared here");
       }
       peak_ = std::max(peak_, live_ + f.shared_budget);
@@ -967,25 +988,27 @@ class Checker {
       }
       Perspective v = check_expr(a.value, loc);
       if (a.value->type != p.var->type)
-        error("V0603", at(a.value, loc), where + " must be " + type_name(p.var->type) + ", not " +
-                                             type_name(a.value->type));
+        error("V0603", at(a.value, loc),
+              where + " must be " + type_name(p.var->type) + ", not " + type_name(a.value->type));
       if (narrower_eq(want, v) == Truth::No) {
-        auto& d = error("V0604", at(a.value, loc), where + " varies with " + v.str() + ", faster than the " +
-                                                       want.str() + " the parameter lives at");
+        auto& d =
+            error("V0604", at(a.value, loc),
+                  where + " varies with " + v.str() + ", faster than the " + want.str() + " the parameter lives at");
         note(d, p.loc, "parameter declared here");
       }
       return;
     }
     if (!a.mem) {
       if (a.value) check_expr(a.value, loc);
-      error("V0603", loc, where + " must be memory (" + space_name(p.mem->space) + " " + type_name(p.mem->elem) +
-                              "), not a value");
+      error("V0603", loc,
+            where + " must be memory (" + space_name(p.mem->space) + " " + type_name(p.mem->elem) + "), not a value");
       return;
     }
     MemInfo* info = use_mem(a.mem, loc);
     if (a.mem->elem != p.mem->elem || a.mem->space != p.mem->space) {
-      error("V0603", loc, where + " must be " + space_name(p.mem->space) + " " + type_name(p.mem->elem) +
-                              " memory, not " + space_name(a.mem->space) + " " + type_name(a.mem->elem));
+      error("V0603", loc,
+            where + " must be " + space_name(p.mem->space) + " " + type_name(p.mem->elem) + " memory, not " +
+                space_name(a.mem->space) + " " + type_name(a.mem->elem));
     }
     if (!info) return;
     if (info->async) error("V0315", loc, "async memory " + q(a.mem->name) + " cannot be passed to a function");
@@ -996,17 +1019,18 @@ class Checker {
       }
       Truth same = same_persp(info->persp, want);
       if (same == Truth::No) {
-        auto& d = error("V0605", loc, where + " is a mutable pointer living at " + want.str() + "; " +
-                                          q(a.mem->name) + " lives at " + info->persp.str() +
-                                          " (mutable pointers must match exactly)");
+        auto& d = error("V0605", loc,
+                        where + " is a mutable pointer living at " + want.str() + "; " + q(a.mem->name) + " lives at " +
+                            info->persp.str() + " (mutable pointers must match exactly)");
         note(d, info->narrowed_at, q(a.mem->name) + " got its perspective here");
       } else {
         rule(same, Obligation::Kind::Equal, units(info->persp), units(want), "V0605", loc,
              where + ": mutable pointer perspectives must match");
       }
     } else if (narrower_eq(want, info->persp) == Truth::No) {
-      auto& d = error("V0606", loc, where + " lives at " + want.str() + "; " + q(a.mem->name) + " lives at " +
-                                        info->persp.str() + ", narrower");
+      auto& d = error(
+          "V0606", loc,
+          where + " lives at " + want.str() + "; " + q(a.mem->name) + " lives at " + info->persp.str() + ", narrower");
       note(d, info->narrowed_at, q(a.mem->name) + " got its perspective here");
     }
   }
@@ -1071,11 +1095,13 @@ class Checker {
   void need_async(const Intrinsic& n, MemInfo* dst) {
     if (async_depth_ == 0) error("V0502", n.loc, std::string(ir::name_of(n.op)) + " must be inside an async scope");
     if (dst && !dst->async)
-      error("V0504", n.loc, std::string(ir::name_of(n.op)) + " writes " + q(dst->node->name) +
-                                ", which is not an async name (open it with async first)");
+      error("V0504", n.loc,
+            std::string(ir::name_of(n.op)) + " writes " + q(dst->node->name) +
+                ", which is not an async name (open it with async first)");
     if (dst && !one_thread(dst->persp)) {
-      auto& d = error("V0301", n.loc, std::string(ir::name_of(n.op)) + " writes " + q(dst->node->name) +
-                                          ", which lives at " + dst->persp.str() + "; narrow it to one thread first");
+      auto& d = error("V0301", n.loc,
+                      std::string(ir::name_of(n.op)) + " writes " + q(dst->node->name) + ", which lives at " +
+                          dst->persp.str() + "; narrow it to one thread first");
       note(d, dst->narrowed_at, "its perspective comes from here");
     }
   }
@@ -1129,7 +1155,8 @@ class Checker {
           if (m.is_const) error("V0310", n.loc, "cannot update " + q(m.name) + " atomically: it is const");
           if (info && info->async) error("V0315", n.loc, "async memory " + q(m.name) + " cannot be used by atomics");
           operand_value(n, 0, std::nullopt, "index");
-          if (!n.args.empty() && n.args[0] && !is_integer(n.args[0]->type)) operand_error(n, "index must be an integer");
+          if (!n.args.empty() && n.args[0] && !is_integer(n.args[0]->type))
+            operand_error(n, "index must be an integer");
           operand_value(n, 1, m.elem, "value");
         } else {
           operand_error(n, "missing memory operand");
@@ -1140,9 +1167,9 @@ class Checker {
       case IntrinsicOp::MmaSync: {
         need_exact(warp(), "mma_sync", n.loc);
         auto kind = static_cast<MmaKind>(imm(0));
-        ScalarType in = kind == MmaKind::TF32_M16N8K8    ? ScalarType::F32
+        ScalarType in = kind == MmaKind::TF32_M16N8K8   ? ScalarType::F32
                         : kind == MmaKind::F16_M16N8K16 ? ScalarType::F16
-                                                         : ScalarType::BF16;
+                                                        : ScalarType::BF16;
         std::int64_t a_n = kind == MmaKind::TF32_M16N8K8 ? 4 : 8;
         std::int64_t b_n = kind == MmaKind::TF32_M16N8K8 ? 2 : 4;
         fragment(n, 0, ScalarType::F32, 4, "d");
@@ -1231,8 +1258,8 @@ class Checker {
     if (valid(n.needs, n.loc, "unsafe")) {
       Truth t = same_persp(n.needs, code());
       if (t == Truth::No) {
-        auto& d = error("V0801", n.loc, "unsafe block declares " + n.needs.str() + "; the code here is at " +
-                                            code().str());
+        auto& d =
+            error("V0801", n.loc, "unsafe block declares " + n.needs.str() + "; the code here is at " + code().str());
         note_code(d);
       } else {
         rule(t, Obligation::Kind::Equal, units(n.needs), units(code()), "V0801", n.loc,
@@ -1255,8 +1282,9 @@ class Checker {
   void check(const Return& n) {
     if (n.value) check_expr(n.value, n.loc);
     if (frames_.size() > 1 || narrowing_open()) {
-      auto& d = error("V0802", n.loc, "return inside a narrower perspective or a narrowed memory scope; only the "
-                                      "whole function may return");
+      auto& d = error("V0802", n.loc,
+                      "return inside a narrower perspective or a narrowed memory scope; only the "
+                      "whole function may return");
       note_code(d);
     }
     if (n.value && !returns_)
@@ -1264,8 +1292,9 @@ class Checker {
     else if (!n.value && returns_)
       error("V0803", n.loc, std::string("this function must return a ") + type_name(*returns_));
     else if (n.value && returns_ && n.value->type != *returns_)
-      error("V0803", n.loc, std::string("return value is ") + type_name(n.value->type) + ", the function returns " +
-                                type_name(*returns_));
+      error("V0803", n.loc,
+            std::string("return value is ") + type_name(n.value->type) + ", the function returns " +
+                type_name(*returns_));
   }
 
   bool narrowing_open() const {

@@ -99,8 +99,7 @@ namespace vantage::ir {
 const char* name_of(ExprKind k) {
   switch (k) {
 #define VANTAGE_X(N) \
-  case ExprKind::N:  \
-    return #N;
+  case ExprKind::N: return #N;
     VANTAGE_IR_EXPRS(VANTAGE_X)
 #undef VANTAGE_X
   }
@@ -109,8 +108,7 @@ const char* name_of(ExprKind k) {
 const char* name_of(StmtKind k) {
   switch (k) {
 #define VANTAGE_X(N) \
-  case StmtKind::N:  \
-    return #N;
+  case StmtKind::N: return #N;
     VANTAGE_IR_STMTS(VANTAGE_X)
 #undef VANTAGE_X
   }
@@ -118,9 +116,8 @@ const char* name_of(StmtKind k) {
 }
 const char* name_of(IntrinsicOp op) {
   switch (op) {
-#define VANTAGE_X(N)    \
-  case IntrinsicOp::N: \
-    return #N;
+#define VANTAGE_X(N) \
+  case IntrinsicOp::N: return #N;
     VANTAGE_IR_INTRINSICS(VANTAGE_X)
 #undef VANTAGE_X
   }
@@ -135,18 +132,17 @@ const char* name_of(UnOp op) {
   return "?";
 }
 const char* name_of(BinOp op) {
-  static const char* const kNames[] = {"+",  "-",  "*", "/",  "%", "&",  "|",  "^",   "<<",  ">>", "&&",
+  static const char* const kNames[] = {"+",  "-",  "*",  "/", "%",  "&", "|",  "^",   "<<",  ">>", "&&",
                                        "||", "==", "!=", "<", "<=", ">", ">=", "min", "max", "pow"};
   return kNames[static_cast<int>(op)];
 }
 const char* name_of(MathFn fn) {
-  static const char* const kNames[] = {"sqrt", "rsqrt", "exp", "exp2",  "log",   "log2", "sin",
+  static const char* const kNames[] = {"sqrt", "rsqrt", "exp", "exp2",  "log",  "log2", "sin",
                                        "cos",  "tanh",  "abs", "floor", "ceil", "fma"};
   return kNames[static_cast<int>(fn)];
 }
 bool is_comparison(BinOp op) {
-  return op == BinOp::Eq || op == BinOp::Ne || op == BinOp::Lt || op == BinOp::Le || op == BinOp::Gt ||
-         op == BinOp::Ge;
+  return op == BinOp::Eq || op == BinOp::Ne || op == BinOp::Lt || op == BinOp::Le || op == BinOp::Gt || op == BinOp::Ge;
 }
 
 namespace {
@@ -408,8 +404,8 @@ bool same_var(const VarPtr& a, const VarPtr& b) {
 bool same_mem(const MemPtr& a, const MemPtr& b) {
   if (a == b) return true;
   if (!a || !b) return false;
-  return a->hash == b->hash && a->id == b->id && a->name == b->name && a->elem == b->elem &&
-         a->space == b->space && a->is_const == b->is_const && a->dims == b->dims && a->origin == b->origin;
+  return a->hash == b->hash && a->id == b->id && a->name == b->name && a->elem == b->elem && a->space == b->space &&
+         a->is_const == b->is_const && a->dims == b->dims && a->origin == b->origin;
 }
 template <class T, class F>
 bool all_equal(const std::vector<T>& a, const std::vector<T>& b, F eq) {
@@ -519,8 +515,7 @@ bool equal(const StmtPtr& a, const StmtPtr& b) {
 bool equal(const KernelNode& a, const KernelNode& b) {
   if (&a == &b) return true;
   if (a.hash != b.hash || a.name != b.name || a.threads != b.threads || a.grid_blocks != b.grid_blocks ||
-      a.grid_multiple != b.grid_multiple || a.shared_budget != b.shared_budget ||
-      a.params.size() != b.params.size())
+      a.grid_multiple != b.grid_multiple || a.shared_budget != b.shared_budget || a.params.size() != b.params.size())
     return false;
   for (std::size_t i = 0; i < a.params.size(); ++i) {
     const auto& p = a.params[i];

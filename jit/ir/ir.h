@@ -16,11 +16,13 @@
 
 namespace vantage::ir {
 
+// clang-format off
 #define VANTAGE_IR_EXPRS(X) X(Literal) X(VarRef) X(Unary) X(Binary) X(Cast) X(Select) X(MathCall) X(Id) X(Load)
 
-#define VANTAGE_IR_STMTS(X)                                                                                  \
-  X(Seq) X(Let) X(Assign) X(Store) X(If) X(For) X(While) X(Group) X(Split) X(Destruct) X(Partition) X(Claim) \
-  X(Lower) X(Async) X(SharedAlloc) X(LocalAlloc) X(Call) X(Intrinsic) X(Unsafe) X(Return)
+#define VANTAGE_IR_STMTS(X)                                                                              \
+  X(Seq) X(Let) X(Assign) X(Store) X(If) X(For) X(While) X(Group) X(Split) X(Destruct) X(Partition)     \
+  X(Claim) X(Lower) X(Async) X(SharedAlloc) X(LocalAlloc) X(Call) X(Intrinsic) X(Unsafe) X(Return)
+// clang-format on
 
 enum class ExprKind : std::uint8_t {
 #define VANTAGE_X(N) N,
@@ -35,14 +37,37 @@ enum class StmtKind : std::uint8_t {
 
 enum class UnOp : std::uint8_t { Neg, Not, BitNot };
 enum class BinOp : std::uint8_t {
-  Add, Sub, Mul, Div, Mod, And, Or, Xor, Shl, Shr, LAnd, LOr, Eq, Ne, Lt, Le, Gt, Ge, Min, Max, Pow
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  And,
+  Or,
+  Xor,
+  Shl,
+  Shr,
+  LAnd,
+  LOr,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Min,
+  Max,
+  Pow
 };
 enum class MathFn : std::uint8_t { Sqrt, Rsqrt, Exp, Exp2, Log, Log2, Sin, Cos, Tanh, Abs, Floor, Ceil, Fma };
 
-#define VANTAGE_IR_INTRINSICS(X)                                                                            \
-  X(SyncThreads) X(SyncWarp) X(NamedBarrier) X(ShflXor) X(ShflDown) X(ShflUp) X(ShflIdx) X(VoteAll)         \
-  X(VoteAny) X(Ballot) X(Atomic) X(MmaSync) X(Ldmatrix) X(Wgmma) X(WgmmaFence) X(WgmmaCommit) X(WgmmaWait) \
-  X(CpAsync) X(CpAsyncCommit) X(CpAsyncWait) X(TmaLoad2D) X(MbarrierInit) X(MbarrierArrive) X(MbarrierWait)
+// clang-format off
+#define VANTAGE_IR_INTRINSICS(X)                                                                         \
+  X(SyncThreads) X(SyncWarp) X(NamedBarrier) X(ShflXor) X(ShflDown) X(ShflUp) X(ShflIdx) X(VoteAll)     \
+  X(VoteAny) X(Ballot) X(Atomic) X(MmaSync) X(Ldmatrix) X(Wgmma) X(WgmmaFence) X(WgmmaCommit)           \
+  X(WgmmaWait) X(CpAsync) X(CpAsyncCommit) X(CpAsyncWait) X(TmaLoad2D) X(MbarrierInit)                   \
+  X(MbarrierArrive) X(MbarrierWait)
+// clang-format on
 
 enum class IntrinsicOp : std::uint8_t {
 #define VANTAGE_X(N) N,
@@ -207,7 +232,11 @@ struct For : StmtNode {
   ExprPtr begin, end, step;
   StmtPtr body;
   For(VarPtr v, ExprPtr b, ExprPtr e, ExprPtr s, StmtPtr bd, SourceLoc l)
-      : StmtNode(kKind, l), var(std::move(v)), begin(std::move(b)), end(std::move(e)), step(std::move(s)),
+      : StmtNode(kKind, l),
+        var(std::move(v)),
+        begin(std::move(b)),
+        end(std::move(e)),
+        step(std::move(s)),
         body(std::move(bd)) {}
 };
 struct While : StmtNode {
@@ -244,8 +273,13 @@ struct Partition : StmtNode {
   ExprPtr index;
   StmtPtr body;
   Partition(MemPtr s, MemPtr d, Perspective pp, std::vector<VarPtr> iv, ExprPtr ix, StmtPtr b, SourceLoc l)
-      : StmtNode(kKind, l), src(std::move(s)), dst(std::move(d)), p(pp), index_vars(std::move(iv)),
-        index(std::move(ix)), body(std::move(b)) {}
+      : StmtNode(kKind, l),
+        src(std::move(s)),
+        dst(std::move(d)),
+        p(pp),
+        index_vars(std::move(iv)),
+        index(std::move(ix)),
+        body(std::move(b)) {}
 };
 struct Claim : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Claim;
@@ -305,7 +339,11 @@ struct Intrinsic : StmtNode {
   std::vector<std::int64_t> imms;
   Intrinsic(IntrinsicOp o, std::vector<ExprPtr> a, std::vector<MemPtr> m, std::vector<VarPtr> out,
             std::vector<std::int64_t> im, SourceLoc l)
-      : StmtNode(kKind, l), op(o), args(std::move(a)), mems(std::move(m)), outputs(std::move(out)),
+      : StmtNode(kKind, l),
+        op(o),
+        args(std::move(a)),
+        mems(std::move(m)),
+        outputs(std::move(out)),
         imms(std::move(im)) {}
 };
 struct Unsafe : StmtNode {
@@ -401,8 +439,7 @@ template <class V>
 decltype(auto) visit(const ExprNode& e, V&& v) {
   switch (e.kind) {
 #define VANTAGE_X(N) \
-  case ExprKind::N:  \
-    return v(static_cast<const N&>(e));
+  case ExprKind::N: return v(static_cast<const N&>(e));
     VANTAGE_IR_EXPRS(VANTAGE_X)
 #undef VANTAGE_X
   }
@@ -412,8 +449,7 @@ template <class V>
 decltype(auto) visit(const StmtNode& s, V&& v) {
   switch (s.kind) {
 #define VANTAGE_X(N) \
-  case StmtKind::N:  \
-    return v(static_cast<const N&>(s));
+  case StmtKind::N: return v(static_cast<const N&>(s));
     VANTAGE_IR_STMTS(VANTAGE_X)
 #undef VANTAGE_X
   }
