@@ -1,5 +1,9 @@
 // Programs the checker must reject: one or more per rule, each asserting the diagnostic code and the
 // user's line. The paper's illegal figures (7, 9, 10, 11) come first.
+#include <fstream>
+#include <regex>
+#include <sstream>
+
 #include "jit/ir/ir.h"
 #include "reject_helpers.hpp"
 
@@ -246,6 +250,28 @@ TEST(Reject, LoopVariableCannotBeAssigned) {
       g.for_("i", 0, 4, [&](Scope& s, Expr i) {
         bad = __LINE__ + 1;
         s.assign(Var(ir::as<ir::VarRef>(*i.node())->var, i), 3);
+      });
+    });
+  });
+}
+
+TEST(Reject, LoopStepOfZero) {
+  int bad = 0;
+  expect_kernel_rejected("V0209", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      bad = __LINE__ + 1;
+      g.for_("i", 0, 8, 0, [](Scope&, Expr) {});
+    });
+  });
+}
+
+TEST(Reject, LocalArrayOfNoElements) {
+  int bad = 0;
+  expect_kernel_rejected("V0210", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(thread(1), [&](Scope& th) {
+        bad = __LINE__ + 1;
+        th.local_array("empty", ScalarType::F32, 0);
       });
     });
   });
@@ -1078,6 +1104,28 @@ TEST(Reject, ReportsEveryErrorAtOnce) {
     std::string text = e.what();
     EXPECT_NE(text.find("4 error(s)"), std::string::npos);
   }
+}
+
+// ------------------------------------------------------------------ coverage of the rule list
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Reject, EveryDocumentedRuleHasARejectedProgram) {
+  std::string doc = slurp(VANTAGE_SOURCE_DIR "/docs/diagnostics.md");
+  std::string tests = slurp(VANTAGE_SOURCE_DIR "/tests/test_reject.cpp");
+  ASSERT_FALSE(doc.empty());
+  std::regex code_re("\\| (V[0-9]{4}) \\|");
+  int codes = 0;
+  for (std::sregex_iterator it(doc.begin(), doc.end(), code_re), end; it != end; ++it) {
+    ++codes;
+    std::string code = (*it)[1];
+    EXPECT_NE(tests.find("\"" + code + "\""), std::string::npos) << code << " has no rejected program";
+  }
+  EXPECT_GE(codes, 60) << "docs/diagnostics.md lists the rules in a table, one row per code";
 }
 
 }  // namespace
