@@ -283,17 +283,28 @@ Kernel block_reduce() {
 }
 
 namespace {
+/// The sgemm signature every rung shares: C = alpha * A(MxK) * B(KxN) + beta * C.
+struct SgemmParams {
+  Expr M, N, K, alpha, beta;
+  View A, B, C;
+};
+SgemmParams sgemm_params(KernelBuilder& k) {
+  SgemmParams p;
+  p.M = k.param<int>("M");
+  p.N = k.param<int>("N");
+  p.K = k.param<int>("K");
+  p.alpha = k.param<float>("alpha");
+  p.beta = k.param<float>("beta");
+  p.A = k.param<GlobalPtr<const float>>("A", extent(p.M * p.K));
+  p.B = k.param<GlobalPtr<const float>>("B", extent(p.K * p.N));
+  p.C = k.param<GlobalPtr<float>>("C", extent(p.M * p.N));
+  return p;
+}
+
 Kernel sgemm_one_per_thread(const char* name, bool coalesced) {
   constexpr int kThreads = 256;
   KernelBuilder k(name);
-  auto M = k.param<int>("M");
-  auto N = k.param<int>("N");
-  auto K = k.param<int>("K");
-  auto alpha = k.param<float>("alpha");
-  auto beta = k.param<float>("beta");
-  auto A = k.param<GlobalPtr<const float>>("A", extent(M * K));
-  auto B = k.param<GlobalPtr<const float>>("B", extent(K * N));
-  auto C = k.param<GlobalPtr<float>>("C", extent(M * N));
+  auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
   k.block_threads(kThreads);
   k.body([&](Scope& g) {
     auto gid = g.let("gid", g.id(thread(1)));  // global thread index
@@ -322,14 +333,7 @@ Kernel sgemm_coalesced() { return sgemm_one_per_thread("sgemm_coalesced", true);
 Kernel sgemm_smem() {
   constexpr int kTile = 32;
   KernelBuilder k("sgemm_smem");
-  auto M = k.param<int>("M");
-  auto N = k.param<int>("N");
-  auto K = k.param<int>("K");
-  auto alpha = k.param<float>("alpha");
-  auto beta = k.param<float>("beta");
-  auto A = k.param<GlobalPtr<const float>>("A", extent(M * K));
-  auto B = k.param<GlobalPtr<const float>>("B", extent(K * N));
-  auto C = k.param<GlobalPtr<float>>("C", extent(M * N));
+  auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
   k.block_threads(kTile * kTile);
   k.shared_budget(2 * kTile * kTile * 4);
   k.body([&](Scope& g) {

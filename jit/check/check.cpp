@@ -93,7 +93,7 @@ class Checker {
     push_scope();
     check_params(f.params, f.signature);
     returns_ = f.returns;
-    if (f.shared_budget < 0) error("V0403", f.budget_loc, "shared-memory budget must not be negative");
+    check_budget();
     if (!f.body) {
       error("V0905", f.loc, "function " + q(f.name) + " has no body");
     } else {
@@ -282,7 +282,16 @@ class Checker {
       error("V0901", k.loc, "the grid must have at least one block, not " + std::to_string(*k.grid_blocks));
     if (k.grid_multiple < 1)
       error("V0901", k.loc, "grid_multiple_of needs a positive number, not " + std::to_string(k.grid_multiple));
-    if (k.shared_budget < 0) error("V0403", k.budget_loc, "shared-memory budget must not be negative");
+    check_budget();
+  }
+
+  /// The declared shared-memory budget: not negative, within the device limit.
+  void check_budget() {
+    if (budget_ < 0) error("V0403", budget_loc_, "shared-memory budget must not be negative");
+    if (budget_ > kDeviceMaxSharedBytes)
+      error("V0404", budget_loc_,
+            "shared-memory budget of " + std::to_string(budget_) + " bytes exceeds the device limit of " +
+                std::to_string(kDeviceMaxSharedBytes) + " bytes");
   }
 
   void check_params(const std::vector<ParamNode>& params, std::optional<Perspective> sig) {
@@ -1321,27 +1330,11 @@ class Checker {
 }  // namespace
 
 CheckResult check(const ir::KernelNode& kernel) {
-  Checker c({}, kernel.shared_budget, kernel.budget_declared ? kernel.budget_loc : kernel.loc);
-  auto r = c.run_kernel(kernel);
-  if (kernel.shared_budget > kDeviceMaxSharedBytes)
-    r.errors.push_back({"V0404",
-                        "shared-memory budget of " + std::to_string(kernel.shared_budget) +
-                            " bytes exceeds the device limit of " + std::to_string(kDeviceMaxSharedBytes) + " bytes",
-                        kernel.budget_loc,
-                        {}});
-  return r;
+  return Checker({}, kernel.shared_budget, kernel.budget_declared ? kernel.budget_loc : kernel.loc).run_kernel(kernel);
 }
 
 CheckResult check(const ir::FunctionNode& fn) {
-  Checker c({}, fn.shared_budget, fn.budget_loc.known() ? fn.budget_loc : fn.loc);
-  auto r = c.run_function(fn);
-  if (fn.shared_budget > kDeviceMaxSharedBytes)
-    r.errors.push_back({"V0404",
-                        "shared-memory budget of " + std::to_string(fn.shared_budget) +
-                            " bytes exceeds the device limit of " + std::to_string(kDeviceMaxSharedBytes) + " bytes",
-                        fn.budget_loc,
-                        {}});
-  return r;
+  return Checker({}, fn.shared_budget, fn.budget_loc.known() ? fn.budget_loc : fn.loc).run_function(fn);
 }
 
 }  // namespace vantage::check
