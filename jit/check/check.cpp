@@ -213,11 +213,13 @@ class Checker {
   }
 
   /// Applies a rule: No is an error, Unknown an obligation for specialization. Returns false on No.
+  /// `message` is a callable making the text; it runs only when the rule fails or is deferred.
+  template <class Message>
   bool rule(Truth t, Obligation::Kind kind, Size lhs, Size rhs, const std::string& code, SourceLoc loc,
-            const std::string& message, bool with_code_note = true) {
+            Message&& message, bool with_code_note = true) {
     if (t == Truth::Yes) return true;
     if (t == Truth::No) {
-      auto& d = error(code, loc, message);
+      auto& d = error(code, loc, message());
       if (with_code_note) note_code(d);
       return false;
     }
@@ -227,7 +229,7 @@ class Checker {
       if (o.kind == kind && o.lhs == lhs && o.rhs == rhs && o.code == code && o.loc.line == loc.line &&
           o.loc.file == loc.file)
         return true;
-    obligations_.push_back({kind, lhs, rhs, code, message, loc});
+    obligations_.push_back({kind, lhs, rhs, code, message(), loc});
     return true;
   }
 
@@ -486,7 +488,7 @@ class Checker {
           note_code(d);
         } else {
           rule(fits_in(n.p, code()), Obligation::Kind::Divides, units(n.p), units(code()), "V0107", here,
-               "id(" + n.p.str() + ") needs " + n.p.str() + " to tile " + code().str());
+               [&] { return std::string("id(" + n.p.str() + ") needs " + n.p.str() + " to tile " + code().str()); });
         }
         return n.p;
       } else {
@@ -540,8 +542,10 @@ class Checker {
 
   /// A condition or bound must not vary faster than the code's perspective.
   void uniform(Perspective variance, const std::string& code_id, SourceLoc loc, const std::string& what) {
-    rule(narrower_eq(code(), variance), Obligation::Kind::Divides, code().count, variance.count, code_id, loc,
-         what + " varies with " + variance.str() + ", faster than the code's perspective " + code().str());
+    rule(narrower_eq(code(), variance), Obligation::Kind::Divides, code().count, variance.count, code_id, loc, [&] {
+      return std::string(what + " varies with " + variance.str() + ", faster than the code's perspective " +
+                         code().str());
+    });
   }
 
   // ---------------------------------------------------------------- statements
@@ -577,8 +581,10 @@ class Checker {
                             ", wider than the code's perspective " + code().str());
         note_code(d);
       }
-      rule(narrower_eq(p, v), Obligation::Kind::Divides, p.count, v.count, "V0201", n.loc,
-           "the value of " + q(n.var->name) + " varies with " + v.str() + ", faster than its perspective " + p.str());
+      rule(narrower_eq(p, v), Obligation::Kind::Divides, p.count, v.count, "V0201", n.loc, [&] {
+        return std::string("the value of " + q(n.var->name) + " varies with " + v.str() +
+                           ", faster than its perspective " + p.str());
+      });
     }
     declare(n.var, p);
   }
@@ -598,7 +604,7 @@ class Checker {
       note(d, decl, "declared here");
     } else {
       rule(narrower_eq(p, value), Obligation::Kind::Divides, p.count, value.count, "V0201", loc,
-           "value written into " + q(name) + " must not vary faster than " + p.str());
+           [&] { return std::string("value written into " + q(name) + " must not vary faster than " + p.str()); });
     }
   }
 
@@ -690,9 +696,10 @@ class Checker {
           "group(" + n.p.str() + ") cannot widen the code's perspective " + code().str() + "; group only narrows");
       note_code(d);
     } else {
-      rule(
-          fits_in(n.p, code()), Obligation::Kind::Divides, units(n.p), units(code()), "V0102", n.loc,
-          "group(" + n.p.str() + "): " + code().str() + " does not divide evenly into aligned " + n.p.str() + " units");
+      rule(fits_in(n.p, code()), Obligation::Kind::Divides, units(n.p), units(code()), "V0102", n.loc, [&] {
+        return std::string("group(" + n.p.str() + "): " + code().str() + " does not divide evenly into aligned " +
+                           n.p.str() + " units");
+      });
     }
     frames_.push_back({n.p, n.loc, "group"});
     body(n.body);
@@ -735,18 +742,21 @@ class Checker {
                               std::to_string(offset) + ", which is not aligned to " + std::to_string(c));
           note_code(d);
         } else {
-          rule(divides(c, *avail), Obligation::Kind::Divides, c, *avail, "V0104", bl,
-               "split branch of " + std::to_string(c) + " " + unit + " is not aligned: " + code().str() + " has " +
-                   avail->str() + " " + unit + ", not a multiple of " + std::to_string(c));
+          rule(divides(c, *avail), Obligation::Kind::Divides, c, *avail, "V0104", bl, [&] {
+            return std::string("split branch of " + std::to_string(c) + " " + unit +
+                               " is not aligned: " + code().str() + " has " + avail->str() + " " + unit +
+                               ", not a multiple of " + std::to_string(c));
+          });
         }
       }
       offset += c;
     }
     if (avail && counts_ok) {
       std::string unit = std::string(level_name(n.level)) + "s";
-      rule(less_equal(offset, *avail), Obligation::Kind::LessEqual, offset, *avail, "V0103", n.loc,
-           "split asks for " + std::to_string(offset) + " " + unit + " but " + code().str() + " has only " +
-               avail->str());
+      rule(less_equal(offset, *avail), Obligation::Kind::LessEqual, offset, *avail, "V0103", n.loc, [&] {
+        return std::string("split asks for " + std::to_string(offset) + " " + unit + " but " + code().str() +
+                           " has only " + avail->str());
+      });
     }
     for (std::size_t i = 0; i < n.bodies.size(); ++i) {
       std::int64_t c = i < n.counts.size() ? std::max<std::int64_t>(n.counts[i], 1) : 1;
@@ -790,8 +800,9 @@ class Checker {
       note(d, info->narrowed_at, q(src->name) + " got its perspective here");
       note_code(d);
     } else {
-      rule(same, Obligation::Kind::Equal, units(info->persp), units(code()), "V0303", loc,
-           std::string(what) + " of " + q(src->name) + " needs the code at its perspective");
+      rule(same, Obligation::Kind::Equal, units(info->persp), units(code()), "V0303", loc, [&] {
+        return std::string(std::string(what) + " of " + q(src->name) + " needs the code at its perspective");
+      });
     }
     return info;
   }
@@ -831,9 +842,10 @@ class Checker {
                             ": the target must be narrower and divide it evenly");
         note(d, src->narrowed_at, q(n.src->name) + " got its perspective here");
       } else {
-        rule(fits_in(n.p, src->persp), Obligation::Kind::Divides, units(n.p), units(src->persp), "V0304", n.loc,
-             "partition of " + q(n.src->name) + " into " + n.p.str() + " needs " + src->persp.str() +
-                 " to divide evenly");
+        rule(fits_in(n.p, src->persp), Obligation::Kind::Divides, units(n.p), units(src->persp), "V0304", n.loc, [&] {
+          return std::string("partition of " + q(n.src->name) + " into " + n.p.str() + " needs " + src->persp.str() +
+                             " to divide evenly");
+        });
       }
     }
     push_scope();
@@ -957,8 +969,9 @@ class Checker {
       note_code(d);
       note(d, f.signature_loc, "signature declared here");
     } else {
-      rule(fits, Obligation::Kind::Divides, units(f.signature), units(code()), "V0601", n.loc,
-           "call to " + q(f.name) + " needs " + code().str() + " to divide into " + f.signature.str());
+      rule(fits, Obligation::Kind::Divides, units(f.signature), units(code()), "V0601", n.loc, [&] {
+        return std::string("call to " + q(f.name) + " needs " + code().str() + " to divide into " + f.signature.str());
+      });
     }
     if (n.args.size() != f.params.size()) {
       auto& d = error("V0602", n.loc,
@@ -1034,7 +1047,7 @@ class Checker {
         note(d, info->narrowed_at, q(a.mem->name) + " got its perspective here");
       } else {
         rule(same, Obligation::Kind::Equal, units(info->persp), units(want), "V0605", loc,
-             where + ": mutable pointer perspectives must match");
+             [&] { return std::string(where + ": mutable pointer perspectives must match"); });
       }
     } else if (narrower_eq(want, info->persp) == Truth::No) {
       auto& d = error(
@@ -1052,7 +1065,7 @@ class Checker {
       note_code(d);
     } else {
       rule(t, Obligation::Kind::Equal, units(p), units(code()), "V0501", loc,
-           what + " needs the code at exactly " + p.str());
+           [&] { return std::string(what + " needs the code at exactly " + p.str()); });
     }
   }
 
@@ -1272,7 +1285,7 @@ class Checker {
         note_code(d);
       } else {
         rule(t, Obligation::Kind::Equal, units(n.needs), units(code()), "V0801", n.loc,
-             "unsafe block needs the code at exactly " + n.needs.str());
+             [&] { return std::string("unsafe block needs the code at exactly " + n.needs.str()); });
       }
     }
     for (const auto& [name, e] : n.inputs) check_expr(e, n.loc);
