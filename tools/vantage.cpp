@@ -4,6 +4,9 @@
 #include <cstring>
 #include <string>
 
+#include <map>
+#include <vector>
+
 #include "kernels/paper_kernels.hpp"
 
 namespace {
@@ -14,8 +17,18 @@ Usage:
   vantage examples              list the built-in example kernels
   vantage check [NAME...]       build and check examples (all when none named); exit 1 if any fails
   vantage ir NAME               print the checked IR of an example
-  vantage version               print the version
+  vantage cuda NAME [OPTIONS]   print the generated CUDA C++ of an example
+  vantage ptx NAME [OPTIONS]    print the PTX NVRTC makes of it
+  vantage compile [NAME...] [OPTIONS]
+                                compile examples (all when none named) to cubins; print size, time,
+                                barriers, guards; exit 1 if any fails
+  vantage version               print the version and the NVRTC found
   vantage --help                this text
+
+Options:
+  --arch sm_80|sm_86|sm_89|sm_90|sm_90a   target (default sm_90)
+  --threads N                             threads per block when the kernel leaves it open
+  --size NAME=VALUE                       value of a specialized parameter (repeatable)
 
 Environment:
   VANTAGE_LOG   log level: trace, debug, info, warn (default), error, off
@@ -30,6 +43,65 @@ const vantage::examples::Example* find(const std::string& name) {
 int unknown(const std::string& name) {
   std::fprintf(stderr, "vantage: no example named '%s' (see 'vantage examples')\n", name.c_str());
   return 2;
+}
+
+/// Parses --arch, --threads, --size; returns false (after a message) on a bad option.
+bool parse_spec(int argc, char** argv, int first, vantage::Spec& spec, std::vector<std::string>& names) {
+  static const std::map<std::string, vantage::Arch> kArchs = {{"sm_80", vantage::Arch::SM_80},
+                                                              {"sm_86", vantage::Arch::SM_86},
+                                                              {"sm_89", vantage::Arch::SM_89},
+                                                              {"sm_90", vantage::Arch::SM_90},
+                                                              {"sm_90a", vantage::Arch::SM_90a}};
+  for (int i = first; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) return "";
+      return argv[++i];
+    };
+    if (a == "--arch") {
+      auto v = value();
+      auto it = kArchs.find(v);
+      if (it == kArchs.end()) {
+        std::fprintf(stderr, "vantage: unknown --arch '%s' (sm_80, sm_86, sm_89, sm_90, sm_90a)\n", v.c_str());
+        return false;
+      }
+      spec.arch = it->second;
+    } else if (a == "--threads") {
+      spec.threads = std::atoll(value().c_str());
+    } else if (a == "--size") {
+      auto v = value();
+      auto eq = v.find('=');
+      if (eq == std::string::npos) {
+        std::fprintf(stderr, "vantage: --size wants NAME=VALUE, not '%s'\n", v.c_str());
+        return false;
+      }
+      spec.sizes[v.substr(0, eq)] = std::atoll(v.substr(eq + 1).c_str());
+    } else if (a.rfind("--", 0) == 0) {
+      std::fprintf(stderr, "vantage: unknown option '%s' (see vantage --help)\n", a.c_str());
+      return false;
+    } else {
+      names.push_back(a);
+    }
+  }
+  return true;
+}
+
+int compile_one(const vantage::examples::Example& ex, const vantage::Spec& spec) {
+  try {
+    auto c = vantage::compile(ex.build(), spec);
+    std::printf("%-16s %-7s cubin %7zu B  %7.1f ms  barriers %d  shared %lld B", ex.name.c_str(),
+                vantage::arch_name(spec.arch), c.cubin.size(), c.compile_ms, c.spec.barriers,
+                static_cast<long long>(c.spec.static_shared_bytes + c.spec.dynamic_shared_bytes));
+    for (const auto& g : c.spec.guards) std::printf("  guard %s", g.text.c_str());
+    std::printf("%s\n", c.log.empty() ? "" : "  (NVRTC warnings)");
+    if (!c.log.empty()) std::printf("%s\n", c.log.c_str());
+    return c.log.empty() ? 0 : 1;
+  } catch (const vantage::CheckError& e) {
+    std::printf("%-16s rejected\n%s", ex.name.c_str(), vantage::render_all(e.diagnostics()).c_str());
+  } catch (const std::exception& e) {
+    std::printf("%-16s failed: %s\n", ex.name.c_str(), e.what());
+  }
+  return 1;
 }
 
 int check_one(const vantage::examples::Example& ex) {
@@ -55,7 +127,44 @@ int main(int argc, char** argv) {
   std::string cmd = argv[1];
   if (cmd == "version") {
     std::printf("vantage %s\n", vantage::version());
+    try {
+      std::printf("%s\n", vantage::compiler_fingerprint().c_str());
+    } catch (const vantage::ToolchainError& e) {
+      std::printf("NVRTC: not available (%s)\n", e.what());
+    }
     return 0;
+  }
+  if (cmd == "cuda" || cmd == "ptx" || cmd == "compile") {
+    vantage::Spec spec;
+    std::vector<std::string> names;
+    if (!parse_spec(argc, argv, 2, spec, names)) return 2;
+    if (cmd == "compile") {
+      int rc = 0;
+      if (names.empty())
+        for (const auto& ex : vantage::examples::all()) rc |= compile_one(ex, spec);
+      for (const auto& n : names) {
+        const auto* ex = find(n);
+        if (!ex) return unknown(n);
+        rc |= compile_one(*ex, spec);
+      }
+      return rc;
+    }
+    if (names.size() != 1) {
+      std::fprintf(stderr, "vantage %s: give one example name\n", cmd.c_str());
+      return 2;
+    }
+    const auto* ex = find(names[0]);
+    if (!ex) return unknown(names[0]);
+    try {
+      auto k = ex->build();
+      std::printf("%s", cmd == "cuda" ? k.source(spec).c_str() : k.ptx(spec).c_str());
+      return 0;
+    } catch (const vantage::CheckError& e) {
+      std::fprintf(stderr, "%s", vantage::render_all(e.diagnostics()).c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "vantage: %s\n", e.what());
+    }
+    return 1;
   }
   if (cmd == "examples") {
     for (const auto& ex : vantage::examples::all()) std::printf("%-16s %s\n", ex.name.c_str(), ex.what.c_str());

@@ -211,6 +211,7 @@ enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch };
 
 class DeviceFunction;
 class Scope;
+struct Spec;
 
 /// An argument of a device-function call: a value or memory.
 using CallArg = std::variant<ExprArg, View>;
@@ -401,6 +402,13 @@ class Kernel {
   std::int64_t shared_bytes() const { return shared_bytes_; }
   /// Internal: the IR for later passes.
   const std::shared_ptr<const ir::KernelNode>& ir() const { return ir_; }
+
+  /// The generated CUDA C++ for one specialization (see vantage/compile.hpp).
+  std::string source(const Spec& spec) const;
+  /// PTX from NVRTC for the specialization's architecture.
+  std::string ptx(const Spec& spec) const;
+  /// A cubin from NVRTC for the specialization's architecture.
+  std::vector<char> cubin(const Spec& spec) const;
 
  private:
   std::shared_ptr<const ir::KernelNode> ir_;

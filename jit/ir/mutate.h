@@ -1,0 +1,20 @@
+// Vantage IR rewriting: substitute variables by expressions and fold constants. Returns the same
+// node when nothing below it changed, so unchanged subtrees stay shared.
+#pragma once
+
+#include <unordered_map>
+
+#include "jit/ir/ir.h"
+
+namespace vantage::ir {
+
+using VarMap = std::unordered_map<const VarNode*, ExprPtr>;
+
+/// Replaces references to the mapped variables and folds what becomes constant.
+ExprPtr substitute(const ExprPtr& e, const VarMap& map);
+StmtPtr substitute(const StmtPtr& s, const VarMap& map);
+
+/// Folds integer arithmetic on literals and the identities x+0, x-0, x*1, x/1, x*0 (integers).
+ExprPtr fold(const ExprPtr& e);
+
+}  // namespace vantage::ir

@@ -1,0 +1,43 @@
+// Vantage view resolution: every name made by partition, claim, lower or async refers to a root
+// (a pointer parameter, shared or local array); an access through a view is an access to the root
+// at the index the partition index functions give. Shared by the sync pass and the emitter.
+#pragma once
+
+#include <unordered_map>
+#include <vector>
+
+#include "jit/ir/ir.h"
+
+namespace vantage::ir {
+
+class Views {
+ public:
+  /// Records every narrowing construct in `body` (and below).
+  void collect(const StmtPtr& body);
+  void add(const Partition& p) { partitions_[p.dst.get()] = &p; }
+  void add(const MemNode* dst, const MemNode* src) { parents_[dst] = src; }
+
+  /// The memory a view names.
+  const MemNode* root(const MemNode* m) const;
+  /// The index into the root of `m[idx...]`, folded; null for a root accessed without indices.
+  ExprPtr root_index(const MemNode* m, std::vector<ExprPtr> idx) const;
+  /// Whether `m[i]` is `root[base + i]` (unit stride), so a pointer to m[0] can stand for m.
+  bool unit_stride(const MemNode* m) const;
+
+ private:
+  std::unordered_map<const MemNode*, const Partition*> partitions_;
+  std::unordered_map<const MemNode*, const MemNode*> parents_;
+};
+
+/// `constant + sum(coefficient * atom)` for an integer index, atoms compared structurally.
+struct Affine {
+  std::int64_t constant = 0;
+  std::vector<std::pair<ExprPtr, std::int64_t>> terms;
+  void add(const ExprPtr& atom, std::int64_t k);
+  void scale(std::int64_t k);
+  void merge(const Affine& o, std::int64_t sign);
+  std::int64_t coefficient(const ExprPtr& atom) const;
+};
+Affine affine(const ExprPtr& e);
+
+}  // namespace vantage::ir

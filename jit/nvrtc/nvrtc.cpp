@@ -1,0 +1,228 @@
+// Vantage NVRTC binding: see nvrtc.h. The library is found in $VANTAGE_NVRTC, then the toolkit
+// ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda), then the loader path; nothing links against it.
+#include "jit/nvrtc/nvrtc.h"
+
+#include <dlfcn.h>
+#include <xxhash.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <set>
+
+#include "support/log.h"
+#include "support/strings.h"
+
+namespace vantage::nvrtc {
+namespace {
+
+using Program = void*;
+using Status = int;  // nvrtcResult; 0 is NVRTC_SUCCESS
+
+/// The NVRTC entry points Vantage uses, resolved once.
+struct Table {
+  void* handle = nullptr;
+  std::string path;
+  std::string include_dir;
+  std::string error;
+  const char* (*get_error_string)(Status) = nullptr;
+  Status (*version)(int*, int*) = nullptr;
+  Status (*create_program)(Program*, const char*, const char*, int, const char* const*, const char* const*) = nullptr;
+  Status (*destroy_program)(Program*) = nullptr;
+  Status (*compile_program)(Program, int, const char* const*) = nullptr;
+  Status (*get_log_size)(Program, std::size_t*) = nullptr;
+  Status (*get_log)(Program, char*) = nullptr;
+  Status (*get_ptx_size)(Program, std::size_t*) = nullptr;
+  Status (*get_ptx)(Program, char*) = nullptr;
+  Status (*get_cubin_size)(Program, std::size_t*) = nullptr;
+  Status (*get_cubin)(Program, char*) = nullptr;
+  int major = 0, minor = 0;
+};
+
+std::vector<std::string> candidates() {
+  std::vector<std::string> out;
+  if (const char* env = std::getenv("VANTAGE_NVRTC")) out.emplace_back(env);
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* root = std::getenv(var)) out.push_back(std::string(root) + "/lib64/libnvrtc.so.13");
+  out.emplace_back("/usr/local/cuda/lib64/libnvrtc.so.13");
+  out.emplace_back("/usr/local/cuda/lib64/libnvrtc.so.12");
+  out.emplace_back("libnvrtc.so.13");
+  out.emplace_back("libnvrtc.so.12");
+  out.emplace_back("libnvrtc.so");
+  return out;
+}
+
+template <class F>
+bool resolve(Table& t, F& fn, const char* name) {
+  fn = reinterpret_cast<F>(dlsym(t.handle, name));
+  if (!fn) t.error = std::string("NVRTC at ") + t.path + " has no symbol " + name;
+  return fn != nullptr;
+}
+
+/// Version plus a hash of the library's bytes: a different build of the same version differs.
+std::string make_fingerprint(const Table& t) {
+  std::string fp = "nvrtc " + std::to_string(t.major) + "." + std::to_string(t.minor);
+  Dl_info info{};
+  std::string file;
+  if (t.version && dladdr(reinterpret_cast<void*>(t.version), &info) && info.dli_fname) file = info.dli_fname;
+  std::ifstream in(file, std::ios::binary);
+  if (in) {
+    XXH3_state_t* state = XXH3_createState();
+    XXH3_64bits_reset(state);
+    std::vector<char> buf(1 << 20);
+    while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
+      XXH3_64bits_update(state, buf.data(), static_cast<std::size_t>(in.gcount()));
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits_digest(state)));
+    XXH3_freeState(state);
+    fp += " build " + std::string(hex);
+  }
+  return fp;
+}
+
+const Table& table() {
+  static Table t = [] {
+    Table t;
+    std::string tried;
+    for (const auto& c : candidates()) {
+      t.handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (t.handle) {
+        t.path = c;
+        break;
+      }
+      tried += "\n  " + c + ": " + dlerror();
+    }
+    if (!t.handle) {
+      t.error = "NVRTC not found; tried:" + tried + "\nSet VANTAGE_NVRTC to libnvrtc.so or CUDA_HOME to the toolkit.";
+      return t;
+    }
+    bool ok = resolve(t, t.get_error_string, "nvrtcGetErrorString") && resolve(t, t.version, "nvrtcVersion") &&
+              resolve(t, t.create_program, "nvrtcCreateProgram") &&
+              resolve(t, t.destroy_program, "nvrtcDestroyProgram") &&
+              resolve(t, t.compile_program, "nvrtcCompileProgram") &&
+              resolve(t, t.get_log_size, "nvrtcGetProgramLogSize") && resolve(t, t.get_log, "nvrtcGetProgramLog") &&
+              resolve(t, t.get_ptx_size, "nvrtcGetPTXSize") && resolve(t, t.get_ptx, "nvrtcGetPTX") &&
+              resolve(t, t.get_cubin_size, "nvrtcGetCUBINSize") && resolve(t, t.get_cubin, "nvrtcGetCUBIN");
+    if (!ok) {
+      dlclose(t.handle);
+      t.handle = nullptr;
+      return t;
+    }
+    t.version(&t.major, &t.minor);
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(t.version), &info) && info.dli_fname) {
+      auto inc = std::filesystem::path(info.dli_fname).parent_path().parent_path() / "include";
+      if (std::filesystem::exists(inc / "cuda_fp16.h")) t.include_dir = inc.string();
+    }
+    logging::get().debug("loaded NVRTC {}.{} from {}", t.major, t.minor, t.path);
+    return t;
+  }();
+  return t;
+}
+
+const Table& loaded() {
+  const Table& t = table();
+  if (!t.handle) throw ToolchainError(t.error);
+  return t;
+}
+
+/// Fails with the NVRTC call, the program and the result in words.
+void ok(const Table& t, Status s, const char* call, const std::string& name) {
+  if (s != 0)
+    throw ToolchainError(std::string(call) + " failed for " + name + ": " + t.get_error_string(s) + " (" +
+                         std::to_string(s) + ")");
+}
+
+struct ProgramOwner {
+  const Table& t;
+  Program p = nullptr;
+  ~ProgramOwner() {
+    if (p) t.destroy_program(&p);
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> canonical_options(Arch arch, Output output) {
+  std::vector<std::string> opts = {"--std=c++17"};
+  std::string target = std::to_string(arch_number(arch)) + (arch == Arch::SM_90a ? "a" : "");
+  opts.push_back(std::string("--gpu-architecture=") + (output == Output::Ptx ? "compute_" : "sm_") + target);
+  const Table& t = table();
+  if (!t.include_dir.empty()) opts.push_back("--include-path=" + t.include_dir);
+  return opts;
+}
+
+Result compile(const std::string& source, const std::string& name, Arch arch, Output output) {
+  const Table& t = loaded();
+  Result r;
+  r.options = canonical_options(arch, output);
+  std::vector<const char*> argv;
+  for (const auto& o : r.options) argv.push_back(o.c_str());
+  ProgramOwner prog{t};
+  ok(t, t.create_program(&prog.p, source.c_str(), name.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram", name);
+  Status compiled = t.compile_program(prog.p, static_cast<int>(argv.size()), argv.data());
+  std::size_t log_size = 0;
+  ok(t, t.get_log_size(prog.p, &log_size), "nvrtcGetProgramLogSize", name);
+  if (log_size > 1) {
+    r.log.resize(log_size);
+    ok(t, t.get_log(prog.p, r.log.data()), "nvrtcGetProgramLog", name);
+    r.log.resize(log_size - 1);  // drop the terminating NUL
+  }
+  if (compiled != 0) {
+    auto diags = parse_log(r.log);
+    std::string message = "NVRTC could not compile " + name + " for " + arch_name(arch) + ": " +
+                          t.get_error_string(compiled) + "\n" + (diags.empty() ? r.log : render_all(diags));
+    throw CompileError(std::move(message), r.log, r.options, source, std::move(diags));
+  }
+  if (output == Output::Ptx) {
+    std::size_t size = 0;
+    ok(t, t.get_ptx_size(prog.p, &size), "nvrtcGetPTXSize", name);
+    r.ptx.resize(size);
+    ok(t, t.get_ptx(prog.p, r.ptx.data()), "nvrtcGetPTX", name);
+    while (!r.ptx.empty() && r.ptx.back() == '\0') r.ptx.pop_back();
+  } else {
+    std::size_t size = 0;
+    ok(t, t.get_cubin_size(prog.p, &size), "nvrtcGetCUBINSize", name);
+    r.cubin.resize(size);
+    ok(t, t.get_cubin(prog.p, r.cubin.data()), "nvrtcGetCUBIN", name);
+  }
+  return r;
+}
+
+std::string fingerprint() {
+  // Hashing the library (about 100 MiB) is only needed for cache keys, so it happens on first ask.
+  static const std::string fp = make_fingerprint(loaded());
+  return fp;
+}
+
+bool available() { return table().handle != nullptr; }
+
+std::vector<Diagnostic> parse_log(const std::string& log) {
+  static const std::regex kLine(R"(^(.*)\((\d+)\): (error|warning)[^:]*: (.*)$)");
+  std::vector<Diagnostic> out;
+  std::size_t start = 0;
+  while (start < log.size()) {
+    std::size_t end = log.find('\n', start);
+    if (end == std::string::npos) end = log.size();
+    std::string line = log.substr(start, end - start);
+    std::smatch m;
+    if (std::regex_match(line, m, kLine)) {
+      SourceLoc loc{strings::intern(m[1].str()), static_cast<std::uint32_t>(std::stoul(m[2].str())), 1};
+      out.push_back({m[3] == "error" ? "V1101" : "V1102", m[4].str(), loc, {}});
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace vantage::nvrtc
+
+namespace vantage {
+
+std::string compiler_fingerprint() { return nvrtc::fingerprint(); }
+bool nvrtc_available() { return nvrtc::available(); }
+
+}  // namespace vantage

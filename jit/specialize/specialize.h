@@ -1,0 +1,27 @@
+// Vantage specialization: binds the launch shape and the specialized sizes of one launch, decides
+// the size rules the checker deferred (diagnostics show the numbers), and turns rules on the grid
+// into residual guards that the launcher evaluates instead of recompiling.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "jit/ir/ir.h"
+#include "vantage/compile.hpp"
+
+namespace vantage::specialization {
+
+struct Result {
+  std::shared_ptr<const ir::KernelNode> kernel;  ///< sizes replaced by constants, threads bound
+  std::int64_t threads = 0;
+  std::vector<Guard> guards;
+  std::vector<ParamInfo> params;
+};
+
+/// Throws CheckError when the numbers break a rule or the Spec does not fit the kernel.
+Result run(const ir::KernelNode& kernel, const std::vector<Obligation>& obligations, const Spec& spec);
+
+/// Shared memory a block may use on `arch` (opt-in maximum).
+std::int64_t shared_limit(Arch arch);
+
+}  // namespace vantage::specialization

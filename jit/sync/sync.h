@@ -1,0 +1,31 @@
+// Vantage automatic synchronization: decides where barriers go so that memory written by narrower
+// units is complete before anyone else reads it, and read before anyone overwrites it.
+#pragma once
+
+#include <unordered_map>
+#include <vector>
+
+#include "jit/ir/ir.h"
+
+namespace vantage::sync {
+
+/// A barrier over the threads of the code perspective `over`, placed before a statement or at the
+/// end of a loop body. `async_wait` first waits for the thread's outstanding cp.async copies.
+struct Barrier {
+  Perspective over;
+  bool async_wait = false;
+};
+
+struct Plan {
+  std::unordered_map<const ir::StmtNode*, std::vector<Barrier>> before;
+  /// Barriers needed across units wider than a block (impossible on a GPU): the statements that
+  /// conflict, for a diagnostic.
+  std::vector<const ir::StmtNode*> grid_conflicts;
+  int count() const;
+};
+
+/// Plans the barriers of a body that runs at perspective `top` (grid(1) for a kernel, the
+/// signature for a device function).
+Plan plan(const ir::StmtPtr& body, Perspective top);
+
+}  // namespace vantage::sync
