@@ -330,9 +330,8 @@ Kernel sgemm_one_per_thread(const char* name, bool coalesced) {
 Kernel sgemm_naive() { return sgemm_one_per_thread("sgemm_naive", false); }
 Kernel sgemm_coalesced() { return sgemm_one_per_thread("sgemm_coalesced", true); }
 
-Kernel sgemm_smem() {
-  constexpr int kTile = 32;
-  KernelBuilder k("sgemm_smem");
+Kernel sgemm_smem(int kTile) {
+  KernelBuilder k(kTile == 32 ? "sgemm_smem" : "sgemm_smem_" + std::to_string(kTile));
   auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
   k.block_threads(kTile * kTile);
   k.shared_budget(2 * kTile * kTile * 4);
@@ -373,6 +372,26 @@ Kernel sgemm_smem() {
   return k.build();
 }
 
+Kernel vec_copy() {
+  KernelBuilder k("vec_copy");
+  auto n = k.param<int>("n");
+  auto in = k.param<GlobalPtr<const float>>("in", extent(n));
+  auto out = k.param<GlobalPtr<float>>("out", extent(n));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    auto gid = g.let("gid", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return gid * 4 + i; },
+        [&](Scope& g, View out_t) {
+          g.group(thread(1), [&](Scope& th) {
+            th.if_(gid * 4 < n,
+                   [&](Scope& th) { th.for_("i", 0, 4, [&](Scope&, Expr i) { out_t[i] = in[gid * 4 + i]; }); });
+          });
+        });
+  });
+  return k.build();
+}
+
 const std::vector<Example>& all() {
   static const std::vector<Example> kAll = {
       {"saxpy", "y = a*x + y, 256 threads per block", saxpy},
@@ -382,7 +401,8 @@ const std::vector<Example>& all() {
       {"block_reduce", "block sum: shared-memory tree, then warp shuffles", block_reduce},
       {"sgemm_naive", "sgemm rung 1: one C element per thread, uncoalesced", sgemm_naive},
       {"sgemm_coalesced", "sgemm rung 2: one C element per thread, coalesced", sgemm_coalesced},
-      {"sgemm_smem", "sgemm rung 3: 32x32 tiles staged in shared memory", sgemm_smem},
+      {"sgemm_smem", "sgemm rung 3: 32x32 tiles staged in shared memory", [] { return sgemm_smem(32); }},
+      {"vec_copy", "each thread copies 4 floats with one 16-byte load and store", vec_copy},
   };
   return kAll;
 }

@@ -30,8 +30,10 @@ Kernel block_reduce();
 /// sgemm rung 1 (naive, uncoalesced) and rung 2 (coalesced): one C element per thread.
 Kernel sgemm_naive();
 Kernel sgemm_coalesced();
-/// sgemm rung 3: 32x32 tiles staged in shared memory, 1024 threads per block.
-Kernel sgemm_smem();
+/// sgemm rung 3: tile x tile blocks staged in shared memory, tile * tile threads per block.
+Kernel sgemm_smem(int tile = 32);
+/// Each thread copies 4 consecutive floats: one 16-byte vector load and store.
+Kernel vec_copy();
 
 struct Example {
   std::string name;

@@ -86,6 +86,10 @@ std::string make_fingerprint(const Table& t) {
 const Table& table() {
   static Table t = [] {
     Table t;
+    if (const char* env = std::getenv("VANTAGE_NVRTC"); env && std::string(env) == "none") {
+      t.error = "NVRTC disabled by VANTAGE_NVRTC=none";
+      return t;
+    }
     std::string tried;
     for (const auto& c : candidates()) {
       t.handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -1,0 +1,98 @@
+// Vantage examples: see stages.hpp.
+#include "kernels/stages.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace vantage::examples {
+
+std::string find_cuobjdump() {
+  if (const char* env = std::getenv("VANTAGE_CUOBJDUMP")) return env;
+  for (const char* p : {"/opt/vantage-tools/cuda/nvidia/cu13/bin/cuobjdump", "/usr/local/cuda/bin/cuobjdump"})
+    if (::access(p, X_OK) == 0) return p;
+  if (std::system("command -v cuobjdump >/dev/null 2>&1") == 0) return "cuobjdump";
+  return "";
+}
+
+std::string sass(const std::vector<char>& cubin) {
+  std::string tool = find_cuobjdump();
+  if (tool.empty()) throw ToolchainError("cuobjdump not found (scripts/setup installs it; or set VANTAGE_CUOBJDUMP)");
+  char path[] = "/tmp/vantage_cubin_XXXXXX";
+  int fd = ::mkstemp(path);
+  if (fd < 0) throw ToolchainError("cannot create a temporary file for cuobjdump");
+  ::close(fd);
+  { std::ofstream(path, std::ios::binary).write(cubin.data(), static_cast<std::streamsize>(cubin.size())); }
+  // cuobjdump runs nvdisasm, found beside it or on PATH.
+  std::string dir = std::filesystem::path(tool).parent_path().string();
+  std::string cmd =
+      (dir.empty() ? "" : "PATH='" + dir + "':\"$PATH\" ") + "'" + tool + "' --dump-sass '" + path + "' 2>&1";
+  std::string out;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    int rc = ::pclose(p);
+    std::filesystem::remove(path);
+    if (rc != 0) throw ToolchainError("cuobjdump failed: " + out);
+    return out;
+  }
+  std::filesystem::remove(path);
+  throw ToolchainError("cannot run " + tool);
+}
+
+int emit_stage(int argc, char** argv, const Kernel& kernel, Spec spec) {
+  static const std::map<std::string, Arch> kArchs = {{"sm_80", Arch::SM_80},
+                                                     {"sm_86", Arch::SM_86},
+                                                     {"sm_89", Arch::SM_89},
+                                                     {"sm_90", Arch::SM_90},
+                                                     {"sm_90a", Arch::SM_90a}};
+  std::string stage;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--emit=", 0) == 0) {
+      stage = a.substr(7);
+    } else if (a.rfind("--arch=", 0) == 0) {
+      auto it = kArchs.find(a.substr(7));
+      if (it == kArchs.end()) {
+        std::fprintf(stderr, "unknown %s (sm_80, sm_86, sm_89, sm_90, sm_90a)\n", a.c_str());
+        return 2;
+      }
+      spec.arch = it->second;
+    } else if (a == "--help" || a == "-h") {
+      std::printf("usage: %s [--emit=ir|cuda|ptx|sass] [--arch=sm_80|sm_86|sm_89|sm_90|sm_90a]\n", argv[0]);
+      return 0;
+    } else {
+      std::fprintf(stderr, "unknown argument '%s' (try --help)\n", a.c_str());
+      return 2;
+    }
+  }
+  if (stage.empty()) return -1;
+  try {
+    if (stage == "ir") {
+      std::printf("%s", kernel.ir_text().c_str());
+    } else if (stage == "cuda") {
+      std::printf("%s", kernel.source(spec).c_str());
+    } else if (stage == "ptx") {
+      std::printf("%s", kernel.ptx(spec).c_str());
+    } else if (stage == "sass") {
+      std::printf("%s", sass(kernel.cubin(spec)).c_str());
+    } else {
+      std::fprintf(stderr, "unknown --emit=%s (ir, cuda, ptx, sass)\n", stage.c_str());
+      return 2;
+    }
+    return 0;
+  } catch (const CheckError& e) {
+    std::fprintf(stderr, "%s", render_all(e.diagnostics()).c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+  }
+  return 1;
+}
+
+}  // namespace vantage::examples

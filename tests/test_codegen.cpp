@@ -1,0 +1,410 @@
+// Specialization, synchronization, CUDA generation and NVRTC: what a user sees when a checked kernel
+// becomes machine code. Tests that need NVRTC or cuobjdump say so and skip when the host lacks them;
+// CI installs both.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "kernels/paper_kernels.hpp"
+#include "kernels/stages.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+#define REQUIRE_NVRTC() \
+  if (!nvrtc_available()) GTEST_SKIP() << "NVRTC is not available on this host"
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+int barriers_in(const std::string& source) {
+  return count(source, "__syncthreads()") + count(source, "__syncwarp(") + count(source, "bar.sync");
+}
+
+TEST(Codegen, EveryExampleCompilesForSm80AndSm90WithoutWarnings) {
+  REQUIRE_NVRTC();
+  for (Arch arch : {Arch::SM_80, Arch::SM_90}) {
+    for (const auto& ex : examples::all()) {
+      Compiled c = compile(ex.build(), Spec{}.with_arch(arch));
+      EXPECT_FALSE(c.cubin.empty()) << ex.name << " " << arch_name(arch);
+      EXPECT_EQ(c.log, "") << ex.name << " " << arch_name(arch) << ": NVRTC warned";
+      EXPECT_EQ(c.options[1], std::string("--gpu-architecture=") + arch_name(arch));
+    }
+  }
+}
+
+// What a careful CUDA programmer writes for each example, barrier by barrier.
+TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
+  const std::map<std::string, int> kMinimum = {
+      {"saxpy", 0},            // independent elements
+      {"warp_mma", 0},         // each thread stores its own fragment
+      {"mma_tf32_naive", 3},   // before overwriting tiles, before the mma, before the write-back
+      {"block_load_copy", 1},  // between staging the tile and BlockLoad
+      {"block_reduce", 3},     // after the first sums, between tree steps, before the warp phase
+      {"sgemm_naive", 0},     {"sgemm_coalesced", 0},
+      {"sgemm_smem", 2},  // per K step: before overwriting the tiles, before reading them
+      {"vec_copy", 0},
+  };
+  ASSERT_EQ(kMinimum.size(), examples::all().size()) << "every example needs its hand-written count";
+  for (const auto& ex : examples::all()) {
+    Specialized s = specialize_for(ex.build(), Spec{});
+    EXPECT_EQ(s.barriers, kMinimum.at(ex.name)) << ex.name << "\n" << s.source;
+    EXPECT_EQ(barriers_in(s.source), kMinimum.at(ex.name)) << ex.name;
+  }
+}
+
+TEST(Codegen, LaunchBoundsSharedMemoryAndEntryName) {
+  Specialized s = specialize_for(examples::sgemm_smem(), Spec{});
+  EXPECT_NE(s.source.find("__launch_bounds__(1024)"), std::string::npos);
+  EXPECT_NE(s.source.find("__shared__ __align__(16) unsigned char vt_smem[8192];"), std::string::npos);
+  EXPECT_EQ(s.static_shared_bytes, 8192);
+  EXPECT_TRUE(std::regex_match(s.entry, std::regex("vt_sgemm_smem_[0-9a-f]{8}")));
+  EXPECT_NE(s.source.find("extern \"C\" __global__"), std::string::npos);
+  EXPECT_EQ(s.source.find("#include"), std::string::npos) << "no toolkit header for a float kernel";
+}
+
+TEST(Codegen, LineDirectivesPointAtTheBuilder) {
+  Specialized s = specialize_for(examples::saxpy(), Spec{});
+  EXPECT_NE(s.source.find("#line "), std::string::npos);
+  EXPECT_NE(s.source.find("paper_kernels.cpp\""), std::string::npos);
+}
+
+TEST(Codegen, VectorCopyRecordsTheAlignmentItNeeds) {
+  Specialized s = specialize_for(examples::vec_copy(), Spec{});
+  ASSERT_EQ(s.params.size(), 3u);
+  EXPECT_EQ(s.params[1].name, "in");
+  EXPECT_EQ(s.params[1].alignment, 16);
+  EXPECT_EQ(s.params[2].alignment, 16);
+  EXPECT_EQ(s.params[0].alignment, 0);
+  EXPECT_EQ(s.params[1].extent, "n");
+}
+
+TEST(Codegen, MisalignedCopyStaysScalar) {
+  KernelBuilder k("offset_copy");
+  auto in = k.param<GlobalPtr<const float>>("in");
+  auto out = k.param<GlobalPtr<float>>("out");
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    auto gid = g.let("gid", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return gid * 4 + i + 1; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) { th.for_("i", 0, 4, [&](Scope&, Expr i) { o[i] = in[gid * 4 + i]; }); });
+        });
+  });
+  Specialized s = specialize_for(k.build(), Spec{});
+  EXPECT_EQ(s.source.find("float4"), std::string::npos) << "out + 1 is not 16-byte aligned";
+  EXPECT_NE(s.source.find("#pragma unroll"), std::string::npos);
+}
+
+// ------------------------------------------------------------------ synchronization primitives
+/// Each unit's threads store their rank, then read the next rank's value: a dependency inside the
+/// unit only, which the cheapest barrier over the unit must order.
+Kernel neighbours(Perspective unit, int threads) {
+  KernelBuilder k("neighbours");
+  k.block_threads(threads);
+  int n = static_cast<int>(unit.count.coeff);
+  k.body([&](Scope& g) {
+    g.group(block(1), [&](Scope& b) {
+      auto s = b.shared<float>("s", threads);
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          s, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View s_t) {
+            b.group(unit, [&](Scope& u) {
+              auto r = u.let("r", u.id(thread(1)));
+              u.group(thread(1), [&](Scope&) { s_t[0] = cast<float>(r); });
+              u.let("next", s_t[(r + 1) % n - r]);
+            });
+          });
+    });
+  });
+  return k.build();
+}
+
+TEST(Sync, NeighbourInAWarpGetsSyncwarp) {
+  std::string src = specialize_for(neighbours(warp(), 128), Spec{}).source;
+  EXPECT_EQ(count(src, "__syncwarp();"), 1) << src;
+  EXPECT_EQ(count(src, "__syncthreads"), 0);
+}
+
+TEST(Sync, WarpAlignedGroupGetsANamedBarrierPerGroup) {
+  std::string src = specialize_for(neighbours(thread(64), 256), Spec{}).source;
+  EXPECT_EQ(count(src, "bar.sync %0, %1;\" :: \"r\"(1u + threadIdx.x / 64u), \"n\"(64)"), 1) << src;
+}
+
+TEST(Sync, WholeBlockGetsSyncthreads) {
+  std::string src = specialize_for(neighbours(thread(128), 128), Spec{}).source;
+  EXPECT_EQ(count(src, "__syncthreads();"), 1) << src;
+}
+
+TEST(Sync, SubWarpGroupGetsAMaskedSyncwarp) {
+  std::string src = specialize_for(neighbours(thread(8), 64), Spec{}).source;
+  EXPECT_EQ(count(src, "__syncwarp(((1u << 8) - 1u) << (threadIdx.x & 31u & ~7u));"), 1) << src;
+}
+
+TEST(Sync, AsyncCopyIsWaitedForBeforeTheBarrier) {
+  KernelBuilder k("cp");
+  k.block_threads(128);
+  auto x = k.param<GlobalPtr<const float>>("x");
+  k.body([&](Scope& g) {
+    g.group(block(1), [&](Scope& b) {
+      auto s = b.shared<float>("s", 512);
+      auto t = b.let("t", b.id(thread(1)));
+      b.async(s, [&](Scope& b, View s_async) {
+        b.partition(
+            s_async, thread(1), [&](Expr i) { return t * 4 + i; },
+            [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope& th) { th.cp_async(s_t, 0, x, t * 4, 16); }); });
+      });
+      b.let("first", s[(t + 4) % 512]);
+    });
+  });
+  std::string src = specialize_for(k.build(), Spec{}).source;
+  auto wait = src.find("cp.async.wait_all");
+  auto bar = src.find("__syncthreads();");
+  ASSERT_NE(wait, std::string::npos) << src;
+  ASSERT_NE(bar, std::string::npos);
+  EXPECT_LT(wait, bar);
+  EXPECT_NE(src.find("cp.async.cg.shared.global [%0], [%1], 16;"), std::string::npos);
+}
+
+TEST(Sync, GridWideDependencyIsRejected) {
+  KernelBuilder k("grid_dep");
+  k.block_threads(64);
+  auto y = k.param<GlobalPtr<float>>("y");
+  int line = 0;
+  k.body([&](Scope& g) {
+    auto gid = g.let("gid", g.id(thread(1)));
+    g.partition(
+        y, thread(1), [&](Expr i) { return gid + i; },
+        [&](Scope& g, View y_t) { g.group(thread(1), [&](Scope&) { y_t[0] = 1.0f; }); });
+    line = __LINE__ + 1;
+    g.let("other", y[gid + 64]);  // another block's element: no barrier can order that
+  });
+  Kernel kernel = k.build();
+  try {
+    specialize_for(kernel, Spec{});
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    ASSERT_EQ(e.diagnostics().size(), 1u) << render_all(e.diagnostics());
+    EXPECT_EQ(e.diagnostics()[0].code, "V1001");
+    EXPECT_EQ(static_cast<int>(e.diagnostics()[0].loc.line), line);
+  }
+}
+
+// ------------------------------------------------------------------ specialization
+/// Leaves threads per block open and specializes on n.
+Kernel open_shape() {
+  KernelBuilder k("open_shape");
+  auto n = k.param<int>("n", specialize);
+  auto y = k.param<GlobalPtr<float>>("y", extent(n));
+  k.body([&](Scope& g) {
+    auto gid = g.let("gid", g.id(thread(1)));
+    g.partition(
+        y, thread(1), [&](Expr i) { return gid + i; },
+        [&](Scope& g, View y_t) {
+          g.group(block(1), [&](Scope& b) {
+            b.group(warp(), [&](Scope& w) {
+              auto lane = w.let("lane", w.id(thread(1)));
+              w.shfl_xor("sum", lane, 1);
+            });
+            b.group(thread(1), [&](Scope& th) { th.if_(gid < n, [&](Scope&) { y_t[0] = 1.0f; }); });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(Specialize, TwoLaunchShapesGiveTwoSources) {
+  Kernel k = open_shape();
+  Specialized a = specialize_for(k, Spec{}.with_threads(128).with_size("n", 1000));
+  Specialized b = specialize_for(k, Spec{}.with_threads(256).with_size("n", 1000));
+  EXPECT_NE(a.source, b.source);
+  EXPECT_NE(a.entry, b.entry);
+  EXPECT_NE(a.source.find("__launch_bounds__(128)"), std::string::npos);
+  EXPECT_NE(b.source.find("__launch_bounds__(256)"), std::string::npos);
+  EXPECT_EQ(a.source, specialize_for(k, Spec{}.with_threads(128).with_size("n", 1000)).source) << "deterministic";
+}
+
+TEST(Specialize, SpecializedSizeBecomesAConstantAndAGuard) {
+  Specialized s = specialize_for(open_shape(), Spec{}.with_threads(128).with_size("n", 1000));
+  EXPECT_NE(s.source.find("(gid < 1000)"), std::string::npos) << s.source;
+  ASSERT_EQ(s.guards.size(), 1u);
+  EXPECT_EQ(s.guards[0].kind, Guard::Kind::ParamEquals);
+  EXPECT_EQ(s.guards[0].text, "n == 1000");
+  EXPECT_TRUE(s.guards[0].accepts(10, {1000, 0}));
+  EXPECT_FALSE(s.guards[0].accepts(10, {999, 0}));
+  EXPECT_EQ(s.params[0].value, 1000);
+}
+
+TEST(Specialize, SizeViolationIsReportedWithTheNumbers) {
+  try {
+    specialize_for(open_shape(), Spec{}.with_threads(48).with_size("n", 10));
+    FAIL() << "48 threads cannot form warps";
+  } catch (const CheckError& e) {
+    ASSERT_EQ(e.diagnostics().size(), 1u) << render_all(e.diagnostics());
+    const Diagnostic& d = e.diagnostics()[0];
+    EXPECT_EQ(d.code, "V0102");
+    EXPECT_NE(d.message.find("T % 32 == 0 fails with T = 48"), std::string::npos) << d.message;
+    EXPECT_NE(std::string(d.loc.file).find("test_codegen.cpp"), std::string::npos);
+  }
+}
+
+TEST(Specialize, MissingAndUnknownSizesAreErrors) {
+  try {
+    specialize_for(open_shape(), Spec{}.with_threads(64).with_size("m", 3));
+    FAIL();
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(e.has("V1005")) << render_all(e.diagnostics());
+    EXPECT_EQ(e.diagnostics().size(), 2u) << "unknown 'm' and missing 'n'";
+  }
+  EXPECT_THROW(specialize_for(examples::saxpy(), Spec{}.with_threads(128)), CheckError) << "saxpy fixes 256";
+}
+
+TEST(Specialize, GridRuleBecomesAGuard) {
+  KernelBuilder k("pairs");
+  k.block_threads(64);
+  k.body([](Scope& g) { g.split(Level::Block, {{2, [](Scope&) {}}, {1, [](Scope&) {}}}); });
+  Kernel kernel = k.build();
+  Specialized s = specialize_for(kernel, Spec{});
+  ASSERT_EQ(s.guards.size(), 2u);
+  for (const Guard& g : s.guards) {
+    if (g.kind == Guard::Kind::BlocksAtLeast) {
+      EXPECT_EQ(g.text, "blocks >= 3");
+      EXPECT_TRUE(g.accepts(3, {}));
+      EXPECT_FALSE(g.accepts(2, {}));
+    } else {
+      EXPECT_EQ(g.kind, Guard::Kind::BlocksDivisibleBy) << g.text;
+      EXPECT_EQ(g.text, "blocks % 2 == 0");  // the branch of 2 blocks must be aligned
+      EXPECT_TRUE(g.accepts(4, {}));
+      EXPECT_FALSE(g.accepts(5, {}));
+    }
+  }
+  EXPECT_THROW(specialize_for(kernel, Spec{}.with_blocks(2)), CheckError) << "3 blocks do not fit in 2";
+}
+
+TEST(Specialize, SharedMemoryLimitDependsOnTheArchitecture) {
+  KernelBuilder k("big_smem");
+  k.block_threads(128);
+  k.shared_budget(150 * 1024);
+  k.body([](Scope& g) {
+    g.group(block(1), [](Scope& b) {
+      auto s = b.shared<float>("s", 150 * 256);
+      b.let("x", s[3]);
+    });
+  });
+  Kernel kernel = k.build();
+  Specialized hopper = specialize_for(kernel, Spec{}.with_arch(Arch::SM_90));
+  EXPECT_EQ(hopper.dynamic_shared_bytes, 150 * 1024) << "above 48 KiB shared memory is dynamic";
+  EXPECT_NE(hopper.source.find("extern __shared__ __align__(16) unsigned char vt_smem[];"), std::string::npos);
+  try {
+    specialize_for(kernel, Spec{}.with_arch(Arch::SM_86));
+    FAIL() << "sm_86 has 99 KiB";
+  } catch (const CheckError& e) {
+    ASSERT_TRUE(e.has("V0404"));
+    EXPECT_NE(e.diagnostics()[0].message.find("sm_86 allows 101376"), std::string::npos);
+  }
+}
+
+// ------------------------------------------------------------------ NVRTC
+TEST(Compile, UnsafeBlockWithInvalidCudaFailsAtTheBuilderLine) {
+  REQUIRE_NVRTC();
+  KernelBuilder k("broken_unsafe");
+  k.block_threads(32);
+  int line = 0;
+  k.body([&](Scope& g) {
+    g.group(thread(1), [&](Scope& th) {
+      line = __LINE__ + 1;
+      th.unsafe(thread(1), "this_is_not_cuda(;");
+    });
+  });
+  Kernel kernel = k.build();
+  try {
+    compile(kernel, Spec{});
+    FAIL() << "NVRTC accepted invalid CUDA";
+  } catch (const CompileError& e) {
+    ASSERT_FALSE(e.diagnostics().empty()) << e.log();
+    const Diagnostic& d = e.diagnostics()[0];
+    EXPECT_EQ(d.code, "V1101");
+    EXPECT_EQ(static_cast<int>(d.loc.line), line) << e.log();
+    EXPECT_NE(std::string(d.loc.file).find("test_codegen.cpp"), std::string::npos);
+    EXPECT_NE(e.log().find("error"), std::string::npos);
+    EXPECT_NE(e.source().find("this_is_not_cuda(;"), std::string::npos);
+    EXPECT_EQ(e.options()[0], "--std=c++17");
+  }
+}
+
+TEST(Compile, PtxTargetsTheArchitecture) {
+  REQUIRE_NVRTC();
+  std::string ptx = examples::saxpy().ptx(Spec{}.with_arch(Arch::SM_80));
+  EXPECT_NE(ptx.find(".target sm_80"), std::string::npos);
+  EXPECT_NE(ptx.find(".entry vt_saxpy_"), std::string::npos);
+}
+
+TEST(Compile, ManyJobsOnAThreadPoolFailIndependently) {
+  REQUIRE_NVRTC();
+  KernelBuilder bad("bad");
+  bad.block_threads(32);
+  bad.body([](Scope& g) { g.group(thread(1), [](Scope& th) { th.unsafe(thread(1), "nope nope;"); }); });
+  std::vector<CompileJob> jobs = {{examples::saxpy(), Spec{}},
+                                  {bad.build(), Spec{}},
+                                  {examples::block_reduce(), Spec{}.with_arch(Arch::SM_80)},
+                                  {examples::saxpy(), Spec{}.with_threads(64)}};
+  auto results = compile_many(jobs, 2);
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_TRUE(results[0].compiled.has_value()) << results[0].error;
+  EXPECT_FALSE(results[1].compiled.has_value());
+  EXPECT_NE(results[1].error.find("NVRTC could not compile"), std::string::npos) << results[1].error;
+  EXPECT_TRUE(results[2].compiled.has_value()) << results[2].error;
+  EXPECT_FALSE(results[3].compiled.has_value()) << "saxpy declares 256 threads";
+  EXPECT_NE(results[3].error.find("declares 256 threads"), std::string::npos) << results[3].error;
+}
+
+TEST(Compile, FingerprintNamesTheCompiler) {
+  REQUIRE_NVRTC();
+  std::string fp = compiler_fingerprint();
+  EXPECT_TRUE(std::regex_search(fp, std::regex("^nvrtc [0-9]+\\.[0-9]+ build [0-9a-f]{16}$"))) << fp;
+  EXPECT_EQ(fp, compiler_fingerprint());
+}
+
+// ------------------------------------------------------------------ SASS (cuobjdump)
+std::string sass_of(const Kernel& k, Arch arch = Arch::SM_90) {
+  return examples::sass(k.cubin(Spec{}.with_arch(arch)));
+}
+
+#define REQUIRE_SASS() \
+  REQUIRE_NVRTC();     \
+  if (examples::find_cuobjdump().empty()) GTEST_SKIP() << "cuobjdump not found (scripts/setup installs it)"
+
+TEST(Sass, MmaExampleUsesTensorCores) {
+  REQUIRE_SASS();
+  EXPECT_NE(sass_of(examples::warp_mma()).find("HMMA"), std::string::npos);
+  EXPECT_NE(sass_of(examples::mma_tf32_naive(), Arch::SM_80).find("HMMA"), std::string::npos);
+}
+
+TEST(Sass, VectorCopyUses128BitLoadsAndStores) {
+  REQUIRE_SASS();
+  std::string s = sass_of(examples::vec_copy());
+  EXPECT_NE(s.find("LDG.E.128"), std::string::npos) << s;
+  EXPECT_NE(s.find("STG.E.128"), std::string::npos);
+}
+
+TEST(Sass, SaxpyHasNoBarrier) {
+  REQUIRE_SASS();
+  std::string s = sass_of(examples::saxpy());
+  ASSERT_NE(s.find("FFMA"), std::string::npos) << "the disassembly has the arithmetic";
+  EXPECT_EQ(s.find("BAR"), std::string::npos) << s;
+}
+
+TEST(Sass, SharedMemoryGemmHasItsTwoBarriers) {
+  REQUIRE_SASS();
+  std::string s = sass_of(examples::sgemm_smem());
+  EXPECT_EQ(count(s, "BAR.SYNC"), 2) << s;
+}
+
+}  // namespace
+}  // namespace vantage
