@@ -196,6 +196,51 @@ TEST(Sync, GridWideDependencyIsRejected) {
   }
 }
 
+TEST(Sync, GroupThatNoBarrierCanCoverIsRejected) {
+  try {
+    specialize_for(neighbours(thread(48), 96), Spec{});
+    FAIL() << "48 threads are not warp-aligned";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(e.has("V1002")) << render_all(e.diagnostics());
+  }
+  try {
+    specialize_for(neighbours(thread(64), 1024), Spec{});
+    FAIL() << "16 groups of 64 need 16 named barriers; the hardware has 15 besides __syncthreads";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(e.has("V1002")) << render_all(e.diagnostics());
+  }
+}
+
+TEST(Codegen, StridedViewCannotBePassedAsAPointer) {
+  FunctionBuilder f("touch");
+  auto p = f.param<GlobalPtr<float>>("p", at(thread(1)));
+  f.body([&](Scope&) { p[0] = 1.0f; });
+  DeviceFunction touch = f.build();
+  KernelBuilder k("strided_arg");
+  k.block_threads(64);
+  auto y = k.param<GlobalPtr<float>>("y");
+  int line = 0;
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        y, thread(1), [&](Expr i) { return t + i * 64; },
+        [&](Scope& g, View y_t) {
+          g.group(thread(1), [&](Scope& th) {
+            line = __LINE__ + 1;
+            th.call(touch, {y_t});
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  try {
+    specialize_for(kernel, Spec{});
+    FAIL() << "a strided view passed as a plain pointer would be miscompiled";
+  } catch (const CheckError& e) {
+    ASSERT_TRUE(e.has("V1003")) << render_all(e.diagnostics());
+    EXPECT_EQ(static_cast<int>(e.diagnostics()[0].loc.line), line);
+  }
+}
+
 // ------------------------------------------------------------------ specialization
 /// Leaves threads per block open and specializes on n.
 Kernel open_shape() {
@@ -262,7 +307,12 @@ TEST(Specialize, MissingAndUnknownSizesAreErrors) {
     EXPECT_TRUE(e.has("V1005")) << render_all(e.diagnostics());
     EXPECT_EQ(e.diagnostics().size(), 2u) << "unknown 'm' and missing 'n'";
   }
-  EXPECT_THROW(specialize_for(examples::saxpy(), Spec{}.with_threads(128)), CheckError) << "saxpy fixes 256";
+  try {
+    specialize_for(examples::saxpy(), Spec{}.with_threads(128));
+    FAIL() << "saxpy declares 256 threads";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(e.has("V1004")) << render_all(e.diagnostics());
+  }
 }
 
 TEST(Specialize, GridRuleBecomesAGuard) {

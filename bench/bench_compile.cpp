@@ -1,0 +1,74 @@
+// Compile-path benchmarks, each beside its baseline in the same run:
+//  - BM_FrontendSgemm (build, check, specialize, sync, emit) against BM_NvrtcSgemm (NVRTC alone on
+//    the same source): the frontend should cost at most 1% of NVRTC.
+//  - BM_CompileSaxpy (everything, cold: nothing is cached) against BM_NvrtcSaxpy (NVRTC alone on the
+//    same source): within 5%.
+//  - BM_ParallelCompile16 (16 configurations on 2 threads) against BM_SequentialCompile16.
+#include <benchmark/benchmark.h>
+
+#include "jit/nvrtc/nvrtc.h"
+#include "kernels/paper_kernels.hpp"
+
+namespace {
+
+using namespace vantage;
+
+void BM_FrontendSgemm(benchmark::State& state) {
+  for (auto _ : state) {
+    Specialized s = specialize_for(examples::sgemm_smem(), Spec{});
+    benchmark::DoNotOptimize(s.source.data());
+  }
+}
+BENCHMARK(BM_FrontendSgemm)->Unit(benchmark::kMicrosecond);
+
+void nvrtc_alone(benchmark::State& state, const Kernel& k) {
+  if (!nvrtc_available()) return state.SkipWithError("NVRTC not available");
+  Specialized s = specialize_for(k, Spec{});
+  for (auto _ : state) {
+    auto r = nvrtc::compile(s.source, s.entry + ".cu", Arch::SM_90, Output::Cubin);
+    benchmark::DoNotOptimize(r.cubin.data());
+  }
+}
+void BM_NvrtcSgemm(benchmark::State& state) { nvrtc_alone(state, examples::sgemm_smem()); }
+BENCHMARK(BM_NvrtcSgemm)->Unit(benchmark::kMillisecond);
+
+void BM_CompileSaxpy(benchmark::State& state) {
+  if (!nvrtc_available()) return state.SkipWithError("NVRTC not available");
+  for (auto _ : state) {
+    Compiled c = compile(examples::saxpy(), Spec{});
+    benchmark::DoNotOptimize(c.cubin.data());
+  }
+}
+BENCHMARK(BM_CompileSaxpy)->Unit(benchmark::kMillisecond);
+
+void BM_NvrtcSaxpy(benchmark::State& state) { nvrtc_alone(state, examples::saxpy()); }
+BENCHMARK(BM_NvrtcSaxpy)->Unit(benchmark::kMillisecond);
+
+/// 16 configurations an autotuner would sweep: the shared-memory sgemm at tiles 4, 8, 16, 32
+/// (16 to 1024 threads), each for sm_80, sm_86, sm_89 and sm_90.
+std::vector<CompileJob> sixteen() {
+  std::vector<CompileJob> jobs;
+  for (int tile : {4, 8, 16, 32})
+    for (Arch arch : {Arch::SM_80, Arch::SM_86, Arch::SM_89, Arch::SM_90})
+      jobs.push_back({examples::sgemm_smem(tile), Spec{}.with_arch(arch)});
+  return jobs;
+}
+
+void compile16(benchmark::State& state, int threads) {
+  if (!nvrtc_available()) return state.SkipWithError("NVRTC not available");
+  auto jobs = sixteen();
+  for (auto _ : state) {
+    auto results = compile_many(jobs, threads);
+    for (const auto& r : results)
+      if (!r.compiled) state.SkipWithError(r.error.c_str());
+    benchmark::DoNotOptimize(results.data());
+  }
+}
+void BM_SequentialCompile16(benchmark::State& state) { compile16(state, 1); }
+void BM_ParallelCompile16(benchmark::State& state) { compile16(state, 2); }
+BENCHMARK(BM_SequentialCompile16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ParallelCompile16)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
