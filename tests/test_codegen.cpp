@@ -12,8 +12,11 @@
 namespace vantage {
 namespace {
 
-#define REQUIRE_NVRTC() \
-  if (!nvrtc_available()) GTEST_SKIP() << "NVRTC is not available on this host"
+#define REQUIRE_NVRTC()                                    \
+  if (!nvrtc_available()) {                                \
+    GTEST_SKIP() << "NVRTC is not available on this host"; \
+  }                                                        \
+  static_assert(true)
 
 int count(const std::string& text, const std::string& what) {
   int n = 0;
@@ -426,9 +429,12 @@ std::string sass_of(const Kernel& k, Arch arch = Arch::SM_90) {
   return examples::sass(k.cubin(Spec{}.with_arch(arch)));
 }
 
-#define REQUIRE_SASS() \
-  REQUIRE_NVRTC();     \
-  if (examples::find_cuobjdump().empty()) GTEST_SKIP() << "cuobjdump not found (scripts/setup installs it)"
+#define REQUIRE_SASS()                                                 \
+  REQUIRE_NVRTC();                                                     \
+  if (examples::find_cuobjdump().empty()) {                            \
+    GTEST_SKIP() << "cuobjdump not found (scripts/setup installs it)"; \
+  }                                                                    \
+  static_assert(true)
 
 TEST(Sass, MmaExampleUsesTensorCores) {
   REQUIRE_SASS();
@@ -454,6 +460,79 @@ TEST(Sass, SharedMemoryGemmHasItsTwoBarriers) {
   REQUIRE_SASS();
   std::string s = sass_of(examples::sgemm_smem());
   EXPECT_EQ(count(s, "BAR.SYNC"), 2) << s;
+}
+
+}  // namespace
+}  // namespace vantage
+
+namespace vantage {
+namespace {
+
+TEST(Compile, HalfPrecisionMmaUsesTheToolkitHeaderAndTensorCores) {
+  REQUIRE_NVRTC();
+  KernelBuilder k("mma_f16");
+  k.block_threads(32);
+  auto out = k.param<GlobalPtr<float>>("out");
+  k.body([&](Scope& g) {
+    auto lane = g.let("lane", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return lane * 4 + i; },
+        [&](Scope& g, View o) {
+          g.group(warp(), [&](Scope& w) {
+            auto a = w.local_array("a", ScalarType::F16, 8, at(thread(1)));
+            auto b = w.local_array("b", ScalarType::F16, 4, at(thread(1)));
+            auto c = w.local_array("c", ScalarType::F32, 4, at(thread(1)));
+            auto d = w.local_array("d", ScalarType::F32, 4, at(thread(1)));
+            w.for_("i", 0, 8, [&](Scope&, Expr i) { a[i] = cast(ScalarType::F16, cast<float>(lane + i)); });
+            w.for_("i", 0, 4, [&](Scope&, Expr i) {
+              b[i] = cast(ScalarType::F16, 1.0f);
+              c[i] = 0.0f;
+            });
+            w.mma_sync(MmaKind::F16_M16N8K16, d, a, b, c);
+            w.for_("i", 0, 4, [&](Scope&, Expr i) { o[i] = d[i]; });
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  Compiled c = compile(kernel, Spec{}.with_arch(Arch::SM_80));
+  EXPECT_NE(c.spec.source.find("#include <cuda_fp16.h>"), std::string::npos);
+  EXPECT_EQ(c.log, "");
+  if (!examples::find_cuobjdump().empty()) {
+    EXPECT_NE(examples::sass(c.cubin).find("HMMA.16816.F32"), std::string::npos);
+  }
+}
+
+TEST(Compile, WgmmaNeedsSm90aAndCompilesThere) {
+  REQUIRE_NVRTC();
+  KernelBuilder k("wgmma_tile");
+  k.block_threads(128);
+  auto da = k.param<std::uint64_t>("desc_a");
+  auto db = k.param<std::uint64_t>("desc_b");
+  auto out = k.param<GlobalPtr<float>>("out");
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return t * 32 + i; },
+        [&](Scope& g, View o) {
+          g.group(warpgroup(), [&](Scope& wg) {
+            auto acc = wg.local_array("acc", ScalarType::F32, 32, at(thread(1)));
+            wg.for_("i", 0, 32, [&](Scope&, Expr i) { acc[i] = 0.0f; });
+            wg.wgmma_fence();
+            wg.wgmma(64, acc, da, db);
+            wg.wgmma_commit();
+            wg.wgmma_wait(0);
+            wg.for_("i", 0, 32, [&](Scope&, Expr i) { o[i] = acc[i]; });
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  Compiled c = compile(kernel, Spec{}.with_arch(Arch::SM_90a));
+  EXPECT_FALSE(c.cubin.empty());
+  EXPECT_NE(c.spec.source.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), std::string::npos);
+  if (!examples::find_cuobjdump().empty()) {
+    EXPECT_NE(examples::sass(c.cubin).find("HGMMA"), std::string::npos);
+  }
+  EXPECT_THROW(compile(kernel, Spec{}.with_arch(Arch::SM_90)), CompileError) << "wgmma exists only on sm_90a";
 }
 
 }  // namespace
