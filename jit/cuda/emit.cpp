@@ -92,7 +92,7 @@ class Emitter {
 
   EmitResult run(const KernelNode& k) {
     scan_types(k.body);
-    collect_functions(k.body);
+    name_functions(k.body);
     for (const auto* f : fn_order_) function(*f);
     kernel(k);
     EmitResult r;
@@ -181,31 +181,16 @@ class Emitter {
     stmt_fn(s);
   }
 
-  void collect_functions(const StmtPtr& s) {
-    if (!s) return;
-    visit(*s, [&](const auto& n) {
-      using N = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<N, Seq>) {
-        for (const auto& c : n.stmts) collect_functions(c);
-      } else if constexpr (std::is_same_v<N, If>) {
-        collect_functions(n.then_body);
-        collect_functions(n.else_body);
-      } else if constexpr (std::is_same_v<N, Split>) {
-        for (const auto& b : n.bodies) collect_functions(b);
-      } else if constexpr (std::is_same_v<N, Call>) {
-        if (!fn_names_.count(n.fn.get())) {
-          collect_functions(n.fn->body);
-          std::string base = "vt_fn_" + identifier(n.fn->name);
-          std::string name = base;
-          for (int i = 1; fn_taken_.count(name); ++i) name = base + "_" + std::to_string(i);
-          fn_taken_.insert(name);
-          fn_names_[n.fn.get()] = name;
-          fn_order_.push_back(n.fn.get());
-        }
-      } else if constexpr (requires { n.body; }) {
-        collect_functions(n.body);
-      }
-    });
+  void name_functions(const StmtPtr& body) {
+    std::set<std::string> taken;
+    for (const auto* f : called_functions(body)) {
+      std::string base = "vt_fn_" + identifier(f->name);
+      std::string name = base;
+      for (int i = 1; taken.count(name); ++i) name = base + "_" + std::to_string(i);
+      taken.insert(name);
+      fn_names_[f] = name;
+      fn_order_.push_back(f);
+    }
   }
 
   void reset_names() {
@@ -887,7 +872,6 @@ class Emitter {
   Views views_;
   std::unordered_map<const MemNode*, int> param_index_;
   std::unordered_map<const FunctionNode*, std::string> fn_names_;
-  std::set<std::string> fn_taken_;
   std::vector<const FunctionNode*> fn_order_;
   std::int64_t smem_top_ = 0, smem_peak_ = 0, kernel_smem_ = 0;
   std::vector<std::int64_t> smem_scopes_;

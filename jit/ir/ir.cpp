@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <unordered_set>
 
 namespace vantage {
 
@@ -525,6 +526,28 @@ bool equal(const KernelNode& a, const KernelNode& b) {
       return false;
   }
   return equal(a.body, b.body);
+}
+
+namespace {
+void collect_calls(const StmtPtr& s, std::unordered_set<const FunctionNode*>& seen,
+                   std::vector<const FunctionNode*>& order) {
+  if (!s) return;
+  if (const auto* c = as<Call>(*s)) {
+    if (c->fn && seen.insert(c->fn.get()).second) {
+      collect_calls(c->fn->body, seen, order);
+      order.push_back(c->fn.get());
+    }
+    return;
+  }
+  for_each_child(*s, [&](const StmtPtr& child) { collect_calls(child, seen, order); });
+}
+}  // namespace
+
+std::vector<const FunctionNode*> called_functions(const StmtPtr& body) {
+  std::unordered_set<const FunctionNode*> seen;
+  std::vector<const FunctionNode*> order;
+  collect_calls(body, seen, order);
+  return order;
 }
 
 std::optional<std::int64_t> const_int(const ExprPtr& e) {

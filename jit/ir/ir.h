@@ -456,6 +456,28 @@ decltype(auto) visit(const StmtNode& s, V&& v) {
   throw InternalError("visit: corrupt statement kind");
 }
 
+/// Calls `f(child)` for every statement directly inside `s`: the bodies of constructs, both
+/// branches of an if, every split branch, the statements of a sequence (not a callee's body).
+template <class F>
+void for_each_child(const StmtNode& s, F&& f) {
+  visit(s, [&](const auto& n) {
+    using N = std::decay_t<decltype(n)>;
+    if constexpr (std::is_same_v<N, Seq>) {
+      for (const auto& c : n.stmts) f(c);
+    } else if constexpr (std::is_same_v<N, If>) {
+      if (n.then_body) f(n.then_body);
+      if (n.else_body) f(n.else_body);
+    } else if constexpr (std::is_same_v<N, Split>) {
+      for (const auto& b : n.bodies) f(b);
+    } else if constexpr (requires { n.body; }) {
+      if (n.body) f(n.body);
+    }
+  });
+}
+
+/// Every device function `body` calls, transitively, callees before their callers, each once.
+std::vector<const FunctionNode*> called_functions(const StmtPtr& body);
+
 /// Folds an integer expression made only of literals; nullopt otherwise.
 std::optional<std::int64_t> const_int(const ExprPtr& e);
 

@@ -61,8 +61,7 @@ std::string literal_text(const Literal& l) {
 class Printer {
  public:
   std::string kernel(const KernelNode& k) {
-    collect_functions(k.body);
-    for (const auto* f : order_) function_text(*f);
+    for (const auto* f : called_functions(k.body)) function_text(*f);
     for (const auto& p : k.params) declare_param(p);
     out_ << "kernel " << k.name << "\n";
     if (k.threads) out_ << "  threads " << *k.threads << "\n";
@@ -75,36 +74,12 @@ class Printer {
   }
 
   std::string function(const FunctionNode& f) {
-    collect_functions(f.body);
-    for (const auto* g : order_)
-      if (g != &f) function_text(*g);
+    for (const auto* g : called_functions(f.body)) function_text(*g);
     function_text(f);
     return out_.str();
   }
 
  private:
-  void collect_functions(const StmtPtr& s) {
-    if (!s) return;
-    visit(*s, [&](const auto& n) {
-      using N = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<N, Seq>) {
-        for (const auto& c : n.stmts) collect_functions(c);
-      } else if constexpr (std::is_same_v<N, If>) {
-        collect_functions(n.then_body);
-        collect_functions(n.else_body);
-      } else if constexpr (std::is_same_v<N, Split>) {
-        for (const auto& b : n.bodies) collect_functions(b);
-      } else if constexpr (std::is_same_v<N, Call>) {
-        if (n.fn && seen_fns_.insert(n.fn.get()).second) {
-          collect_functions(n.fn->body);
-          order_.push_back(n.fn.get());
-        }
-      } else if constexpr (requires { n.body; }) {
-        collect_functions(n.body);
-      }
-    });
-  }
-
   void function_text(const FunctionNode& f) {
     names_.clear();
     taken_.clear();
@@ -325,8 +300,6 @@ class Printer {
   std::ostringstream out_;
   std::unordered_map<const void*, std::string> names_;
   std::set<std::string> taken_;
-  std::unordered_set<const FunctionNode*> seen_fns_;
-  std::vector<const FunctionNode*> order_;
 };
 
 }  // namespace

@@ -7,25 +7,11 @@ namespace vantage::ir {
 
 void Views::collect(const StmtPtr& s) {
   if (!s) return;
-  visit(*s, [&](const auto& n) {
-    using N = std::decay_t<decltype(n)>;
-    if constexpr (std::is_same_v<N, Partition>) {
-      add(n);
-      collect(n.body);
-    } else if constexpr (std::is_same_v<N, Claim> || std::is_same_v<N, Lower> || std::is_same_v<N, Async>) {
-      add(n.dst.get(), n.src.get());
-      collect(n.body);
-    } else if constexpr (std::is_same_v<N, Seq>) {
-      for (const auto& c : n.stmts) collect(c);
-    } else if constexpr (std::is_same_v<N, If>) {
-      collect(n.then_body);
-      collect(n.else_body);
-    } else if constexpr (std::is_same_v<N, Split>) {
-      for (const auto& b : n.bodies) collect(b);
-    } else if constexpr (requires { n.body; }) {
-      collect(n.body);
-    }
-  });
+  if (const auto* p = as<Partition>(*s)) add(*p);
+  if (const auto* c = as<Claim>(*s)) add(c->dst.get(), c->src.get());
+  if (const auto* l = as<Lower>(*s)) add(l->dst.get(), l->src.get());
+  if (const auto* a = as<Async>(*s)) add(a->dst.get(), a->src.get());
+  for_each_child(*s, [&](const StmtPtr& child) { collect(child); });
 }
 
 const MemNode* Views::root(const MemNode* m) const {

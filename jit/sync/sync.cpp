@@ -111,25 +111,10 @@ class Planner {
   /// never assigned. Index expressions made of them (and thread ids) compare across statements.
   void collect_stable(const StmtPtr& s, int loops) {
     if (!s) return;
-    visit(*s, [&](const auto& n) {
-      using N = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<N, Let>) {
-        if (loops == 0) stable_.insert(n.var.get());
-      } else if constexpr (std::is_same_v<N, Assign>) {
-        assigned_.insert(n.var.get());
-      } else if constexpr (std::is_same_v<N, Seq>) {
-        for (const auto& c : n.stmts) collect_stable(c, loops);
-      } else if constexpr (std::is_same_v<N, If>) {
-        collect_stable(n.then_body, loops);
-        collect_stable(n.else_body, loops);
-      } else if constexpr (std::is_same_v<N, Split>) {
-        for (const auto& b : n.bodies) collect_stable(b, loops);
-      } else if constexpr (std::is_same_v<N, For> || std::is_same_v<N, While>) {
-        collect_stable(n.body, loops + 1);
-      } else if constexpr (requires { n.body; }) {
-        collect_stable(n.body, loops);
-      }
-    });
+    if (const auto* l = as<Let>(*s); l && loops == 0) stable_.insert(l->var.get());
+    if (const auto* a = as<Assign>(*s)) assigned_.insert(a->var.get());
+    int inner = loops + (s->kind == StmtKind::For || s->kind == StmtKind::While ? 1 : 0);
+    for_each_child(*s, [&](const StmtPtr& c) { collect_stable(c, inner); });
   }
 
   bool stable(const ExprPtr& e) const {
