@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/paper_kernels.hpp"
+#include "tools/cache_cli.h"
 
 namespace {
 
@@ -22,6 +23,8 @@ Usage:
   vantage compile [NAME...] [OPTIONS]
                                 compile examples (all when none named) to cubins; print size, time,
                                 barriers, guards; exit 1 if any fails
+  vantage cache COMMAND         the on-disk kernel cache: path, ls, stat, verify, prune, clear,
+                                export, import (see vantage cache --help)
   vantage version               print the version and the NVRTC found
   vantage --help                this text
 
@@ -125,6 +128,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
+  if (cmd == "cache") return vantage::tools::cache_main(std::vector<std::string>(argv + 2, argv + argc));
   if (cmd == "version") {
     std::printf("vantage %s\n", vantage::version());
     try {

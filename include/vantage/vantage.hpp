@@ -2,6 +2,7 @@
 #pragma once
 
 #include "vantage/builder.hpp"
+#include "vantage/cache.hpp"
 #include "vantage/compile.hpp"
 #include "vantage/diagnostics.hpp"
 #include "vantage/types.hpp"

@@ -1,0 +1,136 @@
+// Vantage cache internals: see cache.h.
+#include "cache/cache.h"
+
+#include <xxhash.h>
+
+#include <cstring>
+#include <fstream>
+
+namespace vantage::cache {
+
+DiskResult get_or_produce(DiskStore& store, const std::string& name, const Key& key,
+                          const std::function<Entry()>& producer, std::chrono::milliseconds timeout,
+                          std::int64_t max_bytes) {
+  DiskResult r;
+  ReadError err = ReadError::None;
+  r.entry = store.load(name, &key, &err, &r.read_problem);
+  if (r.entry) return r;
+  auto start = std::chrono::steady_clock::now();
+  DiskStore::Lock lock = store.lock(name, timeout);
+  r.waited = std::chrono::steady_clock::now() - start > std::chrono::milliseconds(5);
+  r.lock_timed_out = store.writable() && store.usable() && !lock.held();
+  if (lock.held()) {
+    std::string again;
+    r.entry = store.load(name, &key, &err, &again);
+    if (r.entry) return r;
+  }
+  r.entry = producer();
+  r.produced = true;
+  if (store.usable() && store.writable()) {
+    if (store.save(name, *r.entry, &r.write_problem)) store.evict(max_bytes, name);
+  } else {
+    r.write_problem = store.problem();
+  }
+  return r;
+}
+
+namespace {
+constexpr char kBundleMagic[8] = {'V', 'N', 'T', 'G', 'B', 'N', 'D', '1'};
+
+void put(std::vector<char>& out, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+std::uint64_t get(const char* p, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+}  // namespace
+
+std::vector<char> write_bundle(const std::vector<std::pair<std::string, std::vector<char>>>& entries) {
+  std::vector<char> out(kBundleMagic, kBundleMagic + 8);
+  put(out, kFormatVersion, 4);
+  put(out, entries.size(), 4);
+  for (const auto& [name, bytes] : entries) {
+    put(out, name.size(), 8);
+    out.insert(out.end(), name.begin(), name.end());
+    put(out, bytes.size(), 8);
+    out.insert(out.end(), bytes.begin(), bytes.end());
+  }
+  put(out, XXH3_64bits(out.data(), out.size()), 8);
+  return out;
+}
+
+std::optional<std::map<std::string, std::vector<char>>> read_bundle(const std::string& file, std::string* problem) {
+  auto fail = [&](const std::string& why) -> std::optional<std::map<std::string, std::vector<char>>> {
+    if (problem) *problem = file + ": " + why;
+    return std::nullopt;
+  };
+  std::vector<char> b;
+  if (!read_file(file, b)) return fail("cannot be read");
+  if (b.size() < 24 || std::memcmp(b.data(), kBundleMagic, 8) != 0) return fail("not a Vantage bundle");
+  if (get(b.data() + 8, 4) != kFormatVersion) return fail("bundle format version differs from this Vantage's");
+  if (get(b.data() + b.size() - 8, 8) != XXH3_64bits(b.data(), b.size() - 8))
+    return fail("checksum mismatch (truncated or corrupted)");
+  std::uint64_t count = get(b.data() + 12, 4);
+  std::size_t p = 16, end = b.size() - 8;
+  std::map<std::string, std::vector<char>> out;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    if (p + 8 > end) return fail("entry table runs past the end");
+    std::uint64_t n = get(b.data() + p, 8);
+    p += 8;
+    if (n > end - p) return fail("entry name runs past the end");
+    std::string name(b.data() + p, n);
+    p += n;
+    if (p + 8 > end) return fail("entry runs past the end");
+    std::uint64_t m = get(b.data() + p, 8);
+    p += 8;
+    if (m > end - p) return fail("entry runs past the end");
+    out[name].assign(b.data() + p, b.data() + p + m);
+    p += m;
+  }
+  if (p != end) return fail("trailing bytes after the entries");
+  return out;
+}
+
+void cubin_resources(const std::vector<char>& c, int* registers, std::int64_t* local_bytes) {
+  *registers = -1;
+  *local_bytes = -1;
+  auto u = [&](std::size_t off, int bytes) -> std::uint64_t {
+    return off + static_cast<std::size_t>(bytes) <= c.size() ? get(c.data() + off, bytes) : 0;
+  };
+  if (c.size() < 64 ||
+      std::memcmp(c.data(),
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      c[4] != 2)
+    return;
+  std::uint64_t shoff = u(0x28, 8), entsize = u(0x3a, 2), count = u(0x3c, 2), strndx = u(0x3e, 2);
+  if (shoff == 0 || entsize < 0x28 || strndx >= count || shoff + count * entsize > c.size()) return;
+  std::uint64_t strtab = u(shoff + strndx * entsize + 0x18, 8);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    std::uint64_t h = shoff + i * entsize;
+    std::uint64_t name = strtab + u(h, 4), off = u(h + 0x18, 8), size = u(h + 0x20, 8);
+    if (name + 8 >= c.size() || off + size > c.size()) continue;
+    if (std::strncmp(c.data() + name, ".nv.info", 8) != 0 || c[name + 8] != '\0') continue;
+    // Records: format byte, attribute byte, then a value by format (4: u16 size + data).
+    for (std::uint64_t p = off; p + 2 <= off + size;) {
+      auto fmt = static_cast<unsigned char>(c[p]), attr = static_cast<unsigned char>(c[p + 1]);
+      p += 2;
+      if (fmt == 4) {
+        std::uint64_t n = u(p, 2);
+        p += 2;
+        if (attr == 0x2f && n >= 8) *registers = static_cast<int>(u(p + 4, 4));             // EIATTR_REGCOUNT
+        if (attr == 0x11 && n >= 8) *local_bytes = static_cast<std::int64_t>(u(p + 4, 4));  // EIATTR_FRAME_SIZE
+        p += n;
+      } else if (fmt == 3) {
+        p += 2;
+      } else if (fmt == 2) {
+        p += 1;
+      }
+    }
+  }
+}
+
+}  // namespace vantage::cache

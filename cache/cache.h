@@ -1,0 +1,41 @@
+// Vantage cache internals shared by KernelCache, the CLI and the stress test: the disk path of a
+// lookup, bundles, and the resources recorded from a cubin.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/store.h"
+
+namespace vantage::cache {
+
+/// What happened on the disk path of one lookup.
+struct DiskResult {
+  std::optional<Entry> entry;
+  bool produced = false;  ///< the producer ran (a miss)
+  bool waited = false;    ///< another process held the key's lock for a while
+  bool lock_timed_out = false;
+  std::string write_problem;  ///< the entry could not be saved (memory-only from here)
+  std::string read_problem;   ///< a bad entry was found (and replaced)
+};
+
+/// Load `name`; on a miss take the key's lock, load again (another process may have written it
+/// meanwhile), else produce, save and evict down to `max_bytes`. Past `timeout` without the lock,
+/// produce anyway. `producer` may throw; nothing is saved then.
+DiskResult get_or_produce(DiskStore& store, const std::string& name, const Key& key,
+                          const std::function<Entry()>& producer, std::chrono::milliseconds timeout,
+                          std::int64_t max_bytes);
+
+/// Bundle file: "VNTGBND1" | u32 version | u32 count | { u64 name bytes | name | u64 entry bytes |
+/// entry }* | u64 XXH3-64 of everything before it.
+std::vector<char> write_bundle(const std::vector<std::pair<std::string, std::vector<char>>>& entries);
+/// Entries by name, or nullopt with the reason.
+std::optional<std::map<std::string, std::vector<char>>> read_bundle(const std::string& file, std::string* problem);
+
+/// Registers and local memory per thread, from the cubin's .nv.info (-1 when absent).
+void cubin_resources(const std::vector<char>& cubin, int* registers, std::int64_t* local_bytes);
+
+}  // namespace vantage::cache

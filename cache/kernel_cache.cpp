@@ -1,0 +1,488 @@
+// Vantage kernel cache: see vantage/cache.hpp and DESIGN.md section 5.
+//
+// Keys. The disk key is XXH3-128 of the format version, the code generator version, the generated
+// source, the options that change the bytes, the target and the output kind (the "logical" key),
+// combined with the NVRTC fingerprint (the full key, in the entry header). XXH3-128 is not a
+// cryptographic hash; it is enough here because an entry is only trusted from a directory the user
+// owns alone or from a layer the administrator installed, and someone who can write those can place
+// any cubin anyway. Entry files are named `<logical>.<first 8 hex of the full key>` so that a host
+// without NVRTC, which cannot compute the fingerprint, still finds any build of a source.
+//
+// The in-process table maps (kernel structural hash, Spec, output) to the loaded entry: a repeated
+// lookup takes a shared lock and a hash-table probe, and never hashes source.
+#include "vantage/cache.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <shared_mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "cache/cache.h"
+#include "jit/nvrtc/nvrtc.h"
+#include "support/log.h"
+
+namespace vantage {
+namespace fs = std::filesystem;
+using cache::DiskStore;
+using cache::Entry;
+using cache::Key;
+
+namespace {
+
+/// Bumped whenever the code generator's output for the same IR changes.
+constexpr const char* kCodegenVersion = "vantage-cuda-1";
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::optional<Arch> parse_arch(const std::string& s) {
+  for (Arch a : {Arch::SM_80, Arch::SM_86, Arch::SM_89, Arch::SM_90, Arch::SM_90a})
+    if (s == arch_name(a)) return a;
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------- entry metadata
+std::map<std::string, std::string> encode(const Specialized& s, const std::string& log, Output output) {
+  std::map<std::string, std::string> m;
+  m["entry"] = s.entry;
+  m["arch"] = arch_name(s.arch);
+  m["output"] = output == Output::Ptx ? "ptx" : "cubin";
+  m["threads"] = std::to_string(s.threads);
+  m["static_shared"] = std::to_string(s.static_shared_bytes);
+  m["dynamic_shared"] = std::to_string(s.dynamic_shared_bytes);
+  m["barriers"] = std::to_string(s.barriers);
+  m["log"] = log;
+  for (std::size_t i = 0; i < s.params.size(); ++i) {
+    const ParamInfo& p = s.params[i];
+    std::ostringstream v;
+    v << p.name << '\t' << p.is_pointer << '\t' << static_cast<int>(p.type) << '\t' << p.is_const << '\t'
+      << p.specialized << '\t' << (p.value ? std::to_string(*p.value) : "-") << '\t' << p.alignment << '\t' << p.extent;
+    m["param." + std::to_string(1000 + i)] = v.str();
+  }
+  for (std::size_t i = 0; i < s.guards.size(); ++i) {
+    const Guard& g = s.guards[i];
+    std::ostringstream v;
+    v << static_cast<int>(g.kind) << '\t' << g.value << '\t' << g.param << '\t' << g.rule << '\t' << g.text;
+    m["guard." + std::to_string(1000 + i)] = v.str();
+  }
+  return m;
+}
+
+std::int64_t num(const std::map<std::string, std::string>& m, const std::string& k) {
+  auto it = m.find(k);
+  return it == m.end() ? 0 : std::atoll(it->second.c_str());
+}
+
+Specialized decode(const std::map<std::string, std::string>& m) {
+  Specialized s;
+  auto get = [&](const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? std::string() : it->second;
+  };
+  s.entry = get("entry");
+  s.arch = parse_arch(get("arch")).value_or(Arch::SM_90);
+  s.threads = num(m, "threads");
+  s.static_shared_bytes = num(m, "static_shared");
+  s.dynamic_shared_bytes = num(m, "dynamic_shared");
+  s.barriers = static_cast<int>(num(m, "barriers"));
+  for (const auto& [k, v] : m) {
+    if (k.rfind("param.", 0) == 0) {
+      std::vector<std::string> f;
+      std::string cur;
+      for (char c : v) {
+        if (c == '\t') {
+          f.push_back(cur);
+          cur.clear();
+        } else {
+          cur += c;
+        }
+      }
+      f.push_back(cur);
+      if (f.size() < 8) continue;
+      ParamInfo p;
+      p.name = f[0];
+      p.is_pointer = f[1] == "1";
+      p.type = static_cast<ScalarType>(std::atoi(f[2].c_str()));
+      p.is_const = f[3] == "1";
+      p.specialized = f[4] == "1";
+      if (f[5] != "-") p.value = std::atoll(f[5].c_str());
+      p.alignment = std::atoi(f[6].c_str());
+      p.extent = f[7];
+      s.params.push_back(std::move(p));
+    } else if (k.rfind("guard.", 0) == 0) {
+      std::vector<std::string> f;
+      std::size_t start = 0;
+      for (int i = 0; i < 4; ++i) {
+        std::size_t tab = v.find('\t', start);
+        if (tab == std::string::npos) break;
+        f.push_back(v.substr(start, tab - start));
+        start = tab + 1;
+      }
+      if (f.size() < 4) continue;
+      Guard g;
+      g.kind = static_cast<Guard::Kind>(std::atoi(f[0].c_str()));
+      g.value = std::atoll(f[1].c_str());
+      g.param = std::atoi(f[2].c_str());
+      g.rule = f[3];
+      g.text = v.substr(start);
+      s.guards.push_back(std::move(g));
+    }
+  }
+  return s;
+}
+
+std::shared_ptr<CachedKernel> from_entry(const Entry& e, const char* origin) {
+  auto k = std::make_shared<CachedKernel>();
+  k->spec = decode(e.meta);
+  k->cubin = e.cubin;
+  k->ptx = e.ptx;
+  k->key = e.key.hex();
+  k->origin = origin;
+  k->registers = static_cast<int>(num(e.meta, "registers"));
+  k->local_bytes = num(e.meta, "local_bytes");
+  auto log = e.meta.find("log");
+  if (log != e.meta.end()) k->log = log->second;
+  return k;
+}
+
+/// The in-process key: everything that picks one compiled variant, without touching source.
+struct MemoryKey {
+  std::uint64_t kernel;
+  Spec spec;
+  Output output;
+  bool operator==(const MemoryKey& o) const {
+    return kernel == o.kernel && output == o.output && spec.threads == o.spec.threads && spec.blocks == o.spec.blocks &&
+           spec.arch == o.spec.arch && spec.sizes == o.spec.sizes;
+  }
+};
+struct MemoryKeyHash {
+  std::size_t operator()(const MemoryKey& k) const {
+    std::uint64_t h = k.kernel * 0x9e3779b97f4a7c15ULL;
+    auto mix = [&](std::uint64_t v) { h = (h ^ v) * 0xbf58476d1ce4e5b9ULL + (h >> 29); };
+    mix(static_cast<std::uint64_t>(k.spec.threads));
+    mix(static_cast<std::uint64_t>(k.spec.blocks.value_or(-1)));
+    mix(static_cast<std::uint64_t>(k.spec.arch) * 2 + static_cast<std::uint64_t>(k.output));
+    for (const auto& [name, v] : k.spec.sizes) mix(static_cast<std::uint64_t>(v) + name.size());
+    return static_cast<std::size_t>(h);
+  }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- configuration
+std::string CacheConfig::default_dir() {
+  if (const char* d = std::getenv("VANTAGE_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/vantage";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/vantage";
+  return "";
+}
+
+CacheConfig CacheConfig::from_env() {
+  CacheConfig c;
+  c.dir = default_dir();
+  if (const char* p = std::getenv("VANTAGE_CACHE_PATH")) c.read_only = split(p, ':');
+  if (const char* m = std::getenv("VANTAGE_CACHE_MAX_BYTES")) {
+    char* end = nullptr;
+    long long v = std::strtoll(m, &end, 10);
+    if (end && *end == '\0' && v > 0)
+      c.max_bytes = v;
+    else
+      logging::get().warn("VANTAGE_CACHE_MAX_BYTES={} is not a positive byte count; using {}", m, c.max_bytes);
+  }
+  if (const char* d = std::getenv("VANTAGE_CACHE_DISABLE"); d && std::string(d) == "1") c.disk = false;
+  if (const char* a = std::getenv("VANTAGE_ARCHS")) {
+    for (const auto& name : split(a, ',')) {
+      if (auto arch = parse_arch(name))
+        c.record_archs.push_back(*arch);
+      else
+        logging::get().warn("VANTAGE_ARCHS: unknown architecture '{}' ignored", name);
+    }
+  }
+  return c;
+}
+
+// ---------------------------------------------------------------- the cache
+struct KernelCache::Impl {
+  CacheConfig cfg;
+  std::unique_ptr<DiskStore> store;  // the writable layer, or null
+  std::string problem;
+  std::vector<std::unique_ptr<DiskStore>> dirs;                   // read-only directories
+  std::vector<std::map<std::string, std::vector<char>>> bundles;  // read-only bundles
+  mutable std::shared_mutex mu;
+  std::unordered_map<MemoryKey, std::shared_ptr<const CachedKernel>, MemoryKeyHash> table;
+  std::atomic<std::int64_t> memory_hits{0}, disk_hits{0}, layer_hits{0}, compiles{0}, write_failures{0}, bad_entries{0};
+  std::once_flag warn_write, warn_read;
+
+  void warn_write_once(const std::string& why) {
+    ++write_failures;
+    std::call_once(warn_write,
+                   [&] { logging::get().warn("kernel cache: {}; keeping compiled kernels in memory only", why); });
+  }
+  void warn_read_once(const std::string& why) {
+    ++bad_entries;
+    std::call_once(warn_read, [&] { logging::get().warn("kernel cache: ignored a bad entry ({}); recompiling", why); });
+    logging::get().debug("kernel cache: bad entry {}", why);
+  }
+
+  /// An entry of `logical` from the read-only layers (and, without NVRTC, the user's directory too);
+  /// with NVRTC the exact build, without it any build of that source.
+  std::optional<Entry> from_layers(const std::string& logical, const std::optional<Key>& full) {
+    auto accept = [&](const std::vector<char>& bytes, const std::string& where) -> std::optional<Entry> {
+      cache::ReadError err;
+      auto e = cache::parse(bytes, full ? &*full : nullptr, &err);
+      if (!e) {
+        warn_read_once(where + ": " + cache::describe(err));
+        return std::nullopt;
+      }
+      if (!full && !(e->key == cache::make_key({logical, e->meta["fingerprint"]}))) {
+        warn_read_once(where + ": key does not match its contents");
+        return std::nullopt;
+      }
+      return e;
+    };
+    std::vector<const DiskStore*> stores;
+    for (const auto& d : dirs) stores.push_back(d.get());
+    if (!full && store && store->usable()) stores.push_back(store.get());
+    for (const DiskStore* d : stores) {
+      for (const auto& name : d->names_with_prefix(logical + ".")) {
+        if (full && name != logical + "." + full->hex().substr(0, 8)) continue;
+        std::vector<char> bytes;
+        cache::read_file(d->path_of(name), bytes);
+        if (auto e = accept(bytes, d->path_of(name).string())) return e;
+      }
+    }
+    for (const auto& b : bundles) {
+      for (auto it = b.lower_bound(logical + "."); it != b.end() && it->first.rfind(logical + ".", 0) == 0; ++it) {
+        if (full && it->first != logical + "." + full->hex().substr(0, 8)) continue;
+        if (auto e = accept(it->second, "bundle entry " + it->first)) return e;
+      }
+    }
+    return std::nullopt;
+  }
+};
+
+KernelCache::KernelCache(CacheConfig config) : impl_(std::make_unique<Impl>()) {
+  impl_->cfg = std::move(config);
+  if (impl_->cfg.disk && !impl_->cfg.dir.empty()) {
+    impl_->store = std::make_unique<DiskStore>(impl_->cfg.dir, true);
+    if (!impl_->store->usable()) {
+      impl_->problem = impl_->store->problem();
+      logging::get().warn("kernel cache: {}; keeping compiled kernels in memory only", impl_->problem);
+    } else {
+      impl_->store->sweep(std::chrono::hours(1));
+    }
+  } else if (impl_->cfg.disk) {
+    impl_->problem = "no cache directory (set VANTAGE_CACHE_DIR or HOME)";
+  }
+  for (const auto& layer : impl_->cfg.read_only) {
+    std::error_code ec;
+    if (fs::is_directory(layer, ec)) {
+      auto d = std::make_unique<DiskStore>(layer, false);
+      if (d->usable()) impl_->dirs.push_back(std::move(d));
+      continue;
+    }
+    std::string why;
+    if (auto b = cache::read_bundle(layer, &why))
+      impl_->bundles.push_back(std::move(*b));
+    else
+      logging::get().warn("kernel cache: read-only layer skipped: {}", why);
+  }
+}
+
+KernelCache::~KernelCache() = default;
+
+KernelCache& KernelCache::global() {
+  static KernelCache* cache = new KernelCache();  // lives to the end of the process
+  return *cache;
+}
+
+std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const Spec& spec, Output output) {
+  MemoryKey mk{kernel.structural_hash(), spec, output};
+  {
+    std::shared_lock lock(impl_->mu);
+    auto it = impl_->table.find(mk);
+    if (it != impl_->table.end()) {
+      ++impl_->memory_hits;
+      return it->second;
+    }
+  }
+
+  Specialized s = specialize_for(kernel, spec);
+  auto key_for = [&](const Specialized& sp, Arch arch) {
+    std::string out = output == Output::Ptx ? "ptx" : "cubin";
+    return cache::make_key({"vantage-entry", std::to_string(cache::kFormatVersion), kCodegenVersion, sp.source,
+                            "--std=c++17", arch_name(arch), out});
+  };
+  std::string logical = key_for(s, spec.arch).hex();
+  std::optional<Key> full;
+  std::string fingerprint;
+  if (nvrtc::available()) {
+    fingerprint = nvrtc::fingerprint();
+    full = cache::make_key({logical, fingerprint});
+  }
+
+  std::shared_ptr<CachedKernel> result;
+  if (auto e = impl_->from_layers(logical, full)) {
+    ++impl_->layer_hits;
+    result = from_entry(*e, "layer");
+  } else if (!full) {
+    throw ToolchainError("kernel '" + kernel.name() + "' for " + arch_name(spec.arch) +
+                         " is in no cache layer and NVRTC is not available here (" +
+                         (nvrtc::available() ? "" : "set VANTAGE_CACHE_PATH to a bundle that has it") + ")");
+  } else {
+    auto produce = [&](const Specialized& sp, Arch arch) {
+      auto r = nvrtc::compile(sp.source, sp.entry + ".cu", arch, output);
+      ++impl_->compiles;
+      Entry e;
+      e.key = cache::make_key({key_for(sp, arch).hex(), fingerprint});
+      e.cubin = std::move(r.cubin);
+      e.ptx = std::move(r.ptx);
+      e.meta = encode(sp, r.log, output);
+      e.meta["fingerprint"] = fingerprint;
+      int regs;
+      std::int64_t local;
+      cache::cubin_resources(e.cubin, &regs, &local);
+      e.meta["registers"] = std::to_string(regs);
+      e.meta["local_bytes"] = std::to_string(local);
+      if (!r.log.empty()) logging::get().warn("NVRTC log for {}:\n{}", sp.entry, r.log);
+      return e;
+    };
+    std::string name = logical + "." + full->hex().substr(0, 8);
+    if (impl_->store && impl_->store->usable()) {
+      auto r = cache::get_or_produce(
+          *impl_->store, name, *full, [&] { return produce(s, spec.arch); }, impl_->cfg.lock_timeout,
+          impl_->cfg.max_bytes);
+      if (!r.read_problem.empty()) impl_->warn_read_once(r.read_problem);
+      if (!r.write_problem.empty()) impl_->warn_write_once(r.write_problem);
+      if (r.lock_timed_out) logging::get().info("kernel cache: lock on {} timed out; compiled anyway", name);
+      if (!r.produced) ++impl_->disk_hits;
+      result = from_entry(*r.entry, r.produced ? "compiled" : "disk");
+    } else {
+      result = from_entry(produce(s, spec.arch), "compiled");
+    }
+    // Record mode: the same kernel for every architecture of the fleet, into the same directory.
+    for (Arch other : impl_->cfg.record_archs) {
+      if (other == spec.arch || !impl_->store || !impl_->store->usable()) continue;
+      Spec os = spec;
+      os.arch = other;
+      Specialized sp = specialize_for(kernel, os);
+      std::string ol = key_for(sp, other).hex();
+      Key ofull = cache::make_key({ol, fingerprint});
+      auto r = cache::get_or_produce(
+          *impl_->store, ol + "." + ofull.hex().substr(0, 8), ofull, [&] { return produce(sp, other); },
+          impl_->cfg.lock_timeout, impl_->cfg.max_bytes);
+      if (!r.write_problem.empty()) impl_->warn_write_once(r.write_problem);
+    }
+  }
+  if (result->spec.source.empty() && result->origin == "compiled") result->spec = s;
+  if (result->spec.source.empty()) result->spec.source = s.source;  // we have it; keep it for users
+
+  std::unique_lock lock(impl_->mu);
+  auto [it, inserted] = impl_->table.emplace(mk, std::move(result));
+  return it->second;
+}
+
+CacheStats KernelCache::stats() const {
+  CacheStats s;
+  s.memory_hits = impl_->memory_hits;
+  s.disk_hits = impl_->disk_hits;
+  s.layer_hits = impl_->layer_hits;
+  s.compiles = impl_->compiles;
+  s.write_failures = impl_->write_failures;
+  s.bad_entries = impl_->bad_entries;
+  return s;
+}
+
+std::string KernelCache::directory() const {
+  return impl_->store && impl_->store->usable() ? impl_->store->root().string() : "";
+}
+std::string KernelCache::problem() const { return impl_->problem; }
+
+// ---------------------------------------------------------------- bundles
+int export_bundle(const std::string& cache_dir, const std::string& file) {
+  DiskStore store(cache_dir, false);
+  if (!store.usable()) throw std::runtime_error("cannot export: " + store.problem());
+  std::vector<std::pair<std::string, std::vector<char>>> entries;
+  for (const auto& info : store.list()) {
+    std::vector<char> bytes;
+    cache::read_file(info.path, bytes);
+    cache::ReadError err;
+    if (!cache::parse(bytes, nullptr, &err)) {
+      logging::get().warn("export: skipped {}: {}", info.path.string(), cache::describe(err));
+      continue;
+    }
+    entries.emplace_back(info.name, std::move(bytes));
+  }
+  auto bytes = cache::write_bundle(entries);
+  std::string tmp = file + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  fs::rename(tmp, file);
+  return static_cast<int>(entries.size());
+}
+
+int verify_bundle(const std::string& file, std::vector<std::string>* problems) {
+  std::string why;
+  auto b = cache::read_bundle(file, &why);
+  if (!b) {
+    if (problems) problems->push_back(why);
+    return 0;
+  }
+  int good = 0;
+  for (const auto& [name, bytes] : *b) {
+    cache::ReadError err;
+    auto e = cache::parse(bytes, nullptr, &err);
+    if (e && name.rfind(e->key.hex().substr(0, 0), 0) == 0 && name.size() == 41 &&
+        name.substr(33) == e->key.hex().substr(0, 8)) {
+      ++good;
+    } else if (problems) {
+      problems->push_back(name + ": " + (e ? "name does not match its key" : cache::describe(err)));
+    }
+  }
+  return good;
+}
+
+int import_bundle(const std::string& file, const std::string& cache_dir) {
+  std::vector<std::string> problems;
+  std::string why;
+  auto b = cache::read_bundle(file, &why);
+  if (!b) throw std::runtime_error(why);
+  DiskStore store(cache_dir, true);
+  if (!store.usable()) throw std::runtime_error("cannot import: " + store.problem());
+  int n = 0;
+  for (const auto& [name, bytes] : *b) {
+    cache::ReadError err;
+    auto e = cache::parse(bytes, nullptr, &err);
+    if (!e) {
+      logging::get().warn("import: skipped {}: {}", name, cache::describe(err));
+      continue;
+    }
+    std::string problem;
+    if (!store.save(name, *e, &problem)) throw std::runtime_error(problem);
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace vantage

@@ -1,0 +1,85 @@
+// Vantage public cache API: compiled kernels kept in memory and on disk, content-addressed, safe to
+// share between processes, bounded in size, and shippable as a bundle file.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vantage/compile.hpp"
+
+namespace vantage {
+
+/// Where and how the cache keeps entries. `from_env()` reads:
+///   VANTAGE_CACHE_DIR        the writable cache (else $XDG_CACHE_HOME/vantage, else ~/.cache/vantage)
+///   VANTAGE_CACHE_PATH       read-only layers, ':'-separated directories or bundle files
+///   VANTAGE_CACHE_MAX_BYTES  soft cap of the writable cache (default 2 GiB)
+///   VANTAGE_CACHE_DISABLE=1  memory only
+///   VANTAGE_ARCHS            record mode: also compile each kernel for these architectures
+struct CacheConfig {
+  std::string dir;
+  std::vector<std::string> read_only;
+  std::int64_t max_bytes = std::int64_t{2} << 30;
+  std::chrono::milliseconds lock_timeout{30000};
+  bool disk = true;
+  std::vector<Arch> record_archs;
+
+  static CacheConfig from_env();
+  /// The default writable directory for this user.
+  static std::string default_dir();
+};
+
+/// A compiled kernel from the cache: enough to launch it without its source.
+struct CachedKernel {
+  Specialized spec;  ///< `source` is empty when the entry came from disk or a bundle
+  std::vector<char> cubin;
+  std::string ptx;
+  std::string key;                ///< hex of the content key
+  std::string origin;             ///< "compiled", "disk", "layer"
+  int registers = -1;             ///< per thread, from the cubin (-1 unknown)
+  std::int64_t local_bytes = -1;  ///< local memory per thread (spills and local arrays)
+  std::string log;                ///< NVRTC's log when compiled
+};
+
+struct CacheStats {
+  std::int64_t memory_hits = 0, disk_hits = 0, layer_hits = 0, compiles = 0, write_failures = 0, bad_entries = 0;
+};
+
+class KernelCache {
+ public:
+  explicit KernelCache(CacheConfig config = CacheConfig::from_env());
+  ~KernelCache();
+  KernelCache(const KernelCache&) = delete;
+  KernelCache& operator=(const KernelCache&) = delete;
+
+  /// The process-wide cache, configured from the environment on first use.
+  static KernelCache& global();
+
+  /// The compiled kernel for this specialization: from memory, a read-only layer, the user's
+  /// directory, or NVRTC (then stored). A repeated call for the same kernel and Spec takes a shared
+  /// lock and a table lookup, nothing else. Throws CheckError, CompileError, or ToolchainError when
+  /// NVRTC is missing and no layer has the kernel.
+  std::shared_ptr<const CachedKernel> get(const Kernel& kernel, const Spec& spec, Output output = Output::Cubin);
+
+  CacheStats stats() const;
+  /// The writable directory ("" when memory only), and why it is not used, if it is not.
+  std::string directory() const;
+  std::string problem() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Bundles: one file holding many entries, for hosts that should never run NVRTC.
+/// Writes every entry of a cache directory into `file`; returns the number of entries.
+int export_bundle(const std::string& cache_dir, const std::string& file);
+/// Verifies a bundle and copies its entries into `cache_dir`; returns the number imported.
+int import_bundle(const std::string& file, const std::string& cache_dir);
+/// Checks a bundle's framing and every entry's checksum; returns the number of good entries and
+/// fills `problems` with what is wrong.
+int verify_bundle(const std::string& file, std::vector<std::string>* problems);
+
+}  // namespace vantage

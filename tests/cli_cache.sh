@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `vantage cache` end to end on a scratch directory. Usage: cli_cache.sh VANTAGE CACHE_WORKER
+set -euo pipefail
+vantage=$1
+worker=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export VANTAGE_CACHE_DIR="$work/cache"
+
+"$vantage" cache --help | grep -q "vantage cache - the on-disk kernel cache"
+"$vantage" cache ls --help | grep -q "Usage:"
+[ "$("$vantage" cache path)" = "$work/cache" ]
+
+"$worker" examples >/dev/null            # compiles and stores every example
+"$vantage" cache verify | grep -q ", 0 bad"
+entries=$("$vantage" cache ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+[ "$entries" -ge 9 ]
+"$vantage" cache stat --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["entries"] >= 9, d'
+
+# A corrupted entry: verify says so and fails; prune removes it.
+victim=$(find "$work/cache/v1" -name '*.vkc' | head -n 1)
+printf 'garbage' | dd of="$victim" bs=1 seek=100 conv=notrunc 2>/dev/null
+if "$vantage" cache verify >"$work/verify.txt"; then echo "verify missed a corrupted entry"; exit 1; fi
+grep -q "BAD" "$work/verify.txt"
+"$vantage" cache prune | grep -q "removed 1 bad entry"
+"$vantage" cache verify | grep -q ", 0 bad"
+
+# Export, import elsewhere, same entries.
+"$vantage" cache export "$work/fleet.vbundle" | grep -q "exported"
+VANTAGE_CACHE_DIR="$work/other" "$vantage" cache import "$work/fleet.vbundle" | grep -q "imported"
+[ "$(VANTAGE_CACHE_DIR="$work/other" "$vantage" cache ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = "$((entries - 1))" ]
+
+# A bad bundle is refused with a reason.
+printf 'not a bundle' > "$work/bad.vbundle"
+if "$vantage" cache import "$work/bad.vbundle" 2>"$work/err.txt"; then echo "imported garbage"; exit 1; fi
+grep -q "not a Vantage bundle" "$work/err.txt"
+
+"$vantage" cache prune --max-bytes 0 | grep -q "0 bytes left"
+"$vantage" cache clear | grep -q cleared
+echo "cli cache: ok"

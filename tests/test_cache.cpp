@@ -1,0 +1,581 @@
+// The kernel cache: entry format (with a committed golden file), faults that must degrade to a
+// warning and a correct kernel, eviction, bundles, record mode, and many processes at once.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "cache/cache.h"
+#include "kernels/paper_kernels.hpp"
+#include "support/log.h"
+
+namespace vantage {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A fresh private directory per test, removed afterwards.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/vantage_cache_test_XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+/// Collects what the library logs, so tests can assert the warning a fault must produce.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
+    logging::get().sinks().push_back(sink_);
+  }
+  ~LogCapture() {
+    auto& sinks = logging::get().sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  std::string text() const {
+    std::string all;
+    for (const auto& line : sink_->last_formatted()) all += line;
+    return all;
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+};
+
+#define REQUIRE_NVRTC()                                    \
+  if (!nvrtc_available()) {                                \
+    GTEST_SKIP() << "NVRTC is not available on this host"; \
+  }                                                        \
+  static_assert(true)
+
+CacheConfig config_for(const fs::path& dir) {
+  CacheConfig c;
+  c.dir = dir.string();
+  return c;
+}
+
+/// The cubin a fresh compile gives, to compare cached results against.
+const std::vector<char>& reference_saxpy() {
+  static const std::vector<char> cubin = compile(examples::saxpy(), Spec{}).cubin;
+  return cubin;
+}
+
+std::vector<fs::path> entries_in(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (auto& e : fs::recursive_directory_iterator(dir / "v1"))
+    if (e.path().extension() == ".vkc") out.push_back(e.path());
+  return out;
+}
+
+std::vector<char> read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void write_file(const fs::path& p, const std::vector<char>& bytes) {
+  std::ofstream(p, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// ------------------------------------------------------------------ entry format
+cache::Entry sample_entry() {
+  cache::Entry e;
+  e.key = cache::make_key({"golden", "entry"});
+  e.cubin = {'\x7f', 'E', 'L', 'F', 0, 1, 2, 3};
+  e.ptx = ".version 9.0\n.target sm_90\n";
+  e.meta = {{"entry", "vt_golden_00000000"}, {"log", "line one\nline two"}, {"arch", "sm_90"}};
+  return e;
+}
+
+TEST(CacheEntry, RoundTrips) {
+  auto bytes = cache::serialize(sample_entry());
+  cache::ReadError err;
+  cache::Key k = sample_entry().key;
+  auto e = cache::parse(bytes, &k, &err);
+  ASSERT_TRUE(e.has_value()) << cache::describe(err);
+  EXPECT_EQ(e->cubin, sample_entry().cubin);
+  EXPECT_EQ(e->ptx, sample_entry().ptx);
+  EXPECT_EQ(e->meta, sample_entry().meta);
+}
+
+TEST(CacheEntry, EveryCorruptionIsDetected) {
+  auto bytes = cache::serialize(sample_entry());
+  cache::Key k = sample_entry().key;
+  cache::ReadError err;
+  auto truncated = bytes;
+  truncated.resize(bytes.size() - 3);
+  EXPECT_FALSE(cache::parse(truncated, &k, &err));
+  EXPECT_EQ(err, cache::ReadError::Truncated);
+  for (std::size_t i = cache::kHeaderBytes; i < bytes.size(); ++i) {
+    auto flipped = bytes;
+    flipped[i] ^= 0x20;
+    ASSERT_FALSE(cache::parse(flipped, &k, &err)) << "flip at byte " << i;
+    EXPECT_EQ(err, cache::ReadError::Checksum);
+  }
+  cache::Key other = cache::make_key({"another"});
+  EXPECT_FALSE(cache::parse(bytes, &other, &err));
+  EXPECT_EQ(err, cache::ReadError::WrongKey);
+  auto old = bytes;
+  old[8] = 0;  // format version 0
+  EXPECT_FALSE(cache::parse(old, &k, &err));
+  EXPECT_EQ(err, cache::ReadError::OldFormat);
+  EXPECT_FALSE(cache::parse(std::vector<char>(10, 'x'), &k, &err));
+  EXPECT_EQ(err, cache::ReadError::TooShort);
+}
+
+// The committed file pins the format: changing what serialize() writes without bumping
+// kFormatVersion (and regenerating with VANTAGE_UPDATE_GOLDEN=1) fails here.
+TEST(CacheEntry, MatchesTheGoldenFileOfItsFormatVersion) {
+  fs::path golden = fs::path(VANTAGE_GOLDEN_DIR) / ("entry_v" + std::to_string(cache::kFormatVersion) + ".vkc");
+  auto bytes = cache::serialize(sample_entry());
+  if (const char* u = std::getenv("VANTAGE_UPDATE_GOLDEN"); u && std::string(u) == "1") {
+    write_file(golden, bytes);
+    GTEST_SKIP() << "rewrote " << golden;
+  }
+  ASSERT_TRUE(fs::exists(golden)) << "no golden entry for format version " << cache::kFormatVersion
+                                  << ": a format change needs a version bump and a new golden file";
+  EXPECT_EQ(read_file(golden), bytes) << "the entry format changed without a version bump";
+  cache::ReadError err;
+  EXPECT_TRUE(cache::parse(read_file(golden), nullptr, &err)) << "the golden entry must still parse";
+}
+
+// ------------------------------------------------------------------ store
+TEST(CacheStore, EvictsLeastRecentlyUsedAndKeepsTheCapWithinOneEntry) {
+  TempDir dir;
+  cache::DiskStore store(dir.path, true);
+  ASSERT_TRUE(store.usable()) << store.problem();
+  auto now = fs::file_time_type::clock::now();
+  std::int64_t one = 0;
+  for (int i = 0; i < 10; ++i) {
+    cache::Entry e;
+    e.key = cache::make_key({std::to_string(i)});
+    e.cubin.assign(1000, static_cast<char>(i));
+    std::string name = "e" + std::to_string(1000 + i);
+    ASSERT_TRUE(store.save(name, e, nullptr));
+    fs::last_write_time(store.path_of(name), now - std::chrono::hours(10 - i));  // e1000 oldest
+    one = static_cast<std::int64_t>(fs::file_size(store.path_of(name)));
+  }
+  std::string problem;
+  auto hit = store.load("e1001", nullptr, nullptr, &problem);  // a hit makes e1001 the newest
+  ASSERT_TRUE(hit.has_value());
+  std::int64_t cap = 4 * one + one / 2;
+  store.evict(cap, "e1009");
+  std::int64_t total = store.total_bytes();
+  EXPECT_LE(total, cap + one) << "within one entry of the cap";
+  EXPECT_LE(total, cap);
+  std::set<std::string> left;
+  for (const auto& e : store.list()) left.insert(e.name);
+  EXPECT_EQ(left, (std::set<std::string>{"e1001", "e1007", "e1008", "e1009"}));
+}
+
+TEST(CacheStore, SweepsStaleTempFilesAndCreatesPrivateDirectories) {
+  TempDir dir;
+  fs::path root = dir.path / "new" / "cache";
+  cache::DiskStore store(root, true);
+  ASSERT_TRUE(store.usable()) << store.problem();
+  EXPECT_EQ(fs::status(root).permissions() & fs::perms::all, fs::perms::owner_all);
+  write_file(root / "tmp" / "dead.123.tmp", {'x'});
+  fs::last_write_time(root / "tmp" / "dead.123.tmp", fs::file_time_type::clock::now() - std::chrono::hours(3));
+  write_file(root / "tmp" / "live.456.tmp", {'y'});
+  EXPECT_EQ(store.sweep(std::chrono::hours(1)), 1);
+  EXPECT_TRUE(fs::exists(root / "tmp" / "live.456.tmp"));
+}
+
+// ------------------------------------------------------------------ kernel cache
+TEST(KernelCache, MemoryThenDiskThenCompile) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  Kernel k = examples::saxpy();
+  {
+    KernelCache cache(config_for(dir.path));
+    auto a = cache.get(k, Spec{});
+    EXPECT_EQ(a->origin, "compiled");
+    EXPECT_EQ(a->cubin, reference_saxpy());
+    EXPECT_GT(a->registers, 0);
+    EXPECT_EQ(a->local_bytes, 0);
+    auto b = cache.get(k, Spec{});
+    EXPECT_EQ(a.get(), b.get()) << "the second lookup is the in-memory table";
+    EXPECT_EQ(cache.stats().compiles, 1);
+    EXPECT_EQ(cache.stats().memory_hits, 1);
+  }
+  KernelCache fresh(config_for(dir.path));
+  auto c = fresh.get(examples::saxpy(), Spec{});
+  EXPECT_EQ(c->origin, "disk");
+  EXPECT_EQ(c->cubin, reference_saxpy());
+  EXPECT_EQ(fresh.stats().compiles, 0);
+  EXPECT_EQ(c->spec.threads, 256);
+  ASSERT_EQ(c->spec.params.size(), 4u);
+  EXPECT_EQ(c->spec.params[2].name, "x");
+  EXPECT_TRUE(c->spec.params[2].is_const);
+  EXPECT_EQ(c->spec.params[2].extent, "n");
+}
+
+TEST(KernelCache, GuardsAndSignatureSurviveTheDisk) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  KernelBuilder b("guarded");
+  auto n = b.param<int>("n", specialize);
+  auto y = b.param<GlobalPtr<float>>("y", extent(n));
+  b.block_threads(64);
+  b.body([&](Scope& g) {
+    auto gid = g.let("gid", g.id(thread(1)));
+    g.split(Level::Block, {{2, [](Scope&) {}}});
+    g.partition(
+        y, thread(1), [&](Expr i) { return gid + i; },
+        [&](Scope& g, View y_t) {
+          g.group(thread(1), [&](Scope& th) { th.if_(gid < n, [&](Scope&) { y_t[0] = 2.0f; }); });
+        });
+  });
+  Kernel k = b.build();
+  Spec spec = Spec{}.with_size("n", 777);
+  std::vector<Guard> want = KernelCache(config_for(dir.path)).get(k, spec)->spec.guards;
+  auto got = KernelCache(config_for(dir.path)).get(k, spec);
+  ASSERT_EQ(got->origin, "disk");
+  ASSERT_EQ(got->spec.guards.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got->spec.guards[i].text, want[i].text);
+    EXPECT_EQ(got->spec.guards[i].kind, want[i].kind);
+    EXPECT_EQ(got->spec.guards[i].accepts(4, {777}), want[i].accepts(4, {777}));
+  }
+  EXPECT_EQ(got->spec.params[0].value, 777);
+}
+
+// A fault: corrupt the one entry in `dir` with `damage`, then a new cache must warn and still give
+// the right kernel (recompiled and rewritten).
+void expect_recovers(const std::function<void(const fs::path& entry, const fs::path& dir)>& damage,
+                     const std::string& what) {
+  TempDir dir;
+  KernelCache(config_for(dir.path)).get(examples::saxpy(), Spec{});
+  auto files = entries_in(dir.path);
+  ASSERT_EQ(files.size(), 1u);
+  damage(files[0], dir.path);
+  LogCapture log;
+  KernelCache cache(config_for(dir.path));
+  auto k = cache.get(examples::saxpy(), Spec{});
+  EXPECT_EQ(k->cubin, reference_saxpy()) << what;
+  EXPECT_EQ(k->origin, "compiled") << what;
+  EXPECT_EQ(cache.stats().bad_entries, 1) << what;
+  EXPECT_NE(log.text().find("ignored a bad entry"), std::string::npos) << what << ": " << log.text();
+  auto again = KernelCache(config_for(dir.path)).get(examples::saxpy(), Spec{});
+  EXPECT_EQ(again->origin, "disk") << what << ": the entry was rewritten";
+}
+
+TEST(KernelCacheFaults, TruncatedEntry) {
+  REQUIRE_NVRTC();
+  expect_recovers([](const fs::path& e, const fs::path&) { fs::resize_file(e, fs::file_size(e) / 2); }, "truncated");
+}
+
+TEST(KernelCacheFaults, FlippedByte) {
+  REQUIRE_NVRTC();
+  expect_recovers(
+      [](const fs::path& e, const fs::path&) {
+        auto b = read_file(e);
+        b[b.size() / 2] ^= 1;
+        write_file(e, b);
+      },
+      "flipped byte");
+}
+
+TEST(KernelCacheFaults, WrongKeyInTheHeader) {
+  REQUIRE_NVRTC();
+  expect_recovers(
+      [](const fs::path& e, const fs::path&) {
+        auto b = read_file(e);
+        b[20] ^= 0x55;  // inside the key
+        // Re-seal the checksum so only the key is wrong.
+        auto parsed_ok = cache::parse(b, nullptr, nullptr);
+        (void)parsed_ok;
+        write_file(e, b);
+      },
+      "wrong key");
+}
+
+TEST(KernelCacheFaults, OlderFormatVersion) {
+  REQUIRE_NVRTC();
+  expect_recovers(
+      [](const fs::path& e, const fs::path&) {
+        auto b = read_file(e);
+        b[8] = 0;
+        write_file(e, b);
+      },
+      "older format");
+}
+
+/// Runs `body` in a child process (so it may drop privileges or limit itself) and returns its exit
+/// code; 99 when it crashed.
+int in_child(const std::function<int()>& body) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int rc = 1;
+    try {
+      rc = body();
+    } catch (...) {
+      rc = 98;
+    }
+    ::_exit(rc);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+}
+
+/// In a child: a cache on `dir` must warn about it and still give the correct kernel.
+int degrades_to_memory(const fs::path& dir, const std::string& expected_warning) {
+  LogCapture log;
+  KernelCache cache(config_for(dir));
+  auto k = cache.get(examples::saxpy(), Spec{});
+  if (k->cubin != reference_saxpy()) return 10;
+  if (log.text().find(expected_warning) == std::string::npos) {
+    std::fprintf(stderr, "missing warning '%s' in:\n%s\n", expected_warning.c_str(), log.text().c_str());
+    return 11;
+  }
+  return 0;
+}
+
+TEST(KernelCacheFaults, ReadOnlyDirectory) {
+  REQUIRE_NVRTC();
+  reference_saxpy();
+  TempDir dir;
+  fs::path root = dir.path / "cache";
+  cache::DiskStore(root, true);  // make it, then take away writing
+  if (::geteuid() == 0) {
+    // root writes anywhere: check as an unprivileged user instead, on a directory it cannot write.
+    fs::permissions(dir.path, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    int rc = in_child([&] {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) return 20;
+      return degrades_to_memory(root, "memory only");
+    });
+    EXPECT_EQ(rc, 0);
+  } else {
+    fs::permissions(root, fs::perms::owner_read | fs::perms::owner_exec);
+    EXPECT_EQ(in_child([&] { return degrades_to_memory(root, "not writable"); }), 0);
+    fs::permissions(root, fs::perms::owner_all);
+  }
+}
+
+TEST(KernelCacheFaults, DirectoryOwnedBySomeoneElse) {
+  REQUIRE_NVRTC();
+  reference_saxpy();
+  TempDir dir;
+  fs::path root = dir.path / "cache";
+  fs::create_directories(root);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(root.c_str(), 65534, 65534), 0);
+    fs::permissions(root, fs::perms::owner_all);
+  } else {
+    root = "/usr/share";  // exists and is root's
+  }
+  EXPECT_EQ(in_child([&] { return degrades_to_memory(root, "belongs to another user"); }), 0);
+}
+
+TEST(KernelCacheFaults, FullDisk) {
+  REQUIRE_NVRTC();
+  reference_saxpy();
+  TempDir dir;
+  int rc = in_child([&] {
+    ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG instead of killing
+    struct rlimit lim {
+      1024, 1024
+    };
+    if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) return 21;
+    int r = degrades_to_memory(dir.path, "memory only");
+    if (r) return r;
+    return entries_in(dir.path).empty() ? 0 : 12;  // nothing half-written left behind
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_TRUE(fs::is_empty(dir.path / "tmp")) << "the failed write's temp file was removed";
+}
+
+TEST(KernelCacheFaults, UnreadableBundle) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  fs::path bundle = dir.path / "broken.vbundle";
+  write_file(bundle, std::vector<char>(100, 'z'));
+  LogCapture log;
+  CacheConfig c = config_for(dir.path / "cache");
+  c.read_only = {bundle.string()};
+  KernelCache cache(c);
+  EXPECT_EQ(cache.get(examples::saxpy(), Spec{})->cubin, reference_saxpy());
+  EXPECT_NE(log.text().find("read-only layer skipped"), std::string::npos) << log.text();
+}
+
+// ------------------------------------------------------------------ eviction through the cache
+TEST(KernelCache, EvictionKeepsTheCap) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  CacheConfig c = config_for(dir.path);
+  c.max_bytes = 12000;  // room for about two small kernels
+  KernelCache cache(c);
+  for (const auto& ex : examples::all()) cache.get(ex.build(), Spec{});
+  cache::DiskStore store(dir.path, true);
+  std::int64_t biggest = 0;
+  for (const auto& e : store.list()) biggest = std::max(biggest, e.bytes);
+  EXPECT_LE(store.total_bytes(), c.max_bytes + biggest);
+  EXPECT_GE(store.list().size(), 1u);
+  EXPECT_LT(store.list().size(), examples::all().size());
+}
+
+// ------------------------------------------------------------------ layers, bundles, record mode
+std::string run(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *rc = ::pclose(p);
+  return out;
+}
+
+TEST(KernelCache, BundleRoundTripServesAHostWithoutNvrtc) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  fs::path src = dir.path / "src", dst = dir.path / "dst", bundle = dir.path / "fleet.vbundle";
+  {
+    KernelCache cache(config_for(src));
+    for (const auto& ex : examples::all()) cache.get(ex.build(), Spec{});
+  }
+  int exported = export_bundle(src.string(), bundle.string());
+  EXPECT_EQ(exported, static_cast<int>(examples::all().size()));
+  std::vector<std::string> problems;
+  EXPECT_EQ(verify_bundle(bundle.string(), &problems), exported);
+  EXPECT_TRUE(problems.empty()) << problems[0];
+  EXPECT_EQ(import_bundle(bundle.string(), dst.string()), exported);
+  EXPECT_EQ(entries_in(dst).size(), entries_in(src).size());
+
+  // Another process with NVRTC switched off gets every kernel: from the bundle as a layer...
+  int rc = 0;
+  std::string out = run("VANTAGE_NVRTC=none VANTAGE_CACHE_DISABLE=1 VANTAGE_CACHE_PATH='" + bundle.string() + "' '" +
+                            VANTAGE_CACHE_WORKER + "' examples 2>&1",
+                        &rc);
+  EXPECT_EQ(rc, 0) << out;
+  for (const auto& ex : examples::all()) EXPECT_NE(out.find(ex.name + " "), std::string::npos) << out;
+  EXPECT_EQ(out.find("FAILED"), std::string::npos) << out;
+  EXPECT_NE(out.find(" layer"), std::string::npos) << out;
+  // ...and from the directory it was imported into.
+  out = run("VANTAGE_NVRTC=none VANTAGE_CACHE_DIR='" + dst.string() + "' '" + VANTAGE_CACHE_WORKER + "' examples 2>&1",
+            &rc);
+  EXPECT_EQ(rc, 0) << out;
+  // Without either, the same process says what is missing instead of crashing.
+  out =
+      run("VANTAGE_NVRTC=none VANTAGE_CACHE_DISABLE=1 '" + std::string(VANTAGE_CACHE_WORKER) + "' examples 2>&1", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("NVRTC is not available"), std::string::npos) << out;
+
+  auto bytes = read_file(bundle);
+  bytes[bytes.size() / 2] ^= 1;
+  write_file(bundle, bytes);
+  problems.clear();
+  EXPECT_EQ(verify_bundle(bundle.string(), &problems), 0);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems[0].find("checksum"), std::string::npos) << problems[0];
+}
+
+TEST(KernelCache, RecordModeCompilesForEveryArchitecture) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  CacheConfig c = config_for(dir.path);
+  c.record_archs = {Arch::SM_80, Arch::SM_86, Arch::SM_90};
+  KernelCache cache(c);
+  cache.get(examples::saxpy(), Spec{});
+  EXPECT_EQ(entries_in(dir.path).size(), 3u);
+  EXPECT_EQ(cache.stats().compiles, 3);
+  auto other = KernelCache(config_for(dir.path)).get(examples::saxpy(), Spec{}.with_arch(Arch::SM_80));
+  EXPECT_EQ(other->origin, "disk");
+}
+
+// ------------------------------------------------------------------ many processes
+TEST(CacheStress, EightProcessesWithWritersKilledAtRandom) {
+  TempDir dir;
+  fs::path root = dir.path / "shared";
+  fs::path log = dir.path / "log";
+  std::mt19937 rng(12345);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 8; ++i) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      std::string seed = std::to_string(100 + i);
+      ::execl(VANTAGE_CACHE_WORKER, "cache_worker", "stress", root.c_str(), seed.c_str(), "200", log.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    pids.push_back(pid);
+  }
+  // Kill three of them at random moments, most likely in the middle of a compile or a write.
+  std::map<pid_t, std::int64_t> killed;
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 120));
+    pid_t victim = pids[static_cast<std::size_t>(i * 3 % 8)];
+    ::kill(victim, SIGKILL);
+    killed[victim] =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+  }
+  int interrupted = 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (killed.count(pid) && WIFSIGNALED(status)) {
+      ++interrupted;
+      continue;
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "worker " << pid << " status " << status << " (3: corrupted read, 4: bad entry seen)";
+  }
+  EXPECT_GE(interrupted, 2) << "the kills should land while workers run";
+  // Every key is present and verifies.
+  cache::DiskStore store(root, true);
+  for (int key = 0; key < 20; ++key) {
+    std::string name = "k" + std::to_string(1000 + key) + "0000";
+    cache::Key k = cache::make_key({name});
+    std::string problem;
+    auto e = store.load(name, &k, nullptr, &problem);
+    EXPECT_TRUE(e.has_value()) << "key " << key << " missing " << problem;
+  }
+  // No two compiles of one key overlapped while the first holder lived.
+  std::ifstream in(log);
+  struct Span {
+    pid_t pid;
+    std::int64_t start, end;
+  };
+  std::map<int, std::vector<Span>> spans;
+  std::map<std::pair<int, pid_t>, std::int64_t> open;
+  char what;
+  int key;
+  pid_t pid;
+  long long t;
+  int compiles = 0;
+  while (in >> what >> key >> pid >> t) {
+    if (what == 'S') {
+      open[{key, pid}] = t;
+      ++compiles;
+    } else {
+      spans[key].push_back({pid, open[{key, pid}], t});
+      open.erase({key, pid});
+    }
+  }
+  for (const auto& [kp, start] : open) {  // compiles cut short by SIGKILL end when the process died
+    ASSERT_TRUE(killed.count(kp.second)) << "an unfinished compile by a live worker";
+    spans[kp.first].push_back({kp.second, start, killed[kp.second]});
+  }
+  EXPECT_GE(compiles, 20);
+  for (auto& [k, list] : spans) {
+    std::sort(list.begin(), list.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+    for (std::size_t i = 1; i < list.size(); ++i)
+      EXPECT_GE(list[i].start, list[i - 1].end)
+          << "key " << k << ": pid " << list[i].pid << " compiled while pid " << list[i - 1].pid << " held the lock";
+  }
+}
+
+}  // namespace
+}  // namespace vantage

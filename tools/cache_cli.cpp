@@ -1,0 +1,219 @@
+// `vantage cache ...`: look at, check, trim, clear, export and import the kernel cache.
+#include "tools/cache_cli.h"
+
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cache/cache.h"
+#include "vantage/cache.hpp"
+
+namespace vantage::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kHelp = R"(vantage cache - the on-disk kernel cache
+
+Usage:
+  vantage cache path                   print the cache directory in use
+  vantage cache ls [--json]            list entries: key, kernel, arch, size, last use
+  vantage cache stat [--json]          entries, bytes, cap, directory state
+  vantage cache verify [--json]        read and check every entry; exit 1 if any is bad
+  vantage cache prune [--max-bytes N]  evict least recently used entries down to N bytes
+                                       (default: VANTAGE_CACHE_MAX_BYTES, else 2 GiB)
+  vantage cache clear                  remove every entry
+  vantage cache export FILE            write every entry into one bundle file
+  vantage cache import FILE            check a bundle and copy its entries into the cache
+  vantage cache COMMAND --help         help for one command
+
+The directory is $VANTAGE_CACHE_DIR, else $XDG_CACHE_HOME/vantage, else ~/.cache/vantage.
+Read-only layers ($VANTAGE_CACHE_PATH) are consulted first by programs; these commands act on the
+writable directory only. Bundles are checked with `vantage cache verify` after import.
+)";
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string when(fs::file_time_type t) {
+  auto sys = std::chrono::time_point_cast<std::chrono::system_clock::duration>(t - fs::file_time_type::clock::now() +
+                                                                               std::chrono::system_clock::now());
+  std::time_t tt = std::chrono::system_clock::to_time_t(sys);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", std::gmtime(&tt));
+  return buf;
+}
+
+bool flag(const std::vector<std::string>& args, const char* name) {
+  for (const auto& a : args)
+    if (a == name) return true;
+  return false;
+}
+
+struct Row {
+  cache::EntryInfo info;
+  std::optional<cache::Entry> entry;
+  cache::ReadError error = cache::ReadError::None;
+};
+
+std::vector<Row> rows(const cache::DiskStore& store) {
+  std::vector<Row> out;
+  for (const auto& info : store.list()) {
+    Row r{info, std::nullopt, cache::ReadError::None};
+    std::vector<char> bytes;
+    cache::read_file(info.path, bytes);
+    r.entry = cache::parse(bytes, nullptr, &r.error);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "vantage cache: %s (see vantage cache --help)\n", msg.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int cache_main(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::fputs(kHelp, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  const std::string& cmd = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (flag(rest, "--help") || flag(rest, "-h")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  bool json = flag(rest, "--json");
+  CacheConfig cfg = CacheConfig::from_env();
+  if (cfg.dir.empty()) return usage_error("no cache directory: set VANTAGE_CACHE_DIR or HOME");
+
+  if (cmd == "path") {
+    std::printf("%s\n", cfg.dir.c_str());
+    return 0;
+  }
+  cache::DiskStore store(cfg.dir, true);
+  if (!store.usable() && cmd != "export") {
+    std::fprintf(stderr, "vantage cache: %s\n", store.problem().c_str());
+    return 1;
+  }
+  if (cmd == "ls" || cmd == "verify") {
+    auto all = rows(store);
+    int bad = 0;
+    if (json) std::printf("[");
+    bool first = true;
+    if (!json && cmd == "ls") std::printf("%-41s %-28s %-7s %9s  %s\n", "KEY", "KERNEL", "ARCH", "BYTES", "LAST USED");
+    for (const auto& r : all) {
+      bool ok = r.entry.has_value();
+      if (!ok) ++bad;
+      std::string kernel = ok && r.entry->meta.count("entry") ? r.entry->meta.at("entry") : "?";
+      std::string arch = ok && r.entry->meta.count("arch") ? r.entry->meta.at("arch") : "?";
+      if (json) {
+        std::printf(
+            "%s\n  {\"key\": \"%s\", \"kernel\": \"%s\", \"arch\": \"%s\", \"bytes\": %lld, \"last_used\": \"%s\", "
+            "\"ok\": %s, \"problem\": \"%s\"}",
+            first ? "" : ",", r.info.name.c_str(), json_escape(kernel).c_str(), arch.c_str(),
+            static_cast<long long>(r.info.bytes), when(r.info.used).c_str(), ok ? "true" : "false",
+            ok ? "" : cache::describe(r.error));
+        first = false;
+      } else if (cmd == "ls") {
+        std::printf("%-41s %-28s %-7s %9lld  %s%s\n", r.info.name.c_str(), kernel.c_str(), arch.c_str(),
+                    static_cast<long long>(r.info.bytes), when(r.info.used).c_str(),
+                    ok ? "" : (std::string("  BAD: ") + cache::describe(r.error)).c_str());
+      } else if (!ok) {
+        std::printf("BAD  %s: %s\n", r.info.path.c_str(), cache::describe(r.error));
+      }
+    }
+    if (json) std::printf("%s]\n", all.empty() ? "" : "\n");
+    if (!json && cmd == "verify")
+      std::printf("%zu entries, %d bad%s\n", all.size(), bad, bad ? " (remove them with: vantage cache prune)" : "");
+    return cmd == "verify" && bad ? 1 : 0;
+  }
+  if (cmd == "stat") {
+    auto all = store.list();
+    std::int64_t total = 0;
+    for (const auto& e : all) total += e.bytes;
+    if (json) {
+      std::printf(
+          "{\"directory\": \"%s\", \"entries\": %zu, \"bytes\": %lld, \"max_bytes\": %lld, \"read_only_layers\": "
+          "%zu}\n",
+          json_escape(cfg.dir).c_str(), all.size(), static_cast<long long>(total),
+          static_cast<long long>(cfg.max_bytes), cfg.read_only.size());
+    } else {
+      std::printf(
+          "directory        %s\nentries          %zu\nbytes            %lld\ncap (soft)       %lld\n"
+          "read-only layers %zu\n",
+          cfg.dir.c_str(), all.size(), static_cast<long long>(total), static_cast<long long>(cfg.max_bytes),
+          cfg.read_only.size());
+    }
+    return 0;
+  }
+  if (cmd == "prune") {
+    std::int64_t max = cfg.max_bytes;
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+      if (rest[i] == "--max-bytes") {
+        if (i + 1 >= rest.size()) return usage_error("--max-bytes needs a number");
+        char* end = nullptr;
+        max = std::strtoll(rest[i + 1].c_str(), &end, 10);
+        if (!end || *end || max < 0) return usage_error("--max-bytes needs a non-negative number");
+        ++i;
+      }
+    }
+    int removed_bad = 0;
+    for (const auto& r : rows(store))
+      if (!r.entry && store.remove(r.info.name)) ++removed_bad;
+    std::int64_t freed = store.evict(max);
+    int swept = store.sweep(std::chrono::hours(1));
+    std::printf("removed %d bad entr%s, evicted %lld bytes, swept %d temp file(s); %lld bytes left\n", removed_bad,
+                removed_bad == 1 ? "y" : "ies", static_cast<long long>(freed), swept,
+                static_cast<long long>(store.total_bytes()));
+    return 0;
+  }
+  if (cmd == "clear") {
+    store.clear();
+    std::printf("cleared %s\n", cfg.dir.c_str());
+    return 0;
+  }
+  if (cmd == "export" || cmd == "import") {
+    std::vector<std::string> files;
+    for (const auto& a : rest)
+      if (a.rfind("--", 0) != 0) files.push_back(a);
+    if (files.size() != 1) return usage_error(cmd + " takes one FILE");
+    try {
+      if (cmd == "export") {
+        int n = export_bundle(cfg.dir, files[0]);
+        std::printf("exported %d entr%s to %s\n", n, n == 1 ? "y" : "ies", files[0].c_str());
+      } else {
+        std::vector<std::string> problems;
+        int good = verify_bundle(files[0], &problems);
+        for (const auto& p : problems) std::fprintf(stderr, "vantage cache import: %s\n", p.c_str());
+        if (!problems.empty()) return 1;
+        int n = import_bundle(files[0], cfg.dir);
+        std::printf("imported %d of %d entr%s into %s\n", n, good, good == 1 ? "y" : "ies", cfg.dir.c_str());
+      }
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "vantage cache %s: %s\n", cmd.c_str(), e.what());
+      return 1;
+    }
+  }
+  return usage_error("unknown command '" + cmd + "'");
+}
+
+}  // namespace vantage::tools
