@@ -35,6 +35,7 @@ printf 'not a bundle' > "$work/bad.vbundle"
 if "$vantage" cache import "$work/bad.vbundle" 2>"$work/err.txt"; then echo "imported garbage"; exit 1; fi
 grep -q "not a Vantage bundle" "$work/err.txt"
 
-"$vantage" cache prune --max-bytes 0 | grep -q "0 bytes left"
+"$vantage" cache prune --max-bytes 0 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["bytes_left"] == 0, d'
+"$vantage" cache path --json | python3 -c 'import json,sys; json.load(sys.stdin)["directory"]' 
 "$vantage" cache clear | grep -q cleared
 echo "cli cache: ok"

@@ -20,15 +20,16 @@ namespace fs = std::filesystem;
 constexpr const char* kHelp = R"(vantage cache - the on-disk kernel cache
 
 Usage:
-  vantage cache path                   print the cache directory in use
+  vantage cache path [--json]          print the cache directory in use
   vantage cache ls [--json]            list entries: key, kernel, arch, size, last use
   vantage cache stat [--json]          entries, bytes, cap, directory state
   vantage cache verify [--json]        read and check every entry; exit 1 if any is bad
-  vantage cache prune [--max-bytes N]  evict least recently used entries down to N bytes
+  vantage cache prune [--max-bytes N]  remove bad entries, evict least recently used entries down to N bytes
                                        (default: VANTAGE_CACHE_MAX_BYTES, else 2 GiB)
   vantage cache clear                  remove every entry
   vantage cache export FILE            write every entry into one bundle file
   vantage cache import FILE            check a bundle and copy its entries into the cache
+Every command takes --json for machine-readable output.
   vantage cache COMMAND --help         help for one command
 
 The directory is $VANTAGE_CACHE_DIR, else $XDG_CACHE_HOME/vantage, else ~/.cache/vantage.
@@ -105,7 +106,10 @@ int cache_main(const std::vector<std::string>& args) {
   if (cfg.dir.empty()) return usage_error("no cache directory: set VANTAGE_CACHE_DIR or HOME");
 
   if (cmd == "path") {
-    std::printf("%s\n", cfg.dir.c_str());
+    if (json)
+      std::printf("{\"directory\": \"%s\"}\n", json_escape(cfg.dir).c_str());
+    else
+      std::printf("%s\n", cfg.dir.c_str());
     return 0;
   }
   cache::DiskStore store(cfg.dir, true);
@@ -180,14 +184,21 @@ int cache_main(const std::vector<std::string>& args) {
       if (!r.entry && store.remove(r.info.name)) ++removed_bad;
     std::int64_t freed = store.evict(max);
     int swept = store.sweep(std::chrono::hours(1));
-    std::printf("removed %d bad entr%s, evicted %lld bytes, swept %d temp file(s); %lld bytes left\n", removed_bad,
-                removed_bad == 1 ? "y" : "ies", static_cast<long long>(freed), swept,
-                static_cast<long long>(store.total_bytes()));
+    if (json)
+      std::printf("{\"removed_bad\": %d, \"evicted_bytes\": %lld, \"swept\": %d, \"bytes_left\": %lld}\n", removed_bad,
+                  static_cast<long long>(freed), swept, static_cast<long long>(store.total_bytes()));
+    else
+      std::printf("removed %d bad entr%s, evicted %lld bytes, swept %d temp file(s); %lld bytes left\n", removed_bad,
+                  removed_bad == 1 ? "y" : "ies", static_cast<long long>(freed), swept,
+                  static_cast<long long>(store.total_bytes()));
     return 0;
   }
   if (cmd == "clear") {
     store.clear();
-    std::printf("cleared %s\n", cfg.dir.c_str());
+    if (json)
+      std::printf("{\"cleared\": \"%s\"}\n", json_escape(cfg.dir).c_str());
+    else
+      std::printf("cleared %s\n", cfg.dir.c_str());
     return 0;
   }
   if (cmd == "export" || cmd == "import") {
@@ -198,14 +209,21 @@ int cache_main(const std::vector<std::string>& args) {
     try {
       if (cmd == "export") {
         int n = export_bundle(cfg.dir, files[0]);
-        std::printf("exported %d entr%s to %s\n", n, n == 1 ? "y" : "ies", files[0].c_str());
+        if (json)
+          std::printf("{\"exported\": %d, \"file\": \"%s\"}\n", n, json_escape(files[0]).c_str());
+        else
+          std::printf("exported %d entr%s to %s\n", n, n == 1 ? "y" : "ies", files[0].c_str());
       } else {
         std::vector<std::string> problems;
         int good = verify_bundle(files[0], &problems);
         for (const auto& p : problems) std::fprintf(stderr, "vantage cache import: %s\n", p.c_str());
         if (!problems.empty()) return 1;
         int n = import_bundle(files[0], cfg.dir);
-        std::printf("imported %d of %d entr%s into %s\n", n, good, good == 1 ? "y" : "ies", cfg.dir.c_str());
+        if (json)
+          std::printf("{\"imported\": %d, \"verified\": %d, \"directory\": \"%s\"}\n", n, good,
+                      json_escape(cfg.dir).c_str());
+        else
+          std::printf("imported %d of %d entr%s into %s\n", n, good, good == 1 ? "y" : "ies", cfg.dir.c_str());
       }
       return 0;
     } catch (const std::exception& e) {
