@@ -168,21 +168,40 @@ struct MemoryKey {
   std::uint64_t kernel;
   Spec spec;
   Output output;
-  bool operator==(const MemoryKey& o) const {
-    return kernel == o.kernel && output == o.output && spec.threads == o.spec.threads && spec.blocks == o.spec.blocks &&
-           spec.arch == o.spec.arch && spec.sizes == o.spec.sizes;
-  }
+};
+/// The same, borrowing the Spec: lookups build this, so a hit copies and allocates nothing.
+struct MemoryKeyView {
+  std::uint64_t kernel;
+  const Spec* spec;
+  Output output;
 };
 struct MemoryKeyHash {
-  std::size_t operator()(const MemoryKey& k) const {
-    std::uint64_t h = k.kernel * 0x9e3779b97f4a7c15ULL;
+  using is_transparent = void;
+  static std::size_t hash(std::uint64_t kernel, const Spec& spec, Output output) {
+    std::uint64_t h = kernel * 0x9e3779b97f4a7c15ULL;
     auto mix = [&](std::uint64_t v) { h = (h ^ v) * 0xbf58476d1ce4e5b9ULL + (h >> 29); };
-    mix(static_cast<std::uint64_t>(k.spec.threads));
-    mix(static_cast<std::uint64_t>(k.spec.blocks.value_or(-1)));
-    mix(static_cast<std::uint64_t>(k.spec.arch) * 2 + static_cast<std::uint64_t>(k.output));
-    for (const auto& [name, v] : k.spec.sizes) mix(static_cast<std::uint64_t>(v) + name.size());
+    mix(static_cast<std::uint64_t>(spec.threads));
+    mix(static_cast<std::uint64_t>(spec.blocks.value_or(-1)));
+    mix(static_cast<std::uint64_t>(spec.arch) * 2 + static_cast<std::uint64_t>(output));
+    for (const auto& [name, v] : spec.sizes) mix(static_cast<std::uint64_t>(v) + name.size());
     return static_cast<std::size_t>(h);
   }
+  std::size_t operator()(const MemoryKey& k) const { return hash(k.kernel, k.spec, k.output); }
+  std::size_t operator()(const MemoryKeyView& k) const { return hash(k.kernel, *k.spec, k.output); }
+};
+struct MemoryKeyEqual {
+  using is_transparent = void;
+  static bool same(std::uint64_t ka, const Spec& a, Output oa, std::uint64_t kb, const Spec& b, Output ob) {
+    return ka == kb && oa == ob && a.threads == b.threads && a.blocks == b.blocks && a.arch == b.arch &&
+           a.sizes == b.sizes;
+  }
+  bool operator()(const MemoryKey& a, const MemoryKey& b) const {
+    return same(a.kernel, a.spec, a.output, b.kernel, b.spec, b.output);
+  }
+  bool operator()(const MemoryKeyView& a, const MemoryKey& b) const {
+    return same(a.kernel, *a.spec, a.output, b.kernel, b.spec, b.output);
+  }
+  bool operator()(const MemoryKey& a, const MemoryKeyView& b) const { return (*this)(b, a); }
 };
 
 }  // namespace
@@ -227,7 +246,7 @@ struct KernelCache::Impl {
   std::vector<std::unique_ptr<DiskStore>> dirs;                   // read-only directories
   std::vector<std::map<std::string, std::vector<char>>> bundles;  // read-only bundles
   mutable std::shared_mutex mu;
-  std::unordered_map<MemoryKey, std::shared_ptr<const CachedKernel>, MemoryKeyHash> table;
+  std::unordered_map<MemoryKey, std::shared_ptr<const CachedKernel>, MemoryKeyHash, MemoryKeyEqual> table;
   std::atomic<std::int64_t> memory_hits{0}, disk_hits{0}, layer_hits{0}, compiles{0}, write_failures{0}, bad_entries{0};
   std::once_flag warn_write, warn_read;
 
@@ -315,10 +334,9 @@ KernelCache& KernelCache::global() {
 }
 
 std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const Spec& spec, Output output) {
-  MemoryKey mk{kernel.structural_hash(), spec, output};
   {
     std::shared_lock lock(impl_->mu);
-    auto it = impl_->table.find(mk);
+    auto it = impl_->table.find(MemoryKeyView{kernel.structural_hash(), &spec, output});
     if (it != impl_->table.end()) {
       ++impl_->memory_hits;
       return it->second;
@@ -396,7 +414,7 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
   if (result->spec.source.empty()) result->spec.source = s.source;  // we have it; keep it for users
 
   std::unique_lock lock(impl_->mu);
-  auto [it, inserted] = impl_->table.emplace(mk, std::move(result));
+  auto [it, inserted] = impl_->table.emplace(MemoryKey{kernel.structural_hash(), spec, output}, std::move(result));
   return it->second;
 }
 
