@@ -363,8 +363,8 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
     result = from_entry(*e, "layer");
   } else if (!full) {
     throw ToolchainError("kernel '" + kernel.name() + "' for " + arch_name(spec.arch) +
-                         " is in no cache layer and NVRTC is not available here (" +
-                         (nvrtc::available() ? "" : "set VANTAGE_CACHE_PATH to a bundle that has it") + ")");
+                         " is in no cache layer and NVRTC is not available here (set VANTAGE_CACHE_PATH to a "
+                         "bundle that has it)");
   } else {
     auto produce = [&](const Specialized& sp, Arch arch) {
       auto r = nvrtc::compile(sp.source, sp.entry + ".cu", arch, output);
@@ -410,8 +410,7 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
       if (!r.write_problem.empty()) impl_->warn_write_once(r.write_problem);
     }
   }
-  if (result->spec.source.empty() && result->origin == "compiled") result->spec = s;
-  if (result->spec.source.empty()) result->spec.source = s.source;  // we have it; keep it for users
+  result->spec.source = s.source;  // entries carry no source; the specialization just made it
 
   std::unique_lock lock(impl_->mu);
   auto [it, inserted] = impl_->table.emplace(MemoryKey{kernel.structural_hash(), spec, output}, std::move(result));
@@ -471,8 +470,8 @@ int verify_bundle(const std::string& file, std::vector<std::string>* problems) {
   for (const auto& [name, bytes] : *b) {
     cache::ReadError err;
     auto e = cache::parse(bytes, nullptr, &err);
-    if (e && name.rfind(e->key.hex().substr(0, 0), 0) == 0 && name.size() == 41 &&
-        name.substr(33) == e->key.hex().substr(0, 8)) {
+    // Names are <logical key>.<first 8 hex digits of the full key in the header>.
+    if (e && name.size() == 41 && name[32] == '.' && name.substr(33) == e->key.hex().substr(0, 8)) {
       ++good;
     } else if (problems) {
       problems->push_back(name + ": " + (e ? "name does not match its key" : cache::describe(err)));

@@ -16,6 +16,7 @@
 #include "cache/cache.h"
 #include "kernels/paper_kernels.hpp"
 #include "support/log.h"
+#include "test_support.hpp"
 
 namespace vantage {
 namespace {
@@ -54,12 +55,6 @@ class LogCapture {
  private:
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
 };
-
-#define REQUIRE_NVRTC()                                    \
-  if (!nvrtc_available()) {                                \
-    GTEST_SKIP() << "NVRTC is not available on this host"; \
-  }                                                        \
-  static_assert(true)
 
 CacheConfig config_for(const fs::path& dir) {
   CacheConfig c;
@@ -292,10 +287,7 @@ TEST(KernelCacheFaults, WrongKeyInTheHeader) {
   expect_recovers(
       [](const fs::path& e, const fs::path&) {
         auto b = read_file(e);
-        b[20] ^= 0x55;  // inside the key
-        // Re-seal the checksum so only the key is wrong.
-        auto parsed_ok = cache::parse(b, nullptr, nullptr);
-        (void)parsed_ok;
+        b[20] ^= 0x55;  // inside the key, which the payload checksum does not cover
         write_file(e, b);
       },
       "wrong key");

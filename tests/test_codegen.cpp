@@ -7,16 +7,11 @@
 
 #include "kernels/paper_kernels.hpp"
 #include "kernels/stages.hpp"
+#include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
 namespace {
-
-#define REQUIRE_NVRTC()                                    \
-  if (!nvrtc_available()) {                                \
-    GTEST_SKIP() << "NVRTC is not available on this host"; \
-  }                                                        \
-  static_assert(true)
 
 int count(const std::string& text, const std::string& what) {
   int n = 0;

@@ -256,7 +256,6 @@ class Emitter {
     reset_names();
     plan_ = sync::plan(f.body, f.signature);
     report_grid_conflicts(plan_);
-    returns_ = f.returns;
     std::ostringstream text;
     text << "static __device__ __forceinline__ " << (f.returns ? ctype(*f.returns) : "void") << " " << fn_names_.at(&f)
          << "(";
@@ -273,7 +272,6 @@ class Emitter {
     frames_.clear();
     text << body.str() << "}\n\n";
     functions_ << text.str();
-    returns_.reset();
   }
 
   void report_grid_conflicts(const sync::Plan& p) {
@@ -507,7 +505,6 @@ class Emitter {
   }
   void emit(const Split& n) {
     Pos cur = frames_.back();
-    std::int64_t unit = n.level == Level::Thread ? 1 : (n.level == Level::Block ? opt_.threads : 0);
     std::int64_t offset = 0;
     for (std::size_t i = 0; i < n.bodies.size(); ++i) {
       std::int64_t count = n.counts[i];
@@ -527,7 +524,6 @@ class Emitter {
         next.block = offset == 0 ? cur.block : "(" + cur.block + " - " + std::to_string(offset) + ")";
         next.in_block = count == 1;
       }
-      (void)unit;
       ind();
       out_ << (i ? "else if (" : "if (") << (cond.empty() ? "true" : cond) << ") {\n";
       ++indent_;
@@ -876,7 +872,6 @@ class Emitter {
   std::int64_t smem_top_ = 0, smem_peak_ = 0, kernel_smem_ = 0;
   std::vector<std::int64_t> smem_scopes_;
   sync::Plan plan_;
-  std::optional<ScalarType> returns_;
   int barriers_ = 0;
   std::map<int, int> alignment_;
   std::vector<Diagnostic> problems_;

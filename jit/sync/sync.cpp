@@ -418,12 +418,6 @@ class Planner {
 
 }  // namespace
 
-int Plan::count() const {
-  int n = 0;
-  for (const auto& [stmt, barriers] : before) n += static_cast<int>(barriers.size());
-  return n;
-}
-
 Plan plan(const ir::StmtPtr& body, Perspective top) {
   Plan p;
   Planner(p).run(body, top);

@@ -9,8 +9,8 @@
 
 namespace vantage::sync {
 
-/// A barrier over the threads of the code perspective `over`, placed before a statement or at the
-/// end of a loop body. `async_wait` first waits for the thread's outstanding cp.async copies.
+/// A barrier over the threads of the code perspective `over`, placed before a statement.
+/// `async_wait` first waits for the thread's outstanding cp.async copies.
 struct Barrier {
   Perspective over;
   bool async_wait = false;
@@ -21,7 +21,6 @@ struct Plan {
   /// Barriers needed across units wider than a block (impossible on a GPU): the statements that
   /// conflict, for a diagnostic.
   std::vector<const ir::StmtNode*> grid_conflicts;
-  int count() const;
 };
 
 /// Plans the barriers of a body that runs at perspective `top` (grid(1) for a kernel, the
