@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include "jit/check/check.h"
+#include "jit/pipeline/handles.h"
 #include "kernels/paper_kernels.hpp"
 
 namespace {
@@ -71,7 +72,7 @@ Kernel large_kernel(std::int64_t n) {
 void BM_CheckLargeKernel(benchmark::State& state) {
   Kernel k = large_kernel(state.range(0));
   for (auto _ : state) {
-    auto result = check::check(*k.ir());
+    auto result = check::check(detail::KernelAccess::ir(k));
     if (!result.ok()) state.SkipWithError("large kernel does not check");
     benchmark::DoNotOptimize(result.shared_peak);
   }

@@ -25,7 +25,7 @@ void nvrtc_alone(benchmark::State& state, const Kernel& k) {
   if (!nvrtc_available()) return state.SkipWithError("NVRTC not available");
   Specialized s = specialize_for(k, Spec{});
   for (auto _ : state) {
-    auto r = nvrtc::compile(s.source, s.entry + ".cu", Arch::SM_90, Output::Cubin);
+    auto r = nvrtc::compile(s.source, s.entry + ".cu", nvrtc::canonical_options(Arch::SM_90, Output::Cubin));
     benchmark::DoNotOptimize(r.cubin.data());
   }
 }

@@ -1,15 +1,18 @@
 // Vantage kernel cache: see vantage/cache.hpp and DESIGN.md section 5.
 //
 // Keys. The disk key is XXH3-128 of the format version, the code generator version, the generated
-// source, the options that change the bytes, the target and the output kind (the "logical" key),
+// source and the canonical NVRTC options (the very list NVRTC is given: language level, target,
+// output kind, float contraction; nvrtc::canonical_options makes both) (the "logical" key),
 // combined with the NVRTC fingerprint (the full key, in the entry header). XXH3-128 is not a
 // cryptographic hash; it is enough here because an entry is only trusted from a directory the user
 // owns alone or from a layer the administrator installed, and someone who can write those can place
 // any cubin anyway. Entry files are named `<logical>.<first 8 hex of the full key>` so that a host
 // without NVRTC, which cannot compute the fingerprint, still finds any build of a source.
 //
-// The in-process table maps (kernel structural hash, Spec, output) to the loaded entry: a repeated
-// lookup takes a shared lock and a hash-table probe, and never hashes source.
+// The in-process table maps (kernel, Spec, output) to the loaded entry: a repeated lookup takes a
+// shared lock and a hash-table probe on the kernel's structural hash, and never hashes source. Two
+// kernels whose hashes collide are told apart by structural equality (a pointer comparison when the
+// same Kernel is looked up again).
 #include "vantage/cache.hpp"
 
 #include <unistd.h>
@@ -24,7 +27,10 @@
 #include <unordered_map>
 
 #include "cache/cache.h"
+#include "jit/ir/ir.h"
 #include "jit/nvrtc/nvrtc.h"
+#include "jit/pipeline/handles.h"
+#include "jit/pipeline/pipeline.h"
 #include "support/log.h"
 
 namespace vantage {
@@ -36,7 +42,7 @@ using cache::Key;
 namespace {
 
 /// Bumped whenever the code generator's output for the same IR changes.
-constexpr const char* kCodegenVersion = "vantage-cuda-1";
+constexpr const char* kCodegenVersion = "vantage-cuda-2";
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -53,15 +59,14 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-std::optional<Arch> parse_arch(const std::string& s) {
-  for (Arch a : {Arch::SM_80, Arch::SM_86, Arch::SM_89, Arch::SM_90, Arch::SM_90a})
-    if (s == arch_name(a)) return a;
-  return std::nullopt;
-}
-
 // ---------------------------------------------------------------- entry metadata
-std::map<std::string, std::string> encode(const Specialized& s, const std::string& log, Output output) {
+std::map<std::string, std::string> encode(const Specialized& s, const Compiled& c, Output output) {
   std::map<std::string, std::string> m;
+  std::string options;
+  for (const auto& o : c.options) options += (options.empty() ? "" : " ") + o;
+  m["options"] = options;
+  m["fp_contract"] = s.fp_contract ? "1" : "0";
+  const std::string& log = c.log;
   m["entry"] = s.entry;
   m["arch"] = arch_name(s.arch);
   m["output"] = output == Output::Ptx ? "ptx" : "cubin";
@@ -98,6 +103,7 @@ Specialized decode(const std::map<std::string, std::string>& m) {
     return it == m.end() ? std::string() : it->second;
   };
   s.entry = get("entry");
+  s.fp_contract = get("fp_contract") != "0";
   s.arch = parse_arch(get("arch")).value_or(Arch::SM_90);
   s.threads = num(m, "threads");
   s.static_shared_bytes = num(m, "static_shared");
@@ -160,46 +166,61 @@ std::shared_ptr<CachedKernel> from_entry(const Entry& e, const char* origin) {
   k->local_bytes = num(e.meta, "local_bytes");
   auto log = e.meta.find("log");
   if (log != e.meta.end()) k->log = log->second;
+  if (auto opts = e.meta.find("options"); opts != e.meta.end()) {
+    std::string cur;
+    for (char c : opts->second + " ") {
+      if (c == ' ') {
+        if (!cur.empty()) k->options.push_back(cur);
+        cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+  }
   return k;
 }
 
-/// The in-process key: everything that picks one compiled variant, without touching source.
+/// The in-process key: everything that picks one compiled variant, without touching source. The
+/// kernel is held, not only its hash, so that a hash collision cannot return another kernel's code.
 struct MemoryKey {
-  std::uint64_t kernel;
+  std::shared_ptr<const ir::KernelNode> kernel;
   Spec spec;
   Output output;
 };
-/// The same, borrowing the Spec: lookups build this, so a hit copies and allocates nothing.
+/// The same, borrowing: lookups build this, so a hit copies and allocates nothing.
 struct MemoryKeyView {
-  std::uint64_t kernel;
+  const ir::KernelNode* kernel;
   const Spec* spec;
   Output output;
 };
 struct MemoryKeyHash {
   using is_transparent = void;
-  static std::size_t hash(std::uint64_t kernel, const Spec& spec, Output output) {
-    std::uint64_t h = kernel * 0x9e3779b97f4a7c15ULL;
+  static std::size_t hash(const ir::KernelNode& kernel, const Spec& spec, Output output) {
+    std::uint64_t h = kernel.hash * 0x9e3779b97f4a7c15ULL;
     auto mix = [&](std::uint64_t v) { h = (h ^ v) * 0xbf58476d1ce4e5b9ULL + (h >> 29); };
     mix(static_cast<std::uint64_t>(spec.threads));
     mix(static_cast<std::uint64_t>(spec.blocks.value_or(-1)));
-    mix(static_cast<std::uint64_t>(spec.arch) * 2 + static_cast<std::uint64_t>(output));
+    mix(static_cast<std::uint64_t>(spec.arch) * 4 + static_cast<std::uint64_t>(output) * 2 + spec.fp_contract);
     for (const auto& [name, v] : spec.sizes) mix(static_cast<std::uint64_t>(v) + name.size());
     return static_cast<std::size_t>(h);
   }
-  std::size_t operator()(const MemoryKey& k) const { return hash(k.kernel, k.spec, k.output); }
-  std::size_t operator()(const MemoryKeyView& k) const { return hash(k.kernel, *k.spec, k.output); }
+  std::size_t operator()(const MemoryKey& k) const { return hash(*k.kernel, k.spec, k.output); }
+  std::size_t operator()(const MemoryKeyView& k) const { return hash(*k.kernel, *k.spec, k.output); }
 };
 struct MemoryKeyEqual {
   using is_transparent = void;
-  static bool same(std::uint64_t ka, const Spec& a, Output oa, std::uint64_t kb, const Spec& b, Output ob) {
-    return ka == kb && oa == ob && a.threads == b.threads && a.blocks == b.blocks && a.arch == b.arch &&
-           a.sizes == b.sizes;
+  static bool same(const ir::KernelNode* ka, const Spec& a, Output oa, const ir::KernelNode* kb, const Spec& b,
+                   Output ob) {
+    if (oa != ob || a.threads != b.threads || a.blocks != b.blocks || a.arch != b.arch ||
+        a.fp_contract != b.fp_contract || a.sizes != b.sizes)
+      return false;
+    return ka == kb || ir::equal(*ka, *kb);  // the hash matched; equal structure, not just equal hashes
   }
   bool operator()(const MemoryKey& a, const MemoryKey& b) const {
-    return same(a.kernel, a.spec, a.output, b.kernel, b.spec, b.output);
+    return same(a.kernel.get(), a.spec, a.output, b.kernel.get(), b.spec, b.output);
   }
   bool operator()(const MemoryKeyView& a, const MemoryKey& b) const {
-    return same(a.kernel, *a.spec, a.output, b.kernel, b.spec, b.output);
+    return same(a.kernel, *a.spec, a.output, b.kernel.get(), b.spec, b.output);
   }
   bool operator()(const MemoryKey& a, const MemoryKeyView& b) const { return (*this)(b, a); }
 };
@@ -229,7 +250,7 @@ CacheConfig CacheConfig::from_env() {
   if (const char* d = std::getenv("VANTAGE_CACHE_DISABLE"); d && std::string(d) == "1") c.disk = false;
   if (const char* a = std::getenv("VANTAGE_ARCHS")) {
     for (const auto& name : split(a, ',')) {
-      if (auto arch = parse_arch(name))
+      if (auto arch = vantage::parse_arch(name))
         c.record_archs.push_back(*arch);
       else
         logging::get().warn("VANTAGE_ARCHS: unknown architecture '{}' ignored", name);
@@ -336,7 +357,7 @@ KernelCache& KernelCache::global() {
 std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const Spec& spec, Output output) {
   {
     std::shared_lock lock(impl_->mu);
-    auto it = impl_->table.find(MemoryKeyView{kernel.structural_hash(), &spec, output});
+    auto it = impl_->table.find(MemoryKeyView{&detail::KernelAccess::ir(kernel), &spec, output});
     if (it != impl_->table.end()) {
       ++impl_->memory_hits;
       return it->second;
@@ -344,12 +365,13 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
   }
 
   Specialized s = specialize_for(kernel, spec);
-  auto key_for = [&](const Specialized& sp, Arch arch) {
-    std::string out = output == Output::Ptx ? "ptx" : "cubin";
-    return cache::make_key({"vantage-entry", std::to_string(cache::kFormatVersion), kCodegenVersion, sp.source,
-                            "--std=c++17", arch_name(arch), out});
+  auto key_for = [&](const Specialized& sp) {
+    std::vector<std::string> parts = {"vantage-entry", std::to_string(cache::kFormatVersion), kCodegenVersion,
+                                      sp.source};
+    for (auto& o : nvrtc::canonical_options(sp.arch, output, sp.fp_contract)) parts.push_back(std::move(o));
+    return cache::make_key(parts);
   };
-  std::string logical = key_for(s, spec.arch).hex();
+  std::string logical = key_for(s).hex();
   std::optional<Key> full;
   std::string fingerprint;
   if (nvrtc::available()) {
@@ -366,35 +388,33 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
                          " is in no cache layer and NVRTC is not available here (set VANTAGE_CACHE_PATH to a "
                          "bundle that has it)");
   } else {
-    auto produce = [&](const Specialized& sp, Arch arch) {
-      auto r = nvrtc::compile(sp.source, sp.entry + ".cu", arch, output);
+    auto produce = [&](const Specialized& sp) {
+      Compiled r = pipeline::compile_specialized(sp, output);
       ++impl_->compiles;
       Entry e;
-      e.key = cache::make_key({key_for(sp, arch).hex(), fingerprint});
+      e.key = cache::make_key({key_for(sp).hex(), fingerprint});
+      e.meta = encode(sp, r, output);
       e.cubin = std::move(r.cubin);
       e.ptx = std::move(r.ptx);
-      e.meta = encode(sp, r.log, output);
       e.meta["fingerprint"] = fingerprint;
       int regs;
       std::int64_t local;
       cache::cubin_resources(e.cubin, &regs, &local);
       e.meta["registers"] = std::to_string(regs);
       e.meta["local_bytes"] = std::to_string(local);
-      if (!r.log.empty()) logging::get().warn("NVRTC log for {}:\n{}", sp.entry, r.log);
       return e;
     };
     std::string name = logical + "." + full->hex().substr(0, 8);
     if (impl_->store && impl_->store->usable()) {
       auto r = cache::get_or_produce(
-          *impl_->store, name, *full, [&] { return produce(s, spec.arch); }, impl_->cfg.lock_timeout,
-          impl_->cfg.max_bytes);
+          *impl_->store, name, *full, [&] { return produce(s); }, impl_->cfg.lock_timeout, impl_->cfg.max_bytes);
       if (!r.read_problem.empty()) impl_->warn_read_once(r.read_problem);
       if (!r.write_problem.empty()) impl_->warn_write_once(r.write_problem);
       if (r.lock_timed_out) logging::get().info("kernel cache: lock on {} timed out; compiled anyway", name);
       if (!r.produced) ++impl_->disk_hits;
       result = from_entry(*r.entry, r.produced ? "compiled" : "disk");
     } else {
-      result = from_entry(produce(s, spec.arch), "compiled");
+      result = from_entry(produce(s), "compiled");
     }
     // Record mode: the same kernel for every architecture of the fleet, into the same directory.
     for (Arch other : impl_->cfg.record_archs) {
@@ -402,10 +422,10 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
       Spec os = spec;
       os.arch = other;
       Specialized sp = specialize_for(kernel, os);
-      std::string ol = key_for(sp, other).hex();
+      std::string ol = key_for(sp).hex();
       Key ofull = cache::make_key({ol, fingerprint});
       auto r = cache::get_or_produce(
-          *impl_->store, ol + "." + ofull.hex().substr(0, 8), ofull, [&] { return produce(sp, other); },
+          *impl_->store, ol + "." + ofull.hex().substr(0, 8), ofull, [&] { return produce(sp); },
           impl_->cfg.lock_timeout, impl_->cfg.max_bytes);
       if (!r.write_problem.empty()) impl_->warn_write_once(r.write_problem);
     }
@@ -413,7 +433,8 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
   result->spec.source = s.source;  // entries carry no source; the specialization just made it
 
   std::unique_lock lock(impl_->mu);
-  auto [it, inserted] = impl_->table.emplace(MemoryKey{kernel.structural_hash(), spec, output}, std::move(result));
+  auto [it, inserted] =
+      impl_->table.emplace(MemoryKey{detail::KernelAccess::ir_ptr(kernel), spec, output}, std::move(result));
   return it->second;
 }
 

@@ -189,32 +189,57 @@ bool DiskStore::remove(const std::string& name) {
 
 DiskStore::Lock& DiskStore::Lock::operator=(Lock&& o) noexcept {
   if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
+    release();
     fd_ = o.fd_;
+    path_ = std::move(o.path_);
     o.fd_ = -1;
   }
   return *this;
 }
 
-DiskStore::Lock::~Lock() {
-  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+DiskStore::Lock::~Lock() { release(); }
+
+void DiskStore::Lock::release() noexcept {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());  // while still held: nobody can be holding this file after us
+  ::close(fd_);             // closing releases the flock
+  fd_ = -1;
 }
+
+namespace {
+/// Whether `fd` is still the file at `path` (not unlinked or replaced since it was opened).
+bool still_named(int fd, const fs::path& path) {
+  struct stat a {
+  }, b{};
+  return ::fstat(fd, &a) == 0 && ::stat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+}  // namespace
 
 DiskStore::Lock DiskStore::lock(const std::string& name, std::chrono::milliseconds timeout) const {
   if (!usable_ || !writable_) return Lock();
   fs::path p = root_ / "locks" / (name + ".lock");
-  int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return Lock();
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) break;
-    if (std::chrono::steady_clock::now() >= deadline) {
+  while (true) {
+    int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return Lock();
+    bool got = false;
+    while (true) {
+      if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        got = true;
+        break;
+      }
+      if (errno != EWOULDBLOCK && errno != EINTR) break;
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (!got) {
       ::close(fd);
       return Lock();
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (still_named(fd, p)) return Lock(fd, p);
+    ::close(fd);  // the holder before us removed it: lock the new file
+    if (std::chrono::steady_clock::now() >= deadline) return Lock();
   }
-  return Lock(fd);
 }
 
 std::vector<EntryInfo> DiskStore::list() const {
@@ -267,6 +292,21 @@ int DiskStore::sweep(std::chrono::seconds age) {
   for (fs::directory_iterator it(root_ / "tmp", ec), end; !ec && it != end; it.increment(ec)) {
     auto t = it->last_write_time(ec);
     if (!ec && now - t > age && fs::remove(it->path(), ec)) ++n;
+  }
+  // A lock file nobody holds was left by a process that died while compiling: take it (it is then
+  // ours alone) and let go, which removes it.
+  std::vector<fs::path> locks;
+  for (fs::directory_iterator it(root_ / "locks", ec), end; !ec && it != end; it.increment(ec))
+    locks.push_back(it->path());
+  for (const auto& p : locks) {
+    int fd = ::open(p.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && still_named(fd, p)) {
+      Lock taken(fd, p);
+      ++n;
+    } else {
+      ::close(fd);
+    }
   }
   return n;
 }

@@ -2,7 +2,8 @@
 //
 //   ROOT/v1/ab/cd/<name>.vkc   entries, two-level fan-out on the name's first four hex digits
 //   ROOT/tmp/                  files being written (temp, fsync, rename); stale ones are swept
-//   ROOT/locks/<key>.lock      advisory per-key locks (flock): one compile of a key at a time
+//   ROOT/locks/<key>.lock      advisory per-key locks (flock): one compile of a key at a time; the
+//                              holder removes the file before it lets go, so none outlive a compile
 //
 // Readers never lock: an entry appears whole (rename) or not at all, and is verified when read. The
 // modification time is the LRU clock, set explicitly on every hit. A writable store refuses a
@@ -49,18 +50,25 @@ class DiskStore {
   bool save(const std::string& name, const Entry& e, std::string* problem);
   bool remove(const std::string& name);
 
-  /// An exclusive advisory lock on a key; released when destroyed (or when its process dies).
+  /// An exclusive advisory lock on a key; released when destroyed (or when its process dies). The
+  /// holder unlinks the lock file before closing it; a waiter that then gets the lock on the unlinked
+  /// file sees that the path no longer names it and starts again, so two processes never both hold a
+  /// key's lock. Move-only.
   class Lock {
    public:
     Lock() = default;
-    explicit Lock(int fd) : fd_(fd) {}
-    Lock(Lock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+    Lock(int fd, std::filesystem::path path) : fd_(fd), path_(std::move(path)) {}
+    Lock(Lock&& o) noexcept : fd_(o.fd_), path_(std::move(o.path_)) { o.fd_ = -1; }
     Lock& operator=(Lock&& o) noexcept;
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
     ~Lock();
     bool held() const { return fd_ >= 0; }
 
    private:
+    void release() noexcept;
     int fd_ = -1;
+    std::filesystem::path path_;
   };
   /// Waits up to `timeout` for the key's lock; an empty Lock when it could not be had.
   Lock lock(const std::string& name, std::chrono::milliseconds timeout) const;
@@ -70,7 +78,8 @@ class DiskStore {
   /// Removes least recently used entries until the total is at most `max_bytes`, never `keep`.
   /// Returns the bytes removed.
   std::int64_t evict(std::int64_t max_bytes, const std::string& keep = "");
-  /// Removes temp files older than `age` (left by killed writers).
+  /// Removes temp files older than `age` (left by killed writers) and lock files nobody holds (left
+  /// by processes killed while compiling). Returns the files removed.
   int sweep(std::chrono::seconds age);
   /// Removes every entry, temp file and lock.
   void clear();

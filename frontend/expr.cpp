@@ -1,69 +1,69 @@
 // Vantage frontend: expressions, operators and views. Expressions are built eagerly into immutable
-// IR; ill-typed ones are still built and reported by the checker, so every error surfaces at once.
+// IR; ill-typed ones (and ones with undefined operands) are still built and reported by the checker
+// at the user's line, so every error surfaces at once.
 #include <limits>
 
 #include "frontend/build_ctx.h"
+#include "frontend/handles.h"
+#include "jit/ir/eval.h"
 #include "vantage/builder.hpp"
 
 namespace vantage {
 namespace {
 
+using detail::BuilderAccess;
 using ir::BinOp;
 using ir::ExprPtr;
 
-ExprPtr lit(ScalarType t, std::int64_t i, double f, SourceLoc loc) { return ir::make<ir::Literal>(t, i, f, loc); }
+ExprPtr int_lit(ScalarType t, std::int64_t v, SourceLoc loc) { return ir::int_literal(t, v, loc); }
+ExprPtr float_lit(ScalarType t, double v, SourceLoc loc) { return ir::make<ir::Literal>(t, std::int64_t{0}, v, loc); }
 
-ExprPtr int_lit(ScalarType t, std::int64_t v, SourceLoc loc) { return lit(t, v, static_cast<double>(v), loc); }
-ExprPtr float_lit(ScalarType t, double v, SourceLoc loc) { return lit(t, static_cast<std::int64_t>(0), v, loc); }
+ExprPtr node(const Expr& e) { return BuilderAccess::node(e); }
 
-/// A weak literal takes the other operand's type where that loses nothing (int into any number,
-/// float into any float).
+/// A weak literal (a C++ number) takes the other operand's type where its value is unchanged by it:
+/// an integer into any integer type that holds it (one that does not is kept, with its value, so
+/// that the checker reports it: V0707), an integer or float into any float type.
 ExprPtr adapt(const ExprArg& x, ScalarType to) {
-  const auto* l = x.expr.node() ? ir::as<ir::Literal>(*x.expr.node()) : nullptr;
-  if (!x.weak_literal || !l || l->type == to || to == ScalarType::Bool) return x.expr.node();
+  ExprPtr n = node(x.expr);
+  const auto* l = n ? ir::as<ir::Literal>(*n) : nullptr;
+  if (!x.weak_literal || !l || l->type == to || to == ScalarType::Bool) return n;
   if (is_integer(l->type)) {
-    return is_float(to) ? float_lit(to, static_cast<double>(l->i), x.loc) : int_lit(to, l->i, x.loc);
+    if (is_float(to)) return float_lit(to, static_cast<double>(ir::exact(l->type, l->i)), x.loc);
+    __int128 v = ir::exact(l->type, l->i);
+    // u64 holds bit patterns: a negative value, or one above i64's range in i64, has no literal.
+    if (to == ScalarType::U64 && v < 0) return n;
+    if (to == ScalarType::I64 && v > INT64_MAX) return n;
+    return int_lit(to, static_cast<std::int64_t>(v), x.loc);
   }
   if (is_float(l->type) && is_float(to)) return float_lit(to, l->f, x.loc);
-  return x.expr.node();
+  return n;
 }
 
 /// Both operands, with weak literals adapted to the other side.
 std::pair<ExprPtr, ExprPtr> unify(const ExprArg& a, const ExprArg& b) {
-  if (a.weak_literal && !b.weak_literal && b.expr.defined()) return {adapt(a, b.expr.type()), b.expr.node()};
-  if (b.weak_literal && !a.weak_literal && a.expr.defined()) return {a.expr.node(), adapt(b, a.expr.type())};
-  return {a.expr.node(), b.expr.node()};
+  if (a.weak_literal && !b.weak_literal && b.expr.defined()) return {adapt(a, b.expr.type()), node(b.expr)};
+  if (b.weak_literal && !a.weak_literal && a.expr.defined()) return {node(a.expr), adapt(b, a.expr.type())};
+  return {node(a.expr), node(b.expr)};
 }
 
 ScalarType type_or_i32(const ExprPtr& e) { return e ? e->type : ScalarType::I32; }
 
-void undefined(SourceLoc loc) {
-  if (auto* ctx = detail::active())
-    ctx->error("V0706", loc, "an undefined Expr, Var or View was used (default-constructed handle)");
-}
-
 Expr binary(BinOp op, const ExprArg& a, const ExprArg& b) {
   auto [x, y] = unify(a, b);
-  if (!x || !y) undefined(a.loc);
   bool to_bool = ir::is_comparison(op) || op == BinOp::LAnd || op == BinOp::LOr;
   ScalarType t = to_bool ? ScalarType::Bool : type_or_i32(x);
-  return Expr(ir::make<ir::Binary>(op, x, y, t, a.loc));
+  return BuilderAccess::expr(ir::make<ir::Binary>(t, op, x, y, a.loc));
 }
 
 Expr unary(ir::UnOp op, const ExprArg& a) {
-  if (!a.expr.defined()) undefined(a.loc);
-  ScalarType t = op == ir::UnOp::Not ? ScalarType::Bool : type_or_i32(a.expr.node());
-  return Expr(ir::make<ir::Unary>(op, a.expr.node(), t, a.loc));
+  ExprPtr x = node(a.expr);
+  ScalarType t = op == ir::UnOp::Not ? ScalarType::Bool : type_or_i32(x);
+  return BuilderAccess::expr(ir::make<ir::Unary>(t, op, x, a.loc));
 }
 
 Expr math(ir::MathFn fn, std::vector<ExprPtr> args, SourceLoc loc) {
-  for (auto& a : args) {
-    if (!a) {
-      undefined(loc);
-      a = int_lit(ScalarType::I32, 0, loc);
-    }
-  }
-  return Expr(ir::make<ir::MathCall>(fn, std::move(args), loc));
+  ScalarType t = args.front() ? args.front()->type : ScalarType::F32;
+  return BuilderAccess::expr(ir::make<ir::MathCall>(t, fn, std::move(args), loc));
 }
 
 SourceLoc here(const std::source_location& l) { return SourceLoc::from(l); }
@@ -81,7 +81,7 @@ Expr::Expr(float v, std::source_location l) : node_(float_lit(ScalarType::F32, v
 Expr::Expr(double v, std::source_location l) : node_(float_lit(ScalarType::F64, v, here(l))) {}
 Expr::Expr(const ElemRef& ref) : Expr(ref.load()) {}
 
-ScalarType Expr::type() const { return node_ ? node_->type : ScalarType::I32; }
+ScalarType Expr::type() const { return node_ ? BuilderAccess::node(*this)->type : ScalarType::I32; }
 
 ExprArg::ExprArg(const Expr& e, std::source_location l) : expr(e), loc(here(l)) {}
 ExprArg::ExprArg(const ElemRef& r, std::source_location l) : expr(r.load()), loc(here(l)) {}
@@ -118,102 +118,89 @@ Expr operator~(const ExprArg& a) { return unary(ir::UnOp::BitNot, a); }
 
 Expr select(const ExprArg& c, const ExprArg& a, const ExprArg& b) {
   auto [x, y] = unify(a, b);
-  ExprPtr cond = c.expr.node();
-  if (!cond || !x || !y) {
-    undefined(c.loc);
-    if (!cond) cond = int_lit(ScalarType::Bool, 0, c.loc);
-    if (!x) x = int_lit(ScalarType::I32, 0, c.loc);
-    if (!y) y = int_lit(x->type, 0, c.loc);
-  }
-  return Expr(ir::make<ir::Select>(cond, x, y, c.loc));
+  return BuilderAccess::expr(ir::make<ir::Select>(type_or_i32(x), node(c.expr), x, y, c.loc));
 }
 Expr min(const ExprArg& a, const ExprArg& b) { return binary(BinOp::Min, a, b); }
 Expr max(const ExprArg& a, const ExprArg& b) { return binary(BinOp::Max, a, b); }
 Expr pow(const ExprArg& a, const ExprArg& b) { return binary(BinOp::Pow, a, b); }
-Expr cast(ScalarType to, const ExprArg& e) {
-  if (!e.expr.defined()) undefined(e.loc);
-  return Expr(ir::make<ir::Cast>(e.expr.node(), to, e.loc));
-}
-Expr sqrt(const ExprArg& e) { return math(ir::MathFn::Sqrt, {e.expr.node()}, e.loc); }
-Expr rsqrt(const ExprArg& e) { return math(ir::MathFn::Rsqrt, {e.expr.node()}, e.loc); }
-Expr exp(const ExprArg& e) { return math(ir::MathFn::Exp, {e.expr.node()}, e.loc); }
-Expr exp2(const ExprArg& e) { return math(ir::MathFn::Exp2, {e.expr.node()}, e.loc); }
-Expr log(const ExprArg& e) { return math(ir::MathFn::Log, {e.expr.node()}, e.loc); }
-Expr log2(const ExprArg& e) { return math(ir::MathFn::Log2, {e.expr.node()}, e.loc); }
-Expr sin(const ExprArg& e) { return math(ir::MathFn::Sin, {e.expr.node()}, e.loc); }
-Expr cos(const ExprArg& e) { return math(ir::MathFn::Cos, {e.expr.node()}, e.loc); }
-Expr tanh(const ExprArg& e) { return math(ir::MathFn::Tanh, {e.expr.node()}, e.loc); }
-Expr abs(const ExprArg& e) { return math(ir::MathFn::Abs, {e.expr.node()}, e.loc); }
-Expr floor(const ExprArg& e) { return math(ir::MathFn::Floor, {e.expr.node()}, e.loc); }
-Expr ceil(const ExprArg& e) { return math(ir::MathFn::Ceil, {e.expr.node()}, e.loc); }
+Expr cast(ScalarType to, const ExprArg& e) { return BuilderAccess::expr(ir::make<ir::Cast>(to, node(e.expr), e.loc)); }
+Expr sqrt(const ExprArg& e) { return math(ir::MathFn::Sqrt, {node(e.expr)}, e.loc); }
+Expr rsqrt(const ExprArg& e) { return math(ir::MathFn::Rsqrt, {node(e.expr)}, e.loc); }
+Expr exp(const ExprArg& e) { return math(ir::MathFn::Exp, {node(e.expr)}, e.loc); }
+Expr exp2(const ExprArg& e) { return math(ir::MathFn::Exp2, {node(e.expr)}, e.loc); }
+Expr log(const ExprArg& e) { return math(ir::MathFn::Log, {node(e.expr)}, e.loc); }
+Expr log2(const ExprArg& e) { return math(ir::MathFn::Log2, {node(e.expr)}, e.loc); }
+Expr sin(const ExprArg& e) { return math(ir::MathFn::Sin, {node(e.expr)}, e.loc); }
+Expr cos(const ExprArg& e) { return math(ir::MathFn::Cos, {node(e.expr)}, e.loc); }
+Expr tanh(const ExprArg& e) { return math(ir::MathFn::Tanh, {node(e.expr)}, e.loc); }
+Expr abs(const ExprArg& e) { return math(ir::MathFn::Abs, {node(e.expr)}, e.loc); }
+Expr floor(const ExprArg& e) { return math(ir::MathFn::Floor, {node(e.expr)}, e.loc); }
+Expr ceil(const ExprArg& e) { return math(ir::MathFn::Ceil, {node(e.expr)}, e.loc); }
 Expr fma(const ExprArg& a, const ExprArg& b, const ExprArg& c) {
   ScalarType t = a.expr.defined() ? a.expr.type() : ScalarType::F32;
-  ExprArg first(a);
-  return math(ir::MathFn::Fma, {adapt(first, t), adapt(b, t), adapt(c, t)}, a.loc);
+  return math(ir::MathFn::Fma, {adapt(a, t), adapt(b, t), adapt(c, t)}, a.loc);
 }
 
 // ------------------------------------------------------------------------------------------- views
 
 ElemRef View::operator[](const IndexArg& i) const {
-  return ElemRef(*this, {adapt(i.index, ScalarType::I32) ? Expr(adapt(i.index, ScalarType::I32)) : i.index.expr},
-                 i.index.loc);
+  return ElemRef(*this, {BuilderAccess::expr(adapt(i.index, ScalarType::I32))}, i.index.loc);
 }
 ElemRef View::operator()(const ExprArg& i, const ExprArg& j) const {
-  return ElemRef(*this, {Expr(adapt(i, ScalarType::I32)), Expr(adapt(j, ScalarType::I32))}, i.loc);
+  return ElemRef(
+      *this, {BuilderAccess::expr(adapt(i, ScalarType::I32)), BuilderAccess::expr(adapt(j, ScalarType::I32))}, i.loc);
 }
 ElemRef View::operator()(const ExprArg& i, const ExprArg& j, const ExprArg& k) const {
   return ElemRef(*this,
-                 {Expr(adapt(i, ScalarType::I32)), Expr(adapt(j, ScalarType::I32)), Expr(adapt(k, ScalarType::I32))},
+                 {BuilderAccess::expr(adapt(i, ScalarType::I32)), BuilderAccess::expr(adapt(j, ScalarType::I32)),
+                  BuilderAccess::expr(adapt(k, ScalarType::I32))},
                  i.loc);
 }
 
 const std::string& View::name() const {
   static const std::string kUndefined = "<undefined>";
-  return mem_ ? mem_->name : kUndefined;
+  return mem_ ? BuilderAccess::mem(*this)->name : kUndefined;
 }
-ScalarType View::elem() const { return mem_ ? mem_->elem : ScalarType::I32; }
+ScalarType View::elem() const { return mem_ ? BuilderAccess::mem(*this)->elem : ScalarType::I32; }
 
 namespace {
 std::vector<ExprPtr> nodes(const std::vector<Expr>& xs) {
   std::vector<ExprPtr> out;
   out.reserve(xs.size());
-  for (const auto& x : xs) out.push_back(x.node());
+  for (const auto& x : xs) out.push_back(node(x));
   return out;
+}
+
+[[noreturn]] void undefined_view(SourceLoc loc) {
+  throw CheckError({{"V0706", "an undefined View was used (a default-constructed handle)", loc, {}}});
 }
 }  // namespace
 
 Expr ElemRef::load() const {
-  if (!view_.defined()) {
-    undefined(loc_);
-    return Expr(int_lit(ScalarType::I32, 0, loc_));
-  }
-  return Expr(ir::make<ir::Load>(view_.mem(), nodes(indices_), loc_));
+  // An undefined view has no memory to read: the load has no node, which the checker reports at the
+  // statement that uses it (V0706).
+  if (!view_.defined()) return Expr();
+  return BuilderAccess::expr(ir::make<ir::Load>(view_.elem(), BuilderAccess::mem(view_), nodes(indices_), loc_));
 }
 
 ElemRef& ElemRef::operator=(const ExprArg& value) {
-  if (!view_.defined() || !value.expr.defined()) {
-    if (detail::active() == nullptr) detail::append(nullptr, value.loc);  // throws V0906
-    undefined(value.loc);
-    return *this;
-  }
+  if (!view_.defined()) undefined_view(loc_);
+  auto ctx = BuilderAccess::ctx(view_);
+  if (!ctx)
+    throw CheckError({{"V0906", "a store through '" + view_.name() + "', whose builder no longer exists", loc_, {}}});
   ExprPtr v = adapt(value, view_.elem());
-  detail::append(ir::make<ir::Store>(view_.mem(), nodes(indices_), v, value.loc), value.loc);
+  ctx->record_innermost(ir::make<ir::Store>(BuilderAccess::mem(view_), nodes(indices_), v, loc_), loc_);
   return *this;
 }
 
 ElemRef& ElemRef::operator=(const ElemRef& other) {
   if (this == &other) return *this;
-  return *this = ExprArg(other.load(), std::source_location::current());
+  return *this = ExprArg(other.load(), loc_);
 }
 
 ElemRef& ElemRef::operator+=(const ExprArg& value) {
-  auto [x, y] = unify(ExprArg(load(), std::source_location::current()), value);
-  if (!x || !y) {
-    undefined(value.loc);
-    return *this;
-  }
-  return *this =
-             ExprArg(Expr(ir::make<ir::Binary>(BinOp::Add, x, y, x->type, value.loc)), std::source_location::current());
+  auto [x, y] = unify(ExprArg(load(), loc_), value);
+  return *this = ExprArg(BuilderAccess::expr(ir::make<ir::Binary>(type_or_i32(x), BinOp::Add, x, y, loc_)), loc_);
 }
 
 }  // namespace vantage

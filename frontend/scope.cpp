@@ -1,38 +1,37 @@
-// Vantage frontend: Scope records statements; KernelBuilder and FunctionBuilder assemble and check
-// kernels and device functions.
+// Vantage frontend: Scope records statements into its own body; KernelBuilder and FunctionBuilder
+// assemble and check kernels and device functions.
 #include <chrono>
 
 #include "frontend/build_ctx.h"
+#include "frontend/handles.h"
 #include "jit/check/check.h"
+#include "jit/ir/eval.h"
+#include "jit/pipeline/handles.h"
 #include "support/log.h"
 #include "vantage/builder.hpp"
 
 namespace vantage {
 namespace detail {
-namespace {
-thread_local std::vector<BuildCtx*> g_active;
 
-/// Makes a context the innermost active body for the lifetime of the guard.
-struct ActiveGuard {
-  explicit ActiveGuard(BuildCtx* ctx) { g_active.push_back(ctx); }
-  ~ActiveGuard() { g_active.pop_back(); }
-  ActiveGuard(const ActiveGuard&) = delete;
-  ActiveGuard& operator=(const ActiveGuard&) = delete;
-};
-}  // namespace
-
-BuildCtx* active() { return g_active.empty() ? nullptr : g_active.back(); }
-
-void append(ir::StmtPtr stmt, SourceLoc loc) {
-  BuildCtx* ctx = active();
-  if (!ctx || ctx->blocks.empty())
-    throw CheckError({{"V0906", "statement recorded outside any kernel or function body", loc, {}}});
-  if (stmt) ctx->blocks.back().push_back(std::move(stmt));
+void BuildCtx::record(std::uint64_t block, ir::StmtPtr stmt, SourceLoc at) {
+  if (open.empty())
+    throw CheckError({{"V0906",
+                       "statement recorded through a Scope of '" + name +
+                           "' after its body was recorded (a Scope kept beyond the lambda that received it)",
+                       at,
+                       {}}});
+  if (open.back().id != block) {
+    error("V0911", at,
+          "statement recorded through a Scope that is not the innermost body of '" + name +
+              "' here; record it through the Scope the innermost lambda received");
+    return;
+  }
+  if (stmt) open.back().stmts.push_back(std::move(stmt));
 }
 
-int fresh_id() {
-  BuildCtx* ctx = active();
-  return ctx ? ctx->next_id++ : 0;
+void BuildCtx::record_innermost(ir::StmtPtr stmt, SourceLoc at) {
+  if (open.empty()) throw CheckError({{"V0906", "store recorded outside the body of '" + name + "'", at, {}}});
+  if (stmt) open.back().stmts.push_back(std::move(stmt));
 }
 
 }  // namespace detail
@@ -40,124 +39,132 @@ int fresh_id() {
 namespace {
 
 using detail::BuildCtx;
+using detail::BuilderAccess;
 using ir::ExprPtr;
 using ir::StmtPtr;
 
 SourceLoc here(const std::source_location& l) { return SourceLoc::from(l); }
+ExprPtr node(const Expr& e) { return BuilderAccess::node(e); }
+ir::MemPtr mem(const View& v) { return BuilderAccess::mem(v); }
 
-/// Records the statements a lambda adds as one block.
+/// Runs `fn` with a fresh scope on a new block of `ctx` and returns what it recorded.
 template <class F>
-StmtPtr record(SourceLoc loc, F&& fn) {
-  BuildCtx* ctx = detail::active();
-  if (!ctx) throw CheckError({{"V0906", "statement recorded outside any kernel or function body", loc, {}}});
-  ctx->blocks.emplace_back();
-  struct Pop {
+StmtPtr record(const std::shared_ptr<BuildCtx>& ctx, SourceLoc loc, F&& fn) {
+  std::uint64_t block = ctx->open_block();
+  struct Close {
     BuildCtx* c;
-    std::vector<ir::StmtPtr> taken;
-    ~Pop() {
-      if (!c->blocks.empty()) c->blocks.pop_back();
+    std::uint64_t id;
+    bool done = false;
+    ~Close() {
+      if (!done && !c->open.empty() && c->open.back().id == id) c->open.pop_back();  // fn threw
     }
-  } pop{ctx, {}};
-  fn();
-  std::vector<ir::StmtPtr> stmts = std::move(ctx->blocks.back());
+  } close{ctx.get(), block};
+  Scope inner(ctx, block);
+  fn(inner);
+  std::vector<StmtPtr> stmts = ctx->close_block();
+  close.done = true;
   return ir::make<ir::Seq>(std::move(stmts), loc);
 }
 
 ExprPtr arg_node(const ExprArg& a, std::optional<ScalarType> want = std::nullopt) {
-  const auto* l = a.expr.node() ? ir::as<ir::Literal>(*a.expr.node()) : nullptr;
+  ExprPtr n = node(a.expr);
+  const auto* l = n ? ir::as<ir::Literal>(*n) : nullptr;
   if (want && a.weak_literal && l && l->type != *want) {
     if (is_integer(l->type) && is_float(*want))
-      return ir::make<ir::Literal>(*want, 0, static_cast<double>(l->i), a.loc);
-    if (is_integer(l->type) && is_integer(*want))
-      return ir::make<ir::Literal>(*want, l->i, static_cast<double>(l->i), a.loc);
-    if (is_float(l->type) && is_float(*want)) return ir::make<ir::Literal>(*want, 0, l->f, a.loc);
+      return ir::make<ir::Literal>(*want, std::int64_t{0}, static_cast<double>(l->i), a.loc);
+    if (is_integer(l->type) && is_integer(*want)) {
+      __int128 v = ir::exact(l->type, l->i);
+      if ((*want == ScalarType::U64 && v < 0) || (*want == ScalarType::I64 && v > INT64_MAX)) return n;
+      return ir::int_literal(*want, static_cast<std::int64_t>(v), a.loc);  // out of range: V0707
+    }
+    if (is_float(l->type) && is_float(*want)) return ir::make<ir::Literal>(*want, std::int64_t{0}, l->f, a.loc);
   }
-  return a.expr.node();
+  return n;
+}
+
+ir::VarPtr new_var(BuildCtx& ctx, std::string name, ScalarType t, ir::VarNode::Origin origin, SourceLoc loc) {
+  return ir::make_var(ctx.next_id++, std::move(name), t, origin, loc);
+}
+
+ir::MemPtr derived(BuildCtx& ctx, const ir::MemPtr& src, std::string suffix, ir::MemNode::Origin origin, int dims,
+                   SourceLoc loc) {
+  return ir::make_mem(ctx.next_id++, src->name + suffix, src->elem, src->space, src->is_const, dims, origin, loc);
 }
 
 /// Reports a default-constructed handle; returns true when all are defined.
-bool defined_all(SourceLoc loc, std::initializer_list<bool> ok) {
+bool defined_all(BuildCtx& ctx, SourceLoc loc, std::initializer_list<bool> ok) {
   for (bool b : ok) {
     if (!b) {
-      if (auto* ctx = detail::active())
-        ctx->error("V0706", loc,
-                   "an undefined Expr, Var, View or DeviceFunction was used (default-constructed handle)");
+      ctx.error("V0706", loc, "an undefined Expr, Var, View or DeviceFunction was used (default-constructed handle)");
       return false;
     }
   }
   return true;
 }
 
-ir::VarPtr new_var(std::string name, ScalarType t, ir::VarNode::Origin origin, SourceLoc loc) {
-  return ir::make_var(detail::fresh_id(), std::move(name), t, origin, loc);
-}
-
-Var var_handle(const ir::VarPtr& v, SourceLoc loc) { return Var(v, Expr(ir::make<ir::VarRef>(v, loc))); }
-
-ir::MemPtr derived(const ir::MemPtr& src, std::string suffix, ir::MemNode::Origin origin, int dims, SourceLoc loc) {
-  return ir::make_mem(detail::fresh_id(), src->name + suffix, src->elem, src->space, src->is_const, dims, origin, loc);
-}
-
 }  // namespace
+
+#define VANTAGE_RECORD(stmt, loc) ctx_->record(block_, (stmt), (loc))
 
 void Scope::assign(const Var& var, const ExprArg& value, std::source_location l) {
   SourceLoc loc = here(l);
-  if (!defined_all(loc, {var.var() != nullptr, value.expr.defined()})) return detail::append(nullptr, loc);
-  detail::append(ir::make<ir::Assign>(var.var(), arg_node(value, var.var()->type), loc), loc);
+  auto v = BuilderAccess::var(var);
+  if (!defined_all(*ctx_, loc, {v != nullptr, value.expr.defined()})) return VANTAGE_RECORD(nullptr, loc);
+  VANTAGE_RECORD(ir::make<ir::Assign>(v, arg_node(value, v->type), loc), loc);
 }
 
 Var Scope::let(std::string name, const ExprArg& value, std::source_location l) {
   SourceLoc loc = here(l);
-  defined_all(loc, {value.expr.defined()});
-  auto v = new_var(std::move(name), value.expr.type(), ir::VarNode::Origin::Let, loc);
-  detail::append(ir::make<ir::Let>(v, value.expr.node(), std::nullopt, loc), loc);
-  return var_handle(v, loc);
+  defined_all(*ctx_, loc, {value.expr.defined()});
+  auto v = new_var(*ctx_, std::move(name), value.expr.type(), ir::VarNode::Origin::Let, loc);
+  VANTAGE_RECORD(ir::make<ir::Let>(v, node(value.expr), std::nullopt, loc), loc);
+  return BuilderAccess::var(v, loc);
 }
 
 Var Scope::let(std::string name, const ExprArg& value, At a, std::source_location l) {
   SourceLoc loc = here(l);
-  defined_all(loc, {value.expr.defined()});
-  auto v = new_var(std::move(name), value.expr.type(), ir::VarNode::Origin::Let, loc);
-  detail::append(ir::make<ir::Let>(v, value.expr.node(), a.p, loc), loc);
-  return var_handle(v, loc);
+  defined_all(*ctx_, loc, {value.expr.defined()});
+  auto v = new_var(*ctx_, std::move(name), value.expr.type(), ir::VarNode::Origin::Let, loc);
+  VANTAGE_RECORD(ir::make<ir::Let>(v, node(value.expr), a.p, loc), loc);
+  return BuilderAccess::var(v, loc);
 }
 
-Expr Scope::id(Perspective p, std::source_location l) { return Expr(ir::make<ir::Id>(p, here(l))); }
+Expr Scope::id(Perspective p, std::source_location l) {
+  return BuilderAccess::expr(ir::make<ir::Id>(ScalarType::I32, p, here(l)));
+}
 
 View Scope::local_array(std::string name, ScalarType elem, std::int64_t count, std::optional<At> a,
                         std::source_location l) {
   SourceLoc loc = here(l);
-  auto m = ir::make_mem(detail::fresh_id(), std::move(name), elem, MemSpace::Local, false, 1,
-                        ir::MemNode::Origin::Local, loc);
-  detail::append(ir::make<ir::LocalAlloc>(m, count, a ? std::optional<Perspective>(a->p) : std::nullopt, loc), loc);
-  return View(m);
+  auto m =
+      ir::make_mem(ctx_->next_id++, std::move(name), elem, MemSpace::Local, false, 1, ir::MemNode::Origin::Local, loc);
+  VANTAGE_RECORD(ir::make<ir::LocalAlloc>(m, count, a ? std::optional<Perspective>(a->p) : std::nullopt, loc), loc);
+  return BuilderAccess::view(m, ctx_);
 }
 
 View Scope::shared(std::string name, ScalarType elem, const ExprArg& count, std::source_location l) {
   SourceLoc loc = here(l);
-  defined_all(loc, {count.expr.defined()});
-  auto m = ir::make_mem(detail::fresh_id(), std::move(name), elem, MemSpace::Shared, false, 1,
-                        ir::MemNode::Origin::Shared, loc);
-  detail::append(ir::make<ir::SharedAlloc>(m, arg_node(count, ScalarType::I32), loc), loc);
-  return View(m);
+  defined_all(*ctx_, loc, {count.expr.defined()});
+  auto m = ir::make_mem(ctx_->next_id++, std::move(name), elem, MemSpace::Shared, false, 1, ir::MemNode::Origin::Shared,
+                        loc);
+  VANTAGE_RECORD(ir::make<ir::SharedAlloc>(m, arg_node(count, ScalarType::I32), loc), loc);
+  return BuilderAccess::view(m, ctx_);
 }
 
 void Scope::if_(const ExprArg& cond, const std::function<void(Scope&)>& then_body, std::source_location l) {
   SourceLoc loc = here(l);
-  defined_all(loc, {cond.expr.defined()});
-  Scope inner(ctx_);
-  auto t = record(loc, [&] { then_body(inner); });
-  detail::append(ir::make<ir::If>(cond.expr.node(), t, nullptr, loc), loc);
+  defined_all(*ctx_, loc, {cond.expr.defined()});
+  auto t = record(ctx_, loc, then_body);
+  VANTAGE_RECORD(ir::make<ir::If>(node(cond.expr), t, nullptr, loc), loc);
 }
 
 void Scope::if_(const ExprArg& cond, const std::function<void(Scope&)>& then_body,
                 const std::function<void(Scope&)>& else_body, std::source_location l) {
   SourceLoc loc = here(l);
-  defined_all(loc, {cond.expr.defined()});
-  Scope inner(ctx_);
-  auto t = record(loc, [&] { then_body(inner); });
-  auto e = record(loc, [&] { else_body(inner); });
-  detail::append(ir::make<ir::If>(cond.expr.node(), t, e, loc), loc);
+  defined_all(*ctx_, loc, {cond.expr.defined()});
+  auto t = record(ctx_, loc, then_body);
+  auto e = record(ctx_, loc, else_body);
+  VANTAGE_RECORD(ir::make<ir::If>(node(cond.expr), t, e, loc), loc);
 }
 
 void Scope::for_(std::string name, const ExprArg& begin, const ExprArg& end,
@@ -168,33 +175,30 @@ void Scope::for_(std::string name, const ExprArg& begin, const ExprArg& end,
 void Scope::for_(std::string name, const ExprArg& begin, const ExprArg& end, const ExprArg& step,
                  const std::function<void(Scope&, Expr)>& fn, std::source_location l) {
   SourceLoc loc = here(l);
-  defined_all(loc, {begin.expr.defined(), end.expr.defined(), step.expr.defined()});
+  defined_all(*ctx_, loc, {begin.expr.defined(), end.expr.defined(), step.expr.defined()});
   ScalarType t = ScalarType::I32;
   for (const ExprArg* a : {&begin, &end, &step})
     if (!a->weak_literal && a->expr.defined()) {
       t = a->expr.type();
       break;
     }
-  auto v = new_var(std::move(name), t, ir::VarNode::Origin::Loop, loc);
-  Scope inner(ctx_);
-  Expr iv(ir::make<ir::VarRef>(v, loc));
-  auto b = record(loc, [&] { fn(inner, iv); });
-  detail::append(ir::make<ir::For>(v, arg_node(begin, t), arg_node(end, t), arg_node(step, t), b, loc), loc);
+  auto v = new_var(*ctx_, std::move(name), t, ir::VarNode::Origin::Loop, loc);
+  Expr iv = BuilderAccess::expr(ir::ref(v, loc));
+  auto b = record(ctx_, loc, [&](Scope& inner) { fn(inner, iv); });
+  VANTAGE_RECORD(ir::make<ir::For>(v, arg_node(begin, t), arg_node(end, t), arg_node(step, t), b, loc), loc);
 }
 
 void Scope::while_(const ExprArg& cond, const std::function<void(Scope&)>& fn, std::source_location l) {
   SourceLoc loc = here(l);
-  defined_all(loc, {cond.expr.defined()});
-  Scope inner(ctx_);
-  auto b = record(loc, [&] { fn(inner); });
-  detail::append(ir::make<ir::While>(cond.expr.node(), b, loc), loc);
+  defined_all(*ctx_, loc, {cond.expr.defined()});
+  auto b = record(ctx_, loc, fn);
+  VANTAGE_RECORD(ir::make<ir::While>(node(cond.expr), b, loc), loc);
 }
 
 void Scope::group(Perspective p, const std::function<void(Scope&)>& fn, std::source_location l) {
   SourceLoc loc = here(l);
-  Scope inner(ctx_);
-  auto b = record(loc, [&] { fn(inner); });
-  detail::append(ir::make<ir::Group>(p, b, loc), loc);
+  auto b = record(ctx_, loc, fn);
+  VANTAGE_RECORD(ir::make<ir::Group>(p, b, loc), loc);
 }
 
 void Scope::split(Level level, std::vector<SplitBranch> branches, std::source_location l) {
@@ -203,101 +207,104 @@ void Scope::split(Level level, std::vector<SplitBranch> branches, std::source_lo
   std::vector<StmtPtr> bodies;
   std::vector<SourceLoc> locs;
   for (auto& br : branches) {
-    Scope inner(ctx_);
     counts.push_back(br.count);
     locs.push_back(br.loc);
-    bodies.push_back(record(br.loc, [&] {
+    bodies.push_back(record(ctx_, br.loc, [&](Scope& inner) {
       if (br.body) br.body(inner);
     }));
   }
-  detail::append(ir::make<ir::Split>(level, std::move(counts), std::move(bodies), std::move(locs), loc), loc);
+  VANTAGE_RECORD(ir::make<ir::Split>(level, std::move(counts), std::move(bodies), std::move(locs), loc), loc);
 }
 
 void Scope::destruct(const std::function<void(Scope&)>& fn, std::source_location l) {
   SourceLoc loc = here(l);
-  Scope inner(ctx_);
-  auto b = record(loc, [&] { fn(inner); });
-  detail::append(ir::make<ir::Destruct>(b, loc), loc);
+  auto b = record(ctx_, loc, fn);
+  VANTAGE_RECORD(ir::make<ir::Destruct>(b, loc), loc);
 }
 
 namespace {
 template <class IndexFn>
-void partition_impl(const std::shared_ptr<BuildCtx>& ctx, const View& mem, Perspective p, int arity,
-                    IndexFn&& make_index, const std::function<void(Scope&, View)>& fn, SourceLoc loc) {
-  if (!defined_all(loc, {mem.defined()})) return;
+void partition_impl(const std::shared_ptr<BuildCtx>& ctx, std::uint64_t block, const View& view, Perspective p,
+                    int arity, IndexFn&& make_index, const std::function<void(Scope&, View)>& fn, SourceLoc loc) {
+  if (!defined_all(*ctx, loc, {view.defined()})) return ctx->record(block, nullptr, loc);
   std::vector<ir::VarPtr> vars;
   std::vector<Expr> args;
   static const char* const kNames[] = {"i", "j", "k"};
   for (int d = 0; d < arity; ++d) {
-    vars.push_back(new_var(kNames[d], ScalarType::I32, ir::VarNode::Origin::IndexArg, loc));
-    args.emplace_back(ir::make<ir::VarRef>(vars.back(), loc));
+    vars.push_back(new_var(*ctx, kNames[d], ScalarType::I32, ir::VarNode::Origin::IndexArg, loc));
+    args.push_back(BuilderAccess::expr(ir::ref(vars.back(), loc)));
   }
   Expr index = make_index(args);
-  auto dst = derived(mem.mem(), "_part", ir::MemNode::Origin::Partition, arity, loc);
-  Scope inner(ctx);
-  auto b = record(loc, [&] { fn(inner, View(dst)); });
-  detail::append(ir::make<ir::Partition>(mem.mem(), dst, p, std::move(vars), index.node(), b, loc), loc);
+  auto dst = derived(*ctx, mem(view), "_part", ir::MemNode::Origin::Partition, arity, loc);
+  auto b = record(ctx, loc, [&](Scope& inner) { fn(inner, BuilderAccess::view(dst, ctx)); });
+  ctx->record(block, ir::make<ir::Partition>(mem(view), dst, p, std::move(vars), node(index), b, loc), loc);
 }
 }  // namespace
 
-void Scope::partition(const View& mem, Perspective p, const std::function<Expr(Expr)>& index,
+void Scope::partition(const View& view, Perspective p, const std::function<Expr(Expr)>& index,
                       const std::function<void(Scope&, View)>& fn, std::source_location l) {
   partition_impl(
-      ctx_, mem, p, 1, [&](const std::vector<Expr>& a) { return index(a[0]); }, fn, here(l));
+      ctx_, block_, view, p, 1, [&](const std::vector<Expr>& a) { return index(a[0]); }, fn, here(l));
 }
 
-void Scope::partition(const View& mem, Perspective p, const std::function<Expr(Expr, Expr)>& index,
+void Scope::partition(const View& view, Perspective p, const std::function<Expr(Expr, Expr)>& index,
                       const std::function<void(Scope&, View)>& fn, std::source_location l) {
   partition_impl(
-      ctx_, mem, p, 2, [&](const std::vector<Expr>& a) { return index(a[0], a[1]); }, fn, here(l));
-}
-
-void Scope::claim(const View& mem, Perspective p, const std::function<void(Scope&, View)>& fn, std::source_location l) {
-  SourceLoc loc = here(l);
-  if (!defined_all(loc, {mem.defined()})) return;
-  auto dst = derived(mem.mem(), "_claim", ir::MemNode::Origin::Claim, mem.mem()->dims, loc);
-  Scope inner(ctx_);
-  auto b = record(loc, [&] { fn(inner, View(dst)); });
-  detail::append(ir::make<ir::Claim>(mem.mem(), dst, p, b, loc), loc);
-}
-
-void Scope::lower(const View& mem, const std::function<void(Scope&, View)>& fn, std::source_location l) {
-  SourceLoc loc = here(l);
-  if (!defined_all(loc, {mem.defined()})) return;
-  auto dst = derived(mem.mem(), "_low", ir::MemNode::Origin::Lower, mem.mem()->dims, loc);
-  Scope inner(ctx_);
-  auto b = record(loc, [&] { fn(inner, View(dst)); });
-  detail::append(ir::make<ir::Lower>(mem.mem(), dst, b, loc), loc);
-}
-
-void Scope::async(const View& mem, const std::function<void(Scope&, View)>& fn, std::source_location l) {
-  SourceLoc loc = here(l);
-  if (!defined_all(loc, {mem.defined()})) return;
-  auto dst = derived(mem.mem(), "_async", ir::MemNode::Origin::Async, mem.mem()->dims, loc);
-  Scope inner(ctx_);
-  auto b = record(loc, [&] { fn(inner, View(dst)); });
-  detail::append(ir::make<ir::Async>(mem.mem(), dst, b, loc), loc);
+      ctx_, block_, view, p, 2, [&](const std::vector<Expr>& a) { return index(a[0], a[1]); }, fn, here(l));
 }
 
 namespace {
-std::vector<ir::CallArgNode> call_args(const DeviceFunction& fn, const std::vector<CallArg>& args, SourceLoc loc) {
+/// claim, lower and async: a new name for the whole region, living where the construct says.
+template <class Make>
+void narrow_whole(const std::shared_ptr<BuildCtx>& ctx, std::uint64_t block, const View& view, const char* suffix,
+                  ir::MemNode::Origin origin, const std::function<void(Scope&, View)>& fn, SourceLoc loc, Make&& make) {
+  if (!defined_all(*ctx, loc, {view.defined()})) return ctx->record(block, nullptr, loc);
+  auto src = mem(view);
+  auto dst = derived(*ctx, src, suffix, origin, src->dims, loc);
+  auto b = record(ctx, loc, [&](Scope& inner) { fn(inner, BuilderAccess::view(dst, ctx)); });
+  ctx->record(block, make(src, dst, b), loc);
+}
+}  // namespace
+
+void Scope::claim(const View& view, Perspective p, const std::function<void(Scope&, View)>& fn,
+                  std::source_location l) {
+  SourceLoc loc = here(l);
+  narrow_whole(ctx_, block_, view, "_claim", ir::MemNode::Origin::Claim, fn, loc,
+               [&](auto src, auto dst, auto b) { return ir::make<ir::Claim>(src, dst, p, b, loc); });
+}
+
+void Scope::lower(const View& view, const std::function<void(Scope&, View)>& fn, std::source_location l) {
+  SourceLoc loc = here(l);
+  narrow_whole(ctx_, block_, view, "_low", ir::MemNode::Origin::Lower, fn, loc,
+               [&](auto src, auto dst, auto b) { return ir::make<ir::Lower>(src, dst, b, loc); });
+}
+
+void Scope::async(const View& view, const std::function<void(Scope&, View)>& fn, std::source_location l) {
+  SourceLoc loc = here(l);
+  narrow_whole(ctx_, block_, view, "_async", ir::MemNode::Origin::Async, fn, loc,
+               [&](auto src, auto dst, auto b) { return ir::make<ir::Async>(src, dst, b, loc); });
+}
+
+namespace {
+std::vector<ir::CallArgNode> call_args(BuildCtx& ctx, const ir::FunctionNode& fn, const std::vector<CallArg>& args,
+                                       SourceLoc loc) {
   std::vector<ir::CallArgNode> out;
-  const auto& params = fn.ir()->params;
+  const auto& params = fn.params;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (const auto* v = std::get_if<View>(&args[i])) {
-      defined_all(loc, {v->defined()});
+      defined_all(ctx, loc, {v->defined()});
       if (v->defined())
-        out.push_back({nullptr, v->mem()});
+        out.push_back({nullptr, mem(*v)});
       else
-        out.push_back({ir::make<ir::Literal>(ScalarType::I32, 0, 0.0, loc), nullptr});
+        out.push_back({ir::int_literal(ScalarType::I32, 0, loc), nullptr});
     } else {
       const auto& e = std::get<ExprArg>(args[i]);
-      defined_all(loc, {e.expr.defined()});
+      defined_all(ctx, loc, {e.expr.defined()});
       std::optional<ScalarType> want;
       if (i < params.size() && params[i].var) want = params[i].var->type;
-      ExprPtr node = arg_node(e, want);
-      if (!node) node = ir::make<ir::Literal>(ScalarType::I32, 0, 0.0, loc);
-      out.push_back({node, nullptr});
+      ExprPtr n = arg_node(e, want);
+      if (!n) n = ir::int_literal(ScalarType::I32, 0, loc);
+      out.push_back({n, nullptr});
     }
   }
   return out;
@@ -306,50 +313,53 @@ std::vector<ir::CallArgNode> call_args(const DeviceFunction& fn, const std::vect
 
 void Scope::call(const DeviceFunction& fn, std::vector<CallArg> args, std::source_location l) {
   SourceLoc loc = here(l);
-  if (!defined_all(loc, {fn.ir() != nullptr})) return detail::append(nullptr, loc);
-  detail::append(ir::make<ir::Call>(fn.ir(), call_args(fn, args, loc), nullptr, loc), loc);
+  const auto& f = detail::KernelAccess::ir(fn);
+  if (!defined_all(*ctx_, loc, {f != nullptr})) return VANTAGE_RECORD(nullptr, loc);
+  VANTAGE_RECORD(ir::make<ir::Call>(f, call_args(*ctx_, *f, args, loc), nullptr, loc), loc);
 }
 
 Var Scope::call(std::string result_name, const DeviceFunction& fn, std::vector<CallArg> args, std::source_location l) {
   SourceLoc loc = here(l);
-  ScalarType t = fn.ir() && fn.ir()->returns ? *fn.ir()->returns : ScalarType::I32;
-  auto v = new_var(std::move(result_name), t, ir::VarNode::Origin::Output, loc);
-  if (defined_all(loc, {fn.ir() != nullptr}))
-    detail::append(ir::make<ir::Call>(fn.ir(), call_args(fn, args, loc), v, loc), loc);
-  return var_handle(v, loc);
+  const auto& f = detail::KernelAccess::ir(fn);
+  ScalarType t = f && f->returns ? *f->returns : ScalarType::I32;
+  auto v = new_var(*ctx_, std::move(result_name), t, ir::VarNode::Origin::Output, loc);
+  if (defined_all(*ctx_, loc, {f != nullptr}))
+    VANTAGE_RECORD(ir::make<ir::Call>(f, call_args(*ctx_, *f, args, loc), v, loc), loc);
+  return BuilderAccess::var(v, loc);
 }
 
 void Scope::ret(std::source_location l) {
   SourceLoc loc = here(l);
-  detail::append(ir::make<ir::Return>(nullptr, loc), loc);
+  VANTAGE_RECORD(ir::make<ir::Return>(nullptr, loc), loc);
 }
 
 void Scope::ret(const ExprArg& value, std::source_location l) {
   SourceLoc loc = here(l);
-  defined_all(loc, {value.expr.defined()});
-  std::optional<ScalarType> want;
-  if (auto* ctx = detail::active()) want = ctx->returns;
-  detail::append(ir::make<ir::Return>(arg_node(value, want), loc), loc);
+  defined_all(*ctx_, loc, {value.expr.defined()});
+  VANTAGE_RECORD(ir::make<ir::Return>(arg_node(value, ctx_->returns), loc), loc);
 }
 
 void Scope::unsafe(Perspective needs, std::string cuda, std::vector<UnsafeIn> inputs, std::vector<UnsafeOut> outputs,
                    std::source_location l) {
   SourceLoc loc = here(l);
-  std::vector<std::pair<std::string, ExprPtr>> ins;
-  std::vector<std::pair<std::string, ir::VarPtr>> outs;
+  std::vector<ir::NamedExpr> ins;
+  std::vector<ir::NamedVar> outs;
   for (auto& in : inputs) {
-    defined_all(loc, {in.value.expr.defined()});
-    ins.emplace_back(std::move(in.name), in.value.expr.node());
+    defined_all(*ctx_, loc, {in.value.expr.defined()});
+    ins.emplace_back(std::move(in.name), node(in.value.expr));
   }
   for (auto& out : outputs) {
-    if (defined_all(loc, {out.var.var() != nullptr})) outs.emplace_back(std::move(out.name), out.var.var());
+    auto v = BuilderAccess::var(out.var);
+    if (defined_all(*ctx_, loc, {v != nullptr})) outs.emplace_back(std::move(out.name), v);
   }
-  detail::append(ir::make<ir::Unsafe>(needs, std::move(cuda), std::move(ins), std::move(outs), loc), loc);
+  VANTAGE_RECORD(ir::make<ir::Unsafe>(needs, std::move(cuda), std::move(ins), std::move(outs), loc), loc);
 }
 
 // ------------------------------------------------------------------------------------------- intrinsics
 namespace {
 struct IntrinsicCall {
+  BuildCtx& ctx;
+  std::uint64_t block;
   ir::IntrinsicOp op;
   SourceLoc loc;
   std::vector<ExprPtr> args;
@@ -365,7 +375,7 @@ struct IntrinsicCall {
   }
   IntrinsicCall& mem(const View& v) {
     if (!v.defined()) ok = false;
-    mems.push_back(v.mem());
+    mems.push_back(BuilderAccess::mem(v));
     return *this;
   }
   IntrinsicCall& imm(std::int64_t v) {
@@ -373,72 +383,77 @@ struct IntrinsicCall {
     return *this;
   }
   Var out(std::string name, ScalarType t) {
-    auto v = new_var(std::move(name), t, ir::VarNode::Origin::Output, loc);
+    auto v = new_var(ctx, std::move(name), t, ir::VarNode::Origin::Output, loc);
     outputs.push_back(v);
     emit();
-    return var_handle(v, loc);
+    return BuilderAccess::var(v, loc);
   }
   void emit() {
-    if (!defined_all(loc, {ok})) return detail::append(nullptr, loc);
-    detail::append(
-        ir::make<ir::Intrinsic>(op, std::move(args), std::move(mems), std::move(outputs), std::move(imms), loc), loc);
+    if (!defined_all(ctx, loc, {ok})) return ctx.record(block, nullptr, loc);
+    ctx.record(block,
+               ir::make<ir::Intrinsic>(op, std::move(args), std::move(mems), std::move(outputs), std::move(imms), loc),
+               loc);
   }
 };
-IntrinsicCall intrinsic(ir::IntrinsicOp op, const std::source_location& l) { return {op, here(l), {}, {}, {}, {}}; }
 }  // namespace
 
-void Scope::sync_threads(std::source_location l) { intrinsic(ir::IntrinsicOp::SyncThreads, l).emit(); }
-void Scope::sync_warp(std::source_location l) { intrinsic(ir::IntrinsicOp::SyncWarp, l).emit(); }
+#define VANTAGE_INTRINSIC(op, l)                                \
+  IntrinsicCall {                                               \
+    *ctx_, block_, ir::IntrinsicOp::op, here(l), {}, {}, {}, {} \
+  }
+
+void Scope::sync_threads(std::source_location l) { VANTAGE_INTRINSIC(SyncThreads, l).emit(); }
+void Scope::sync_warp(std::source_location l) { VANTAGE_INTRINSIC(SyncWarp, l).emit(); }
 void Scope::named_barrier(int id, int threads, std::source_location l) {
-  intrinsic(ir::IntrinsicOp::NamedBarrier, l).imm(id).imm(threads).emit();
+  VANTAGE_INTRINSIC(NamedBarrier, l).imm(id).imm(threads).emit();
 }
 Var Scope::shfl_xor(std::string name, const ExprArg& v, const ExprArg& mask, std::source_location l) {
-  return intrinsic(ir::IntrinsicOp::ShflXor, l).arg(v).arg(mask, ScalarType::I32).out(std::move(name), v.expr.type());
+  return VANTAGE_INTRINSIC(ShflXor, l).arg(v).arg(mask, ScalarType::I32).out(std::move(name), v.expr.type());
 }
 Var Scope::shfl_down(std::string name, const ExprArg& v, const ExprArg& delta, std::source_location l) {
-  return intrinsic(ir::IntrinsicOp::ShflDown, l).arg(v).arg(delta, ScalarType::I32).out(std::move(name), v.expr.type());
+  return VANTAGE_INTRINSIC(ShflDown, l).arg(v).arg(delta, ScalarType::I32).out(std::move(name), v.expr.type());
 }
 Var Scope::shfl_up(std::string name, const ExprArg& v, const ExprArg& delta, std::source_location l) {
-  return intrinsic(ir::IntrinsicOp::ShflUp, l).arg(v).arg(delta, ScalarType::I32).out(std::move(name), v.expr.type());
+  return VANTAGE_INTRINSIC(ShflUp, l).arg(v).arg(delta, ScalarType::I32).out(std::move(name), v.expr.type());
 }
 Var Scope::shfl_idx(std::string name, const ExprArg& v, const ExprArg& lane, std::source_location l) {
-  return intrinsic(ir::IntrinsicOp::ShflIdx, l).arg(v).arg(lane, ScalarType::I32).out(std::move(name), v.expr.type());
+  return VANTAGE_INTRINSIC(ShflIdx, l).arg(v).arg(lane, ScalarType::I32).out(std::move(name), v.expr.type());
 }
 Var Scope::vote_all(std::string name, const ExprArg& pred, std::source_location l) {
-  return intrinsic(ir::IntrinsicOp::VoteAll, l).arg(pred).out(std::move(name), ScalarType::Bool);
+  return VANTAGE_INTRINSIC(VoteAll, l).arg(pred).out(std::move(name), ScalarType::Bool);
 }
 Var Scope::vote_any(std::string name, const ExprArg& pred, std::source_location l) {
-  return intrinsic(ir::IntrinsicOp::VoteAny, l).arg(pred).out(std::move(name), ScalarType::Bool);
+  return VANTAGE_INTRINSIC(VoteAny, l).arg(pred).out(std::move(name), ScalarType::Bool);
 }
 Var Scope::ballot(std::string name, const ExprArg& pred, std::source_location l) {
-  return intrinsic(ir::IntrinsicOp::Ballot, l).arg(pred).out(std::move(name), ScalarType::U32);
+  return VANTAGE_INTRINSIC(Ballot, l).arg(pred).out(std::move(name), ScalarType::U32);
 }
-Var Scope::atomic(std::string name, AtomicOp op, const View& mem, const ExprArg& index, const ExprArg& value,
+Var Scope::atomic(std::string name, AtomicOp op, const View& m, const ExprArg& index, const ExprArg& value,
                   std::source_location l) {
-  return intrinsic(ir::IntrinsicOp::Atomic, l)
-      .mem(mem)
+  static_assert(static_cast<int>(AtomicOp::Exch) == static_cast<int>(ir::AtomicKind::Exch));
+  return VANTAGE_INTRINSIC(Atomic, l)
+      .mem(m)
       .arg(index, ScalarType::I32)
-      .arg(value, mem.elem())
+      .arg(value, m.elem())
       .imm(static_cast<std::int64_t>(op))
-      .out(std::move(name), mem.elem());
+      .out(std::move(name), m.elem());
 }
 void Scope::mma_sync(MmaKind kind, const View& d, const View& a, const View& b, const View& c, std::source_location l) {
-  intrinsic(ir::IntrinsicOp::MmaSync, l).mem(d).mem(a).mem(b).mem(c).imm(static_cast<std::int64_t>(kind)).emit();
+  static_assert(static_cast<int>(MmaKind::BF16_M16N8K16) == static_cast<int>(ir::MmaShape::BF16_M16N8K16));
+  VANTAGE_INTRINSIC(MmaSync, l).mem(d).mem(a).mem(b).mem(c).imm(static_cast<std::int64_t>(kind)).emit();
 }
 void Scope::ldmatrix(int count, const View& dst, const View& src, const ExprArg& index, std::source_location l) {
-  intrinsic(ir::IntrinsicOp::Ldmatrix, l).mem(dst).mem(src).arg(index, ScalarType::I32).imm(count).emit();
+  VANTAGE_INTRINSIC(Ldmatrix, l).mem(dst).mem(src).arg(index, ScalarType::I32).imm(count).emit();
 }
 void Scope::wgmma(int n, const View& acc, const ExprArg& desc_a, const ExprArg& desc_b, std::source_location l) {
-  intrinsic(ir::IntrinsicOp::Wgmma, l).mem(acc).arg(desc_a, ScalarType::U64).arg(desc_b, ScalarType::U64).imm(n).emit();
+  VANTAGE_INTRINSIC(Wgmma, l).mem(acc).arg(desc_a, ScalarType::U64).arg(desc_b, ScalarType::U64).imm(n).emit();
 }
-void Scope::wgmma_fence(std::source_location l) { intrinsic(ir::IntrinsicOp::WgmmaFence, l).emit(); }
-void Scope::wgmma_commit(std::source_location l) { intrinsic(ir::IntrinsicOp::WgmmaCommit, l).emit(); }
-void Scope::wgmma_wait(int pending, std::source_location l) {
-  intrinsic(ir::IntrinsicOp::WgmmaWait, l).imm(pending).emit();
-}
+void Scope::wgmma_fence(std::source_location l) { VANTAGE_INTRINSIC(WgmmaFence, l).emit(); }
+void Scope::wgmma_commit(std::source_location l) { VANTAGE_INTRINSIC(WgmmaCommit, l).emit(); }
+void Scope::wgmma_wait(int pending, std::source_location l) { VANTAGE_INTRINSIC(WgmmaWait, l).imm(pending).emit(); }
 void Scope::cp_async(const View& dst, const ExprArg& dst_index, const View& src, const ExprArg& src_index, int bytes,
                      std::source_location l) {
-  intrinsic(ir::IntrinsicOp::CpAsync, l)
+  VANTAGE_INTRINSIC(CpAsync, l)
       .mem(dst)
       .mem(src)
       .arg(dst_index, ScalarType::I32)
@@ -446,13 +461,13 @@ void Scope::cp_async(const View& dst, const ExprArg& dst_index, const View& src,
       .imm(bytes)
       .emit();
 }
-void Scope::cp_async_commit(std::source_location l) { intrinsic(ir::IntrinsicOp::CpAsyncCommit, l).emit(); }
+void Scope::cp_async_commit(std::source_location l) { VANTAGE_INTRINSIC(CpAsyncCommit, l).emit(); }
 void Scope::cp_async_wait(int pending, std::source_location l) {
-  intrinsic(ir::IntrinsicOp::CpAsyncWait, l).imm(pending).emit();
+  VANTAGE_INTRINSIC(CpAsyncWait, l).imm(pending).emit();
 }
 void Scope::tma_load_2d(const View& dst, const ExprArg& tensor_map, const ExprArg& x, const ExprArg& y, const View& bar,
                         std::source_location l) {
-  intrinsic(ir::IntrinsicOp::TmaLoad2D, l)
+  VANTAGE_INTRINSIC(TmaLoad2D, l)
       .mem(dst)
       .mem(bar)
       .arg(tensor_map, ScalarType::U64)
@@ -461,25 +476,20 @@ void Scope::tma_load_2d(const View& dst, const ExprArg& tensor_map, const ExprAr
       .emit();
 }
 void Scope::mbarrier_init(const View& bar, const ExprArg& count, std::source_location l) {
-  intrinsic(ir::IntrinsicOp::MbarrierInit, l).mem(bar).arg(count, ScalarType::I32).emit();
+  VANTAGE_INTRINSIC(MbarrierInit, l).mem(bar).arg(count, ScalarType::I32).emit();
 }
 void Scope::mbarrier_arrive(const View& bar, std::source_location l) {
-  intrinsic(ir::IntrinsicOp::MbarrierArrive, l).mem(bar).emit();
+  VANTAGE_INTRINSIC(MbarrierArrive, l).mem(bar).emit();
 }
 void Scope::mbarrier_wait(const View& bar, const ExprArg& phase, std::source_location l) {
-  intrinsic(ir::IntrinsicOp::MbarrierWait, l).mem(bar).arg(phase, ScalarType::I32).emit();
+  VANTAGE_INTRINSIC(MbarrierWait, l).mem(bar).arg(phase, ScalarType::I32).emit();
 }
+
+#undef VANTAGE_INTRINSIC
+#undef VANTAGE_RECORD
 
 // ------------------------------------------------------------------------------------------- builders
 namespace {
-
-StmtPtr record_body(const std::shared_ptr<BuildCtx>& ctx, const std::function<void(Scope&)>& fn, SourceLoc loc) {
-  detail::ActiveGuard guard(ctx.get());
-  Scope s(ctx);
-  return record(loc, [&] {
-    if (fn) fn(s);
-  });
-}
 
 void set_body(const std::shared_ptr<BuildCtx>& ctx, const std::function<void(Scope&)>& fn, SourceLoc loc) {
   if (ctx->body_recorded) {
@@ -488,7 +498,9 @@ void set_body(const std::shared_ptr<BuildCtx>& ctx, const std::function<void(Sco
   }
   ctx->body_recorded = true;
   ctx->body_loc = loc;
-  ctx->body = record_body(ctx, fn, loc);
+  ctx->body = record(ctx, loc, [&](Scope& s) {
+    if (fn) fn(s);
+  });
 }
 
 std::vector<Diagnostic> merged(std::vector<Diagnostic> builder, std::vector<Diagnostic> checker) {
@@ -509,7 +521,7 @@ Expr KernelBuilder::scalar_param(std::string name, ScalarType type, bool special
   SourceLoc loc = here(l);
   auto v = ir::make_var(ctx_->next_id++, name, type, ir::VarNode::Origin::Param, loc);
   ctx_->params.push_back({std::move(name), v, nullptr, specialized, nullptr, std::nullopt, loc});
-  return Expr(ir::make<ir::VarRef>(v, loc));
+  return BuilderAccess::expr(ir::ref(v, loc));
 }
 
 View KernelBuilder::pointer_param(std::string name, ScalarType elem, MemSpace space, bool is_const,
@@ -520,8 +532,8 @@ View KernelBuilder::pointer_param(std::string name, ScalarType elem, MemSpace sp
     ctx_->error("V0910", loc,
                 "kernel pointer parameter " + name + " must point to global memory, not " + space_name(space));
   if (ext && !ext->n.defined()) ctx_->error("V0706", loc, "extent of " + name + " is an undefined Expr");
-  ctx_->params.push_back({std::move(name), nullptr, m, false, ext ? ext->n.node() : nullptr, std::nullopt, loc});
-  return View(m);
+  ctx_->params.push_back({std::move(name), nullptr, m, false, ext ? node(ext->n) : nullptr, std::nullopt, loc});
+  return BuilderAccess::view(m, ctx_);
 }
 
 KernelBuilder& KernelBuilder::block_threads(std::int64_t threads, std::source_location l) {
@@ -530,13 +542,13 @@ KernelBuilder& KernelBuilder::block_threads(std::int64_t threads, std::source_lo
   return *this;
 }
 KernelBuilder& KernelBuilder::grid_blocks(std::int64_t blocks, std::source_location l) {
-  (void)l;
   ctx_->grid_blocks = blocks;
+  ctx_->grid_loc = here(l);
   return *this;
 }
 KernelBuilder& KernelBuilder::grid_multiple_of(std::int64_t m, std::source_location l) {
-  (void)l;
   ctx_->grid_multiple = m;
+  ctx_->grid_loc = here(l);
   return *this;
 }
 KernelBuilder& KernelBuilder::shared_budget(std::int64_t bytes, std::source_location l) {
@@ -559,10 +571,11 @@ Kernel KernelBuilder::build() {
   k->grid_blocks = ctx_->grid_blocks;
   k->grid_multiple = ctx_->grid_multiple;
   k->budget_declared = ctx_->budget_declared;
-  k->shared_budget = k->budget_declared ? ctx_->shared_budget : check::kDefaultSharedBudget;
+  k->shared_budget = k->budget_declared ? ctx_->shared_budget : check::default_shared_budget();
   k->body = ctx_->body;
   k->loc = ctx_->loc;
   k->threads_loc = ctx_->threads_loc.known() ? ctx_->threads_loc : ctx_->loc;
+  k->grid_loc = ctx_->grid_loc.known() ? ctx_->grid_loc : ctx_->loc;
   k->budget_loc = ctx_->budget_loc.known() ? ctx_->budget_loc : ctx_->loc;
   k->body_loc = ctx_->body_loc;
   k->hash = ir::hash_kernel(*k);
@@ -574,7 +587,7 @@ Kernel KernelBuilder::build() {
   }
   logging::get().debug("kernel {}: checked in {} us, {} obligation(s), {} bytes shared", k->name, us,
                        result.obligations.size(), result.shared_peak);
-  return Kernel(std::move(k), std::move(result.obligations), result.shared_peak);
+  return detail::KernelAccess::make(std::move(k), std::move(result.obligations), result.shared_peak);
 }
 
 FunctionBuilder::FunctionBuilder(std::string name, std::source_location l) : ctx_(std::make_shared<BuildCtx>()) {
@@ -596,8 +609,8 @@ FunctionBuilder& FunctionBuilder::shared_budget(std::int64_t bytes, std::source_
   return *this;
 }
 FunctionBuilder& FunctionBuilder::returns(ScalarType type, std::source_location l) {
-  (void)l;
   ctx_->returns = type;
+  ctx_->returns_loc = here(l);
   return *this;
 }
 
@@ -606,7 +619,7 @@ Expr FunctionBuilder::scalar_param(std::string name, ScalarType type, std::optio
   auto v = ir::make_var(ctx_->next_id++, name, type, ir::VarNode::Origin::Param, loc);
   ctx_->params.push_back(
       {std::move(name), v, nullptr, false, nullptr, a ? std::optional<Perspective>(a->p) : std::nullopt, loc});
-  return Expr(ir::make<ir::VarRef>(v, loc));
+  return BuilderAccess::expr(ir::ref(v, loc));
 }
 
 View FunctionBuilder::pointer_param(std::string name, ScalarType elem, MemSpace space, bool is_const,
@@ -615,7 +628,7 @@ View FunctionBuilder::pointer_param(std::string name, ScalarType elem, MemSpace 
   auto m = ir::make_mem(ctx_->next_id++, name, elem, space, is_const, 1, ir::MemNode::Origin::Param, loc);
   ctx_->params.push_back(
       {std::move(name), nullptr, m, false, nullptr, a ? std::optional<Perspective>(a->p) : std::nullopt, loc});
-  return View(m);
+  return BuilderAccess::view(m, ctx_);
 }
 
 FunctionBuilder& FunctionBuilder::body(const std::function<void(Scope&)>& fn, std::source_location l) {
@@ -634,10 +647,11 @@ DeviceFunction FunctionBuilder::build() {
   f->loc = ctx_->loc;
   f->signature_loc = ctx_->signature_loc;
   f->budget_loc = ctx_->budget_loc.known() ? ctx_->budget_loc : ctx_->loc;
+  f->returns_loc = ctx_->returns_loc.known() ? ctx_->returns_loc : ctx_->loc;
   f->hash = ir::hash_function(*f);
   auto result = check::check(*f);
   if (!ctx_->diags.empty() || !result.ok()) throw CheckError(merged(ctx_->diags, std::move(result.errors)));
-  return DeviceFunction(std::move(f));
+  return detail::KernelAccess::make(std::move(f));
 }
 
 }  // namespace vantage

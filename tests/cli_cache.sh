@@ -8,10 +8,18 @@ trap 'rm -rf "$work"' EXIT
 export VANTAGE_CACHE_DIR="$work/cache"
 
 "$vantage" cache --help | grep -q "vantage cache - the on-disk kernel cache"
-"$vantage" cache ls --help | grep -q "Usage:"
+# Each command has its own help, not the general one.
+for c in path ls stat verify prune clear export import; do
+  "$vantage" cache "$c" --help >"$work/help.txt"
+  head -n 1 "$work/help.txt" | grep -q "^vantage cache $c"
+  if grep -q "Usage:" "$work/help.txt"; then echo "cache $c --help printed the general help"; exit 1; fi
+done
+if "$vantage" cache nonsense --help 2>/dev/null; then echo "help for an unknown command"; exit 1; fi
 [ "$("$vantage" cache path)" = "$work/cache" ]
 
 "$worker" examples >/dev/null            # compiles and stores every example
+# Compiling left no lock file behind (each compile's holder removes its lock before letting go).
+[ -z "$(ls -A "$work/cache/locks")" ] || { echo "lock files left:"; ls "$work/cache/locks"; exit 1; }
 "$vantage" cache verify | grep -q ", 0 bad"
 entries=$("$vantage" cache ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 [ "$entries" -ge 9 ]

@@ -7,6 +7,7 @@
 
 #include "kernels/paper_kernels.hpp"
 #include "kernels/stages.hpp"
+#include "reject_helpers.hpp"
 #include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
@@ -276,12 +277,19 @@ TEST(Specialize, TwoLaunchShapesGiveTwoSources) {
 TEST(Specialize, SpecializedSizeBecomesAConstantAndAGuard) {
   Specialized s = specialize_for(open_shape(), Spec{}.with_threads(128).with_size("n", 1000));
   EXPECT_NE(s.source.find("(gid < 1000)"), std::string::npos) << s.source;
-  ASSERT_EQ(s.guards.size(), 1u);
-  EXPECT_EQ(s.guards[0].kind, Guard::Kind::ParamEquals);
-  EXPECT_EQ(s.guards[0].text, "n == 1000");
-  EXPECT_TRUE(s.guards[0].accepts(10, {1000, 0}));
-  EXPECT_FALSE(s.guards[0].accepts(10, {999, 0}));
+  ASSERT_EQ(s.guards.size(), 2u);
+  const Guard& n = s.guards[0].kind == Guard::Kind::ParamEquals ? s.guards[0] : s.guards[1];
+  const Guard& grid = s.guards[0].kind == Guard::Kind::ParamEquals ? s.guards[1] : s.guards[0];
+  EXPECT_EQ(n.kind, Guard::Kind::ParamEquals);
+  EXPECT_EQ(n.text, "n == 1000");
+  EXPECT_TRUE(n.accepts(10, {1000, 0}));
+  EXPECT_FALSE(n.accepts(10, {999, 0}));
   EXPECT_EQ(s.params[0].value, 1000);
+  // Thread ids are i32: at most 2^31 threads per launch.
+  EXPECT_EQ(grid.kind, Guard::Kind::BlocksAtMost);
+  EXPECT_EQ(grid.text, "blocks <= 16777216");
+  EXPECT_TRUE(grid.accepts(16777216, {}));
+  EXPECT_FALSE(grid.accepts(16777217, {}));
 }
 
 TEST(Specialize, SizeViolationIsReportedWithTheNumbers) {
@@ -319,9 +327,11 @@ TEST(Specialize, GridRuleBecomesAGuard) {
   k.body([](Scope& g) { g.split(Level::Block, {{2, [](Scope&) {}}, {1, [](Scope&) {}}}); });
   Kernel kernel = k.build();
   Specialized s = specialize_for(kernel, Spec{});
-  ASSERT_EQ(s.guards.size(), 2u);
+  ASSERT_EQ(s.guards.size(), 3u);
   for (const Guard& g : s.guards) {
-    if (g.kind == Guard::Kind::BlocksAtLeast) {
+    if (g.kind == Guard::Kind::BlocksAtMost) {
+      EXPECT_EQ(g.text, "blocks <= 33554432");  // 2^31 threads of 64
+    } else if (g.kind == Guard::Kind::BlocksAtLeast) {
       EXPECT_EQ(g.text, "blocks >= 3");
       EXPECT_TRUE(g.accepts(3, {}));
       EXPECT_FALSE(g.accepts(2, {}));
@@ -382,7 +392,7 @@ TEST(Compile, UnsafeBlockWithInvalidCudaFailsAtTheBuilderLine) {
     EXPECT_NE(std::string(d.loc.file).find("test_codegen.cpp"), std::string::npos);
     EXPECT_NE(e.log().find("error"), std::string::npos);
     EXPECT_NE(e.source().find("this_is_not_cuda(;"), std::string::npos);
-    EXPECT_EQ(e.options()[0], "--std=c++17");
+    EXPECT_EQ(e.options()[0], "--std=c++20");
   }
 }
 
@@ -500,6 +510,7 @@ TEST(Compile, HalfPrecisionMmaUsesTheToolkitHeaderAndTensorCores) {
 TEST(Compile, WgmmaNeedsSm90aAndCompilesThere) {
   REQUIRE_NVRTC();
   KernelBuilder k("wgmma_tile");
+  int wgmma_line = 0;
   k.block_threads(128);
   auto da = k.param<std::uint64_t>("desc_a");
   auto db = k.param<std::uint64_t>("desc_b");
@@ -513,6 +524,7 @@ TEST(Compile, WgmmaNeedsSm90aAndCompilesThere) {
             auto acc = wg.local_array("acc", ScalarType::F32, 32, at(thread(1)));
             wg.for_("i", 0, 32, [&](Scope&, Expr i) { acc[i] = 0.0f; });
             wg.wgmma_fence();
+            wgmma_line = __LINE__ + 1;
             wg.wgmma(64, acc, da, db);
             wg.wgmma_commit();
             wg.wgmma_wait(0);
@@ -527,7 +539,14 @@ TEST(Compile, WgmmaNeedsSm90aAndCompilesThere) {
   if (!examples::find_cuobjdump().empty()) {
     EXPECT_NE(examples::sass(c.cubin).find("HGMMA"), std::string::npos);
   }
-  EXPECT_THROW(compile(kernel, Spec{}.with_arch(Arch::SM_90)), CompileError) << "wgmma exists only on sm_90a";
+  // On sm_90 the target table says no, at the user's line, before NVRTC is asked.
+  try {
+    compile(kernel, Spec{}.with_arch(Arch::SM_90));
+    ADD_FAILURE() << "wgmma exists only on sm_90a";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V1008", wgmma_line, "tests/test_codegen.cpp"));
+    EXPECT_NE(e.diagnostics()[0].message.find("sm_90a"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // IR: structural hashing and equality, and the stable printed form.
 #include <gtest/gtest.h>
 
+#include "jit/ir/eval.h"
 #include "jit/ir/ir.h"
 #include "jit/ir/printer.h"
 #include "kernels/paper_kernels.hpp"
@@ -25,7 +26,6 @@ TEST(IrHash, SameProgramSameHash) {
   Kernel a = tiny(2.0f, 128), b = tiny(2.0f, 128);
   EXPECT_EQ(a.structural_hash(), b.structural_hash());
   EXPECT_TRUE(a.structurally_equal(b));
-  EXPECT_NE(a.ir(), b.ir()) << "two builds are distinct objects";
 }
 
 TEST(IrHash, ConstantsAndLaunchShapeChangeTheHash) {
@@ -47,12 +47,12 @@ TEST(IrHash, ExamplesAreDistinctAndRepeatable) {
 
 TEST(IrEqual, ExpressionsCompareStructurally) {
   SourceLoc l1{"a.cpp", 1, 1}, l2{"b.cpp", 9, 9};
-  auto x = ir::make<ir::Literal>(ScalarType::I32, 4, 4.0, l1);
-  auto y = ir::make<ir::Literal>(ScalarType::I32, 4, 4.0, l2);
-  auto z = ir::make<ir::Literal>(ScalarType::I32, 5, 5.0, l1);
-  auto sum1 = ir::make<ir::Binary>(ir::BinOp::Add, x, z, ScalarType::I32, l1);
-  auto sum2 = ir::make<ir::Binary>(ir::BinOp::Add, y, z, ScalarType::I32, l2);
-  auto diff = ir::make<ir::Binary>(ir::BinOp::Sub, y, z, ScalarType::I32, l2);
+  auto x = ir::int_literal(ScalarType::I32, 4, l1);
+  auto y = ir::int_literal(ScalarType::I32, 4, l2);
+  auto z = ir::int_literal(ScalarType::I32, 5, l1);
+  auto sum1 = ir::make<ir::Binary>(ScalarType::I32, ir::BinOp::Add, x, z, l1);
+  auto sum2 = ir::make<ir::Binary>(ScalarType::I32, ir::BinOp::Add, y, z, l2);
+  auto diff = ir::make<ir::Binary>(ScalarType::I32, ir::BinOp::Sub, y, z, l2);
   EXPECT_TRUE(ir::equal(sum1, sum2)) << "locations do not count";
   EXPECT_EQ(sum1->hash, sum2->hash);
   EXPECT_FALSE(ir::equal(sum1, diff));

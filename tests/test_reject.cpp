@@ -4,6 +4,7 @@
 #include <regex>
 #include <sstream>
 
+#include "frontend/handles.h"
 #include "jit/ir/ir.h"
 #include "reject_helpers.hpp"
 
@@ -249,7 +250,7 @@ TEST(Reject, LoopVariableCannotBeAssigned) {
     k.body([&](Scope& g) {
       g.for_("i", 0, 4, [&](Scope& s, Expr i) {
         bad = __LINE__ + 1;
-        s.assign(Var(ir::as<ir::VarRef>(*i.node())->var, i), 3);
+        s.assign(detail::BuilderAccess::var(ir::as<ir::VarRef>(*detail::BuilderAccess::node(i))->var, {}), 3);
       });
     });
   });

@@ -37,6 +37,62 @@ Read-only layers ($VANTAGE_CACHE_PATH) are consulted first by programs; these co
 writable directory only. Bundles are checked with `vantage cache verify` after import.
 )";
 
+/// Each command's own help: what it does, its options, what it prints and its exit status.
+struct CommandHelp {
+  const char* name;
+  const char* text;
+};
+constexpr CommandHelp kCommandHelp[] = {
+    {"path", R"(vantage cache path [--json] - print the cache directory in use
+
+The directory is $VANTAGE_CACHE_DIR, else $XDG_CACHE_HOME/vantage, else ~/.cache/vantage. It need not
+exist yet. --json prints {"directory": "..."}.
+)"},
+    {"ls", R"(vantage cache ls [--json] - list the entries of the cache directory
+
+One line per entry: its key, the kernel's entry point, the architecture, its size and when it was last
+used (the least recently used go first when the cache is over its cap). An entry that fails its
+checks is listed with BAD and the reason. --json prints an array of objects with the same fields.
+)"},
+    {"stat", R"(vantage cache stat [--json] - summarize the cache directory
+
+Prints the directory, the number of entries and their bytes, the soft cap (VANTAGE_CACHE_MAX_BYTES,
+default 2 GiB) and how many read-only layers VANTAGE_CACHE_PATH names.
+)"},
+    {"verify", R"(vantage cache verify [--json] - read and check every entry
+
+Reads each entry of the cache directory and checks its header, format version, key and checksum. Prints
+each bad entry and a summary ("N entries, M bad"); exits 1 when any entry is bad (remove them with
+vantage cache prune). To check a bundle file, import it: import verifies every entry first.
+)"},
+    {"prune", R"(vantage cache prune [--max-bytes N] [--json] - trim the cache directory
+
+Removes entries that fail their checks, evicts the least recently used entries until at most N bytes
+remain (default: VANTAGE_CACHE_MAX_BYTES, else 2 GiB), and removes temporary files and lock files left
+by processes that died while compiling.
+)"},
+    {"clear", R"(vantage cache clear [--json] - remove every entry, temporary file and lock file
+
+Kernels are compiled again when next used. Read-only layers are never touched.
+)"},
+    {"export", R"(vantage cache export FILE [--json] - write every entry into one bundle file
+
+The bundle carries the compiled kernels of this directory to hosts that should never run NVRTC:
+point VANTAGE_CACHE_PATH at it there, or import it. Entries that fail their checks are left out.
+)"},
+    {"import", R"(vantage cache import FILE [--json] - check a bundle and copy its entries into the cache
+
+Verifies the bundle's framing and every entry's checksum first; nothing is copied when any is bad (the
+problems are printed and the exit status is 1).
+)"},
+};
+
+const char* command_help(const std::string& cmd) {
+  for (const auto& h : kCommandHelp)
+    if (cmd == h.name) return h.text;
+  return nullptr;
+}
+
 std::string json_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -98,7 +154,9 @@ int cache_main(const std::vector<std::string>& args) {
   const std::string& cmd = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (flag(rest, "--help") || flag(rest, "-h")) {
-    std::fputs(kHelp, stdout);
+    const char* help = command_help(cmd);
+    if (!help) return usage_error("unknown command '" + cmd + "'");
+    std::fputs(help, stdout);
     return 0;
   }
   bool json = flag(rest, "--json");
@@ -188,8 +246,8 @@ int cache_main(const std::vector<std::string>& args) {
       std::printf("{\"removed_bad\": %d, \"evicted_bytes\": %lld, \"swept\": %d, \"bytes_left\": %lld}\n", removed_bad,
                   static_cast<long long>(freed), swept, static_cast<long long>(store.total_bytes()));
     else
-      std::printf("removed %d bad entr%s, evicted %lld bytes, swept %d temp file(s); %lld bytes left\n", removed_bad,
-                  removed_bad == 1 ? "y" : "ies", static_cast<long long>(freed), swept,
+      std::printf("removed %d bad entr%s, evicted %lld bytes, swept %d temp or lock file(s); %lld bytes left\n",
+                  removed_bad, removed_bad == 1 ? "y" : "ies", static_cast<long long>(freed), swept,
                   static_cast<long long>(store.total_bytes()));
     return 0;
   }

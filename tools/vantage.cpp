@@ -29,13 +29,20 @@ Usage:
   vantage --help                this text
 
 Options:
-  --arch sm_80|sm_86|sm_89|sm_90|sm_90a   target (default sm_90)
+  --arch ARCH                             target: ARCHS (default sm_90)
   --threads N                             threads per block when the kernel leaves it open
   --size NAME=VALUE                       value of a specialized parameter (repeatable)
 
 Environment:
   VANTAGE_LOG   log level: trace, debug, info, warn (default), error, off
 )";
+
+/// The help text, with the architectures of the target table.
+std::string help() {
+  std::string h = kHelp;
+  auto at = h.find("ARCHS");
+  return h.replace(at, 5, vantage::arch_names());
+}
 
 const vantage::examples::Example* find(const std::string& name) {
   for (const auto& ex : vantage::examples::all())
@@ -50,11 +57,6 @@ int unknown(const std::string& name) {
 
 /// Parses --arch, --threads, --size; returns false (after a message) on a bad option.
 bool parse_spec(int argc, char** argv, int first, vantage::Spec& spec, std::vector<std::string>& names) {
-  static const std::map<std::string, vantage::Arch> kArchs = {{"sm_80", vantage::Arch::SM_80},
-                                                              {"sm_86", vantage::Arch::SM_86},
-                                                              {"sm_89", vantage::Arch::SM_89},
-                                                              {"sm_90", vantage::Arch::SM_90},
-                                                              {"sm_90a", vantage::Arch::SM_90a}};
   for (int i = first; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -63,12 +65,12 @@ bool parse_spec(int argc, char** argv, int first, vantage::Spec& spec, std::vect
     };
     if (a == "--arch") {
       auto v = value();
-      auto it = kArchs.find(v);
-      if (it == kArchs.end()) {
-        std::fprintf(stderr, "vantage: unknown --arch '%s' (sm_80, sm_86, sm_89, sm_90, sm_90a)\n", v.c_str());
+      auto arch = vantage::parse_arch(v);
+      if (!arch) {
+        std::fprintf(stderr, "vantage: unknown --arch '%s' (%s)\n", v.c_str(), vantage::arch_names());
         return false;
       }
-      spec.arch = it->second;
+      spec.arch = *arch;
     } else if (a == "--threads") {
       spec.threads = std::atoll(value().c_str());
     } else if (a == "--size") {
@@ -124,7 +126,7 @@ int check_one(const vantage::examples::Example& ex) {
 
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
-    std::fputs(kHelp, argc < 2 ? stderr : stdout);
+    std::fputs(help().c_str(), argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
@@ -202,6 +204,6 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::fprintf(stderr, "vantage: unknown command '%s'\n\n%s", cmd.c_str(), kHelp);
+  std::fprintf(stderr, "vantage: unknown command '%s'\n\n%s", cmd.c_str(), help().c_str());
   return 2;
 }

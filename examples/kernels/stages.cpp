@@ -8,7 +8,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 
 namespace vantage::examples {
 
@@ -47,25 +46,21 @@ std::string sass(const std::vector<char>& cubin) {
 }
 
 int emit_stage(int argc, char** argv, const Kernel& kernel, Spec spec) {
-  static const std::map<std::string, Arch> kArchs = {{"sm_80", Arch::SM_80},
-                                                     {"sm_86", Arch::SM_86},
-                                                     {"sm_89", Arch::SM_89},
-                                                     {"sm_90", Arch::SM_90},
-                                                     {"sm_90a", Arch::SM_90a}};
   std::string stage;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--emit=", 0) == 0) {
       stage = a.substr(7);
     } else if (a.rfind("--arch=", 0) == 0) {
-      auto it = kArchs.find(a.substr(7));
-      if (it == kArchs.end()) {
-        std::fprintf(stderr, "unknown %s (sm_80, sm_86, sm_89, sm_90, sm_90a)\n", a.c_str());
+      auto arch = parse_arch(a.substr(7));
+      if (!arch) {
+        std::fprintf(stderr, "unknown %s (%s)\n", a.c_str(), arch_names());
         return 2;
       }
-      spec.arch = it->second;
+      spec.arch = *arch;
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: %s [--emit=ir|cuda|ptx|sass] [--arch=sm_80|sm_86|sm_89|sm_90|sm_90a]\n", argv[0]);
+      std::printf("usage: %s [--emit=ir|cuda|ptx|sass] [--arch=ARCH]\n  ARCH: %s (default sm_90)\n", argv[0],
+                  arch_names());
       return 0;
     } else {
       std::fprintf(stderr, "unknown argument '%s' (try --help)\n", a.c_str());

@@ -15,21 +15,18 @@
 #include <vector>
 
 #include "vantage/diagnostics.hpp"
+#include "vantage/kernel.hpp"
 #include "vantage/types.hpp"
 
 namespace vantage {
 
-namespace ir {
-struct ExprNode;
-struct VarNode;
-struct MemNode;
-struct KernelNode;
-struct FunctionNode;
-}  // namespace ir
-
 namespace detail {
 struct BuildCtx;
-}
+struct ExprRep;
+struct VarRep;
+struct MemRep;
+struct BuilderAccess;
+}  // namespace detail
 
 class Expr;
 class ElemRef;
@@ -48,15 +45,14 @@ class Expr {
   Expr(float v, std::source_location loc = std::source_location::current());          // NOLINT
   Expr(double v, std::source_location loc = std::source_location::current());         // NOLINT
   Expr(const ElemRef& ref);                                                           // NOLINT
-  explicit Expr(std::shared_ptr<const ir::ExprNode> node) : node_(std::move(node)) {}
 
   bool defined() const { return node_ != nullptr; }
   /// The element type (bool for comparisons).
   ScalarType type() const;
-  const std::shared_ptr<const ir::ExprNode>& node() const { return node_; }
 
  private:
-  std::shared_ptr<const ir::ExprNode> node_;
+  friend struct detail::BuilderAccess;
+  std::shared_ptr<const detail::ExprRep> node_;
 };
 
 /// An operand of a builder operator: an expression or a C++ number, with the caller's location.
@@ -76,6 +72,7 @@ struct ExprArg {
   ExprArg(unsigned long v, std::source_location l = std::source_location::current());   // NOLINT
   ExprArg(float v, std::source_location l = std::source_location::current());           // NOLINT
   ExprArg(double v, std::source_location l = std::source_location::current());          // NOLINT
+  ExprArg(const Expr& e, SourceLoc l) : expr(e), loc(l) {}
 };
 
 Expr operator+(const ExprArg& a, const ExprArg& b);
@@ -129,11 +126,10 @@ Expr fma(const ExprArg& a, const ExprArg& b, const ExprArg& c);
 class Var : public Expr {
  public:
   Var() = default;
-  Var(std::shared_ptr<const ir::VarNode> var, Expr ref) : Expr(std::move(ref)), var_(std::move(var)) {}
-  const std::shared_ptr<const ir::VarNode>& var() const { return var_; }
 
  private:
-  std::shared_ptr<const ir::VarNode> var_;
+  friend struct detail::BuilderAccess;
+  std::shared_ptr<const detail::VarRep> var_;
 };
 
 /// An index operand of `view[i]` that remembers the caller's line.
@@ -151,7 +147,6 @@ struct IndexArg {
 class View {
  public:
   View() = default;
-  explicit View(std::shared_ptr<const ir::MemNode> mem) : mem_(std::move(mem)) {}
 
   ElemRef operator[](const IndexArg& i) const;
   /// Multi-dimensional access for views made with a two- or three-argument index function.
@@ -161,17 +156,20 @@ class View {
   bool defined() const { return mem_ != nullptr; }
   const std::string& name() const;
   ScalarType elem() const;
-  const std::shared_ptr<const ir::MemNode>& mem() const { return mem_; }
 
  private:
-  std::shared_ptr<const ir::MemNode> mem_;
+  friend struct detail::BuilderAccess;
+  std::shared_ptr<const detail::MemRep> mem_;
+  std::weak_ptr<detail::BuildCtx> ctx_;  ///< the builder whose body a store through this view goes to
 };
 
-/// One element of a view: converts to an expression (a load), assigning to it records a store.
+/// One element of a view: converts to an expression (a load), assigning to it records a store in the
+/// innermost body of the view's builder. The store is reported at the line of `view[i]`.
 class ElemRef {
  public:
   ElemRef(View view, std::vector<Expr> indices, SourceLoc loc)
       : view_(std::move(view)), indices_(std::move(indices)), loc_(loc) {}
+  ElemRef(const ElemRef&) = default;
   ElemRef& operator=(const ExprArg& value);
   ElemRef& operator=(const ElemRef& other);  // stores other's value; never rebinds
   ElemRef& operator+=(const ExprArg& value);
@@ -236,10 +234,12 @@ struct UnsafeOut {
 };
 
 /// Where statements go: the body of a kernel, function, or construct. Every method records one
-/// statement at the current point of the body being built.
+/// statement at the end of this scope's body, which must be the innermost body being recorded by its
+/// builder (using an outer scope inside a nested lambda, or a scope whose body has ended, is an error
+/// at the caller's line).
 class Scope {
  public:
-  explicit Scope(std::shared_ptr<detail::BuildCtx> ctx) : ctx_(std::move(ctx)) {}
+  Scope(std::shared_ptr<detail::BuildCtx> ctx, std::uint64_t block) : ctx_(std::move(ctx)), block_(block) {}
 
   /// A variable; it lives at the narrower of the code's perspective and what the value varies with.
   Var let(std::string name, const ExprArg& value, std::source_location loc = std::source_location::current());
@@ -364,69 +364,9 @@ class Scope {
   void mbarrier_wait(const View& bar, const ExprArg& phase, std::source_location loc = std::source_location::current());
 
  private:
+  friend struct detail::BuilderAccess;
   std::shared_ptr<detail::BuildCtx> ctx_;
-};
-
-/// A deferred size rule: true or false only once the launch shape (T, B) is known. Specialization
-/// evaluates it; the launcher turns those it cannot fold into residual guards.
-struct Obligation {
-  enum class Kind : std::uint8_t { Divides, LessEqual, Equal };
-  Kind kind;
-  Size lhs;
-  Size rhs;
-  std::string code;         ///< the rule's diagnostic code
-  std::string description;  ///< what the rule asks, in words
-  SourceLoc loc;
-
-  /// Whether it holds for T threads per block and B blocks.
-  bool holds(std::int64_t t, std::int64_t b) const;
-  /// "T % 32 == 0", "2 <= B".
-  std::string str() const;
-};
-
-/// A checked, immutable kernel.
-class Kernel {
- public:
-  Kernel() = default;
-  Kernel(std::shared_ptr<const ir::KernelNode> ir, std::vector<Obligation> obligations, std::int64_t shared_bytes);
-
-  const std::string& name() const;
-  /// The IR in its stable text form (golden tests, `vantage inspect`).
-  std::string ir_text() const;
-  /// Structural hash: equal for structurally equal kernels (source locations do not count).
-  std::uint64_t structural_hash() const;
-  bool structurally_equal(const Kernel& other) const;
-  /// Size rules that depend on the launch shape and still need to be checked.
-  const std::vector<Obligation>& obligations() const { return obligations_; }
-  /// Peak static shared memory in bytes, including device functions called.
-  std::int64_t shared_bytes() const { return shared_bytes_; }
-  /// Internal: the IR for later passes.
-  const std::shared_ptr<const ir::KernelNode>& ir() const { return ir_; }
-
-  /// The generated CUDA C++ for one specialization (see vantage/compile.hpp).
-  std::string source(const Spec& spec) const;
-  /// PTX from NVRTC for the specialization's architecture.
-  std::string ptx(const Spec& spec) const;
-  /// A cubin from NVRTC for the specialization's architecture.
-  std::vector<char> cubin(const Spec& spec) const;
-
- private:
-  std::shared_ptr<const ir::KernelNode> ir_;
-  std::vector<Obligation> obligations_;
-  std::int64_t shared_bytes_ = 0;
-};
-
-/// A checked device function with a perspective signature and a shared-memory budget.
-class DeviceFunction {
- public:
-  DeviceFunction() = default;
-  explicit DeviceFunction(std::shared_ptr<const ir::FunctionNode> ir) : ir_(std::move(ir)) {}
-  const std::string& name() const;
-  std::string ir_text() const;
-  const std::shared_ptr<const ir::FunctionNode>& ir() const { return ir_; }
-
- private:
-  std::shared_ptr<const ir::FunctionNode> ir_;
+  std::uint64_t block_;  ///< the body this scope records into
 };
 
 namespace detail {

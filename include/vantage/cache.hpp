@@ -36,11 +36,12 @@ struct CachedKernel {
   Specialized spec;  ///< `source` is empty when the entry came from disk or a bundle
   std::vector<char> cubin;
   std::string ptx;
-  std::string key;                ///< hex of the content key
-  std::string origin;             ///< "compiled", "disk", "layer"
-  int registers = -1;             ///< per thread, from the cubin (-1 unknown)
-  std::int64_t local_bytes = -1;  ///< local memory per thread (spills and local arrays)
-  std::string log;                ///< NVRTC's log when compiled
+  std::string key;                   ///< hex of the content key
+  std::string origin;                ///< "compiled", "disk", "layer"
+  int registers = -1;                ///< per thread, from the cubin (-1 unknown)
+  std::int64_t local_bytes = -1;     ///< local memory per thread (spills and local arrays)
+  std::string log;                   ///< NVRTC's log when compiled
+  std::vector<std::string> options;  ///< the canonical NVRTC options the entry was compiled with (its key's)
 };
 
 struct CacheStats {

@@ -1,5 +1,6 @@
-// Vantage public diagnostics: source locations, user errors with codes and notes, and the three
-// exception types (user error, internal error, launch error).
+// Vantage public diagnostics: source locations, user errors with codes and notes, and the exception
+// types: the user's error (CheckError), a bug in Vantage (InternalError), and the toolchain's
+// (CompileError, ToolchainError).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +59,29 @@ class CheckError : public std::runtime_error {
 class InternalError : public std::logic_error {
  public:
   using std::logic_error::logic_error;
+};
+
+/// NVRTC rejected generated code. The diagnostics point at builder lines through `#line`.
+class CompileError : public std::runtime_error {
+ public:
+  CompileError(std::string message, std::string log, std::vector<std::string> options, std::string source,
+               std::vector<Diagnostic> diagnostics);
+  const std::string& log() const { return log_; }
+  const std::vector<std::string>& options() const { return options_; }
+  const std::string& source() const { return source_; }
+  const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+
+ private:
+  std::string log_;
+  std::vector<std::string> options_;
+  std::string source_;
+  std::vector<Diagnostic> diagnostics_;
+};
+
+/// NVRTC (or another toolchain piece) is missing or failed to load.
+class ToolchainError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 /// Renders diagnostics one after the other, as `CheckError::what()` does.

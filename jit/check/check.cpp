@@ -9,6 +9,11 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "jit/ir/eval.h"
+#include "jit/ir/shared_layout.h"
+#include "jit/ir/visit.h"
+#include "jit/target/target.h"
+
 namespace vantage::check {
 namespace {
 
@@ -39,6 +44,7 @@ struct VarInfo {
 
 struct MemInfo {
   const MemNode* node = nullptr;
+  const MemNode* root = nullptr;  ///< the parameter or array this name is a view of
   Perspective persp;
   SourceLoc narrowed_at;
   bool hidden = false;
@@ -61,6 +67,7 @@ class Checker {
       : know_(k), budget_(budget), budget_loc_(budget_loc) {}
 
   CheckResult run_kernel(const KernelNode& k) {
+    layout_ = layout_shared(k.body);
     frames_.push_back({grid(1), k.loc, "the kernel starts at grid(1)"});
     push_scope();
     check_launch_shape(k);
@@ -85,6 +92,7 @@ class Checker {
   }
 
   CheckResult run_function(const FunctionNode& f) {
+    layout_ = layout_shared(f.body);
     if (valid(f.signature, f.signature_loc, "signature")) {
       frames_.push_back({f.signature, f.signature_loc, "the function's signature requires it"});
     } else {
@@ -237,7 +245,7 @@ class Checker {
     CheckResult r;
     r.errors = std::move(errors_);
     r.obligations = std::move(obligations_);
-    r.shared_peak = peak_;
+    r.shared_peak = layout_.peak;
     return r;
   }
 
@@ -245,29 +253,28 @@ class Checker {
   struct Decl {
     const VarNode* var = nullptr;
     const MemNode* mem = nullptr;
-    std::int64_t shared_bytes = 0;
   };
   void push_scope() { scopes_.emplace_back(); }
   void pop_scope() {
     for (const auto& d : scopes_.back()) {
       if (d.var) vars_.erase(d.var);
       if (d.mem) mems_.erase(d.mem);
-      live_ -= d.shared_bytes;
     }
     scopes_.pop_back();
   }
   void declare(const VarPtr& v, Perspective p, bool loop = false) {
     if (!v) return;
     vars_[v.get()] = {p, v->loc, loop};
-    scopes_.back().push_back({v.get(), nullptr, 0});
+    scopes_.back().push_back({v.get(), nullptr});
   }
-  MemInfo& declare(const MemPtr& m, Perspective p, SourceLoc at, std::int64_t shared_bytes = 0) {
+  MemInfo& declare(const MemPtr& m, Perspective p, SourceLoc at) {
     auto& info = mems_[m.get()];
     info = MemInfo{};
     info.node = m.get();
+    info.root = m.get();
     info.persp = p;
     info.narrowed_at = at;
-    scopes_.back().push_back({nullptr, m.get(), shared_bytes});
+    scopes_.back().push_back({nullptr, m.get()});
     return info;
   }
 
@@ -276,24 +283,24 @@ class Checker {
     know_.threads = k.threads;
     know_.blocks = k.grid_blocks;
     know_.grid_multiple = std::max<std::int64_t>(k.grid_multiple, 1);
-    if (k.threads && (*k.threads < 1 || *k.threads > kMaxBlockThreads))
+    if (k.threads && (*k.threads < 1 || *k.threads > target::max_threads_per_block()))
       error("V0901", k.threads_loc,
-            "threads per block must be between 1 and " + std::to_string(kMaxBlockThreads) + ", not " +
+            "threads per block must be between 1 and " + std::to_string(target::max_threads_per_block()) + ", not " +
                 std::to_string(*k.threads));
     if (k.grid_blocks && *k.grid_blocks < 1)
-      error("V0901", k.loc, "the grid must have at least one block, not " + std::to_string(*k.grid_blocks));
+      error("V0901", k.grid_loc, "the grid must have at least one block, not " + std::to_string(*k.grid_blocks));
     if (k.grid_multiple < 1)
-      error("V0901", k.loc, "grid_multiple_of needs a positive number, not " + std::to_string(k.grid_multiple));
+      error("V0901", k.grid_loc, "grid_multiple_of needs a positive number, not " + std::to_string(k.grid_multiple));
     check_budget();
   }
 
   /// The declared shared-memory budget: not negative, within the device limit.
   void check_budget() {
     if (budget_ < 0) error("V0403", budget_loc_, "shared-memory budget must not be negative");
-    if (budget_ > kDeviceMaxSharedBytes)
+    if (budget_ > target::max_shared_bytes())
       error("V0404", budget_loc_,
             "shared-memory budget of " + std::to_string(budget_) + " bytes exceeds the device limit of " +
-                std::to_string(kDeviceMaxSharedBytes) + " bytes");
+                std::to_string(target::max_shared_bytes()) + " bytes");
   }
 
   void check_params(const std::vector<ParamNode>& params, std::optional<Perspective> sig) {
@@ -316,26 +323,16 @@ class Checker {
     }
   }
 
+  /// Whether an extent reads only scalar parameters (no ids, loads or other variables).
   static bool extent_uses_params_only(const ExprPtr& e) {
-    if (!e) return true;
-    return visit(*e, [](const auto& n) -> bool {
-      using N = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<N, Load> || std::is_same_v<N, Id>) {
-        return false;
-      } else if constexpr (std::is_same_v<N, VarRef>) {
-        return n.var->origin == VarNode::Origin::Param;
-      } else if constexpr (std::is_same_v<N, Unary> || std::is_same_v<N, Cast>) {
-        return extent_uses_params_only(n.a);
-      } else if constexpr (std::is_same_v<N, Binary>) {
-        return extent_uses_params_only(n.a) && extent_uses_params_only(n.b);
-      } else if constexpr (std::is_same_v<N, Select>) {
-        return extent_uses_params_only(n.c) && extent_uses_params_only(n.a) && extent_uses_params_only(n.b);
-      } else if constexpr (std::is_same_v<N, MathCall>) {
-        return std::all_of(n.args.begin(), n.args.end(), extent_uses_params_only);
-      } else {
-        return true;
-      }
-    });
+    struct Scan : IRVisitor {
+      bool ok = true;
+      void visit(const VarRef& n) override { ok = ok && n.var->origin == VarNode::Origin::Param; }
+      void visit(const Load&) override { ok = false; }
+      void visit(const Id&) override { ok = false; }
+    } scan;
+    scan.walk(e);
+    return scan.ok;
   }
 
   static bool ends_with_return(const StmtPtr& s) {
@@ -433,75 +430,81 @@ class Checker {
       return kTop;
     }
     SourceLoc here = at(e, loc);
-    return visit(*e, [&](const auto& n) -> Perspective {
-      using N = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<N, Literal>) {
-        return kTop;
-      } else if constexpr (std::is_same_v<N, VarRef>) {
-        auto it = vars_.find(n.var.get());
-        if (it == vars_.end()) {
-          auto& d = error("V0207", loc, "variable " + q(n.var->name) + " is not in scope here");
-          note(d, n.var->loc, "declared here");
-          return kTop;
-        }
-        return it->second.persp;
-      } else if constexpr (std::is_same_v<N, Unary>) {
-        Perspective v = check_expr(n.a, here);
-        if (n.a) {
-          ScalarType t = n.a->type;
-          bool ok =
-              n.op == UnOp::Neg ? t != ScalarType::Bool : (n.op == UnOp::Not ? t == ScalarType::Bool : is_integer(t));
-          if (!ok)
-            error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(t));
-        }
-        return v;
-      } else if constexpr (std::is_same_v<N, Binary>) {
-        Perspective v = meet(check_expr(n.a, here), check_expr(n.b, here));
-        if (n.a && n.b) binary_types(n, here);
-        return v;
-      } else if constexpr (std::is_same_v<N, Cast>) {
-        return check_expr(n.a, here);
-      } else if constexpr (std::is_same_v<N, Select>) {
-        Perspective v = meet(check_expr(n.c, here), meet(check_expr(n.a, here), check_expr(n.b, here)));
-        if (n.c && n.c->type != ScalarType::Bool)
-          error("V0703", here, std::string("select needs a bool condition, not ") + type_name(n.c->type));
-        if (n.a && n.b && n.a->type != n.b->type)
-          error("V0701", here,
-                std::string("select operands have different types: ") + type_name(n.a->type) + " and " +
-                    type_name(n.b->type));
-        return v;
-      } else if constexpr (std::is_same_v<N, MathCall>) {
-        Perspective v = kTop;
-        for (const auto& a : n.args) {
-          v = meet(v, check_expr(a, here));
-          if (a && !is_float(a->type) && !(n.fn == MathFn::Abs && is_integer(a->type)))
-            error("V0702", here, std::string(name_of(n.fn)) + " is not defined for " + type_name(a->type));
-          if (a && n.args.front() && a->type != n.args.front()->type)
-            error("V0701", here, std::string(name_of(n.fn)) + " operands have different types");
-        }
-        return v;
-      } else if constexpr (std::is_same_v<N, Id>) {
-        if (!valid(n.p, here, "id()")) return thread(1);
-        if (fits_in(n.p, code()) == Truth::No) {
-          auto& d =
-              error("V0107", here, "id(" + n.p.str() + ") needs a perspective that tiles the code's " + code().str());
-          note_code(d);
-        } else {
-          rule(fits_in(n.p, code()), Obligation::Kind::Divides, units(n.p), units(code()), "V0107", here,
-               [&] { return std::string("id(" + n.p.str() + ") needs " + n.p.str() + " to tile " + code().str()); });
-        }
-        return n.p;
-      } else {
-        Perspective v = kTop;
-        if (MemInfo* info = use_mem(n.mem, here)) {
-          v = info->persp;
-          if (info->async)
-            error("V0315", here, "async memory " + q(n.mem->name) + " can only be used by async-copy intrinsics");
-        }
-        check_indices(*n.mem, n.indices, here, v);
-        return v;
-      }
-    });
+    return dispatch(*e, [&](const auto& n) { return expr_rule(n, here, loc); });
+  }
+
+  Perspective expr_rule(const Literal& n, SourceLoc here, SourceLoc) {
+    if ((is_integer(n.type) || n.type == ScalarType::Bool) && !fits(n.type, n.i))
+      error("V0707", here,
+            "literal " + std::to_string(n.i) + " does not fit in " + type_name(n.type) +
+                " (write it as a wider type, or cast<T>() explicitly)");
+    return kTop;
+  }
+  Perspective expr_rule(const VarRef& n, SourceLoc, SourceLoc loc) {
+    auto it = vars_.find(n.var.get());
+    if (it == vars_.end()) {
+      auto& d = error("V0207", loc, "variable " + q(n.var->name) + " is not in scope here");
+      note(d, n.var->loc, "declared here");
+      return kTop;
+    }
+    return it->second.persp;
+  }
+  Perspective expr_rule(const Unary& n, SourceLoc here, SourceLoc) {
+    Perspective v = check_expr(n.a, here);
+    if (n.a) {
+      ScalarType t = n.a->type;
+      bool ok = n.op == UnOp::Neg ? t != ScalarType::Bool : (n.op == UnOp::Not ? t == ScalarType::Bool : is_integer(t));
+      if (!ok) error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(t));
+    }
+    return v;
+  }
+  Perspective expr_rule(const Binary& n, SourceLoc here, SourceLoc) {
+    Perspective v = meet(check_expr(n.a, here), check_expr(n.b, here));
+    if (n.a && n.b) binary_types(n, here);
+    return v;
+  }
+  Perspective expr_rule(const Cast& n, SourceLoc here, SourceLoc) { return check_expr(n.a, here); }
+  Perspective expr_rule(const Select& n, SourceLoc here, SourceLoc) {
+    Perspective v = meet(check_expr(n.c, here), meet(check_expr(n.a, here), check_expr(n.b, here)));
+    if (n.c && n.c->type != ScalarType::Bool)
+      error("V0703", here, std::string("select needs a bool condition, not ") + type_name(n.c->type));
+    if (n.a && n.b && n.a->type != n.b->type)
+      error("V0701", here,
+            std::string("select operands have different types: ") + type_name(n.a->type) + " and " +
+                type_name(n.b->type));
+    return v;
+  }
+  Perspective expr_rule(const MathCall& n, SourceLoc here, SourceLoc) {
+    Perspective v = kTop;
+    for (const auto& a : n.args) {
+      v = meet(v, check_expr(a, here));
+      if (a && !is_float(a->type) && !(n.fn == MathFn::Abs && is_integer(a->type)))
+        error("V0702", here, std::string(name_of(n.fn)) + " is not defined for " + type_name(a->type));
+      if (a && n.args.front() && a->type != n.args.front()->type)
+        error("V0701", here, std::string(name_of(n.fn)) + " operands have different types");
+    }
+    return v;
+  }
+  Perspective expr_rule(const Id& n, SourceLoc here, SourceLoc) {
+    if (!valid(n.p, here, "id()")) return thread(1);
+    if (fits_in(n.p, code()) == Truth::No) {
+      auto& d = error("V0107", here, "id(" + n.p.str() + ") needs a perspective that tiles the code's " + code().str());
+      note_code(d);
+    } else {
+      rule(fits_in(n.p, code()), Obligation::Kind::Divides, units(n.p), units(code()), "V0107", here,
+           [&] { return std::string("id(" + n.p.str() + ") needs " + n.p.str() + " to tile " + code().str()); });
+    }
+    return n.p;
+  }
+  Perspective expr_rule(const Load& n, SourceLoc here, SourceLoc) {
+    Perspective v = kTop;
+    if (MemInfo* info = use_mem(n.mem, here)) {
+      v = info->persp;
+      if (info->async)
+        error("V0315", here, "async memory " + q(n.mem->name) + " can only be used by async-copy intrinsics");
+    }
+    check_indices(*n.mem, n.indices, here, v);
+    return v;
   }
 
   void binary_types(const Binary& n, SourceLoc here) {
@@ -557,7 +560,7 @@ class Checker {
 
   void stmt(const StmtPtr& s) {
     if (!s) return;
-    visit(*s, [&](const auto& n) { check(n); });
+    dispatch(*s, [&](const auto& n) { check(n); });
   }
 
   void check(const Seq& n) {
@@ -813,7 +816,10 @@ class Checker {
                      F&& configure) {
     push_scope();
     MemInfo& d = declare(dst, p, loc);
-    if (src) d.async = src->async;
+    if (src) {
+      d.async = src->async;
+      d.root = src->root;
+    }
     configure(d);
     bool was_hidden = src && src->hidden;
     const char* was_by = src ? src->hidden_by : "";
@@ -916,30 +922,35 @@ class Checker {
                           code().str());
       note_code(d);
     }
-    auto count = const_int(n.count);
-    std::int64_t bytes = 0;
+    check_expr(n.count, n.loc);
+    const SharedSlot& slot = layout_.arrays[n.mem.get()];
+    auto count = n.count && is_integer(n.count->type) ? eval_const(n.count) : std::nullopt;
     if (!count) {
-      check_expr(n.count, n.loc);
       error("V0402", n.loc, "shared memory " + q(n.mem->name) + " needs a static size (an integer constant)");
-    } else if (*count < 1) {
+    } else if (!count->exact) {
       error("V0402", n.loc,
-            "shared memory " + q(n.mem->name) + " needs a positive size, not " + std::to_string(*count));
-    } else {
-      bytes = *count * type_bytes(n.mem->elem);
-    }
-    live_ += bytes;
-    peak_ = std::max(peak_, live_);
-    if (bytes > 0 && live_ > budget_) {
-      auto& d = error("V0403", n.loc,
-                      "shared memory reaches " + std::to_string(live_) + " bytes with " + q(n.mem->name) + " (" +
-                          std::to_string(bytes) + " bytes), over the budget of " + std::to_string(budget_) + " bytes");
+            "the size of shared memory " + q(n.mem->name) + " overflows " + type_name(n.count->type) +
+                " (or divides by zero) while it is computed");
+    } else if (count->value < 1) {
+      error("V0402", n.loc,
+            "shared memory " + q(n.mem->name) + " needs a positive size, not " + std::to_string(count->value));
+    } else if (!slot.size_known) {
+      error("V0402", n.loc,
+            "shared memory " + q(n.mem->name) + " of " + std::to_string(count->value) + " " + type_name(n.mem->elem) +
+                " elements is more bytes than 64 bits count");
+    } else if (slot.bytes > target::max_shared_bytes()) {
+      error("V0404", n.loc,
+            "shared memory " + q(n.mem->name) + " (" + std::to_string(slot.bytes) +
+                " bytes) exceeds the device limit of " + std::to_string(target::max_shared_bytes()) + " bytes");
+    } else if (slot.end > budget_) {
+      auto& d =
+          error("V0403", n.loc,
+                "shared memory reaches " + std::to_string(slot.end) + " bytes with " + q(n.mem->name) + " (" +
+                    std::to_string(slot.bytes) + " bytes at offset " + std::to_string(slot.offset) +
+                    ", arrays start on 16-byte boundaries), over the budget of " + std::to_string(budget_) + " bytes");
       note(d, budget_loc_, "budget declared here");
     }
-    if (bytes > kDeviceMaxSharedBytes)
-      error("V0404", n.loc,
-            "shared memory " + q(n.mem->name) + " (" + std::to_string(bytes) + " bytes) exceeds the device limit of " +
-                std::to_string(kDeviceMaxSharedBytes) + " bytes");
-    declare(n.mem, block(1), n.loc, bytes);
+    declare(n.mem, block(1), n.loc);
   }
 
   void check(const LocalAlloc& n) {
@@ -982,14 +993,13 @@ class Checker {
     for (std::size_t i = 0; i < n.args.size() && i < f.params.size(); ++i) call_arg(f, f.params[i], n.args[i], n.loc);
     for (std::size_t i = f.params.size(); i < n.args.size(); ++i)
       if (n.args[i].value) check_expr(n.args[i].value, n.loc);
-    if (f.shared_budget > 0) {
-      if (live_ + f.shared_budget > budget_) {
-        auto& d = error("V0607", n.loc,
-                        q(f.name) + " needs " + std::to_string(f.shared_budget) + " bytes of shared memory, but only " +
-                            std::to_string(std::max<std::int64_t>(budget_ - live_, 0)) + " of the budget remain here");
-        note(d, budget_loc_, "budget declared here");
-      }
-      peak_ = std::max(peak_, live_ + f.shared_budget);
+    no_overlapping_arguments(n, f);
+    if (auto slot = layout_.calls.find(&n); slot != layout_.calls.end() && slot->second.end > budget_) {
+      auto& d =
+          error("V0607", n.loc,
+                q(f.name) + " needs " + std::to_string(f.shared_budget) + " bytes of shared memory from offset " +
+                    std::to_string(slot->second.offset) + ", but the budget is " + std::to_string(budget_) + " bytes");
+      note(d, budget_loc_, "budget declared here");
     }
     if (n.result) {
       if (!f.returns)
@@ -997,6 +1007,27 @@ class Checker {
       else if (*f.returns != n.result->type)
         error("V0803", n.loc, q(f.name) + " returns " + type_name(*f.returns));
       declare(n.result, thread(1));
+    }
+  }
+
+  /// A function's pointer parameters may assume they do not overlap (the emitter marks them
+  /// __restrict__), so two arguments naming the same memory are an error when one is mutable.
+  void no_overlapping_arguments(const Call& n, const FunctionNode& f) {
+    for (std::size_t i = 0; i < n.args.size() && i < f.params.size(); ++i) {
+      for (std::size_t j = i + 1; j < n.args.size() && j < f.params.size(); ++j) {
+        const MemPtr &a = n.args[i].mem, &b = n.args[j].mem;
+        const ParamNode &p = f.params[i], &r = f.params[j];
+        if (!a || !b || !p.mem || !r.mem || (p.mem->is_const && r.mem->is_const)) continue;
+        auto ia = mems_.find(a.get()), ib = mems_.find(b.get());
+        if (ia == mems_.end() || ib == mems_.end() || ia->second.root != ib->second.root) continue;
+        auto& d = error("V0609", n.loc,
+                        "arguments " + q(p.name) + " and " + q(r.name) + " of " + q(f.name) + " are both " +
+                            q(ia->second.root->name) +
+                            "; a function's pointer parameters must not overlap when one "
+                            "of them is written");
+        note(d, ia->second.narrowed_at, q(p.name) + " is given " + q(a->name) + ", made here");
+        note(d, ib->second.narrowed_at, q(r.name) + " is given " + q(b->name) + ", made here");
+      }
     }
   }
 
@@ -1070,7 +1101,7 @@ class Checker {
   }
 
   void operand_error(const Intrinsic& n, const std::string& msg) {
-    error("V0503", n.loc, ir::name_of(n.op) + std::string(": ") + msg);
+    error("V0503", n.loc, user_name(n.op) + std::string(": ") + msg);
   }
 
   /// A thread-local fragment array: local, at thread(1), given type and size.
@@ -1115,21 +1146,21 @@ class Checker {
   }
 
   void need_async(const Intrinsic& n, MemInfo* dst) {
-    if (async_depth_ == 0) error("V0502", n.loc, std::string(ir::name_of(n.op)) + " must be inside an async scope");
+    if (async_depth_ == 0) error("V0502", n.loc, user_name(n.op) + " must be inside an async scope");
     if (dst && !dst->async)
       error("V0504", n.loc,
-            std::string(ir::name_of(n.op)) + " writes " + q(dst->node->name) +
+            user_name(n.op) + " writes " + q(dst->node->name) +
                 ", which is not an async name (open it with async first)");
     if (dst && !one_thread(dst->persp)) {
       auto& d = error("V0301", n.loc,
-                      std::string(ir::name_of(n.op)) + " writes " + q(dst->node->name) + ", which lives at " +
-                          dst->persp.str() + "; narrow it to one thread first");
+                      user_name(n.op) + " writes " + q(dst->node->name) + ", which lives at " + dst->persp.str() +
+                          "; narrow it to one thread first");
       note(d, dst->narrowed_at, "its perspective comes from here");
     }
   }
 
   void check(const Intrinsic& n) {
-    const std::string op = ir::name_of(n.op);
+    const std::string op = user_name(n.op);
     auto imm = [&](std::size_t i) -> std::int64_t { return i < n.imms.size() ? n.imms[i] : 0; };
     auto output = [&](Perspective p) {
       for (const auto& o : n.outputs) declare(o, p);
@@ -1139,7 +1170,10 @@ class Checker {
       case IntrinsicOp::SyncWarp: need_exact(warp(), "sync_warp", n.loc); break;
       case IntrinsicOp::NamedBarrier: {
         std::int64_t id = imm(0), threads = imm(1);
-        if (id < 0 || id > 15) operand_error(n, "barrier id must be 0..15, not " + std::to_string(id));
+        int ids = target::named_barriers();
+        if (id < 1 || id >= ids)
+          operand_error(n, "barrier id must be 1.." + std::to_string(ids - 1) + " (0 is sync_threads'), not " +
+                               std::to_string(id));
         if (threads < 32 || threads % 32 != 0) {
           operand_error(n, "thread count must be a positive multiple of 32, not " + std::to_string(threads));
         } else {
@@ -1151,7 +1185,7 @@ class Checker {
       case IntrinsicOp::ShflDown:
       case IntrinsicOp::ShflUp:
       case IntrinsicOp::ShflIdx: {
-        need_exact(warp(), snake(op), n.loc);
+        need_exact(warp(), op, n.loc);
         operand_value(n, 0, std::nullopt, "value");
         if (!n.args.empty() && n.args[0] && (n.args[0]->type == ScalarType::Bool))
           operand_error(n, "cannot shuffle a bool");
@@ -1164,7 +1198,7 @@ class Checker {
       case IntrinsicOp::VoteAll:
       case IntrinsicOp::VoteAny:
       case IntrinsicOp::Ballot:
-        need_exact(warp(), snake(op), n.loc);
+        need_exact(warp(), op, n.loc);
         operand_value(n, 0, ScalarType::Bool, "predicate");
         output(warp());
         break;
@@ -1180,6 +1214,11 @@ class Checker {
           if (!n.args.empty() && n.args[0] && !is_integer(n.args[0]->type))
             operand_error(n, "index must be an integer");
           operand_value(n, 1, m.elem, "value");
+          auto op = static_cast<AtomicKind>(imm(0));
+          if (target::atomic_support(op, m.elem) == target::AtomicSupport::None)
+            error("V0505", n.loc,
+                  std::string("atomic ") + target::atomic_name(op) + " is not supported on " + type_name(m.elem) +
+                      " by any target (it is for " + target::atomic_types(op) + ")");
         } else {
           operand_error(n, "missing memory operand");
         }
@@ -1188,12 +1227,12 @@ class Checker {
       }
       case IntrinsicOp::MmaSync: {
         need_exact(warp(), "mma_sync", n.loc);
-        auto kind = static_cast<MmaKind>(imm(0));
-        ScalarType in = kind == MmaKind::TF32_M16N8K8   ? ScalarType::F32
-                        : kind == MmaKind::F16_M16N8K16 ? ScalarType::F16
-                                                        : ScalarType::BF16;
-        std::int64_t a_n = kind == MmaKind::TF32_M16N8K8 ? 4 : 8;
-        std::int64_t b_n = kind == MmaKind::TF32_M16N8K8 ? 2 : 4;
+        auto kind = static_cast<MmaShape>(imm(0));
+        ScalarType in = kind == MmaShape::TF32_M16N8K8   ? ScalarType::F32
+                        : kind == MmaShape::F16_M16N8K16 ? ScalarType::F16
+                                                         : ScalarType::BF16;
+        std::int64_t a_n = kind == MmaShape::TF32_M16N8K8 ? 4 : 8;
+        std::int64_t b_n = kind == MmaShape::TF32_M16N8K8 ? 2 : 4;
         fragment(n, 0, ScalarType::F32, 4, "d");
         fragment(n, 1, in, a_n, "a");
         fragment(n, 2, in, b_n, "b");
@@ -1224,7 +1263,7 @@ class Checker {
       }
       case IntrinsicOp::WgmmaFence:
       case IntrinsicOp::WgmmaCommit:
-      case IntrinsicOp::WgmmaWait: need_exact(warpgroup(), snake(op), n.loc); break;
+      case IntrinsicOp::WgmmaWait: need_exact(warpgroup(), op, n.loc); break;
       case IntrinsicOp::CpAsync: {
         need_exact(thread(1), "cp_async", n.loc);
         std::int64_t bytes = imm(0);
@@ -1261,19 +1300,6 @@ class Checker {
         operand_value(n, 0, std::nullopt, "phase");
         break;
     }
-  }
-
-  static std::string snake(const std::string& camel) {
-    std::string out;
-    for (char c : camel) {
-      if (c >= 'A' && c <= 'Z') {
-        if (!out.empty()) out += '_';
-        out += static_cast<char>(c - 'A' + 'a');
-      } else {
-        out += c;
-      }
-    }
-    return out;
   }
 
   void check(const Unsafe& n) {
@@ -1335,12 +1361,14 @@ class Checker {
   std::unordered_map<const MemNode*, MemInfo> mems_;
   std::vector<Diagnostic> errors_;
   std::vector<Obligation> obligations_;
-  std::int64_t live_ = 0, peak_ = 0;
+  SharedLayout layout_;
   int next_branch_ = 0;
   int async_depth_ = 0;
 };
 
 }  // namespace
+
+std::int64_t default_shared_budget() { return target::static_shared_bytes(); }
 
 CheckResult check(const ir::KernelNode& kernel) {
   return Checker({}, kernel.shared_budget, kernel.budget_declared ? kernel.budget_loc : kernel.loc).run_kernel(kernel);

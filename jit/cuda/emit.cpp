@@ -1,28 +1,42 @@
 // Vantage CUDA C++ emitter: see emit.h.
 //
-// Perspectives are erased here. Each code perspective becomes a position: the thread's offset inside
-// its current unit (`thread`) and, while the unit spans blocks, the block's offset (`block`).
-// group takes the position modulo the unit, a split branch subtracts its offset and tests its range,
-// and `id(p)` divides the position by p's size. Views are erased too: an access through a partition
-// substitutes the index into the partition's index function, down to the memory's root.
+// Perspectives are erased here (issue 8 moves this into a lowering pass). Each code perspective
+// becomes a position: the thread's offset inside its current unit (`thread`) and, while the unit
+// spans blocks, the block's offset (`block`). group takes the position modulo the unit, a split
+// branch subtracts its offset and tests its range, and `id(p)` divides the position by p's size.
+// Views are erased too: an access through a partition substitutes the index into the partition's
+// index function, down to the memory's root.
+//
+// The integer semantics of docs/semantics.md are printed, not assumed: a signed +, -, * or negation
+// that may overflow goes through a wrapping helper; a division or remainder that may see zero (or
+// MIN / -1), and a shift whose amount may reach the width, go through helpers that give the defined
+// result. Where the range analysis proves the edge cannot happen, the plain C++ operator is printed
+// and is then defined. Index expressions are computed exactly, in 32 or 64 bits.
 #include "jit/cuda/emit.h"
 
 #include <cstdio>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
-#include "jit/check/check.h"
+#include "jit/ir/eval.h"
 #include "jit/ir/mutate.h"
+#include "jit/ir/printer.h"
+#include "jit/ir/range.h"
+#include "jit/ir/shared_layout.h"
 #include "jit/ir/views.h"
+#include "jit/ir/visit.h"
 #include "jit/sync/sync.h"
+#include "jit/target/target.h"
 
 namespace vantage::cuda {
 namespace {
 
 using namespace ir;
 
-const char* ctype(ScalarType t) {
+const char* ctype_name(ScalarType t) {
   switch (t) {
     case ScalarType::Bool: return "bool";
     case ScalarType::I32: return "int";
@@ -39,15 +53,18 @@ const char* ctype(ScalarType t) {
 
 bool is_reserved(const std::string& s) {
   static const std::set<std::string> kWords = {
-      "auto",    "bool",      "break",     "case",      "char",     "const",         "continue", "default",  "do",
-      "double",  "else",      "enum",      "extern",    "float",    "for",           "goto",     "if",       "int",
-      "long",    "register",  "return",    "short",     "signed",   "sizeof",        "static",   "struct",   "switch",
-      "typedef", "union",     "unsigned",  "void",      "volatile", "while",         "class",    "new",      "delete",
-      "this",    "template",  "typename",  "namespace", "using",    "true",          "false",    "operator", "private",
-      "public",  "protected", "virtual",   "friend",    "inline",   "mutable",       "explicit", "throw",    "try",
-      "catch",   "asm",       "threadIdx", "blockIdx",  "blockDim", "gridDim",       "warpSize", "min",      "max",
-      "abs",     "sqrt",      "exp",       "log",       "sin",      "cos",           "pow",      "floor",    "ceil",
-      "fma",     "tanh",      "nullptr",   "constexpr", "decltype", "static_assert", "alignas",  "alignof",  "export"};
+      "auto",      "bool",     "break",    "case",      "char",     "const",         "continue",  "default",
+      "do",        "double",   "else",     "enum",      "extern",   "float",         "for",       "goto",
+      "if",        "int",      "long",     "register",  "return",   "short",         "signed",    "sizeof",
+      "static",    "struct",   "switch",   "typedef",   "union",    "unsigned",      "void",      "volatile",
+      "while",     "class",    "new",      "delete",    "this",     "template",      "typename",  "namespace",
+      "using",     "true",     "false",    "operator",  "private",  "public",        "protected", "virtual",
+      "friend",    "inline",   "mutable",  "explicit",  "throw",    "try",           "catch",     "asm",
+      "threadIdx", "blockIdx", "blockDim", "gridDim",   "warpSize", "min",           "max",       "abs",
+      "sqrt",      "exp",      "log",      "sin",       "cos",      "pow",           "floor",     "ceil",
+      "fma",       "tanh",     "nullptr",  "constexpr", "decltype", "static_assert", "alignas",   "alignof",
+      "export",    "concept",  "requires", "co_await",  "co_yield", "co_return",     "char8_t",   "consteval",
+      "constinit"};
   return kWords.count(s) > 0 || s.rfind("vt_", 0) == 0 || s.rfind("__", 0) == 0;
 }
 
@@ -79,19 +96,167 @@ std::string float_text(double v, bool single) {
   return single ? s + "f" : s;
 }
 
+/// Integer literal text of exactly the C++ type `t` maps to.
+std::string int_text(ScalarType t, std::int64_t v) {
+  switch (t) {
+    case ScalarType::Bool: return v ? "true" : "false";
+    case ScalarType::I32:
+      if (v == INT32_MIN) return "(-2147483647 - 1)";
+      return v < 0 ? "(" + std::to_string(v) + ")" : std::to_string(v);
+    case ScalarType::U32: return std::to_string(static_cast<std::uint32_t>(v)) + "u";
+    case ScalarType::I64:
+      if (v == INT64_MIN) return "(-9223372036854775807LL - 1)";
+      return v < 0 ? "(" + std::to_string(v) + "LL)" : std::to_string(v) + "LL";
+    case ScalarType::U64: return std::to_string(static_cast<std::uint64_t>(v)) + "ULL";
+    default: break;
+  }
+  throw InternalError("int_text: not an integer type");
+}
+
+// ---------------------------------------------------------------- helpers printed on demand
+/// The definition of one helper function (named `vt_<op>` for the C++ type of `t`); the integer
+/// ones give the results docs/semantics.md defines where plain C++ would be undefined.
+std::string helper_definition(const std::string& op, ScalarType t) {
+  const std::string c = ctype_name(t);
+  const bool is64 = type_bytes(t) == 8;
+  const std::string u = is64 ? "unsigned long long" : "unsigned";
+  const std::string width = is64 ? "64ull" : "32ull";
+  const std::string head = "static __device__ __forceinline__ " + c + " vt_" + op + "(";
+  auto wrap = [&](const std::string& expr) { return "static_cast<" + c + ">(" + expr + ")"; };
+  auto as_u = [&](const char* v) { return "static_cast<" + u + ">(" + v + ")"; };
+  if (op == "add" || op == "sub" || op == "mul") {
+    const char* sym = op == "add" ? " + " : op == "sub" ? " - " : " * ";
+    return head + c + " a, " + c + " b) { return " + wrap(as_u("a") + sym + as_u("b")) + "; }\n";
+  }
+  if (op == "neg")
+    return head + c + " a) { return " + wrap("0" + std::string(is64 ? "ull" : "u") + " - " + as_u("a")) + "; }\n";
+  if (op == "div") {
+    if (is_signed(t))
+      return head + c + " a, " + c + " b) { return b == 0 ? " + c + "(-1) : (b == -1 ? vt_neg(a) : a / b); }\n";
+    return head + c + " a, " + c + " b) { return b == 0 ? ~" + c + "(0) : a / b; }\n";
+  }
+  if (op == "mod") {
+    if (is_signed(t)) return head + c + " a, " + c + " b) { return b == 0 ? a : (b == -1 ? " + c + "(0) : a % b); }\n";
+    return head + c + " a, " + c + " b) { return b == 0 ? a : a % b; }\n";
+  }
+  if (op == "shl")
+    return head + c + " a, unsigned long long b) { return b >= " + width + " ? " + c +
+           "(0) : " + wrap(as_u("a") + " << b") + "; }\n";
+  if (op == "shr") {
+    if (is_signed(t))
+      return head + c + " a, unsigned long long b) { return b >= " + width + " ? (a < 0 ? " + c + "(-1) : " + c +
+             "(0)) : a >> b; }\n";
+    return head + c + " a, unsigned long long b) { return b >= " + width + " ? " + c + "(0) : a >> b; }\n";
+  }
+  if (op == "abs") return head + c + " a) { return a < 0 ? vt_neg(a) : a; }\n";
+  throw InternalError("emit: unknown helper " + op);
+}
+
+/// Whether an expression reads memory (then evaluating it is observable: it may fault).
+bool has_load(const ExprPtr& e) {
+  struct Scan : IRVisitor {
+    bool found = false;
+    void visit(const Load&) override { found = true; }
+  } scan;
+  scan.walk(e);
+  return scan.found;
+}
+
+/// IR nodes in a statement: the size the unroll policy weighs.
+std::int64_t node_count(const StmtPtr& s) {
+  struct Count : IRVisitor {
+    std::int64_t n = 0;
+    void walk(const ExprPtr& e) override {
+      ++n;
+      IRVisitor::walk(e);
+    }
+    void walk(const StmtPtr& s) override {
+      ++n;
+      IRVisitor::walk(s);
+    }
+  } c;
+  c.walk(s);
+  return c.n;
+}
+
 struct Pos {
   std::string block;   ///< block offset inside the unit (when it spans blocks)
   std::string thread;  ///< thread offset inside the unit (inside the block when in_block)
   bool in_block = false;
   Perspective code;
+  std::int64_t replicas = 1;  ///< units of `code` running this code at once in one block
 };
+
+/// Hardware ids of named barriers: the user's ids are reserved, id 0 is __syncthreads, and every
+/// size of automatic barrier unit gets its own range `base + threadIdx.x / n`, so that no two units
+/// of threads that can run at the same time ever share an id.
+class BarrierIds {
+ public:
+  BarrierIds(std::int64_t threads, std::set<std::int64_t> reserved, int count)
+      : threads_(threads), used_(std::move(reserved)), count_(count) {
+    used_.insert(0);
+  }
+  std::optional<std::int64_t> base(std::int64_t unit) {
+    if (auto it = bases_.find(unit); it != bases_.end()) return it->second;
+    std::int64_t need = threads_ / unit;
+    for (std::int64_t b = 1; b + need <= count_; ++b) {
+      bool free = true;
+      for (std::int64_t id = b; id < b + need; ++id) free = free && !used_.count(id);
+      if (!free) continue;
+      for (std::int64_t id = b; id < b + need; ++id) used_.insert(id);
+      bases_[unit] = b;
+      return b;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::int64_t threads_;
+  std::set<std::int64_t> used_;
+  int count_;
+  std::map<std::int64_t, std::int64_t> bases_;
+};
+
+/// The user's named-barrier ids in a body and the functions it calls.
+std::set<std::int64_t> user_barrier_ids(const StmtPtr& body) {
+  struct Scan : IRVisitor {
+    std::set<std::int64_t> ids;
+    std::set<const FunctionNode*> seen;
+    void visit(const Intrinsic& n) override {
+      if (n.op == IntrinsicOp::NamedBarrier && !n.imms.empty()) ids.insert(n.imms[0]);
+    }
+    void visit(const Call& n) override {
+      IRVisitor::visit(n);
+      if (n.fn && seen.insert(n.fn.get()).second) walk(n.fn->body);
+    }
+  } scan;
+  scan.walk(body);
+  return scan.ids;
+}
+
+/// Variables written after their declaration (their range is their type's).
+std::unordered_set<const VarNode*> reassigned(const StmtPtr& body) {
+  struct Scan : IRVisitor {
+    std::unordered_set<const VarNode*> vars;
+    void visit(const Assign& n) override {
+      vars.insert(n.var.get());
+      IRVisitor::visit(n);
+    }
+    void visit(const Unsafe& n) override {
+      for (const auto& [name, v] : n.outputs) vars.insert(v.get());
+      IRVisitor::visit(n);
+    }
+  } scan;
+  scan.walk(body);
+  return scan.vars;
+}
 
 class Emitter {
  public:
   explicit Emitter(const EmitOptions& o) : opt_(o) {}
 
   EmitResult run(const KernelNode& k) {
-    scan_types(k.body);
+    barrier_ids_.emplace(opt_.threads, user_barrier_ids(k.body), target::info(opt_.arch).named_barriers);
     name_functions(k.body);
     for (const auto* f : fn_order_) function(*f);
     kernel(k);
@@ -104,10 +269,19 @@ class Emitter {
     if (uses_tf32_)
       src << "static __device__ __forceinline__ unsigned vt_tf32(float x) {\n"
              "  unsigned r;\n  asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x));\n  return r;\n}\n";
+    if (uses_select_)
+      src << "// select evaluates both arms (docs/semantics.md): the arguments of a call all are.\n"
+             "template <class T>\nstatic __device__ __forceinline__ T vt_select(bool c, T a, T b) { return c ? a : b; "
+             "}\n";
+    if (uses_and_) src << "static __device__ __forceinline__ bool vt_and(bool a, bool b) { return a && b; }\n";
+    if (uses_or_) src << "static __device__ __forceinline__ bool vt_or(bool a, bool b) { return a || b; }\n";
+    if (!helper_text_.empty())
+      src << "// Integer operations as docs/semantics.md defines them, where plain C++ would be undefined.\n"
+          << helper_text_;
     src << functions_.str() << out_.str();
     r.source = src.str();
     r.shared_bytes = kernel_smem_;
-    r.dynamic_shared = kernel_smem_ > 48 * 1024;
+    r.dynamic_shared = kernel_smem_ > target::info(opt_.arch).shared_static_bytes;
     r.barriers = barriers_;
     r.param_alignment = alignment_;
     r.problems = std::move(problems_);
@@ -115,70 +289,25 @@ class Emitter {
   }
 
  private:
-  // ------------------------------------------------------------------ setup
-  void scan_types(const StmtPtr& s) {
-    // 16-bit floats need the toolkit headers; everything else is self-contained.
-    std::function<void(const StmtPtr&)> stmt_fn;
-    auto type_seen = [&](ScalarType t) {
-      if (t == ScalarType::F16) uses_half_ = true;
-      if (t == ScalarType::BF16) uses_bf16_ = true;
-    };
-    std::function<void(const ExprPtr&)> expr_fn = [&](const ExprPtr& e) {
-      if (!e) return;
-      type_seen(e->type);
-      visit(*e, [&](const auto& n) {
-        using N = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<N, Unary> || std::is_same_v<N, Cast>) {
-          expr_fn(n.a);
-        } else if constexpr (std::is_same_v<N, Binary>) {
-          expr_fn(n.a);
-          expr_fn(n.b);
-        } else if constexpr (std::is_same_v<N, Select>) {
-          expr_fn(n.c);
-          expr_fn(n.a);
-          expr_fn(n.b);
-        } else if constexpr (std::is_same_v<N, MathCall>) {
-          for (const auto& a : n.args) expr_fn(a);
-        } else if constexpr (std::is_same_v<N, Load>) {
-          type_seen(n.mem->elem);
-          for (const auto& a : n.indices) expr_fn(a);
-        }
-      });
-    };
-    stmt_fn = [&](const StmtPtr& st) {
-      if (!st) return;
-      visit(*st, [&](const auto& n) {
-        using N = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<N, Seq>) {
-          for (const auto& c : n.stmts) stmt_fn(c);
-        } else if constexpr (std::is_same_v<N, Let> || std::is_same_v<N, Assign>) {
-          expr_fn(n.value);
-        } else if constexpr (std::is_same_v<N, Store>) {
-          type_seen(n.mem->elem);
-          expr_fn(n.value);
-        } else if constexpr (std::is_same_v<N, If>) {
-          expr_fn(n.cond);
-          stmt_fn(n.then_body);
-          stmt_fn(n.else_body);
-        } else if constexpr (std::is_same_v<N, Split>) {
-          for (const auto& b : n.bodies) stmt_fn(b);
-        } else if constexpr (std::is_same_v<N, SharedAlloc> || std::is_same_v<N, LocalAlloc>) {
-          type_seen(n.mem->elem);
-        } else if constexpr (std::is_same_v<N, Intrinsic>) {
-          if (n.op == IntrinsicOp::MmaSync && n.imms[0] == static_cast<int>(MmaKind::TF32_M16N8K8)) uses_tf32_ = true;
-          for (const auto& m : n.mems) type_seen(m->elem);
-        } else if constexpr (std::is_same_v<N, Call>) {
-          stmt_fn(n.fn->body);
-          for (const auto& p : n.fn->params) {
-            if (p.var) type_seen(p.var->type);
-            if (p.mem) type_seen(p.mem->elem);
-          }
-        } else if constexpr (requires { n.body; }) {
-          stmt_fn(n.body);
-        }
-      });
-    };
-    stmt_fn(s);
+  // ------------------------------------------------------------------ types and helpers in use
+  /// The C++ type of `t`; notes the 16-bit float headers it needs.
+  const char* ctype(ScalarType t) {
+    note(t);
+    return ctype_name(t);
+  }
+  void note(ScalarType t) {
+    if (t == ScalarType::F16) uses_half_ = true;
+    if (t == ScalarType::BF16) uses_bf16_ = true;
+  }
+  /// Registers helper `vt_<op>` for `t` (and what it calls) and returns its name.
+  std::string helper(const std::string& op, ScalarType t) {
+    if ((op == "div" || op == "abs") && is_signed(t)) helper("neg", t);
+    std::string key = op + "/" + ctype_name(t);
+    if (!helper_seen_.count(key)) {
+      helper_seen_.insert(key);
+      helper_text_ += helper_definition(op, t);
+    }
+    return "vt_" + op;
   }
 
   void name_functions(const StmtPtr& body) {
@@ -193,12 +322,15 @@ class Emitter {
     }
   }
 
-  void reset_names() {
+  void reset(const StmtPtr& body) {
     names_.clear();
     taken_.clear();
     views_ = Views();
-    smem_top_ = smem_peak_ = 0;
-    smem_scopes_.clear();
+    views_.collect(body);
+    env_ = RangeEnv();
+    env_.id = [this](Perspective q) { return id_range(q); };
+    reassigned_ = reassigned(body);
+    layout_ = layout_shared(body);
   }
 
   const std::string& name(const void* node, const std::string& base) {
@@ -215,13 +347,15 @@ class Emitter {
 
   std::string param_decl(const ParamNode& p) {
     if (p.var) return std::string(ctype(p.var->type)) + " " + name(p.var);
+    // __restrict__: kernel pointer arguments must not overlap when one is written (the launcher
+    // checks it), and overlapping views passed to a device function are rejected (V0609).
     std::string s = p.mem->is_const ? "const " : "";
     return s + ctype(p.mem->elem) + "* __restrict__ " + name(p.mem);
   }
 
   // ------------------------------------------------------------------ kernel and functions
   void kernel(const KernelNode& k) {
-    reset_names();
+    reset(k.body);
     out_.str("");
     plan_ = sync::plan(k.body, grid(1));
     report_grid_conflicts(plan_);
@@ -232,28 +366,28 @@ class Emitter {
     sig << "extern \"C\" __global__ void __launch_bounds__(" << opt_.threads << ") " << opt_.entry << "(";
     for (std::size_t i = 0; i < k.params.size(); ++i) sig << (i ? ", " : "") << param_decl(k.params[i]);
     sig << ")";
-    frames_.push_back({"vt_bid", "vt_tid", false, grid(1)});
+    frames_.push_back({"vt_bid", "vt_tid", false, grid(1), 1});
     indent_ = 1;
     std::ostringstream body;
     std::swap(body, out_);
     stmt(k.body);
     std::swap(body, out_);
     frames_.clear();
-    kernel_smem_ = smem_peak_;
+    kernel_smem_ = layout_.peak;
     out_ << sig.str() << " {\n";
     out_ << "  const int vt_tid = static_cast<int>(threadIdx.x);\n";
     out_ << "  const int vt_bid = static_cast<int>(blockIdx.x);\n";
-    if (smem_peak_ > 48 * 1024) {
+    if (kernel_smem_ > target::info(opt_.arch).shared_static_bytes) {
       out_ << "  extern __shared__ __align__(16) unsigned char vt_smem[];\n";
-    } else if (smem_peak_ > 0) {
-      out_ << "  __shared__ __align__(16) unsigned char vt_smem[" << smem_peak_ << "];\n";
+    } else if (kernel_smem_ > 0) {
+      out_ << "  __shared__ __align__(16) unsigned char vt_smem[" << kernel_smem_ << "];\n";
     }
     out_ << "  (void)vt_tid;\n  (void)vt_bid;\n";
     out_ << body.str() << "}\n";
   }
 
   void function(const FunctionNode& f) {
-    reset_names();
+    reset(f.body);
     plan_ = sync::plan(f.body, f.signature);
     report_grid_conflicts(plan_);
     std::ostringstream text;
@@ -263,7 +397,11 @@ class Emitter {
     text << "int vt_tid, int vt_bid, unsigned char* vt_smem) {\n";
     text << "  (void)vt_tid;\n  (void)vt_bid;\n  (void)vt_smem;\n";
     bool within = f.signature.level == Level::Thread || f.signature == block(1);
-    frames_.push_back({"vt_bid", "vt_tid", within, f.signature});
+    // A function does not know how many copies of its signature run at once: as many as a block
+    // holds, at most.
+    std::int64_t copies =
+        f.signature.level == Level::Thread ? std::max<std::int64_t>(1, opt_.threads / units(f.signature)) : 1;
+    frames_.push_back({"vt_bid", "vt_tid", within, f.signature, copies});
     indent_ = 1;
     std::ostringstream body;
     std::swap(body, out_);
@@ -284,42 +422,199 @@ class Emitter {
                            {}});
   }
 
-  // ------------------------------------------------------------------ expressions
-  ExprPtr root_index(const MemNode* m, std::vector<ExprPtr> idx, const MemNode** root) {
-    *root = views_.root(m);
-    return views_.root_index(m, std::move(idx));
-  }
-
-  std::string access(const MemPtr& m, const std::vector<ExprPtr>& idx) {
-    const MemNode* root = nullptr;
-    ExprPtr i = root_index(m.get(), idx, &root);
-    return name(root, root->name) + "[" + expr(i) + "]";
-  }
-
-  std::string literal(const Literal& l) {
-    switch (l.type) {
-      case ScalarType::Bool: return l.i ? "true" : "false";
-      case ScalarType::I32: return l.i < 0 ? "(" + std::to_string(l.i) + ")" : std::to_string(l.i);
-      case ScalarType::U32: return std::to_string(static_cast<std::uint32_t>(l.i)) + "u";
-      case ScalarType::I64: return "(" + std::to_string(l.i) + "LL)";
-      case ScalarType::U64: return std::to_string(static_cast<std::uint64_t>(l.i)) + "ULL";
-      case ScalarType::F32: return float_text(l.f, true);
-      case ScalarType::F64: return float_text(l.f, false);
-      case ScalarType::F16: return "__float2half(" + float_text(l.f, true) + ")";
-      case ScalarType::BF16: return "__float2bfloat16(" + float_text(l.f, true) + ")";
-    }
-    return "0";
-  }
-
-  static std::string math_name(MathFn fn, ScalarType t) {
-    static const char* const kNames[] = {"sqrt", "rsqrt", "exp",  "exp2",  "log",  "log2", "sin",
-                                         "cos",  "tanh",  "fabs", "floor", "ceil", "fma"};
-    std::string n = kNames[static_cast<int>(fn)];
-    if (fn == MathFn::Abs && is_integer(t)) return t == ScalarType::I64 ? "llabs" : "abs";
-    if (t == ScalarType::F32) return n + "f";
-    if (t == ScalarType::F16) return "h" + (n == "fabs" ? std::string("abs") : n);
+  // ------------------------------------------------------------------ ranges
+  /// Threads in one unit of `p`, with the grid at its largest.
+  __int128 threads_in(Perspective p) const {
+    __int128 b = opt_.blocks ? *opt_.blocks : opt_.max_blocks;
+    __int128 n = p.count.coeff;
+    if (p.count.threads) n *= opt_.threads;
+    if (p.count.blocks) n *= b;
+    if (p.level == Level::Block) n *= opt_.threads;
+    if (p.level == Level::Grid) n *= opt_.threads * b;
     return n;
   }
+  Range id_range(Perspective q) const {
+    __int128 per = threads_in(q);
+    __int128 all = threads_in(frames_.back().code);
+    if (per <= 0 || all < per) return Range::point(0);
+    return {0, all / per - 1};
+  }
+
+  // ------------------------------------------------------------------ expressions
+  std::string expr(const ExprPtr& e) {
+    if (!e) throw InternalError("emit: a null expression reached the emitter");
+    return dispatch(*e, [&](const auto& n) { return text(n); });
+  }
+
+  std::string text(const Literal& l) {
+    if (is_integer(l.type) || l.type == ScalarType::Bool) {
+      if (!fits(l.type, l.i)) throw InternalError("emit: literal out of range for its type reached the emitter");
+      return int_text(l.type, l.i);
+    }
+    switch (l.type) {
+      case ScalarType::F32: return float_text(l.f, true);
+      case ScalarType::F64: return float_text(l.f, false);
+      case ScalarType::F16: note(l.type); return "__float2half(" + float_text(l.f, true) + ")";
+      case ScalarType::BF16: note(l.type); return "__float2bfloat16(" + float_text(l.f, true) + ")";
+      default: break;
+    }
+    throw InternalError("emit: literal of an unknown type");
+  }
+  std::string text(const VarRef& n) { return name(n.var); }
+  std::string text(const Unary& n) {
+    std::string a = expr(n.a);
+    if (n.op == UnOp::Neg && is_signed(n.type) && is_integer(n.type) && may_overflow(n, env_))
+      return helper("neg", n.type) + "(" + a + ")";
+    return std::string("(") + name_of(n.op) + a + ")";
+  }
+
+  static bool is_16bit_float(ScalarType t) { return t == ScalarType::F16 || t == ScalarType::BF16; }
+  /// `x` as float, for 16-bit floats computed through float.
+  std::string widen(const std::string& x, ScalarType t) {
+    note(t);
+    return (t == ScalarType::F16 ? "__half2float(" : "__bfloat162float(") + x + ")";
+  }
+  std::string narrow(const std::string& x, ScalarType t) {
+    note(t);
+    return (t == ScalarType::F16 ? "__float2half(" : "__float2bfloat16(") + x + ")";
+  }
+
+  std::string text(const Binary& n) {
+    std::string a = expr(n.a), b = expr(n.b);
+    ScalarType t = n.a->type;
+    bool integer = is_integer(n.type);
+    switch (n.op) {
+      case BinOp::Add:
+      case BinOp::Sub:
+      case BinOp::Mul:
+        if (integer && is_signed(n.type) && may_overflow(n, env_))
+          return helper(n.op == BinOp::Add   ? "add"
+                        : n.op == BinOp::Sub ? "sub"
+                                             : "mul",
+                        n.type) +
+                 "(" + a + ", " + b + ")";
+        break;
+      case BinOp::Div:
+      case BinOp::Mod:
+        if (integer) {
+          Range d = value_range(n.b, env_);
+          bool min_by_minus_one =
+              is_signed(n.type) && d.contains(-1) && value_range(n.a, env_).contains(Range::of(n.type).lo);
+          if (d.contains(0) || min_by_minus_one)
+            return helper(n.op == BinOp::Div ? "div" : "mod", n.type) + "(" + a + ", " + b + ")";
+          break;
+        }
+        if (n.op == BinOp::Mod) return std::string(n.type == ScalarType::F32 ? "fmodf(" : "fmod(") + a + ", " + b + ")";
+        break;
+      case BinOp::Shl:
+      case BinOp::Shr: {
+        int width = type_bytes(n.type) * 8;
+        if (!value_range(n.b, env_).within(Range{0, width - 1}))
+          return helper(n.op == BinOp::Shl ? "shl" : "shr", n.type) + "(" + a + ", " + b + ")";
+        break;
+      }
+      case BinOp::LAnd:
+      case BinOp::LOr:
+        if (has_load(n.b)) {  // the right operand is evaluated too (and may fault): call, not &&
+          (n.op == BinOp::LAnd ? uses_and_ : uses_or_) = true;
+          return (n.op == BinOp::LAnd ? "vt_and(" : "vt_or(") + a + ", " + b + ")";
+        }
+        break;
+      case BinOp::Min:
+      case BinOp::Max: {
+        bool is_min = n.op == BinOp::Min;
+        if (is_16bit_float(t)) return std::string(is_min ? "__hmin(" : "__hmax(") + a + ", " + b + ")";
+        const char* f = is_min ? "min" : "max";
+        if (t == ScalarType::F32) f = is_min ? "fminf" : "fmaxf";
+        if (t == ScalarType::F64) f = is_min ? "fmin" : "fmax";
+        return std::string(f) + "(" + a + ", " + b + ")";
+      }
+      case BinOp::Pow:
+        if (is_16bit_float(t)) return narrow("powf(" + widen(a, t) + ", " + widen(b, t) + ")", t);
+        return std::string(t == ScalarType::F32 ? "powf(" : "pow(") + a + ", " + b + ")";
+      default: break;
+    }
+    return "(" + a + " " + name_of(n.op) + " " + b + ")";
+  }
+
+  std::string text(const Cast& n) {
+    ScalarType from = n.a->type, to = n.type;
+    std::string a = expr(n.a);
+    if (from == to) return a;
+    note(from);
+    note(to);
+    if (to == ScalarType::Bool) {
+      if (is_16bit_float(from)) return "(" + widen(a, from) + " != 0.0f)";
+      return "(" + a + " != 0)";
+    }
+    if (is_float(from) && is_integer(to)) {
+      // Truncates toward zero and saturates at the type's range; NaN gives 0 (PTX cvt.rzi).
+      static const std::map<std::pair<bool, ScalarType>, const char*> kFns = {
+          {{false, ScalarType::I32}, "__float2int_rz"}, {{false, ScalarType::U32}, "__float2uint_rz"},
+          {{false, ScalarType::I64}, "__float2ll_rz"},  {{false, ScalarType::U64}, "__float2ull_rz"},
+          {{true, ScalarType::I32}, "__double2int_rz"}, {{true, ScalarType::U32}, "__double2uint_rz"},
+          {{true, ScalarType::I64}, "__double2ll_rz"},  {{true, ScalarType::U64}, "__double2ull_rz"},
+      };
+      std::string x = is_16bit_float(from) ? widen(a, from) : a;
+      return std::string(kFns.at({from == ScalarType::F64, to})) + "(" + x + ")";
+    }
+    if (is_16bit_float(to)) {
+      const bool half = to == ScalarType::F16;
+      if (is_16bit_float(from)) return narrow(widen(a, from), to);
+      switch (from) {
+        case ScalarType::F32: return narrow(a, to);
+        case ScalarType::F64: return std::string(half ? "__double2half(" : "__double2bfloat16(") + a + ")";
+        case ScalarType::I32: return std::string(half ? "__int2half_rn(" : "__int2bfloat16_rn(") + a + ")";
+        case ScalarType::U32: return std::string(half ? "__uint2half_rn(" : "__uint2bfloat16_rn(") + a + ")";
+        case ScalarType::I64: return std::string(half ? "__ll2half_rn(" : "__ll2bfloat16_rn(") + a + ")";
+        case ScalarType::U64: return std::string(half ? "__ull2half_rn(" : "__ull2bfloat16_rn(") + a + ")";
+        case ScalarType::Bool: return narrow(std::string("(") + a + " ? 1.0f : 0.0f)", to);
+        default: break;
+      }
+    }
+    if (is_16bit_float(from)) return "static_cast<" + std::string(ctype(to)) + ">(" + widen(a, from) + ")";
+    // Integer narrowing is modular (C++20); integer to float rounds to nearest.
+    return std::string("static_cast<") + ctype(to) + ">(" + a + ")";
+  }
+
+  std::string text(const Select& n) {
+    std::string c = expr(n.c), a = expr(n.a), b = expr(n.b);
+    if (has_load(n.a) || has_load(n.b)) {  // both arms are evaluated: make it a call
+      uses_select_ = true;
+      return "vt_select<" + std::string(ctype(n.type)) + ">(" + c + ", " + a + ", " + b + ")";
+    }
+    return "(" + c + " ? " + a + " : " + b + ")";
+  }
+
+  std::string text(const MathCall& n) {
+    ScalarType t = n.type;
+    std::vector<std::string> args;
+    for (const auto& a : n.args) args.push_back(expr(a));
+    if (n.fn == MathFn::Abs && is_integer(t)) {
+      if (!is_signed(t)) return args[0];
+      if (value_range(n.args[0], env_).contains(Range::of(t).lo)) return helper("abs", t) + "(" + args[0] + ")";
+      return std::string(t == ScalarType::I64 ? "llabs(" : "abs(") + args[0] + ")";
+    }
+    static const char* const kNames[] = {"sqrt", "rsqrt", "exp",  "exp2",  "log",  "log2", "sin",
+                                         "cos",  "tanh",  "fabs", "floor", "ceil", "fma"};
+    std::string f = kNames[static_cast<int>(n.fn)];
+    if (is_16bit_float(t)) {
+      if (n.fn == MathFn::Fma) {
+        note(t);
+        return "__hfma(" + args[0] + ", " + args[1] + ", " + args[2] + ")";
+      }
+      std::string s = f + "f(";
+      for (std::size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + widen(args[i], t);
+      return narrow(s + ")", t);
+    }
+    if (t == ScalarType::F32) f += "f";
+    std::string s = f + "(";
+    for (std::size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + args[i];
+    return s + ")";
+  }
+
+  std::string text(const Id& n) { return id_of(n.p); }
+  std::string text(const Load& n) { return access(n.mem, n.indices, n.loc); }
 
   std::string id_of(Perspective q) {
     const Pos& p = frames_.back();
@@ -329,47 +624,48 @@ class Emitter {
       if (p.in_block) return "0";
       return n == 1 ? p.block : "(" + p.block + " / " + std::to_string(n) + ")";
     }
+    // Thread ids fit an i32: a launch has at most 2^31 threads (a residual guard).
     std::string pos =
         p.in_block ? p.thread : "(" + p.block + " * " + std::to_string(opt_.threads) + " + " + p.thread + ")";
     return n == 1 ? pos : "(" + pos + " / " + std::to_string(n) + ")";
   }
 
-  std::string expr(const ExprPtr& e) {
+  // ------------------------------------------------------------------ accesses and index arithmetic
+  std::string access(const MemPtr& m, const std::vector<ExprPtr>& idx, SourceLoc loc) {
+    const MemNode* root = views_.root(m.get());
+    ExprPtr i = views_.root_index(m.get(), idx);
+    return name(root, root->name) + "[" + index(i, loc) + "]";
+  }
+
+  /// An index, computed exactly: in int when every intermediate provably fits 32 bits, in long long
+  /// when it fits 64, and otherwise not at all (V1006).
+  std::string index(const ExprPtr& e, SourceLoc loc) {
     if (!e) return "0";
-    return visit(*e, [&](const auto& n) -> std::string {
-      using N = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<N, Literal>) {
-        return literal(n);
-      } else if constexpr (std::is_same_v<N, VarRef>) {
-        return name(n.var);
-      } else if constexpr (std::is_same_v<N, Unary>) {
-        return std::string("(") + name_of(n.op) + expr(n.a) + ")";
-      } else if constexpr (std::is_same_v<N, Binary>) {
-        if (n.op == BinOp::Min || n.op == BinOp::Max) {
-          const char* f = n.op == BinOp::Min ? "min" : "max";
-          if (n.type == ScalarType::F32) f = n.op == BinOp::Min ? "fminf" : "fmaxf";
-          if (n.type == ScalarType::F64) f = n.op == BinOp::Min ? "fmin" : "fmax";
-          return std::string(f) + "(" + expr(n.a) + ", " + expr(n.b) + ")";
-        }
-        if (n.op == BinOp::Pow)
-          return std::string(n.type == ScalarType::F32 ? "powf(" : "pow(") + expr(n.a) + ", " + expr(n.b) + ")";
-        if (n.op == BinOp::Mod && is_float(n.type))
-          return std::string(n.type == ScalarType::F32 ? "fmodf(" : "fmod(") + expr(n.a) + ", " + expr(n.b) + ")";
-        return "(" + expr(n.a) + " " + name_of(n.op) + " " + expr(n.b) + ")";
-      } else if constexpr (std::is_same_v<N, Cast>) {
-        return std::string("static_cast<") + ctype(n.type) + ">(" + expr(n.a) + ")";
-      } else if constexpr (std::is_same_v<N, Select>) {
-        return "(" + expr(n.c) + " ? " + expr(n.a) + " : " + expr(n.b) + ")";
-      } else if constexpr (std::is_same_v<N, MathCall>) {
-        std::string s = math_name(n.fn, n.type) + "(";
-        for (std::size_t i = 0; i < n.args.size(); ++i) s += (i ? ", " : "") + expr(n.args[i]);
-        return s + ")";
-      } else if constexpr (std::is_same_v<N, Id>) {
-        return id_of(n.p);
-      } else {
-        return access(n.mem, n.indices);
-      }
-    });
+    auto r = exact_index_range(e, env_);
+    if (r && r->within(Range::of(ScalarType::I32))) return exact_index(e, ScalarType::I32);
+    if (r && r->within(Range::of(ScalarType::I64))) return exact_index(e, ScalarType::I64);
+    problems_.push_back({"V1006",
+                         "this index may not fit 64 bits (" + print(e) +
+                             "); Vantage computes indices exactly and cannot here. Bound its operands (specialize "
+                             "the sizes, or clamp with min)",
+                         loc,
+                         {}});
+    return "0";
+  }
+
+  std::string exact_index(const ExprPtr& e, ScalarType w) {
+    if (!is_exact_index_op(*e)) {
+      if (auto k = const_int(e)) return int_text(w, static_cast<std::int64_t>(exact(e->type, *k)));
+      std::string v = expr(e);
+      return e->type == w ? v : "static_cast<" + std::string(ctype(w)) + ">(" + v + ")";
+    }
+    if (const auto* u = as<Unary>(*e)) return "(-" + exact_index(u->a, w) + ")";
+    const auto& b = static_cast<const Binary&>(*e);
+    std::string x = exact_index(b.a, w), y = exact_index(b.b, w);
+    if (b.op == BinOp::Min || b.op == BinOp::Max)
+      return std::string(b.op == BinOp::Min ? "min(" : "max(") + x + ", " + y + ")";
+    if (b.op == BinOp::Shl) return "(" + x + " * " + int_text(w, std::int64_t{1} << *const_int(b.b)) + ")";
+    return "(" + x + " " + name_of(b.op) + " " + y + ")";
   }
 
   // ------------------------------------------------------------------ statements
@@ -398,16 +694,17 @@ class Emitter {
       out_ << "__syncthreads();\n";
     } else if (n < 32 && 32 % n == 0) {
       out_ << "__syncwarp(((1u << " << n << ") - 1u) << (threadIdx.x & 31u & ~" << (n - 1) << "u));\n";
-    } else if (n % 32 == 0 && n < opt_.threads && opt_.threads / n <= 15) {
-      // Ids from the block-relative thread index: every unit of n threads gets its own barrier.
-      out_ << "asm volatile(\"bar.sync %0, %1;\" :: \"r\"(1u + threadIdx.x / " << n << "u), \"n\"(" << n
+    } else if (auto base = n % 32 == 0 && n < opt_.threads ? barrier_ids_->base(n) : std::nullopt) {
+      // One id per unit of n threads: base + the unit's index in the block.
+      out_ << "asm volatile(\"bar.sync %0, %1;\" :: \"r\"(" << *base << "u + threadIdx.x / " << n << "u), \"n\"(" << n
            << ") : \"memory\");\n";
     } else {
       out_ << "/* no barrier primitive for " << n << " threads */\n";
       problems_.push_back({"V1002",
                            "a barrier over " + std::to_string(n) +
-                               " threads is needed here, but only whole blocks, "
-                               "warps (or their power-of-two parts) and up to 15 warp-aligned groups can synchronize",
+                               " threads is needed here, but only whole blocks, warps (or their power-of-two parts) "
+                               "and warp-aligned groups with a free barrier id (16 per block, the user's own "
+                               "reserved) can synchronize",
                            at.loc,
                            {}});
       return;
@@ -418,17 +715,14 @@ class Emitter {
   void stmt(const StmtPtr& s) {
     if (!s) return;
     if (const auto* seq = as<Seq>(*s)) {
-      smem_scopes_.push_back(0);
       for (const auto& c : seq->stmts) stmt(c);
-      smem_top_ -= smem_scopes_.back();
-      smem_scopes_.pop_back();
       return;
     }
     auto it = plan_.before.find(s.get());
     if (it != plan_.before.end())
       for (const auto& b : it->second) barrier(b, *s);
     line(s->loc);
-    visit(*s, [&](const auto& n) { emit(n); });
+    dispatch(*s, [&](const auto& n) { emit(n, s); });
   }
 
   void nested(const StmtPtr& s) {
@@ -437,20 +731,23 @@ class Emitter {
     --indent_;
   }
 
-  void emit(const Seq&) {}
-  void emit(const Let& n) {
+  void emit(const Seq& n, const StmtPtr&) {
+    for (const auto& c : n.stmts) stmt(c);
+  }
+  void emit(const Let& n, const StmtPtr&) {
     ind();
     out_ << ctype(n.var->type) << " " << name(n.var) << " = " << expr(n.value) << ";\n";
+    if (!reassigned_.count(n.var.get()) && is_integer(n.var->type)) env_.vars[n.var.get()] = value_range(n.value, env_);
   }
-  void emit(const Assign& n) {
+  void emit(const Assign& n, const StmtPtr&) {
     ind();
     out_ << name(n.var) << " = " << expr(n.value) << ";\n";
   }
-  void emit(const Store& n) {
+  void emit(const Store& n, const StmtPtr&) {
     ind();
-    out_ << access(n.mem, n.indices) << " = " << expr(n.value) << ";\n";
+    out_ << access(n.mem, n.indices, n.loc) << " = " << expr(n.value) << ";\n";
   }
-  void emit(const If& n) {
+  void emit(const If& n, const StmtPtr&) {
     ind();
     out_ << "if (" << expr(n.cond) << ") {\n";
     nested(n.then_body);
@@ -464,30 +761,45 @@ class Emitter {
     }
     out_ << "\n";
   }
-  void emit(const For& n) {
+  void emit(const For& n, const StmtPtr&) {
     if (vector_copy(n)) return;
     auto b = const_int(n.begin), e = const_int(n.end), st = const_int(n.step);
-    if (b && e && st && *st != 0) {
-      ind();
-      out_ << "#pragma unroll\n";
-    }
-    bool down = st && *st < 0;
-    ind();
     std::string v = name(n.var);
-    out_ << "for (" << ctype(n.var->type) << " " << v << " = " << expr(n.begin) << "; " << v << (down ? " > " : " < ")
-         << expr(n.end) << "; " << v << " += " << expr(n.step) << ") {\n";
+    std::string begin = expr(n.begin), end = expr(n.end), step = expr(n.step);
+    // The variable's range inside the body: begin up to end - 1 (step > 0) or down to end + 1.
+    Range rb = value_range(n.begin, env_), re = value_range(n.end, env_), rs = value_range(n.step, env_);
+    bool up = rs.lo > 0, down = rs.hi < 0;
+    Range full = Range::of(n.var->type);
+    Range var = full;
+    if (up && !reassigned_.count(n.var.get())) var = Range{rb.lo, std::max(rb.lo, re.hi - 1)};
+    if (down && !reassigned_.count(n.var.get())) var = Range{std::min(rb.hi, re.lo + 1), rb.hi};
+    if (var.within(full)) env_.vars[n.var.get()] = var;
+    Range next{var.lo + rs.lo, var.hi + rs.hi};
+    bool wraps = is_signed(n.var->type) && !next.within(full);
+    std::string add = wraps ? helper("add", n.var->type) : "";
+    if (b && e && st && *st != 0) {
+      std::int64_t trips =
+          *st > 0 ? (*e > *b ? (*e - *b + *st - 1) / *st : 0) : (*b > *e ? (*b - *e - *st - 1) / -*st : 0);
+      if (unroll_fully(trips, node_count(n.body))) {
+        ind();
+        out_ << "#pragma unroll\n";
+      }
+    }
+    ind();
+    out_ << "for (" << ctype(n.var->type) << " " << v << " = " << begin << "; " << v << (down ? " > " : " < ") << end
+         << "; " << (wraps ? v + " = " + add + "(" + v + ", " + step + ")" : v + " += " + step) << ") {\n";
     nested(n.body);
     ind();
     out_ << "}\n";
   }
-  void emit(const While& n) {
+  void emit(const While& n, const StmtPtr&) {
     ind();
     out_ << "while (" << expr(n.cond) << ") {\n";
     nested(n.body);
     ind();
     out_ << "}\n";
   }
-  void emit(const Group& n) {
+  void emit(const Group& n, const StmtPtr&) {
     Pos cur = frames_.back();
     Pos next = cur;
     next.code = n.p;
@@ -500,10 +812,12 @@ class Emitter {
       next.thread = whole ? cur.thread : "(" + cur.thread + " % " + std::to_string(c) + ")";
       next.block = "0";
       next.in_block = true;
+      std::int64_t per_block = cur.in_block ? units(cur.code) : opt_.threads;
+      next.replicas = cur.replicas * std::max<std::int64_t>(1, per_block / std::max<std::int64_t>(units(n.p), 1));
     }
     scoped(next, n.body);
   }
-  void emit(const Split& n) {
+  void emit(const Split& n, const StmtPtr&) {
     Pos cur = frames_.back();
     std::int64_t offset = 0;
     for (std::size_t i = 0; i < n.bodies.size(); ++i) {
@@ -540,7 +854,7 @@ class Emitter {
     if (offset == 0) return pos + " < " + std::to_string(count);
     return pos + " >= " + std::to_string(offset) + " && " + pos + " < " + std::to_string(offset + count);
   }
-  void emit(const Destruct& n) {
+  void emit(const Destruct& n, const StmtPtr&) {
     Pos next = frames_.back();
     next.code =
         next.code.level == Level::Block ? Perspective{Level::Thread, Size::T()} : Perspective{Level::Block, Size::B()};
@@ -557,38 +871,21 @@ class Emitter {
     ind();
     out_ << "}\n";
   }
-  void emit(const Partition& n) {
-    views_.add(n);
-    scoped(frames_.back(), n.body);
-  }
-  void emit(const Claim& n) {
-    views_.add(n.dst.get(), n.src.get());
-    scoped(frames_.back(), n.body);
-  }
-  void emit(const Lower& n) {
-    views_.add(n.dst.get(), n.src.get());
-    scoped(frames_.back(), n.body);
-  }
-  void emit(const Async& n) {
-    views_.add(n.dst.get(), n.src.get());
-    scoped(frames_.back(), n.body);
-  }
-  void emit(const SharedAlloc& n) {
-    std::int64_t bytes = const_int(n.count).value_or(0) * type_bytes(n.mem->elem);
-    std::int64_t offset = (smem_top_ + 15) / 16 * 16;
-    std::int64_t used = offset - smem_top_ + bytes;
-    smem_top_ += used;
-    smem_scopes_.back() += used;
-    smem_peak_ = std::max(smem_peak_, smem_top_);
+  void emit(const Partition& n, const StmtPtr&) { scoped(frames_.back(), n.body); }
+  void emit(const Claim& n, const StmtPtr&) { scoped(frames_.back(), n.body); }
+  void emit(const Lower& n, const StmtPtr&) { scoped(frames_.back(), n.body); }
+  void emit(const Async& n, const StmtPtr&) { scoped(frames_.back(), n.body); }
+  void emit(const SharedAlloc& n, const StmtPtr&) {
+    const SharedSlot& slot = layout_.arrays.at(n.mem.get());
     ind();
     out_ << ctype(n.mem->elem) << "* const " << name(n.mem) << " = reinterpret_cast<" << ctype(n.mem->elem)
-         << "*>(vt_smem + " << offset << ");\n";
+         << "*>(vt_smem + " << slot.offset << ");\n";
   }
-  void emit(const LocalAlloc& n) {
+  void emit(const LocalAlloc& n, const StmtPtr&) {
     ind();
     out_ << ctype(n.mem->elem) << " " << name(n.mem) << "[" << n.count << "];\n";
   }
-  void emit(const Call& n) {
+  void emit(const Call& n, const StmtPtr& self) {
     const FunctionNode& f = *n.fn;
     const Pos& p = frames_.back();
     std::int64_t u = units(f.signature);
@@ -596,8 +893,7 @@ class Emitter {
     if (f.signature.level == Level::Thread && u != units(p.code))
       tid = "(" + p.thread + " % " + std::to_string(u) + ")";
     std::string bid = p.block;
-    std::int64_t base = (smem_top_ + 15) / 16 * 16;
-    smem_peak_ = std::max(smem_peak_, base + f.shared_budget);
+    auto slot = layout_.calls.find(self.get());
     ind();
     if (n.result) out_ << ctype(n.result->type) << " " << name(n.result) << " = ";
     out_ << fn_names_.at(&f) << "(";
@@ -605,26 +901,27 @@ class Emitter {
       const auto& a = n.args[i];
       if (a.mem) {
         // The callee indexes from a base pointer, which is right only when the view has unit stride.
-        const MemNode* root = nullptr;
-        ExprPtr zero = make<Literal>(ScalarType::I32, 0, 0.0, n.loc);
-        ExprPtr idx = root_index(a.mem.get(), {zero, zero, zero}, &root);
+        const MemNode* root = views_.root(a.mem.get());
+        ExprPtr zero = int_literal(ScalarType::I32, 0, n.loc);
+        ExprPtr idx = views_.root_index(a.mem.get(), {zero, zero, zero});
         if (!views_.unit_stride(a.mem.get()))
           problems_.push_back({"V1003",
                                "memory '" + a.mem->name + "' is passed to '" + f.name +
                                    "' as a pointer, but its partition index function is not base + i",
                                n.loc,
                                {}});
-        out_ << "&" << name(root, root->name) << "[" << expr(idx) << "]";
+        out_ << "&" << name(root, root->name) << "[" << index(idx, n.loc) << "]";
       } else {
         out_ << expr(a.value);
       }
       out_ << ", ";
     }
-    out_ << tid << ", " << bid << ", " << (f.shared_budget > 0 ? "vt_smem + " + std::to_string(base) : "nullptr")
+    out_ << tid << ", " << bid << ", "
+         << (slot != layout_.calls.end() ? "vt_smem + " + std::to_string(slot->second.offset) : std::string("nullptr"))
          << ");\n";
   }
 
-  void emit(const Unsafe& n) {
+  void emit(const Unsafe& n, const StmtPtr&) {
     ind();
     out_ << "{\n";
     for (const auto& [nm, e] : n.inputs) {
@@ -640,18 +937,18 @@ class Emitter {
     ind();
     out_ << "}\n";
   }
-  void emit(const Return& n) {
+  void emit(const Return& n, const StmtPtr&) {
     ind();
     out_ << "return" << (n.value ? " " + expr(n.value) : "") << ";\n";
   }
 
-  void emit(const Intrinsic& n) {
+  void emit(const Intrinsic& n, const StmtPtr&) {
     auto arg = [&](std::size_t i) { return expr(n.args[i]); };
     auto out = [&](ScalarType t) {
       ind();
       out_ << ctype(t) << " " << name(n.outputs[0]) << " = ";
     };
-    auto addr = [&](std::size_t mem, const ExprPtr& idx) { return "&" + access(n.mems[mem], {idx}); };
+    auto addr = [&](std::size_t mem, const ExprPtr& idx) { return "&" + access(n.mems[mem], {idx}, n.loc); };
     switch (n.op) {
       case IntrinsicOp::SyncThreads:
         ind();
@@ -661,11 +958,22 @@ class Emitter {
         ind();
         out_ << "__syncwarp();\n";
         break;
-      case IntrinsicOp::NamedBarrier:
+      case IntrinsicOp::NamedBarrier: {
+        const Pos& p = frames_.back();
+        if (p.replicas > 1)
+          problems_.push_back({"V1007",
+                               "named_barrier(" + std::to_string(n.imms[0]) + ", " + std::to_string(n.imms[1]) +
+                                   ") runs in " + std::to_string(p.replicas) + " groups of " +
+                                   std::to_string(n.imms[1]) + " threads at once, which would all share barrier " +
+                                   std::to_string(n.imms[0]) +
+                                   "; let Vantage place the barriers, or give each group its own split branch and id",
+                               n.loc,
+                               {}});
         ind();
         out_ << "asm volatile(\"bar.sync %0, %1;\" :: \"r\"(" << n.imms[0] << "), \"r\"(" << n.imms[1]
              << ") : \"memory\");\n";
         break;
+      }
       case IntrinsicOp::ShflXor:
       case IntrinsicOp::ShflDown:
       case IntrinsicOp::ShflUp:
@@ -688,12 +996,7 @@ class Emitter {
         out(ScalarType::U32);
         out_ << "__ballot_sync(0xffffffffu, " << arg(0) << ");\n";
         break;
-      case IntrinsicOp::Atomic: {
-        static const char* const kFns[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicExch"};
-        out(n.outputs[0]->type);
-        out_ << kFns[n.imms[0]] << "(" << addr(0, n.args[0]) << ", " << arg(1) << ");\n";
-        break;
-      }
+      case IntrinsicOp::Atomic: atomic(n, addr(0, n.args[0]), arg(1)); break;
       case IntrinsicOp::MmaSync: mma(n); break;
       case IntrinsicOp::Ldmatrix: {
         int count = static_cast<int>(n.imms[0]);
@@ -734,7 +1037,7 @@ class Emitter {
         out_ << "asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(" << n.imms[0] << ") : \"memory\");\n";
         break;
       case IntrinsicOp::TmaLoad2D: {
-        ExprPtr zero = make<Literal>(ScalarType::I32, 0, 0.0, n.loc);
+        ExprPtr zero = int_literal(ScalarType::I32, 0, n.loc);
         ind();
         out_ << "asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
                 "[%1, {%2, %3}], [%4];\" :: \"r\"(static_cast<unsigned>(__cvta_generic_to_shared("
@@ -743,7 +1046,7 @@ class Emitter {
         break;
       }
       case IntrinsicOp::MbarrierInit: {
-        ExprPtr zero = make<Literal>(ScalarType::I32, 0, 0.0, n.loc);
+        ExprPtr zero = int_literal(ScalarType::I32, 0, n.loc);
         ind();
         out_ << "asm volatile(\"mbarrier.init.shared.b64 [%0], %1;\" :: \"r\"(static_cast<unsigned>("
                 "__cvta_generic_to_shared("
@@ -751,7 +1054,7 @@ class Emitter {
         break;
       }
       case IntrinsicOp::MbarrierArrive: {
-        ExprPtr zero = make<Literal>(ScalarType::I32, 0, 0.0, n.loc);
+        ExprPtr zero = int_literal(ScalarType::I32, 0, n.loc);
         ind();
         out_ << "asm volatile(\"{ .reg .b64 vt_state; mbarrier.arrive.shared.b64 vt_state, [%0]; }\" :: "
                 "\"r\"(static_cast<unsigned>(__cvta_generic_to_shared("
@@ -759,7 +1062,7 @@ class Emitter {
         break;
       }
       case IntrinsicOp::MbarrierWait: {
-        ExprPtr zero = make<Literal>(ScalarType::I32, 0, 0.0, n.loc);
+        ExprPtr zero = int_literal(ScalarType::I32, 0, n.loc);
         ind();
         out_ << "asm volatile(\"{ .reg .pred vt_p; vt_wait: mbarrier.try_wait.parity.shared.b64 vt_p, [%0], %1; "
                 "@!vt_p bra vt_wait; }\" :: \"r\"(static_cast<unsigned>(__cvta_generic_to_shared("
@@ -769,18 +1072,43 @@ class Emitter {
     }
   }
 
+  /// An atomic in the form the target table gives: native, or on the bits as unsigned 64-bit.
+  void atomic(const Intrinsic& n, const std::string& address, const std::string& value) {
+    static const char* const kFns[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicExch"};
+    auto op = static_cast<AtomicKind>(n.imms[0]);
+    ScalarType t = n.mems[0]->elem;
+    const char* fn = kFns[static_cast<int>(op)];
+    ind();
+    out_ << ctype(t) << " " << name(n.outputs[0]) << " = ";
+    switch (target::atomic_support(op, t)) {
+      case target::AtomicSupport::Native: out_ << fn << "(" << address << ", " << value << ");\n"; return;
+      case target::AtomicSupport::AsUnsigned64:
+        if (t == ScalarType::F64) {
+          out_ << "__longlong_as_double(static_cast<long long>(" << fn << "(reinterpret_cast<unsigned long long*>("
+               << address << "), static_cast<unsigned long long>(__double_as_longlong(" << value << ")))));\n";
+        } else {
+          out_ << "static_cast<" << ctype(t) << ">(" << fn << "(reinterpret_cast<unsigned long long*>(" << address
+               << "), static_cast<unsigned long long>(" << value << ")));\n";
+        }
+        return;
+      case target::AtomicSupport::None: break;
+    }
+    throw InternalError("emit: an atomic the checker should have rejected");
+  }
+
   void mma(const Intrinsic& n) {
-    auto kind = static_cast<MmaKind>(n.imms[0]);
+    auto kind = static_cast<MmaShape>(n.imms[0]);
     std::string d = name(n.mems[0]), a = name(n.mems[1]), b = name(n.mems[2]), c = name(n.mems[3]);
     ind();
-    if (kind == MmaKind::TF32_M16N8K8) {
+    if (kind == MmaShape::TF32_M16N8K8) {
+      uses_tf32_ = true;
       out_ << "asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
               "{%8, %9}, {%10, %11, %12, %13};\" : \"=f\"("
            << d << "[0]), \"=f\"(" << d << "[1]), \"=f\"(" << d << "[2]), \"=f\"(" << d << "[3]) : ";
       for (int i = 0; i < 4; ++i) out_ << "\"r\"(vt_tf32(" << a << "[" << i << "])), ";
       for (int i = 0; i < 2; ++i) out_ << "\"r\"(vt_tf32(" << b << "[" << i << "])), ";
     } else {
-      const char* t = kind == MmaKind::F16_M16N8K16 ? "f16" : "bf16";
+      const char* t = kind == MmaShape::F16_M16N8K16 ? "f16" : "bf16";
       out_ << "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32." << t << "." << t
            << ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\" : \"=f\"(" << d
            << "[0]), \"=f\"(" << d << "[1]), \"=f\"(" << d << "[2]), \"=f\"(" << d << "[3]) : ";
@@ -820,11 +1148,12 @@ class Emitter {
     std::int64_t bytes = count * type_bytes(t);
     if (bytes != 8 && bytes != 16) return false;
     if (type_bytes(t) != 4 && type_bytes(t) != 8) return false;
-    const MemNode *dst_root = nullptr, *src_root = nullptr;
-    ExprPtr di = root_index(store->mem.get(), store->indices, &dst_root);
-    ExprPtr si = root_index(load->mem.get(), load->indices, &src_root);
+    const MemNode* dst_root = views_.root(store->mem.get());
+    const MemNode* src_root = views_.root(load->mem.get());
+    ExprPtr di = views_.root_index(store->mem.get(), store->indices);
+    ExprPtr si = views_.root_index(load->mem.get(), load->indices);
     if (dst_root->space == MemSpace::Local || src_root->space == MemSpace::Local) return false;
-    ExprPtr iv = make<VarRef>(n.var, n.loc);
+    ExprPtr iv = ref(n.var, n.loc);
     auto aligned_with_unit_step = [&](const ExprPtr& idx) {
       Affine a = ir::affine(idx);
       bool has_var = false;
@@ -840,12 +1169,12 @@ class Emitter {
       return has_var;
     };
     if (!aligned_with_unit_step(di) || !aligned_with_unit_step(si)) return false;
-    VarMap zero{{n.var.get(), make<Literal>(n.var->type, 0, 0.0, n.loc)}};
+    VarMap zero{{n.var.get(), int_literal(n.var->type, 0, n.loc)}};
     std::string vt = vector_type(t, count);
     ind();
     out_ << "*reinterpret_cast<" << vt << "*>(&" << name(dst_root, dst_root->name) << "["
-         << expr(fold(substitute(di, zero))) << "]) = *reinterpret_cast<const " << vt << "*>(&"
-         << name(src_root, src_root->name) << "[" << expr(fold(substitute(si, zero))) << "]);\n";
+         << index(fold(substitute(di, zero)), store->loc) << "]) = *reinterpret_cast<const " << vt << "*>(&"
+         << name(src_root, src_root->name) << "[" << index(fold(substitute(si, zero)), load->loc) << "]);\n";
     for (const MemNode* r : {dst_root, src_root}) {
       auto p = param_index_.find(r);
       if (p != param_index_.end()) alignment_[p->second] = std::max(alignment_[p->second], static_cast<int>(bytes));
@@ -866,19 +1195,27 @@ class Emitter {
   std::unordered_map<const void*, std::string> names_;
   std::set<std::string> taken_;
   Views views_;
+  RangeEnv env_;
+  std::unordered_set<const VarNode*> reassigned_;
+  SharedLayout layout_;
+  std::optional<BarrierIds> barrier_ids_;
   std::unordered_map<const MemNode*, int> param_index_;
   std::unordered_map<const FunctionNode*, std::string> fn_names_;
   std::vector<const FunctionNode*> fn_order_;
-  std::int64_t smem_top_ = 0, smem_peak_ = 0, kernel_smem_ = 0;
-  std::vector<std::int64_t> smem_scopes_;
+  std::int64_t kernel_smem_ = 0;
   sync::Plan plan_;
   int barriers_ = 0;
   std::map<int, int> alignment_;
   std::vector<Diagnostic> problems_;
-  bool uses_half_ = false, uses_bf16_ = false, uses_tf32_ = false;
+  std::set<std::string> helper_seen_;
+  std::string helper_text_;
+  bool uses_half_ = false, uses_bf16_ = false, uses_tf32_ = false, uses_select_ = false, uses_and_ = false,
+       uses_or_ = false;
 };
 
 }  // namespace
+
+bool unroll_fully(std::int64_t trips, std::int64_t size) { return trips <= 32 && trips * size <= 1024; }
 
 EmitResult emit(const ir::KernelNode& kernel, const EmitOptions& options) { return Emitter(options).run(kernel); }
 

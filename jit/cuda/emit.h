@@ -1,19 +1,23 @@
 // Vantage CUDA C++ emitter: turns a specialized kernel into self-contained CUDA C++ with the
-// barriers the sync pass placed, `#line` directives at the builder's lines, and no toolkit headers
+// barriers the sync pass placed, `#line` directives at the builder's lines, the integer semantics of
+// docs/semantics.md made explicit where C++ would leave them undefined, and no toolkit headers
 // unless 16-bit floats need them.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "jit/ir/ir.h"
-#include "vantage/compile.hpp"
+#include "vantage/target.hpp"
 
 namespace vantage::cuda {
 
 struct EmitOptions {
-  std::int64_t threads = 0;  ///< threads per block (T)
+  std::int64_t threads = 0;            ///< threads per block (T)
+  std::optional<std::int64_t> blocks;  ///< the grid, when fixed
+  std::int64_t max_blocks = 1;         ///< the most blocks a launch may have (a residual guard)
   Arch arch = Arch::SM_90;
   std::string entry;  ///< extern "C" name of the kernel
 };
@@ -24,9 +28,14 @@ struct EmitResult {
   bool dynamic_shared = false;
   int barriers = 0;
   std::map<int, int> param_alignment;  ///< parameter index -> bytes a vectorized access needs
-  std::vector<Diagnostic> problems;    ///< what cannot be generated (grid-wide sync, barrier ids)
+  std::vector<Diagnostic> problems;    ///< what cannot be generated (grid-wide sync, barrier ids, indices)
 };
 
 EmitResult emit(const ir::KernelNode& kernel, const EmitOptions& options);
+
+/// The unroll policy: `#pragma unroll` (full) for a loop of `trips` iterations whose body has `size`
+/// IR nodes only while the unrolled code stays small, so that NVRTC's time does not grow with the trip
+/// count; longer loops are left to NVRTC's own heuristics.
+bool unroll_fully(std::int64_t trips, std::int64_t size);
 
 }  // namespace vantage::cuda

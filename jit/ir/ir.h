@@ -1,18 +1,30 @@
 // Vantage kernel IR: immutable, reference-counted nodes with a structural hash computed at
-// construction. One list of node kinds (below) generates the kind enums and the visit dispatch.
-// Source locations ride on every node but take no part in hashing or equality.
+// construction. One list of node kinds (below) generates the kind enums and the dispatch; each node
+// lists its fields once, in `fields()`, and hashing, equality, the child walk of the visitor and the
+// rebuild of the mutator (jit/ir/visit.h) are all derived from that list. A new node kind therefore
+// needs exactly two things: its struct with `fields()`, and its name in the list. Source locations
+// ride on every node but take no part in hashing or equality.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
-#include "vantage/builder.hpp"
+#include "jit/target/target.h"
 #include "vantage/diagnostics.hpp"
 #include "vantage/types.hpp"
+
+namespace vantage::detail {
+// What the builder's handles (Expr, Var, View) hold: opaque bases of the IR nodes, so that the
+// public headers name no IR type (see frontend/handles.h).
+struct ExprRep {};
+struct VarRep {};
+struct MemRep {};
+}  // namespace vantage::detail
 
 namespace vantage::ir {
 
@@ -75,15 +87,25 @@ enum class IntrinsicOp : std::uint8_t {
 #undef VANTAGE_X
 };
 
+/// Kinds of atomic read-modify-write (the imm of an Atomic intrinsic).
+using AtomicKind = target::AtomicOp;
+/// Tensor-core `mma.sync` shapes (the imm of an MmaSync intrinsic).
+enum class MmaShape : std::uint8_t { TF32_M16N8K8, F16_M16N8K16, BF16_M16N8K16 };
+
 const char* name_of(ExprKind k);
 const char* name_of(StmtKind k);
 const char* name_of(UnOp op);
 const char* name_of(BinOp op);
 const char* name_of(MathFn fn);
 const char* name_of(IntrinsicOp op);
+/// What users call an intrinsic: "sync_threads", "named_barrier", "cp_async".
+std::string user_name(IntrinsicOp op);
 bool is_comparison(BinOp op);
 
+struct ExprNode;
 struct StmtNode;
+struct VarNode;
+struct MemNode;
 struct FunctionNode;
 using ExprPtr = std::shared_ptr<const ExprNode>;
 using StmtPtr = std::shared_ptr<const StmtNode>;
@@ -93,7 +115,7 @@ using FunctionPtr = std::shared_ptr<const FunctionNode>;
 
 /// A thread-local scalar: a let, a loop variable, a scalar parameter, an index-function argument or
 /// an intrinsic's output. Identity is the node; `id` is its order of creation in its builder.
-struct VarNode {
+struct VarNode : detail::VarRep {
   enum class Origin : std::uint8_t { Let, Param, Loop, IndexArg, Output };
   int id;
   std::string name;
@@ -101,10 +123,12 @@ struct VarNode {
   Origin origin;
   SourceLoc loc;
   std::uint64_t hash;
+  VarNode(int i, std::string n, ScalarType t, Origin o, SourceLoc l)
+      : id(i), name(std::move(n)), type(t), origin(o), loc(l), hash(0) {}
 };
 
 /// A name for memory. Views made by partition/claim/lower/async are new MemNodes.
-struct MemNode {
+struct MemNode : detail::MemRep {
   enum class Origin : std::uint8_t { Param, Shared, Local, Partition, Claim, Lower, Async };
   int id;
   std::string name;
@@ -115,9 +139,11 @@ struct MemNode {
   Origin origin;
   SourceLoc loc;
   std::uint64_t hash;
+  MemNode(int i, std::string n, ScalarType e, MemSpace s, bool c, int d, Origin o, SourceLoc l)
+      : id(i), name(std::move(n)), elem(e), space(s), is_const(c), dims(d), origin(o), loc(l), hash(0) {}
 };
 
-struct ExprNode {
+struct ExprNode : detail::ExprRep {
   ExprKind kind;
   ScalarType type;
   SourceLoc loc;
@@ -127,60 +153,73 @@ struct ExprNode {
   ExprNode(ExprKind k, ScalarType t, SourceLoc l) : kind(k), type(t), loc(l) {}
 };
 
+// Every expression node is built as `N(type, fields..., loc)` and lists its fields in `fields()`.
+
+/// An integer (value in `i`; u64 as its bit pattern), bool (0/1) or float (`f`) constant.
 struct Literal : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Literal;
-  std::int64_t i = 0;  ///< integer and bool value (u64 as its bit pattern)
-  double f = 0;        ///< float value
+  std::int64_t i = 0;
+  double f = 0;
   Literal(ScalarType t, std::int64_t iv, double fv, SourceLoc l) : ExprNode(kKind, t, l), i(iv), f(fv) {}
+  auto fields() const { return std::tie(i, f); }
 };
 struct VarRef : ExprNode {
   static constexpr ExprKind kKind = ExprKind::VarRef;
   VarPtr var;
-  VarRef(VarPtr v, SourceLoc l) : ExprNode(kKind, v->type, l), var(std::move(v)) {}
+  VarRef(ScalarType t, VarPtr v, SourceLoc l) : ExprNode(kKind, t, l), var(std::move(v)) {}
+  auto fields() const { return std::tie(var); }
 };
 struct Unary : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Unary;
   UnOp op;
   ExprPtr a;
-  Unary(UnOp o, ExprPtr x, ScalarType t, SourceLoc l) : ExprNode(kKind, t, l), op(o), a(std::move(x)) {}
+  Unary(ScalarType t, UnOp o, ExprPtr x, SourceLoc l) : ExprNode(kKind, t, l), op(o), a(std::move(x)) {}
+  auto fields() const { return std::tie(op, a); }
 };
 struct Binary : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Binary;
   BinOp op;
   ExprPtr a, b;
-  Binary(BinOp o, ExprPtr x, ExprPtr y, ScalarType t, SourceLoc l)
+  Binary(ScalarType t, BinOp o, ExprPtr x, ExprPtr y, SourceLoc l)
       : ExprNode(kKind, t, l), op(o), a(std::move(x)), b(std::move(y)) {}
+  auto fields() const { return std::tie(op, a, b); }
 };
 struct Cast : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Cast;
   ExprPtr a;
-  Cast(ExprPtr x, ScalarType to, SourceLoc l) : ExprNode(kKind, to, l), a(std::move(x)) {}
+  Cast(ScalarType to, ExprPtr x, SourceLoc l) : ExprNode(kKind, to, l), a(std::move(x)) {}
+  auto fields() const { return std::tie(a); }
 };
+/// `c ? a : b` with both arms evaluated (docs/semantics.md).
 struct Select : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Select;
   ExprPtr c, a, b;
-  Select(ExprPtr cc, ExprPtr x, ExprPtr y, SourceLoc l)
-      : ExprNode(kKind, x->type, l), c(std::move(cc)), a(std::move(x)), b(std::move(y)) {}
+  Select(ScalarType t, ExprPtr cc, ExprPtr x, ExprPtr y, SourceLoc l)
+      : ExprNode(kKind, t, l), c(std::move(cc)), a(std::move(x)), b(std::move(y)) {}
+  auto fields() const { return std::tie(c, a, b); }
 };
 struct MathCall : ExprNode {
   static constexpr ExprKind kKind = ExprKind::MathCall;
   MathFn fn;
   std::vector<ExprPtr> args;
-  MathCall(MathFn f, std::vector<ExprPtr> xs, SourceLoc l)
-      : ExprNode(kKind, xs.front()->type, l), fn(f), args(std::move(xs)) {}
+  MathCall(ScalarType t, MathFn f, std::vector<ExprPtr> xs, SourceLoc l)
+      : ExprNode(kKind, t, l), fn(f), args(std::move(xs)) {}
+  auto fields() const { return std::tie(fn, args); }
 };
 /// `id(p)`: the index of unit p inside the code's perspective.
 struct Id : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Id;
   Perspective p;
-  Id(Perspective pp, SourceLoc l) : ExprNode(kKind, ScalarType::I32, l), p(pp) {}
+  Id(ScalarType t, Perspective pp, SourceLoc l) : ExprNode(kKind, t, l), p(pp) {}
+  auto fields() const { return std::tie(p); }
 };
 struct Load : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Load;
   MemPtr mem;
   std::vector<ExprPtr> indices;
-  Load(MemPtr m, std::vector<ExprPtr> idx, SourceLoc l)
-      : ExprNode(kKind, m->elem, l), mem(std::move(m)), indices(std::move(idx)) {}
+  Load(ScalarType t, MemPtr m, std::vector<ExprPtr> idx, SourceLoc l)
+      : ExprNode(kKind, t, l), mem(std::move(m)), indices(std::move(idx)) {}
+  auto fields() const { return std::tie(mem, indices); }
 };
 
 struct StmtNode {
@@ -192,10 +231,13 @@ struct StmtNode {
   StmtNode(StmtKind k, SourceLoc l) : kind(k), loc(l) {}
 };
 
+// Every statement node is built as `N(fields..., loc)` and lists its fields in `fields()`.
+
 struct Seq : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Seq;
   std::vector<StmtPtr> stmts;
   Seq(std::vector<StmtPtr> s, SourceLoc l) : StmtNode(kKind, l), stmts(std::move(s)) {}
+  auto fields() const { return std::tie(stmts); }
 };
 struct Let : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Let;
@@ -204,12 +246,14 @@ struct Let : StmtNode {
   std::optional<Perspective> at;
   Let(VarPtr v, ExprPtr e, std::optional<Perspective> p, SourceLoc l)
       : StmtNode(kKind, l), var(std::move(v)), value(std::move(e)), at(p) {}
+  auto fields() const { return std::tie(var, value, at); }
 };
 struct Assign : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Assign;
   VarPtr var;
   ExprPtr value;
   Assign(VarPtr v, ExprPtr e, SourceLoc l) : StmtNode(kKind, l), var(std::move(v)), value(std::move(e)) {}
+  auto fields() const { return std::tie(var, value); }
 };
 struct Store : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Store;
@@ -218,6 +262,7 @@ struct Store : StmtNode {
   ExprPtr value;
   Store(MemPtr m, std::vector<ExprPtr> idx, ExprPtr v, SourceLoc l)
       : StmtNode(kKind, l), mem(std::move(m)), indices(std::move(idx)), value(std::move(v)) {}
+  auto fields() const { return std::tie(mem, indices, value); }
 };
 struct If : StmtNode {
   static constexpr StmtKind kKind = StmtKind::If;
@@ -225,6 +270,7 @@ struct If : StmtNode {
   StmtPtr then_body, else_body;  ///< else_body may be null
   If(ExprPtr c, StmtPtr t, StmtPtr e, SourceLoc l)
       : StmtNode(kKind, l), cond(std::move(c)), then_body(std::move(t)), else_body(std::move(e)) {}
+  auto fields() const { return std::tie(cond, then_body, else_body); }
 };
 struct For : StmtNode {
   static constexpr StmtKind kKind = StmtKind::For;
@@ -238,18 +284,21 @@ struct For : StmtNode {
         end(std::move(e)),
         step(std::move(s)),
         body(std::move(bd)) {}
+  auto fields() const { return std::tie(var, begin, end, step, body); }
 };
 struct While : StmtNode {
   static constexpr StmtKind kKind = StmtKind::While;
   ExprPtr cond;
   StmtPtr body;
   While(ExprPtr c, StmtPtr b, SourceLoc l) : StmtNode(kKind, l), cond(std::move(c)), body(std::move(b)) {}
+  auto fields() const { return std::tie(cond, body); }
 };
 struct Group : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Group;
   Perspective p;
   StmtPtr body;
   Group(Perspective pp, StmtPtr b, SourceLoc l) : StmtNode(kKind, l), p(pp), body(std::move(b)) {}
+  auto fields() const { return std::tie(p, body); }
 };
 struct Split : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Split;
@@ -259,11 +308,13 @@ struct Split : StmtNode {
   std::vector<SourceLoc> branch_locs;
   Split(Level lv, std::vector<std::int64_t> c, std::vector<StmtPtr> b, std::vector<SourceLoc> bl, SourceLoc l)
       : StmtNode(kKind, l), level(lv), counts(std::move(c)), bodies(std::move(b)), branch_locs(std::move(bl)) {}
+  auto fields() const { return std::tie(level, counts, bodies, branch_locs); }
 };
 struct Destruct : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Destruct;
   StmtPtr body;
   Destruct(StmtPtr b, SourceLoc l) : StmtNode(kKind, l), body(std::move(b)) {}
+  auto fields() const { return std::tie(body); }
 };
 struct Partition : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Partition;
@@ -280,6 +331,7 @@ struct Partition : StmtNode {
         index_vars(std::move(iv)),
         index(std::move(ix)),
         body(std::move(b)) {}
+  auto fields() const { return std::tie(src, dst, p, index_vars, index, body); }
 };
 struct Claim : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Claim;
@@ -288,6 +340,7 @@ struct Claim : StmtNode {
   StmtPtr body;
   Claim(MemPtr s, MemPtr d, Perspective pp, StmtPtr b, SourceLoc l)
       : StmtNode(kKind, l), src(std::move(s)), dst(std::move(d)), p(pp), body(std::move(b)) {}
+  auto fields() const { return std::tie(src, dst, p, body); }
 };
 struct Lower : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Lower;
@@ -295,6 +348,7 @@ struct Lower : StmtNode {
   StmtPtr body;
   Lower(MemPtr s, MemPtr d, StmtPtr b, SourceLoc l)
       : StmtNode(kKind, l), src(std::move(s)), dst(std::move(d)), body(std::move(b)) {}
+  auto fields() const { return std::tie(src, dst, body); }
 };
 struct Async : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Async;
@@ -302,12 +356,14 @@ struct Async : StmtNode {
   StmtPtr body;
   Async(MemPtr s, MemPtr d, StmtPtr b, SourceLoc l)
       : StmtNode(kKind, l), src(std::move(s)), dst(std::move(d)), body(std::move(b)) {}
+  auto fields() const { return std::tie(src, dst, body); }
 };
 struct SharedAlloc : StmtNode {
   static constexpr StmtKind kKind = StmtKind::SharedAlloc;
   MemPtr mem;
   ExprPtr count;
   SharedAlloc(MemPtr m, ExprPtr c, SourceLoc l) : StmtNode(kKind, l), mem(std::move(m)), count(std::move(c)) {}
+  auto fields() const { return std::tie(mem, count); }
 };
 struct LocalAlloc : StmtNode {
   static constexpr StmtKind kKind = StmtKind::LocalAlloc;
@@ -316,6 +372,7 @@ struct LocalAlloc : StmtNode {
   std::optional<Perspective> at;
   LocalAlloc(MemPtr m, std::int64_t c, std::optional<Perspective> p, SourceLoc l)
       : StmtNode(kKind, l), mem(std::move(m)), count(c), at(p) {}
+  auto fields() const { return std::tie(mem, count, at); }
 };
 /// One call argument: exactly one of value and mem is set.
 struct CallArgNode {
@@ -329,6 +386,7 @@ struct Call : StmtNode {
   VarPtr result;  ///< may be null
   Call(FunctionPtr f, std::vector<CallArgNode> a, VarPtr r, SourceLoc l)
       : StmtNode(kKind, l), fn(std::move(f)), args(std::move(a)), result(std::move(r)) {}
+  auto fields() const { return std::tie(fn, args, result); }
 };
 struct Intrinsic : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Intrinsic;
@@ -345,21 +403,25 @@ struct Intrinsic : StmtNode {
         mems(std::move(m)),
         outputs(std::move(out)),
         imms(std::move(im)) {}
+  auto fields() const { return std::tie(op, args, mems, outputs, imms); }
 };
+using NamedExpr = std::pair<std::string, ExprPtr>;
+using NamedVar = std::pair<std::string, VarPtr>;
 struct Unsafe : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Unsafe;
   Perspective needs;
   std::string cuda;
-  std::vector<std::pair<std::string, ExprPtr>> inputs;
-  std::vector<std::pair<std::string, VarPtr>> outputs;
-  Unsafe(Perspective p, std::string c, std::vector<std::pair<std::string, ExprPtr>> in,
-         std::vector<std::pair<std::string, VarPtr>> out, SourceLoc l)
+  std::vector<NamedExpr> inputs;
+  std::vector<NamedVar> outputs;
+  Unsafe(Perspective p, std::string c, std::vector<NamedExpr> in, std::vector<NamedVar> out, SourceLoc l)
       : StmtNode(kKind, l), needs(p), cuda(std::move(c)), inputs(std::move(in)), outputs(std::move(out)) {}
+  auto fields() const { return std::tie(needs, cuda, inputs, outputs); }
 };
 struct Return : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Return;
   ExprPtr value;  ///< may be null
   Return(ExprPtr v, SourceLoc l) : StmtNode(kKind, l), value(std::move(v)) {}
+  auto fields() const { return std::tie(value); }
 };
 
 /// A parameter of a kernel or device function: a scalar (var) or a pointer (mem).
@@ -380,7 +442,7 @@ struct FunctionNode {
   std::optional<ScalarType> returns;
   std::vector<ParamNode> params;
   StmtPtr body;
-  SourceLoc loc, signature_loc, budget_loc;
+  SourceLoc loc, signature_loc, budget_loc, returns_loc;
   std::uint64_t hash = 0;
 };
 
@@ -393,13 +455,9 @@ struct KernelNode {
   std::int64_t shared_budget = 0;
   bool budget_declared = false;
   StmtPtr body;
-  SourceLoc loc, threads_loc, budget_loc, body_loc;
+  SourceLoc loc, threads_loc, grid_loc, budget_loc, body_loc;
   std::uint64_t hash = 0;
 };
-
-/// Builds a node and computes its structural hash.
-template <class T, class... Args>
-std::shared_ptr<const T> make(Args&&... args);
 
 std::uint64_t hash_node(const ExprNode& e);
 std::uint64_t hash_node(const StmtNode& s);
@@ -408,6 +466,7 @@ std::uint64_t hash_mem(const MemNode& m);
 std::uint64_t hash_function(const FunctionNode& f);
 std::uint64_t hash_kernel(const KernelNode& k);
 
+/// Builds a node and computes its structural hash.
 template <class T, class... Args>
 std::shared_ptr<const T> make(Args&&... args) {
   auto node = std::make_shared<T>(std::forward<Args>(args)...);
@@ -418,11 +477,16 @@ std::shared_ptr<const T> make(Args&&... args) {
 VarPtr make_var(int id, std::string name, ScalarType type, VarNode::Origin origin, SourceLoc loc);
 MemPtr make_mem(int id, std::string name, ScalarType elem, MemSpace space, bool is_const, int dims,
                 MemNode::Origin origin, SourceLoc loc);
+/// A reference to a variable, typed as the variable.
+ExprPtr ref(const VarPtr& v, SourceLoc loc);
+/// An integer literal of type `t` (the value must fit `t`; see ir::fits).
+ExprPtr int_literal(ScalarType t, std::int64_t v, SourceLoc loc);
 
 /// Structural equality (ignores source locations); pointer-equal and hash-unequal shortcuts.
 bool equal(const ExprPtr& a, const ExprPtr& b);
 bool equal(const StmtPtr& a, const StmtPtr& b);
 bool equal(const KernelNode& a, const KernelNode& b);
+bool equal(const FunctionNode& a, const FunctionNode& b);
 
 /// Downcast by kind; null when the kind differs.
 template <class T>
@@ -434,51 +498,38 @@ const T* as(const StmtNode& s) {
   return s.kind == T::kKind ? static_cast<const T*>(&s) : nullptr;
 }
 
-/// Calls `v(const Node&)` with the concrete node type.
-template <class V>
-decltype(auto) visit(const ExprNode& e, V&& v) {
+/// Calls `f(const Node&)` with the concrete node type. A pass that must decide what every kind means
+/// passes an overload set with no catch-all, so that a new kind fails to compile there.
+template <class F>
+decltype(auto) dispatch(const ExprNode& e, F&& f) {
   switch (e.kind) {
 #define VANTAGE_X(N) \
-  case ExprKind::N: return v(static_cast<const N&>(e));
+  case ExprKind::N: return f(static_cast<const N&>(e));
     VANTAGE_IR_EXPRS(VANTAGE_X)
 #undef VANTAGE_X
   }
-  throw InternalError("visit: corrupt expression kind");
+  throw InternalError("dispatch: corrupt expression kind");
 }
-template <class V>
-decltype(auto) visit(const StmtNode& s, V&& v) {
+template <class F>
+decltype(auto) dispatch(const StmtNode& s, F&& f) {
   switch (s.kind) {
 #define VANTAGE_X(N) \
-  case StmtKind::N: return v(static_cast<const N&>(s));
+  case StmtKind::N: return f(static_cast<const N&>(s));
     VANTAGE_IR_STMTS(VANTAGE_X)
 #undef VANTAGE_X
   }
-  throw InternalError("visit: corrupt statement kind");
+  throw InternalError("dispatch: corrupt statement kind");
 }
 
-/// Calls `f(child)` for every statement directly inside `s`: the bodies of constructs, both
-/// branches of an if, every split branch, the statements of a sequence (not a callee's body).
-template <class F>
-void for_each_child(const StmtNode& s, F&& f) {
-  visit(s, [&](const auto& n) {
-    using N = std::decay_t<decltype(n)>;
-    if constexpr (std::is_same_v<N, Seq>) {
-      for (const auto& c : n.stmts) f(c);
-    } else if constexpr (std::is_same_v<N, If>) {
-      if (n.then_body) f(n.then_body);
-      if (n.else_body) f(n.else_body);
-    } else if constexpr (std::is_same_v<N, Split>) {
-      for (const auto& b : n.bodies) f(b);
-    } else if constexpr (requires { n.body; }) {
-      if (n.body) f(n.body);
-    }
-  });
-}
+/// An overload set from lambdas, for `dispatch`.
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
 
 /// Every device function `body` calls, transitively, callees before their callers, each once.
 std::vector<const FunctionNode*> called_functions(const StmtPtr& body);
-
-/// Folds an integer expression made only of literals; nullopt otherwise.
-std::optional<std::int64_t> const_int(const ExprPtr& e);
 
 }  // namespace vantage::ir

@@ -14,7 +14,8 @@ using VarMap = std::unordered_map<const VarNode*, ExprPtr>;
 ExprPtr substitute(const ExprPtr& e, const VarMap& map);
 StmtPtr substitute(const StmtPtr& s, const VarMap& map);
 
-/// Folds integer arithmetic on literals and the identities x+0, x-0, x*1, x/1, x*0 (integers).
+/// Folds an integer or bool node whose operands are constants (with the semantics of eval.h) and the
+/// identities x+0, x-0, x*1, x/1 on integers. Only `e` itself is folded, not its operands.
 ExprPtr fold(const ExprPtr& e);
 
 }  // namespace vantage::ir

@@ -2,6 +2,8 @@
 // golden files stay stable when user code moves.
 #include "jit/ir/printer.h"
 
+#include "jit/ir/eval.h"
+
 #include <cctype>
 #include <cstdio>
 #include <map>
@@ -12,19 +14,6 @@
 
 namespace vantage::ir {
 namespace {
-
-std::string snake(const char* camel) {
-  std::string out;
-  for (const char* c = camel; *c; ++c) {
-    if (std::isupper(static_cast<unsigned char>(*c))) {
-      if (!out.empty()) out += '_';
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
-    } else {
-      out += *c;
-    }
-  }
-  return out;
-}
 
 std::string quote(const std::string& s) {
   std::string out = "\"";
@@ -132,32 +121,27 @@ class Printer {
 
   std::string expr(const ExprPtr& e) {
     if (!e) return "<null>";
-    return visit(*e, [&](const auto& n) -> std::string {
-      using N = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<N, Literal>) {
-        return literal_text(n);
-      } else if constexpr (std::is_same_v<N, VarRef>) {
-        return name(n.var);
-      } else if constexpr (std::is_same_v<N, Unary>) {
-        return std::string(name_of(n.op)) + expr(n.a);
-      } else if constexpr (std::is_same_v<N, Binary>) {
-        if (n.op == BinOp::Min || n.op == BinOp::Max || n.op == BinOp::Pow)
-          return std::string(name_of(n.op)) + "(" + expr(n.a) + ", " + expr(n.b) + ")";
-        return "(" + expr(n.a) + " " + name_of(n.op) + " " + expr(n.b) + ")";
-      } else if constexpr (std::is_same_v<N, Cast>) {
-        return std::string(type_name(n.type)) + "(" + expr(n.a) + ")";
-      } else if constexpr (std::is_same_v<N, Select>) {
-        return "select(" + expr(n.c) + ", " + expr(n.a) + ", " + expr(n.b) + ")";
-      } else if constexpr (std::is_same_v<N, MathCall>) {
-        return std::string(name_of(n.fn)) + "(" + list(n.args) + ")";
-      } else if constexpr (std::is_same_v<N, Id>) {
-        return "id(" + n.p.str() + ")";
-      } else {
-        return name(n.mem) + "[" + list(n.indices) + "]";
-      }
-    });
+    return dispatch(*e, [&](const auto& n) { return text(n); });
   }
+  std::string text(const Literal& n) { return literal_text(n); }
+  std::string text(const VarRef& n) { return name(n.var); }
+  std::string text(const Unary& n) { return std::string(name_of(n.op)) + expr(n.a); }
+  std::string text(const Binary& n) {
+    if (n.op == BinOp::Min || n.op == BinOp::Max || n.op == BinOp::Pow)
+      return std::string(name_of(n.op)) + "(" + expr(n.a) + ", " + expr(n.b) + ")";
+    return "(" + expr(n.a) + " " + name_of(n.op) + " " + expr(n.b) + ")";
+  }
+  std::string text(const Cast& n) { return std::string(type_name(n.type)) + "(" + expr(n.a) + ")"; }
+  std::string text(const Select& n) { return "select(" + expr(n.c) + ", " + expr(n.a) + ", " + expr(n.b) + ")"; }
+  std::string text(const MathCall& n) { return std::string(name_of(n.fn)) + "(" + list(n.args) + ")"; }
+  std::string text(const Id& n) { return "id(" + n.p.str() + ")"; }
+  std::string text(const Load& n) { return name(n.mem) + "[" + list(n.indices) + "]"; }
 
+ public:
+  /// One expression on its own (extents, diagnostics); names are the nodes' own.
+  std::string expression(const ExprPtr& e) { return expr(e); }
+
+ private:
   std::string list(const std::vector<ExprPtr>& xs) {
     std::string s;
     for (std::size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + expr(xs[i]);
@@ -188,112 +172,128 @@ class Printer {
       return;
     }
     indent(depth);
-    visit(*s, [&](const auto& n) {
-      using N = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<N, Let>) {
-        out_ << "let " << name(n.var) << ": " << type_name(n.var->type);
-        if (n.at) out_ << " @" << n.at->str();
-        out_ << " = " << expr(n.value) << ";\n";
-      } else if constexpr (std::is_same_v<N, Assign>) {
-        out_ << name(n.var) << " = " << expr(n.value) << ";\n";
-      } else if constexpr (std::is_same_v<N, Store>) {
-        out_ << name(n.mem) << "[" << list(n.indices) << "] = " << expr(n.value) << ";\n";
-      } else if constexpr (std::is_same_v<N, If>) {
-        out_ << "if " << expr(n.cond) << " ";
-        body_block(n.then_body, depth);
-        if (n.else_body) {
-          indent(depth);
-          out_ << "else ";
-          body_block(n.else_body, depth);
-        }
-      } else if constexpr (std::is_same_v<N, For>) {
-        out_ << "for " << name(n.var) << " in [" << expr(n.begin) << ", " << expr(n.end) << ")";
-        auto step = const_int(n.step);
-        if (!step || *step != 1) out_ << " step " << expr(n.step);
-        out_ << " ";
-        body_block(n.body, depth);
-      } else if constexpr (std::is_same_v<N, While>) {
-        out_ << "while " << expr(n.cond) << " ";
-        body_block(n.body, depth);
-      } else if constexpr (std::is_same_v<N, Group>) {
-        out_ << "group " << n.p.str() << " ";
-        body_block(n.body, depth);
-      } else if constexpr (std::is_same_v<N, Split>) {
-        out_ << "split " << level_name(n.level) << " {\n";
-        for (std::size_t i = 0; i < n.bodies.size(); ++i) {
-          indent(depth + 1);
-          out_ << "case " << n.counts[i] << " ";
-          body_block(n.bodies[i], depth + 1);
-        }
-        indent(depth);
-        out_ << "}\n";
-      } else if constexpr (std::is_same_v<N, Destruct>) {
-        out_ << "destruct ";
-        body_block(n.body, depth);
-      } else if constexpr (std::is_same_v<N, Partition>) {
-        out_ << "partition " << name(n.src) << " as " << name(n.dst) << " at " << n.p.str() << " by (";
-        for (std::size_t i = 0; i < n.index_vars.size(); ++i) out_ << (i ? ", " : "") << name(n.index_vars[i]);
-        out_ << ") => " << expr(n.index) << " ";
-        body_block(n.body, depth);
-      } else if constexpr (std::is_same_v<N, Claim>) {
-        out_ << "claim " << name(n.src) << " as " << name(n.dst) << " at " << n.p.str() << " ";
-        body_block(n.body, depth);
-      } else if constexpr (std::is_same_v<N, Lower>) {
-        out_ << "lower " << name(n.src) << " as " << name(n.dst) << " ";
-        body_block(n.body, depth);
-      } else if constexpr (std::is_same_v<N, Async>) {
-        out_ << "async " << name(n.src) << " as " << name(n.dst) << " ";
-        body_block(n.body, depth);
-      } else if constexpr (std::is_same_v<N, SharedAlloc>) {
-        out_ << "shared " << name(n.mem) << ": " << type_name(n.mem->elem) << "[" << expr(n.count) << "];\n";
-      } else if constexpr (std::is_same_v<N, LocalAlloc>) {
-        out_ << "local " << name(n.mem) << ": " << type_name(n.mem->elem) << "[" << n.count << "]";
-        if (n.at) out_ << " @" << n.at->str();
-        out_ << ";\n";
-      } else if constexpr (std::is_same_v<N, Call>) {
-        if (n.result) out_ << "let " << name(n.result) << ": " << type_name(n.result->type) << " = ";
-        out_ << "call " << (n.fn ? n.fn->name : "<null>") << "(";
-        for (std::size_t i = 0; i < n.args.size(); ++i)
-          out_ << (i ? ", " : "") << (n.args[i].mem ? name(n.args[i].mem) : expr(n.args[i].value));
-        out_ << ");\n";
-      } else if constexpr (std::is_same_v<N, Intrinsic>) {
-        if (!n.outputs.empty()) {
-          out_ << "let ";
-          for (std::size_t i = 0; i < n.outputs.size(); ++i)
-            out_ << (i ? ", " : "") << name(n.outputs[i]) << ": " << type_name(n.outputs[i]->type);
-          out_ << " = ";
-        }
-        out_ << snake(name_of(n.op)) << "(";
-        bool first = true;
-        auto sep = [&] {
-          if (!first) out_ << ", ";
-          first = false;
-        };
-        for (const auto& m : n.mems) sep(), out_ << name(m);
-        for (const auto& a : n.args) sep(), out_ << expr(a);
-        for (auto i : n.imms) sep(), out_ << "#" << i;
-        out_ << ");\n";
-      } else if constexpr (std::is_same_v<N, Unsafe>) {
-        out_ << "unsafe " << n.needs.str() << " " << quote(n.cuda);
-        if (!n.inputs.empty()) {
-          out_ << " in(";
-          for (std::size_t i = 0; i < n.inputs.size(); ++i)
-            out_ << (i ? ", " : "") << n.inputs[i].first << " = " << expr(n.inputs[i].second);
-          out_ << ")";
-        }
-        if (!n.outputs.empty()) {
-          out_ << " out(";
-          for (std::size_t i = 0; i < n.outputs.size(); ++i)
-            out_ << (i ? ", " : "") << n.outputs[i].first << " = " << name(n.outputs[i].second);
-          out_ << ")";
-        }
-        out_ << ";\n";
-      } else if constexpr (std::is_same_v<N, Return>) {
-        out_ << "return";
-        if (n.value) out_ << " " << expr(n.value);
-        out_ << ";\n";
-      }
-    });
+    dispatch(*s, [&](const auto& n) { print(n, depth); });
+  }
+
+  void print(const Seq& n, int depth) {
+    for (const auto& c : n.stmts) stmt(c, depth);
+  }
+  void print(const Let& n, int) {
+    out_ << "let " << name(n.var) << ": " << type_name(n.var->type);
+    if (n.at) out_ << " @" << n.at->str();
+    out_ << " = " << expr(n.value) << ";\n";
+  }
+  void print(const Assign& n, int) { out_ << name(n.var) << " = " << expr(n.value) << ";\n"; }
+  void print(const Store& n, int) { out_ << name(n.mem) << "[" << list(n.indices) << "] = " << expr(n.value) << ";\n"; }
+  void print(const If& n, int depth) {
+    out_ << "if " << expr(n.cond) << " ";
+    body_block(n.then_body, depth);
+    if (n.else_body) {
+      indent(depth);
+      out_ << "else ";
+      body_block(n.else_body, depth);
+    }
+  }
+  void print(const For& n, int depth) {
+    out_ << "for " << name(n.var) << " in [" << expr(n.begin) << ", " << expr(n.end) << ")";
+    auto step = const_int(n.step);
+    if (!step || *step != 1) out_ << " step " << expr(n.step);
+    out_ << " ";
+    body_block(n.body, depth);
+  }
+  void print(const While& n, int depth) {
+    out_ << "while " << expr(n.cond) << " ";
+    body_block(n.body, depth);
+  }
+  void print(const Group& n, int depth) {
+    out_ << "group " << n.p.str() << " ";
+    body_block(n.body, depth);
+  }
+  void print(const Split& n, int depth) {
+    out_ << "split " << level_name(n.level) << " {\n";
+    for (std::size_t i = 0; i < n.bodies.size(); ++i) {
+      indent(depth + 1);
+      out_ << "case " << n.counts[i] << " ";
+      body_block(n.bodies[i], depth + 1);
+    }
+    indent(depth);
+    out_ << "}\n";
+  }
+  void print(const Destruct& n, int depth) {
+    out_ << "destruct ";
+    body_block(n.body, depth);
+  }
+  void print(const Partition& n, int depth) {
+    out_ << "partition " << name(n.src) << " as " << name(n.dst) << " at " << n.p.str() << " by (";
+    for (std::size_t i = 0; i < n.index_vars.size(); ++i) out_ << (i ? ", " : "") << name(n.index_vars[i]);
+    out_ << ") => " << expr(n.index) << " ";
+    body_block(n.body, depth);
+  }
+  void print(const Claim& n, int depth) {
+    out_ << "claim " << name(n.src) << " as " << name(n.dst) << " at " << n.p.str() << " ";
+    body_block(n.body, depth);
+  }
+  void print(const Lower& n, int depth) {
+    out_ << "lower " << name(n.src) << " as " << name(n.dst) << " ";
+    body_block(n.body, depth);
+  }
+  void print(const Async& n, int depth) {
+    out_ << "async " << name(n.src) << " as " << name(n.dst) << " ";
+    body_block(n.body, depth);
+  }
+  void print(const SharedAlloc& n, int) {
+    out_ << "shared " << name(n.mem) << ": " << type_name(n.mem->elem) << "[" << expr(n.count) << "];\n";
+  }
+  void print(const LocalAlloc& n, int) {
+    out_ << "local " << name(n.mem) << ": " << type_name(n.mem->elem) << "[" << n.count << "]";
+    if (n.at) out_ << " @" << n.at->str();
+    out_ << ";\n";
+  }
+  void print(const Call& n, int) {
+    if (n.result) out_ << "let " << name(n.result) << ": " << type_name(n.result->type) << " = ";
+    out_ << "call " << (n.fn ? n.fn->name : "<null>") << "(";
+    for (std::size_t i = 0; i < n.args.size(); ++i)
+      out_ << (i ? ", " : "") << (n.args[i].mem ? name(n.args[i].mem) : expr(n.args[i].value));
+    out_ << ");\n";
+  }
+  void print(const Intrinsic& n, int) {
+    if (!n.outputs.empty()) {
+      out_ << "let ";
+      for (std::size_t i = 0; i < n.outputs.size(); ++i)
+        out_ << (i ? ", " : "") << name(n.outputs[i]) << ": " << type_name(n.outputs[i]->type);
+      out_ << " = ";
+    }
+    out_ << user_name(n.op) << "(";
+    bool first = true;
+    auto sep = [&] {
+      if (!first) out_ << ", ";
+      first = false;
+    };
+    for (const auto& m : n.mems) sep(), out_ << name(m);
+    for (const auto& a : n.args) sep(), out_ << expr(a);
+    for (auto i : n.imms) sep(), out_ << "#" << i;
+    out_ << ");\n";
+  }
+  void print(const Unsafe& n, int) {
+    out_ << "unsafe " << n.needs.str() << " " << quote(n.cuda);
+    if (!n.inputs.empty()) {
+      out_ << " in(";
+      for (std::size_t i = 0; i < n.inputs.size(); ++i)
+        out_ << (i ? ", " : "") << n.inputs[i].first << " = " << expr(n.inputs[i].second);
+      out_ << ")";
+    }
+    if (!n.outputs.empty()) {
+      out_ << " out(";
+      for (std::size_t i = 0; i < n.outputs.size(); ++i)
+        out_ << (i ? ", " : "") << n.outputs[i].first << " = " << name(n.outputs[i].second);
+      out_ << ")";
+    }
+    out_ << ";\n";
+  }
+  void print(const Return& n, int) {
+    out_ << "return";
+    if (n.value) out_ << " " << expr(n.value);
+    out_ << ";\n";
   }
 
   static inline const std::string kNull = "<null>";
@@ -306,5 +306,6 @@ class Printer {
 
 std::string print(const KernelNode& kernel) { return Printer().kernel(kernel); }
 std::string print(const FunctionNode& fn) { return Printer().function(fn); }
+std::string print(const ExprPtr& e) { return Printer().expression(e); }
 
 }  // namespace vantage::ir

@@ -12,5 +12,7 @@ namespace vantage::ir {
 std::string print(const KernelNode& kernel);
 /// One device function, preceded by the functions it calls.
 std::string print(const FunctionNode& fn);
+/// One expression, with the variables' own names ("(n * 4)").
+std::string print(const ExprPtr& e);
 
 }  // namespace vantage::ir

@@ -1,17 +1,43 @@
 // Vantage view resolution: see views.h.
 #include "jit/ir/views.h"
 
+#include "jit/ir/eval.h"
 #include "jit/ir/mutate.h"
+#include "jit/ir/visit.h"
 
 namespace vantage::ir {
 
+namespace {
+class Collector : public IRVisitor {
+ public:
+  explicit Collector(Views& v) : views_(v) {}
+
+ protected:
+  void visit(const Partition& n) override {
+    views_.add(n);
+    IRVisitor::visit(n);
+  }
+  void visit(const Claim& n) override {
+    views_.add(n.dst.get(), n.src.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Lower& n) override {
+    views_.add(n.dst.get(), n.src.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Async& n) override {
+    views_.add(n.dst.get(), n.src.get());
+    IRVisitor::visit(n);
+  }
+
+ private:
+  Views& views_;
+};
+}  // namespace
+
 void Views::collect(const StmtPtr& s) {
-  if (!s) return;
-  if (const auto* p = as<Partition>(*s)) add(*p);
-  if (const auto* c = as<Claim>(*s)) add(c->dst.get(), c->src.get());
-  if (const auto* l = as<Lower>(*s)) add(l->dst.get(), l->src.get());
-  if (const auto* a = as<Async>(*s)) add(a->dst.get(), a->src.get());
-  for_each_child(*s, [&](const StmtPtr& child) { collect(child); });
+  Collector c(*this);
+  c.walk(s);
 }
 
 const MemNode* Views::root(const MemNode* m) const {
@@ -48,7 +74,7 @@ bool Views::unit_stride(const MemNode* m) const {
     if (auto p = partitions_.find(m); p != partitions_.end()) {
       const Partition& part = *p->second;
       if (part.index_vars.size() != 1) return false;
-      if (affine(part.index).coefficient(make<VarRef>(part.index_vars[0], part.loc)) != 1) return false;
+      if (affine(part.index).coefficient(ref(part.index_vars[0], part.loc)) != 1) return false;
       m = part.src.get();
     } else if (auto q = parents_.find(m); q != parents_.end()) {
       m = q->second;

@@ -150,21 +150,24 @@ struct ProgramOwner {
 
 }  // namespace
 
-std::vector<std::string> canonical_options(Arch arch, Output output) {
-  std::vector<std::string> opts = {"--std=c++17"};
-  std::string target = std::to_string(arch_number(arch)) + (arch == Arch::SM_90a ? "a" : "");
-  opts.push_back(std::string("--gpu-architecture=") + (output == Output::Ptx ? "compute_" : "sm_") + target);
-  const Table& t = table();
-  if (!t.include_dir.empty()) opts.push_back("--include-path=" + t.include_dir);
+std::vector<std::string> canonical_options(Arch arch, Output output, bool fp_contract) {
+  std::string target = arch_name(arch) + 3;  // "90a" of "sm_90a"
+  std::vector<std::string> opts = {
+      "--std=c++20", std::string("--gpu-architecture=") + (output == Output::Ptx ? "compute_" : "sm_") + target};
+  if (!fp_contract) opts.emplace_back("--fmad=false");
   return opts;
 }
 
-Result compile(const std::string& source, const std::string& name, Arch arch, Output output) {
+std::string include_dir() { return table().include_dir; }
+
+Result compile(const std::string& source, const std::string& name, const std::vector<std::string>& options) {
   const Table& t = loaded();
   Result r;
-  r.options = canonical_options(arch, output);
+  r.options = options;
+  std::vector<std::string> argv_storage = options;
+  if (!t.include_dir.empty()) argv_storage.push_back("--include-path=" + t.include_dir);
   std::vector<const char*> argv;
-  for (const auto& o : r.options) argv.push_back(o.c_str());
+  for (const auto& o : argv_storage) argv.push_back(o.c_str());
   ProgramOwner prog{t};
   ok(t, t.create_program(&prog.p, source.c_str(), name.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram", name);
   Status compiled = t.compile_program(prog.p, static_cast<int>(argv.size()), argv.data());
@@ -177,11 +180,15 @@ Result compile(const std::string& source, const std::string& name, Arch arch, Ou
   }
   if (compiled != 0) {
     auto diags = parse_log(r.log);
-    std::string message = "NVRTC could not compile " + name + " for " + arch_name(arch) + ": " +
-                          t.get_error_string(compiled) + "\n" + (diags.empty() ? r.log : render_all(diags));
+    std::string joined;
+    for (const auto& o : options) joined += (joined.empty() ? "" : " ") + o;
+    std::string message = "NVRTC could not compile " + name + " (" + joined + "): " + t.get_error_string(compiled) +
+                          "\n" + (diags.empty() ? r.log : render_all(diags));
     throw CompileError(std::move(message), r.log, r.options, source, std::move(diags));
   }
-  if (output == Output::Ptx) {
+  bool ptx = false;
+  for (const auto& o : options) ptx = ptx || o.rfind("--gpu-architecture=compute_", 0) == 0;
+  if (ptx) {
     std::size_t size = 0;
     ok(t, t.get_ptx_size(prog.p, &size), "nvrtcGetPTXSize", name);
     r.ptx.resize(size);

@@ -5,7 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "vantage/compile.hpp"
+#include "vantage/diagnostics.hpp"
+#include "vantage/target.hpp"
 
 namespace vantage::nvrtc {
 
@@ -16,13 +17,19 @@ struct Result {
   std::vector<std::string> options;
 };
 
-/// The options Vantage always passes, in a fixed order: language level, architecture (a real
-/// `sm_XX` for cubin, `compute_XX` for PTX), and the toolkit include directory when one exists.
-std::vector<std::string> canonical_options(Arch arch, Output output);
+/// The options that decide the bytes NVRTC produces, in a fixed order: language level, architecture
+/// (a real `sm_XX` for a cubin, `compute_XX` for PTX), float contraction. The same list is the
+/// cache key's and NVRTC's; it names nothing of the host.
+std::vector<std::string> canonical_options(Arch arch, Output output, bool fp_contract = true);
 
-/// Compiles `source` (named `name` in NVRTC's log). Thread safe. Throws CompileError when NVRTC
-/// reports errors, ToolchainError when NVRTC cannot be loaded.
-Result compile(const std::string& source, const std::string& name, Arch arch, Output output);
+/// Compiles `source` (named `name` in NVRTC's log) with the canonical `options`; NVRTC is also told
+/// where its own toolkit's headers are (a location, not an option: the fingerprint identifies that
+/// toolkit). Thread safe. Throws CompileError when NVRTC reports errors, ToolchainError when NVRTC
+/// cannot be loaded. Result::options holds the canonical options.
+Result compile(const std::string& source, const std::string& name, const std::vector<std::string>& options);
+
+/// The directory of the toolkit headers (cuda_fp16.h) next to the NVRTC found, or "".
+std::string include_dir();
 
 /// "nvrtc 13.0 (libnvrtc.so.13, ...)"; throws ToolchainError when NVRTC is missing.
 std::string fingerprint();

@@ -2,24 +2,60 @@
 #include "jit/specialize/specialize.h"
 
 #include <numeric>
+#include <set>
 
-#include "jit/check/check.h"
+#include "jit/ir/eval.h"
 #include "jit/ir/mutate.h"
 #include "jit/ir/printer.h"
+#include "jit/ir/visit.h"
+#include "jit/target/target.h"
 
 namespace vantage::specialization {
 namespace {
 
 using namespace ir;
 
-std::string c_expr(const ExprPtr& e, const std::vector<ParamNode>& params) {
-  if (!e) return "";
-  if (auto v = const_int(e)) return std::to_string(*v);
-  if (const auto* r = as<VarRef>(*e)) return r->var->name;
-  if (const auto* b = as<Binary>(*e))
-    return "(" + c_expr(b->a, params) + " " + name_of(b->op) + " " + c_expr(b->b, params) + ")";
-  if (const auto* c = as<Cast>(*e)) return c_expr(c->a, params);
-  return "?";
+/// Every intrinsic a target may lack, with the line that uses it.
+class FeatureScan : public IRVisitor {
+ public:
+  std::vector<std::pair<target::Feature, const Intrinsic*>> uses;
+
+ protected:
+  void visit(const Intrinsic& n) override {
+    IRVisitor::visit(n);
+    using F = target::Feature;
+    switch (n.op) {
+      case IntrinsicOp::MmaSync: uses.emplace_back(F::MmaSync, &n); break;
+      case IntrinsicOp::Ldmatrix: uses.emplace_back(F::Ldmatrix, &n); break;
+      case IntrinsicOp::CpAsync:
+      case IntrinsicOp::CpAsyncCommit:
+      case IntrinsicOp::CpAsyncWait: uses.emplace_back(F::CpAsync, &n); break;
+      case IntrinsicOp::MbarrierInit:
+      case IntrinsicOp::MbarrierArrive: uses.emplace_back(F::Mbarrier, &n); break;
+      case IntrinsicOp::MbarrierWait: uses.emplace_back(F::MbarrierTry, &n); break;
+      case IntrinsicOp::TmaLoad2D: uses.emplace_back(F::Tma, &n); break;
+      case IntrinsicOp::Wgmma:
+      case IntrinsicOp::WgmmaFence:
+      case IntrinsicOp::WgmmaCommit:
+      case IntrinsicOp::WgmmaWait: uses.emplace_back(F::Wgmma, &n); break;
+      default: break;
+    }
+  }
+  void visit(const Call& n) override {
+    IRVisitor::visit(n);
+    if (n.fn && seen_.insert(n.fn.get()).second) walk(n.fn->body);
+  }
+
+ private:
+  std::set<const FunctionNode*> seen_;
+};
+
+/// The architectures that have `f`, for a message: "sm_90a".
+std::string archs_with(target::Feature f) {
+  std::string out;
+  for (const auto& row : target::all())
+    if (row.has(f)) out += (out.empty() ? "" : ", ") + std::string(row.name);
+  return out;
 }
 
 /// A rule on B alone, `lhs ? coeff * B`, as a guard on the grid (or an error when it can never hold).
@@ -64,17 +100,6 @@ std::optional<Guard> grid_guard(const Obligation& o, std::int64_t threads, std::
 
 }  // namespace
 
-std::int64_t shared_limit(Arch arch) {
-  switch (arch) {
-    case Arch::SM_80: return 166912;
-    case Arch::SM_86:
-    case Arch::SM_89: return 101376;
-    case Arch::SM_90:
-    case Arch::SM_90a: return 232448;
-  }
-  return 49152;
-}
-
 Result run(const KernelNode& k, const std::vector<Obligation>& obligations, const Spec& spec) {
   std::vector<Diagnostic> errors;
   Result r;
@@ -85,10 +110,11 @@ Result run(const KernelNode& k, const std::vector<Obligation>& obligations, cons
                       k.threads_loc,
                       {}});
   r.threads = spec.threads ? spec.threads : k.threads.value_or(0);
-  if (r.threads < 1 || r.threads > check::kMaxBlockThreads)
+  const target::Info& arch = target::info(spec.arch);
+  if (r.threads < 1 || r.threads > arch.max_threads_per_block)
     errors.push_back({"V1004",
                       "kernel '" + k.name + "' needs threads per block between 1 and " +
-                          std::to_string(check::kMaxBlockThreads) +
+                          std::to_string(arch.max_threads_per_block) + " on " + arch.name +
                           " (declare block_threads or set Spec::threads); got " + std::to_string(r.threads),
                       k.loc,
                       {}});
@@ -99,6 +125,15 @@ Result run(const KernelNode& k, const std::vector<Obligation>& obligations, cons
                           " blocks; the Spec asks for " + std::to_string(*spec.blocks),
                       k.loc,
                       {}});
+  FeatureScan features;
+  features.walk(k.body);
+  for (const auto& [feature, site] : features.uses)
+    if (!arch.has(feature))
+      errors.push_back({"V1008",
+                        user_name(site->op) + " needs " + target::feature_name(feature) + ", which " + arch.name +
+                            " does not have (it needs " + archs_with(feature) + ")",
+                        site->loc,
+                        {}});
   if (!errors.empty()) throw CheckError(std::move(errors));
 
   // Deferred size rules, now with numbers.
@@ -126,6 +161,19 @@ Result run(const KernelNode& k, const std::vector<Obligation>& obligations, cons
                         "blocks % " + std::to_string(k.grid_multiple) + " == 0", "V0901", k.loc});
   if (blocks)
     r.guards.push_back({Guard::Kind::BlocksEqual, *blocks, -1, "blocks == " + std::to_string(*blocks), "", k.loc});
+  // Thread indices are i32: a launch has at most 2^31 threads, so that id(thread(1)) of the whole grid
+  // fits (docs/semantics.md). The bound also lets index arithmetic be proven to fit 32 bits.
+  r.max_blocks = (std::int64_t{1} << 31) / std::max<std::int64_t>(r.threads, 1);
+  r.blocks = blocks;
+  if (blocks && *blocks > r.max_blocks)
+    errors.push_back({"V0901",
+                      "a grid of " + std::to_string(*blocks) + " blocks of " + std::to_string(r.threads) +
+                          " threads has more than 2^31 threads; thread indices are i32",
+                      k.grid_loc.known() ? k.grid_loc : k.loc,
+                      {}});
+  if (!blocks)
+    r.guards.push_back(
+        {Guard::Kind::BlocksAtMost, r.max_blocks, -1, "blocks <= " + std::to_string(r.max_blocks), "V0901", k.loc});
 
   // Specialized sizes become constants; the launcher checks each argument equals its value.
   VarMap values;
@@ -152,6 +200,12 @@ Result run(const KernelNode& k, const std::vector<Obligation>& obligations, cons
       if (it == spec.sizes.end()) {
         errors.push_back(
             {"V1005", "parameter '" + p.name + "' is specialized; give its value in Spec::sizes", p.loc, {}});
+      } else if (!fits(p.var->type, it->second)) {
+        errors.push_back({"V1005",
+                          "the Spec gives '" + p.name + "' the value " + std::to_string(it->second) +
+                              ", which does not fit its type " + type_name(p.var->type),
+                          p.loc,
+                          {}});
       } else {
         info.value = it->second;
         values[p.var.get()] = make<Literal>(p.var->type, it->second, static_cast<double>(it->second), p.loc);
@@ -171,7 +225,7 @@ Result run(const KernelNode& k, const std::vector<Obligation>& obligations, cons
     auto& p = out->params[i];
     if (p.extent) {
       p.extent = substitute(p.extent, values);
-      r.params[i].extent = c_expr(p.extent, out->params);
+      r.params[i].extent = print(p.extent);
     }
   }
   out->hash = hash_kernel(*out);

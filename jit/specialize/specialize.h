@@ -7,21 +7,20 @@
 #include <vector>
 
 #include "jit/ir/ir.h"
-#include "vantage/compile.hpp"
+#include "vantage/spec.hpp"
 
 namespace vantage::specialization {
 
 struct Result {
   std::shared_ptr<const ir::KernelNode> kernel;  ///< sizes replaced by constants, threads bound
   std::int64_t threads = 0;
+  std::optional<std::int64_t> blocks;  ///< the grid when the Spec or the kernel fixes it
+  std::int64_t max_blocks = 0;         ///< the most blocks a launch may have (ids fit an i32)
   std::vector<Guard> guards;
   std::vector<ParamInfo> params;
 };
 
 /// Throws CheckError when the numbers break a rule or the Spec does not fit the kernel.
 Result run(const ir::KernelNode& kernel, const std::vector<Obligation>& obligations, const Spec& spec);
-
-/// Shared memory a block may use on `arch` (opt-in maximum).
-std::int64_t shared_limit(Arch arch);
 
 }  // namespace vantage::specialization

@@ -22,6 +22,7 @@
 #include <set>
 
 #include "jit/ir/views.h"
+#include "jit/ir/visit.h"
 
 namespace vantage::sync {
 namespace {
@@ -99,7 +100,7 @@ class Planner {
 
   void run(const StmtPtr& body, Perspective top) {
     views_.collect(body);
-    collect_stable(body, 0);
+    collect_stable(body);
     for (const auto* v : assigned_) stable_.erase(v);
     State st;
     walk(body, st, top, &plan_);
@@ -109,33 +110,48 @@ class Planner {
   // ------------------------------------------------------------ comparable indices
   /// Variables whose value is the same wherever they are visible: declared outside every loop and
   /// never assigned. Index expressions made of them (and thread ids) compare across statements.
-  void collect_stable(const StmtPtr& s, int loops) {
-    if (!s) return;
-    if (const auto* l = as<Let>(*s); l && loops == 0) stable_.insert(l->var.get());
-    if (const auto* a = as<Assign>(*s)) assigned_.insert(a->var.get());
-    int inner = loops + (s->kind == StmtKind::For || s->kind == StmtKind::While ? 1 : 0);
-    for_each_child(*s, [&](const StmtPtr& c) { collect_stable(c, inner); });
+  void collect_stable(const StmtPtr& body) {
+    struct Scan : IRVisitor {
+      Planner& p;
+      int loops = 0;
+      explicit Scan(Planner& planner) : p(planner) {}
+      void visit(const Let& n) override {
+        if (loops == 0) p.stable_.insert(n.var.get());
+        IRVisitor::visit(n);
+      }
+      void visit(const Assign& n) override {
+        p.assigned_.insert(n.var.get());
+        IRVisitor::visit(n);
+      }
+      void visit(const For& n) override {
+        ++loops;
+        IRVisitor::visit(n);
+        --loops;
+      }
+      void visit(const While& n) override {
+        ++loops;
+        IRVisitor::visit(n);
+        --loops;
+      }
+    } scan(*this);
+    scan.walk(body);
   }
 
+  /// Whether an index expression has the same value wherever it is evaluated by one thread.
   bool stable(const ExprPtr& e) const {
     if (!e) return false;
-    return visit(*e, [&](const auto& n) -> bool {
-      using N = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<N, Literal> || std::is_same_v<N, Id>) {
-        return true;
-      } else if constexpr (std::is_same_v<N, VarRef>) {
-        if (assigned_.count(n.var.get())) return false;
-        return n.var->origin == VarNode::Origin::Param || stable_.count(n.var.get()) > 0;
-      } else if constexpr (std::is_same_v<N, Unary> || std::is_same_v<N, Cast>) {
-        return stable(n.a);
-      } else if constexpr (std::is_same_v<N, Binary>) {
-        return stable(n.a) && stable(n.b);
-      } else if constexpr (std::is_same_v<N, Select>) {
-        return stable(n.c) && stable(n.a) && stable(n.b);
-      } else {
-        return false;
-      }
-    });
+    return dispatch(*e, Overloaded{
+                            [](const Literal&) { return true; }, [](const Id&) { return true; },
+                            [&](const VarRef& n) {
+                              if (assigned_.count(n.var.get())) return false;
+                              return n.var->origin == VarNode::Origin::Param || stable_.count(n.var.get()) > 0;
+                            },
+                            [&](const Unary& n) { return stable(n.a); }, [&](const Cast& n) { return stable(n.a); },
+                            [&](const Binary& n) { return stable(n.a) && stable(n.b); },
+                            [&](const Select& n) { return stable(n.c) && stable(n.a) && stable(n.b); },
+                            [](const MathCall&) { return false; },
+                            [](const Load&) { return false; },  // memory may change between two reads
+                        });
   }
 
   // ------------------------------------------------------------ what a statement touches
@@ -174,98 +190,98 @@ class Planner {
     }
   }
 
-  void loads(Access& a, const ExprPtr& e) const {
-    if (!e) return;
-    visit(*e, [&](const auto& n) {
-      using N = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<N, Load>) {
-        read(a, n.mem, &n.indices);
-        for (const auto& i : n.indices) loads(a, i);
-      } else if constexpr (std::is_same_v<N, Unary> || std::is_same_v<N, Cast>) {
-        loads(a, n.a);
-      } else if constexpr (std::is_same_v<N, Binary>) {
-        loads(a, n.a);
-        loads(a, n.b);
-      } else if constexpr (std::is_same_v<N, Select>) {
-        loads(a, n.c);
-        loads(a, n.a);
-        loads(a, n.b);
-      } else if constexpr (std::is_same_v<N, MathCall>) {
-        for (const auto& x : n.args) loads(a, x);
+  /// What a statement and everything inside it touches. Statements directly inside are summarised
+  /// once each and merged, so a nest of constructs costs one pass.
+  class AccessScan : public IRVisitor {
+   public:
+    AccessScan(Planner& p, const StmtNode* self) : p_(p), self_(self) {}
+    Access access;
+
+    void walk(const StmtPtr& s) override {
+      if (!s) return;
+      if (s.get() == self_) return IRVisitor::walk(s);
+      access.merge(p_.summary(s));
+    }
+    using IRVisitor::walk;
+
+   protected:
+    void visit(const Load& n) override {
+      p_.read(access, n.mem, &n.indices);
+      IRVisitor::visit(n);
+    }
+    void visit(const Store& n) override {
+      IRVisitor::visit(n);
+      if (const auto* r = p_.root(n.mem.get())) {
+        access.stores.insert(r);
+        p_.index(access, access.store_at, n.mem, n.indices, r);
       }
-    });
+    }
+    void visit(const Call& n) override {
+      IRVisitor::visit(n);
+      for (std::size_t i = 0; i < n.args.size(); ++i) {
+        if (!n.args[i].mem) continue;
+        p_.read(access, n.args[i].mem);
+        bool mutable_param = i < n.fn->params.size() && n.fn->params[i].mem && !n.fn->params[i].mem->is_const;
+        if (mutable_param) p_.write(access, n.args[i].mem);
+      }
+    }
+    void visit(const Intrinsic& n) override {
+      IRVisitor::visit(n);
+      switch (n.op) {
+        case IntrinsicOp::Atomic:
+          p_.read(access, n.mems[0]);
+          p_.write(access, n.mems[0]);
+          break;
+        case IntrinsicOp::Ldmatrix: p_.read(access, n.mems[1]); break;
+        case IntrinsicOp::CpAsync:
+          p_.async_write(access, n.mems[0]);
+          p_.read(access, n.mems[1]);
+          break;
+        case IntrinsicOp::TmaLoad2D: p_.async_write(access, n.mems[0]); break;
+        // Thread-local fragments, barriers, shuffles and votes touch no shared or global memory;
+        // mbarrier words are synchronised by their own protocol.
+        case IntrinsicOp::SyncThreads:
+        case IntrinsicOp::SyncWarp:
+        case IntrinsicOp::NamedBarrier:
+        case IntrinsicOp::ShflXor:
+        case IntrinsicOp::ShflDown:
+        case IntrinsicOp::ShflUp:
+        case IntrinsicOp::ShflIdx:
+        case IntrinsicOp::VoteAll:
+        case IntrinsicOp::VoteAny:
+        case IntrinsicOp::Ballot:
+        case IntrinsicOp::MmaSync:
+        case IntrinsicOp::Wgmma:
+        case IntrinsicOp::WgmmaFence:
+        case IntrinsicOp::WgmmaCommit:
+        case IntrinsicOp::WgmmaWait:
+        case IntrinsicOp::CpAsyncCommit:
+        case IntrinsicOp::CpAsyncWait:
+        case IntrinsicOp::MbarrierInit:
+        case IntrinsicOp::MbarrierArrive:
+        case IntrinsicOp::MbarrierWait: break;
+      }
+    }
+
+   private:
+    Planner& p_;
+    const StmtNode* self_;
+  };
+
+  /// The reads of an expression.
+  void loads(Access& a, const ExprPtr& e) {
+    AccessScan scan(*this, nullptr);
+    scan.walk(e);
+    a.merge(scan.access);
   }
 
   /// Accesses of one statement and everything inside it.
   const Access& summary(const StmtPtr& s) {
     auto it = summaries_.find(s.get());
     if (it != summaries_.end()) return it->second;
-    Access a;
-    visit(*s, [&](const auto& n) {
-      using N = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<N, Seq>) {
-        for (const auto& c : n.stmts) a.merge(summary(c));
-      } else if constexpr (std::is_same_v<N, Let> || std::is_same_v<N, Assign>) {
-        loads(a, n.value);
-      } else if constexpr (std::is_same_v<N, Store>) {
-        for (const auto& i : n.indices) loads(a, i);
-        loads(a, n.value);
-        if (const auto* r = root(n.mem.get())) {
-          a.stores.insert(r);
-          index(a, a.store_at, n.mem, n.indices, r);
-        }
-      } else if constexpr (std::is_same_v<N, If>) {
-        loads(a, n.cond);
-        if (n.then_body) a.merge(summary(n.then_body));
-        if (n.else_body) a.merge(summary(n.else_body));
-      } else if constexpr (std::is_same_v<N, For>) {
-        loads(a, n.begin);
-        loads(a, n.end);
-        loads(a, n.step);
-        a.merge(summary(n.body));
-      } else if constexpr (std::is_same_v<N, While>) {
-        loads(a, n.cond);
-        a.merge(summary(n.body));
-      } else if constexpr (std::is_same_v<N, Split>) {
-        for (const auto& b : n.bodies) a.merge(summary(b));
-      } else if constexpr (std::is_same_v<N, Partition>) {
-        loads(a, n.index);
-        a.merge(summary(n.body));
-      } else if constexpr (std::is_same_v<N, Group> || std::is_same_v<N, Destruct> || std::is_same_v<N, Claim> ||
-                           std::is_same_v<N, Lower> || std::is_same_v<N, Async>) {
-        a.merge(summary(n.body));
-      } else if constexpr (std::is_same_v<N, Call>) {
-        for (std::size_t i = 0; i < n.args.size(); ++i) {
-          loads(a, n.args[i].value);
-          if (!n.args[i].mem) continue;
-          read(a, n.args[i].mem);
-          bool mutable_param = i < n.fn->params.size() && n.fn->params[i].mem && !n.fn->params[i].mem->is_const;
-          if (mutable_param) write(a, n.args[i].mem);
-        }
-      } else if constexpr (std::is_same_v<N, Intrinsic>) {
-        for (const auto& x : n.args) loads(a, x);
-        switch (n.op) {
-          case IntrinsicOp::Atomic:
-            read(a, n.mems[0]);
-            write(a, n.mems[0]);
-            break;
-          case IntrinsicOp::Ldmatrix: read(a, n.mems[1]); break;
-          case IntrinsicOp::CpAsync:
-            async_write(a, n.mems[0]);
-            read(a, n.mems[1]);
-            break;
-          case IntrinsicOp::TmaLoad2D: async_write(a, n.mems[0]); break;
-          default: break;
-        }
-      } else if constexpr (std::is_same_v<N, Unsafe>) {
-        for (const auto& [name, e] : n.inputs) loads(a, e);
-      } else if constexpr (std::is_same_v<N, Return>) {
-        loads(a, n.value);
-      } else if constexpr (std::is_same_v<N, SharedAlloc>) {
-        loads(a, n.count);
-      }
-    });
-    return summaries_.emplace(s.get(), std::move(a)).first->second;
+    AccessScan scan(*this, s.get());
+    scan.walk(s);
+    return summaries_.emplace(s.get(), std::move(scan.access)).first->second;
   }
 
   // ------------------------------------------------------------ conflicts and barriers
@@ -313,64 +329,90 @@ class Planner {
   // ------------------------------------------------------------ the walk
   void walk(const StmtPtr& s, State& st, Perspective code, Plan* rec) {
     if (!s) return;
-    visit(*s, [&](const auto& n) {
-      using N = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<N, Seq>) {
-        for (const auto& c : n.stmts) walk(c, st, code, rec);
-      } else if constexpr (std::is_same_v<N, If>) {
-        hoist(s, nullptr, st, code, rec);
-        Access cond;
-        loads(cond, n.cond);
-        step(s, cond, st, code, rec);
-        State other = st;
-        walk(n.then_body, st, code, rec);
-        walk(n.else_body, other, code, rec);
-        st.merge(other);
-      } else if constexpr (std::is_same_v<N, For> || std::is_same_v<N, While>) {
-        hoist(s, n.body, st, code, rec);
-        Access head;
-        if constexpr (std::is_same_v<N, For>) {
-          loads(head, n.begin);
-          loads(head, n.end);
-          loads(head, n.step);
-        } else {
-          loads(head, n.cond);
-        }
-        step(s, head, st, code, rec);
-        loop(n.body, st, code, rec);
-      } else if constexpr (std::is_same_v<N, Partition> || std::is_same_v<N, Claim> || std::is_same_v<N, Lower> ||
-                           std::is_same_v<N, Async>) {
-        // The region as a whole may store exactly what its threads read before: judge those reads
-        // against all its stores, not one store at a time.
-        const Access& all = summary(s);
-        std::vector<const MemNode*> added;
-        for (const auto* r : all.stores)
-          if (st.reads.count(r) && !exempt_.count(r) && !all.opaque.count(r) && !st.opaque.count(r) &&
-              within(st.read_at, all.store_at, r))
-            added.push_back(r);
-        exempt_.insert(added.begin(), added.end());
-        walk(n.body, st, code, rec);
-        for (const auto* r : added) exempt_.erase(r);
-      } else if constexpr (std::is_same_v<N, Destruct>) {
-        walk(n.body, st, code, rec);  // the same threads, seen one level down
-      } else if constexpr (std::is_same_v<N, Group>) {
-        step(s, summary(s), st, code, rec);
-        if (rec) {
-          State inner;
-          walk(n.body, inner, n.p, rec);
-        }
-      } else if constexpr (std::is_same_v<N, Split>) {
-        step(s, summary(s), st, code, rec);
-        if (rec) {
-          for (std::size_t i = 0; i < n.bodies.size(); ++i) {
-            State inner;
-            walk(n.bodies[i], inner, Perspective{n.level, n.counts[i]}, rec);
-          }
-        }
-      } else {
-        step(s, summary(s), st, code, rec);
+    dispatch(*s, [&](const auto& n) { plan_stmt(n, s, st, code, rec); });
+  }
+
+  void plan_stmt(const Seq& n, const StmtPtr&, State& st, Perspective code, Plan* rec) {
+    for (const auto& c : n.stmts) walk(c, st, code, rec);
+  }
+  void plan_stmt(const If& n, const StmtPtr& s, State& st, Perspective code, Plan* rec) {
+    hoist(s, nullptr, st, code, rec);
+    Access cond;
+    loads(cond, n.cond);
+    step(s, cond, st, code, rec);
+    State other = st;
+    walk(n.then_body, st, code, rec);
+    walk(n.else_body, other, code, rec);
+    st.merge(other);
+  }
+  void plan_stmt(const For& n, const StmtPtr& s, State& st, Perspective code, Plan* rec) {
+    hoist(s, n.body, st, code, rec);
+    Access head;
+    loads(head, n.begin);
+    loads(head, n.end);
+    loads(head, n.step);
+    step(s, head, st, code, rec);
+    loop(n.body, st, code, rec);
+  }
+  void plan_stmt(const While& n, const StmtPtr& s, State& st, Perspective code, Plan* rec) {
+    hoist(s, n.body, st, code, rec);
+    Access head;
+    loads(head, n.cond);
+    step(s, head, st, code, rec);
+    loop(n.body, st, code, rec);
+  }
+  /// The region as a whole may store exactly what its threads read before: judge those reads
+  /// against all its stores, not one store at a time.
+  void narrowing(const StmtPtr& s, const StmtPtr& body, State& st, Perspective code, Plan* rec) {
+    const Access& all = summary(s);
+    std::vector<const MemNode*> added;
+    for (const auto* r : all.stores)
+      if (st.reads.count(r) && !exempt_.count(r) && !all.opaque.count(r) && !st.opaque.count(r) &&
+          within(st.read_at, all.store_at, r))
+        added.push_back(r);
+    exempt_.insert(added.begin(), added.end());
+    walk(body, st, code, rec);
+    for (const auto* r : added) exempt_.erase(r);
+  }
+  void plan_stmt(const Partition& n, const StmtPtr& s, State& st, Perspective code, Plan* rec) {
+    narrowing(s, n.body, st, code, rec);
+  }
+  void plan_stmt(const Claim& n, const StmtPtr& s, State& st, Perspective code, Plan* rec) {
+    narrowing(s, n.body, st, code, rec);
+  }
+  void plan_stmt(const Lower& n, const StmtPtr& s, State& st, Perspective code, Plan* rec) {
+    narrowing(s, n.body, st, code, rec);
+  }
+  void plan_stmt(const Async& n, const StmtPtr& s, State& st, Perspective code, Plan* rec) {
+    narrowing(s, n.body, st, code, rec);
+  }
+  void plan_stmt(const Destruct& n, const StmtPtr&, State& st, Perspective code, Plan* rec) {
+    walk(n.body, st, code, rec);  // the same threads, seen one level down
+  }
+  void plan_stmt(const Group& n, const StmtPtr& s, State& st, Perspective code, Plan* rec) {
+    step(s, summary(s), st, code, rec);
+    if (rec) {
+      State inner;
+      walk(n.body, inner, n.p, rec);
+    }
+  }
+  void plan_stmt(const Split& n, const StmtPtr& s, State& st, Perspective code, Plan* rec) {
+    step(s, summary(s), st, code, rec);
+    if (rec) {
+      for (std::size_t i = 0; i < n.bodies.size(); ++i) {
+        State inner;
+        walk(n.bodies[i], inner, Perspective{n.level, n.counts[i]}, rec);
       }
-    });
+    }
+  }
+  // Statements with no body: one step with everything they touch.
+  template <class N>
+  requires(std::is_same_v<N, Let> || std::is_same_v<N, Assign> || std::is_same_v<N, Store> ||
+           std::is_same_v<N, SharedAlloc> || std::is_same_v<N, LocalAlloc> || std::is_same_v<N, Call> ||
+           std::is_same_v<N, Intrinsic> || std::is_same_v<N, Unsafe> ||
+           std::is_same_v<N, Return>) void plan_stmt(const N&, const StmtPtr& s, State& st, Perspective code,
+                                                     Plan* rec) {
+    step(s, summary(s), st, code, rec);
   }
 
   /// A wait for data from before a branch goes before it (one barrier, not one per branch). A wait

@@ -1,5 +1,6 @@
-// Vantage frontend: specialization and compilation of checked kernels (specialize -> sync -> emit
-// -> NVRTC), the parallel compile API, guards and compile errors.
+// Vantage pipeline: see pipeline.h.
+#include "jit/pipeline/pipeline.h"
+
 #include <xxhash.h>
 
 #include <atomic>
@@ -9,53 +10,12 @@
 
 #include "jit/cuda/emit.h"
 #include "jit/nvrtc/nvrtc.h"
+#include "jit/pipeline/handles.h"
 #include "jit/specialize/specialize.h"
+#include "jit/target/target.h"
 #include "support/log.h"
-#include "vantage/compile.hpp"
 
 namespace vantage {
-
-const char* arch_name(Arch arch) {
-  switch (arch) {
-    case Arch::SM_80: return "sm_80";
-    case Arch::SM_86: return "sm_86";
-    case Arch::SM_89: return "sm_89";
-    case Arch::SM_90: return "sm_90";
-    case Arch::SM_90a: return "sm_90a";
-  }
-  return "?";
-}
-
-int arch_number(Arch arch) {
-  switch (arch) {
-    case Arch::SM_80: return 80;
-    case Arch::SM_86: return 86;
-    case Arch::SM_89: return 89;
-    case Arch::SM_90:
-    case Arch::SM_90a: return 90;
-  }
-  return 0;
-}
-
-bool Guard::accepts(std::int64_t blocks, const std::vector<std::int64_t>& scalars) const {
-  switch (kind) {
-    case Kind::BlocksDivisibleBy: return value > 0 && blocks % value == 0;
-    case Kind::BlocksAtLeast: return blocks >= value;
-    case Kind::BlocksEqual: return blocks == value;
-    case Kind::ParamEquals:
-      return param >= 0 && static_cast<std::size_t>(param) < scalars.size() && scalars[param] == value;
-  }
-  return false;
-}
-
-CompileError::CompileError(std::string message, std::string log, std::vector<std::string> options, std::string source,
-                           std::vector<Diagnostic> diagnostics)
-    : std::runtime_error(std::move(message)),
-      log_(std::move(log)),
-      options_(std::move(options)),
-      source_(std::move(source)),
-      diagnostics_(std::move(diagnostics)) {}
-
 namespace {
 
 std::string entry_name(const Kernel& k, const Spec& spec, std::int64_t threads) {
@@ -73,19 +33,20 @@ std::string entry_name(const Kernel& k, const Spec& spec, std::int64_t threads) 
 }  // namespace
 
 Specialized specialize_for(const Kernel& kernel, const Spec& spec) {
-  if (!kernel.ir()) throw CheckError({{"V0905", "specialize() needs a built kernel", {}, {}}});
-  auto s = specialization::run(*kernel.ir(), kernel.obligations(), spec);
+  const ir::KernelNode& k = detail::KernelAccess::ir(kernel);
+  auto s = specialization::run(k, kernel.obligations(), spec);
   cuda::EmitOptions opt;
   opt.threads = s.threads;
   opt.arch = spec.arch;
   opt.entry = entry_name(kernel, spec, s.threads);
   auto e = cuda::emit(*s.kernel, opt);
-  std::int64_t limit = specialization::shared_limit(spec.arch);
-  if (e.shared_bytes > limit)
+  const target::Info& arch = target::info(spec.arch);
+  if (e.shared_bytes > arch.shared_optin_bytes)
     e.problems.push_back({"V0404",
                           "kernel '" + kernel.name() + "' uses " + std::to_string(e.shared_bytes) +
-                              " bytes of shared memory; " + arch_name(spec.arch) + " allows " + std::to_string(limit),
-                          kernel.ir()->budget_loc,
+                              " bytes of shared memory; " + arch.name + " allows " +
+                              std::to_string(arch.shared_optin_bytes),
+                          k.budget_loc,
                           {}});
   if (!e.problems.empty()) throw CheckError(std::move(e.problems));
   Specialized out;
@@ -98,23 +59,32 @@ Specialized specialize_for(const Kernel& kernel, const Spec& spec) {
   out.static_shared_bytes = e.dynamic_shared ? 0 : e.shared_bytes;
   out.dynamic_shared_bytes = e.dynamic_shared ? e.shared_bytes : 0;
   out.arch = spec.arch;
+  out.fp_contract = spec.fp_contract;
   out.barriers = e.barriers;
   return out;
 }
 
-Compiled compile(const Kernel& kernel, const Spec& spec, Output output) {
+namespace pipeline {
+
+Compiled compile_specialized(Specialized spec, Output output) {
   Compiled c;
-  c.spec = specialize_for(kernel, spec);
+  c.options = nvrtc::canonical_options(spec.arch, output, spec.fp_contract);
   auto start = std::chrono::steady_clock::now();
-  auto r = nvrtc::compile(c.spec.source, c.spec.entry + ".cu", spec.arch, output);
+  auto r = nvrtc::compile(spec.source, spec.entry + ".cu", c.options);
   c.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   c.cubin = std::move(r.cubin);
   c.ptx = std::move(r.ptx);
   c.log = std::move(r.log);
-  c.options = std::move(r.options);
-  logging::get().debug("compiled {} for {} in {:.1f} ms", c.spec.entry, arch_name(spec.arch), c.compile_ms);
-  if (!c.log.empty()) logging::get().warn("NVRTC log for {}:\n{}", c.spec.entry, c.log);
+  logging::get().debug("compiled {} for {} in {:.1f} ms", spec.entry, arch_name(spec.arch), c.compile_ms);
+  if (!c.log.empty()) logging::get().warn("NVRTC log for {}:\n{}", spec.entry, c.log);
+  c.spec = std::move(spec);
   return c;
+}
+
+}  // namespace pipeline
+
+Compiled compile(const Kernel& kernel, const Spec& spec, Output output) {
+  return pipeline::compile_specialized(specialize_for(kernel, spec), output);
 }
 
 std::vector<CompileOutcome> compile_many(const std::vector<CompileJob>& jobs, int threads) {
@@ -137,9 +107,5 @@ std::vector<CompileOutcome> compile_many(const std::vector<CompileJob>& jobs, in
   for (auto& t : pool) t.join();
   return out;
 }
-
-std::string Kernel::source(const Spec& spec) const { return specialize_for(*this, spec).source; }
-std::string Kernel::ptx(const Spec& spec) const { return compile(*this, spec, Output::Ptx).ptx; }
-std::vector<char> Kernel::cubin(const Spec& spec) const { return compile(*this, spec, Output::Cubin).cubin; }
 
 }  // namespace vantage

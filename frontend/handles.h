@@ -1,0 +1,40 @@
+// Vantage frontend handles: the library's access to what Expr, Var, View and Scope hold. The
+// public header declares them opaque (detail::ExprRep and friends are bases of the IR nodes).
+#pragma once
+
+#include <memory>
+
+#include "frontend/build_ctx.h"
+#include "jit/ir/ir.h"
+#include "vantage/builder.hpp"
+
+namespace vantage::detail {
+
+struct BuilderAccess {
+  static ir::ExprPtr node(const Expr& e) { return std::static_pointer_cast<const ir::ExprNode>(e.node_); }
+  static Expr expr(ir::ExprPtr n) {
+    Expr e;
+    e.node_ = std::move(n);
+    return e;
+  }
+  static ir::VarPtr var(const Var& v) { return std::static_pointer_cast<const ir::VarNode>(v.var_); }
+  /// A handle for a variable; reading it is a reference at `loc`.
+  static Var var(ir::VarPtr v, SourceLoc loc) {
+    Var out;
+    out.node_ = ir::ref(v, loc);
+    out.var_ = std::move(v);
+    return out;
+  }
+  static ir::MemPtr mem(const View& v) { return std::static_pointer_cast<const ir::MemNode>(v.mem_); }
+  static View view(ir::MemPtr m, const std::shared_ptr<BuildCtx>& ctx) {
+    View out;
+    out.mem_ = std::move(m);
+    out.ctx_ = ctx;
+    return out;
+  }
+  static std::shared_ptr<BuildCtx> ctx(const View& v) { return v.ctx_.lock(); }
+  static const std::shared_ptr<BuildCtx>& ctx(const Scope& s) { return s.ctx_; }
+  static std::uint64_t block(const Scope& s) { return s.block_; }
+};
+
+}  // namespace vantage::detail

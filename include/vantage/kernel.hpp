@@ -1,0 +1,64 @@
+// Vantage public kernel handles: a checked kernel and a checked device function. Both are immutable,
+// cheap to copy, and opaque: what they hold is the library's own (see jit/pipeline/handles.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vantage/spec.hpp"
+
+namespace vantage {
+
+namespace detail {
+struct KernelData;
+struct FunctionData;
+struct KernelAccess;
+}  // namespace detail
+
+/// A checked, immutable kernel, made by `KernelBuilder::build()`.
+class Kernel {
+ public:
+  Kernel() = default;
+
+  /// False for a default-constructed handle.
+  bool defined() const { return data_ != nullptr; }
+  const std::string& name() const;
+  /// The IR in its stable text form (golden tests, `vantage ir`).
+  std::string ir_text() const;
+  /// Structural hash: equal for structurally equal kernels (source locations do not count).
+  std::uint64_t structural_hash() const;
+  bool structurally_equal(const Kernel& other) const;
+  /// Size rules that depend on the launch shape and still need to be checked.
+  const std::vector<Obligation>& obligations() const;
+  /// Peak static shared memory in bytes (with alignment padding), including device functions called.
+  std::int64_t shared_bytes() const;
+
+  /// The generated CUDA C++ for one specialization (see vantage/compile.hpp).
+  std::string source(const Spec& spec) const;
+  /// PTX from NVRTC for the specialization's architecture.
+  std::string ptx(const Spec& spec) const;
+  /// A cubin from NVRTC for the specialization's architecture.
+  std::vector<char> cubin(const Spec& spec) const;
+
+ private:
+  friend struct detail::KernelAccess;
+  std::shared_ptr<const detail::KernelData> data_;
+};
+
+/// A checked device function with a perspective signature and a shared-memory budget, made by
+/// `FunctionBuilder::build()` and called with `Scope::call`.
+class DeviceFunction {
+ public:
+  DeviceFunction() = default;
+  bool defined() const { return data_ != nullptr; }
+  const std::string& name() const;
+  std::string ir_text() const;
+
+ private:
+  friend struct detail::KernelAccess;
+  std::shared_ptr<const detail::FunctionData> data_;
+};
+
+}  // namespace vantage

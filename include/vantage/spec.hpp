@@ -1,0 +1,101 @@
+// Vantage public specialization vocabulary: what one compiled variant of a kernel is specialized on
+// (Spec), the size rules the checker could not decide without the launch shape (Obligation), and
+// what the launcher checks on every launch instead of recompiling (Guard, ParamInfo).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vantage/diagnostics.hpp"
+#include "vantage/target.hpp"
+#include "vantage/types.hpp"
+
+namespace vantage {
+
+/// What one compiled variant is specialized on: the launch shape, the values of the size
+/// parameters marked `specialize`, the target and the compiler's float contraction.
+struct Spec {
+  std::int64_t threads = 0;                   ///< threads per block; 0 takes the kernel's declared count
+  std::optional<std::int64_t> blocks;         ///< the grid, when a rule needs it; otherwise guarded at launch
+  std::map<std::string, std::int64_t> sizes;  ///< specialized parameter values by name
+  Arch arch = Arch::SM_90;
+  /// Let NVRTC contract `a * b + c` into one fused multiply-add (its default, and CUDA's). Off, every
+  /// float operation rounds on its own, as the interpreter computes it (docs/semantics.md).
+  bool fp_contract = true;
+
+  Spec& with_threads(std::int64_t t) {
+    threads = t;
+    return *this;
+  }
+  Spec& with_blocks(std::int64_t b) {
+    blocks = b;
+    return *this;
+  }
+  Spec& with_size(const std::string& name, std::int64_t v) {
+    sizes[name] = v;
+    return *this;
+  }
+  Spec& with_arch(Arch a) {
+    arch = a;
+    return *this;
+  }
+  Spec& with_fp_contract(bool on) {
+    fp_contract = on;
+    return *this;
+  }
+};
+
+/// A deferred size rule: true or false only once the launch shape (T, B) is known. Specialization
+/// evaluates it; the launcher turns those it cannot fold into residual guards.
+struct Obligation {
+  enum class Kind : std::uint8_t { Divides, LessEqual, Equal };
+  Kind kind;
+  Size lhs;
+  Size rhs;
+  std::string code;         ///< the rule's diagnostic code
+  std::string description;  ///< what the rule asks, in words
+  SourceLoc loc;
+
+  /// Whether it holds for T threads per block and B blocks.
+  bool holds(std::int64_t t, std::int64_t b) const;
+  /// "T % 32 == 0", "2 <= B".
+  std::string str() const;
+};
+
+/// A cheap predicate on launch-time values, evaluated by the launcher on every launch instead of
+/// recompiling: "blocks % 2 == 0", "n == 1024".
+struct Guard {
+  enum class Kind : std::uint8_t {
+    BlocksDivisibleBy,  ///< grid blocks % value == 0
+    BlocksAtLeast,      ///< grid blocks >= value
+    BlocksEqual,        ///< grid blocks == value
+    ParamEquals,        ///< scalar parameter `param` == value (specialized sizes)
+    BlocksAtMost,       ///< grid blocks <= value (every thread index must fit an i32)
+  };
+  Kind kind;
+  std::int64_t value = 0;
+  int param = -1;    ///< parameter index for ParamEquals
+  std::string text;  ///< human-readable predicate
+  std::string rule;  ///< the checker rule it comes from, if any
+  SourceLoc loc;
+
+  /// `scalars[i]` is the value of parameter i when it is an integer scalar (others are ignored).
+  bool accepts(std::int64_t blocks, const std::vector<std::int64_t>& scalars) const;
+};
+
+/// One parameter of the run-time signature the launcher checks arguments against.
+struct ParamInfo {
+  std::string name;
+  bool is_pointer = false;
+  ScalarType type = ScalarType::I32;  ///< scalar type, or element type of a pointer
+  bool is_const = false;
+  bool specialized = false;
+  std::optional<std::int64_t> value;  ///< the specialized value
+  std::string extent;                 ///< extent expression (IR text over parameter names), empty if none
+  int alignment = 0;                  ///< bytes the base must be aligned to (vectorized accesses), 0 = element
+};
+
+}  // namespace vantage

@@ -1,0 +1,48 @@
+// Vantage integer ranges: the interval every integer expression's value lies in, given the ranges of
+// the variables and ids it reads. Two questions use it: whether an operation can overflow its type
+// (if not, the CUDA printer emits the plain C++ operator, which is then defined), and whether the
+// exact value of an index expression and all its intermediates fit 32 or 64 bits (docs/semantics.md,
+// "Index expressions").
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <unordered_map>
+
+#include "jit/ir/ir.h"
+
+namespace vantage::ir {
+
+/// A closed interval of integers, held exactly.
+struct Range {
+  __int128 lo = 0, hi = 0;
+  static Range of(ScalarType t);  ///< every value of `t`
+  static Range point(__int128 v) { return {v, v}; }
+  bool within(const Range& r) const { return lo >= r.lo && hi <= r.hi; }
+  bool contains(__int128 v) const { return lo <= v && v <= hi; }
+  Range join(const Range& r) const { return {lo < r.lo ? lo : r.lo, hi > r.hi ? hi : r.hi}; }
+};
+
+/// What the ranges of leaves come from.
+struct RangeEnv {
+  std::unordered_map<const VarNode*, Range> vars;  ///< variables of known range (others: their type's)
+  std::function<Range(Perspective)> id;            ///< the range of `id(p)` where the expression is
+};
+
+/// The range of `e`'s value under the IR's semantics (a result that may overflow wraps, so its range
+/// is then its type's).
+Range value_range(const ExprPtr& e, const RangeEnv& env);
+
+/// Whether `b` (an Add, Sub or Mul on integers), `u` (a Neg) can leave its type's range.
+bool may_overflow(const Binary& b, const RangeEnv& env);
+bool may_overflow(const Unary& u, const RangeEnv& env);
+
+/// Index expressions are computed exactly: +, -, *, negation, min, max, division and remainder by a
+/// non-zero constant, and left shifts by a constant make up the exact part; everything else is a leaf
+/// with its value range. Returns the smallest range covering the result and every intermediate, or
+/// nullopt when some intermediate may not fit 127 bits.
+std::optional<Range> exact_index_range(const ExprPtr& e, const RangeEnv& env);
+/// Whether `e` is an operation of the exact part of an index expression (see above).
+bool is_exact_index_op(const ExprNode& e);
+
+}  // namespace vantage::ir

@@ -1,0 +1,57 @@
+// Vantage kernel handles: see vantage/kernel.hpp and handles.h.
+#include "jit/ir/printer.h"
+#include "jit/pipeline/handles.h"
+#include "vantage/compile.hpp"
+
+namespace vantage {
+namespace detail {
+
+Kernel KernelAccess::make(std::shared_ptr<const ir::KernelNode> ir, std::vector<Obligation> obligations,
+                          std::int64_t shared_bytes) {
+  Kernel k;
+  k.data_ = std::make_shared<const KernelData>(KernelData{std::move(ir), std::move(obligations), shared_bytes});
+  return k;
+}
+
+DeviceFunction KernelAccess::make(ir::FunctionPtr ir) {
+  DeviceFunction f;
+  f.data_ = std::make_shared<const FunctionData>(FunctionData{std::move(ir)});
+  return f;
+}
+
+const std::shared_ptr<const ir::KernelNode>& KernelAccess::ir_ptr(const Kernel& k) {
+  if (!k.data_) throw CheckError({{"V0905", "this Kernel was never built (a default-constructed handle)", {}, {}}});
+  return k.data_->ir;
+}
+const ir::KernelNode& KernelAccess::ir(const Kernel& k) { return *ir_ptr(k); }
+
+const ir::FunctionPtr& KernelAccess::ir(const DeviceFunction& f) {
+  static const ir::FunctionPtr kNone;
+  return f.data_ ? f.data_->ir : kNone;
+}
+
+}  // namespace detail
+
+namespace {
+const std::string kEmpty;
+const std::vector<Obligation> kNoObligations;
+}  // namespace
+
+const std::string& Kernel::name() const { return data_ ? data_->ir->name : kEmpty; }
+std::string Kernel::ir_text() const { return data_ ? ir::print(*data_->ir) : std::string(); }
+std::uint64_t Kernel::structural_hash() const { return data_ ? data_->ir->hash : 0; }
+bool Kernel::structurally_equal(const Kernel& other) const {
+  if (!data_ || !other.data_) return data_ == other.data_;
+  return ir::equal(*data_->ir, *other.data_->ir);
+}
+const std::vector<Obligation>& Kernel::obligations() const { return data_ ? data_->obligations : kNoObligations; }
+std::int64_t Kernel::shared_bytes() const { return data_ ? data_->shared_bytes : 0; }
+
+std::string Kernel::source(const Spec& spec) const { return specialize_for(*this, spec).source; }
+std::string Kernel::ptx(const Spec& spec) const { return compile(*this, spec, Output::Ptx).ptx; }
+std::vector<char> Kernel::cubin(const Spec& spec) const { return compile(*this, spec, Output::Cubin).cubin; }
+
+const std::string& DeviceFunction::name() const { return data_ ? data_->ir->name : kEmpty; }
+std::string DeviceFunction::ir_text() const { return data_ ? ir::print(*data_->ir) : std::string(); }
+
+}  // namespace vantage

@@ -1,0 +1,15 @@
+// Vantage pipeline: drives the stages for one (kernel, specialization, target): specialize, place
+// barriers and emit CUDA C++, compile with NVRTC. The public entry points (specialize_for, compile,
+// compile_many) are in vantage/compile.hpp; the cache compiles through `compile_specialized` so that
+// there is one way to turn a specialization into machine code.
+#pragma once
+
+#include "vantage/compile.hpp"
+
+namespace vantage::pipeline {
+
+/// NVRTC on a specialization made by `specialize_for`: the compiled result, with the canonical
+/// options (exactly those the cache key holds) and the time NVRTC took.
+Compiled compile_specialized(Specialized spec, Output output);
+
+}  // namespace vantage::pipeline

@@ -1,0 +1,140 @@
+// Vantage targets: see target.h. Figures from the CUDA programming guide's table of compute
+// capabilities (shared memory per block with opt-in: 163 KiB on sm_80, 99 KiB on sm_86 and sm_89,
+// 227 KiB on sm_90).
+#include "jit/target/target.h"
+
+#include <algorithm>
+#include <string>
+
+namespace vantage::target {
+namespace {
+
+constexpr std::uint32_t bit(Feature f) { return 1u << static_cast<int>(f); }
+constexpr std::uint32_t kAmpere =
+    bit(Feature::MmaSync) | bit(Feature::Ldmatrix) | bit(Feature::CpAsync) | bit(Feature::Mbarrier);
+constexpr std::uint32_t kHopper = kAmpere | bit(Feature::MbarrierTry) | bit(Feature::Tma);
+
+// clang-format off
+const std::vector<Info> kTable = {
+  // arch         name      num  a      static  opt-in   threads regs  regs/block barriers features
+  {Arch::SM_80,  "sm_80",  80, false, 49152, 166912, 1024,   255, 65536,     16,      kAmpere},
+  {Arch::SM_86,  "sm_86",  86, false, 49152, 101376, 1024,   255, 65536,     16,      kAmpere},
+  {Arch::SM_89,  "sm_89",  89, false, 49152, 101376, 1024,   255, 65536,     16,      kAmpere},
+  {Arch::SM_90,  "sm_90",  90, false, 49152, 232448, 1024,   255, 65536,     16,      kHopper},
+  {Arch::SM_90a, "sm_90a", 90, true,  49152, 232448, 1024,   255, 65536,     16,      kHopper | bit(Feature::Wgmma)},
+};
+// clang-format on
+
+template <class F>
+auto reduce(F&& field, bool smallest) {
+  auto v = field(kTable.front());
+  for (const auto& row : kTable) v = smallest ? std::min(v, field(row)) : std::max(v, field(row));
+  return v;
+}
+
+}  // namespace
+
+const char* feature_name(Feature f) {
+  switch (f) {
+    case Feature::MmaSync: return "mma.sync";
+    case Feature::Ldmatrix: return "ldmatrix";
+    case Feature::CpAsync: return "cp.async";
+    case Feature::Mbarrier: return "mbarrier";
+    case Feature::MbarrierTry: return "mbarrier.try_wait";
+    case Feature::Tma: return "TMA (cp.async.bulk.tensor)";
+    case Feature::Wgmma: return "wgmma";
+  }
+  return "?";
+}
+
+const char* atomic_name(AtomicOp op) {
+  switch (op) {
+    case AtomicOp::Add: return "Add";
+    case AtomicOp::Min: return "Min";
+    case AtomicOp::Max: return "Max";
+    case AtomicOp::Exch: return "Exch";
+  }
+  return "?";
+}
+
+// Every supported target is sm_80 or newer, so one table serves them all: atomicAdd exists for int,
+// unsigned, unsigned long long, float, double, __half and __nv_bfloat16; atomicMin and atomicMax for
+// the four integer types; atomicExch for int, unsigned, unsigned long long and float.
+AtomicSupport atomic_support(AtomicOp op, ScalarType t) {
+  using S = ScalarType;
+  switch (op) {
+    case AtomicOp::Add:
+      if (t == S::I64) return AtomicSupport::AsUnsigned64;
+      if (t == S::Bool) return AtomicSupport::None;
+      return AtomicSupport::Native;
+    case AtomicOp::Min:
+    case AtomicOp::Max: return is_integer(t) ? AtomicSupport::Native : AtomicSupport::None;
+    case AtomicOp::Exch:
+      if (t == S::I32 || t == S::U32 || t == S::U64 || t == S::F32) return AtomicSupport::Native;
+      if (t == S::I64 || t == S::F64) return AtomicSupport::AsUnsigned64;
+      return AtomicSupport::None;
+  }
+  return AtomicSupport::None;
+}
+
+std::string atomic_types(AtomicOp op) {
+  std::string out;
+  for (ScalarType t : {ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64, ScalarType::F16,
+                       ScalarType::BF16, ScalarType::F32, ScalarType::F64})
+    if (atomic_support(op, t) != AtomicSupport::None) out += (out.empty() ? "" : ", ") + std::string(type_name(t));
+  return out;
+}
+
+const Info& info(Arch arch) {
+  for (const auto& row : kTable)
+    if (row.arch == arch) return row;
+  return kTable.back();
+}
+
+const std::vector<Info>& all() { return kTable; }
+
+std::int64_t max_threads_per_block() {
+  return reduce([](const Info& i) { return i.max_threads_per_block; }, true);
+}
+std::int64_t static_shared_bytes() {
+  return reduce([](const Info& i) { return i.shared_static_bytes; }, true);
+}
+std::int64_t max_shared_bytes() {
+  return reduce([](const Info& i) { return i.shared_optin_bytes; }, false);
+}
+int named_barriers() {
+  return reduce([](const Info& i) { return i.named_barriers; }, true);
+}
+
+}  // namespace vantage::target
+
+namespace vantage {
+
+const char* arch_name(Arch arch) { return target::info(arch).name; }
+int arch_number(Arch arch) { return target::info(arch).number; }
+
+std::optional<Arch> parse_arch(std::string_view name) {
+  for (const auto& row : target::all())
+    if (name == row.name) return row.arch;
+  return std::nullopt;
+}
+
+const std::vector<Arch>& all_archs() {
+  static const std::vector<Arch> archs = [] {
+    std::vector<Arch> out;
+    for (const auto& row : target::all()) out.push_back(row.arch);
+    return out;
+  }();
+  return archs;
+}
+
+const char* arch_names() {
+  static const std::string names = [] {
+    std::string s;
+    for (const auto& row : target::all()) s += (s.empty() ? "" : ", ") + std::string(row.name);
+    return s;
+  }();
+  return names.c_str();
+}
+
+}  // namespace vantage

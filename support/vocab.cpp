@@ -1,0 +1,149 @@
+// Vantage public vocabulary: levels, sizes, perspectives, scalar types and memory spaces
+// (vantage/types.hpp), and diagnostics and the exceptions that carry them (vantage/diagnostics.hpp).
+#include <fstream>
+
+#include "vantage/diagnostics.hpp"
+#include "vantage/types.hpp"
+
+namespace vantage {
+
+const char* level_name(Level level) {
+  switch (level) {
+    case Level::Thread: return "thread";
+    case Level::Block: return "block";
+    case Level::Grid: return "grid";
+  }
+  return "?";
+}
+
+std::optional<std::int64_t> Size::eval(std::optional<std::int64_t> t, std::optional<std::int64_t> b) const {
+  __int128 v = coeff;
+  if (threads) {
+    if (!t) return std::nullopt;
+    v *= *t;
+  }
+  if (blocks) {
+    if (!b) return std::nullopt;
+    v *= *b;
+  }
+  if (v > INT64_MAX || v < INT64_MIN) return std::nullopt;
+  return static_cast<std::int64_t>(v);
+}
+
+std::string Size::str() const {
+  std::string s;
+  if (coeff != 1 || is_static()) s = std::to_string(coeff);
+  auto factor = [&](const char* f) {
+    if (!s.empty()) s += "*";
+    s += f;
+  };
+  if (blocks) factor("B");
+  if (threads) factor("T");
+  return s;
+}
+
+std::string Perspective::str() const { return std::string(level_name(level)) + "(" + count.str() + ")"; }
+
+const char* type_name(ScalarType type) {
+  switch (type) {
+    case ScalarType::Bool: return "bool";
+    case ScalarType::I32: return "i32";
+    case ScalarType::U32: return "u32";
+    case ScalarType::I64: return "i64";
+    case ScalarType::U64: return "u64";
+    case ScalarType::F16: return "f16";
+    case ScalarType::BF16: return "bf16";
+    case ScalarType::F32: return "f32";
+    case ScalarType::F64: return "f64";
+  }
+  return "?";
+}
+
+int type_bytes(ScalarType type) {
+  switch (type) {
+    case ScalarType::Bool: return 1;
+    case ScalarType::F16:
+    case ScalarType::BF16: return 2;
+    case ScalarType::I32:
+    case ScalarType::U32:
+    case ScalarType::F32: return 4;
+    case ScalarType::I64:
+    case ScalarType::U64:
+    case ScalarType::F64: return 8;
+  }
+  return 0;
+}
+
+bool is_integer(ScalarType t) {
+  return t == ScalarType::I32 || t == ScalarType::U32 || t == ScalarType::I64 || t == ScalarType::U64;
+}
+bool is_float(ScalarType t) {
+  return t == ScalarType::F16 || t == ScalarType::BF16 || t == ScalarType::F32 || t == ScalarType::F64;
+}
+bool is_signed(ScalarType t) { return t == ScalarType::I32 || t == ScalarType::I64 || is_float(t); }
+
+const char* space_name(MemSpace space) {
+  switch (space) {
+    case MemSpace::Global: return "global";
+    case MemSpace::Shared: return "shared";
+    case MemSpace::Local: return "local";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------- diagnostics
+std::string SourceLoc::str() const {
+  if (!known()) return "<unknown>";
+  return std::string(file) + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+namespace {
+std::string source_line(const SourceLoc& loc) {
+  if (!loc.known() || !loc.file || !*loc.file) return {};
+  std::ifstream in(loc.file);
+  std::string line;
+  for (std::uint32_t i = 0; i < loc.line && std::getline(in, line); ++i) {
+  }
+  if (!in) return {};
+  std::string out = "  " + line + "\n  ";
+  for (std::uint32_t i = 1; i < loc.column && i <= line.size(); ++i) out += line[i - 1] == '\t' ? '\t' : ' ';
+  return out + "^\n";
+}
+
+std::string summary(const std::vector<Diagnostic>& ds) {
+  std::string s = std::to_string(ds.size()) + " error(s)\n";
+  return s + render_all(ds, false);
+}
+}  // namespace
+
+std::string Diagnostic::render(bool with_source) const {
+  std::string out = loc.str() + ": error[" + code + "]: " + message + "\n";
+  if (with_source) out += source_line(loc);
+  for (const auto& n : notes) out += n.loc.str() + ": note: " + n.message + "\n";
+  return out;
+}
+
+std::string render_all(const std::vector<Diagnostic>& diagnostics, bool with_source) {
+  std::string out;
+  for (const auto& d : diagnostics) out += d.render(with_source);
+  return out;
+}
+
+CheckError::CheckError(std::vector<Diagnostic> diagnostics)
+    : std::runtime_error(summary(diagnostics)), diagnostics_(std::move(diagnostics)) {}
+
+bool CheckError::has(std::string_view code) const {
+  for (const auto& d : diagnostics_)
+    if (d.code == code) return true;
+  return false;
+}
+
+CompileError::CompileError(std::string message, std::string log, std::vector<std::string> options, std::string source,
+                           std::vector<Diagnostic> diagnostics)
+    : std::runtime_error(std::move(message)),
+      log_(std::move(log)),
+      options_(std::move(options)),
+      source_(std::move(source)),
+      diagnostics_(std::move(diagnostics)) {}
+
+}  // namespace vantage

@@ -1,0 +1,291 @@
+// Regression tests for the bugs issue 7 names: each failed before its fix. Grouped by the stage the
+// bug lived in; the name says what a user would have seen.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+
+#include "kernels/paper_kernels.hpp"
+#include "reject_helpers.hpp"
+#include "test_support.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+constexpr const char* kThisFile = "tests/test_regressions.cpp";
+
+/// A diagnostic with `code` at `line` of this file (read after `build` ran, so it can set it), or a
+/// failure listing what was reported. Build lambdas are defined outside the EXPECT macros: code inside
+/// a macro argument gets the macro's line from std::source_location.
+::testing::AssertionResult rejected_at(const std::string& code, const int& line, const std::function<Kernel()>& build) {
+  try {
+    build();
+  } catch (const CheckError& e) {
+    return testing::has_diag(e, code, line, kThisFile);
+  }
+  return ::testing::AssertionFailure() << "accepted; expected " << code << " at line " << line;
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+// ------------------------------------------------------------------ code generation
+TEST(Regression, DeviceFunctionReturningHalfCompiles) {
+  REQUIRE_NVRTC();
+  FunctionBuilder f("to_half");
+  f.requires_perspective(thread(1));
+  f.returns(ScalarType::F16);
+  auto x = f.param<float>("x");
+  f.body([&](Scope& s) { s.ret(cast(ScalarType::F16, x)); });
+  DeviceFunction fn = f.build();
+  KernelBuilder k("calls_to_half");
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    g.group(thread(1), [&](Scope& th) { th.call(fn, {1.0f}); });  // the only f16 is the callee's return
+  });
+  Compiled c = compile(k.build(), Spec{});
+  EXPECT_FALSE(c.cubin.empty());
+}
+
+TEST(Regression, SharedArrayWhoseByteCountOverflowsIsRejected) {
+  int line = 0;
+  auto build = [&] {
+    KernelBuilder k("huge_shared");
+    k.block_threads(32);
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) { line = __LINE__, b.shared<float>("s", Expr(std::int64_t{1} << 62)); });
+    });
+    return k.build();
+  };
+  EXPECT_TRUE(rejected_at("V0402", line, build));
+}
+
+TEST(Regression, LiteralThatDoesNotFitItsTypeIsRejected) {
+  int line = 0;
+  auto build = [&] {
+    KernelBuilder k("big_literal");
+    auto n = k.param<int>("n");
+    k.block_threads(32);
+    k.body([&](Scope& g) { line = __LINE__, g.let("m", n + 5000000000LL); });
+    return k.build();
+  };
+  EXPECT_TRUE(rejected_at("V0707", line, build));
+}
+
+TEST(Regression, NoFullUnrollOfALongConstantLoop) {
+  KernelBuilder k("long_loop");
+  auto out = k.param<GlobalPtr<float>>("out");
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return t + i; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) {
+            auto acc = th.let("acc", 0.0f);
+            th.for_("i", 0, 8192, [&](Scope& th, Expr i) { th.assign(acc, acc * 0.5f + cast<float>(i)); });
+            o[0] = acc;
+          });
+        });
+  });
+  std::string src = specialize_for(k.build(), Spec{}).source;
+  EXPECT_EQ(count(src, "#pragma unroll\n"), 0) << src;
+}
+
+// ------------------------------------------------------------------ builder
+TEST(Regression, LetThroughOneKernelsScopeLandsInThatKernel) {
+  KernelBuilder outer("outer");
+  outer.block_threads(32);
+  std::string inner_text;
+  outer.body([&](Scope& go) {
+    KernelBuilder inner("inner");
+    inner.block_threads(32);
+    inner.body([&](Scope& gi) {
+      go.let("from_outer", 7);
+      gi.let("from_inner", 8);
+    });
+    inner_text = inner.build().ir_text();
+  });
+  std::string outer_text = outer.build().ir_text();
+  EXPECT_NE(outer_text.find("from_outer"), std::string::npos) << outer_text;
+  EXPECT_EQ(inner_text.find("from_outer"), std::string::npos) << inner_text;
+  EXPECT_NE(inner_text.find("from_inner"), std::string::npos) << inner_text;
+}
+
+TEST(Regression, ElementCopyIsReportedAtTheUsersLine) {
+  int line = 0;
+  auto build = [&] {
+    KernelBuilder k("copy");
+    auto in = k.param<GlobalPtr<const float>>("in");
+    auto out = k.param<GlobalPtr<float>>("out");
+    k.block_threads(32);
+    k.body([&](Scope&) { line = __LINE__, out[0] = in[0]; });  // out was never narrowed
+    return k.build();
+  };
+  EXPECT_TRUE(rejected_at("V0301", line, build));
+  auto build_add = [&] {
+    KernelBuilder k("accumulate");
+    auto in = k.param<GlobalPtr<const float>>("in");
+    auto out = k.param<GlobalPtr<float>>("out");
+    k.block_threads(32);
+    k.body([&](Scope&) { line = __LINE__, out[0] += in[0]; });
+    return k.build();
+  };
+  EXPECT_TRUE(rejected_at("V0301", line, build_add));
+}
+
+/// The folders of the library itself: no diagnostic or `#line` may point into them.
+bool in_library(const std::string& file) {
+  static const std::string root = VANTAGE_SOURCE_DIR;
+  for (const char* dir : {"/frontend/", "/jit/", "/cache/", "/support/", "/include/", "/runtime/"})
+    if (file.rfind(root + dir, 0) == 0) return true;
+  return false;
+}
+
+TEST(Regression, NoLineDirectiveOfAnExamplePointsIntoTheLibrary) {
+  static const std::regex kLine(R"(#line \d+ \"([^\"]*)\")");
+  for (const auto& ex : examples::all()) {
+    std::string src = specialize_for(ex.build(), Spec{}).source;
+    int directives = 0;
+    for (auto it = std::sregex_iterator(src.begin(), src.end(), kLine); it != std::sregex_iterator(); ++it) {
+      ++directives;
+      EXPECT_FALSE(in_library((*it)[1].str())) << ex.name << ": " << (*it)[0].str();
+    }
+    EXPECT_GT(directives, 0) << ex.name;
+  }
+}
+
+// ------------------------------------------------------------------ target legality
+TEST(Regression, AtomicMinOnFloatIsRejectedByTheChecker) {
+  int line = 0;
+  auto build = [&] {
+    KernelBuilder k("atomic_min_f32");
+    auto out = k.param<GlobalPtr<float>>("out");
+    k.block_threads(32);
+    k.body([&](Scope& g) {
+      g.group(thread(1), [&](Scope& th) { line = __LINE__, th.atomic("old", AtomicOp::Min, out, 0, 1.0f); });
+    });
+    return k.build();
+  };
+  EXPECT_TRUE(rejected_at("V0505", line, build));
+}
+
+TEST(Regression, AtomicAddOnI64Compiles) {
+  REQUIRE_NVRTC();
+  KernelBuilder k("atomic_add_i64");
+  auto out = k.param<GlobalPtr<std::int64_t>>("out");
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    g.group(thread(1), [&](Scope& th) { th.atomic("old", AtomicOp::Add, out, 0, std::int64_t{1}); });
+  });
+  EXPECT_FALSE(compile(k.build(), Spec{}).cubin.empty());
+}
+
+TEST(Regression, UserNamedBarrierInReplicatedGroupsIsRejected) {
+  int line = 0;
+  Kernel k = [&] {
+    KernelBuilder b("named_in_groups");
+    b.block_threads(256);
+    b.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& blk) {
+        blk.group(thread(64), [&](Scope& u) { line = __LINE__, u.named_barrier(1, 64); });  // four groups, one id
+      });
+    });
+    return b.build();
+  }();
+  try {
+    specialize_for(k, Spec{});
+    ADD_FAILURE() << "four concurrently running groups were given one barrier id";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V1007", line, kThisFile));
+  }
+}
+
+/// Threads 0..63 use the user's barrier 3; the thread(64) groups of threads 128..255 (units 2 and 3
+/// of the block) get automatic barriers, whose ids must avoid 3.
+Kernel user_and_automatic_barriers() {
+  KernelBuilder b("user_and_auto");
+  b.block_threads(256);
+  b.body([&](Scope& g) {
+    g.group(block(1), [&](Scope& blk) {
+      auto s = blk.shared<float>("s", 256);
+      auto t = blk.let("t", blk.id(thread(1)));
+      blk.partition(
+          s, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& blk, View s_t) {
+            blk.split(Level::Thread, {{64, [&](Scope& a) { a.named_barrier(3, 64); }},
+                                      {64, [&](Scope&) {}},
+                                      {128, [&](Scope& rest) {
+                                         rest.group(thread(64), [&](Scope& u) {
+                                           auto r = u.let("r", u.id(thread(1)));
+                                           u.group(thread(1), [&](Scope&) { s_t[0] = cast<float>(r); });
+                                           u.let("next", s_t[(r + 1) % 64 - r]);
+                                         });
+                                       }}});
+          });
+    });
+  });
+  return b.build();
+}
+
+TEST(Regression, AutomaticBarrierIdsAvoidTheUsersIds) {
+  std::string src = specialize_for(user_and_automatic_barriers(), Spec{}).source;
+  static const std::regex kAuto(R"(bar\.sync %0, %1;\" :: \"r\"\((\d+)u \+ threadIdx\.x / 64u\))");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(src, m, kAuto)) << src;
+  int base = std::stoi(m[1].str());
+  for (int unit = 0; unit < 4; ++unit) EXPECT_NE(base + unit, 3) << src;
+  EXPECT_LE(base + 3, 15);
+}
+
+TEST(Regression, OverlappingViewsPassedToAFunctionAreRejected) {
+  FunctionBuilder f("axpy_into");
+  f.requires_perspective(thread(1));
+  auto a = f.pointer_param("a", ScalarType::F32, MemSpace::Shared, true);
+  auto c = f.pointer_param("c", ScalarType::F32, MemSpace::Shared, false);
+  f.body([&](Scope& s) {
+    s.partition(
+        c, thread(1), [&](Expr i) { return i; }, [&](Scope&, View c1) { c1[0] = a[1]; });
+  });
+  DeviceFunction fn = f.build();
+  int line = 0;
+  auto build = [&] {
+    KernelBuilder k("aliasing_call");
+    k.block_threads(32);
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto s = b.shared<float>("s", 64);
+        b.claim(s, thread(1), [&](Scope& b, View mine) {
+          b.split(Level::Thread, {{1, [&](Scope& one) { line = __LINE__, one.call(fn, {mine, mine}); }}});
+        });
+      });
+    });
+    return k.build();
+  };
+  EXPECT_TRUE(rejected_at("V0609", line, build));
+}
+
+// ------------------------------------------------------------------ shared memory
+TEST(Regression, PaddingCountsAgainstTheSharedBudget) {
+  int line = 0;
+  auto build = [&] {
+    KernelBuilder k("two_scalars");
+    k.block_threads(32);
+    k.shared_budget(8);
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        b.shared<float>("a", 1);
+        line = __LINE__, b.shared<float>("b", 1);  // 4 bytes after a 16-byte aligned start: 20 > 8
+      });
+    });
+    return k.build();
+  };
+  EXPECT_TRUE(rejected_at("V0403", line, build));
+}
+
+}  // namespace
+}  // namespace vantage
