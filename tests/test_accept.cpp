@@ -162,16 +162,5 @@ TEST(Accept, AsyncCopyIntoAPartitionedAsyncName) {
   EXPECT_NO_THROW(k.build());
 }
 
-TEST(Accept, KernelsCanBeBuiltFromManyThreads) {
-  std::vector<std::thread> threads;
-  std::atomic<int> ok{0};
-  for (int i = 0; i < 4; ++i)
-    threads.emplace_back([&] {
-      if (warps_in_block(128).obligations().empty()) ++ok;
-    });
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(ok.load(), 4);
-}
-
 }  // namespace
 }  // namespace vantage

@@ -14,6 +14,8 @@
 #include <sstream>
 
 #include "cache/cache.h"
+#include "jit/nvrtc/nvrtc.h"
+#include "jit/pipeline/handles.h"
 #include "kernels/paper_kernels.hpp"
 #include "support/log.h"
 #include "test_support.hpp"
@@ -471,6 +473,81 @@ TEST(KernelCache, BundleRoundTripServesAHostWithoutNvrtc) {
   EXPECT_EQ(verify_bundle(bundle.string(), &problems), 0);
   ASSERT_FALSE(problems.empty());
   EXPECT_NE(problems[0].find("checksum"), std::string::npos) << problems[0];
+}
+
+// The in-process table is found by structural hash; a collision must not hand out another kernel's
+// code. A copy of vec_copy's IR given saxpy's hash stands for two kernels whose hashes collide.
+TEST(KernelCache, HashCollisionStillReturnsTheRightKernel) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  KernelCache cache(config_for(dir.path));
+  Kernel saxpy = examples::saxpy();
+  Kernel vec = examples::vec_copy();
+  auto forged = std::make_shared<ir::KernelNode>(detail::KernelAccess::ir(vec));
+  forged->hash = saxpy.structural_hash();
+  forged->threads = 256;  // the same launch shape, so that the two Specs are equal too
+  Kernel collided = detail::KernelAccess::make(forged, vec.obligations(), vec.shared_bytes());
+  ASSERT_EQ(collided.structural_hash(), saxpy.structural_hash());
+  auto a = cache.get(saxpy, Spec{});
+  auto b = cache.get(collided, Spec{});
+  EXPECT_NE(a.get(), b.get());
+  EXPECT_NE(b->spec.source.find("vec_copy"), std::string::npos) << "got saxpy's entry for vec_copy";
+  EXPECT_EQ(cache.stats().compiles, 2);
+  EXPECT_EQ(cache.get(saxpy, Spec{}).get(), a.get()) << "the real kernel still hits";
+}
+
+// The disk key holds the options NVRTC is given, and the entry records them: a different option is a
+// different entry, never the other one's cubin.
+TEST(KernelCache, EntryRecordsTheOptionsItsKeyHolds) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  KernelCache cache(config_for(dir.path));
+  Kernel k = examples::saxpy();
+  auto contracted = cache.get(k, Spec{});
+  EXPECT_EQ(contracted->options, compile(k, Spec{}).options);
+  EXPECT_EQ(contracted->options, nvrtc::canonical_options(Arch::SM_90, Output::Cubin, true));
+  auto separate = cache.get(k, Spec{}.with_fp_contract(false));
+  EXPECT_NE(separate->key, contracted->key);
+  EXPECT_EQ(separate->options, nvrtc::canonical_options(Arch::SM_90, Output::Cubin, false));
+  EXPECT_EQ(separate->options.back(), "--fmad=false");
+  EXPECT_NE(separate->cubin, contracted->cubin) << "a * x + y is one FFMA only when contraction is allowed";
+  // From disk, a fresh cache reads the same options back.
+  KernelCache fresh(config_for(dir.path));
+  auto again = fresh.get(k, Spec{}.with_fp_contract(false));
+  EXPECT_EQ(again->origin, "disk");
+  EXPECT_EQ(again->options, separate->options);
+  EXPECT_FALSE(again->spec.fp_contract);
+}
+
+TEST(KernelCache, NoLockFileOutlivesACompile) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  {
+    KernelCache cache(config_for(dir.path));
+    for (const auto& ex : examples::all()) cache.get(ex.build(), Spec{});
+    EXPECT_EQ(cache.stats().compiles, static_cast<std::int64_t>(examples::all().size()));
+  }
+  std::vector<fs::path> locks;
+  for (const auto& e : fs::directory_iterator(dir.path / "locks")) locks.push_back(e.path());
+  EXPECT_TRUE(locks.empty()) << locks.size() << " lock files left, e.g. " << locks[0];
+}
+
+TEST(DiskStore, SweepRemovesLocksNobodyHoldsAndKeepsHeldOnes) {
+  TempDir dir;
+  cache::DiskStore store(dir.path, true);
+  ASSERT_TRUE(store.usable()) << store.problem();
+  std::ofstream(dir.path / "locks" / "orphan.lock") << "";  // left by a process killed while compiling
+  {
+    cache::DiskStore::Lock held = store.lock("busy", std::chrono::milliseconds(100));
+    ASSERT_TRUE(held.held());
+    EXPECT_EQ(store.sweep(std::chrono::hours(1)), 1);
+    EXPECT_FALSE(fs::exists(dir.path / "locks" / "orphan.lock"));
+    EXPECT_TRUE(fs::exists(dir.path / "locks" / "busy.lock")) << "a held lock stays";
+    // Someone else waiting for it times out rather than sharing it.
+    EXPECT_FALSE(store.lock("busy", std::chrono::milliseconds(20)).held());
+  }
+  EXPECT_FALSE(fs::exists(dir.path / "locks" / "busy.lock")) << "its holder removed it";
+  EXPECT_TRUE(store.lock("busy", std::chrono::milliseconds(20)).held()) << "and the key can be locked again";
 }
 
 TEST(KernelCache, RecordModeCompilesForEveryArchitecture) {

@@ -403,25 +403,6 @@ TEST(Compile, PtxTargetsTheArchitecture) {
   EXPECT_NE(ptx.find(".entry vt_saxpy_"), std::string::npos);
 }
 
-TEST(Compile, ManyJobsOnAThreadPoolFailIndependently) {
-  REQUIRE_NVRTC();
-  KernelBuilder bad("bad");
-  bad.block_threads(32);
-  bad.body([](Scope& g) { g.group(thread(1), [](Scope& th) { th.unsafe(thread(1), "nope nope;"); }); });
-  std::vector<CompileJob> jobs = {{examples::saxpy(), Spec{}},
-                                  {bad.build(), Spec{}},
-                                  {examples::block_reduce(), Spec{}.with_arch(Arch::SM_80)},
-                                  {examples::saxpy(), Spec{}.with_threads(64)}};
-  auto results = compile_many(jobs, 2);
-  ASSERT_EQ(results.size(), 4u);
-  EXPECT_TRUE(results[0].compiled.has_value()) << results[0].error;
-  EXPECT_FALSE(results[1].compiled.has_value());
-  EXPECT_NE(results[1].error.find("NVRTC could not compile"), std::string::npos) << results[1].error;
-  EXPECT_TRUE(results[2].compiled.has_value()) << results[2].error;
-  EXPECT_FALSE(results[3].compiled.has_value()) << "saxpy declares 256 threads";
-  EXPECT_NE(results[3].error.find("declares 256 threads"), std::string::npos) << results[3].error;
-}
-
 TEST(Compile, FingerprintNamesTheCompiler) {
   REQUIRE_NVRTC();
   std::string fp = compiler_fingerprint();

@@ -1,12 +1,15 @@
 // Random programs through the public builder API: each must either check or be rejected with
-// diagnostics; nothing may crash, hang or throw anything else. Handles are reused across scopes on
-// purpose (stale variables and views), perspectives include invalid ones, and calls mix arguments.
-// VANTAGE_RANDOM_PROGRAMS overrides the number of programs (default 4000).
+// diagnostics at the user's lines (never inside the library); nothing may crash, hang or throw
+// anything else. Every program that checks is specialized, which must agree with what its
+// obligations say, then emitted and compiled by NVRTC, which must accept it. Handles are reused
+// across scopes on purpose (stale variables and views), perspectives include invalid ones, and calls
+// mix arguments. VANTAGE_RANDOM_PROGRAMS overrides the number of programs (default 4000).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <random>
 
+#include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -16,10 +19,17 @@ class Gen {
  public:
   explicit Gen(std::uint64_t seed) : rng_(seed) {}
 
+  /// Threads per block the kernel declares (0: none), and its specialized parameters.
+  int declared_threads = 0;
+  std::vector<std::string> specialized;
+
   Kernel build() {
     KernelBuilder k("random");
     int shape = pick(6);
-    if (shape < 4) k.block_threads(std::vector<int>{32, 64, 128, 256}[static_cast<std::size_t>(shape)]);
+    if (shape < 4) {
+      declared_threads = std::vector<int>{32, 64, 128, 256}[static_cast<std::size_t>(shape)];
+      k.block_threads(declared_threads);
+    }
     if (shape == 4) k.block_threads(pick(2) ? 0 : 96);
     if (chance(10)) k.grid_multiple_of(pick(4) + 1);
     if (chance(15)) k.shared_budget(std::vector<int>{0, 256, 4096, 300000}[static_cast<std::size_t>(pick(4))]);
@@ -27,7 +37,10 @@ class Gen {
     for (int i = 0; i < nparams; ++i) {
       std::string name = "p" + std::to_string(i);
       switch (pick(5)) {
-        case 0: values_.push_back(k.param<int>(name, specialize)); break;
+        case 0:
+          values_.push_back(k.param<int>(name, specialize));
+          specialized.push_back(name);
+          break;
         case 1: values_.push_back(k.param<float>(name)); break;
         case 2: views_.push_back(k.param<GlobalPtr<float>>(name)); break;
         case 3: views_.push_back(k.param<GlobalPtr<const float>>(name)); break;
@@ -230,20 +243,32 @@ class Gen {
   std::vector<View> views_;
 };
 
+/// Whether a diagnostic points into the library's own sources (it must point at the user's code).
+bool in_library(const SourceLoc& loc) {
+  if (!loc.known()) return false;
+  static const std::string root = VANTAGE_SOURCE_DIR;
+  std::string f = loc.file;
+  for (const char* dir : {"/frontend/", "/jit/", "/cache/", "/support/", "/include/"})
+    if (f.rfind(root + dir, 0) == 0) return true;
+  return false;
+}
+
+void expect_user_locations(const std::vector<Diagnostic>& ds, int seed) {
+  for (const auto& d : ds) {
+    EXPECT_FALSE(in_library(d.loc)) << "seed " << seed << ": " << d.render(false);
+    for (const auto& n : d.notes) EXPECT_FALSE(in_library(n.loc)) << "seed " << seed << ": note " << n.message;
+  }
+}
+
 TEST(RandomPrograms, EachChecksOrYieldsDiagnostics) {
   int programs = 4000;
   if (const char* env = std::getenv("VANTAGE_RANDOM_PROGRAMS")) programs = std::max(1, std::atoi(env));
-  int accepted = 0, rejected = 0;
+  int accepted = 0, rejected = 0, specialized = 0, compiled = 0;
   for (int seed = 0; seed < programs; ++seed) {
     Gen gen(static_cast<std::uint64_t>(seed) * 0x9e3779b97f4a7c15ULL + 1);
+    Kernel k;
     try {
-      Kernel k = gen.build();
-      ++accepted;
-      EXPECT_FALSE(k.ir_text().empty());
-      for (const auto& o : k.obligations()) {
-        EXPECT_FALSE(o.code.empty());
-        (void)o.holds(128, 4);
-      }
+      k = gen.build();
     } catch (const CheckError& e) {
       ++rejected;
       ASSERT_FALSE(e.diagnostics().empty()) << "seed " << seed << ": CheckError without diagnostics";
@@ -252,14 +277,55 @@ TEST(RandomPrograms, EachChecksOrYieldsDiagnostics) {
         ASSERT_EQ(d.code[0], 'V');
         ASSERT_FALSE(d.message.empty());
       }
+      expect_user_locations(e.diagnostics(), seed);
       EXPECT_NE(std::string(e.what()).find("error"), std::string::npos);
+      continue;
+    }
+    ++accepted;
+    EXPECT_FALSE(k.ir_text().empty());
+    // Specialize at the declared shape (or 128 threads) with every specialized size set to 7: a
+    // shape rule that does not hold must be reported with its code; one that holds must not be.
+    std::int64_t t = gen.declared_threads ? gen.declared_threads : 128;
+    Spec spec;
+    if (!gen.declared_threads) spec.with_threads(t);
+    for (const auto& name : gen.specialized) spec.with_size(name, 7);
+    std::vector<std::string> broken;
+    for (const auto& o : k.obligations()) {
+      EXPECT_FALSE(o.code.empty());
+      bool on_grid = o.lhs.blocks || o.rhs.blocks;
+      if (!on_grid && !o.holds(t, 1)) broken.push_back(o.code);
+    }
+    std::optional<Specialized> s;
+    try {
+      s = specialize_for(k, spec);
+      ++specialized;
+      EXPECT_TRUE(broken.empty()) << "seed " << seed << ": " << broken[0] << " fails with T = " << t
+                                  << " but specialization accepted\n"
+                                  << k.ir_text();
+    } catch (const CheckError& e) {
+      for (const auto& code : broken) EXPECT_TRUE(e.has(code)) << "seed " << seed << ": " << code << " not reported";
+      expect_user_locations(e.diagnostics(), seed);
+    }
+    if (!s || !nvrtc_available()) continue;
+    try {
+      Compiled c = compile(k, spec);
+      EXPECT_FALSE(c.cubin.empty());
+      ++compiled;
+    } catch (const CompileError& e) {
+      ADD_FAILURE() << "seed " << seed << ": NVRTC rejected a checked, specialized program:\n"
+                    << e.what() << "\n"
+                    << e.source();
     }
   }
   RecordProperty("accepted", accepted);
   RecordProperty("rejected", rejected);
-  std::printf("random programs: %d accepted, %d rejected\n", accepted, rejected);
+  std::printf("random programs: %d accepted (%d specialized, %d compiled by NVRTC), %d rejected\n", accepted,
+              specialized, compiled, rejected);
   EXPECT_GT(accepted, 0) << "the generator should also produce valid programs";
   EXPECT_GT(rejected, 0);
+  if (nvrtc_available()) {
+    EXPECT_GT(compiled, 0) << "some accepted programs must reach NVRTC";
+  }
 }
 
 }  // namespace

@@ -1056,6 +1056,32 @@ TEST(Reject, StatementOutsideAnyBody) {
   }
 }
 
+TEST(Reject, OuterScopeUsedInsideANestedBody) {
+  int bad = 0;
+  expect_kernel_rejected("V0911", bad, [&](KB& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope&) {
+        bad = __LINE__ + 1;
+        g.let("lost", 1);  // g's body is not the innermost one being recorded here
+      });
+    });
+  });
+}
+
+TEST(Reject, ScopeKeptBeyondItsBody) {
+  KernelBuilder k("kept");
+  k.block_threads(32);
+  std::optional<Scope> kept;
+  k.body([&](Scope& g) { kept.emplace(g); });
+  int bad = __LINE__ + 2;
+  try {
+    kept->let("late", 1);
+    FAIL() << "a statement after the body was recorded was accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0906", bad, "tests/test_reject.cpp"));
+  }
+}
+
 TEST(Reject, BodySetTwice) {
   int bad = 0;
   expect_kernel_rejected("V0908", bad, [&](KB& k) {
@@ -1118,7 +1144,8 @@ std::string slurp(const std::string& path) {
 TEST(Reject, EveryDocumentedRuleHasARejectedProgram) {
   std::string doc = slurp(VANTAGE_SOURCE_DIR "/docs/diagnostics.md");
   std::string tests =
-      slurp(VANTAGE_SOURCE_DIR "/tests/test_reject.cpp") + slurp(VANTAGE_SOURCE_DIR "/tests/test_codegen.cpp");
+      slurp(VANTAGE_SOURCE_DIR "/tests/test_reject.cpp") + slurp(VANTAGE_SOURCE_DIR "/tests/test_codegen.cpp") +
+      slurp(VANTAGE_SOURCE_DIR "/tests/test_regressions.cpp") + slurp(VANTAGE_SOURCE_DIR "/tests/test_semantics.cpp");
   ASSERT_FALSE(doc.empty());
   std::regex code_re("\\| (V[0-9]{4}) \\|");
   int codes = 0;

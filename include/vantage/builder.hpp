@@ -97,7 +97,8 @@ Expr operator-(const ExprArg& a);
 Expr operator!(const ExprArg& a);
 Expr operator~(const ExprArg& a);
 
-/// `c ? a : b`, evaluated without branching.
+/// `c ? a : b` with both `a` and `b` evaluated (a load in either arm must be in bounds; use `if_` for
+/// conditional evaluation). `&&` and `||` likewise evaluate both operands (docs/semantics.md).
 Expr select(const ExprArg& c, const ExprArg& a, const ExprArg& b);
 Expr min(const ExprArg& a, const ExprArg& b);
 Expr max(const ExprArg& a, const ExprArg& b);

@@ -122,6 +122,7 @@ std::string helper_definition(const std::string& op, ScalarType t) {
   const std::string u = is64 ? "unsigned long long" : "unsigned";
   const std::string width = is64 ? "64ull" : "32ull";
   const std::string head = "static __device__ __forceinline__ " + c + " vt_" + op + "(";
+  const std::string zero = "static_cast<" + c + ">(0)", minus_one = "static_cast<" + c + ">(-1)";
   auto wrap = [&](const std::string& expr) { return "static_cast<" + c + ">(" + expr + ")"; };
   auto as_u = [&](const char* v) { return "static_cast<" + u + ">(" + v + ")"; };
   if (op == "add" || op == "sub" || op == "mul") {
@@ -132,21 +133,21 @@ std::string helper_definition(const std::string& op, ScalarType t) {
     return head + c + " a) { return " + wrap("0" + std::string(is64 ? "ull" : "u") + " - " + as_u("a")) + "; }\n";
   if (op == "div") {
     if (is_signed(t))
-      return head + c + " a, " + c + " b) { return b == 0 ? " + c + "(-1) : (b == -1 ? vt_neg(a) : a / b); }\n";
-    return head + c + " a, " + c + " b) { return b == 0 ? ~" + c + "(0) : a / b; }\n";
+      return head + c + " a, " + c + " b) { return b == 0 ? " + minus_one + " : (b == -1 ? vt_neg(a) : a / b); }\n";
+    return head + c + " a, " + c + " b) { return b == 0 ? " + minus_one + " : a / b; }\n";
   }
   if (op == "mod") {
-    if (is_signed(t)) return head + c + " a, " + c + " b) { return b == 0 ? a : (b == -1 ? " + c + "(0) : a % b); }\n";
+    if (is_signed(t)) return head + c + " a, " + c + " b) { return b == 0 ? a : (b == -1 ? " + zero + " : a % b); }\n";
     return head + c + " a, " + c + " b) { return b == 0 ? a : a % b; }\n";
   }
   if (op == "shl")
-    return head + c + " a, unsigned long long b) { return b >= " + width + " ? " + c +
-           "(0) : " + wrap(as_u("a") + " << b") + "; }\n";
+    return head + c + " a, unsigned long long b) { return b >= " + width + " ? " + zero + " : " +
+           wrap(as_u("a") + " << b") + "; }\n";
   if (op == "shr") {
     if (is_signed(t))
-      return head + c + " a, unsigned long long b) { return b >= " + width + " ? (a < 0 ? " + c + "(-1) : " + c +
-             "(0)) : a >> b; }\n";
-    return head + c + " a, unsigned long long b) { return b >= " + width + " ? " + c + "(0) : a >> b; }\n";
+      return head + c + " a, unsigned long long b) { return b >= " + width + " ? (a < 0 ? " + minus_one + " : " + zero +
+             ") : a >> b; }\n";
+    return head + c + " a, unsigned long long b) { return b >= " + width + " ? " + zero + " : a >> b; }\n";
   }
   if (op == "abs") return head + c + " a) { return a < 0 ? vt_neg(a) : a; }\n";
   throw InternalError("emit: unknown helper " + op);

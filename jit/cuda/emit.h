@@ -4,6 +4,7 @@
 // unless 16-bit floats need them.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,9 +16,9 @@
 namespace vantage::cuda {
 
 struct EmitOptions {
-  std::int64_t threads = 0;            ///< threads per block (T)
-  std::optional<std::int64_t> blocks;  ///< the grid, when fixed
-  std::int64_t max_blocks = 1;         ///< the most blocks a launch may have (a residual guard)
+  std::int64_t threads = 0;             ///< threads per block (T)
+  std::optional<std::int64_t> blocks;   ///< the grid, when fixed
+  std::int64_t max_blocks = INT32_MAX;  ///< the most blocks a launch may have (a residual guard)
   Arch arch = Arch::SM_90;
   std::string entry;  ///< extern "C" name of the kernel
 };

@@ -37,6 +37,8 @@ Specialized specialize_for(const Kernel& kernel, const Spec& spec) {
   auto s = specialization::run(k, kernel.obligations(), spec);
   cuda::EmitOptions opt;
   opt.threads = s.threads;
+  opt.blocks = s.blocks;
+  opt.max_blocks = s.max_blocks;
   opt.arch = spec.arch;
   opt.entry = entry_name(kernel, spec, s.threads);
   auto e = cuda::emit(*s.kernel, opt);

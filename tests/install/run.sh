@@ -14,6 +14,11 @@ case "$sanitize" in ON|on|1|TRUE|true) flags="-fsanitize=address,undefined" ;; e
 
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 
+# The installed CLI starts on its own (its run path finds the installed library) and works.
+env -u LD_LIBRARY_PATH "$work/prefix/bin/vantage" --help | grep -q "vantage - build, check and inspect GPU kernels"
+env -u LD_LIBRARY_PATH "$work/prefix/bin/vantage" check saxpy | grep -q "saxpy .*ok"
+env -u LD_LIBRARY_PATH "$work/prefix/bin/vantage" version >/dev/null
+
 cmake -S "$here/consumer" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_CXX_FLAGS="$flags" >/dev/null
 cmake --build "$work/cmake" >/dev/null
@@ -26,4 +31,4 @@ export PKG_CONFIG_PATH="$libdir"
 c++ $flags "$here/consumer/main.cpp" -o "$work/consumer_pc" $(pkg-config --cflags --libs vantage)
 LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer_pc" | tee "$work/out2"
 grep -q "consumer: saxpy checked" "$work/out2"
-echo "install: find_package and pkg-config consumers built and ran"
+echo "install: the installed CLI ran; find_package and pkg-config consumers built and ran"

@@ -1,0 +1,116 @@
+// Concurrency: what the library promises when many threads use it at once. These tests also run
+// under ThreadSanitizer (`scripts/test --tsan`), with the multi-process cache stress test.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "kernels/paper_kernels.hpp"
+#include "test_support.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A kernel of warps in blocks of `threads`, built by the calling thread's own builder.
+Kernel warps(std::int64_t threads) {
+  KernelBuilder k("warps");
+  k.block_threads(threads);
+  k.body([&](Scope& g) { g.group(block(1), [&](Scope& b) { b.group(warp(), [&](Scope& w) { w.sync_warp(); }); }); });
+  return k.build();
+}
+
+TEST(Concurrency, KernelsCanBeBuiltFromManyThreads) {
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  std::vector<std::uint64_t> hashes(8);
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      Kernel k = warps(128);
+      if (k.obligations().empty()) ++ok;
+      hashes[static_cast<std::size_t>(i)] = k.structural_hash();
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 8);
+  for (auto h : hashes) EXPECT_EQ(h, hashes[0]) << "each builder sees only its own statements";
+}
+
+TEST(Concurrency, ManyJobsOnAThreadPoolFailIndependently) {
+  REQUIRE_NVRTC();
+  KernelBuilder bad("bad");
+  bad.block_threads(32);
+  bad.body([](Scope& g) { g.group(thread(1), [](Scope& th) { th.unsafe(thread(1), "nope nope;"); }); });
+  std::vector<CompileJob> jobs = {{examples::saxpy(), Spec{}},
+                                  {bad.build(), Spec{}},
+                                  {examples::block_reduce(), Spec{}.with_arch(Arch::SM_80)},
+                                  {examples::saxpy(), Spec{}.with_threads(64)}};
+  auto results = compile_many(jobs, 2);
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_TRUE(results[0].compiled.has_value()) << results[0].error;
+  EXPECT_FALSE(results[1].compiled.has_value());
+  EXPECT_NE(results[1].error.find("NVRTC could not compile"), std::string::npos) << results[1].error;
+  EXPECT_TRUE(results[2].compiled.has_value()) << results[2].error;
+  EXPECT_FALSE(results[3].compiled.has_value()) << "saxpy declares 256 threads";
+  EXPECT_NE(results[3].error.find("declares 256 threads"), std::string::npos) << results[3].error;
+}
+
+/// A private cache directory for one test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/vantage_concurrency_XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+TEST(Concurrency, OneCacheServesManyThreads) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  CacheConfig c;
+  c.dir = dir.path.string();
+  KernelCache cache(c);
+  std::vector<Kernel> kernels;
+  for (const auto& ex : examples::all()) kernels.push_back(ex.build());
+  constexpr int kThreads = 4;
+  std::vector<std::map<std::string, std::shared_ptr<const CachedKernel>>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      // Each thread walks the kernels from a different start, twice: misses race each other, then
+      // every lookup is a memory hit.
+      for (int round = 0; round < 2; ++round)
+        for (std::size_t i = 0; i < kernels.size(); ++i) {
+          const Kernel& k = kernels[(i + static_cast<std::size_t>(t) * 2) % kernels.size()];
+          got[static_cast<std::size_t>(t)][k.name()] = cache.get(k, Spec{});
+        }
+    });
+  for (auto& th : threads) th.join();
+  for (const auto& k : kernels) {
+    auto first = got[0].at(k.name());
+    ASSERT_TRUE(first);
+    for (int t = 1; t < kThreads; ++t) {
+      const auto& mine = got[static_cast<std::size_t>(t)].at(k.name());
+      EXPECT_EQ(mine->cubin, first->cubin) << k.name();
+      EXPECT_EQ(mine->key, first->key) << k.name();
+    }
+    EXPECT_EQ(cache.get(k, Spec{}).get(), cache.get(k, Spec{}).get()) << "one entry per key in the end";
+  }
+  CacheStats s = cache.stats();
+  EXPECT_GE(s.compiles, static_cast<std::int64_t>(kernels.size()));
+  EXPECT_EQ(s.compiles + s.disk_hits + s.memory_hits,
+            static_cast<std::int64_t>(kThreads * 2 * kernels.size() + 2 * kernels.size()));
+  std::vector<fs::path> locks;
+  for (const auto& e : fs::directory_iterator(dir.path / "locks")) locks.push_back(e.path());
+  EXPECT_TRUE(locks.empty()) << "no lock file outlives the compiles";
+}
+
+}  // namespace
+}  // namespace vantage

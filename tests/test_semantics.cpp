@@ -1,0 +1,275 @@
+// docs/semantics.md, tested: the integer semantics folding uses (jit/ir/eval), the ranges that decide
+// where generated code needs a helper or 64-bit indices (jit/ir/range), and what the CUDA generator
+// prints for each edge case, compiled by NVRTC.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "jit/ir/eval.h"
+#include "jit/ir/range.h"
+#include "kernels/paper_kernels.hpp"
+#include "reject_helpers.hpp"
+#include "test_support.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+using ir::BinOp;
+constexpr auto I32 = ScalarType::I32;
+constexpr auto U32 = ScalarType::U32;
+constexpr auto I64 = ScalarType::I64;
+constexpr auto U64 = ScalarType::U64;
+
+std::int64_t bin(BinOp op, ScalarType t, std::int64_t a, std::int64_t b, bool* over = nullptr) {
+  return ir::eval_binary(op, t, a, b, over);
+}
+
+TEST(Semantics, SignedArithmeticWraps) {
+  bool over = false;
+  EXPECT_EQ(bin(BinOp::Add, I32, INT32_MAX, 1, &over), INT32_MIN);
+  EXPECT_TRUE(over);
+  EXPECT_EQ(bin(BinOp::Mul, I32, 65536, 65536), 0);
+  EXPECT_EQ(bin(BinOp::Sub, I64, INT64_MIN, 1), INT64_MAX);
+  EXPECT_EQ(ir::eval_unary(ir::UnOp::Neg, I32, INT32_MIN), INT32_MIN);
+  over = false;
+  EXPECT_EQ(bin(BinOp::Add, I32, 2, 3, &over), 5);
+  EXPECT_FALSE(over) << "exact results are not flagged";
+}
+
+TEST(Semantics, UnsignedArithmeticWraps) {
+  EXPECT_EQ(bin(BinOp::Sub, U32, 0, 1), 0xffffffffLL);
+  EXPECT_EQ(static_cast<std::uint64_t>(bin(BinOp::Sub, U64, 0, 1)), UINT64_MAX);
+  EXPECT_EQ(bin(BinOp::Mul, U32, 0x10000, 0x10000), 0);
+}
+
+TEST(Semantics, DivisionByZeroAndMinByMinusOne) {
+  EXPECT_EQ(bin(BinOp::Div, I32, 7, 0), -1);
+  EXPECT_EQ(bin(BinOp::Div, I32, -7, 0), -1);
+  EXPECT_EQ(bin(BinOp::Mod, I32, -7, 0), -7);
+  EXPECT_EQ(bin(BinOp::Div, U32, 7, 0), 0xffffffffLL);
+  EXPECT_EQ(static_cast<std::uint64_t>(bin(BinOp::Div, U64, 7, 0)), UINT64_MAX);
+  EXPECT_EQ(bin(BinOp::Mod, U64, 7, 0), 7);
+  EXPECT_EQ(bin(BinOp::Div, I32, INT32_MIN, -1), INT32_MIN);
+  EXPECT_EQ(bin(BinOp::Mod, I32, INT32_MIN, -1), 0);
+  EXPECT_EQ(bin(BinOp::Div, I64, INT64_MIN, -1), INT64_MIN);
+  // Truncation toward zero, remainder with the dividend's sign.
+  EXPECT_EQ(bin(BinOp::Div, I32, -7, 2), -3);
+  EXPECT_EQ(bin(BinOp::Mod, I32, -7, 2), -1);
+}
+
+TEST(Semantics, ShiftAmountsClampAtTheWidth) {
+  EXPECT_EQ(bin(BinOp::Shl, I32, 1, 31), INT32_MIN);
+  EXPECT_EQ(bin(BinOp::Shl, I32, 1, 32), 0);
+  EXPECT_EQ(bin(BinOp::Shl, I32, -1, 4), -16) << "negative values shift their bits";
+  EXPECT_EQ(bin(BinOp::Shr, I32, -16, 2), -4) << "arithmetic on signed types";
+  EXPECT_EQ(bin(BinOp::Shr, I32, -16, 40), -1);
+  EXPECT_EQ(bin(BinOp::Shr, I32, 16, 40), 0);
+  EXPECT_EQ(bin(BinOp::Shr, U32, 0xffffffffLL, 4), 0x0fffffffLL) << "logical on unsigned types";
+  EXPECT_EQ(bin(BinOp::Shr, U32, 0xffffffffLL, 32), 0);
+  EXPECT_EQ(bin(BinOp::Shl, I64, 1, 64), 0);
+  EXPECT_EQ(bin(BinOp::Shl, I32, 1, -1), 0) << "a negative amount is a huge unsigned one";
+}
+
+TEST(Semantics, ConversionsKeepTheLowBits) {
+  EXPECT_EQ(ir::eval_cast(I64, I32, 0x100000005LL), 5);
+  EXPECT_EQ(ir::eval_cast(I32, U32, -1), 0xffffffffLL);
+  EXPECT_EQ(ir::eval_cast(U32, I32, 0xffffffffLL), -1);
+  EXPECT_EQ(ir::eval_cast(I32, ScalarType::Bool, -3), 1);
+}
+
+TEST(Semantics, LiteralsMustFitTheirType) {
+  EXPECT_TRUE(ir::fits(I32, INT32_MIN));
+  EXPECT_FALSE(ir::fits(I32, 5000000000LL));
+  EXPECT_FALSE(ir::fits(U32, -1));
+  EXPECT_TRUE(ir::fits(U64, -1)) << "u64 literals hold bit patterns";
+}
+
+TEST(Semantics, FoldingNeverChangesAValue) {
+  SourceLoc l{"t.cpp", 1, 1};
+  auto big = ir::int_literal(I32, 100000, l);
+  auto product = ir::make<ir::Binary>(I32, BinOp::Mul, big, big, l);
+  auto f = ir::eval_const(product);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->value, static_cast<std::int32_t>(10000000000LL));
+  EXPECT_FALSE(f->exact) << "the wrapped value is flagged, so sizes built from it are rejected";
+}
+
+// ------------------------------------------------------------------ ranges
+TEST(Ranges, ArithmeticAndDivisionBounds) {
+  ir::RangeEnv env;
+  SourceLoc l{"t.cpp", 1, 1};
+  auto t = ir::make_var(0, "t", I32, ir::VarNode::Origin::Let, l);
+  auto n = ir::make_var(1, "n", I32, ir::VarNode::Origin::Param, l);
+  env.vars[t.get()] = {0, 255};
+  auto tt = ir::ref(t, l), nn = ir::ref(n, l);
+  auto sum =
+      ir::make<ir::Binary>(I32, BinOp::Add, ir::make<ir::Binary>(I32, BinOp::Mul, tt, ir::int_literal(I32, 4, l), l),
+                           ir::int_literal(I32, 3, l), l);
+  ir::Range r = ir::value_range(sum, env);
+  EXPECT_EQ(static_cast<std::int64_t>(r.lo), 3);
+  EXPECT_EQ(static_cast<std::int64_t>(r.hi), 1023);
+  // Dividing by an unknown n: at most |t| in magnitude, or -1 (division by zero).
+  ir::Range q = ir::value_range(ir::make<ir::Binary>(I32, BinOp::Div, tt, nn, l), env);
+  EXPECT_EQ(static_cast<std::int64_t>(q.lo), -255);
+  EXPECT_EQ(static_cast<std::int64_t>(q.hi), 255);
+  // n * n may overflow; t * 4 + 3 may not.
+  EXPECT_TRUE(ir::may_overflow(static_cast<const ir::Binary&>(*ir::make<ir::Binary>(I32, BinOp::Mul, nn, nn, l)), env));
+  EXPECT_FALSE(ir::may_overflow(static_cast<const ir::Binary&>(*sum), env));
+}
+
+// ------------------------------------------------------------------ generated code
+/// One thread computes `fn(a, b)` of two parameters and stores it; the source and a compile.
+struct Op {
+  std::string source;
+  Kernel kernel;
+};
+template <class T>
+Op one_op(const std::function<Expr(Expr, Expr)>& fn) {
+  KernelBuilder k("op");
+  auto a = k.param<T>("a");
+  auto b = k.param<T>("b");
+  auto out = k.param<GlobalPtr<T>>("out");
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    g.claim(out, thread(1), [&](Scope& g, View o) { g.split(Level::Thread, {{1, [&](Scope&) { o[0] = fn(a, b); }}}); });
+  });
+  Kernel kernel = k.build();
+  return {specialize_for(kernel, Spec{}).source, kernel};
+}
+
+TEST(GeneratedCode, EveryIntegerEdgeCaseHasItsHelperAndCompiles) {
+  REQUIRE_NVRTC();
+  struct Case {
+    const char* helper;
+    Op op;
+  };
+  std::vector<Case> cases = {
+      {"vt_add", one_op<int>([](Expr a, Expr b) { return a + b; })},
+      {"vt_mul", one_op<std::int64_t>([](Expr a, Expr b) { return a * b; })},
+      {"vt_neg", one_op<int>([](Expr a, Expr) { return -a; })},
+      {"vt_div", one_op<int>([](Expr a, Expr b) { return a / b; })},
+      {"vt_mod", one_op<std::uint32_t>([](Expr a, Expr b) { return a % b; })},
+      {"vt_div", one_op<std::uint64_t>([](Expr a, Expr b) { return a / b; })},
+      {"vt_shl", one_op<int>([](Expr a, Expr b) { return a << b; })},
+      {"vt_shr", one_op<std::int64_t>([](Expr a, Expr b) { return a >> b; })},
+      {"vt_shr", one_op<std::uint32_t>([](Expr a, Expr b) { return a >> b; })},
+      {"vt_abs", one_op<int>([](Expr a, Expr) { return abs(a); })},
+  };
+  for (const auto& c : cases) {
+    EXPECT_NE(c.op.source.find(std::string(c.helper) + "("), std::string::npos) << c.helper << "\n" << c.op.source;
+    Compiled compiled = compile(c.op.kernel, Spec{});
+    EXPECT_FALSE(compiled.cubin.empty());
+    EXPECT_EQ(compiled.log, "") << c.op.source;
+  }
+}
+
+/// Whether generated source calls one of the semantic helpers.
+bool calls_a_helper(const std::string& src) {
+  static const std::regex kHelper(R"(\bvt_(add|sub|mul|neg|div|mod|shl|shr|abs|select|and|or)\b)");
+  return std::regex_search(src, kHelper);
+}
+
+TEST(GeneratedCode, PlainOperatorsWhereTheEdgeCannotHappen) {
+  // Unsigned arithmetic wraps in C++ already; division by a non-zero constant, shifts by a constant
+  // below the width, and sums the ranges bound need no helper.
+  EXPECT_FALSE(calls_a_helper(one_op<std::uint32_t>([](Expr a, Expr b) { return a * b + a; }).source));
+  EXPECT_FALSE(calls_a_helper(one_op<int>([](Expr a, Expr) { return a / 4 + a % 8; }).source));
+  EXPECT_FALSE(calls_a_helper(one_op<int>([](Expr a, Expr) { return a << 3; }).source));
+  EXPECT_TRUE(calls_a_helper(one_op<int>([](Expr a, Expr b) { return a << b; }).source)) << "the check can fail";
+  std::string saxpy = specialize_for(examples::saxpy(), Spec{}).source;
+  EXPECT_FALSE(calls_a_helper(saxpy)) << "ids bounded by the grid guard fit an int:\n" << saxpy;
+  EXPECT_NE(saxpy.find("y[((blk * 256) + t)]"), std::string::npos) << saxpy;
+}
+
+TEST(GeneratedCode, MinimumLiteralsAndFloatToIntConversionsCompile) {
+  REQUIRE_NVRTC();
+  Op min_int = one_op<int>([](Expr a, Expr) { return a + INT32_MIN; });
+  EXPECT_NE(min_int.source.find("(-2147483647 - 1)"), std::string::npos) << min_int.source;
+  EXPECT_FALSE(compile(min_int.kernel, Spec{}).cubin.empty());
+  Op to_int = one_op<float>([](Expr a, Expr b) { return cast<float>(cast<int>(a) + cast<int>(b)); });
+  EXPECT_NE(to_int.source.find("__float2int_rz("), std::string::npos) << "saturating, NaN to 0";
+  EXPECT_FALSE(compile(to_int.kernel, Spec{}).cubin.empty());
+  Op halves = one_op<float>([](Expr a, Expr b) {
+    return cast<float>(cast(ScalarType::F16, a) * cast(ScalarType::F16, b) + cast(ScalarType::F16, cast<int>(a))) +
+           cast<float>(sqrt(cast(ScalarType::BF16, b)));
+  });
+  EXPECT_NE(halves.source.find("#include <cuda_fp16.h>"), std::string::npos);
+  EXPECT_NE(halves.source.find("#include <cuda_bf16.h>"), std::string::npos);
+  EXPECT_EQ(compile(halves.kernel, Spec{}).log, "") << halves.source;
+}
+
+TEST(GeneratedCode, SelectWithALoadEvaluatesBothArms) {
+  KernelBuilder k("select_load");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto y = k.param<GlobalPtr<float>>("y", extent(n));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    auto i = g.let("i", g.id(thread(1)));
+    g.partition(
+        y, thread(1), [&](Expr j) { return i + j; },
+        [&](Scope& g, View yi) {
+          g.group(thread(1),
+                  [&](Scope&) { yi[0] = select(i < n, x[min(i, n - 1)], 0.0f) + select(i < n, 1.0f, 2.0f); });
+        });
+  });
+  std::string src = specialize_for(k.build(), Spec{}).source;
+  EXPECT_NE(src.find("vt_select<float>((i < n), x["), std::string::npos) << src;
+  EXPECT_NE(src.find("((i < n) ? 1.0f : 2.0f)"), std::string::npos) << "no load, no call: " << src;
+}
+
+TEST(GeneratedCode, AnExtentBeyond2To31ElementsGets64BitIndices) {
+  REQUIRE_NVRTC();
+  // Each thread copies 4 of n = 3e9 elements: gid * 4 reaches 2^33.
+  KernelBuilder k("big_copy");
+  auto n = k.param<std::int64_t>("n", specialize);
+  auto in = k.param<GlobalPtr<const float>>("in", extent(n));
+  auto out = k.param<GlobalPtr<float>>("out", extent(n));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    auto gid = g.let("gid", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return gid * 4 + i; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) {
+            th.for_("i", 0, 4, 1, [&](Scope& th, Expr i) {
+              th.if_(cast<std::int64_t>(gid) * 4 + cast<std::int64_t>(i) < n, [&](Scope&) { o[i] = in[gid * 4 + i]; });
+            });
+          });
+        });
+  });
+  Spec spec = Spec{}.with_size("n", 3000000000LL);
+  std::string src = specialize_for(k.build(), spec).source;
+  EXPECT_NE(src.find("out[((static_cast<long long>(gid) * 4LL) + static_cast<long long>(i))]"), std::string::npos)
+      << src;
+  EXPECT_NE(src.find("in[((static_cast<long long>(gid) * 4LL) + static_cast<long long>(i))]"), std::string::npos);
+  EXPECT_FALSE(compile(k.build(), spec).cubin.empty());
+}
+
+TEST(GeneratedCode, AnIndexThatMayNotFit64BitsIsRejected) {
+  KernelBuilder k("huge_index");
+  auto a = k.param<std::int64_t>("a");
+  auto b = k.param<std::int64_t>("b");
+  auto x = k.param<GlobalPtr<const float>>("x");
+  auto y = k.param<GlobalPtr<float>>("y");
+  k.block_threads(32);
+  int line = 0;
+  k.body([&](Scope& g) {
+    g.claim(y, thread(1), [&](Scope& g, View one) {
+      g.split(Level::Thread, {{1, [&](Scope&) {
+                                 line = __LINE__ + 1;
+                                 one[0] = x[a * b];  // i64 * i64: up to 2^126
+                               }}});
+    });
+  });
+  try {
+    specialize_for(k.build(), Spec{});
+    ADD_FAILURE() << "an index of unbounded size was printed";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V1006", line, "tests/test_semantics.cpp"));
+  }
+}
+
+}  // namespace
+}  // namespace vantage
