@@ -24,9 +24,10 @@ ExprPtr node(const Expr& e) { return BuilderAccess::node(e); }
 /// an integer into any integer type that holds it (one that does not is kept, with its value, so
 /// that the checker reports it: V0707), an integer or float into any float type.
 ExprPtr adapt(const ExprArg& x, ScalarType to) {
+  const ir::ExprNode* raw = BuilderAccess::raw(x.expr);
+  const auto* l = raw ? ir::as<ir::Literal>(*raw) : nullptr;
+  if (!x.weak_literal || !l || l->type == to || to == ScalarType::Bool) return node(x.expr);
   ExprPtr n = node(x.expr);
-  const auto* l = n ? ir::as<ir::Literal>(*n) : nullptr;
-  if (!x.weak_literal || !l || l->type == to || to == ScalarType::Bool) return n;
   if (is_integer(l->type)) {
     if (is_float(to)) return float_lit(to, static_cast<double>(ir::exact(l->type, l->i)), x.loc);
     __int128 v = ir::exact(l->type, l->i);
@@ -81,7 +82,7 @@ Expr::Expr(float v, std::source_location l) : node_(float_lit(ScalarType::F32, v
 Expr::Expr(double v, std::source_location l) : node_(float_lit(ScalarType::F64, v, here(l))) {}
 Expr::Expr(const ElemRef& ref) : Expr(ref.load()) {}
 
-ScalarType Expr::type() const { return node_ ? BuilderAccess::node(*this)->type : ScalarType::I32; }
+ScalarType Expr::type() const { return node_ ? BuilderAccess::raw(*this)->type : ScalarType::I32; }
 
 ExprArg::ExprArg(const Expr& e, std::source_location l) : expr(e), loc(here(l)) {}
 ExprArg::ExprArg(const ElemRef& r, std::source_location l) : expr(r.load()), loc(here(l)) {}
@@ -159,9 +160,9 @@ ElemRef View::operator()(const ExprArg& i, const ExprArg& j, const ExprArg& k) c
 
 const std::string& View::name() const {
   static const std::string kUndefined = "<undefined>";
-  return mem_ ? BuilderAccess::mem(*this)->name : kUndefined;
+  return mem_ ? BuilderAccess::raw(*this)->name : kUndefined;
 }
-ScalarType View::elem() const { return mem_ ? BuilderAccess::mem(*this)->elem : ScalarType::I32; }
+ScalarType View::elem() const { return mem_ ? BuilderAccess::raw(*this)->elem : ScalarType::I32; }
 
 namespace {
 std::vector<ExprPtr> nodes(const std::vector<Expr>& xs) {

@@ -12,6 +12,9 @@ namespace vantage::detail {
 
 struct BuilderAccess {
   static ir::ExprPtr node(const Expr& e) { return std::static_pointer_cast<const ir::ExprNode>(e.node_); }
+  /// The node without taking a reference (for reading a field: no reference-count traffic).
+  static const ir::ExprNode* raw(const Expr& e) { return static_cast<const ir::ExprNode*>(e.node_.get()); }
+  static const ir::MemNode* raw(const View& v) { return static_cast<const ir::MemNode*>(v.mem_.get()); }
   static Expr expr(ir::ExprPtr n) {
     Expr e;
     e.node_ = std::move(n);

@@ -74,14 +74,6 @@ int type_bytes(ScalarType type) {
   return 0;
 }
 
-bool is_integer(ScalarType t) {
-  return t == ScalarType::I32 || t == ScalarType::U32 || t == ScalarType::I64 || t == ScalarType::U64;
-}
-bool is_float(ScalarType t) {
-  return t == ScalarType::F16 || t == ScalarType::BF16 || t == ScalarType::F32 || t == ScalarType::F64;
-}
-bool is_signed(ScalarType t) { return t == ScalarType::I32 || t == ScalarType::I64 || is_float(t); }
-
 const char* space_name(MemSpace space) {
   switch (space) {
     case MemSpace::Global: return "global";

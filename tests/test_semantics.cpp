@@ -273,3 +273,38 @@ TEST(GeneratedCode, AnIndexThatMayNotFit64BitsIsRejected) {
 
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+
+// Target legality: the checker accepts a shuffle of every type but bool; each of them compiles.
+TEST(GeneratedCode, ShufflesOfEveryAcceptedTypeCompile) {
+  REQUIRE_NVRTC();
+  for (ScalarType t : {ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64, ScalarType::F16,
+                       ScalarType::BF16, ScalarType::F32, ScalarType::F64}) {
+    KernelBuilder k("shuffle");
+    auto out = k.pointer_param("out", t, MemSpace::Global, false);
+    k.block_threads(32);
+    k.body([&](Scope& g) {
+      auto lane = g.let("lane", g.id(thread(1)));
+      g.partition(
+          out, thread(1), [&](Expr i) { return lane + i; },
+          [&](Scope& g, View o) {
+            g.group(warp(), [&](Scope& w) {
+              auto v = w.let("v", cast(t, lane), at(thread(1)));
+              auto a = w.shfl_xor("a", v, 1);
+              auto b = w.shfl_down("b", a, 2);
+              auto c = w.shfl_up("c", b, 4);
+              auto d = w.shfl_idx("d", c, 0);
+              w.group(thread(1), [&](Scope&) { o[0] = d; });
+            });
+          });
+    });
+    Compiled c = compile(k.build(), Spec{});
+    EXPECT_FALSE(c.cubin.empty()) << type_name(t);
+    EXPECT_EQ(c.log, "") << type_name(t);
+  }
+}
+
+}  // namespace
+}  // namespace vantage

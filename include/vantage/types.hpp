@@ -69,9 +69,16 @@ enum class ScalarType : std::uint8_t { Bool, I32, U32, I64, U64, F16, BF16, F32,
 const char* type_name(ScalarType type);
 /// Size in bytes of one element (bool counts as 1).
 int type_bytes(ScalarType type);
-bool is_integer(ScalarType type);  ///< i32, u32, i64, u64
-bool is_float(ScalarType type);    ///< f16, bf16, f32, f64
-bool is_signed(ScalarType type);   ///< signed integers and floats
+/// i32, u32, i64, u64
+constexpr bool is_integer(ScalarType t) {
+  return t == ScalarType::I32 || t == ScalarType::U32 || t == ScalarType::I64 || t == ScalarType::U64;
+}
+/// f16, bf16, f32, f64
+constexpr bool is_float(ScalarType t) {
+  return t == ScalarType::F16 || t == ScalarType::BF16 || t == ScalarType::F32 || t == ScalarType::F64;
+}
+/// signed integers and floats
+constexpr bool is_signed(ScalarType t) { return t == ScalarType::I32 || t == ScalarType::I64 || is_float(t); }
 
 /// Memory spaces of pointers and arrays.
 enum class MemSpace : std::uint8_t { Global, Shared, Local };

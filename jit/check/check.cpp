@@ -67,7 +67,6 @@ class Checker {
       : know_(k), budget_(budget), budget_loc_(budget_loc) {}
 
   CheckResult run_kernel(const KernelNode& k) {
-    layout_ = layout_shared(k.body);
     frames_.push_back({grid(1), k.loc, "the kernel starts at grid(1)"});
     push_scope();
     check_launch_shape(k);
@@ -92,7 +91,6 @@ class Checker {
   }
 
   CheckResult run_function(const FunctionNode& f) {
-    layout_ = layout_shared(f.body);
     if (valid(f.signature, f.signature_loc, "signature")) {
       frames_.push_back({f.signature, f.signature_loc, "the function's signature requires it"});
     } else {
@@ -245,7 +243,7 @@ class Checker {
     CheckResult r;
     r.errors = std::move(errors_);
     r.obligations = std::move(obligations_);
-    r.shared_peak = layout_.peak;
+    r.shared_peak = layout_.layout().peak;
     return r;
   }
 
@@ -434,7 +432,7 @@ class Checker {
   }
 
   Perspective expr_rule(const Literal& n, SourceLoc here, SourceLoc) {
-    if ((is_integer(n.type) || n.type == ScalarType::Bool) && !fits(n.type, n.i))
+    if (!fits(n.type, n.i))
       error("V0707", here,
             "literal " + std::to_string(n.i) + " does not fit in " + type_name(n.type) +
                 " (write it as a wider type, or cast<T>() explicitly)");
@@ -565,7 +563,9 @@ class Checker {
 
   void check(const Seq& n) {
     push_scope();
+    layout_.open();
     for (const auto& c : n.stmts) stmt(c);
+    layout_.close();
     pop_scope();
   }
 
@@ -923,7 +923,7 @@ class Checker {
       note_code(d);
     }
     check_expr(n.count, n.loc);
-    const SharedSlot& slot = layout_.arrays[n.mem.get()];
+    const SharedSlot& slot = layout_.allocate(n);
     auto count = n.count && is_integer(n.count->type) ? eval_const(n.count) : std::nullopt;
     if (!count) {
       error("V0402", n.loc, "shared memory " + q(n.mem->name) + " needs a static size (an integer constant)");
@@ -994,11 +994,10 @@ class Checker {
     for (std::size_t i = f.params.size(); i < n.args.size(); ++i)
       if (n.args[i].value) check_expr(n.args[i].value, n.loc);
     no_overlapping_arguments(n, f);
-    if (auto slot = layout_.calls.find(&n); slot != layout_.calls.end() && slot->second.end > budget_) {
-      auto& d =
-          error("V0607", n.loc,
-                q(f.name) + " needs " + std::to_string(f.shared_budget) + " bytes of shared memory from offset " +
-                    std::to_string(slot->second.offset) + ", but the budget is " + std::to_string(budget_) + " bytes");
+    if (const SharedSlot* slot = f.shared_budget > 0 ? &layout_.call(n) : nullptr; slot && slot->end > budget_) {
+      auto& d = error("V0607", n.loc,
+                      q(f.name) + " needs " + std::to_string(f.shared_budget) + " bytes of shared memory from offset " +
+                          std::to_string(slot->offset) + ", but the budget is " + std::to_string(budget_) + " bytes");
       note(d, budget_loc_, "budget declared here");
     }
     if (n.result) {
@@ -1160,14 +1159,14 @@ class Checker {
   }
 
   void check(const Intrinsic& n) {
-    const std::string op = user_name(n.op);
+    const std::string& op = user_name(n.op);
     auto imm = [&](std::size_t i) -> std::int64_t { return i < n.imms.size() ? n.imms[i] : 0; };
     auto output = [&](Perspective p) {
       for (const auto& o : n.outputs) declare(o, p);
     };
     switch (n.op) {
-      case IntrinsicOp::SyncThreads: need_exact(block(1), "sync_threads", n.loc); break;
-      case IntrinsicOp::SyncWarp: need_exact(warp(), "sync_warp", n.loc); break;
+      case IntrinsicOp::SyncThreads: need_exact(block(1), op, n.loc); break;
+      case IntrinsicOp::SyncWarp: need_exact(warp(), op, n.loc); break;
       case IntrinsicOp::NamedBarrier: {
         std::int64_t id = imm(0), threads = imm(1);
         int ids = target::named_barriers();
@@ -1177,7 +1176,7 @@ class Checker {
         if (threads < 32 || threads % 32 != 0) {
           operand_error(n, "thread count must be a positive multiple of 32, not " + std::to_string(threads));
         } else {
-          need_exact(thread(threads), "named_barrier", n.loc);
+          need_exact(thread(threads), op, n.loc);
         }
         break;
       }
@@ -1226,7 +1225,7 @@ class Checker {
         break;
       }
       case IntrinsicOp::MmaSync: {
-        need_exact(warp(), "mma_sync", n.loc);
+        need_exact(warp(), op, n.loc);
         auto kind = static_cast<MmaShape>(imm(0));
         ScalarType in = kind == MmaShape::TF32_M16N8K8   ? ScalarType::F32
                         : kind == MmaShape::F16_M16N8K16 ? ScalarType::F16
@@ -1240,7 +1239,7 @@ class Checker {
         break;
       }
       case IntrinsicOp::Ldmatrix: {
-        need_exact(warp(), "ldmatrix", n.loc);
+        need_exact(warp(), op, n.loc);
         std::int64_t count = imm(0);
         if (count != 1 && count != 2 && count != 4)
           operand_error(n, "count must be 1, 2 or 4, not " + std::to_string(count));
@@ -1251,7 +1250,7 @@ class Checker {
         break;
       }
       case IntrinsicOp::Wgmma: {
-        need_exact(warpgroup(), "wgmma", n.loc);
+        need_exact(warpgroup(), op, n.loc);
         std::int64_t width = imm(0);
         if (width < 8 || width > 256 || width % 8 != 0)
           operand_error(n, "N must be a multiple of 8 in 8..256, not " + std::to_string(width));
@@ -1265,7 +1264,7 @@ class Checker {
       case IntrinsicOp::WgmmaCommit:
       case IntrinsicOp::WgmmaWait: need_exact(warpgroup(), op, n.loc); break;
       case IntrinsicOp::CpAsync: {
-        need_exact(thread(1), "cp_async", n.loc);
+        need_exact(thread(1), op, n.loc);
         std::int64_t bytes = imm(0);
         if (bytes != 4 && bytes != 8 && bytes != 16)
           operand_error(n, "a copy moves 4, 8 or 16 bytes, not " + std::to_string(bytes));
@@ -1280,7 +1279,7 @@ class Checker {
       case IntrinsicOp::CpAsyncCommit:
       case IntrinsicOp::CpAsyncWait: break;
       case IntrinsicOp::TmaLoad2D: {
-        need_exact(thread(1), "tma_load_2d", n.loc);
+        need_exact(thread(1), op, n.loc);
         MemInfo* dst = operand_mem(n, 0, MemSpace::Shared, std::nullopt, "destination");
         need_async(n, dst);
         operand_mem(n, 1, MemSpace::Shared, ScalarType::U64, "mbarrier");
@@ -1290,7 +1289,7 @@ class Checker {
         break;
       }
       case IntrinsicOp::MbarrierInit:
-        need_exact(thread(1), "mbarrier_init", n.loc);
+        need_exact(thread(1), op, n.loc);
         operand_mem(n, 0, MemSpace::Shared, ScalarType::U64, "mbarrier");
         operand_value(n, 0, std::nullopt, "count");
         break;
@@ -1361,7 +1360,7 @@ class Checker {
   std::unordered_map<const MemNode*, MemInfo> mems_;
   std::vector<Diagnostic> errors_;
   std::vector<Obligation> obligations_;
-  SharedLayout layout_;
+  SharedLayoutBuilder layout_;  // the shared layout (ir::layout_shared's rules), built as the walk goes
   int next_branch_ = 0;
   int async_depth_ = 0;
 };

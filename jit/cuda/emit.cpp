@@ -18,6 +18,7 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -223,6 +224,8 @@ std::set<std::int64_t> user_barrier_ids(const StmtPtr& body) {
   struct Scan : IRVisitor {
     std::set<std::int64_t> ids;
     std::set<const FunctionNode*> seen;
+    using IRVisitor::walk;
+    void walk(const ExprPtr&) override {}  // barriers are statements
     void visit(const Intrinsic& n) override {
       if (n.op == IntrinsicOp::NamedBarrier && !n.imms.empty()) ids.insert(n.imms[0]);
     }
@@ -239,6 +242,8 @@ std::set<std::int64_t> user_barrier_ids(const StmtPtr& body) {
 std::unordered_set<const VarNode*> reassigned(const StmtPtr& body) {
   struct Scan : IRVisitor {
     std::unordered_set<const VarNode*> vars;
+    using IRVisitor::walk;
+    void walk(const ExprPtr&) override {}  // assignments are statements
     void visit(const Assign& n) override {
       vars.insert(n.var.get());
       IRVisitor::visit(n);
@@ -301,14 +306,10 @@ class Emitter {
     if (t == ScalarType::BF16) uses_bf16_ = true;
   }
   /// Registers helper `vt_<op>` for `t` (and what it calls) and returns its name.
-  std::string helper(const std::string& op, ScalarType t) {
+  std::string helper(std::string_view op, ScalarType t) {
     if ((op == "div" || op == "abs") && is_signed(t)) helper("neg", t);
-    std::string key = op + "/" + ctype_name(t);
-    if (!helper_seen_.count(key)) {
-      helper_seen_.insert(key);
-      helper_text_ += helper_definition(op, t);
-    }
-    return "vt_" + op;
+    if (helper_seen_.emplace(op, t).second) helper_text_ += helper_definition(std::string(op), t);
+    return "vt_" + std::string(op);
   }
 
   void name_functions(const StmtPtr& body) {
@@ -781,9 +782,10 @@ class Emitter {
     if (b && e && st && *st != 0) {
       std::int64_t trips =
           *st > 0 ? (*e > *b ? (*e - *b + *st - 1) / *st : 0) : (*b > *e ? (*b - *e - *st - 1) / -*st : 0);
-      if (unroll_fully(trips, node_count(n.body))) {
+      int factor = unroll_factor(trips, node_count(n.body));
+      if (factor == 0 || factor < trips) {
         ind();
-        out_ << "#pragma unroll\n";
+        out_ << "#pragma unroll" << (factor == 0 ? std::string() : " " + std::to_string(factor)) << "\n";
       }
     }
     ind();
@@ -1208,7 +1210,7 @@ class Emitter {
   int barriers_ = 0;
   std::map<int, int> alignment_;
   std::vector<Diagnostic> problems_;
-  std::set<std::string> helper_seen_;
+  std::set<std::pair<std::string_view, ScalarType>> helper_seen_;
   std::string helper_text_;
   bool uses_half_ = false, uses_bf16_ = false, uses_tf32_ = false, uses_select_ = false, uses_and_ = false,
        uses_or_ = false;
@@ -1216,7 +1218,7 @@ class Emitter {
 
 }  // namespace
 
-bool unroll_fully(std::int64_t trips, std::int64_t size) { return trips <= 32 && trips * size <= 1024; }
+int unroll_factor(std::int64_t trips, std::int64_t size) { return trips <= 32 && trips * size <= 1024 ? 0 : 4; }
 
 EmitResult emit(const ir::KernelNode& kernel, const EmitOptions& options) { return Emitter(options).run(kernel); }
 

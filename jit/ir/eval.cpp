@@ -27,17 +27,6 @@ __int128 hi(ScalarType t) {
 
 }  // namespace
 
-bool fits(ScalarType t, std::int64_t v) {
-  switch (t) {
-    case ScalarType::Bool: return v == 0 || v == 1;
-    case ScalarType::I32: return v >= INT32_MIN && v <= INT32_MAX;
-    case ScalarType::U32: return v >= 0 && v <= static_cast<std::int64_t>(UINT32_MAX);
-    case ScalarType::I64:
-    case ScalarType::U64: return true;
-    default: return false;
-  }
-}
-
 std::int64_t wrap(ScalarType t, __int128 v) {
   auto bits = static_cast<std::uint64_t>(static_cast<unsigned __int128>(v));
   switch (t) {

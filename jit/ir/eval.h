@@ -14,8 +14,15 @@
 
 namespace vantage::ir {
 
-/// Whether `v` is a value of `t` in the representation above (u64: every bit pattern).
-bool fits(ScalarType t, std::int64_t v);
+/// Whether `v` is a value of `t` in the representation above (u64: every bit pattern; floats: any).
+inline bool fits(ScalarType t, std::int64_t v) {
+  switch (t) {
+    case ScalarType::Bool: return v == 0 || v == 1;
+    case ScalarType::I32: return v == static_cast<std::int32_t>(v);
+    case ScalarType::U32: return v == static_cast<std::uint32_t>(v);
+    default: return true;
+  }
+}
 /// `v` wrapped to the width of `t` (two's complement), bool as `v != 0`.
 std::int64_t wrap(ScalarType t, __int128 v);
 /// The exact mathematical value of a represented value (u64 as unsigned).

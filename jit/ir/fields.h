@@ -63,70 +63,91 @@ void for_each_child_of(const N& n, OE&& oe, OS&& os) {
 }
 
 // ---------------------------------------------------------------- the rebuild of a mutator
-/// The field with its children mutated; sets `changed` when one of them differs.
-template <class M>
-ExprPtr mapped(const ExprPtr& e, M& m, bool& changed) {
-  ExprPtr r = m.mutate(e);
-  changed |= r != e;
-  return r;
-}
-template <class M>
-StmtPtr mapped(const StmtPtr& s, M& m, bool& changed) {
-  StmtPtr r = m.mutate(s);
-  changed |= r != s;
-  return r;
-}
-template <class M>
-std::vector<ExprPtr> mapped(const std::vector<ExprPtr>& v, M& m, bool& changed) {
-  std::vector<ExprPtr> out;
-  out.reserve(v.size());
-  for (const auto& e : v) out.push_back(mapped(e, m, changed));
-  return out;
-}
-template <class M>
-std::vector<StmtPtr> mapped(const std::vector<StmtPtr>& v, M& m, bool& changed) {
-  std::vector<StmtPtr> out;
-  out.reserve(v.size());
-  for (const auto& s : v) out.push_back(mapped(s, m, changed));
-  return out;
-}
-template <class M>
-std::vector<CallArgNode> mapped(const std::vector<CallArgNode>& v, M& m, bool& changed) {
-  std::vector<CallArgNode> out;
-  out.reserve(v.size());
-  for (const auto& a : v) out.push_back({a.value ? mapped(a.value, m, changed) : nullptr, a.mem});
-  return out;
-}
-template <class M>
-std::vector<NamedExpr> mapped(const std::vector<NamedExpr>& v, M& m, bool& changed) {
-  std::vector<NamedExpr> out;
-  out.reserve(v.size());
-  for (const auto& [name, e] : v) out.emplace_back(name, mapped(e, m, changed));
-  return out;
-}
-template <class T, class M>
-T mapped(const T& leaf, M&, bool&) {
-  static_assert(is_leaf_field<T>, "classify this field type in jit/ir/fields.h: does it hold children?");
-  return leaf;
-}
+/// Mutated children waiting to be put into a rebuilt node: a mutator's scratch stacks, used in LIFO
+/// order by nested rebuilds, so that a node whose children did not change costs no allocation.
+struct Pending {
+  std::vector<ExprPtr> exprs;
+  std::vector<StmtPtr> stmts;
+};
+
+/// A field of the rebuilt node: children come from the pending stacks, in field order.
+struct Taker {
+  Pending& p;
+  std::size_t e, s;
+  ExprPtr take(const ExprPtr&) { return std::move(p.exprs[e++]); }
+  StmtPtr take(const StmtPtr&) { return std::move(p.stmts[s++]); }
+  std::vector<ExprPtr> take(const std::vector<ExprPtr>& v) {
+    std::vector<ExprPtr> out;
+    out.reserve(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out.push_back(std::move(p.exprs[e++]));
+    return out;
+  }
+  std::vector<StmtPtr> take(const std::vector<StmtPtr>& v) {
+    std::vector<StmtPtr> out;
+    out.reserve(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out.push_back(std::move(p.stmts[s++]));
+    return out;
+  }
+  std::vector<CallArgNode> take(const std::vector<CallArgNode>& v) {
+    std::vector<CallArgNode> out;
+    out.reserve(v.size());
+    for (const auto& a : v) out.push_back({a.value ? std::move(p.exprs[e++]) : nullptr, a.mem});
+    return out;
+  }
+  std::vector<NamedExpr> take(const std::vector<NamedExpr>& v) {
+    std::vector<NamedExpr> out;
+    out.reserve(v.size());
+    for (const auto& [name, x] : v) out.emplace_back(name, std::move(p.exprs[e++]));
+    return out;
+  }
+  template <class T>
+  T take(const T& leaf) {
+    static_assert(is_leaf_field<T>, "classify this field type in jit/ir/fields.h: does it hold children?");
+    return leaf;
+  }
+};
 
 /// `n` with every child mutated by `m`, or `self` when no child changed (unchanged subtrees stay
-/// shared). Expression nodes keep their type.
+/// shared and nothing is copied). Expression nodes keep their type.
 template <class N, class Ptr, class M>
-Ptr rebuild(const N& n, const Ptr& self, M& m) {
+Ptr rebuild(const N& n, const Ptr& self, M& m, Pending& pending) {
+  const std::size_t e0 = pending.exprs.size(), s0 = pending.stmts.size();
   bool changed = false;
-  auto values = std::apply(
-      [&](const auto&... f) { return std::tuple<std::decay_t<decltype(f)>...>{mapped(f, m, changed)...}; }, n.fields());
-  if (!changed) return self;
-  return std::apply(
-      [&](auto&&... xs) -> Ptr {
-        if constexpr (std::is_base_of_v<ExprNode, N>) {
-          return make<N>(n.type, std::move(xs)..., n.loc);
-        } else {
-          return make<N>(std::move(xs)..., n.loc);
-        }
+  for_each_child_of(
+      n,
+      [&](const ExprPtr& c) {
+        ExprPtr r = m.mutate(c);
+        changed |= r != c;
+        pending.exprs.push_back(std::move(r));
       },
-      std::move(values));
+      [&](const StmtPtr& c) {
+        StmtPtr r = m.mutate(c);
+        changed |= r != c;
+        pending.stmts.push_back(std::move(r));
+      });
+  if (!changed) {
+    pending.exprs.resize(e0);
+    pending.stmts.resize(s0);
+    return self;
+  }
+  Taker t{pending, e0, s0};
+  Ptr out = std::apply(
+      [&](const auto&... f) -> Ptr {
+        auto values = std::tuple<std::decay_t<decltype(f)>...>{t.take(f)...};
+        return std::apply(
+            [&](auto&&... xs) -> Ptr {
+              if constexpr (std::is_base_of_v<ExprNode, N>) {
+                return make<N>(n.type, std::move(xs)..., n.loc);
+              } else {
+                return make<N>(std::move(xs)..., n.loc);
+              }
+            },
+            std::move(values));
+      },
+      n.fields());
+  pending.exprs.resize(e0);
+  pending.stmts.resize(s0);
+  return out;
 }
 
 }  // namespace vantage::ir::fields

@@ -38,7 +38,8 @@ const char* name_of(IntrinsicOp op) {
   }
   return "?";
 }
-std::string user_name(IntrinsicOp op) {
+namespace {
+std::string snake_case(IntrinsicOp op) {
   if (op == IntrinsicOp::TmaLoad2D) return "tma_load_2d";
   std::string out;
   for (const char* c = name_of(op); *c; ++c) {
@@ -50,6 +51,18 @@ std::string user_name(IntrinsicOp op) {
     }
   }
   return out;
+}
+}  // namespace
+
+const std::string& user_name(IntrinsicOp op) {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+#define VANTAGE_X(N) names.push_back(snake_case(IntrinsicOp::N));
+    VANTAGE_IR_INTRINSICS(VANTAGE_X)
+#undef VANTAGE_X
+    return names;
+  }();
+  return kNames[static_cast<std::size_t>(op)];
 }
 const char* name_of(UnOp op) {
   switch (op) {

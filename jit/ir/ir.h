@@ -99,7 +99,7 @@ const char* name_of(BinOp op);
 const char* name_of(MathFn fn);
 const char* name_of(IntrinsicOp op);
 /// What users call an intrinsic: "sync_threads", "named_barrier", "cp_async".
-std::string user_name(IntrinsicOp op);
+const std::string& user_name(IntrinsicOp op);
 bool is_comparison(BinOp op);
 
 struct ExprNode;

@@ -99,10 +99,10 @@ Range value_range(const ExprPtr& e, const RangeEnv& env) {
   if (!e) return unknown_big();
   Range full = Range::of(e->type);
   if (!is_integer(e->type) && e->type != ScalarType::Bool) return full;
-  if (auto k = constant(e)) return Range::point(*k);
+  // A constant subtree needs no special case: its operations on point ranges give its value.
   auto fit = [&](Range r) { return r.within(full) ? r : full; };
   return dispatch(*e, Overloaded{
-                          [&](const Literal&) { return full; },
+                          [&](const Literal& n) { return fits(n.type, n.i) ? Range::point(exact(n.type, n.i)) : full; },
                           [&](const VarRef& n) {
                             auto it = env.vars.find(n.var.get());
                             return it == env.vars.end() ? full : fit(it->second);

@@ -14,41 +14,23 @@ std::int64_t align_up(std::int64_t v) {
 
 std::int64_t saturating_add(std::int64_t a, std::int64_t b) { return checked_add(a, b).value_or(INT64_MAX); }
 
+/// Drives the builder over a body (statements only: allocations and calls are statements).
 class Layouter : public IRVisitor {
  public:
-  SharedLayout layout;
+  SharedLayoutBuilder builder;
+  using IRVisitor::walk;
+  void walk(const ExprPtr&) override {}
 
  protected:
   void visit(const Seq& n) override {
-    std::int64_t saved = top_;
+    builder.open();
     IRVisitor::visit(n);
-    top_ = saved;  // arrays live until the end of the body that allocated them
+    builder.close();
   }
-  void visit(const SharedAlloc& n) override {
-    SharedSlot slot;
-    slot.offset = align_up(top_);
-    auto bytes = shared_bytes(n);
-    slot.size_known = bytes.has_value();
-    slot.bytes = bytes.value_or(0);
-    slot.end = saturating_add(slot.offset, slot.bytes);
-    top_ = slot.end;
-    layout.peak = std::max(layout.peak, top_);
-    layout.arrays[n.mem.get()] = slot;
-  }
+  void visit(const SharedAlloc& n) override { builder.allocate(n); }
   void visit(const Call& n) override {
-    IRVisitor::visit(n);
-    if (!n.fn || n.fn->shared_budget <= 0) return;
-    SharedSlot slot;
-    slot.offset = align_up(top_);
-    slot.bytes = n.fn->shared_budget;
-    slot.end = saturating_add(slot.offset, slot.bytes);
-    slot.size_known = true;
-    layout.peak = std::max(layout.peak, slot.end);
-    layout.calls[&n] = slot;
+    if (n.fn && n.fn->shared_budget > 0) builder.call(n);
   }
-
- private:
-  std::int64_t top_ = 0;
 };
 
 }  // namespace
@@ -59,10 +41,32 @@ std::optional<std::int64_t> shared_bytes(const SharedAlloc& alloc) {
   return checked_mul(f->value, type_bytes(alloc.mem->elem));
 }
 
+const SharedSlot& SharedLayoutBuilder::allocate(const SharedAlloc& n) {
+  SharedSlot slot;
+  slot.offset = align_up(top_);
+  auto bytes = shared_bytes(n);
+  slot.size_known = bytes.has_value();
+  slot.bytes = bytes.value_or(0);
+  slot.end = saturating_add(slot.offset, slot.bytes);
+  top_ = slot.end;
+  layout_.peak = std::max(layout_.peak, top_);
+  return layout_.arrays[n.mem.get()] = slot;
+}
+
+const SharedSlot& SharedLayoutBuilder::call(const Call& n) {
+  SharedSlot slot;
+  slot.offset = align_up(top_);
+  slot.bytes = n.fn ? n.fn->shared_budget : 0;
+  slot.end = saturating_add(slot.offset, slot.bytes);
+  slot.size_known = true;
+  layout_.peak = std::max(layout_.peak, slot.end);
+  return layout_.calls[&n] = slot;
+}
+
 SharedLayout layout_shared(const StmtPtr& body) {
   Layouter l;
   l.walk(body);
-  return std::move(l.layout);
+  return l.builder.take();
 }
 
 }  // namespace vantage::ir

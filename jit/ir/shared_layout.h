@@ -30,6 +30,27 @@ struct SharedLayout {
   std::int64_t peak = 0;  ///< the most bytes in use at once
 };
 
+/// The rules, applied statement by statement, so that a walk that visits a body anyway (the checker)
+/// builds the layout without a second walk: `open`/`close` around each body (Seq), `allocate` at each
+/// shared array, `call` at each call of a function with a shared budget.
+class SharedLayoutBuilder {
+ public:
+  void open() { saved_.push_back(top_); }
+  void close() {
+    top_ = saved_.back();  // arrays live until the end of the body that allocated them
+    saved_.pop_back();
+  }
+  const SharedSlot& allocate(const SharedAlloc& n);
+  const SharedSlot& call(const Call& n);
+  const SharedLayout& layout() const { return layout_; }
+  SharedLayout take() { return std::move(layout_); }
+
+ private:
+  std::int64_t top_ = 0;
+  std::vector<std::int64_t> saved_;
+  SharedLayout layout_;
+};
+
 /// The layout of the shared arrays `body` allocates and the budgets of the functions it calls.
 SharedLayout layout_shared(const StmtPtr& body);
 

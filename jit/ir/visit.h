@@ -64,8 +64,11 @@ class IRMutator {
   /// The default of any node: mutate every child; `self` when none changed.
   template <class N, class Ptr>
   Ptr rebuild(const N& n, const Ptr& self) {
-    return fields::rebuild(n, self, *this);
+    return fields::rebuild(n, self, *this, pending_);
   }
+
+ private:
+  fields::Pending pending_;
 };
 
 }  // namespace vantage::ir

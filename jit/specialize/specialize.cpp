@@ -19,6 +19,8 @@ using namespace ir;
 class FeatureScan : public IRVisitor {
  public:
   std::vector<std::pair<target::Feature, const Intrinsic*>> uses;
+  using IRVisitor::walk;
+  void walk(const ExprPtr&) override {}  // intrinsics are statements
 
  protected:
   void visit(const Intrinsic& n) override {
