@@ -95,20 +95,17 @@ std::string with_pragma(std::string source, const std::string& pragma) {
   return source.replace(at, policy.size(), pragma);
 }
 
-void BM_NvrtcLongLoopFullyUnrolled(benchmark::State& state) {
-  Specialized s = specialize_for(long_loop(static_cast<int>(state.range(0)), false), Spec{});
-  std::string source = with_pragma(s.source, "#pragma unroll\n");
+/// NVRTC on the generated loop with the policy's pragma replaced by `pragma`.
+void nvrtc_with_pragma(benchmark::State& state, bool foldable, const char* pragma) {
+  Specialized s = specialize_for(long_loop(static_cast<int>(state.range(0)), foldable), Spec{});
+  std::string source = with_pragma(s.source, pragma);
   if (source.empty()) return state.SkipWithError("the policy's pragma is not in the source");
   nvrtc_source(state, source, s.entry);
 }
+void BM_NvrtcLongLoopFullyUnrolled(benchmark::State& state) { nvrtc_with_pragma(state, false, "#pragma unroll\n"); }
 BENCHMARK(BM_NvrtcLongLoopFullyUnrolled)->Arg(1024)->Unit(benchmark::kMillisecond)->Iterations(1);
 
-void BM_NvrtcConstantLoopNoPragma(benchmark::State& state) {
-  Specialized s = specialize_for(long_loop(static_cast<int>(state.range(0)), true), Spec{});
-  std::string source = with_pragma(s.source, "");
-  if (source.empty()) return state.SkipWithError("the policy's pragma is not in the source");
-  nvrtc_source(state, source, s.entry);
-}
+void BM_NvrtcConstantLoopNoPragma(benchmark::State& state) { nvrtc_with_pragma(state, true, ""); }
 BENCHMARK(BM_NvrtcConstantLoopNoPragma)->Arg(8192)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_CompileSaxpy(benchmark::State& state) {

@@ -25,17 +25,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// A fresh private directory per test, removed afterwards.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/vantage_cache_test_XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+/// Each test gets its own cache directory.
+struct TempDir : test_support::TempDir {
+  TempDir() : test_support::TempDir("vantage_cache_test") {}
 };
 
 /// Collects what the library logs, so tests can assert the warning a fault must produce.

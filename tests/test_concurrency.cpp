@@ -59,16 +59,9 @@ TEST(Concurrency, ManyJobsOnAThreadPoolFailIndependently) {
 }
 
 /// A private cache directory for one test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/vantage_concurrency_XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+/// Each test gets its own cache directory.
+struct TempDir : test_support::TempDir {
+  TempDir() : test_support::TempDir("vantage_concurrency") {}
 };
 
 TEST(Concurrency, OneCacheServesManyThreads) {

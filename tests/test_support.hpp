@@ -2,6 +2,10 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
 
 #include "vantage/vantage.hpp"
 
@@ -11,3 +15,22 @@
     GTEST_SKIP() << "NVRTC is not available on this host"; \
   }                                                        \
   static_assert(true)
+
+namespace vantage::test_support {
+
+/// A fresh directory under /tmp named from `prefix`, removed with everything in it at scope exit.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& prefix = "vantage_test") {
+    std::string tmpl = "/tmp/" + prefix + "_XXXXXX";
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+}  // namespace vantage::test_support
