@@ -5,8 +5,10 @@
 
 #include <regex>
 
+#include "host_cuda.hpp"
 #include "jit/ir/eval.h"
 #include "jit/ir/range.h"
+#include "jit/nvrtc/nvrtc.h"
 #include "kernels/paper_kernels.hpp"
 #include "reject_helpers.hpp"
 #include "test_support.hpp"
@@ -304,6 +306,239 @@ TEST(GeneratedCode, ShufflesOfEveryAcceptedTypeCompile) {
     EXPECT_FALSE(c.cubin.empty()) << type_name(t);
     EXPECT_EQ(c.log, "") << type_name(t);
   }
+}
+
+// ------------------------------------------------------------------ generated code, run on the host
+// The generated code of one-thread integer kernels, built by the host compiler with UBSan and run
+// (tests/host_cuda.hpp): what the helpers and loops compute must be what jit/ir/eval says, with no
+// undefined behaviour on the way.
+
+using ir::Range;
+
+const char* ctype_of(ScalarType t) {
+  switch (t) {
+    case ScalarType::I32: return "int";
+    case ScalarType::U32: return "unsigned";
+    case ScalarType::I64: return "long long";
+    case ScalarType::U64: return "unsigned long long";
+    default: return "?";
+  }
+}
+
+std::string decimal(__int128 v) {
+  if (v == 0) return "0";
+  bool neg = v < 0;
+  unsigned __int128 m = neg ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
+  std::string d;
+  for (; m; m /= 10) d.insert(d.begin(), static_cast<char>('0' + static_cast<int>(m % 10)));
+  return neg ? "-" + d : d;
+}
+/// C++ text of the value `v` (held as jit/ir/eval holds it) of type `t`.
+std::string literal(ScalarType t, std::int64_t v) {
+  v = ir::wrap(t, v);
+  return "static_cast<" + std::string(ctype_of(t)) + ">(" + std::to_string(static_cast<std::uint64_t>(v)) + "ull)";
+}
+/// What the host program prints for the value `v` of type `t`.
+std::string printed(ScalarType t, std::int64_t v) { return decimal(ir::exact(t, ir::wrap(t, v))); }
+
+std::vector<std::int64_t> edge_values(ScalarType t) {
+  switch (t) {
+    case ScalarType::I32: return {INT32_MIN, INT32_MIN + 1, -13, -1, 0, 1, 7, 31, 32, 33, 40, INT32_MAX};
+    case ScalarType::U32: return {0, 1, 7, 31, 32, 33, 64, INT32_MAX, std::int64_t{1} << 31, UINT32_MAX};
+    case ScalarType::I64: return {INT64_MIN, -13, -1, 0, 1, 7, 63, 64, 65, std::int64_t{1} << 32, INT64_MAX};
+    default: return {0, 1, 7, 63, 64, 65, std::int64_t{1} << 32, INT64_MIN, -1};  // u64: 2^63, 2^64 - 1
+  }
+}
+
+/// A one-thread kernel of two parameters `a`, `b` of type `t` storing `fn(a, b)` to `out` of type
+/// `out_type`.
+test_support::HostKernel host_op(ScalarType t, ScalarType out_type, const std::function<Expr(Expr, Expr)>& fn) {
+  KernelBuilder k("op");
+  auto a = k.scalar_param("a", t);
+  auto b = k.scalar_param("b", t);
+  auto out = k.pointer_param("out", out_type, MemSpace::Global, false);
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    g.claim(out, thread(1), [&](Scope& g, View o) { g.split(Level::Thread, {{1, [&](Scope&) { o[0] = fn(a, b); }}}); });
+  });
+  Specialized s = specialize_for(k.build(), Spec{});
+  return {s.source, s.entry, ctype_of(out_type), {}};
+}
+
+constexpr ScalarType kIntegers[] = {ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64};
+
+TEST(GeneratedCodeRuns, IntegerOperationsComputeWhatEvalDefines) {
+  if (!test_support::host_cxx_available()) GTEST_SKIP() << "no host compiler configured";
+  struct Case {
+    BinOp op;
+    Expr (*fn)(Expr, Expr);
+  };
+  const Case cases[] = {
+      {BinOp::Add, [](Expr a, Expr b) { return a + b; }},     {BinOp::Sub, [](Expr a, Expr b) { return a - b; }},
+      {BinOp::Mul, [](Expr a, Expr b) { return a * b; }},     {BinOp::Div, [](Expr a, Expr b) { return a / b; }},
+      {BinOp::Mod, [](Expr a, Expr b) { return a % b; }},     {BinOp::Shl, [](Expr a, Expr b) { return a << b; }},
+      {BinOp::Shr, [](Expr a, Expr b) { return a >> b; }},    {BinOp::Min, [](Expr a, Expr b) { return min(a, b); }},
+      {BinOp::Max, [](Expr a, Expr b) { return max(a, b); }}, {BinOp::Xor, [](Expr a, Expr b) { return a ^ b; }},
+  };
+  std::vector<test_support::HostKernel> kernels;
+  std::vector<std::string> expected, what;
+  for (ScalarType t : kIntegers) {
+    auto values = edge_values(t);
+    auto add = [&](test_support::HostKernel k, const std::string& name, auto&& reference) {
+      for (std::int64_t a : values)
+        for (std::int64_t b : values) {
+          k.calls.push_back(literal(t, a) + ", " + literal(t, b));
+          expected.push_back(printed(t, reference(a, b)));
+          what.push_back(std::string(type_name(t)) + " " + name + " of " + printed(t, a) + ", " + printed(t, b));
+        }
+      kernels.push_back(std::move(k));
+    };
+    for (const auto& c : cases)
+      add(host_op(t, t, c.fn), ir::name_of(c.op), [&](std::int64_t a, std::int64_t b) { return bin(c.op, t, a, b); });
+    add(host_op(t, t, [](Expr a, Expr) { return -a; }), "negation",
+        [&](std::int64_t a, std::int64_t) { return ir::eval_unary(ir::UnOp::Neg, t, a); });
+    if (is_signed(t))
+      add(host_op(t, t, [](Expr a, Expr) { return abs(a); }), "abs",
+          [&](std::int64_t a, std::int64_t) { return a < 0 ? ir::eval_unary(ir::UnOp::Neg, t, a) : a; });
+    for (ScalarType to : kIntegers)
+      if (to != t) {
+        auto k = host_op(t, to, [to](Expr a, Expr) { return cast(to, a); });
+        for (std::int64_t a : values) {
+          k.calls.push_back(literal(t, a) + ", " + literal(t, 0));
+          expected.push_back(printed(to, ir::eval_cast(t, to, a)));
+          what.push_back(std::string(type_name(t)) + " " + printed(t, a) + " to " + type_name(to));
+        }
+        kernels.push_back(std::move(k));
+      }
+  }
+  auto run = test_support::run_on_host(kernels);
+  ASSERT_TRUE(run.ok) << run.problem;
+  ASSERT_EQ(run.values.size(), expected.size());
+  int wrong = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    if (run.values[i] != expected[i] && ++wrong <= 20)
+      ADD_FAILURE() << what[i] << ": generated code gives " << run.values[i] << ", eval " << expected[i];
+  EXPECT_EQ(wrong, 0) << "of " << expected.size() << " operations";
+}
+
+/// The iterations docs/semantics.md ("Loops") defines: begin, begin + step, ... while before `end`
+/// (exactly, no wrapping), none for a step of 0; folded into h = h * 31 + i, wrapping in `t`, or
+/// nullopt beyond `cap` iterations.
+std::optional<std::int64_t> loop_hash(ScalarType t, std::int64_t begin, std::int64_t end, std::int64_t step,
+                                      int cap = 1000) {
+  __int128 v = ir::exact(t, ir::wrap(t, begin)), e = ir::exact(t, ir::wrap(t, end)),
+           st = ir::exact(t, ir::wrap(t, step));
+  std::int64_t h = 0;
+  for (int n = 0; st > 0 ? v < e : st < 0 && v > e; v += st) {
+    if (++n > cap) return std::nullopt;
+    h = bin(BinOp::Add, t, bin(BinOp::Mul, t, h, 31), ir::wrap(t, v));
+  }
+  return h;
+}
+
+/// h = h * 31 + i over `for_(i, begin, end, step)`; the arguments not given are parameters.
+test_support::HostKernel host_loop(ScalarType t, std::optional<std::int64_t> begin, std::optional<std::int64_t> end,
+                                   std::optional<std::int64_t> step) {
+  KernelBuilder k("loop");
+  auto value = [&](const char* name, std::optional<std::int64_t> v) {
+    return v ? cast(t, static_cast<std::int64_t>(*v)) : k.scalar_param(name, t);
+  };
+  Expr b = value("b", begin), e = value("e", end), st = value("st", step);
+  auto out = k.pointer_param("out", t, MemSpace::Global, false);
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    g.claim(out, thread(1), [&](Scope& g, View o) {
+      g.split(Level::Thread, {{1, [&](Scope& s) {
+                                 auto h = s.let("h", cast(t, 0));
+                                 s.for_("i", b, e, st, [&](Scope& s, Expr i) { s.assign(h, h * 31 + i); });
+                                 o[0] = h;
+                               }}});
+    });
+  });
+  Specialized s = specialize_for(k.build(), Spec{});
+  return {s.source, s.entry, ctype_of(t), {}};
+}
+
+TEST(GeneratedCodeRuns, LoopCountersNeverWrap) {
+  if (!test_support::host_cxx_available()) GTEST_SKIP() << "no host compiler configured";
+  std::vector<test_support::HostKernel> kernels;
+  std::vector<std::string> expected, what;
+  for (ScalarType t : kIntegers) {
+    const std::int64_t lo = ir::wrap(t, Range::of(t).lo), hi = ir::wrap(t, Range::of(t).hi);
+    const std::vector<std::pair<std::int64_t, std::int64_t>> bounds = {
+        {0, 10},      {10, 0},      {5, 5},       {hi - 7, hi}, {hi - 1, hi},
+        {hi, hi - 9}, {lo, lo + 7}, {lo + 7, lo}, {0, hi},      {hi, 0}};
+    const std::vector<std::int64_t> steps = {1, 2, 3, -1, -2, -3, 0, hi, lo, hi - 3};
+    // Bounds and step parameters: nothing is known; constant steps: only the direction.
+    auto with_params = host_loop(t, std::nullopt, std::nullopt, std::nullopt);
+    for (auto [b, e] : bounds)
+      for (std::int64_t st : steps)
+        if (auto h = loop_hash(t, b, e, st)) {
+          with_params.calls.push_back(literal(t, b) + ", " + literal(t, e) + ", " + literal(t, st));
+          expected.push_back(printed(t, *h));
+          what.push_back(std::string(type_name(t)) + " loop from " + printed(t, b) + " to " + printed(t, e) + " step " +
+                         printed(t, st));
+        }
+    kernels.push_back(std::move(with_params));
+    for (std::int64_t st : {std::int64_t{3}, std::int64_t{-2}}) {
+      if (st < 0 && !is_signed(t)) continue;
+      auto k = host_loop(t, std::nullopt, std::nullopt, st);
+      for (auto [b, e] : bounds)
+        if (auto h = loop_hash(t, b, e, st)) {
+          k.calls.push_back(literal(t, b) + ", " + literal(t, e));
+          expected.push_back(printed(t, *h));
+          what.push_back(std::string(type_name(t)) + " loop from " + printed(t, b) + " to " + printed(t, e) + " step " +
+                         std::to_string(st));
+        }
+      kernels.push_back(std::move(k));
+    }
+    // Constant bounds at the top of the type: the range analysis knows where the counter goes.
+    auto top = host_loop(t, hi - 5, hi, 2);
+    top.calls.push_back("");
+    expected.push_back(printed(t, *loop_hash(t, hi - 5, hi, 2)));
+    what.push_back(std::string(type_name(t)) + " constant loop to the maximum");
+    kernels.push_back(std::move(top));
+  }
+  if (nvrtc_available())
+    for (const auto& k : kernels)  // NVRTC accepts what the host compiler ran
+      EXPECT_EQ(nvrtc::compile(k.source, k.entry + ".cu", nvrtc::canonical_options(Arch::SM_90, Output::Ptx)).log, "")
+          << k.source;
+  auto run = test_support::run_on_host(kernels);
+  ASSERT_TRUE(run.ok) << run.problem;
+  ASSERT_EQ(run.values.size(), expected.size());
+  int wrong = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    if (run.values[i] != expected[i] && ++wrong <= 20)
+      ADD_FAILURE() << what[i] << ": generated code gives " << run.values[i] << ", the definition " << expected[i];
+  EXPECT_EQ(wrong, 0) << "of " << expected.size() << " loops";
+}
+
+TEST(GeneratedCodeRuns, LoopBoundsAreEvaluatedOnce) {
+  if (!test_support::host_cxx_available()) GTEST_SKIP() << "no host compiler configured";
+  // `n` grows in the body: the loop still runs the 3 iterations its bound had on entry.
+  KernelBuilder k("bound_once");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    g.claim(out, thread(1), [&](Scope& g, View o) {
+      g.split(Level::Thread, {{1, [&](Scope& s) {
+                                 auto n = s.let("n", 3);
+                                 auto trips = s.let("trips", 0);
+                                 s.for_("i", 0, n, [&](Scope& s, Expr) {
+                                   s.assign(n, n + 1);
+                                   s.assign(trips, trips + 1);
+                                 });
+                                 o[0] = trips * 100 + n;
+                               }}});
+    });
+  });
+  Kernel kernel = k.build();
+  Specialized s = specialize_for(kernel, Spec{});
+  EXPECT_NE(s.source.find("const int i_end = n;"), std::string::npos) << s.source;
+  auto run = test_support::run_on_host({{s.source, s.entry, "int", {""}}});
+  ASSERT_TRUE(run.ok) << run.problem << "\n" << s.source;
+  EXPECT_EQ(run.values, std::vector<std::string>{"306"}) << s.source;
+  if (nvrtc_available()) EXPECT_EQ(compile(kernel, Spec{}).log, "") << s.source;
 }
 
 }  // namespace

@@ -239,6 +239,17 @@ std::set<std::int64_t> user_barrier_ids(const StmtPtr& body) {
 }
 
 /// Variables written after their declaration (their range is their type's).
+/// `x` without the parentheses that enclose all of it, if they do.
+std::string unparenthesized(const std::string& x) {
+  if (x.size() < 2 || x.front() != '(' || x.back() != ')') return x;
+  int depth = 0;
+  for (std::size_t i = 0; i + 1 < x.size(); ++i) {
+    depth += x[i] == '(' ? 1 : x[i] == ')' ? -1 : 0;
+    if (depth == 0) return x;  // the first parenthesis closes before the end
+  }
+  return x.substr(1, x.size() - 2);
+}
+
 std::unordered_set<const VarNode*> reassigned(const StmtPtr& body) {
   struct Scan : IRVisitor {
     std::unordered_set<const VarNode*> vars;
@@ -656,6 +667,11 @@ class Emitter {
   }
 
   std::string exact_index(const ExprPtr& e, ScalarType w) {
+    // In a 64-bit index, a part whose value and intermediates fit 32 bits is computed in int and
+    // widened once: `static_cast<long long>(row * 32 + tr) * K` rather than four 64-bit operations.
+    if (w == ScalarType::I64 && is_exact_index_op(*e))
+      if (auto r = exact_index_range(e, env_); r && r->within(Range::of(ScalarType::I32)))
+        return "static_cast<long long>(" + unparenthesized(exact_index(e, ScalarType::I32)) + ")";
     if (!is_exact_index_op(*e)) {
       if (auto k = const_int(e)) return int_text(w, static_cast<std::int64_t>(exact(e->type, *k)));
       std::string v = expr(e);
@@ -766,19 +782,60 @@ class Emitter {
   void emit(const For& n, const StmtPtr&) {
     if (vector_copy(n)) return;
     auto b = const_int(n.begin), e = const_int(n.end), st = const_int(n.step);
+    const ScalarType t = n.var->type;
+    // docs/semantics.md, "Loops": bounds and step are evaluated once, before the first iteration; a
+    // bound or step that is not a literal or an unassigned variable is held in a constant.
+    bool opened = false;
+    auto once = [&](const ExprPtr& x, const void* key, const std::string& base) {
+      std::string text = expr(x);
+      const auto* ref = as<VarRef>(*x);
+      if (as<Literal>(*x) || (ref && !reassigned_.count(ref->var.get()))) return text;
+      if (!opened) {
+        ind();
+        out_ << "{\n";
+        ++indent_;
+        opened = true;
+      }
+      std::string held = name(key, base);
+      ind();
+      out_ << "const " << ctype(t) << " " << held << " = " << text << ";\n";
+      return held;
+    };
+    std::string begin = expr(n.begin);
+    std::string end = once(n.end, &n.end, n.var->name + "_end"), step = once(n.step, &n.step, n.var->name + "_step");
     std::string v = name(n.var);
-    std::string begin = expr(n.begin), end = expr(n.end), step = expr(n.step);
     // The variable's range inside the body: begin up to end - 1 (step > 0) or down to end + 1.
     Range rb = value_range(n.begin, env_), re = value_range(n.end, env_), rs = value_range(n.step, env_);
-    bool up = rs.lo > 0, down = rs.hi < 0;
-    Range full = Range::of(n.var->type);
+    // The direction: up when the step cannot be negative, down when it cannot be positive (a step of
+    // zero runs no iteration, so a step that may be zero adds that test).
+    bool up = rs.lo >= 0, down = !up && rs.hi <= 0, may_be_zero = rs.contains(0);
+    Range full = Range::of(t);
     Range var = full;
-    if (up && !reassigned_.count(n.var.get())) var = Range{rb.lo, std::max(rb.lo, re.hi - 1)};
-    if (down && !reassigned_.count(n.var.get())) var = Range{std::min(rb.hi, re.lo + 1), rb.hi};
+    if (up) var = Range{rb.lo, std::max(rb.lo, re.hi - 1)};
+    if (down) var = Range{std::min(rb.hi, re.lo + 1), rb.hi};
     if (var.within(full)) env_.vars[n.var.get()] = var;
+    // The counter never wraps: the loop ends when the next value would pass `end`. Where the range
+    // analysis proves `v + step` stays in the type, the plain `v < end; v += step` says exactly that;
+    // otherwise the step is taken only while the distance left to `end` (exact in the unsigned type,
+    // as `v` is strictly before `end`) exceeds it.
     Range next{var.lo + rs.lo, var.hi + rs.hi};
-    bool wraps = is_signed(n.var->type) && !next.within(full);
-    std::string add = wraps ? helper("add", n.var->type) : "";
+    bool plain = (up || down) && var.within(full) && next.within(full);
+    std::string u = type_bytes(t) == 8 ? "unsigned long long" : "unsigned";
+    auto cast_u = [&](const std::string& x) { return "static_cast<" + u + ">(" + x + ")"; };
+    std::string step_up =
+        v + " = " + cast_u(end) + " - " + cast_u(v) + " > " + cast_u(step) + " ? " + v + " + " + step + " : " + end;
+    std::string step_down = v + " = " + cast_u(v) + " - " + cast_u(end) + " > " + cast_u("0") + " - " + cast_u(step) +
+                            " ? " + v + " + " + step + " : " + end;
+    std::string cond, inc;
+    if (up || down) {
+      cond = v + (up ? " < " : " > ") + end;
+      if (may_be_zero) cond = step + " != 0 && " + cond;
+      inc = plain ? v + " += " + step : (up ? step_up : step_down);
+    } else {
+      // A step of unknown sign: up when positive, down when negative, no iteration when zero.
+      cond = "(" + step + " > 0 ? " + v + " < " + end + " : " + step + " < 0 && " + v + " > " + end + ")";
+      inc = step + " > 0 ? (" + step_up + ") : (" + step_down + ")";
+    }
     if (b && e && st && *st != 0) {
       std::int64_t trips =
           *st > 0 ? (*e > *b ? (*e - *b + *st - 1) / *st : 0) : (*b > *e ? (*b - *e - *st - 1) / -*st : 0);
@@ -789,11 +846,15 @@ class Emitter {
       }
     }
     ind();
-    out_ << "for (" << ctype(n.var->type) << " " << v << " = " << begin << "; " << v << (down ? " > " : " < ") << end
-         << "; " << (wraps ? v + " = " + add + "(" + v + ", " + step + ")" : v + " += " + step) << ") {\n";
+    out_ << "for (" << ctype(t) << " " << v << " = " << begin << "; " << cond << "; " << inc << ") {\n";
     nested(n.body);
     ind();
     out_ << "}\n";
+    if (opened) {
+      --indent_;
+      ind();
+      out_ << "}\n";
+    }
   }
   void emit(const While& n, const StmtPtr&) {
     ind();

@@ -1,0 +1,95 @@
+#include "host_cuda.hpp"
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "test_support.hpp"
+
+namespace vantage::test_support {
+namespace {
+
+/// What the generated code of a one-thread integer kernel needs from CUDA, on the host: thread and
+/// block 0, and the device functions `min` and `max`.
+constexpr const char* kShim = R"(#include <algorithm>
+#include <iostream>
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+struct vt_host_dim3 { unsigned x = 0, y = 0, z = 0; };
+static vt_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
+using std::max;
+using std::min;
+)";
+
+std::string read(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// The source with its entry point made an ordinary function, so that each kernel can live in a
+/// namespace of its own (its helpers have the same names as the next kernel's).
+std::string hosted(std::string source) {
+  const std::string c_linkage = "extern \"C\" ";
+  for (auto at = source.find(c_linkage); at != std::string::npos; at = source.find(c_linkage, at))
+    source.erase(at, c_linkage.size());
+  return source;
+}
+
+}  // namespace
+
+bool host_cxx_available() {
+#ifdef VANTAGE_HOST_CXX
+  return std::filesystem::exists(VANTAGE_HOST_CXX);
+#else
+  return false;
+#endif
+}
+
+HostRun run_on_host(const std::vector<HostKernel>& kernels) {
+  HostRun run;
+#ifndef VANTAGE_HOST_CXX
+  run.problem = "no host compiler was configured (VANTAGE_HOST_CXX)";
+  return run;
+#else
+  TempDir dir("vantage_host_cuda");
+  std::ostringstream program;
+  program << kShim;
+  for (std::size_t i = 0; i < kernels.size(); ++i)
+    program << "namespace vt_case_" << i << " {\n" << hosted(kernels[i].source) << "\n}\n";
+  program << "int main() {\n";
+  for (std::size_t i = 0; i < kernels.size(); ++i)
+    for (const auto& args : kernels[i].calls)
+      program << "  { " << kernels[i].out_type << " out[1] = {}; vt_case_" << i << "::" << kernels[i].entry << "("
+              << args << (args.empty() ? "" : ", ") << "out); std::cout << +out[0] << '\\n'; }\n";
+  program << "}\n";
+  const auto src = dir.path / "kernels.cpp", exe = dir.path / "kernels", log = dir.path / "log";
+  std::ofstream(src) << program.str();
+  std::string build = std::string("'") + VANTAGE_HOST_CXX + "' -std=c++20 -O0 -w -fsanitize=undefined " +
+                      "-fno-sanitize-recover=all -o '" + exe.string() + "' '" + src.string() + "' > '" + log.string() +
+                      "' 2>&1";
+  if (std::system(build.c_str()) != 0) {
+    run.problem = "the host compiler rejected the generated code:\n" + read(log);
+    return run;
+  }
+  const auto out = dir.path / "out";
+  std::string go = "timeout 60 '" + exe.string() + "' > '" + out.string() + "' 2> '" + log.string() + "'";
+  if (int rc = std::system(go.c_str()); rc != 0) {
+    int status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    run.problem = "the run failed (exit status " + std::to_string(status) + (status == 124 ? ": the time limit" : "") +
+                  "):\n" + read(log);
+    return run;
+  }
+  std::istringstream lines(read(out));
+  for (std::string l; std::getline(lines, l);) run.values.push_back(l);
+  run.ok = true;
+  return run;
+#endif
+}
+
+}  // namespace vantage::test_support
