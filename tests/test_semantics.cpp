@@ -151,8 +151,8 @@ TEST(GeneratedCode, EveryIntegerEdgeCaseHasItsHelperAndCompiles) {
       {"vt_mul", one_op<std::int64_t>([](Expr a, Expr b) { return a * b; })},
       {"vt_neg", one_op<int>([](Expr a, Expr) { return -a; })},
       {"vt_div", one_op<int>([](Expr a, Expr b) { return a / b; })},
-      {"vt_mod", one_op<std::uint32_t>([](Expr a, Expr b) { return a % b; })},
-      {"vt_div", one_op<std::uint64_t>([](Expr a, Expr b) { return a / b; })},
+      {"vt_mod0", one_op<std::uint32_t>([](Expr a, Expr b) { return (a + 1u) % b; })},
+      {"vt_div0", one_op<std::uint64_t>([](Expr a, Expr b) { return a / (b + 1u); })},
       {"vt_shl", one_op<int>([](Expr a, Expr b) { return a << b; })},
       {"vt_shr", one_op<std::int64_t>([](Expr a, Expr b) { return a >> b; })},
       {"vt_shr", one_op<std::uint32_t>([](Expr a, Expr b) { return a >> b; })},
@@ -168,7 +168,7 @@ TEST(GeneratedCode, EveryIntegerEdgeCaseHasItsHelperAndCompiles) {
 
 /// Whether generated source calls one of the semantic helpers.
 bool calls_a_helper(const std::string& src) {
-  static const std::regex kHelper(R"(\bvt_(add|sub|mul|neg|div|mod|shl|shr|abs|select|and|or)\b)");
+  static const std::regex kHelper(R"(\bvt_(add|sub|mul|neg|div|mod|div0|mod0|shl|shr|abs|select|and|or)\b)");
   return std::regex_search(src, kHelper);
 }
 
@@ -397,9 +397,30 @@ TEST(GeneratedCodeRuns, IntegerOperationsComputeWhatEvalDefines) {
       add(host_op(t, t, c.fn), ir::name_of(c.op), [&](std::int64_t a, std::int64_t b) { return bin(c.op, t, a, b); });
     add(host_op(t, t, [](Expr a, Expr) { return -a; }), "negation",
         [&](std::int64_t a, std::int64_t) { return ir::eval_unary(ir::UnOp::Neg, t, a); });
-    if (is_signed(t))
+    if (is_signed(t)) {
       add(host_op(t, t, [](Expr a, Expr) { return abs(a); }), "abs",
           [&](std::int64_t a, std::int64_t) { return a < 0 ? ir::eval_unary(ir::UnOp::Neg, t, a) : a; });
+      // A dividend that cannot be MIN: only the zero divisor needs defining, written out where the
+      // operands are names (x / b) and through vt_div0 / vt_mod0 otherwise.
+      const std::int64_t max = ir::wrap(t, Range::of(t).hi);
+      for (BinOp op : {BinOp::Div, BinOp::Mod})
+        for (bool leaf_divisor : {true, false}) {
+          auto k = host_op(t, t, [&](Expr a, Expr b) {
+            Expr x = a & max, y = leaf_divisor ? b : b - 1;
+            return op == BinOp::Div ? x / y : x % y;
+          });
+          bool inline_test = op == BinOp::Div && leaf_divisor;
+          EXPECT_NE(k.source.find(inline_test        ? " == 0 ? "
+                                  : op == BinOp::Div ? "vt_div0("
+                                                     : "vt_mod0("),
+                    std::string::npos)
+              << k.source;
+          add(std::move(k), std::string(ir::name_of(op)) + " of a non-negative dividend",
+              [&](std::int64_t a, std::int64_t b) {
+                return bin(op, t, bin(BinOp::And, t, a, max), leaf_divisor ? b : bin(BinOp::Sub, t, b, 1));
+              });
+        }
+    }
     for (ScalarType to : kIntegers)
       if (to != t) {
         auto k = host_op(t, to, [to](Expr a, Expr) { return cast(to, a); });

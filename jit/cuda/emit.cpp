@@ -16,6 +16,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -132,6 +133,9 @@ std::string helper_definition(const std::string& op, ScalarType t) {
   }
   if (op == "neg")
     return head + c + " a) { return " + wrap("0" + std::string(is64 ? "ull" : "u") + " - " + as_u("a")) + "; }\n";
+  // div0 and mod0: where the range analysis excludes MIN / -1, only the zero divisor needs defining.
+  if (op == "div0") return head + c + " a, " + c + " b) { return b == 0 ? " + minus_one + " : a / b; }\n";
+  if (op == "mod0") return head + c + " a, " + c + " b) { return b == 0 ? a : a % b; }\n";
   if (op == "div") {
     if (is_signed(t))
       return head + c + " a, " + c + " b) { return b == 0 ? " + minus_one + " : (b == -1 ? vt_neg(a) : a / b); }\n";
@@ -153,6 +157,24 @@ std::string helper_definition(const std::string& op, ScalarType t) {
   if (op == "abs") return head + c + " a) { return a < 0 ? vt_neg(a) : a; }\n";
   throw InternalError("emit: unknown helper " + op);
 }
+
+/// The definition of helper `vt_<op>` for `t`, built once per process: every kernel that needs it
+/// prints the same text.
+const std::string& cached_helper_definition(std::string_view op, ScalarType t) {
+  static const auto table = [] {
+    std::map<std::pair<std::string, ScalarType>, std::string, std::less<>> all;
+    for (const char* op : {"add", "sub", "mul", "neg", "div", "mod", "div0", "mod0", "shl", "shr", "abs"})
+      for (ScalarType t : {ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64})
+        all[{op, t}] = helper_definition(op, t);
+    return all;
+  }();
+  auto it = table.find(std::pair<std::string, ScalarType>(op, t));
+  if (it == table.end()) throw InternalError("emit: no helper " + std::string(op) + " for " + type_name(t));
+  return it->second;
+}
+
+/// A variable, parameter, id or constant: as cheap to print twice as once.
+bool is_leaf(const ExprPtr& e) { return as<VarRef>(*e) || as<Literal>(*e) || as<Id>(*e); }
 
 /// Whether an expression reads memory (then evaluating it is observable: it may fault).
 bool has_load(const ExprPtr& e) {
@@ -319,7 +341,7 @@ class Emitter {
   /// Registers helper `vt_<op>` for `t` (and what it calls) and returns its name.
   std::string helper(std::string_view op, ScalarType t) {
     if ((op == "div" || op == "abs") && is_signed(t)) helper("neg", t);
-    if (helper_seen_.emplace(op, t).second) helper_text_ += helper_definition(std::string(op), t);
+    if (helper_seen_.emplace(op, t).second) helper_text_ += cached_helper_definition(op, t);
     return "vt_" + std::string(op);
   }
 
@@ -513,8 +535,16 @@ class Emitter {
           Range d = value_range(n.b, env_);
           bool min_by_minus_one =
               is_signed(n.type) && d.contains(-1) && value_range(n.a, env_).contains(Range::of(n.type).lo);
-          if (d.contains(0) || min_by_minus_one)
-            return helper(n.op == BinOp::Div ? "div" : "mod", n.type) + "(" + a + ", " + b + ")";
+          if (min_by_minus_one) return helper(n.op == BinOp::Div ? "div" : "mod", n.type) + "(" + a + ", " + b + ")";
+          if (d.contains(0)) {
+            // Written out where the operands are names or constants (NVRTC compiles that faster than
+            // a call), through vt_div0 / vt_mod0 where an operand would be evaluated twice.
+            bool div = n.op == BinOp::Div;
+            if (is_leaf(n.b) && (div || is_leaf(n.a)))
+              return "(" + b + " == 0 ? " + (div ? int_text(n.type, ir::wrap(n.type, -1)) : a) + " : " + a +
+                     (div ? " / " : " % ") + b + ")";
+            return helper(div ? "div0" : "mod0", n.type) + "(" + a + ", " + b + ")";
+          }
           break;
         }
         if (n.op == BinOp::Mod) return std::string(n.type == ScalarType::F32 ? "fmodf(" : "fmod(") + a + ", " + b + ")";
@@ -654,7 +684,8 @@ class Emitter {
   /// when it fits 64, and otherwise not at all (V1006).
   std::string index(const ExprPtr& e, SourceLoc loc) {
     if (!e) return "0";
-    auto r = exact_index_range(e, env_);
+    index_ranges_.clear();
+    auto r = exact_index_range(e, env_, &index_ranges_);
     if (r && r->within(Range::of(ScalarType::I32))) return exact_index(e, ScalarType::I32);
     if (r && r->within(Range::of(ScalarType::I64))) return exact_index(e, ScalarType::I64);
     problems_.push_back({"V1006",
@@ -670,7 +701,8 @@ class Emitter {
     // In a 64-bit index, a part whose value and intermediates fit 32 bits is computed in int and
     // widened once: `static_cast<long long>(row * 32 + tr) * K` rather than four 64-bit operations.
     if (w == ScalarType::I64 && is_exact_index_op(*e))
-      if (auto r = exact_index_range(e, env_); r && r->within(Range::of(ScalarType::I32)))
+      if (auto r = index_ranges_.find(e.get());
+          r != index_ranges_.end() && r->second.within(Range::of(ScalarType::I32)))
         return "static_cast<long long>(" + unparenthesized(exact_index(e, ScalarType::I32)) + ")";
     if (!is_exact_index_op(*e)) {
       if (auto k = const_int(e)) return int_text(w, static_cast<std::int64_t>(exact(e->type, *k)));
@@ -689,7 +721,11 @@ class Emitter {
   // ------------------------------------------------------------------ statements
   void ind() { out_ << std::string(static_cast<std::size_t>(indent_) * 2, ' '); }
   void line(const SourceLoc& loc) {
-    if (loc.known() && loc.file && *loc.file) out_ << "#line " << loc.line << " " << quote_path(loc.file) << "\n";
+    if (!loc.known() || !loc.file || !*loc.file) return;
+    // A kernel's lines come from a few files: quote each once.
+    auto it = quoted_.find(loc.file);
+    if (it == quoted_.end()) it = quoted_.emplace(loc.file, quote_path(loc.file)).first;
+    out_ << "#line " << loc.line << " " << it->second << "\n";
   }
 
   std::int64_t units(Perspective p) const {
@@ -1272,6 +1308,8 @@ class Emitter {
   std::map<int, int> alignment_;
   std::vector<Diagnostic> problems_;
   std::set<std::pair<std::string_view, ScalarType>> helper_seen_;
+  std::unordered_map<const char*, std::string> quoted_;  ///< source file names, quoted for #line
+  ExactRanges index_ranges_;                             ///< the index being printed: each exact operation's envelope
   std::string helper_text_;
   bool uses_half_ = false, uses_bf16_ = false, uses_tf32_ = false, uses_select_ = false, uses_and_ = false,
        uses_or_ = false;

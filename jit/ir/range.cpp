@@ -177,7 +177,7 @@ namespace {
 struct Exact {
   Range value, all;
 };
-std::optional<Exact> exact_ranges(const ExprPtr& e, const RangeEnv& env) {
+std::optional<Exact> exact_ranges(const ExprPtr& e, const RangeEnv& env, ExactRanges* each) {
   if (!e) return std::nullopt;
   if (!is_exact_index_op(*e)) {
     Range v = value_range(e, env);
@@ -186,24 +186,25 @@ std::optional<Exact> exact_ranges(const ExprPtr& e, const RangeEnv& env) {
   Range v;
   Range all;
   if (const auto* u = as<Unary>(*e)) {
-    auto a = exact_ranges(u->a, env);
+    auto a = exact_ranges(u->a, env, each);
     if (!a) return std::nullopt;
     v = neg(a->value);
     all = v.join(a->all);
   } else {
     const auto& b = static_cast<const Binary&>(*e);
-    auto a = exact_ranges(b.a, env), c = exact_ranges(b.b, env);
+    auto a = exact_ranges(b.a, env, each), c = exact_ranges(b.b, env, each);
     if (!a || !c) return std::nullopt;
     v = exact_op(b, a->value, c->value, constant(b.b).value_or(1));
     all = v.join(a->all).join(c->all);
   }
   if (all.lo <= -kLimit || all.hi >= kLimit) return std::nullopt;
+  if (each) (*each)[e.get()] = all;
   return Exact{v, all};
 }
 }  // namespace
 
-std::optional<Range> exact_index_range(const ExprPtr& e, const RangeEnv& env) {
-  auto r = exact_ranges(e, env);
+std::optional<Range> exact_index_range(const ExprPtr& e, const RangeEnv& env, ExactRanges* each) {
+  auto r = exact_ranges(e, env, each);
   return r ? std::optional<Range>(r->all) : std::nullopt;
 }
 

@@ -40,8 +40,10 @@ bool may_overflow(const Unary& u, const RangeEnv& env);
 /// Index expressions are computed exactly: +, -, *, negation, min, max, division and remainder by a
 /// non-zero constant, and left shifts by a constant make up the exact part; everything else is a leaf
 /// with its value range. Returns the smallest range covering the result and every intermediate, or
-/// nullopt when some intermediate may not fit 127 bits.
-std::optional<Range> exact_index_range(const ExprPtr& e, const RangeEnv& env);
+/// nullopt when some intermediate may not fit 127 bits. `each`, if given, receives that envelope for
+/// every operation of the exact part (the printer decides per part how wide to compute it).
+using ExactRanges = std::unordered_map<const ExprNode*, Range>;
+std::optional<Range> exact_index_range(const ExprPtr& e, const RangeEnv& env, ExactRanges* each = nullptr);
 /// Whether `e` is an operation of the exact part of an index expression (see above).
 bool is_exact_index_op(const ExprNode& e);
 
