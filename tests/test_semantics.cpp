@@ -43,6 +43,14 @@ TEST(Semantics, UnsignedArithmeticWraps) {
   EXPECT_EQ(bin(BinOp::Sub, U32, 0, 1), 0xffffffffLL);
   EXPECT_EQ(static_cast<std::uint64_t>(bin(BinOp::Sub, U64, 0, 1)), UINT64_MAX);
   EXPECT_EQ(bin(BinOp::Mul, U32, 0x10000, 0x10000), 0);
+  // The largest u64 product (2^128 - 2^65 + 1) is computed without overflow in the evaluator itself
+  // (UBSan checks that in scripts/test --sanitize): it wraps to 1.
+  bool over = false;
+  EXPECT_EQ(bin(BinOp::Mul, U64, -1, -1, &over), 1);
+  EXPECT_TRUE(over);
+  over = false;
+  EXPECT_EQ(bin(BinOp::Mul, U64, std::int64_t{1} << 32, std::int64_t{1} << 31, &over), std::int64_t{1} << 63);
+  EXPECT_FALSE(over);
 }
 
 TEST(Semantics, DivisionByZeroAndMinByMinusOne) {
@@ -520,10 +528,12 @@ TEST(GeneratedCodeRuns, LoopCountersNeverWrap) {
     what.push_back(std::string(type_name(t)) + " constant loop to the maximum");
     kernels.push_back(std::move(top));
   }
-  if (nvrtc_available())
-    for (const auto& k : kernels)  // NVRTC accepts what the host compiler ran
+  if (nvrtc_available()) {
+    for (const auto& k : kernels) {  // NVRTC accepts what the host compiler ran
       EXPECT_EQ(nvrtc::compile(k.source, k.entry + ".cu", nvrtc::canonical_options(Arch::SM_90, Output::Ptx)).log, "")
           << k.source;
+    }
+  }
   auto run = test_support::run_on_host(kernels);
   ASSERT_TRUE(run.ok) << run.problem;
   ASSERT_EQ(run.values.size(), expected.size());
@@ -559,7 +569,9 @@ TEST(GeneratedCodeRuns, LoopBoundsAreEvaluatedOnce) {
   auto run = test_support::run_on_host({{s.source, s.entry, "int", {""}}});
   ASSERT_TRUE(run.ok) << run.problem << "\n" << s.source;
   EXPECT_EQ(run.values, std::vector<std::string>{"306"}) << s.source;
-  if (nvrtc_available()) EXPECT_EQ(compile(kernel, Spec{}).log, "") << s.source;
+  if (nvrtc_available()) {
+    EXPECT_EQ(compile(kernel, Spec{}).log, "") << s.source;
+  }
 }
 
 }  // namespace

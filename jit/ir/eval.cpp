@@ -52,7 +52,15 @@ std::int64_t eval_binary(BinOp op, ScalarType t, std::int64_t a, std::int64_t b,
   switch (op) {
     case BinOp::Add: return result(x + y);
     case BinOp::Sub: return result(x - y);
-    case BinOp::Mul: return result(x * y);
+    case BinOp::Mul:
+      if (t == ScalarType::U64) {
+        // Two u64 values multiply to up to 2^128 - 2^65 + 1: exact in unsigned __int128, not in
+        // __int128 (where it would be undefined).
+        auto p = static_cast<unsigned __int128>(x) * static_cast<unsigned __int128>(y);
+        if (overflowed && (p >> 64) != 0) *overflowed = true;
+        return static_cast<std::int64_t>(static_cast<std::uint64_t>(p));
+      }
+      return result(x * y);  // |x|, |y| <= 2^63: the product fits
     case BinOp::Div:
       // Division by zero gives all ones (-1 when signed), as RISC-V defines it; the one overflow,
       // MIN / -1, wraps to MIN.
