@@ -119,8 +119,9 @@ TEST(Layers, PublicHeadersIncludeOnlyPublicHeadersAndNameNoIrType) {
     std::string line;
     while (std::getline(lines, line)) {
       std::smatch m;
-      if (std::regex_search(line, m, kInclude))
+      if (std::regex_search(line, m, kInclude)) {
         EXPECT_EQ(m[1].str().rfind("vantage/", 0), 0u) << e.path().filename() << " includes " << m[1];
+      }
     }
     EXPECT_EQ(text.find("ir::"), std::string::npos) << e.path().filename() << " names an IR type";
   }
