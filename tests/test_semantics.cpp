@@ -373,6 +373,20 @@ test_support::HostKernel host_op(ScalarType t, ScalarType out_type, const std::f
   return {s.source, s.entry, ctype_of(out_type), {}};
 }
 
+/// Runs `kernels` on the host and compares what each call stored with `expected` (described by `what`,
+/// computed by `reference`).
+void expect_host_values(const std::vector<test_support::HostKernel>& kernels, const std::vector<std::string>& expected,
+                        const std::vector<std::string>& what, const char* reference) {
+  auto run = test_support::run_on_host(kernels);
+  ASSERT_TRUE(run.ok) << run.problem;
+  ASSERT_EQ(run.values.size(), expected.size());
+  int wrong = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    if (run.values[i] != expected[i] && ++wrong <= 20)
+      ADD_FAILURE() << what[i] << ": generated code gives " << run.values[i] << ", " << reference << " " << expected[i];
+  EXPECT_EQ(wrong, 0) << "of " << expected.size() << " results";
+}
+
 constexpr ScalarType kIntegers[] = {ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64};
 
 TEST(GeneratedCodeRuns, IntegerOperationsComputeWhatEvalDefines) {
@@ -440,14 +454,7 @@ TEST(GeneratedCodeRuns, IntegerOperationsComputeWhatEvalDefines) {
         kernels.push_back(std::move(k));
       }
   }
-  auto run = test_support::run_on_host(kernels);
-  ASSERT_TRUE(run.ok) << run.problem;
-  ASSERT_EQ(run.values.size(), expected.size());
-  int wrong = 0;
-  for (std::size_t i = 0; i < expected.size(); ++i)
-    if (run.values[i] != expected[i] && ++wrong <= 20)
-      ADD_FAILURE() << what[i] << ": generated code gives " << run.values[i] << ", eval " << expected[i];
-  EXPECT_EQ(wrong, 0) << "of " << expected.size() << " operations";
+  expect_host_values(kernels, expected, what, "eval");
 }
 
 /// The iterations docs/semantics.md ("Loops") defines: begin, begin + step, ... while before `end`
@@ -534,14 +541,7 @@ TEST(GeneratedCodeRuns, LoopCountersNeverWrap) {
           << k.source;
     }
   }
-  auto run = test_support::run_on_host(kernels);
-  ASSERT_TRUE(run.ok) << run.problem;
-  ASSERT_EQ(run.values.size(), expected.size());
-  int wrong = 0;
-  for (std::size_t i = 0; i < expected.size(); ++i)
-    if (run.values[i] != expected[i] && ++wrong <= 20)
-      ADD_FAILURE() << what[i] << ": generated code gives " << run.values[i] << ", the definition " << expected[i];
-  EXPECT_EQ(wrong, 0) << "of " << expected.size() << " loops";
+  expect_host_values(kernels, expected, what, "the definition");
 }
 
 TEST(GeneratedCodeRuns, LoopBoundsAreEvaluatedOnce) {
