@@ -43,14 +43,6 @@ std::string hosted(std::string source) {
 
 }  // namespace
 
-bool host_cxx_available() {
-#ifdef VANTAGE_HOST_CXX
-  return std::filesystem::exists(VANTAGE_HOST_CXX);
-#else
-  return false;
-#endif
-}
-
 HostRun run_on_host(const std::vector<HostKernel>& kernels) {
   HostRun run;
 #ifndef VANTAGE_HOST_CXX
