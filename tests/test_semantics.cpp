@@ -257,6 +257,29 @@ TEST(GeneratedCode, AnExtentBeyond2To31ElementsGets64BitIndices) {
   EXPECT_FALSE(compile(k.build(), spec).cubin.empty());
 }
 
+TEST(GeneratedCode, AnIndexInsideAnIndexKeepsTheOuterIndexNarrow) {
+  // The load y[t] is printed inside x's index before the part (t % 1024 + 1) that fits an int: the
+  // inner index must not take the outer one's ranges with it.
+  KernelBuilder k("nested_index");
+  auto K = k.param<int>("K");
+  auto x = k.param<GlobalPtr<const float>>("x");
+  auto y = k.param<GlobalPtr<const int>>("y");
+  auto out = k.param<GlobalPtr<float>>("out");
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return t + i; },
+        [&](Scope& g, View o) { g.group(thread(1), [&](Scope&) { o[0] = x[y[t] + (t % 1024 + 1) * K]; }); });
+  });
+  Kernel kernel = k.build();
+  std::string src = specialize_for(kernel, Spec{}).source;
+  EXPECT_NE(src.find("static_cast<long long>((t % 1024) + 1) * static_cast<long long>(K)"), std::string::npos) << src;
+  if (nvrtc_available()) {
+    EXPECT_EQ(compile(kernel, Spec{}).log, "") << src;
+  }
+}
+
 TEST(GeneratedCode, AnIndexThatMayNotFit64BitsIsRejected) {
   KernelBuilder k("huge_index");
   auto a = k.param<std::int64_t>("a");

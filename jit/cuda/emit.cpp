@@ -22,6 +22,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "jit/ir/eval.h"
 #include "jit/ir/mutate.h"
@@ -136,15 +137,10 @@ std::string helper_definition(const std::string& op, ScalarType t) {
   // div0 and mod0: where the range analysis excludes MIN / -1, only the zero divisor needs defining.
   if (op == "div0") return head + c + " a, " + c + " b) { return b == 0 ? " + minus_one + " : a / b; }\n";
   if (op == "mod0") return head + c + " a, " + c + " b) { return b == 0 ? a : a % b; }\n";
-  if (op == "div") {
-    if (is_signed(t))
-      return head + c + " a, " + c + " b) { return b == 0 ? " + minus_one + " : (b == -1 ? vt_neg(a) : a / b); }\n";
-    return head + c + " a, " + c + " b) { return b == 0 ? " + minus_one + " : a / b; }\n";
-  }
-  if (op == "mod") {
-    if (is_signed(t)) return head + c + " a, " + c + " b) { return b == 0 ? a : (b == -1 ? " + zero + " : a % b); }\n";
-    return head + c + " a, " + c + " b) { return b == 0 ? a : a % b; }\n";
-  }
+  // div and mod: signed types whose dividend may be MIN and divisor -1 as well as 0.
+  if (op == "div")
+    return head + c + " a, " + c + " b) { return b == 0 ? " + minus_one + " : (b == -1 ? vt_neg(a) : a / b); }\n";
+  if (op == "mod") return head + c + " a, " + c + " b) { return b == 0 ? a : (b == -1 ? " + zero + " : a % b); }\n";
   if (op == "shl")
     return head + c + " a, unsigned long long b) { return b >= " + width + " ? " + zero + " : " +
            wrap(as_u("a") + " << b") + "; }\n";
@@ -164,8 +160,10 @@ const std::string& cached_helper_definition(std::string_view op, ScalarType t) {
   static const auto table = [] {
     std::map<std::pair<std::string, ScalarType>, std::string, std::less<>> all;
     for (const char* op : {"add", "sub", "mul", "neg", "div", "mod", "div0", "mod0", "shl", "shr", "abs"})
-      for (ScalarType t : {ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64})
-        all[{op, t}] = helper_definition(op, t);
+      for (ScalarType t : {ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64}) {
+        bool signed_only = std::string_view(op) == "div" || std::string_view(op) == "mod";
+        if (is_signed(t) || !signed_only) all[{op, t}] = helper_definition(op, t);
+      }
     return all;
   }();
   auto it = table.find(std::pair<std::string, ScalarType>(op, t));
@@ -260,7 +258,6 @@ std::set<std::int64_t> user_barrier_ids(const StmtPtr& body) {
   return scan.ids;
 }
 
-/// Variables written after their declaration (their range is their type's).
 /// `x` without the parentheses that enclose all of it, if they do.
 std::string unparenthesized(const std::string& x) {
   if (x.size() < 2 || x.front() != '(' || x.back() != ')') return x;
@@ -272,6 +269,7 @@ std::string unparenthesized(const std::string& x) {
   return x.substr(1, x.size() - 2);
 }
 
+/// Variables written after their declaration (their range is their type's).
 std::unordered_set<const VarNode*> reassigned(const StmtPtr& body) {
   struct Scan : IRVisitor {
     std::unordered_set<const VarNode*> vars;
@@ -684,7 +682,12 @@ class Emitter {
   /// when it fits 64, and otherwise not at all (V1006).
   std::string index(const ExprPtr& e, SourceLoc loc) {
     if (!e) return "0";
-    index_ranges_.clear();
+    // An index may load through another index (x[y[i] * K]): the inner one gets ranges of its own.
+    struct Restore {
+      ExactRanges& slot;
+      ExactRanges saved;
+      ~Restore() { slot = std::move(saved); }
+    } restore{index_ranges_, std::exchange(index_ranges_, {})};
     auto r = exact_index_range(e, env_, &index_ranges_);
     if (r && r->within(Range::of(ScalarType::I32))) return exact_index(e, ScalarType::I32);
     if (r && r->within(Range::of(ScalarType::I64))) return exact_index(e, ScalarType::I64);
