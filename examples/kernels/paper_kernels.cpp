@@ -384,8 +384,18 @@ Kernel vec_copy() {
         out, thread(1), [&](Expr i) { return gid * 4 + i; },
         [&](Scope& g, View out_t) {
           g.group(thread(1), [&](Scope& th) {
-            th.if_(gid * 4 < n,
-                   [&](Scope& th) { th.for_("i", 0, 4, [&](Scope&, Expr i) { out_t[i] = in[gid * 4 + i]; }); });
+            // In 64 bits, so that the tests cannot wrap for any grid.
+            auto first = th.let("first", cast<std::int64_t>(gid) * 4);
+            auto len = th.let("len", cast<std::int64_t>(n));
+            th.if_(
+                first + 4 <= len,
+                [&](Scope& th) { th.for_("i", 0, 4, [&](Scope&, Expr i) { out_t[i] = in[gid * 4 + i]; }); },
+                [&](Scope& th) {
+                  // The tail: the last thread copies the n % 4 elements left one by one.
+                  th.for_("i", 0, 4, [&](Scope& th, Expr i) {
+                    th.if_(first + cast<std::int64_t>(i) < len, [&](Scope&) { out_t[i] = in[gid * 4 + i]; });
+                  });
+                });
           });
         });
   });

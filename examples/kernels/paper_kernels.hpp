@@ -32,7 +32,8 @@ Kernel sgemm_naive();
 Kernel sgemm_coalesced();
 /// sgemm rung 3: tile x tile blocks staged in shared memory, tile * tile threads per block.
 Kernel sgemm_smem(int tile = 32);
-/// Each thread copies 4 consecutive floats: one 16-byte vector load and store.
+/// Each thread copies 4 consecutive floats: one 16-byte vector load and store where all 4 are inside
+/// n, one by one in the last thread's tail.
 Kernel vec_copy();
 
 struct Example {

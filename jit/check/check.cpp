@@ -494,6 +494,9 @@ class Checker {
     }
     return n.p;
   }
+  Perspective expr_rule(const Builtin&, SourceLoc, SourceLoc) {
+    throw InternalError("check: lowered IR (a hardware position) reached the checker");
+  }
   Perspective expr_rule(const Load& n, SourceLoc here, SourceLoc) {
     Perspective v = kTop;
     if (MemInfo* info = use_mem(n.mem, here)) {
@@ -1325,6 +1328,9 @@ class Checker {
       write_down(v->name, it->second.persp, it->second.decl, thread(1), n.loc);
     }
   }
+
+  void check(const Barrier&) { throw InternalError("check: a barrier statement reached the checker"); }
+  void check(const VectorCopy&) { throw InternalError("check: lowered IR (a vector copy) reached the checker"); }
 
   void check(const Return& n) {
     if (n.value) check_expr(n.value, n.loc);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "jit/ir/ir.h"
+#include "jit/lower/lower.h"
 #include "vantage/target.hpp"
 
 namespace vantage::cuda {
@@ -27,12 +28,11 @@ struct EmitResult {
   std::string source;
   std::int64_t shared_bytes = 0;
   bool dynamic_shared = false;
-  int barriers = 0;
-  std::map<int, int> param_alignment;  ///< parameter index -> bytes a vectorized access needs
-  std::vector<Diagnostic> problems;    ///< what cannot be generated (grid-wide sync, barrier ids, indices)
+  std::vector<Diagnostic> problems;  ///< what cannot be printed (indices that may not fit 64 bits)
 };
 
-EmitResult emit(const ir::KernelNode& kernel, const EmitOptions& options);
+/// Prints a lowered kernel (jit/lower) as CUDA C++.
+EmitResult emit(const lower::Lowered& lowered, const EmitOptions& options);
 
 /// The unroll policy for a loop of `trips` iterations (a constant) whose body has `size` IR nodes:
 /// 0 to unroll it fully (`#pragma unroll`), which only loops whose unrolled code stays small get, else

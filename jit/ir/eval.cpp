@@ -174,6 +174,7 @@ std::optional<Folded> fold(const ExprPtr& e) {
               },
               [](const MathCall&) -> std::optional<Folded> { return std::nullopt; },
               [](const Id&) -> std::optional<Folded> { return std::nullopt; },
+              [](const Builtin&) -> std::optional<Folded> { return std::nullopt; },
               [](const Load&) -> std::optional<Folded> { return std::nullopt; },
           });
 }

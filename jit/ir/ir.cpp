@@ -101,6 +101,7 @@ struct Hasher {
     h ^= h >> 31;
   }
   void field(std::int64_t v) { add(static_cast<std::uint64_t>(v)); }
+  void field(bool v) { add(v ? 1 : 0); }
   void field(double f) {
     std::uint64_t bits;
     std::memcpy(&bits, &f, sizeof bits);
@@ -256,6 +257,7 @@ struct Eq {
   requires std::is_enum_v<E>
   bool operator()(E a, E b) const { return a == b; }
   bool operator()(Perspective a, Perspective b) const { return a == b; }
+  bool operator()(bool a, bool b) const { return a == b; }
   bool operator()(const std::optional<Perspective>& a, const std::optional<Perspective>& b) const { return a == b; }
   bool operator()(const ExprPtr& a, const ExprPtr& b) const { return equal(a, b); }
   bool operator()(const StmtPtr& a, const StmtPtr& b) const { return equal(a, b); }

@@ -29,11 +29,12 @@ struct MemRep {};
 namespace vantage::ir {
 
 // clang-format off
-#define VANTAGE_IR_EXPRS(X) X(Literal) X(VarRef) X(Unary) X(Binary) X(Cast) X(Select) X(MathCall) X(Id) X(Load)
+#define VANTAGE_IR_EXPRS(X) X(Literal) X(VarRef) X(Unary) X(Binary) X(Cast) X(Select) X(MathCall) X(Id) X(Load) X(Builtin)
 
 #define VANTAGE_IR_STMTS(X)                                                                              \
   X(Seq) X(Let) X(Assign) X(Store) X(If) X(For) X(While) X(Group) X(Split) X(Destruct) X(Partition)     \
-  X(Claim) X(Lower) X(Async) X(SharedAlloc) X(LocalAlloc) X(Call) X(Intrinsic) X(Unsafe) X(Return)
+  X(Claim) X(Lower) X(Async) X(SharedAlloc) X(LocalAlloc) X(Call) X(Intrinsic) X(Unsafe) X(Return)  \
+  X(Barrier) X(VectorCopy)
 // clang-format on
 
 enum class ExprKind : std::uint8_t {
@@ -220,6 +221,18 @@ struct Load : ExprNode {
   Load(ScalarType t, MemPtr m, std::vector<ExprPtr> idx, SourceLoc l)
       : ExprNode(kKind, t, l), mem(std::move(m)), indices(std::move(idx)) {}
   auto fields() const { return std::tie(mem, indices); }
+};
+
+/// Lowered IR only (jit/lower): the hardware position of the running thread, an i32.
+enum class BuiltinKind : std::uint8_t {
+  ThreadInBlock,  ///< threadIdx.x (inside a device function: the caller's position for it)
+  BlockInGrid,    ///< blockIdx.x (inside a device function: the caller's block position)
+};
+struct Builtin : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Builtin;
+  BuiltinKind which;
+  Builtin(ScalarType t, BuiltinKind w, SourceLoc l) : ExprNode(kKind, t, l), which(w) {}
+  auto fields() const { return std::tie(which); }
 };
 
 struct StmtNode {
@@ -422,6 +435,48 @@ struct Return : StmtNode {
   ExprPtr value;  ///< may be null
   Return(ExprPtr v, SourceLoc l) : StmtNode(kKind, l), value(std::move(v)) {}
   auto fields() const { return std::tie(value); }
+};
+
+/// How a barrier synchronizes its threads. `Planned` is what jit/sync inserts (the threads of the
+/// code perspective `over`); jit/lower resolves it to a hardware primitive.
+enum class BarrierKind : std::uint8_t {
+  Planned,     ///< not yet lowered: every thread of one unit of `over`
+  Block,       ///< __syncthreads: the whole block
+  Warp,        ///< __syncwarp: the 32 lanes of the warp
+  WarpPart,    ///< __syncwarp(mask): the aligned `threads` lanes (a power of two below 32) of the lane
+  Named,       ///< bar.sync (id_base + threadIdx.x / threads), threads: each aligned unit of `threads`
+  NamedFixed,  ///< the user's named_barrier: bar.sync id_base, threads (the code's one unit)
+};
+/// A barrier over every thread of one unit; `async_wait` first waits for the thread's outstanding
+/// cp.async copies. Inserted by jit/sync, resolved by jit/lower.
+struct Barrier : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Barrier;
+  Perspective over;
+  BarrierKind how;
+  std::int64_t threads;  ///< threads in one unit (lowered)
+  std::int64_t id_base;  ///< Named: the first hardware barrier id of this unit size
+  bool async_wait;
+  Barrier(Perspective o, BarrierKind h, std::int64_t t, std::int64_t id, bool aw, SourceLoc l)
+      : StmtNode(kKind, l), over(o), how(h), threads(t), id_base(id), async_wait(aw) {}
+  auto fields() const { return std::tie(over, how, threads, id_base, async_wait); }
+};
+/// Lowered IR only: `count` consecutive elements copied as one vector access, dst[di .. di+count) =
+/// src[si .. si+count), on root memory; both indices are proven multiples of `count`.
+struct VectorCopy : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::VectorCopy;
+  MemPtr dst;
+  ExprPtr dst_index;
+  MemPtr src;
+  ExprPtr src_index;
+  std::int64_t count;
+  VectorCopy(MemPtr d, ExprPtr di, MemPtr s, ExprPtr si, std::int64_t c, SourceLoc l)
+      : StmtNode(kKind, l),
+        dst(std::move(d)),
+        dst_index(std::move(di)),
+        src(std::move(s)),
+        src_index(std::move(si)),
+        count(c) {}
+  auto fields() const { return std::tie(dst, dst_index, src, src_index, count); }
 };
 
 /// A parameter of a kernel or device function: a scalar (var) or a pointer (mem).

@@ -136,6 +136,7 @@ class Printer {
   std::string text(const MathCall& n) { return std::string(name_of(n.fn)) + "(" + list(n.args) + ")"; }
   std::string text(const Id& n) { return "id(" + n.p.str() + ")"; }
   std::string text(const Load& n) { return name(n.mem) + "[" + list(n.indices) + "]"; }
+  std::string text(const Builtin& n) { return n.which == BuiltinKind::ThreadInBlock ? "thread_index" : "block_index"; }
 
  public:
   /// One expression on its own (extents, diagnostics); names are the nodes' own.
@@ -253,7 +254,9 @@ class Printer {
     if (n.result) out_ << "let " << name(n.result) << ": " << type_name(n.result->type) << " = ";
     out_ << "call " << (n.fn ? n.fn->name : "<null>") << "(";
     for (std::size_t i = 0; i < n.args.size(); ++i)
-      out_ << (i ? ", " : "") << (n.args[i].mem ? name(n.args[i].mem) : expr(n.args[i].value));
+      out_ << (i ? ", " : "")
+           << (n.args[i].mem ? name(n.args[i].mem) + (n.args[i].value ? "+" + expr(n.args[i].value) : "")
+                             : expr(n.args[i].value));
     out_ << ");\n";
   }
   void print(const Intrinsic& n, int) {
@@ -289,6 +292,21 @@ class Printer {
       out_ << ")";
     }
     out_ << ";\n";
+  }
+  void print(const Barrier& n, int) {
+    static const char* const kHow[] = {"planned", "block", "warp", "warp_part", "named", "named_fixed"};
+    out_ << "barrier " << kHow[static_cast<int>(n.how)];
+    if (n.how == BarrierKind::Planned) out_ << " " << n.over.str();
+    if (n.how == BarrierKind::WarpPart || n.how == BarrierKind::Named || n.how == BarrierKind::NamedFixed)
+      out_ << " threads=" << n.threads;
+    if (n.how == BarrierKind::Named) out_ << " id=" << n.id_base << "+thread_index/" << n.threads;
+    if (n.how == BarrierKind::NamedFixed) out_ << " id=" << n.id_base;
+    if (n.async_wait) out_ << " after cp.async";
+    out_ << ";\n";
+  }
+  void print(const VectorCopy& n, int) {
+    out_ << name(n.dst) << "[" << expr(n.dst_index) << " +: " << n.count << "] = " << name(n.src) << "["
+         << expr(n.src_index) << " +: " << n.count << "];\n";
   }
   void print(const Return& n, int) {
     out_ << "return";

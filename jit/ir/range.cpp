@@ -161,6 +161,10 @@ Range value_range(const ExprPtr& e, const RangeEnv& env) {
                             return full;
                           },
                           [&](const Id& n) { return env.id ? fit(env.id(n.p)) : full; },
+                          [&](const Builtin& n) {
+                            const auto& r = n.which == BuiltinKind::ThreadInBlock ? env.thread_index : env.block_index;
+                            return r ? fit(*r) : full;
+                          },
                           [&](const Load&) { return full; },
                       });
 }

@@ -27,6 +27,7 @@ struct Range {
 struct RangeEnv {
   std::unordered_map<const VarNode*, Range> vars;  ///< variables of known range (others: their type's)
   std::function<Range(Perspective)> id;            ///< the range of `id(p)` where the expression is
+  std::optional<Range> thread_index, block_index;  ///< lowered IR: the ranges of the Builtin positions
 };
 
 /// The range of `e`'s value under the IR's semantics (a result that may overflow wraps, so its range

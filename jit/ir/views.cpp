@@ -69,6 +69,14 @@ ExprPtr Views::root_index(const MemNode* m, std::vector<ExprPtr> idx) const {
   }
 }
 
+ExprPtr Views::share(const MemNode* m) const {
+  auto p = partitions_.find(m);
+  if (p == partitions_.end()) return nullptr;
+  std::vector<ExprPtr> idx;
+  for (const auto& v : p->second->index_vars) idx.push_back(ref(v, p->second->loc));
+  return root_index(m, std::move(idx));
+}
+
 bool Views::unit_stride(const MemNode* m) const {
   while (true) {
     if (auto p = partitions_.find(m); p != partitions_.end()) {

@@ -21,6 +21,10 @@ class Views {
   const MemNode* root(const MemNode* m) const;
   /// The index into the root of `m[idx...]`, folded; null for a root accessed without indices.
   ExprPtr root_index(const MemNode* m, std::vector<ExprPtr> idx) const;
+  /// For a view made by a partition: the root index of its element (i, j, ...), with the
+  /// partition's own index variables left free, i.e. which elements of the root each unit owns.
+  /// Null for any other memory.
+  ExprPtr share(const MemNode* m) const;
   /// Whether `m[i]` is `root[base + i]` (unit stride), so a pointer to m[0] can stand for m.
   bool unit_stride(const MemNode* m) const;
 

@@ -35,13 +35,20 @@ std::string entry_name(const Kernel& k, const Spec& spec, std::int64_t threads) 
 Specialized specialize_for(const Kernel& kernel, const Spec& spec) {
   const ir::KernelNode& k = detail::KernelAccess::ir(kernel);
   auto s = specialization::run(k, kernel.obligations(), spec);
+  lower::Options lo;
+  lo.threads = s.threads;
+  lo.blocks = s.blocks;
+  lo.max_blocks = s.max_blocks;
+  lo.arch = spec.arch;
+  lower::Lowered lowered = lower::lower(*s.kernel, lo);
   cuda::EmitOptions opt;
   opt.threads = s.threads;
   opt.blocks = s.blocks;
   opt.max_blocks = s.max_blocks;
   opt.arch = spec.arch;
   opt.entry = entry_name(kernel, spec, s.threads);
-  auto e = cuda::emit(*s.kernel, opt);
+  auto e = cuda::emit(lowered, opt);
+  e.problems.insert(e.problems.begin(), lowered.problems.begin(), lowered.problems.end());
   const target::Info& arch = target::info(spec.arch);
   if (e.shared_bytes > arch.shared_optin_bytes)
     e.problems.push_back({"V0404",
@@ -56,13 +63,14 @@ Specialized specialize_for(const Kernel& kernel, const Spec& spec) {
   out.source = std::move(e.source);
   out.guards = std::move(s.guards);
   out.params = std::move(s.params);
-  for (const auto& [index, bytes] : e.param_alignment) out.params[static_cast<std::size_t>(index)].alignment = bytes;
+  for (const auto& [index, bytes] : lowered.param_alignment)
+    out.params[static_cast<std::size_t>(index)].alignment = bytes;
   out.threads = s.threads;
   out.static_shared_bytes = e.dynamic_shared ? 0 : e.shared_bytes;
   out.dynamic_shared_bytes = e.dynamic_shared ? e.shared_bytes : 0;
   out.arch = spec.arch;
   out.fp_contract = spec.fp_contract;
-  out.barriers = e.barriers;
+  out.barriers = lowered.barriers;
   return out;
 }
 

@@ -13,13 +13,24 @@
 // Two refinements keep barriers to the hand-written minimum. Plain stores only go through memory
 // narrowed to one thread, so two stores never need a barrier between them (overlapping shares are
 // the race the user's index function chose). And a thread that only reads what it will store itself,
-// or reads back what it stored, needs no barrier between the two; this is decided by comparing root
-// index expressions made of thread ids and variables that never change.
+// or reads back what it stored, needs no barrier between the two. That is decided by comparing root
+// index expressions made of thread ids and variables that never change, and it holds only when every
+// pending access of that memory and the new one use one and the same index expression: then the
+// element a thread reads is the one its own partition share gave it, and no other thread's share.
+// Two different expressions (two partitions that hand elements to different threads), a store made
+// by a narrower set of threads (a split branch or a claim: the others read what one thread wrote),
+// or an `id()` seen from outside the group that gives it its meaning, make the index incomparable.
+//
+// Loops iterate to a fixed point, which exists because the pending sets only grow and are finite.
+// The state a loop body leaves, and where it needs barriers, are memoised per input state, so that a
+// nest of loops costs a polynomial in its depth, not an exponential.
 #include "jit/sync/sync.h"
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
+#include <string>
 
 #include "jit/ir/views.h"
 #include "jit/ir/visit.h"
@@ -52,12 +63,23 @@ bool within(const Indices& a, const Indices& b, const MemNode* r) {
   return true;
 }
 
+/// Whether an expression contains an `id()`, whose value depends on the code perspective it is in.
+bool has_id(const ExprPtr& e) {
+  struct Scan : IRVisitor {
+    bool found = false;
+    void visit(const Id&) override { found = true; }
+  } scan;
+  scan.walk(e);
+  return scan.found;
+}
+
 /// What statements touch: reads, plain `stores`, other `writes` (calls with mutable pointers,
 /// atomics, async copies), and the comparable root indices of reads and stores; a root in `opaque`
 /// was also accessed at an index that cannot be compared.
 struct Access {
   Roots reads, stores, writes, async_writes, opaque;
   Indices read_at, store_at;
+  Indices share_at;  ///< the partition shares the stores went through (see Views::share)
   void merge(const Access& o) {
     reads.insert(o.reads.begin(), o.reads.end());
     stores.insert(o.stores.begin(), o.stores.end());
@@ -68,8 +90,24 @@ struct Access {
       for (const auto& e : es) add_index(read_at, r, e);
     for (const auto& [r, es] : o.store_at)
       for (const auto& e : es) add_index(store_at, r, e);
+    for (const auto& [r, es] : o.share_at)
+      for (const auto& e : es) add_index(share_at, r, e);
   }
 };
+
+/// Whether the stores of root r in `a` and `b` all went through one partition share.
+bool one_share(const Access& a, const Access& b, const MemNode* r) {
+  const ExprPtr* first = nullptr;
+  for (const Access* x : {&a, &b}) {
+    auto it = x->share_at.find(r);
+    if (it == x->share_at.end()) continue;
+    for (const auto& e : it->second) {
+      if (!first) first = &e;
+      if (!equal(e, *first)) return false;
+    }
+  }
+  return true;
+}
 
 /// Accesses since the last barrier.
 struct State : Access {
@@ -79,11 +117,13 @@ struct State : Access {
       for (const auto& [r, es] : a) {
         auto it = b.find(r);
         if (it == b.end() || it->second.size() != es.size()) return false;
+        for (std::size_t i = 0; i < es.size(); ++i)
+          if (!equal(es[i], it->second[i])) return false;
       }
       return true;
     };
     return reads == o.reads && stores == o.stores && writes == o.writes && async_writes == o.async_writes &&
-           opaque == o.opaque && same(read_at, o.read_at) && same(store_at, o.store_at);
+           opaque == o.opaque && same(read_at, o.read_at) && same(store_at, o.store_at) && same(share_at, o.share_at);
   }
   void clear() { *this = State(); }
 };
@@ -142,6 +182,7 @@ class Planner {
     if (!e) return false;
     return dispatch(*e, Overloaded{
                             [](const Literal&) { return true; }, [](const Id&) { return true; },
+                            [](const Builtin&) { return true; },
                             [&](const VarRef& n) {
                               if (assigned_.count(n.var.get())) return false;
                               return n.var->origin == VarNode::Origin::Param || stable_.count(n.var.get()) > 0;
@@ -152,6 +193,23 @@ class Planner {
                             [](const MathCall&) { return false; },
                             [](const Load&) { return false; },  // memory may change between two reads
                         });
+  }
+
+  /// A share expression is stable when everything but the partition's own index variables is.
+  bool stable_share(const ExprPtr& e) const {
+    struct Scan : IRVisitor {
+      const Planner& p;
+      bool ok = true;
+      explicit Scan(const Planner& planner) : p(planner) {}
+      void visit(const VarRef& n) override {
+        if (n.var->origin == VarNode::Origin::IndexArg) return;
+        ok = ok && p.stable(ref(n.var, n.loc));
+      }
+      void visit(const Load&) override { ok = false; }
+      void visit(const MathCall&) override { ok = false; }
+    } scan(*this);
+    scan.walk(e);
+    return scan.ok;
   }
 
   // ------------------------------------------------------------ what a statement touches
@@ -214,7 +272,18 @@ class Planner {
       if (const auto* r = p_.root(n.mem.get())) {
         access.stores.insert(r);
         p_.index(access, access.store_at, n.mem, n.indices, r);
+        // Which elements the storing thread owns: only a store through a partition says.
+        ExprPtr share = p_.views_.share(n.mem.get());
+        if (share && p_.stable_share(share))
+          add_index(access.share_at, r, share);
+        else
+          access.opaque.insert(r);
       }
+    }
+    void visit(const VectorCopy& n) override {
+      IRVisitor::visit(n);
+      p_.read(access, n.src);
+      p_.write(access, n.dst);
     }
     void visit(const Call& n) override {
       IRVisitor::visit(n);
@@ -281,7 +350,27 @@ class Planner {
     if (it != summaries_.end()) return it->second;
     AccessScan scan(*this, s.get());
     scan.walk(s);
-    return summaries_.emplace(s.get(), std::move(scan.access)).first->second;
+    Access& a = scan.access;
+    // Seen from outside, a group's ids mean something else, and a split branch or a claim stores
+    // with fewer threads than the code around it: those indices compare with nothing out here.
+    bool narrower_stores = s->kind == StmtKind::Split || s->kind == StmtKind::Claim;
+    bool inner_ids = s->kind == StmtKind::Group || s->kind == StmtKind::Split;
+    auto demote = [&](Indices& at, bool all) {
+      for (auto it = at.begin(); it != at.end();) {
+        bool bad = all;
+        for (const auto& e : it->second) bad = bad || (inner_ids && has_id(e));
+        if (bad) {
+          a.opaque.insert(it->first);
+          it = at.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    };
+    demote(a.store_at, narrower_stores);
+    demote(a.share_at, narrower_stores);
+    demote(a.read_at, false);
+    return summaries_.emplace(s.get(), std::move(a)).first->second;
   }
 
   // ------------------------------------------------------------ conflicts and barriers
@@ -291,6 +380,7 @@ class Planner {
   bool own(const Access& a, const State& st, const MemNode* r, bool a_reads) const {
     if (exempt_.count(r)) return true;
     if (a.opaque.count(r) || st.opaque.count(r)) return false;
+    if (!one_share(a, st, r)) return false;
     return a_reads ? within(a.read_at, st.store_at, r) : within(st.read_at, a.store_at, r);
   }
 
@@ -368,7 +458,7 @@ class Planner {
     std::vector<const MemNode*> added;
     for (const auto* r : all.stores)
       if (st.reads.count(r) && !exempt_.count(r) && !all.opaque.count(r) && !st.opaque.count(r) &&
-          within(st.read_at, all.store_at, r))
+          one_share(all, st, r) && within(st.read_at, all.store_at, r))
         added.push_back(r);
     exempt_.insert(added.begin(), added.end());
     walk(body, st, code, rec);
@@ -409,11 +499,14 @@ class Planner {
   template <class N>
   requires(std::is_same_v<N, Let> || std::is_same_v<N, Assign> || std::is_same_v<N, Store> ||
            std::is_same_v<N, SharedAlloc> || std::is_same_v<N, LocalAlloc> || std::is_same_v<N, Call> ||
-           std::is_same_v<N, Intrinsic> || std::is_same_v<N, Unsafe> ||
+           std::is_same_v<N, Intrinsic> || std::is_same_v<N, Unsafe> || std::is_same_v<N, VectorCopy> ||
            std::is_same_v<N, Return>) void plan_stmt(const N&, const StmtPtr& s, State& st, Perspective code,
                                                      Plan* rec) {
     step(s, summary(s), st, code, rec);
   }
+
+  /// A barrier already in the body (lowered IR): everything before it is complete.
+  void plan_stmt(const ir::Barrier&, const StmtPtr&, State& st, Perspective, Plan*) { st.clear(); }
 
   /// A wait for data from before a branch goes before it (one barrier, not one per branch). A wait
   /// for data from before a loop goes before the loop unless the loop's own barriers, the ones its
@@ -421,34 +514,67 @@ class Planner {
   void hoist(const StmtPtr& s, const StmtPtr& loop_body, State& st, Perspective code, Plan* rec) {
     if (!conflicts(summary(s), st)) return;
     if (loop_body) {
-      Plan with_incoming, on_its_own;
-      State a = st, b;
-      loop(loop_body, a, code, &with_incoming);
-      loop(loop_body, b, code, &on_its_own);
+      const LoopResult& with_incoming = loop_result(loop_body, st, code);
+      const LoopResult& on_its_own = loop_result(loop_body, State(), code);
       bool covered = true;
-      for (const auto& [stmt, barriers] : with_incoming.before) covered = covered && on_its_own.before.count(stmt);
+      for (const auto* stmt : with_incoming.barriers) covered = covered && on_its_own.barriers.count(stmt);
       if (covered) return;
     }
     place(s, st, code, rec);
   }
 
-  /// A loop body runs again after itself: iterate the state at its head to a fixed point, then
-  /// place barriers for that state. Zero iterations keep the state from before the loop.
+  /// What a whole loop does to a state: the state after it and the statements it puts barriers
+  /// before (every nested level included).
+  struct LoopResult {
+    State in, out;
+    std::set<const StmtNode*> barriers;
+  };
+  const LoopResult& loop_result(const StmtPtr& body, const State& in, Perspective code) {
+    auto& seen = loops_[{body.get(), code.str()}];
+    for (const auto& r : seen)
+      if (r->in == in) return *r;
+    auto r = std::make_unique<LoopResult>();
+    r->in = in;
+    Plan scratch;
+    State st = in;
+    loop(body, st, code, &scratch);
+    r->out = std::move(st);
+    for (const auto& [stmt, b] : scratch.before) r->barriers.insert(stmt);
+    seen.push_back(std::move(r));
+    return *seen.back();
+  }
+
+  /// A loop body runs again after itself: iterate the state at its head to a fixed point (the state
+  /// only grows, over finitely many roots and indices), then place barriers for that state. Zero
+  /// iterations keep the state from before the loop.
   void loop(const StmtPtr& body, State& st, Perspective code, Plan* rec) {
     State before = st;
     State head = st;
-    for (int i = 0; i < 8; ++i) {
-      State out = head;
-      walk(body, out, code, nullptr);
+    while (true) {
+      State out = after(body, head, code);
       State next = before;
       next.merge(out);
       if (next == head) break;
-      head = next;
+      head = std::move(next);
     }
     State out = head;
-    walk(body, out, code, rec);
+    if (rec)
+      walk(body, out, code, rec);
+    else
+      out = after(body, head, code);
     st = before;
     st.merge(out);
+  }
+
+  /// The state after one pass of a loop body from `in`, memoised.
+  State after(const StmtPtr& body, const State& in, Perspective code) {
+    auto& seen = bodies_[{body.get(), code.str()}];
+    for (const auto& [i, o] : seen)
+      if (i == in) return o;
+    State out = in;
+    walk(body, out, code, nullptr);
+    seen.emplace_back(in, out);
+    return out;
   }
 
   Plan& plan_;
@@ -456,6 +582,8 @@ class Planner {
   std::set<const VarNode*> stable_, assigned_;
   std::set<const MemNode*> exempt_;
   std::unordered_map<const StmtNode*, Access> summaries_;
+  std::map<std::pair<const StmtNode*, std::string>, std::vector<std::unique_ptr<LoopResult>>> loops_;
+  std::map<std::pair<const StmtNode*, std::string>, std::vector<std::pair<State, State>>> bodies_;
 };
 
 }  // namespace
@@ -464,6 +592,30 @@ Plan plan(const ir::StmtPtr& body, Perspective top) {
   Plan p;
   Planner(p).run(body, top);
   return p;
+}
+
+ir::StmtPtr insert(const ir::StmtPtr& body, Perspective top, std::vector<const ir::StmtNode*>* grid_conflicts) {
+  Plan p = plan(body, top);
+  if (grid_conflicts) *grid_conflicts = p.grid_conflicts;
+  class Inserter : public IRMutator {
+   public:
+    explicit Inserter(const Plan& plan) : plan_(plan) {}
+    using IRMutator::mutate;
+    StmtPtr mutate(const StmtPtr& s) override {
+      StmtPtr out = IRMutator::mutate(s);
+      auto it = s ? plan_.before.find(s.get()) : plan_.before.end();
+      if (it == plan_.before.end()) return out;
+      std::vector<StmtPtr> seq;
+      for (const auto& b : it->second)
+        seq.push_back(make<ir::Barrier>(b.over, BarrierKind::Planned, 0, 0, b.async_wait, s->loc));
+      seq.push_back(out);
+      return make<Seq>(std::move(seq), s->loc);
+    }
+
+   private:
+    const Plan& plan_;
+  } inserter(p);
+  return inserter.mutate(body);
 }
 
 }  // namespace vantage::sync

@@ -27,4 +27,9 @@ struct Plan {
 /// signature for a device function).
 Plan plan(const ir::StmtPtr& body, Perspective top);
 
+/// The body with an `ir::Barrier` of kind `Planned` before every statement the plan puts a barrier
+/// before (jit/lower resolves them to hardware primitives); `grid_conflicts` receives the statements
+/// that would need a barrier across blocks.
+ir::StmtPtr insert(const ir::StmtPtr& body, Perspective top, std::vector<const ir::StmtNode*>* grid_conflicts);
+
 }  // namespace vantage::sync

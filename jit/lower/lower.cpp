@@ -1,0 +1,761 @@
+// Vantage lowering: see lower.h.
+//
+// Each code perspective becomes a position: the thread's offset inside its current unit and, while
+// the unit spans blocks, the block's offset. The linear position of a thread in its unit is `thread`
+// when the unit lies inside one block, else `block * T + thread`. A group takes the linear position
+// modulo the unit (a unit of more than T threads keeps whole blocks: `block % (c / T)`), a split
+// branch subtracts its offset and tests its range, and `id(p)` divides the position by p's size.
+// Views are resolved as they are met: a partition's index function is lowered where the partition
+// is, so the ids in it mean what they meant there, and an access substitutes its indices into it,
+// down to the root.
+#include "jit/lower/lower.h"
+
+#include <set>
+#include <unordered_set>
+
+#include "jit/ir/eval.h"
+#include "jit/ir/mutate.h"
+#include "jit/ir/printer.h"
+#include "jit/ir/range.h"
+#include "jit/ir/shared_layout.h"
+#include "jit/ir/views.h"
+#include "jit/ir/visit.h"
+#include "jit/sync/sync.h"
+#include "jit/target/target.h"
+
+namespace vantage::lower {
+namespace {
+
+using namespace ir;
+
+ExprPtr lit(std::int64_t v, SourceLoc l) { return int_literal(ScalarType::I32, v, l); }
+ExprPtr bin(BinOp op, const ExprPtr& a, const ExprPtr& b, SourceLoc l) {
+  ScalarType t = is_comparison(op) || op == BinOp::LAnd || op == BinOp::LOr ? ScalarType::Bool : a->type;
+  return fold(make<Binary>(t, op, a, b, l));
+}
+bool is_zero(const ExprPtr& e) {
+  auto k = const_int(e);
+  return k && *k == 0;
+}
+
+/// Hardware ids of named barriers: the user's ids are reserved, id 0 is __syncthreads, and every
+/// size of automatic barrier unit gets its own range `base + threadIdx.x / n`, so that no two units
+/// of threads that can run at the same time ever share an id.
+class BarrierIds {
+ public:
+  BarrierIds(std::int64_t threads, std::set<std::int64_t> reserved, int count)
+      : threads_(threads), used_(std::move(reserved)), count_(count) {
+    used_.insert(0);
+  }
+  std::optional<std::int64_t> base(std::int64_t unit) {
+    if (auto it = bases_.find(unit); it != bases_.end()) return it->second;
+    std::int64_t need = threads_ / unit;
+    for (std::int64_t b = 1; b + need <= count_; ++b) {
+      bool free = true;
+      for (std::int64_t id = b; id < b + need; ++id) free = free && !used_.count(id);
+      if (!free) continue;
+      for (std::int64_t id = b; id < b + need; ++id) used_.insert(id);
+      bases_[unit] = b;
+      return b;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::int64_t threads_;
+  std::set<std::int64_t> used_;
+  int count_;
+  std::map<std::int64_t, std::int64_t> bases_;
+};
+
+/// The user's named-barrier ids in a body and the functions it calls.
+std::set<std::int64_t> user_barrier_ids(const StmtPtr& body) {
+  struct Scan : IRVisitor {
+    std::set<std::int64_t> ids;
+    std::set<const FunctionNode*> seen;
+    using IRVisitor::walk;
+    void walk(const ExprPtr&) override {}
+    void visit(const Intrinsic& n) override {
+      if (n.op == IntrinsicOp::NamedBarrier && !n.imms.empty()) ids.insert(n.imms[0]);
+    }
+    void visit(const Call& n) override {
+      IRVisitor::visit(n);
+      if (n.fn && seen.insert(n.fn.get()).second) walk(n.fn->body);
+    }
+  } scan;
+  scan.walk(body);
+  return scan.ids;
+}
+
+/// Variables written after their declaration.
+std::unordered_set<const VarNode*> reassigned(const StmtPtr& body) {
+  struct Scan : IRVisitor {
+    std::unordered_set<const VarNode*> vars;
+    using IRVisitor::walk;
+    void walk(const ExprPtr&) override {}
+    void visit(const Assign& n) override {
+      vars.insert(n.var.get());
+      IRVisitor::visit(n);
+    }
+    void visit(const Unsafe& n) override {
+      for (const auto& [name, v] : n.outputs) vars.insert(v.get());
+      IRVisitor::visit(n);
+    }
+  } scan;
+  scan.walk(body);
+  return scan.vars;
+}
+
+/// What the whole lowering shares: the options, the results, the barrier ids of the block and the
+/// functions lowered so far.
+struct Context {
+  Options opt;
+  Lowered& out;
+  std::optional<BarrierIds> ids;
+  std::unordered_map<const FunctionNode*, FunctionPtr> functions;
+  std::unordered_map<const MemNode*, int> param_index;
+  std::unordered_map<const MemNode*, ExprPtr> extents;  ///< kernel pointer parameters with an extent
+};
+
+struct Pos {
+  ExprPtr block;   ///< block offset inside the unit (when the unit spans blocks)
+  ExprPtr thread;  ///< thread offset inside the unit (inside the block when in_block)
+  bool in_block = false;
+  bool thread_below_t = true;  ///< `thread` < T (false in a split branch wider than a block)
+  Perspective code;
+  std::int64_t replicas = 1;  ///< units of `code` running this code at once in one block
+};
+
+struct ViewInfo {
+  MemPtr src;
+  bool partition = false;
+  std::vector<VarPtr> vars;
+  ExprPtr index;  ///< lowered where the partition is
+};
+
+class BodyLowerer {
+ public:
+  BodyLowerer(Context& c, const StmtPtr& body, Pos top, Perspective sync_top) : c_(c) {
+    std::vector<const StmtNode*> conflicts;
+    body_ = sync::insert(body, sync_top, &conflicts);
+    for (const auto* s : conflicts)
+      c_.out.problems.push_back({"V1001",
+                                 "this statement touches memory that threads of other blocks wrote or read just "
+                                 "before; a GPU cannot synchronize a whole grid inside a kernel (split the kernel, or "
+                                 "narrow the memory to one block first)",
+                                 s->loc,
+                                 {}});
+    layout_ = layout_shared(body_);
+    reassigned_ = reassigned(body_);
+    env_.thread_index = Range{0, c_.opt.threads - 1};
+    env_.block_index = Range{0, (c_.opt.blocks ? *c_.opt.blocks : c_.opt.max_blocks) - 1};
+    frames_.push_back(std::move(top));
+  }
+
+  StmtPtr run() { return block(body_); }
+  std::int64_t peak() const { return layout_.peak; }
+
+ private:
+  // ------------------------------------------------------------------ positions
+  std::int64_t T() const { return c_.opt.threads; }
+  std::int64_t units(Perspective p) const {
+    std::int64_t n = p.count.coeff * (p.count.threads ? T() : 1);
+    if (p.level == Level::Block) n *= T();
+    return n;
+  }
+  ExprPtr linear(const Pos& p, SourceLoc l) const {
+    if (p.in_block || is_zero(p.block)) return p.thread;
+    return bin(BinOp::Add, bin(BinOp::Mul, p.block, lit(T(), l), l), p.thread, l);
+  }
+  ExprPtr id_of(Perspective q, SourceLoc l) const {
+    const Pos& p = frames_.back();
+    std::int64_t n = q.count.coeff;
+    if (q.level == Level::Grid) return lit(0, l);
+    if (q.level == Level::Block) {
+      if (p.in_block) return lit(0, l);
+      ExprPtr b = p.thread_below_t ? p.block : bin(BinOp::Div, linear(p, l), lit(T(), l), l);
+      return n == 1 ? b : bin(BinOp::Div, b, lit(n, l), l);
+    }
+    ExprPtr pos = linear(p, l);
+    return n == 1 ? pos : bin(BinOp::Div, pos, lit(n, l), l);
+  }
+
+  // ------------------------------------------------------------------ expressions and accesses
+  class ExprLowerer : public IRMutator {
+   public:
+    explicit ExprLowerer(BodyLowerer& b) : b_(b) {}
+    using IRMutator::mutate;
+
+   protected:
+    ExprPtr visit(const Id& n, const ExprPtr&) override { return b_.id_of(n.p, n.loc); }
+    ExprPtr visit(const Load& n, const ExprPtr&) override {
+      std::vector<ExprPtr> idx;
+      for (const auto& i : n.indices) idx.push_back(mutate(i));
+      auto [root, flat] = b_.resolve(n.mem, std::move(idx), n.loc);
+      return make<Load>(n.type, root, std::vector<ExprPtr>{flat}, n.loc);
+    }
+    ExprPtr visit(const Builtin&, const ExprPtr&) override {
+      throw InternalError("lower: the input is already lowered");
+    }
+
+   private:
+    BodyLowerer& b_;
+  };
+
+  ExprPtr lx(const ExprPtr& e) {
+    if (!e) return nullptr;
+    ExprLowerer l(*this);
+    return l.mutate(e);
+  }
+
+  std::pair<MemPtr, ExprPtr> resolve(MemPtr m, std::vector<ExprPtr> idx, SourceLoc l) const {
+    for (auto it = views_.find(m.get()); it != views_.end(); it = views_.find(m.get())) {
+      const ViewInfo& v = it->second;
+      if (v.partition) {
+        VarMap map;
+        for (std::size_t i = 0; i < v.vars.size() && i < idx.size(); ++i) map[v.vars[i].get()] = idx[i];
+        idx = {fold(substitute(v.index, map))};
+      }
+      m = v.src;
+    }
+    return {m, idx.empty() ? lit(0, l) : fold(idx[0])};
+  }
+  /// Whether `m[i]` is `root[base + i]`, so a pointer to m[0] can stand for m.
+  bool unit_stride(const MemNode* m) const {
+    for (auto it = views_.find(m); it != views_.end(); it = views_.find(m)) {
+      const ViewInfo& v = it->second;
+      if (v.partition) {
+        if (v.vars.size() != 1) return false;
+        if (affine(v.index).coefficient(ref(v.vars[0], {})) != 1) return false;
+      }
+      m = v.src.get();
+    }
+    return true;
+  }
+
+  // ------------------------------------------------------------------ facts and bounds
+  /// The number of elements of root memory, when the IR says.
+  ExprPtr extent_of(const MemPtr& root, SourceLoc l) const {
+    if (auto it = c_.extents.find(root.get()); it != c_.extents.end()) return it->second;
+    if (auto it = counts_.find(root.get()); it != counts_.end()) return lit(it->second, l);
+    return nullptr;
+  }
+  /// `e` with the values of unassigned lets put in and widening integer casts dropped: the form in
+  /// which two index expressions are compared as affine sums.
+  ExprPtr normal(const ExprPtr& e, int depth = 0) const {
+    class Norm : public IRMutator {
+     public:
+      Norm(const BodyLowerer& b, int d) : b_(b), d_(d) {}
+      using IRMutator::mutate;
+
+     protected:
+      ExprPtr visit(const VarRef& n, const ExprPtr& self) override {
+        auto it = b_.defs_.find(n.var.get());
+        return it != b_.defs_.end() && d_ < 4 ? b_.normal(it->second, d_ + 1) : self;
+      }
+      ExprPtr visit(const Cast& n, const ExprPtr& self) override {
+        if (is_integer(n.type) && is_integer(n.a->type) && Range::of(n.a->type).within(Range::of(n.type)))
+          return mutate(n.a);
+        return rebuild(n, self);
+      }
+
+     private:
+      const BodyLowerer& b_;
+      int d_;
+    } norm(*this, depth);
+    return norm.mutate(e);
+  }
+  /// Whether `x < bound` follows from the range of x or from a condition the code is under whose
+  /// arithmetic cannot wrap.
+  bool proven_below(const ExprPtr& x, const ExprPtr& bound) const {
+    auto rx = exact_index_range(x, env_);
+    if (auto k = const_int(bound); k && rx && rx->hi < *k) return true;
+    Affine ax = affine(normal(x));
+    ExprPtr nb = normal(bound);
+    for (const auto& f : facts_) {
+      const auto* b = as<Binary>(*f);
+      if (!b) continue;
+      ExprPtr lo, hi;
+      bool strict = true;
+      switch (b->op) {
+        case BinOp::Lt: lo = b->a, hi = b->b; break;
+        case BinOp::Le: lo = b->a, hi = b->b, strict = false; break;
+        case BinOp::Gt: lo = b->b, hi = b->a; break;
+        case BinOp::Ge: lo = b->b, hi = b->a, strict = false; break;
+        default: continue;
+      }
+      if (!is_integer(lo->type) || !equal(normal(hi), nb)) continue;
+      auto rlo = exact_index_range(lo, env_);
+      if (!rlo || !rlo->within(Range::of(lo->type))) continue;  // the test itself may wrap
+      Affine d = affine(normal(lo));
+      d.merge(ax, -1);  // lo - x
+      bool constant = true;
+      for (const auto& [atom, k] : d.terms) constant = constant && k == 0;
+      if (constant && d.constant >= (strict ? 0 : 1)) return true;
+    }
+    return false;
+  }
+  bool proven_in_bounds(const MemPtr& root, const ExprPtr& first, std::int64_t count, SourceLoc l) const {
+    ExprPtr ext = extent_of(root, l);
+    auto r = exact_index_range(first, env_);
+    if (!ext || !r || r->lo < 0) return false;
+    ExprPtr last = make<Binary>(first->type, BinOp::Add, first, int_literal(first->type, count - 1, l), l);
+    return proven_below(last, ext);
+  }
+  void add_facts(const ExprPtr& cond) {
+    if (const auto* b = as<Binary>(*cond); b && b->op == BinOp::LAnd) {
+      add_facts(b->a);
+      add_facts(b->b);
+      return;
+    }
+    facts_.push_back(cond);
+  }
+
+  // ------------------------------------------------------------------ statements
+  StmtPtr block(const StmtPtr& s) {
+    std::vector<StmtPtr> out;
+    stmt(s, out);
+    SourceLoc l = s ? s->loc : SourceLoc{};
+    return make<Seq>(std::move(out), l);
+  }
+  StmtPtr scoped(Pos next, const StmtPtr& body) {
+    frames_.push_back(std::move(next));
+    StmtPtr r = block(body);
+    frames_.pop_back();
+    return r;
+  }
+  void stmt(const StmtPtr& s, std::vector<StmtPtr>& out) {
+    if (!s) return;
+    dispatch(*s, [&](const auto& n) { lower_stmt(n, out); });
+  }
+
+  void lower_stmt(const Seq& n, std::vector<StmtPtr>& out) {
+    std::size_t facts = facts_.size();
+    for (const auto& c : n.stmts) stmt(c, out);
+    facts_.resize(facts);
+  }
+  void lower_stmt(const Let& n, std::vector<StmtPtr>& out) {
+    ExprPtr v = lx(n.value);
+    if (!reassigned_.count(n.var.get()) && is_integer(n.var->type)) {
+      env_.vars[n.var.get()] = value_range(v, env_);
+      defs_[n.var.get()] = v;
+    }
+    out.push_back(make<Let>(n.var, v, std::nullopt, n.loc));
+  }
+  void lower_stmt(const Assign& n, std::vector<StmtPtr>& out) {
+    out.push_back(make<Assign>(n.var, lx(n.value), n.loc));
+  }
+  void lower_stmt(const Store& n, std::vector<StmtPtr>& out) {
+    std::vector<ExprPtr> idx;
+    for (const auto& i : n.indices) idx.push_back(lx(i));
+    auto [root, flat] = resolve(n.mem, std::move(idx), n.loc);
+    out.push_back(make<Store>(root, std::vector<ExprPtr>{flat}, lx(n.value), n.loc));
+  }
+  void lower_stmt(const If& n, std::vector<StmtPtr>& out) {
+    ExprPtr c = lx(n.cond);
+    std::size_t facts = facts_.size();
+    add_facts(c);
+    StmtPtr t = block(n.then_body);
+    facts_.resize(facts);
+    StmtPtr e = n.else_body ? block(n.else_body) : nullptr;
+    out.push_back(make<If>(c, t, e, n.loc));
+  }
+  void lower_stmt(const For& n, std::vector<StmtPtr>& out) {
+    ExprPtr b = lx(n.begin), e = lx(n.end), st = lx(n.step);
+    std::size_t facts = facts_.size();
+    auto step = const_int(st);
+    if (step && *step > 0) add_facts(make<Binary>(ScalarType::Bool, BinOp::Lt, ref(n.var, n.loc), e, n.loc));
+    // The counter's range in the body, for the bounds of vector accesses.
+    Range rb = value_range(b, env_), re = value_range(e, env_);
+    if (step && *step > 0 && !reassigned_.count(n.var.get()) && is_integer(n.var->type))
+      env_.vars[n.var.get()] = Range{rb.lo, std::max(rb.lo, re.hi - 1)};
+    StmtPtr body = block(n.body);
+    facts_.resize(facts);
+    if (auto v = vector_copy(n, b, e, st, body)) {
+      out.push_back(v);
+      return;
+    }
+    out.push_back(make<For>(n.var, b, e, st, body, n.loc));
+  }
+  void lower_stmt(const While& n, std::vector<StmtPtr>& out) {
+    ExprPtr c = lx(n.cond);
+    out.push_back(make<While>(c, block(n.body), n.loc));
+  }
+  void lower_stmt(const Group& n, std::vector<StmtPtr>& out) {
+    const Pos& cur = frames_.back();
+    Pos next = cur;
+    next.code = n.p;
+    std::int64_t c = n.p.count.coeff;
+    SourceLoc l = n.loc;
+    if (n.p.level == Level::Block) {
+      if (!cur.thread_below_t) {
+        ExprPtr lin = linear(cur, l);
+        next.thread = bin(BinOp::Mod, lin, lit(T(), l), l);
+        next.block = bin(BinOp::Div, lin, lit(T(), l), l);
+        next.thread_below_t = true;
+      }
+      next.block = c == 1 ? lit(0, l) : bin(BinOp::Mod, next.block, lit(c, l), l);
+      next.in_block = c == 1 || cur.in_block;
+    } else if (n.p.level == Level::Thread) {
+      std::int64_t u = units(n.p);
+      bool whole = u == units(cur.code) && cur.code.level != Level::Grid;
+      if (!whole) {
+        if (u <= T()) {
+          // T is a multiple of u, so the position in the block modulo u is the position in the unit.
+          next.thread = bin(BinOp::Mod, cur.thread_below_t ? cur.thread : linear(cur, l), lit(u, l), l);
+          next.block = lit(0, l);
+          next.in_block = true;
+          next.thread_below_t = true;
+        } else if (cur.thread_below_t && !cur.in_block) {
+          // A unit of whole blocks: the block's offset in it, and the thread in its block.
+          next.block = bin(BinOp::Mod, cur.block, lit(u / T(), l), l);
+          next.in_block = false;
+        } else {
+          next.thread = bin(BinOp::Mod, linear(cur, l), lit(u, l), l);
+          next.block = lit(0, l);
+          next.in_block = false;
+          next.thread_below_t = false;
+        }
+      }
+      std::int64_t per_block = cur.in_block ? units(cur.code) : T();
+      next.replicas = cur.replicas * std::max<std::int64_t>(1, per_block / std::max<std::int64_t>(u, 1));
+    }
+    out.push_back(scoped(next, n.body));
+  }
+  void lower_stmt(const Split& n, std::vector<StmtPtr>& out) {
+    const Pos cur = frames_.back();
+    std::int64_t offset = 0;
+    std::vector<std::pair<ExprPtr, StmtPtr>> branches;
+    for (std::size_t i = 0; i < n.bodies.size(); ++i) {
+      std::int64_t count = n.counts[i];
+      SourceLoc l = i < n.branch_locs.size() ? n.branch_locs[i] : n.loc;
+      Pos next = cur;
+      next.code = {n.level, count};
+      ExprPtr pos;
+      if (n.level == Level::Thread) {
+        pos = linear(cur, l);
+        next.thread = offset == 0 ? pos : bin(BinOp::Sub, pos, lit(offset, l), l);
+        next.block = lit(0, l);
+        next.in_block = cur.in_block || count <= T();
+        next.thread_below_t = count <= T() || (cur.in_block && cur.thread_below_t);
+      } else {
+        pos = cur.block;
+        next.block = offset == 0 ? pos : bin(BinOp::Sub, pos, lit(offset, l), l);
+        next.in_block = count == 1;
+      }
+      ExprPtr cond = bin(BinOp::Lt, pos, lit(offset + count, l), l);
+      if (offset != 0) cond = bin(BinOp::LAnd, bin(BinOp::Ge, pos, lit(offset, l), l), cond, l);
+      branches.emplace_back(cond, scoped(next, n.bodies[i]));
+      offset += count;
+    }
+    StmtPtr chain;
+    for (auto it = branches.rbegin(); it != branches.rend(); ++it)
+      chain = make<If>(it->first, it->second, chain, n.loc);
+    if (chain) out.push_back(chain);
+  }
+  void lower_stmt(const Destruct& n, std::vector<StmtPtr>& out) {
+    Pos next = frames_.back();
+    next.code =
+        next.code.level == Level::Block ? Perspective{Level::Thread, Size::T()} : Perspective{Level::Block, Size::B()};
+    out.push_back(scoped(next, n.body));
+  }
+  void lower_stmt(const Partition& n, std::vector<StmtPtr>& out) {
+    views_[n.dst.get()] = ViewInfo{n.src, true, n.index_vars, lx(n.index)};
+    stmt(n.body, out);
+  }
+  void view(const MemPtr& dst, const MemPtr& src, const StmtPtr& body, std::vector<StmtPtr>& out) {
+    views_[dst.get()] = ViewInfo{src, false, {}, nullptr};
+    stmt(body, out);
+  }
+  void lower_stmt(const Claim& n, std::vector<StmtPtr>& out) { view(n.dst, n.src, n.body, out); }
+  void lower_stmt(const Lower& n, std::vector<StmtPtr>& out) { view(n.dst, n.src, n.body, out); }
+  void lower_stmt(const Async& n, std::vector<StmtPtr>& out) { view(n.dst, n.src, n.body, out); }
+  void lower_stmt(const SharedAlloc& n, std::vector<StmtPtr>& out) {
+    c_.out.shared_offsets[n.mem.get()] = layout_.arrays.at(n.mem.get()).offset;
+    if (auto k = const_int(n.count)) counts_[n.mem.get()] = *k;
+    out.push_back(make<SharedAlloc>(n.mem, n.count, n.loc));
+  }
+  void lower_stmt(const LocalAlloc& n, std::vector<StmtPtr>& out) {
+    counts_[n.mem.get()] = n.count;
+    out.push_back(make<LocalAlloc>(n.mem, n.count, std::nullopt, n.loc));
+  }
+  void lower_stmt(const Call& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const Unsafe& n, std::vector<StmtPtr>& out) {
+    std::vector<NamedExpr> in;
+    for (const auto& [name, e] : n.inputs) in.emplace_back(name, lx(e));
+    out.push_back(make<Unsafe>(n.needs, n.cuda, std::move(in), n.outputs, n.loc));
+  }
+  void lower_stmt(const Return& n, std::vector<StmtPtr>& out) { out.push_back(make<Return>(lx(n.value), n.loc)); }
+  void lower_stmt(const ir::Barrier& n, std::vector<StmtPtr>& out) {
+    if (n.how != BarrierKind::Planned) throw InternalError("lower: the input is already lowered");
+    std::int64_t count = units(n.over);
+    if (n.over.level == Level::Grid || count <= 1) return;
+    BarrierKind how;
+    std::int64_t base = 0;
+    if (count == 32) {
+      how = BarrierKind::Warp;
+    } else if (count == T()) {
+      how = BarrierKind::Block;
+    } else if (count < 32 && 32 % count == 0) {
+      how = BarrierKind::WarpPart;
+    } else if (auto b = count % 32 == 0 && count < T() ? c_.ids->base(count) : std::nullopt) {
+      how = BarrierKind::Named;
+      base = *b;
+    } else {
+      c_.out.problems.push_back({"V1002",
+                                 "a barrier over " + std::to_string(count) +
+                                     " threads is needed here, but only whole blocks, warps (or their power-of-two "
+                                     "parts) and warp-aligned groups with a free barrier id (16 per block, the "
+                                     "user's own reserved) can synchronize",
+                                 n.loc,
+                                 {}});
+      return;
+    }
+    out.push_back(make<ir::Barrier>(n.over, how, count, base, n.async_wait, n.loc));
+    ++c_.out.barriers;
+  }
+  void lower_stmt(const VectorCopy&, std::vector<StmtPtr>&) {
+    throw InternalError("lower: the input is already lowered");
+  }
+
+  /// `for i in [0, N): dst[a + i] = src[b + i]` (lowered) with N elements of 8 or 16 bytes in total,
+  /// a and b provably multiples of N and both ranges proven in bounds, becomes one vector copy. The
+  /// pointer parameters involved then need that alignment, which the signature records.
+  StmtPtr vector_copy(const For& n, const ExprPtr& b, const ExprPtr& e, const ExprPtr& st, const StmtPtr& body) {
+    auto kb = const_int(b), ke = const_int(e), ks = const_int(st);
+    if (!kb || !ke || !ks || *kb != 0 || *ks != 1) return nullptr;
+    std::int64_t count = *ke;
+    const auto* seq = as<Seq>(*body);
+    if (!seq || seq->stmts.size() != 1) return nullptr;
+    const auto* store = as<Store>(*seq->stmts[0]);
+    const auto* load = store && store->value ? as<Load>(*store->value) : nullptr;
+    if (!store || !load) return nullptr;
+    ScalarType t = store->mem->elem;
+    if (t != load->mem->elem) return nullptr;
+    std::int64_t bytes = count * type_bytes(t);
+    if ((bytes != 8 && bytes != 16) || (type_bytes(t) != 4 && type_bytes(t) != 8)) return nullptr;
+    if (store->mem->space == MemSpace::Local || load->mem->space == MemSpace::Local) return nullptr;
+    if (store->mem.get() == load->mem.get()) return nullptr;
+    ExprPtr iv = ref(n.var, n.loc);
+    auto aligned_with_unit_step = [&](const ExprPtr& idx) {
+      Affine a = affine(idx);
+      bool has_var = false;
+      if (a.constant % count != 0) return false;
+      for (const auto& [atom, k] : a.terms) {
+        if (equal(atom, iv)) {
+          if (k != 1) return false;
+          has_var = true;
+        } else if (k % count != 0) {
+          return false;
+        }
+      }
+      return has_var;
+    };
+    const ExprPtr& di = store->indices[0];
+    const ExprPtr& si = load->indices[0];
+    if (!aligned_with_unit_step(di) || !aligned_with_unit_step(si)) return nullptr;
+    VarMap zero{{n.var.get(), int_literal(n.var->type, 0, n.loc)}};
+    ExprPtr d0 = fold(substitute(di, zero)), s0 = fold(substitute(si, zero));
+    // The scalar loop stays where the whole vector is not proven inside both buffers.
+    if (!proven_in_bounds(store->mem, d0, count, n.loc) || !proven_in_bounds(load->mem, s0, count, n.loc))
+      return nullptr;
+    for (const MemNode* r : {store->mem.get(), load->mem.get()}) {
+      auto p = c_.param_index.find(r);
+      if (p != c_.param_index.end())
+        c_.out.param_alignment[p->second] = std::max(c_.out.param_alignment[p->second], static_cast<int>(bytes));
+    }
+    return make<VectorCopy>(store->mem, d0, load->mem, s0, count, store->loc);
+  }
+
+  Context& c_;
+  StmtPtr body_;
+  SharedLayout layout_;
+  std::unordered_set<const VarNode*> reassigned_;
+  RangeEnv env_;
+  std::vector<Pos> frames_;
+  std::unordered_map<const MemNode*, ViewInfo> views_;
+  std::unordered_map<const MemNode*, std::int64_t> counts_;  ///< shared and local arrays: elements
+  std::vector<ExprPtr> facts_;                               ///< conditions the code is under
+  std::unordered_map<const VarNode*, ExprPtr> defs_;         ///< unassigned integer lets: their values
+};
+
+FunctionPtr lower_function(Context& c, const FunctionNode& f);
+
+void BodyLowerer::lower_stmt(const Call& n, std::vector<StmtPtr>& out) {
+  const FunctionNode& f = *n.fn;
+  FunctionPtr callee = lower_function(c_, f);
+  const Pos& p = frames_.back();
+  SourceLoc l = n.loc;
+  std::vector<CallArgNode> args;
+  for (const auto& a : n.args) {
+    if (!a.mem) {
+      args.push_back({lx(a.value), nullptr});
+      continue;
+    }
+    if (!unit_stride(a.mem.get()))
+      c_.out.problems.push_back({"V1003",
+                                 "memory '" + a.mem->name + "' is passed to '" + f.name +
+                                     "' as a pointer, but its partition index function is not base + i",
+                                 l,
+                                 {}});
+    auto [root, flat] = resolve(a.mem, {lit(0, l), lit(0, l), lit(0, l)}, l);
+    args.push_back({flat, root});
+  }
+  std::int64_t u = units(f.signature);
+  ExprPtr tid = p.thread;
+  if (f.signature.level == Level::Thread) {
+    ExprPtr lin = p.thread_below_t ? p.thread : linear(p, l);
+    tid = u == units(p.code) ? lin : bin(BinOp::Mod, lin, lit(u, l), l);
+  }
+  auto slot = layout_.calls.find(&n);
+  args.push_back({tid, nullptr});
+  args.push_back({p.block, nullptr});
+  args.push_back({int_literal(ScalarType::I64, slot != layout_.calls.end() ? slot->second.offset : -1, l), nullptr});
+  out.push_back(make<Call>(callee, std::move(args), n.result, l));
+}
+
+void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
+  SourceLoc l = n.loc;
+  std::vector<ExprPtr> args;
+  for (const auto& a : n.args) args.push_back(lx(a));
+  std::vector<MemPtr> mems = n.mems;
+  // A memory operand accessed at an index argument: the root, and the flat index in its place.
+  auto at = [&](std::size_t mem, std::size_t arg) {
+    auto [root, flat] = resolve(n.mems[mem], {args[arg]}, l);
+    mems[mem] = root;
+    args[arg] = flat;
+  };
+  // A memory operand used from its first element: the root, and the flat index as a trailing argument.
+  auto base = [&](std::size_t mem) {
+    auto [root, flat] = resolve(n.mems[mem], {lit(0, l)}, l);
+    mems[mem] = root;
+    args.push_back(flat);
+  };
+  // Thread-local fragments: the root array, which must start at the view's first element.
+  auto fragment = [&](std::size_t mem) {
+    auto [root, flat] = resolve(n.mems[mem], {lit(0, l)}, l);
+    if (!is_zero(flat))
+      c_.out.problems.push_back(
+          {"V1003", "the fragment '" + n.mems[mem]->name + "' must be a whole thread-local array", l, {}});
+    mems[mem] = root;
+  };
+  switch (n.op) {
+    case IntrinsicOp::SyncThreads:
+      out.push_back(make<ir::Barrier>(vantage::block(1), BarrierKind::Block, T(), 0, false, l));
+      return;
+    case IntrinsicOp::SyncWarp: out.push_back(make<ir::Barrier>(warp(), BarrierKind::Warp, 32, 0, false, l)); return;
+    case IntrinsicOp::NamedBarrier: {
+      const Pos& p = frames_.back();
+      if (p.replicas > 1)
+        c_.out.problems.push_back({"V1007",
+                                   "named_barrier(" + std::to_string(n.imms[0]) + ", " + std::to_string(n.imms[1]) +
+                                       ") runs in " + std::to_string(p.replicas) + " groups of " +
+                                       std::to_string(n.imms[1]) + " threads at once, which would all share barrier " +
+                                       std::to_string(n.imms[0]) +
+                                       "; let Vantage place the barriers, or give each group its own split branch "
+                                       "and id",
+                                   l,
+                                   {}});
+      out.push_back(make<ir::Barrier>(p.code, BarrierKind::NamedFixed, n.imms[1], n.imms[0], false, l));
+      return;
+    }
+    case IntrinsicOp::Atomic: at(0, 0); break;
+    case IntrinsicOp::Ldmatrix:
+      fragment(0);
+      at(1, 0);
+      break;
+    case IntrinsicOp::CpAsync:
+      at(0, 0);
+      at(1, 1);
+      break;
+    case IntrinsicOp::TmaLoad2D:
+      base(0);
+      base(1);
+      break;
+    case IntrinsicOp::MbarrierInit:
+    case IntrinsicOp::MbarrierArrive:
+    case IntrinsicOp::MbarrierWait: base(0); break;
+    case IntrinsicOp::MmaSync:
+      for (std::size_t i = 0; i < mems.size(); ++i) fragment(i);
+      break;
+    case IntrinsicOp::Wgmma: fragment(0); break;
+    case IntrinsicOp::ShflXor:
+    case IntrinsicOp::ShflDown:
+    case IntrinsicOp::ShflUp:
+    case IntrinsicOp::ShflIdx:
+    case IntrinsicOp::VoteAll:
+    case IntrinsicOp::VoteAny:
+    case IntrinsicOp::Ballot:
+    case IntrinsicOp::WgmmaFence:
+    case IntrinsicOp::WgmmaCommit:
+    case IntrinsicOp::WgmmaWait:
+    case IntrinsicOp::CpAsyncCommit:
+    case IntrinsicOp::CpAsyncWait: break;
+  }
+  out.push_back(make<Intrinsic>(n.op, std::move(args), std::move(mems), n.outputs, n.imms, l));
+}
+
+FunctionPtr lower_function(Context& c, const FunctionNode& f) {
+  if (auto it = c.functions.find(&f); it != c.functions.end()) return it->second;
+  SourceLoc l = f.loc;
+  bool within = f.signature.level == Level::Thread || f.signature == block(1);
+  // A function does not know how many copies of its signature run at once: as many as a block
+  // holds, at most.
+  std::int64_t per = f.signature.count.coeff * (f.signature.count.threads ? c.opt.threads : 1) *
+                     (f.signature.level == Level::Block ? c.opt.threads : 1);
+  std::int64_t copies = f.signature.level == Level::Thread
+                            ? std::max<std::int64_t>(1, c.opt.threads / std::max<std::int64_t>(per, 1))
+                            : 1;
+  Pos top{make<Builtin>(ScalarType::I32, BuiltinKind::BlockInGrid, l),
+          make<Builtin>(ScalarType::I32, BuiltinKind::ThreadInBlock, l),
+          within,
+          true,
+          f.signature,
+          copies};
+  BodyLowerer b(c, f.body, top, f.signature);
+  auto fn = std::make_shared<FunctionNode>(f);
+  fn->body = b.run();
+  for (auto& p : fn->params) p.at.reset();
+  fn->hash = hash_function(*fn);
+  c.functions[&f] = fn;
+  c.out.functions.push_back(fn);
+  return fn;
+}
+
+}  // namespace
+
+Lowered lower(const KernelNode& k, const Options& options) {
+  Lowered out;
+  out.options = options;
+  Context c{options, out, std::nullopt, {}, {}, {}};
+  c.ids.emplace(options.threads, user_barrier_ids(k.body), target::info(options.arch).named_barriers);
+  for (std::size_t i = 0; i < k.params.size(); ++i)
+    if (k.params[i].mem) {
+      c.param_index[k.params[i].mem.get()] = static_cast<int>(i);
+      if (k.params[i].extent) c.extents[k.params[i].mem.get()] = k.params[i].extent;
+    }
+  SourceLoc l = k.loc;
+  Pos top{make<Builtin>(ScalarType::I32, BuiltinKind::BlockInGrid, l),
+          make<Builtin>(ScalarType::I32, BuiltinKind::ThreadInBlock, l),
+          false,
+          true,
+          grid(1),
+          1};
+  BodyLowerer b(c, k.body, top, grid(1));
+  out.kernel = k;
+  out.kernel.body = b.run();
+  out.shared_bytes = b.peak();
+  out.kernel.hash = hash_kernel(out.kernel);
+  return out;
+}
+
+std::string print(const Lowered& lowered) {
+  std::string s = "// lowered for " + std::to_string(lowered.options.threads) + " threads per block";
+  if (lowered.options.blocks) s += ", " + std::to_string(*lowered.options.blocks) + " blocks";
+  s += "; shared memory " + std::to_string(lowered.shared_bytes) + " bytes\n";
+  for (const auto& f : lowered.functions) s += ir::print(*f) + "\n";
+  return s + ir::print(lowered.kernel);
+}
+
+}  // namespace vantage::lower

@@ -1,0 +1,55 @@
+// Vantage lowering: a checked, specialized kernel becomes lowered IR, the form every backend
+// consumes (the CUDA printer, the interpreter, later the CPU backend and the cost report).
+//
+// Lowered IR uses the IR's own node kinds, minus everything about perspectives and views:
+// - no Group, Split, Destruct, Partition, Claim, Lower, Async and no `id()`: thread and block
+//   positions are explicit arithmetic on `Builtin` (threadIdx.x, blockIdx.x), and a split branch is
+//   an `If` on the range of positions it covers;
+// - every Load and Store names root memory (a pointer parameter, a shared or local array) with one
+//   flat index; every shared array has its byte offset in `shared_offsets`;
+// - barriers are `Barrier` statements resolved to a hardware primitive (jit/sync placed them);
+// - vector accesses are `VectorCopy` statements, only where their whole extent is proven in bounds;
+// - a call passes each pointer argument as (root, flat offset), then the callee's thread position,
+//   block position and shared-memory offset (-1: none) as three trailing value arguments.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "jit/ir/ir.h"
+#include "vantage/target.hpp"
+
+namespace vantage::lower {
+
+struct Options {
+  std::int64_t threads = 0;             ///< threads per block (T)
+  std::optional<std::int64_t> blocks;   ///< the grid, when fixed
+  std::int64_t max_blocks = INT32_MAX;  ///< the most blocks a launch may have (a residual guard)
+  Arch arch = Arch::SM_90;
+};
+
+struct Lowered {
+  Options options;
+  ir::KernelNode kernel;                   ///< parameters as specialized, body lowered
+  std::vector<ir::FunctionPtr> functions;  ///< lowered device functions, callees before callers
+  std::unordered_map<const ir::MemNode*, std::int64_t> shared_offsets;  ///< every shared array
+  std::int64_t shared_bytes = 0;                                        ///< the kernel's peak shared memory
+  int barriers = 0;                                                     ///< hardware barriers placed automatically
+  std::map<int, int> param_alignment;  ///< parameter index -> bytes a vector access needs
+  std::vector<Diagnostic> problems;    ///< what cannot be lowered (grid-wide sync, barrier ids)
+};
+
+/// Lowers a specialized kernel (jit/specialize's output) for one launch shape.
+Lowered lower(const ir::KernelNode& kernel, const Options& options);
+
+/// The stable text form of lowered IR (golden files, `vantage lower`, `--emit=lowered`).
+std::string print(const Lowered& lowered);
+
+/// Number of trailing ABI arguments of a lowered call (thread position, block position, shared offset).
+inline constexpr std::size_t kAbiArgs = 3;
+
+}  // namespace vantage::lower
