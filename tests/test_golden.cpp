@@ -1,4 +1,4 @@
-// Golden tests: the printed IR of the paper's kernels is compared with committed files. Set
+// Golden tests: the printed IR (and lowered IR) of the examples is compared with committed files. Set
 // VANTAGE_UPDATE_GOLDEN=1 to rewrite them after an intended change (then review the diff).
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 namespace vantage {
 namespace {
 
-void expect_golden(const std::string& name, const std::string& text) {
-  std::string path = std::string(VANTAGE_GOLDEN_DIR) + "/" + name + ".ir";
+void expect_golden(const std::string& name, const std::string& text, const std::string& ext = ".ir") {
+  std::string path = std::string(VANTAGE_GOLDEN_DIR) + "/" + name + ext;
   if (const char* update = std::getenv("VANTAGE_UPDATE_GOLDEN"); update && std::string(update) == "1") {
     std::ofstream(path) << text;
     GTEST_SKIP() << "rewrote " << path;
@@ -34,6 +34,11 @@ TEST(Golden, Saxpy) { expect_golden("saxpy", examples::saxpy().ir_text()); }
 TEST(Golden, SgemmNaive) { expect_golden("sgemm_naive", examples::sgemm_naive().ir_text()); }
 TEST(Golden, SgemmCoalesced) { expect_golden("sgemm_coalesced", examples::sgemm_coalesced().ir_text()); }
 TEST(Golden, SgemmSmem) { expect_golden("sgemm_smem", examples::sgemm_smem().ir_text()); }
+
+// The lowered IR of every example at its declared launch shape: what every backend consumes.
+TEST(Golden, LoweredIrOfEveryExample) {
+  for (const auto& ex : examples::all()) expect_golden(ex.name, ex.build().lowered(Spec{}), ".lowered");
+}
 
 TEST(Golden, EveryExampleChecksWithoutObligations) {
   for (const auto& ex : examples::all()) {

@@ -1,6 +1,8 @@
-// The `vantage` command line: look at the example kernels (IR, check result, obligations).
-// Later issues add compile, cache and run commands.
+// The `vantage` command line: look at the example kernels (IR, lowered IR, CUDA, PTX), compile them,
+// run them on the interpreter with their result checked, and manage the kernel cache.
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "kernels/paper_kernels.hpp"
+#include "kernels/runs.hpp"
 #include "tools/cache_cli.h"
 
 namespace {
@@ -18,11 +21,17 @@ Usage:
   vantage examples              list the built-in example kernels
   vantage check [NAME...]       build and check examples (all when none named); exit 1 if any fails
   vantage ir NAME               print the checked IR of an example
+  vantage lower NAME [OPTIONS]  print its lowered IR (what every backend consumes)
   vantage cuda NAME [OPTIONS]   print the generated CUDA C++ of an example
   vantage ptx NAME [OPTIONS]    print the PTX NVRTC makes of it
   vantage compile [NAME...] [OPTIONS]
                                 compile examples (all when none named) to cubins; print size, time,
                                 barriers, guards; exit 1 if any fails
+  vantage run NAME [--size NAME=VALUE...] [--order forward|reverse|random] [--seed S] [--check]
+                                run an example on the interpreter (at its default sizes when no
+                                --size is given), check its result against a C++ reference, print
+                                what it did; exit 1 on a wrong result or a memcheck, racecheck,
+                                synccheck or initcheck finding (--check: those checks, the default)
   vantage cache COMMAND         the on-disk kernel cache: path, ls, stat, verify, prune, clear,
                                 export, import (see vantage cache --help)
   vantage version               print the version and the NVRTC found
@@ -122,6 +131,77 @@ int check_one(const vantage::examples::Example& ex) {
   }
 }
 
+int run_main(int argc, char** argv) {
+  vantage::InterpreterOptions io;
+  std::map<std::string, std::int64_t> size;
+  std::string name;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string v = i + 1 < argc ? argv[i + 1] : "";
+    if (a == "--size") {
+      auto eq = v.find('=');
+      if (eq == std::string::npos) {
+        std::fprintf(stderr, "vantage run: --size wants NAME=VALUE, not '%s'\n", v.c_str());
+        return 2;
+      }
+      size[v.substr(0, eq)] = std::atoll(v.substr(eq + 1).c_str());
+      ++i;
+    } else if (a == "--order") {
+      if (v == "forward") {
+        io.order = vantage::ThreadOrder::Forward;
+      } else if (v == "reverse") {
+        io.order = vantage::ThreadOrder::Reverse;
+      } else if (v == "random") {
+        io.order = vantage::ThreadOrder::Random;
+      } else {
+        std::fprintf(stderr, "vantage run: --order is forward, reverse or random, not '%s'\n", v.c_str());
+        return 2;
+      }
+      ++i;
+    } else if (a == "--seed") {
+      io.seed = std::strtoull(v.c_str(), nullptr, 10);
+      ++i;
+    } else if (a == "--check") {
+      io.checks = true;
+    } else if (a == "--no-check") {
+      io.checks = false;
+    } else if (a.rfind("--", 0) == 0 || !name.empty()) {
+      std::fprintf(stderr, "vantage run: unexpected '%s' (see vantage --help)\n", a.c_str());
+      return 2;
+    } else {
+      name = a;
+    }
+  }
+  if (name.empty()) {
+    std::fprintf(stderr, "vantage run: give one example name\n");
+    return 2;
+  }
+  if (!find(name)) return unknown(name);
+  auto device = vantage::Device::interpreter(io);
+  std::vector<std::map<std::string, std::int64_t>> sizes;
+  if (size.empty())
+    sizes = vantage::examples::default_sizes(name);
+  else
+    sizes.push_back(size);
+  int rc = 0;
+  for (const auto& s : sizes) {
+    try {
+      auto r = vantage::examples::run_example(name, s, device);
+      std::printf("%s [%s] %lld threads, %lld thread-statements, %.3f s\n", r.summary.c_str(), r.ok ? "ok" : "FAIL",
+                  static_cast<long long>(r.report.threads), static_cast<long long>(r.report.thread_statements),
+                  r.report.seconds);
+      rc |= r.ok ? 0 : 1;
+    } catch (const vantage::CheckError& e) {
+      std::printf("%s: rejected\n%s", name.c_str(), vantage::render_all(e.diagnostics()).c_str());
+      rc = 1;
+    } catch (const std::exception& e) {
+      std::printf("%s: %s\n", name.c_str(), e.what());
+      rc = 1;
+    }
+  }
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -140,7 +220,8 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  if (cmd == "cuda" || cmd == "ptx" || cmd == "compile") {
+  if (cmd == "run") return run_main(argc, argv);
+  if (cmd == "cuda" || cmd == "ptx" || cmd == "compile" || cmd == "lower") {
     vantage::Spec spec;
     std::vector<std::string> names;
     if (!parse_spec(argc, argv, 2, spec, names)) return 2;
@@ -163,7 +244,9 @@ int main(int argc, char** argv) {
     if (!ex) return unknown(names[0]);
     try {
       auto k = ex->build();
-      std::printf("%s", cmd == "cuda" ? k.source(spec).c_str() : k.ptx(spec).c_str());
+      std::printf("%s", cmd == "cuda"    ? k.source(spec).c_str()
+                        : cmd == "lower" ? k.lowered(spec).c_str()
+                                         : k.ptx(spec).c_str());
       return 0;
     } catch (const vantage::CheckError& e) {
       std::fprintf(stderr, "%s", vantage::render_all(e.diagnostics()).c_str());

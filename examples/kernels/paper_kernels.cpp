@@ -350,22 +350,37 @@ Kernel sgemm_smem(int kTile) {
             auto tc = b.let("tc", t % kTile);
             auto acc = b.let("acc", 0.0f, at(thread(1)));
             b.for_("kb", 0, K, kTile, [&](Scope& b, Expr kb) {
+              // Tiles past the edges of A and B read as zeros, so any M, N and K work; the index is
+              // clamped as well, so that the load (which select evaluates anyway) stays inside.
               b.partition(
                   As, thread(1), [&](Expr i) { return t + i; },
                   [&](Scope& b, View As_t) {
-                    b.group(thread(1), [&](Scope&) { As_t[0] = A[(brow * kTile + tr) * K + kb + tc]; });
+                    b.group(thread(1), [&](Scope& th) {
+                      auto r = th.let("a_row", brow * kTile + tr);
+                      auto c = th.let("a_col", kb + tc);
+                      As_t[0] = select(r < M && c < K, A[min(r, M - 1) * K + min(c, K - 1)], 0.0f);
+                    });
                   });
               b.partition(
                   Bs, thread(1), [&](Expr i) { return t + i; },
                   [&](Scope& b, View Bs_t) {
-                    b.group(thread(1), [&](Scope&) { Bs_t[0] = B[(kb + tr) * N + bcol * kTile + tc]; });
+                    b.group(thread(1), [&](Scope& th) {
+                      auto r = th.let("b_row", kb + tr);
+                      auto c = th.let("b_col", bcol * kTile + tc);
+                      Bs_t[0] = select(r < K && c < N, B[min(r, K - 1) * N + min(c, N - 1)], 0.0f);
+                    });
                   });
               b.for_("kk", 0, kTile,
                      [&](Scope& b, Expr kk) { b.assign(acc, acc + As[tr * kTile + kk] * Bs[kk * kTile + tc]); });
             });
             b.partition(
                 C_blk, thread(1), [&](Expr i) { return tr * N + tc + i; },
-                [&](Scope& b, View C_t) { b.group(thread(1), [&](Scope&) { C_t[0] = alpha * acc + beta * C_t[0]; }); });
+                [&](Scope& b, View C_t) {
+                  b.group(thread(1), [&](Scope& th) {
+                    th.if_(brow * kTile + tr < M && bcol * kTile + tc < N,
+                           [&](Scope&) { C_t[0] = alpha * acc + beta * C_t[0]; });
+                  });
+                });
           });
         });
   });

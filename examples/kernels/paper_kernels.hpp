@@ -30,7 +30,8 @@ Kernel block_reduce();
 /// sgemm rung 1 (naive, uncoalesced) and rung 2 (coalesced): one C element per thread.
 Kernel sgemm_naive();
 Kernel sgemm_coalesced();
-/// sgemm rung 3: tile x tile blocks staged in shared memory, tile * tile threads per block.
+/// sgemm rung 3: tile x tile blocks staged in shared memory, tile * tile threads per block; any M, N
+/// and K (edge tiles are padded with zeros and their stores guarded).
 Kernel sgemm_smem(int tile = 32);
 /// Each thread copies 4 consecutive floats: one 16-byte vector load and store where all 4 are inside
 /// n, one by one in the last thread's tail.

@@ -84,6 +84,42 @@ class ToolchainError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A kernel did something wrong while it ran on the interpreter: an access outside its buffer
+/// (memcheck), two threads touching one address without a barrier between them (racecheck), a
+/// barrier or warp collective reached by only some of its threads (synccheck), or a read of shared
+/// memory nothing wrote (initcheck). `locs` are the user's builder lines involved.
+class ExecutionError : public std::runtime_error {
+ public:
+  ExecutionError(std::string check, std::string message, std::vector<SourceLoc> locs)
+      : std::runtime_error(check + ": " + message), check_(std::move(check)), locs_(std::move(locs)) {}
+  /// "memcheck", "racecheck", "synccheck", "initcheck" or "unsupported".
+  const std::string& check() const { return check_; }
+  const std::vector<SourceLoc>& locs() const { return locs_; }
+
+ private:
+  std::string check_;
+  std::vector<SourceLoc> locs_;
+};
+
+/// A construct the device cannot run (the interpreter: wgmma, TMA, mbarriers, unsafe CUDA text).
+class UnsupportedOnDevice : public ExecutionError {
+ public:
+  UnsupportedOnDevice(std::string message, std::vector<SourceLoc> locs)
+      : ExecutionError("unsupported", std::move(message), std::move(locs)) {}
+};
+
+/// A launch was refused before anything ran: the message names the parameter (or the guard), what
+/// was expected and what was given.
+class LaunchError : public std::runtime_error {
+ public:
+  LaunchError(std::string param, const std::string& message) : std::runtime_error(message), param_(std::move(param)) {}
+  /// The parameter's name, or "" when the launch as a whole was wrong.
+  const std::string& param() const { return param_; }
+
+ private:
+  std::string param_;
+};
+
 /// Renders diagnostics one after the other, as `CheckError::what()` does.
 std::string render_all(const std::vector<Diagnostic>& diagnostics, bool with_source = true);
 

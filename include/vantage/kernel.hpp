@@ -11,6 +11,10 @@
 
 namespace vantage {
 
+class Device;
+struct Grid;
+struct LaunchReport;
+
 namespace detail {
 struct KernelData;
 struct FunctionData;
@@ -41,6 +45,12 @@ class Kernel {
   std::string ptx(const Spec& spec) const;
   /// A cubin from NVRTC for the specialization's architecture.
   std::vector<char> cubin(const Spec& spec) const;
+  /// The lowered IR for one specialization, in its stable text form (`vantage lower`).
+  std::string lowered(const Spec& spec) const;
+
+  /// Runs the kernel on `device` with every argument checked first (include vantage/launch.hpp).
+  template <class... A>
+  LaunchReport launch(const Device& device, Grid grid, A&&... args) const;
 
  private:
   friend struct detail::KernelAccess;

@@ -5,5 +5,6 @@
 #include "vantage/cache.hpp"
 #include "vantage/compile.hpp"
 #include "vantage/diagnostics.hpp"
+#include "vantage/launch.hpp"
 #include "vantage/types.hpp"
 #include "vantage/version.hpp"

@@ -1,6 +1,7 @@
 // Vantage kernel handles: see vantage/kernel.hpp and handles.h.
 #include "jit/ir/printer.h"
 #include "jit/pipeline/handles.h"
+#include "jit/pipeline/pipeline.h"
 #include "vantage/compile.hpp"
 
 namespace vantage {
@@ -48,6 +49,7 @@ const std::vector<Obligation>& Kernel::obligations() const { return data_ ? data
 std::int64_t Kernel::shared_bytes() const { return data_ ? data_->shared_bytes : 0; }
 
 std::string Kernel::source(const Spec& spec) const { return specialize_for(*this, spec).source; }
+std::string Kernel::lowered(const Spec& spec) const { return lower::print(pipeline::lower_for(*this, spec).lowered); }
 std::string Kernel::ptx(const Spec& spec) const { return compile(*this, spec, Output::Ptx).ptx; }
 std::vector<char> Kernel::cubin(const Spec& spec) const { return compile(*this, spec, Output::Cubin).cubin; }
 

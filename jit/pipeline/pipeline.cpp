@@ -32,15 +32,25 @@ std::string entry_name(const Kernel& k, const Spec& spec, std::int64_t threads) 
 
 }  // namespace
 
-Specialized specialize_for(const Kernel& kernel, const Spec& spec) {
+namespace pipeline {
+LoweredKernel lower_for(const Kernel& kernel, const Spec& spec) {
   const ir::KernelNode& k = detail::KernelAccess::ir(kernel);
-  auto s = specialization::run(k, kernel.obligations(), spec);
+  LoweredKernel out{specialization::run(k, kernel.obligations(), spec), {}};
+  const auto& s = out.specialized;
   lower::Options lo;
   lo.threads = s.threads;
   lo.blocks = s.blocks;
   lo.max_blocks = s.max_blocks;
   lo.arch = spec.arch;
-  lower::Lowered lowered = lower::lower(*s.kernel, lo);
+  out.lowered = lower::lower(*s.kernel, lo);
+  if (!out.lowered.problems.empty()) throw CheckError(out.lowered.problems);
+  return out;
+}
+}  // namespace pipeline
+
+Specialized specialize_for(const Kernel& kernel, const Spec& spec) {
+  const ir::KernelNode& k = detail::KernelAccess::ir(kernel);
+  auto [s, lowered] = pipeline::lower_for(kernel, spec);
   cuda::EmitOptions opt;
   opt.threads = s.threads;
   opt.blocks = s.blocks;
@@ -48,7 +58,6 @@ Specialized specialize_for(const Kernel& kernel, const Spec& spec) {
   opt.arch = spec.arch;
   opt.entry = entry_name(kernel, spec, s.threads);
   auto e = cuda::emit(lowered, opt);
-  e.problems.insert(e.problems.begin(), lowered.problems.begin(), lowered.problems.end());
   const target::Info& arch = target::info(spec.arch);
   if (e.shared_bytes > arch.shared_optin_bytes)
     e.problems.push_back({"V0404",

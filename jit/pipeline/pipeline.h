@@ -4,9 +4,20 @@
 // there is one way to turn a specialization into machine code.
 #pragma once
 
+#include "jit/lower/lower.h"
+#include "jit/specialize/specialize.h"
 #include "vantage/compile.hpp"
 
 namespace vantage::pipeline {
+
+/// A kernel specialized and lowered for one Spec: what every backend starts from.
+struct LoweredKernel {
+  specialization::Result specialized;
+  lower::Lowered lowered;
+};
+/// Specializes and lowers; throws CheckError when the Spec breaks a rule or something cannot be
+/// lowered (a grid-wide barrier, no barrier id left).
+LoweredKernel lower_for(const Kernel& kernel, const Spec& spec);
 
 /// NVRTC on a specialization made by `specialize_for`: the compiled result, with the canonical
 /// options (exactly those the cache key holds) and the time NVRTC took.

@@ -11,8 +11,9 @@
 // outside, as one statement with all the accesses inside it, and is analysed again inside.
 //
 // Two refinements keep barriers to the hand-written minimum. Plain stores only go through memory
-// narrowed to one thread, so two stores never need a barrier between them (overlapping shares are
-// the race the user's index function chose). And a thread that only reads what it will store itself,
+// narrowed to one thread, so two stores through one partition share never need a barrier between
+// them (overlapping shares are the race the user's index function chose); stores through two
+// different shares, or through a claim, do. And a thread that only reads what it will store itself,
 // or reads back what it stored, needs no barrier between the two. That is decided by comparing root
 // index expressions made of thread ids and variables that never change, and it holds only when every
 // pending access of that memory and the new one use one and the same index expression: then the
@@ -80,12 +81,14 @@ struct Access {
   Roots reads, stores, writes, async_writes, opaque;
   Indices read_at, store_at;
   Indices share_at;  ///< the partition shares the stores went through (see Views::share)
+  Roots unshared;    ///< stored through something other than a partition (a claim, a narrower branch)
   void merge(const Access& o) {
     reads.insert(o.reads.begin(), o.reads.end());
     stores.insert(o.stores.begin(), o.stores.end());
     writes.insert(o.writes.begin(), o.writes.end());
     async_writes.insert(o.async_writes.begin(), o.async_writes.end());
     opaque.insert(o.opaque.begin(), o.opaque.end());
+    unshared.insert(o.unshared.begin(), o.unshared.end());
     for (const auto& [r, es] : o.read_at)
       for (const auto& e : es) add_index(read_at, r, e);
     for (const auto& [r, es] : o.store_at)
@@ -123,7 +126,8 @@ struct State : Access {
       return true;
     };
     return reads == o.reads && stores == o.stores && writes == o.writes && async_writes == o.async_writes &&
-           opaque == o.opaque && same(read_at, o.read_at) && same(store_at, o.store_at) && same(share_at, o.share_at);
+           opaque == o.opaque && unshared == o.unshared && same(read_at, o.read_at) && same(store_at, o.store_at) &&
+           same(share_at, o.share_at);
   }
   void clear() { *this = State(); }
 };
@@ -195,23 +199,6 @@ class Planner {
                         });
   }
 
-  /// A share expression is stable when everything but the partition's own index variables is.
-  bool stable_share(const ExprPtr& e) const {
-    struct Scan : IRVisitor {
-      const Planner& p;
-      bool ok = true;
-      explicit Scan(const Planner& planner) : p(planner) {}
-      void visit(const VarRef& n) override {
-        if (n.var->origin == VarNode::Origin::IndexArg) return;
-        ok = ok && p.stable(ref(n.var, n.loc));
-      }
-      void visit(const Load&) override { ok = false; }
-      void visit(const MathCall&) override { ok = false; }
-    } scan(*this);
-    scan.walk(e);
-    return scan.ok;
-  }
-
   // ------------------------------------------------------------ what a statement touches
   /// The memory a view names, or null for thread-local arrays (never shared between threads).
   const MemNode* root(const MemNode* m) const {
@@ -274,10 +261,14 @@ class Planner {
         p_.index(access, access.store_at, n.mem, n.indices, r);
         // Which elements the storing thread owns: only a store through a partition says.
         ExprPtr share = p_.views_.share(n.mem.get());
-        if (share && p_.stable_share(share))
+        // An unstable share (one made of loop-local values) still names the same partition
+        // statement when it compares equal; the index, not stable then, keeps reads conservative.
+        if (share) {
           add_index(access.share_at, r, share);
-        else
+        } else {
           access.opaque.insert(r);
+          access.unshared.insert(r);
+        }
       }
     }
     void visit(const VectorCopy& n) override {
@@ -367,6 +358,7 @@ class Planner {
         }
       }
     };
+    if (narrower_stores) a.unshared.insert(a.stores.begin(), a.stores.end());
     demote(a.store_at, narrower_stores);
     demote(a.share_at, narrower_stores);
     demote(a.read_at, false);
@@ -387,8 +379,12 @@ class Planner {
   bool conflicts(const Access& a, const State& st) const {
     for (const auto* r : a.reads)
       if (st.writes.count(r) || (st.stores.count(r) && !own(a, st, r, true))) return true;
-    for (const auto* r : a.stores)
+    for (const auto* r : a.stores) {
       if (st.writes.count(r) || (st.reads.count(r) && !own(a, st, r, false))) return true;
+      // Two stores by different threads to one element: only stores through one partition share
+      // hand each element to one thread.
+      if (st.stores.count(r) && (a.unshared.count(r) || st.unshared.count(r) || !one_share(a, st, r))) return true;
+    }
     return intersects(a.writes, st.reads) || intersects(a.writes, st.writes) || intersects(a.writes, st.stores);
   }
 

@@ -1,0 +1,227 @@
+// Vantage example runs: see runs.hpp.
+#include "kernels/runs.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <stdexcept>
+
+#include "kernels/paper_kernels.hpp"
+
+namespace vantage::examples {
+namespace {
+
+using Size = std::map<std::string, std::int64_t>;
+
+/// Small integers as floats: sums of products stay exact in f32, so the tolerance can be tight.
+std::vector<float> floats(std::int64_t n, int seed) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<float>((i * 7 + seed * 13) % 11 - 5);
+  return v;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+/// Compares floats within `tol` (relative to max(1, |want|)); the first mismatch in `why`.
+bool close(const std::vector<float>& got, const std::vector<float>& want, double tol, std::string& why) {
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= tol * std::max(1.0, std::fabs(static_cast<double>(want[i]))))) {
+      why = "element " + std::to_string(i) + " is " + std::to_string(got[i]) + ", expected " + std::to_string(want[i]);
+      return false;
+    }
+  return true;
+}
+
+std::string sizes_text(const Size& s) {
+  std::string t;
+  for (const auto& [k, v] : s) t += (t.empty() ? "" : " ") + k + "=" + std::to_string(v);
+  return t;
+}
+
+struct Case {
+  std::function<RunResult(const Kernel&, const Size&, const Device&)> run;
+  std::vector<Size> sizes;
+};
+
+RunResult finish(bool ok, const std::string& what, const std::string& why, LaunchReport rep) {
+  RunResult r;
+  r.ok = ok;
+  r.summary = what + (ok ? ": result matches the reference" : ": WRONG RESULT, " + why);
+  r.report = rep;
+  return r;
+}
+
+RunResult run_saxpy(const Kernel& k, const Size& s, const Device& d) {
+  std::int64_t n = s.at("n");
+  float a = 2.0f;
+  auto x = floats(n, 1), y = floats(n, 2), want = y;
+  for (std::int64_t i = 0; i < n; ++i)
+    want[static_cast<std::size_t>(i)] = a * x[static_cast<std::size_t>(i)] + y[static_cast<std::size_t>(i)];
+  const auto& cx = x;
+  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(n, 256)), 256}, static_cast<int>(n), a, cx, y);
+  std::string why;
+  bool ok = close(y, want, 1e-6, why);
+  return finish(ok, "saxpy n=" + std::to_string(n) + " (tolerance 1e-6)", why, rep);
+}
+
+RunResult run_vec_copy(const Kernel& k, const Size& s, const Device& d) {
+  std::int64_t n = s.at("n");
+  auto in = floats(n, 3);
+  std::vector<float> out(static_cast<std::size_t>(n), -99.0f);
+  const auto& cin = in;
+  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(n, 1024)), 256}, static_cast<int>(n), cin, out);
+  std::string why;
+  bool ok = close(out, in, 0, why);
+  return finish(ok, "vec_copy n=" + std::to_string(n) + " (exact)", why, rep);
+}
+
+RunResult run_block_load_copy(const Kernel& k, const Size& s, const Device& d) {
+  std::int64_t n = s.at("n");
+  std::vector<int> in(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n), -1);
+  for (std::int64_t i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] = static_cast<int>(i * 3 - 7);
+  const auto& cin = in;
+  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(n, 512)), 128}, static_cast<int>(n), cin, out);
+  bool ok = out == in;
+  return finish(ok, "block_load_copy n=" + std::to_string(n) + " (bit-exact)", "the copy differs", rep);
+}
+
+RunResult run_block_reduce(const Kernel& k, const Size& s, const Device& d) {
+  std::int64_t n = s.at("n");
+  std::int64_t blocks = std::max<std::int64_t>(1, ceil_div(n, 256));
+  auto x = floats(n, 4);
+  std::vector<float> out(static_cast<std::size_t>(blocks), -1), want(static_cast<std::size_t>(blocks), 0);
+  for (std::int64_t i = 0; i < n; ++i) want[static_cast<std::size_t>(i / 256)] += x[static_cast<std::size_t>(i)];
+  const auto& cx = x;
+  auto rep = k.launch(d, Grid{blocks, 256}, static_cast<int>(n), cx, out);
+  std::string why;
+  bool ok = close(out, want, 1e-6, why);
+  return finish(ok, "block_reduce n=" + std::to_string(n) + " (tolerance 1e-6)", why, rep);
+}
+
+/// C = alpha * A * B + beta * C, row-major, in double.
+std::vector<float> sgemm_reference(std::int64_t M, std::int64_t N, std::int64_t K, float alpha, float beta,
+                                   const std::vector<float>& A, const std::vector<float>& B, std::vector<float> C) {
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (std::int64_t p = 0; p < K; ++p)
+        acc += static_cast<double>(A[static_cast<std::size_t>(i * K + p)]) * B[static_cast<std::size_t>(p * N + j)];
+      auto& c = C[static_cast<std::size_t>(i * N + j)];
+      c = static_cast<float>(alpha * acc + beta * c);
+    }
+  return C;
+}
+
+RunResult run_sgemm(const Kernel& k, const Size& s, const Device& d, bool tiled) {
+  std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
+  float alpha = 1.5f, beta = 0.5f;
+  auto A = floats(M * K, 5), B = floats(K * N, 6), C = floats(M * N, 7);
+  auto want = sgemm_reference(M, N, K, alpha, beta, A, B, C);
+  const auto &cA = A, &cB = B;
+  Grid g = tiled ? Grid{std::max<std::int64_t>(1, ceil_div(M, 32) * ceil_div(N, 32)), 1024}
+                 : Grid{std::max<std::int64_t>(1, ceil_div(M * N, 256)), 256};
+  auto rep = k.launch(d, g, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, beta, cA, cB, C);
+  std::string why;
+  bool ok = close(C, want, 1e-5, why);
+  return finish(ok,
+                k.name() + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+                    " (tolerance 1e-5)",
+                why, rep);
+}
+
+/// The tf32 m16n8k8 layout (PTX ISA): lane l, g = l / 4, q = l % 4 holds A[g][q], A[g+8][q],
+/// A[g][q+4], A[g+8][q+4]; B[q][g], B[q+4][g]; C and D [g][2q], [g][2q+1], [g+8][2q], [g+8][2q+1].
+RunResult run_warp_mma(const Kernel& k, const Size&, const Device& d) {
+  std::vector<float> out(128, -1), want(128);
+  double A[16][8], B[8][8];
+  for (int l = 0; l < 32; ++l) {
+    int g = l / 4, q = l % 4;
+    double v = l * 4 + 1;
+    A[g][q] = A[g + 8][q] = A[g][q + 4] = A[g + 8][q + 4] = v;
+    B[q][g] = B[q + 4][g] = v;
+  }
+  for (int l = 0; l < 32; ++l) {
+    int g = l / 4, q = l % 4;
+    const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * q, 2 * q + 1, 2 * q, 2 * q + 1};
+    for (int i = 0; i < 4; ++i) {
+      double acc = 0;
+      for (int p = 0; p < 8; ++p) acc += A[rows[i]][p] * B[p][cols[i]];
+      want[static_cast<std::size_t>(l * 4 + i)] = static_cast<float>(acc);
+    }
+  }
+  auto rep = k.launch(d, Grid{1, 32}, out);
+  std::string why;
+  bool ok = close(out, want, 1e-6, why);
+  return finish(ok, "warp_mma (one m16n8k8 tf32 mma, tolerance 1e-6)", why, rep);
+}
+
+RunResult run_mma_naive(const Kernel& k, const Size& s, const Device& d) {
+  std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
+  auto A = floats(M * K, 8), B = floats(K * N, 9);
+  std::vector<float> C(static_cast<std::size_t>(M * N), -1);
+  auto want = sgemm_reference(M, N, K, 1.0f, 0.0f, A, B, std::vector<float>(C.size(), 0));
+  const auto &cA = A, &cB = B;
+  auto rep = k.launch(d, Grid{(M / 16) * (N / 8), 32}, cA, cB, C, static_cast<int>(M), static_cast<int>(N),
+                      static_cast<int>(K));
+  std::string why;
+  bool ok = close(C, want, 1e-5, why);
+  return finish(ok,
+                "mma_tf32_naive M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+                    " (tolerance 1e-5; inputs exact in tf32)",
+                why, rep);
+}
+
+const std::map<std::string, Case>& cases() {
+  static const std::map<std::string, Case> kCases = {
+      {"saxpy", {run_saxpy, {{{"n", 1000}}, {{"n", 256}}, {{"n", 1}}, {{"n", 777}}}}},
+      {"vec_copy", {run_vec_copy, {{{"n", 1030}}, {{"n", 1024}}, {{"n", 3}}, {{"n", 4099}}}}},
+      {"block_load_copy", {run_block_load_copy, {{{"n", 1000}}, {{"n", 512}}, {{"n", 5}}}}},
+      {"block_reduce", {run_block_reduce, {{{"n", 1000}}, {{"n", 256}}, {{"n", 7}}}}},
+      {"sgemm_naive",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, false); },
+        {{{"M", 20}, {"N", 13}, {"K", 9}}, {{"M", 16}, {"N", 16}, {"K", 16}}, {{"M", 1}, {"N", 7}, {"K", 3}}}}},
+      {"sgemm_coalesced",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, false); },
+        {{{"M", 20}, {"N", 13}, {"K", 9}}, {{"M", 16}, {"N", 16}, {"K", 16}}, {{"M", 1}, {"N", 7}, {"K", 3}}}}},
+      {"sgemm_smem",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, true); },
+        {{{"M", 40}, {"N", 33}, {"K", 37}}, {{"M", 32}, {"N", 32}, {"K", 32}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
+      {"warp_mma", {run_warp_mma, {{}, {}, {}}}},
+      // The naive mma kernel tiles C in 16x8 and K in 8 with no edge handling: sizes are multiples.
+      {"mma_tf32_naive",
+       {run_mma_naive,
+        {{{"M", 16}, {"N", 8}, {"K", 8}}, {{"M", 32}, {"N", 16}, {"K", 24}}, {{"M", 48}, {"N", 8}, {"K", 16}}}}},
+  };
+  return kCases;
+}
+
+const Case& find(const std::string& name) {
+  auto it = cases().find(name);
+  if (it == cases().end()) throw std::invalid_argument("no run is defined for example '" + name + "'");
+  return it->second;
+}
+
+}  // namespace
+
+std::vector<Size> default_sizes(const std::string& name) { return find(name).sizes; }
+
+RunResult run_kernel(const std::string& name, const Kernel& kernel, const Size& size, const Device& device) {
+  const Case& c = find(name);
+  Size full = c.sizes.front();
+  for (const auto& [k, v] : size) {
+    if (!full.count(k))
+      throw std::invalid_argument("example '" + name + "' has no size '" + k + "' (it takes: " + sizes_text(full) +
+                                  ")");
+    full[k] = v;
+  }
+  return c.run(kernel, full, device);
+}
+
+RunResult run_example(const std::string& name, const Size& size, const Device& device) {
+  for (const auto& e : all())
+    if (e.name == name) return run_kernel(name, e.build(), size, device);
+  throw std::invalid_argument("no example named '" + name + "'");
+}
+
+}  // namespace vantage::examples

@@ -1,0 +1,988 @@
+// Vantage reference interpreter: see interp.h.
+#include "jit/interp/interp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <random>
+#include <unordered_map>
+
+#include "jit/ir/eval.h"
+#include "jit/ir/range.h"
+#include "jit/ir/visit.h"
+
+namespace vantage::interp {
+namespace {
+
+using namespace ir;
+
+// ------------------------------------------------------------------ scalar values
+struct V {
+  std::int64_t i = 0;
+  double f = 0;
+};
+
+float half_to_float(std::uint16_t h) {
+  std::uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  float v;
+  if (exp == 0)
+    v = std::ldexp(static_cast<float>(man), -24);
+  else if (exp == 31)
+    v = man ? std::nanf("") : INFINITY;
+  else
+    v = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
+  return sign ? -v : v;
+}
+std::uint16_t float_to_half(float f) {  // round to nearest even
+  std::uint32_t x;
+  std::memcpy(&x, &f, 4);
+  std::uint32_t sign = (x >> 16) & 0x8000;
+  std::uint32_t abs = x & 0x7fffffff;
+  if (abs > 0x7f800000) return static_cast<std::uint16_t>(sign | 0x7e00);
+  if (abs >= 0x477ff000) return static_cast<std::uint16_t>(sign | 0x7c00);  // rounds to infinity
+  if (abs < 0x38800000) {                                                   // subnormal half
+    float a;
+    std::memcpy(&a, &abs, 4);
+    float scaled = a * 16777216.0f;  // 2^24: exact, then round to an integer (nearest even)
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(std::nearbyint(scaled)));
+  }
+  std::uint32_t exp = ((abs >> 23) - 112) << 10, man = (abs >> 13) & 0x3ff, rest = abs & 0x1fff;
+  std::uint32_t h = exp | man;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;
+  return static_cast<std::uint16_t>(sign | h);
+}
+float bf16_to_float(std::uint16_t b) {
+  std::uint32_t x = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+std::uint16_t float_to_bf16(float f) {
+  std::uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<std::uint16_t>((x >> 16) | 0x40);
+  x += 0x7fff + ((x >> 16) & 1);
+  return static_cast<std::uint16_t>(x >> 16);
+}
+/// A float value rounded to what type `t` holds.
+double round_to(ScalarType t, double x) {
+  switch (t) {
+    case ScalarType::F32: return static_cast<float>(x);
+    case ScalarType::F16: return half_to_float(float_to_half(static_cast<float>(x)));
+    case ScalarType::BF16: return bf16_to_float(float_to_bf16(static_cast<float>(x)));
+    default: return x;
+  }
+}
+/// cvt.rna.tf32.f32: 10 mantissa bits, ties away from zero.
+double to_tf32(double x) {
+  float f = static_cast<float>(x);
+  std::uint32_t b;
+  std::memcpy(&b, &f, 4);
+  if ((b & 0x7f800000) != 0x7f800000) b = (b + 0x1000) & 0xffffe000;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+bool integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
+
+/// Float to integer: truncate toward zero, saturate, NaN gives 0 (PTX cvt.rzi).
+std::int64_t float_to_int(double x, ScalarType to) {
+  if (x != x) return 0;
+  Range r = Range::of(to);
+  double t = std::trunc(x);
+  if (t <= static_cast<double>(r.lo)) return wrap(to, r.lo);
+  if (t >= static_cast<double>(r.hi)) return wrap(to, r.hi);
+  return wrap(to, static_cast<__int128>(t));
+}
+
+// ------------------------------------------------------------------ memory
+struct Access {
+  std::int32_t block = -1, thread = -1;
+  std::uint32_t clock = 0;
+  SourceLoc loc;
+  bool atomic = false;
+};
+struct Shadow {
+  Access write;
+  std::vector<Access> reads;
+  Access uninit;  ///< the first read before any write (initcheck, reported when the block ends)
+  bool init = false;
+};
+struct Region {
+  std::string name;
+  ScalarType elem = ScalarType::F32;
+  MemSpace space = MemSpace::Global;
+  unsigned char* data = nullptr;
+  std::int64_t length = 0;  ///< elements that may be touched
+  bool track = true;        ///< racecheck (off for memory nothing writes)
+  bool initcheck = false;
+  std::vector<unsigned char> own;  ///< storage of shared and local arrays
+  std::vector<Shadow> shadow;
+};
+struct Ref {
+  Region* region = nullptr;
+  std::int64_t offset = 0;
+};
+
+V load_raw(const Region& r, std::int64_t i) {
+  const unsigned char* p = r.data + i * type_bytes(r.elem);
+  V v;
+  switch (r.elem) {
+    case ScalarType::Bool: v.i = *p != 0; break;
+    case ScalarType::I32: {
+      std::int32_t x;
+      std::memcpy(&x, p, 4);
+      v.i = x;
+      break;
+    }
+    case ScalarType::U32: {
+      std::uint32_t x;
+      std::memcpy(&x, p, 4);
+      v.i = x;
+      break;
+    }
+    case ScalarType::I64:
+    case ScalarType::U64: std::memcpy(&v.i, p, 8); break;
+    case ScalarType::F16:
+    case ScalarType::BF16: {
+      std::uint16_t x;
+      std::memcpy(&x, p, 2);
+      v.f = r.elem == ScalarType::F16 ? half_to_float(x) : bf16_to_float(x);
+      break;
+    }
+    case ScalarType::F32: {
+      float x;
+      std::memcpy(&x, p, 4);
+      v.f = x;
+      break;
+    }
+    case ScalarType::F64: std::memcpy(&v.f, p, 8); break;
+  }
+  return v;
+}
+void store_raw(Region& r, std::int64_t i, V v) {
+  unsigned char* p = r.data + i * type_bytes(r.elem);
+  switch (r.elem) {
+    case ScalarType::Bool: *p = v.i != 0; break;
+    case ScalarType::I32:
+    case ScalarType::U32: {
+      auto x = static_cast<std::uint32_t>(v.i);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case ScalarType::I64:
+    case ScalarType::U64: std::memcpy(p, &v.i, 8); break;
+    case ScalarType::F16:
+    case ScalarType::BF16: {
+      std::uint16_t x =
+          r.elem == ScalarType::F16 ? float_to_half(static_cast<float>(v.f)) : float_to_bf16(static_cast<float>(v.f));
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case ScalarType::F32: {
+      float x = static_cast<float>(v.f);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case ScalarType::F64: std::memcpy(p, &v.f, 8); break;
+  }
+}
+
+// ------------------------------------------------------------------ threads
+struct Frame {
+  std::int64_t tid = 0, bid = 0;  ///< what Builtin reads here
+  std::int64_t smem = 0;          ///< shared-memory base of a device function
+  bool returned = false;
+  VarPtr result;
+  V value;
+};
+struct Thread {
+  std::int32_t tid = 0;  ///< threadIdx.x
+  bool exited = false;
+  std::vector<V> vars;
+  std::vector<Frame> frames;
+  std::unordered_map<const MemNode*, Ref> mems;
+  std::unordered_map<const MemNode*, std::unique_ptr<Region>> locals;
+  std::vector<std::pair<std::pair<Ref, std::int64_t>, std::pair<Ref, std::int64_t>>> async;  ///< pending cp.async
+  bool stopped() const { return exited || frames.back().returned; }
+};
+
+std::string where(const SourceLoc& l) { return l.known() ? l.str() : std::string("<unknown line>"); }
+
+class Machine {
+ public:
+  Machine(const lower::Lowered& k, std::int64_t blocks, const std::vector<Arg>& args, const Options& o)
+      : k_(k), blocks_(blocks), opt_(o), rng_(o.seed) {
+    T_ = k.options.threads;
+    if (args.size() != k.kernel.params.size())
+      throw InternalError("interp: " + std::to_string(args.size()) + " arguments for " +
+                          std::to_string(k.kernel.params.size()) + " parameters");
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const ParamNode& p = k.kernel.params[i];
+      if (p.var) {
+        V v;
+        if (is_float(p.var->type))
+          v.f = round_to(p.var->type, args[i].f);
+        else
+          v.i = args[i].i;
+        params_[p.var.get()] = v;
+        continue;
+      }
+      auto r = std::make_unique<Region>();
+      r->name = p.name;
+      r->elem = p.mem->elem;
+      r->space = MemSpace::Global;
+      r->data = static_cast<unsigned char*>(args[i].data);
+      r->length = args[i].extent >= 0 ? std::min(args[i].extent, args[i].length) : args[i].length;
+      r->track = opt_.checks && !p.mem->is_const;
+      if (r->track) r->shadow.resize(static_cast<std::size_t>(r->length));
+      globals_[p.mem.get()] = r.get();
+      regions_.push_back(std::move(r));
+    }
+  }
+
+  Stats run() {
+    for (std::int64_t b = 0; b < blocks_; ++b) run_block(b);
+    return stats_;
+  }
+
+ private:
+  // ------------------------------------------------------------ blocks and clocks
+  void run_block(std::int64_t b) {
+    block_ = b;
+    shared_.clear();
+    threads_.clear();
+    threads_.resize(static_cast<std::size_t>(T_));
+    clocks_.assign(static_cast<std::size_t>(T_ * T_), 0);
+    std::vector<Thread*> all;
+    for (std::int64_t t = 0; t < T_; ++t) {
+      Thread& th = threads_[static_cast<std::size_t>(t)];
+      th.tid = static_cast<std::int32_t>(t);
+      th.frames.push_back(Frame{t, b, 0, false, nullptr, {}});
+      clock(t, t) = 1;
+      all.push_back(&th);
+    }
+    exec_all(k_.kernel.body, all);
+    for (const auto& [key, r] : shared_) uninitialised(*r);
+    for (auto& t : threads_)
+      for (const auto& [m, r] : t.locals) uninitialised(*r);
+  }
+  void uninitialised(const Region& r) {
+    for (std::size_t i = 0; i < r.shadow.size(); ++i) {
+      const Access& a = r.shadow[i].uninit;
+      if (a.block < 0) continue;
+      throw ExecutionError("initcheck",
+                           "block " + std::to_string(a.block) + " thread " + std::to_string(a.thread) + " reads " +
+                               element(r, static_cast<std::int64_t>(i)) + " at " + where(a.loc) +
+                               ", which nothing in this block wrote before",
+                           {a.loc});
+    }
+  }
+  std::uint32_t& clock(std::int64_t of, std::int64_t about) {
+    return clocks_[static_cast<std::size_t>(of * T_ + about)];
+  }
+  /// Every thread in `members` has seen everything any of them did before.
+  void join(const std::vector<Thread*>& members) {
+    if (!opt_.checks) return;
+    std::vector<std::uint32_t> m(static_cast<std::size_t>(T_), 0);
+    for (const auto* t : members)
+      for (std::int64_t u = 0; u < T_; ++u)
+        m[static_cast<std::size_t>(u)] = std::max(m[static_cast<std::size_t>(u)], clock(t->tid, u));
+    for (const auto* t : members) {
+      for (std::int64_t u = 0; u < T_; ++u) clock(t->tid, u) = m[static_cast<std::size_t>(u)];
+      ++clock(t->tid, t->tid);
+    }
+  }
+
+  std::vector<Thread*> ordered(std::vector<Thread*> ts) {
+    if (opt_.order == Order::Reverse) std::reverse(ts.begin(), ts.end());
+    if (opt_.order == Order::Random) std::shuffle(ts.begin(), ts.end(), rng_);
+    return ts;
+  }
+
+  // ------------------------------------------------------------ which statements are collective
+  bool collective(const StmtPtr& s) {
+    if (!s) return false;
+    auto it = collective_.find(s.get());
+    if (it != collective_.end()) return it->second;
+    bool c = false;
+    if (s->kind == StmtKind::Barrier) {
+      c = true;
+    } else if (const auto* n = as<Intrinsic>(*s)) {
+      switch (n->op) {
+        case IntrinsicOp::ShflXor:
+        case IntrinsicOp::ShflDown:
+        case IntrinsicOp::ShflUp:
+        case IntrinsicOp::ShflIdx:
+        case IntrinsicOp::VoteAll:
+        case IntrinsicOp::VoteAny:
+        case IntrinsicOp::Ballot:
+        case IntrinsicOp::MmaSync:
+        case IntrinsicOp::Ldmatrix:
+        case IntrinsicOp::SyncThreads:
+        case IntrinsicOp::SyncWarp:
+        case IntrinsicOp::NamedBarrier: c = true; break;
+        default: break;
+      }
+    } else if (const auto* call = as<Call>(*s)) {
+      c = collective(call->fn->body);
+    } else {
+      for_each_child_stmt(*s, [&](const StmtPtr& child) { c = c || collective(child); });
+    }
+    collective_[s.get()] = c;
+    return c;
+  }
+
+  // ------------------------------------------------------------ variables and memory
+  int slot(const VarNode* v) {
+    auto it = slots_.find(v);
+    if (it != slots_.end()) return it->second;
+    int n = static_cast<int>(slots_.size());
+    slots_[v] = n;
+    return n;
+  }
+  V& var(Thread& t, const VarNode* v) {
+    int s = slot(v);
+    if (static_cast<std::size_t>(s) >= t.vars.size()) t.vars.resize(static_cast<std::size_t>(s) + 16);
+    return t.vars[static_cast<std::size_t>(s)];
+  }
+  V read_var(Thread& t, const VarNode* v) {
+    if (auto it = params_.find(v); it != params_.end()) return it->second;
+    return var(t, v);
+  }
+  Ref mem(Thread& t, const MemNode* m, SourceLoc l) {
+    if (auto it = t.mems.find(m); it != t.mems.end()) return it->second;
+    if (auto it = globals_.find(m); it != globals_.end()) return {it->second, 0};
+    throw InternalError("interp: memory '" + m->name + "' used before it exists (" + where(l) + ")");
+  }
+
+  std::string describe(const Thread& t) const {
+    return "block " + std::to_string(block_) + " thread " + std::to_string(t.tid);
+  }
+  std::string element(const Region& r, std::int64_t i) const {
+    const char* space = r.space == MemSpace::Shared ? "shared" : r.space == MemSpace::Local ? "local" : "global";
+    return std::string(space) + " '" + r.name + "'[" + std::to_string(i) + "]";
+  }
+
+  /// The element at `ref + index` after memcheck.
+  std::int64_t check_bounds(Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, const char* what) {
+    std::int64_t i = ref.offset + index;
+    if (index < 0 || i < 0 || i >= ref.region->length)
+      throw ExecutionError("memcheck",
+                           describe(t) + " " + what + " " + element(*ref.region, i) + " at " + where(l) +
+                               ", outside its " + std::to_string(ref.region->length) + " elements",
+                           {l});
+    return i;
+  }
+  bool ordered_before(const Access& a, const Thread& t) {
+    if (a.block != block_) return false;
+    if (a.thread == t.tid) return true;
+    return clock(t.tid, a.thread) >= a.clock;
+  }
+  [[noreturn]] void race(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l,
+                         const Access& other, bool other_writes) {
+    throw ExecutionError("racecheck",
+                         describe(t) + (writing ? " writes " : " reads ") + element(r, i) + " at " + where(l) +
+                             ", which block " + std::to_string(other.block) + " thread " +
+                             std::to_string(other.thread) + (other_writes ? " wrote" : " read") + " at " +
+                             where(other.loc) + " with no barrier between them covering both threads",
+                         {l, other.loc});
+  }
+  V read(Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, bool atomic = false) {
+    std::int64_t i = check_bounds(t, ref, index, l, "reads");
+    Region& r = *ref.region;
+    if (!r.shadow.empty()) {
+      Shadow& s = r.shadow[static_cast<std::size_t>(i)];
+      // A read before any write is reported when the block ends, unless another thread's write
+      // in the same barrier interval turns it into a race first (the likelier missing barrier).
+      if (r.initcheck && !s.init && s.uninit.block < 0)
+        s.uninit = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic};
+      if (r.track) {
+        if (s.write.block >= 0 && !ordered_before(s.write, t) && !(atomic && s.write.atomic))
+          race(t, r, i, false, l, s.write, true);
+        std::erase_if(s.reads, [&](const Access& a) { return a.block == block_ && a.thread == t.tid; });
+        s.reads.push_back({static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic});
+      }
+    }
+    ++stats_.thread_statements;
+    return load_raw(r, i);
+  }
+  void write(Thread& t, const Ref& ref, std::int64_t index, V v, SourceLoc l, bool atomic = false) {
+    std::int64_t i = check_bounds(t, ref, index, l, "writes");
+    Region& r = *ref.region;
+    if (!r.shadow.empty()) {
+      Shadow& s = r.shadow[static_cast<std::size_t>(i)];
+      s.init = true;
+      if (r.track) {
+        if (s.write.block >= 0 && !ordered_before(s.write, t) && !(atomic && s.write.atomic))
+          race(t, r, i, true, l, s.write, true);
+        for (const auto& a : s.reads)
+          if (!ordered_before(a, t) && !(atomic && a.atomic)) race(t, r, i, true, l, a, false);
+        s.reads.clear();
+        s.write = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic};
+      }
+    }
+    store_raw(r, i, v);
+  }
+
+  // ------------------------------------------------------------ expressions
+  V eval(const ExprPtr& e, Thread& t) {
+    return dispatch(*e, Overloaded{
+                            [&](const Literal& n) {
+                              V v;
+                              if (is_float(n.type))
+                                v.f = round_to(n.type, n.f);
+                              else
+                                v.i = n.i;
+                              return v;
+                            },
+                            [&](const VarRef& n) { return read_var(t, n.var.get()); },
+                            [&](const Unary& n) {
+                              V a = eval(n.a, t), v;
+                              if (is_float(n.type))
+                                v.f = n.op == UnOp::Neg ? -a.f : a.f;
+                              else
+                                v.i = eval_unary(n.op, n.type, a.i);
+                              return v;
+                            },
+                            [&](const Binary& n) { return binary(n, eval(n.a, t), eval(n.b, t)); },
+                            [&](const Cast& n) { return cast(n.a->type, n.type, eval(n.a, t)); },
+                            [&](const Select& n) {
+                              V c = eval(n.c, t), a = eval(n.a, t), b = eval(n.b, t);
+                              return c.i ? a : b;
+                            },
+                            [&](const MathCall& n) {
+                              std::vector<V> xs;
+                              for (const auto& a : n.args) xs.push_back(eval(a, t));
+                              return math(n, xs);
+                            },
+                            [&](const Id&) -> V { throw InternalError("interp: an id() in lowered IR"); },
+                            [&](const Builtin& n) {
+                              V v;
+                              v.i = n.which == BuiltinKind::ThreadInBlock ? t.frames.back().tid : t.frames.back().bid;
+                              return v;
+                            },
+                            [&](const Load& n) {
+                              V idx = eval(n.indices[0], t);
+                              return read(t, mem(t, n.mem.get(), n.loc), exact(n.indices[0]->type, idx.i), n.loc);
+                            },
+                        });
+  }
+  static std::int64_t exact(ScalarType t, std::int64_t v) {
+    __int128 x = ir::exact(t, v);
+    return x > INT64_MAX ? INT64_MAX : static_cast<std::int64_t>(x);
+  }
+
+  static V binary(const Binary& n, V a, V b) {
+    V v;
+    ScalarType t = n.a->type;
+    if (integral(t)) {
+      v.i = eval_binary(n.op, t, a.i, n.op == BinOp::Shl || n.op == BinOp::Shr ? shift_amount(n.b->type, b.i) : b.i);
+      return v;
+    }
+    double x = a.f, y = b.f;
+    switch (n.op) {
+      case BinOp::Add: v.f = x + y; break;
+      case BinOp::Sub: v.f = x - y; break;
+      case BinOp::Mul: v.f = x * y; break;
+      case BinOp::Div: v.f = x / y; break;
+      case BinOp::Mod: v.f = std::fmod(x, y); break;
+      case BinOp::Min: v.f = std::fmin(x, y); break;
+      case BinOp::Max: v.f = std::fmax(x, y); break;
+      case BinOp::Pow: v.f = std::pow(x, y); break;
+      case BinOp::Eq: v.i = x == y; return v;
+      case BinOp::Ne: v.i = x != y; return v;
+      case BinOp::Lt: v.i = x < y; return v;
+      case BinOp::Le: v.i = x <= y; return v;
+      case BinOp::Gt: v.i = x > y; return v;
+      case BinOp::Ge: v.i = x >= y; return v;
+      default: throw InternalError("interp: an integer operation on floats");
+    }
+    v.f = round_to(n.type, v.f);
+    return v;
+  }
+  static std::int64_t shift_amount(ScalarType t, std::int64_t b) {
+    __int128 x = ir::exact(t, b);
+    return x < 0 ? -1 : (x > 4096 ? 4096 : static_cast<std::int64_t>(x));
+  }
+  static V cast(ScalarType from, ScalarType to, V a) {
+    V v;
+    if (integral(from) && integral(to)) {
+      v.i = eval_cast(from, to, a.i);
+    } else if (is_float(from) && is_float(to)) {
+      v.f = round_to(to, a.f);
+    } else if (is_float(from)) {
+      v.i = to == ScalarType::Bool ? a.f != 0 : float_to_int(a.f, to);
+    } else {
+      v.f = round_to(to, static_cast<double>(ir::exact(from, a.i)));
+    }
+    return v;
+  }
+  static V math(const MathCall& n, const std::vector<V>& x) {
+    V v;
+    if (integral(n.type)) {  // abs
+      v.i = x[0].i < 0 ? eval_unary(UnOp::Neg, n.type, x[0].i) : x[0].i;
+      return v;
+    }
+    double a = x[0].f;
+    switch (n.fn) {
+      case MathFn::Sqrt: v.f = std::sqrt(a); break;
+      case MathFn::Rsqrt: v.f = 1.0 / std::sqrt(a); break;
+      case MathFn::Exp: v.f = std::exp(a); break;
+      case MathFn::Exp2: v.f = std::exp2(a); break;
+      case MathFn::Log: v.f = std::log(a); break;
+      case MathFn::Log2: v.f = std::log2(a); break;
+      case MathFn::Sin: v.f = std::sin(a); break;
+      case MathFn::Cos: v.f = std::cos(a); break;
+      case MathFn::Tanh: v.f = std::tanh(a); break;
+      case MathFn::Abs: v.f = std::fabs(a); break;
+      case MathFn::Floor: v.f = std::floor(a); break;
+      case MathFn::Ceil: v.f = std::ceil(a); break;
+      case MathFn::Fma: v.f = n.type == ScalarType::F64 ? std::fma(a, x[1].f, x[2].f) : a * x[1].f + x[2].f; break;
+    }
+    if (n.fn == MathFn::Fma && n.type == ScalarType::F32)
+      v.f = std::fmaf(static_cast<float>(a), static_cast<float>(x[1].f), static_cast<float>(x[2].f));
+    v.f = round_to(n.type, v.f);
+    return v;
+  }
+
+  // ------------------------------------------------------------ one thread
+  void exec_one(const StmtPtr& s, Thread& t) {
+    if (!s || t.stopped()) return;
+    ++stats_.thread_statements;
+    dispatch(*s, Overloaded{
+                     [&](const Seq& n) {
+                       for (const auto& c : n.stmts) {
+                         if (t.stopped()) return;
+                         exec_one(c, t);
+                       }
+                     },
+                     [&](const Let& n) { var(t, n.var.get()) = eval(n.value, t); },
+                     [&](const Assign& n) { var(t, n.var.get()) = eval(n.value, t); },
+                     [&](const Store& n) {
+                       V idx = eval(n.indices[0], t);
+                       V v = eval(n.value, t);
+                       write(t, mem(t, n.mem.get(), n.loc), exact(n.indices[0]->type, idx.i), v, n.loc);
+                     },
+                     [&](const If& n) {
+                       if (eval(n.cond, t).i)
+                         exec_one(n.then_body, t);
+                       else
+                         exec_one(n.else_body, t);
+                     },
+                     [&](const For& n) {
+                       Loop lp = start(n, t);
+                       while (!t.stopped() && lp.going(var(t, n.var.get()).i)) {
+                         exec_one(n.body, t);
+                         if (!lp.advance(var(t, n.var.get()).i)) break;
+                       }
+                     },
+                     [&](const While& n) {
+                       while (!t.stopped() && eval(n.cond, t).i) exec_one(n.body, t);
+                     },
+                     [&](const SharedAlloc& n) { t.mems[n.mem.get()] = shared(t, n); },
+                     [&](const LocalAlloc& n) { t.mems[n.mem.get()] = local(t, n); },
+                     [&](const Call& n) {
+                       std::vector<Thread*> one{&t};
+                       call(n, one);
+                     },
+                     [&](const Intrinsic& n) { intrinsic_one(n, t); },
+                     [&](const Unsafe& n) -> void {
+                       throw UnsupportedOnDevice("an unsafe block's CUDA text cannot run on the interpreter", {n.loc});
+                     },
+                     [&](const Return& n) {
+                       Frame& f = t.frames.back();
+                       if (n.value) f.value = eval(n.value, t);
+                       f.returned = true;
+                       if (t.frames.size() == 1) t.exited = true;
+                     },
+                     [&](const VectorCopy& n) {
+                       Ref d = mem(t, n.dst.get(), n.loc), s = mem(t, n.src.get(), n.loc);
+                       std::int64_t di = exact(n.dst_index->type, eval(n.dst_index, t).i);
+                       std::int64_t si = exact(n.src_index->type, eval(n.src_index, t).i);
+                       if ((d.offset + di) % n.count != 0 || (s.offset + si) % n.count != 0)
+                         throw ExecutionError("memcheck",
+                                              describe(t) + " makes a misaligned " + std::to_string(n.count) +
+                                                  "-element vector access at " + where(n.loc),
+                                              {n.loc});
+                       for (std::int64_t k = 0; k < n.count; ++k) write(t, d, di + k, read(t, s, si + k, n.loc), n.loc);
+                     },
+                     [&](const ir::Barrier&) { throw InternalError("interp: a barrier outside lockstep"); },
+                     [&](const auto& n) -> void {
+                       throw InternalError(std::string("interp: ") + name_of(n.kind) + " in lowered IR");
+                     },
+                 });
+  }
+
+  struct Loop {
+    std::int64_t end = 0, step = 0;
+    ScalarType type = ScalarType::I32;
+    bool going(std::int64_t v) const { return step > 0 ? v < end : step < 0 && v > end; }
+    /// The next value; false when the loop is over (the counter never passes `end`).
+    bool advance(std::int64_t& v) const {
+      __int128 left = step > 0 ? ir::exact(type, end) - ir::exact(type, v) : ir::exact(type, v) - ir::exact(type, end);
+      __int128 by = step > 0 ? step : -static_cast<__int128>(step);
+      if (left <= by) {
+        v = end;
+        return false;
+      }
+      v = wrap(type, ir::exact(type, v) + (step > 0 ? by : -by));
+      return true;
+    }
+  };
+  Loop start(const For& n, Thread& t) {
+    Loop lp;
+    lp.type = n.var->type;
+    V b = eval(n.begin, t), e = eval(n.end, t), s = eval(n.step, t);
+    lp.end = e.i;
+    __int128 st = ir::exact(lp.type, s.i);
+    lp.step = st > 0 ? 1 : st < 0 ? -1 : 0;
+    if (st != 0) lp.step = static_cast<std::int64_t>(st > INT64_MAX ? INT64_MAX : st);
+    var(t, n.var.get()).i = b.i;
+    return lp;
+  }
+
+  Ref shared(Thread& t, const SharedAlloc& n) {
+    std::int64_t base = t.frames.back().smem;
+    auto key = std::make_pair(n.mem.get(), base);
+    auto it = shared_.find(key);
+    if (it == shared_.end()) {
+      auto r = std::make_unique<Region>();
+      r->name = n.mem->name;
+      r->elem = n.mem->elem;
+      r->space = MemSpace::Shared;
+      r->length = const_int(n.count).value_or(0);
+      r->own.assign(static_cast<std::size_t>(r->length * type_bytes(r->elem)), 0);
+      r->data = r->own.data();
+      r->track = opt_.checks;
+      r->initcheck = opt_.checks;
+      r->shadow.resize(static_cast<std::size_t>(r->length));
+      it = shared_.emplace(key, std::move(r)).first;
+    }
+    return {it->second.get(), 0};
+  }
+  Ref local(Thread& t, const LocalAlloc& n) {
+    auto& slot = t.locals[n.mem.get()];
+    if (!slot) {
+      slot = std::make_unique<Region>();
+      slot->name = n.mem->name;
+      slot->elem = n.mem->elem;
+      slot->space = MemSpace::Local;
+      slot->length = n.count;
+      slot->own.assign(static_cast<std::size_t>(n.count * type_bytes(n.mem->elem)), 0);
+      slot->data = slot->own.data();
+      slot->track = false;
+      slot->initcheck = opt_.checks;
+      slot->shadow.resize(static_cast<std::size_t>(n.count));
+    }
+    return {slot.get(), 0};
+  }
+
+  void intrinsic_one(const Intrinsic& n, Thread& t) {
+    switch (n.op) {
+      case IntrinsicOp::Atomic: {
+        Ref r = mem(t, n.mems[0].get(), n.loc);
+        std::int64_t i = exact(n.args[0]->type, eval(n.args[0], t).i);
+        V x = eval(n.args[1], t);
+        V old = read(t, r, i, n.loc, true);
+        V nv = old;
+        ScalarType e = n.mems[0]->elem;
+        bool fl = is_float(e);
+        switch (static_cast<AtomicKind>(n.imms[0])) {
+          case AtomicKind::Add:
+            if (fl)
+              nv.f = round_to(e, old.f + x.f);
+            else
+              nv.i = eval_binary(BinOp::Add, e, old.i, x.i);
+            break;
+          case AtomicKind::Min:
+            if (fl)
+              nv.f = std::fmin(old.f, x.f);
+            else
+              nv.i = eval_binary(BinOp::Min, e, old.i, x.i);
+            break;
+          case AtomicKind::Max:
+            if (fl)
+              nv.f = std::fmax(old.f, x.f);
+            else
+              nv.i = eval_binary(BinOp::Max, e, old.i, x.i);
+            break;
+          case AtomicKind::Exch: nv = x; break;
+        }
+        write(t, r, i, nv, n.loc, true);
+        var(t, n.outputs[0].get()) = old;
+        return;
+      }
+      case IntrinsicOp::CpAsync: {
+        Ref d = mem(t, n.mems[0].get(), n.loc), s = mem(t, n.mems[1].get(), n.loc);
+        std::int64_t di = exact(n.args[0]->type, eval(n.args[0], t).i);
+        std::int64_t si = exact(n.args[1]->type, eval(n.args[1], t).i);
+        std::int64_t count = n.imms[0] / type_bytes(n.mems[0]->elem);
+        for (std::int64_t k = 0; k < count; ++k) write(t, d, di + k, read(t, s, si + k, n.loc), n.loc);
+        return;
+      }
+      case IntrinsicOp::CpAsyncCommit:
+      case IntrinsicOp::CpAsyncWait: return;  // the copy above completed at once: waiting is a no-op
+      default: break;
+    }
+    throw UnsupportedOnDevice(std::string(user_name(n.op)) + " cannot run on the interpreter", {n.loc});
+  }
+
+  // ------------------------------------------------------------ threads in lockstep
+  void exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
+    if (!s) return;
+    std::vector<Thread*> ts;
+    for (auto* t : in)
+      if (!t->stopped()) ts.push_back(t);
+    if (ts.empty()) return;
+    if (!collective(s)) {
+      for (auto* t : ordered(ts)) exec_one(s, *t);
+      return;
+    }
+    if (const auto* seq = as<Seq>(*s)) {
+      std::size_t i = 0;
+      while (i < seq->stmts.size()) {
+        if (collective(seq->stmts[i])) {
+          exec_all(seq->stmts[i++], ts);
+          continue;
+        }
+        std::size_t j = i;
+        while (j < seq->stmts.size() && !collective(seq->stmts[j])) ++j;
+        for (auto* t : ordered(ts))
+          for (std::size_t k = i; k < j && !t->stopped(); ++k) exec_one(seq->stmts[k], *t);
+        i = j;
+      }
+      return;
+    }
+    if (const auto* n = as<If>(*s)) {
+      std::vector<Thread*> a, b;
+      for (auto* t : ts) (eval(n->cond, *t).i ? a : b).push_back(t);
+      exec_all(n->then_body, a);
+      exec_all(n->else_body, b);
+      return;
+    }
+    if (const auto* n = as<For>(*s)) {
+      std::vector<std::pair<Thread*, Loop>> loops;
+      for (auto* t : ts) loops.emplace_back(t, start(*n, *t));
+      while (true) {
+        std::vector<Thread*> act;
+        for (auto& [t, lp] : loops)
+          if (!t->stopped() && lp.going(var(*t, n->var.get()).i)) act.push_back(t);
+        if (act.empty()) return;
+        exec_all(n->body, act);
+        for (auto& [t, lp] : loops)
+          if (std::find(act.begin(), act.end(), t) != act.end() && !lp.advance(var(*t, n->var.get()).i)) lp.step = 0;
+      }
+    }
+    if (const auto* n = as<While>(*s)) {
+      while (true) {
+        std::vector<Thread*> act;
+        for (auto* t : ts)
+          if (!t->stopped() && eval(n->cond, *t).i) act.push_back(t);
+        if (act.empty()) return;
+        exec_all(n->body, act);
+      }
+    }
+    if (const auto* n = as<ir::Barrier>(*s)) return barrier(*n, ts);
+    if (const auto* n = as<Call>(*s)) return call(*n, ts);
+    if (const auto* n = as<Intrinsic>(*s)) return warp_op(*n, ts);
+    throw InternalError(std::string("interp: a collective ") + name_of(s->kind));
+  }
+
+  /// The threads of the block that have not exited.
+  std::vector<Thread*> live() {
+    std::vector<Thread*> r;
+    for (auto& t : threads_)
+      if (!t.exited) r.push_back(&t);
+    return r;
+  }
+
+  [[noreturn]] void diverged(const std::string& what, SourceLoc l, const Thread& missing) {
+    throw ExecutionError("synccheck",
+                         what + " at " + where(l) + " is reached by some of the threads it covers but not by " +
+                             describe(missing) + " (block " + std::to_string(block_) + ")",
+                         {l});
+  }
+
+  void barrier(const ir::Barrier& b, const std::vector<Thread*>& ts) {
+    ++stats_.thread_statements;
+    std::vector<bool> here(static_cast<std::size_t>(T_), false);
+    for (auto* t : ts) here[static_cast<std::size_t>(t->tid)] = true;
+    if (b.how == BarrierKind::NamedFixed) {
+      if (static_cast<std::int64_t>(ts.size()) != b.threads)
+        throw ExecutionError("synccheck",
+                             "named_barrier(" + std::to_string(b.id_base) + ", " + std::to_string(b.threads) + ") at " +
+                                 where(b.loc) + " is reached by " + std::to_string(ts.size()) + " threads of block " +
+                                 std::to_string(block_),
+                             {b.loc});
+      join(ts);
+      return;
+    }
+    std::int64_t unit = b.how == BarrierKind::Block  ? T_
+                        : b.how == BarrierKind::Warp ? std::min<std::int64_t>(32, T_)
+                                                     : b.threads;
+    std::map<std::int64_t, std::vector<Thread*>> groups;
+    for (auto* t : ts) groups[t->tid / unit].push_back(t);
+    for (auto& [g, members] : groups) {
+      for (std::int64_t u = g * unit; u < std::min(T_, (g + 1) * unit); ++u) {
+        const Thread& other = threads_[static_cast<std::size_t>(u)];
+        if (!here[static_cast<std::size_t>(u)] && !other.exited)
+          diverged("a barrier over " + std::to_string(unit) + " threads", b.loc, other);
+      }
+      join(members);
+    }
+  }
+
+  void call(const Call& n, const std::vector<Thread*>& ts) {
+    const FunctionNode& f = *n.fn;
+    std::size_t user = n.args.size() - lower::kAbiArgs;
+    for (auto* t : ts) {
+      Frame fr;
+      fr.tid = eval(n.args[user].value, *t).i;
+      fr.bid = eval(n.args[user + 1].value, *t).i;
+      std::int64_t smem = eval(n.args[user + 2].value, *t).i;
+      fr.smem = smem >= 0 ? t->frames.back().smem + smem + 1 : t->frames.back().smem;
+      fr.result = n.result;
+      for (std::size_t i = 0; i < user && i < f.params.size(); ++i) {
+        const auto& a = n.args[i];
+        const ParamNode& p = f.params[i];
+        if (a.mem) {
+          Ref r = mem(*t, a.mem.get(), n.loc);
+          r.offset += exact(a.value->type, eval(a.value, *t).i);
+          t->mems[p.mem.get()] = r;
+        } else {
+          var(*t, p.var.get()) = eval(a.value, *t);
+        }
+      }
+      t->frames.push_back(fr);
+    }
+    exec_all(f.body, ts);
+    for (auto* t : ts) {
+      Frame fr = t->frames.back();
+      t->frames.pop_back();
+      if (fr.result) var(*t, fr.result.get()) = fr.value;
+    }
+  }
+
+  void warp_op(const Intrinsic& n, const std::vector<Thread*>& ts) {
+    if (n.op == IntrinsicOp::Ldmatrix) throw UnsupportedOnDevice("ldmatrix cannot run on the interpreter yet", {n.loc});
+    std::map<std::int64_t, std::vector<Thread*>> warps;
+    for (auto* t : ts) warps[t->tid / 32].push_back(t);
+    for (auto& [w, lanes] : warps) {
+      std::int64_t first = w * 32, last = std::min(T_, first + 32);
+      if (static_cast<std::int64_t>(lanes.size()) != last - first) {
+        std::vector<bool> here(32, false);
+        for (auto* t : lanes) here[static_cast<std::size_t>(t->tid - first)] = true;
+        for (std::int64_t u = first; u < last; ++u)
+          if (!here[static_cast<std::size_t>(u - first)])
+            diverged(user_name(n.op), n.loc, threads_[static_cast<std::size_t>(u)]);
+      }
+      std::sort(lanes.begin(), lanes.end(), [](Thread* a, Thread* b) { return a->tid < b->tid; });
+      stats_.thread_statements += static_cast<std::int64_t>(lanes.size());
+      if (n.op == IntrinsicOp::MmaSync) {
+        mma(n, lanes);
+        continue;
+      }
+      std::vector<V> x, y;
+      for (auto* t : lanes) x.push_back(eval(n.args[0], *t));
+      if (n.args.size() > 1)
+        for (auto* t : lanes) y.push_back(eval(n.args[1], *t));
+      std::size_t size = lanes.size();
+      std::uint32_t ballot = 0;
+      for (std::size_t l = 0; l < size; ++l)
+        if (x[l].i) ballot |= 1u << l;
+      for (std::size_t l = 0; l < size; ++l) {
+        V out;
+        auto lane = [&](std::int64_t src) {
+          return src >= 0 && src < static_cast<std::int64_t>(size) ? x[static_cast<std::size_t>(src)] : x[l];
+        };
+        auto li = static_cast<std::int64_t>(l);
+        switch (n.op) {
+          case IntrinsicOp::ShflXor: out = lane(li ^ (y[l].i & 31)); break;
+          case IntrinsicOp::ShflDown: out = lane(li + y[l].i); break;
+          case IntrinsicOp::ShflUp: out = lane(li - y[l].i); break;
+          case IntrinsicOp::ShflIdx: out = lane(y[l].i & 31); break;
+          case IntrinsicOp::VoteAll: out.i = ballot == (size == 32 ? 0xffffffffu : ((1u << size) - 1)); break;
+          case IntrinsicOp::VoteAny: out.i = ballot != 0; break;
+          case IntrinsicOp::Ballot: out.i = ballot; break;
+          default: throw InternalError("interp: not a warp operation");
+        }
+        var(*lanes[l], n.outputs[0].get()) = out;
+      }
+    }
+  }
+
+  /// mma.sync m16n8k8 (tf32) and m16n8k16 (f16, bf16) with the PTX fragment layouts: lane l holds
+  /// group g = l / 4 and thread-in-group q = l % 4.
+  void mma(const Intrinsic& n, const std::vector<Thread*>& lanes) {
+    if (lanes.size() != 32) diverged("mma_sync", n.loc, *lanes.front());
+    auto shape = static_cast<MmaShape>(n.imms[0]);
+    const int K = shape == MmaShape::TF32_M16N8K8 ? 8 : 16;
+    double A[16][16] = {}, B[16][8] = {}, C[16][8] = {};
+    auto frag = [&](Thread& t, std::size_t m, std::int64_t i) {
+      Ref r = mem(t, n.mems[m].get(), n.loc);
+      return read(t, r, i, n.loc).f;
+    };
+    for (int l = 0; l < 32; ++l) {
+      Thread& t = *lanes[static_cast<std::size_t>(l)];
+      int g = l / 4, q = l % 4;
+      if (shape == MmaShape::TF32_M16N8K8) {
+        A[g][q] = to_tf32(frag(t, 1, 0));
+        A[g + 8][q] = to_tf32(frag(t, 1, 1));
+        A[g][q + 4] = to_tf32(frag(t, 1, 2));
+        A[g + 8][q + 4] = to_tf32(frag(t, 1, 3));
+        B[q][g] = to_tf32(frag(t, 2, 0));
+        B[q + 4][g] = to_tf32(frag(t, 2, 1));
+      } else {
+        for (int h = 0; h < 2; ++h) {
+          A[g][2 * q + h] = frag(t, 1, h);
+          A[g + 8][2 * q + h] = frag(t, 1, 2 + h);
+          A[g][2 * q + 8 + h] = frag(t, 1, 4 + h);
+          A[g + 8][2 * q + 8 + h] = frag(t, 1, 6 + h);
+          B[2 * q + h][g] = frag(t, 2, h);
+          B[2 * q + 8 + h][g] = frag(t, 2, 2 + h);
+        }
+      }
+      C[g][2 * q] = frag(t, 3, 0);
+      C[g][2 * q + 1] = frag(t, 3, 1);
+      C[g + 8][2 * q] = frag(t, 3, 2);
+      C[g + 8][2 * q + 1] = frag(t, 3, 3);
+    }
+    for (int l = 0; l < 32; ++l) {
+      Thread& t = *lanes[static_cast<std::size_t>(l)];
+      int g = l / 4, q = l % 4;
+      Ref d = mem(t, n.mems[0].get(), n.loc);
+      const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * q, 2 * q + 1, 2 * q, 2 * q + 1};
+      for (int i = 0; i < 4; ++i) {
+        double acc = C[rows[i]][cols[i]];
+        for (int kk = 0; kk < K; ++kk) acc += A[rows[i]][kk] * B[kk][cols[i]];
+        V v;
+        v.f = static_cast<float>(acc);
+        write(t, d, i, v, n.loc);
+      }
+    }
+  }
+
+  const lower::Lowered& k_;
+  std::int64_t blocks_, T_ = 0, block_ = 0;
+  Options opt_;
+  std::mt19937_64 rng_;
+  Stats stats_;
+  std::vector<std::unique_ptr<Region>> regions_;
+  std::unordered_map<const MemNode*, Region*> globals_;
+  std::unordered_map<const VarNode*, V> params_;
+  std::unordered_map<const VarNode*, int> slots_;
+  std::unordered_map<const StmtNode*, bool> collective_;
+  std::map<std::pair<const MemNode*, std::int64_t>, std::unique_ptr<Region>> shared_;
+  std::vector<Thread> threads_;
+  std::vector<std::uint32_t> clocks_;
+};
+
+}  // namespace
+
+Stats run(const lower::Lowered& kernel, std::int64_t blocks, const std::vector<Arg>& args, const Options& options) {
+  return Machine(kernel, blocks, args, options).run();
+}
+
+}  // namespace vantage::interp

@@ -1,0 +1,46 @@
+// Vantage reference interpreter: the executable definition of what lowered IR means
+// (docs/semantics.md). It runs one launch deterministically on the host, a block at a time, each
+// block as thread loops cut at its barriers and warp collectives (DESIGN.md section 6): between two
+// such points every thread runs on its own, one after the other, in the order the options ask for,
+// so a missing barrier changes the result as well as being reported. It checks as compute-sanitizer
+// does on a GPU, but names the user's builder lines: memcheck (accesses outside an argument's extent
+// or an allocation), racecheck (two threads, one address, no barrier covering both, at least one a
+// write, not both atomic), synccheck (a barrier or warp collective reached by only some of its
+// threads) and initcheck (a read of shared or thread-local memory nothing wrote).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "jit/lower/lower.h"
+
+namespace vantage::interp {
+
+enum class Order : std::uint8_t { Forward, Reverse, Random };
+
+struct Options {
+  Order order = Order::Forward;
+  std::uint64_t seed = 1;  ///< for Order::Random
+  bool checks = true;      ///< racecheck and initcheck (memcheck and synccheck are always on)
+};
+
+/// One argument: a scalar (integers in `i` with the IR's representation, floats in `f`) or host
+/// memory with its length in elements.
+struct Arg {
+  bool is_buffer = false;
+  std::int64_t i = 0;
+  double f = 0;
+  void* data = nullptr;
+  std::int64_t length = 0;
+  std::int64_t extent = -1;  ///< elements the kernel may touch (its declared extent), -1: length
+};
+
+/// What one launch did.
+struct Stats {
+  std::int64_t thread_statements = 0;  ///< statements executed, summed over threads
+};
+
+/// Runs the lowered kernel over `blocks` blocks; throws ExecutionError on the first finding.
+Stats run(const lower::Lowered& kernel, std::int64_t blocks, const std::vector<Arg>& args, const Options& options);
+
+}  // namespace vantage::interp

@@ -1,0 +1,338 @@
+// The reference interpreter and the launch API: each bug of issue 8 as a kernel that runs, the four
+// checks finding what they exist for (at the user's builder lines), and launches refused before they
+// run, naming the parameter.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "jit/interp/interp.h"
+#include "jit/ir/mutate.h"
+#include "jit/ir/visit.h"
+#include "jit/pipeline/pipeline.h"
+#include "kernels/paper_kernels.hpp"
+#include "kernels/runs.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+Device interp(ThreadOrder o = ThreadOrder::Forward) { return Device::interpreter({o, 7, true}); }
+
+// Issue 8: a group(thread(512)) with 256 threads per block spans two blocks; id(thread(1)) inside it
+// must count 0..511, not 0..255.
+TEST(Interp, UnitWiderThanABlockCountsAcrossBlocks) {
+  KernelBuilder k("wide_unit");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    auto gid = g.let("gid", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return gid + i; },
+        [&](Scope& g, View out_t) {
+          g.group(thread(512), [&](Scope& w) {
+            auto u = w.let("u", w.id(thread(1)));
+            w.group(thread(1), [&](Scope&) { out_t[0] = u; });
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  std::vector<int> got(1024, -1);
+  kernel.launch(interp(), Grid{4, 256}, got);
+  for (int i = 0; i < 1024; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)], i % 512) << "thread " << i;
+}
+
+/// A block of 128 threads: thread t stores s[t], then s[(t+1) % 128] (another partition hands that
+/// element to the next thread), then reads s[t].
+Kernel ownership_change() {
+  KernelBuilder k("ownership_change");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(128);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.partition(
+        out, block(1), [&](Expr i) { return blk * 128 + i; },
+        [&](Scope& g, View out) {
+          g.group(block(1), [&](Scope& b) {
+            auto s = b.shared<int>("s", 128);
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                s, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = t; }); });
+            b.partition(
+                s, thread(1), [&](Expr i) { return (t + 1) % 128 + i; },
+                [&](Scope& b, View s_n) { b.group(thread(1), [&](Scope&) { s_n[0] = t * 10; }); });
+            b.partition(
+                out, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[0] = s[t]; }); });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(Interp, OwnershipChangeBetweenPartitionsGetsItsBarrier) {
+  Kernel kernel = ownership_change();
+  // One between the two partitions (the second hands s[t] to thread t - 1), one before the read.
+  EXPECT_EQ(specialize_for(kernel, Spec{}).barriers, 2);
+  for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random}) {
+    std::vector<int> got(128, -1);
+    kernel.launch(interp(order), Grid{1, 128}, got);
+    for (int t = 0; t < 128; ++t) ASSERT_EQ(got[static_cast<std::size_t>(t)], ((t + 127) % 128) * 10) << "thread " << t;
+  }
+}
+
+/// One thread writes s[0] in a one-thread split branch (a claim); then every thread reads it.
+Kernel broadcast() {
+  KernelBuilder k("broadcast");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.partition(
+        out, block(1), [&](Expr i) { return blk * 64 + i; },
+        [&](Scope& g, View out) {
+          g.group(block(1), [&](Scope& b) {
+            auto s = b.shared<int>("s", 1);
+            auto t = b.let("t", b.id(thread(1)));
+            b.claim(s, thread(1), [&](Scope& b, View s_one) {
+              b.split(Level::Thread, {{1, [&](Scope&) { s_one[0] = 42; }}});
+            });
+            b.partition(
+                out, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[0] = s[0] + t; }); });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(Interp, BroadcastFromOneThreadGetsItsBarrier) {
+  Kernel kernel = broadcast();
+  EXPECT_EQ(specialize_for(kernel, Spec{}).barriers, 1);
+  for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random}) {
+    std::vector<int> got(64, -1);
+    kernel.launch(interp(order), Grid{1, 64}, got);
+    for (int t = 0; t < 64; ++t) ASSERT_EQ(got[static_cast<std::size_t>(t)], 42 + t);
+  }
+}
+
+/// vec_copy as it was: the 4-element loop guarded only by gid * 4 < n.
+Kernel old_vec_copy(int* line) {
+  KernelBuilder k("old_vec_copy");
+  auto n = k.param<int>("n");
+  auto in = k.param<GlobalPtr<const float>>("in", extent(n));
+  auto out = k.param<GlobalPtr<float>>("out", extent(n));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    auto gid = g.let("gid", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return gid * 4 + i; },
+        [&](Scope& g, View out_t) {
+          g.group(thread(1), [&](Scope& th) {
+            th.if_(gid * 4 < n, [&](Scope& th) {
+              th.for_("i", 0, 4, [&](Scope&, Expr i) {
+                *line = __LINE__ + 1;
+                out_t[i] = in[gid * 4 + i];
+              });
+            });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(Interp, VectorCopyIsNotMadeWithoutABoundsProofAndMemcheckNamesTheLine) {
+  int line = 0;
+  Kernel kernel = old_vec_copy(&line);
+  // No float4 where the vector is not proven inside n.
+  EXPECT_EQ(kernel.source(Spec{}).find("float4"), std::string::npos);
+  std::vector<float> in(6, 1.0f), out(6, 0.0f);
+  const auto& cin = in;
+  try {
+    kernel.launch(interp(), Grid{1, 256}, 6, cin, out);
+    FAIL() << "the read past n was not reported";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "memcheck") << e.what();
+    ASSERT_FALSE(e.locs().empty());
+    EXPECT_EQ(static_cast<int>(e.locs()[0].line), line) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'in'[6]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Interp, SgemmSmemIsRightAtSizesThatAreNotMultiplesOfItsTile) {
+  for (auto size : std::vector<std::map<std::string, std::int64_t>>{{{"M", 33}, {"N", 31}, {"K", 5}},
+                                                                    {{"M", 1}, {"N", 40}, {"K", 33}}}) {
+    auto r = examples::run_example("sgemm_smem", size, interp());
+    EXPECT_TRUE(r.ok) << r.summary;
+  }
+}
+
+// ---------------------------------------------------------------- the checks on lowered IR
+/// The lowered kernel with its `nth` automatic barrier taken out (or wrapped by `wrap`).
+lower::Lowered without_barrier(const Kernel& k, const Spec& spec, int nth,
+                               std::function<ir::StmtPtr(const ir::StmtPtr&)> wrap = nullptr) {
+  lower::Lowered l = pipeline::lower_for(k, spec).lowered;
+  struct Drop : ir::IRMutator {
+    int nth, seen = 0;
+    std::function<ir::StmtPtr(const ir::StmtPtr&)> wrap;
+    using IRMutator::mutate;
+    ir::StmtPtr mutate(const ir::StmtPtr& s) override {
+      if (s && s->kind == ir::StmtKind::Barrier && seen++ == nth)
+        return wrap ? wrap(s) : ir::make<ir::Seq>(std::vector<ir::StmtPtr>{}, s->loc);
+      return IRMutator::mutate(s);
+    }
+  } drop;
+  drop.nth = nth;
+  drop.wrap = std::move(wrap);
+  l.kernel.body = drop.mutate(l.kernel.body);
+  EXPECT_EQ(drop.seen > nth, true) << "no barrier " << nth;
+  return l;
+}
+
+interp::Arg buffer(void* data, std::int64_t n) {
+  interp::Arg a;
+  a.is_buffer = true;
+  a.data = data;
+  a.length = n;
+  return a;
+}
+interp::Arg scalar_int(std::int64_t v) {
+  interp::Arg a;
+  a.i = v;
+  return a;
+}
+interp::Arg scalar_float(double v) {
+  interp::Arg a;
+  a.f = v;
+  return a;
+}
+
+/// Expects a racecheck finding naming two builder lines of the examples' source.
+void expect_race(const std::function<void()>& run) {
+  try {
+    run();
+    FAIL() << "the missing barrier went unnoticed";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "racecheck") << e.what();
+    ASSERT_EQ(e.locs().size(), 2u) << e.what();
+    for (const auto& l : e.locs()) {
+      EXPECT_TRUE(l.known()) << e.what();
+      EXPECT_NE(std::string(l.file).find("paper_kernels.cpp"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Interp, RacecheckFindsABarrierRemovedFromBlockReduce) {
+  Kernel k = examples::block_reduce();
+  auto l = without_barrier(k, Spec{}, 0);
+  std::vector<float> x(300, 1.0f), out(2, 0.0f);
+  expect_race([&] {
+    // Reverse order: the threads that write run before the ones that read what they wrote.
+    interp::run(l, 2, {scalar_int(300), buffer(x.data(), 300), buffer(out.data(), 2)}, {interp::Order::Reverse});
+  });
+}
+
+TEST(Interp, RacecheckFindsABarrierRemovedFromSgemmSmem) {
+  Kernel k = examples::sgemm_smem();
+  for (int nth : {0, 1}) {
+    auto l = without_barrier(k, Spec{}, nth);
+    std::vector<float> A(40 * 40, 1.0f), B(40 * 40, 1.0f), C(40 * 40, 0.0f);
+    expect_race([&] {
+      interp::run(l, 4,
+                  {scalar_int(40), scalar_int(40), scalar_int(40), scalar_float(1.0), scalar_float(0.0),
+                   buffer(A.data(), 1600), buffer(B.data(), 1600), buffer(C.data(), 1600)},
+                  {interp::Order::Reverse});
+    });
+  }
+}
+
+TEST(Interp, SynccheckFindsABarrierReachedByHalfTheBlock) {
+  Kernel k = examples::block_reduce();
+  auto l = without_barrier(k, Spec{}, 0, [](const ir::StmtPtr& b) {
+    using namespace ir;
+    auto tid = make<Builtin>(ScalarType::I32, BuiltinKind::ThreadInBlock, b->loc);
+    auto cond = make<Binary>(ScalarType::Bool, BinOp::Lt, tid, int_literal(ScalarType::I32, 128, b->loc), b->loc);
+    return make<If>(cond, b, nullptr, b->loc);
+  });
+  std::vector<float> x(256, 1.0f), out(1, 0.0f);
+  try {
+    interp::run(l, 1, {scalar_int(256), buffer(x.data(), 256), buffer(out.data(), 1)}, {});
+    FAIL() << "the divergent barrier went unnoticed";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "synccheck") << e.what();
+    EXPECT_NE(std::string(e.what()).find("thread 128"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Interp, InitcheckFindsASharedReadNothingWrote) {
+  KernelBuilder k("uninit");
+  auto out = k.param<GlobalPtr<float>>("out");
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.partition(
+        out, block(1), [&](Expr i) { return blk * 32 + i; },
+        [&](Scope& g, View out) {
+          g.group(block(1), [&](Scope& b) {
+            auto s = b.shared<float>("s", 32);
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                out, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[0] = s[t]; }); });
+          });
+        });
+  });
+  std::vector<float> got(32);
+  try {
+    k.build().launch(interp(), Grid{1, 32}, got);
+    FAIL() << "the uninitialised read went unnoticed";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "initcheck") << e.what();
+    EXPECT_NE(std::string(e.what()).find("shared 's'[0]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Interp, EveryExampleRunsCleanUnderEveryThreadOrder) {
+  for (const auto& ex : examples::all())
+    for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random})
+      for (const auto& size : examples::default_sizes(ex.name)) {
+        auto r = examples::run_example(ex.name, size, interp(order));
+        EXPECT_TRUE(r.ok) << r.summary;
+      }
+}
+
+// ---------------------------------------------------------------- launch checks
+template <class F>
+void expect_launch_error(F&& f, const std::string& param, const std::string& words) {
+  try {
+    f();
+    FAIL() << "the launch was not refused";
+  } catch (const LaunchError& e) {
+    EXPECT_EQ(e.param(), param) << e.what();
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
+TEST(Launch, BadArgumentsAreRefusedNamingTheParameter) {
+  Kernel k = examples::saxpy();
+  std::vector<float> x(100, 1.0f), y(100, 0.0f), small(10, 0.0f);
+  std::vector<double> wrong(100);
+  const auto& cx = x;
+  const auto& cy = y;
+  Device d = interp();
+  expect_launch_error([&] { k.launch(d, Grid{1, 256}, 100, 2.0f, cx); }, "", "takes 4 arguments; 3 were given");
+  expect_launch_error(
+      [&] {
+        k.launch(d, Grid{1, 256}, 100, 2.0, cx, y);
+      },
+      "a", "expected a scalar f32, given a scalar f64");
+  expect_launch_error([&] { k.launch(d, Grid{1, 256}, 100, 2.0f, wrong, y); }, "x", "buffer of f64");
+  expect_launch_error([&] { k.launch(d, Grid{1, 256}, 100, 2.0f, cx, cy); }, "y", "read-only buffer");
+  expect_launch_error([&] { k.launch(d, Grid{1, 256}, 100, 2.0f, cx, small); }, "y", "holds 10");
+  expect_launch_error([&] { k.launch(d, Grid{1, 256}, 100, 2.0f, y, y); }, "y", "overlaps the buffer given for 'x'");
+  EXPECT_EQ(y, std::vector<float>(100, 0.0f)) << "a refused launch ran";
+}
+
+}  // namespace
+}  // namespace vantage
