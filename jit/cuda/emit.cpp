@@ -19,7 +19,6 @@
 #include <utility>
 
 #include "jit/ir/eval.h"
-#include "jit/ir/mutate.h"
 #include "jit/ir/printer.h"
 #include "jit/ir/range.h"
 #include "jit/ir/visit.h"
@@ -203,25 +202,6 @@ std::string unparenthesized(const std::string& x) {
   return x.substr(1, x.size() - 2);
 }
 
-/// Variables written after their declaration (their range is their type's).
-std::unordered_set<const VarNode*> reassigned(const StmtPtr& body) {
-  struct Scan : IRVisitor {
-    std::unordered_set<const VarNode*> vars;
-    using IRVisitor::walk;
-    void walk(const ExprPtr&) override {}  // assignments are statements
-    void visit(const Assign& n) override {
-      vars.insert(n.var.get());
-      IRVisitor::visit(n);
-    }
-    void visit(const Unsafe& n) override {
-      for (const auto& [name, v] : n.outputs) vars.insert(v.get());
-      IRVisitor::visit(n);
-    }
-  } scan;
-  scan.walk(body);
-  return scan.vars;
-}
-
 class Emitter {
  public:
   explicit Emitter(const EmitOptions& o) : opt_(o) {}
@@ -292,7 +272,7 @@ class Emitter {
     env_ = RangeEnv();
     env_.thread_index = Range{0, opt_.threads - 1};
     env_.block_index = Range{0, (opt_.blocks ? *opt_.blocks : opt_.max_blocks) - 1};
-    reassigned_ = reassigned(body);
+    reassigned_ = reassigned_vars(body);
   }
 
   const std::string& name(const void* node, const std::string& base) {

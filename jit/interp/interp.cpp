@@ -637,8 +637,8 @@ class Machine {
     V b = eval(n.begin, t), e = eval(n.end, t), s = eval(n.step, t);
     lp.end = e.i;
     __int128 st = ir::exact(lp.type, s.i);
-    lp.step = st > 0 ? 1 : st < 0 ? -1 : 0;
-    if (st != 0) lp.step = static_cast<std::int64_t>(st > INT64_MAX ? INT64_MAX : st);
+    // A u64 step past INT64_MAX takes the loop past any end in one step, as INT64_MAX does.
+    lp.step = static_cast<std::int64_t>(st > INT64_MAX ? INT64_MAX : st);
     var(t, n.var.get()).i = b.i;
     return lp;
   }
@@ -772,7 +772,8 @@ class Machine {
         if (act.empty()) return;
         exec_all(n->body, act);
         for (auto& [t, lp] : loops)
-          if (std::find(act.begin(), act.end(), t) != act.end() && !lp.advance(var(*t, n->var.get()).i)) lp.step = 0;
+          if (std::find(act.begin(), act.end(), t) != act.end() && !lp.advance(var(*t, n->var.get()).i))
+            lp.step = 0;  // this thread's loop is over: a zero step never goes on
       }
     }
     if (const auto* n = as<While>(*s)) {

@@ -34,4 +34,22 @@ VANTAGE_IR_EXPRS(VANTAGE_X)
 VANTAGE_IR_STMTS(VANTAGE_X)
 #undef VANTAGE_X
 
+std::unordered_set<const VarNode*> reassigned_vars(const StmtPtr& body) {
+  struct Scan : IRVisitor {
+    std::unordered_set<const VarNode*> vars;
+    using IRVisitor::walk;
+    void walk(const ExprPtr&) override {}  // assignments are statements
+    void visit(const Assign& n) override {
+      vars.insert(n.var.get());
+      IRVisitor::visit(n);
+    }
+    void visit(const Unsafe& n) override {
+      for (const auto& [name, v] : n.outputs) vars.insert(v.get());
+      IRVisitor::visit(n);
+    }
+  } scan;
+  scan.walk(body);
+  return scan.vars;
+}
+
 }  // namespace vantage::ir

@@ -5,6 +5,8 @@
 // that must decide what every kind means uses `ir::dispatch` with an overload set instead.
 #pragma once
 
+#include <unordered_set>
+
 #include "jit/ir/fields.h"
 #include "jit/ir/ir.h"
 
@@ -70,5 +72,9 @@ class IRMutator {
  private:
   fields::Pending pending_;
 };
+
+/// Variables written after their declaration (by an assignment or an unsafe block's output): their
+/// value is not the one their let gave them, so ranges and definitions of lets do not hold for them.
+std::unordered_set<const VarNode*> reassigned_vars(const StmtPtr& body);
 
 }  // namespace vantage::ir

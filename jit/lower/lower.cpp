@@ -87,25 +87,6 @@ std::set<std::int64_t> user_barrier_ids(const StmtPtr& body) {
   return scan.ids;
 }
 
-/// Variables written after their declaration.
-std::unordered_set<const VarNode*> reassigned(const StmtPtr& body) {
-  struct Scan : IRVisitor {
-    std::unordered_set<const VarNode*> vars;
-    using IRVisitor::walk;
-    void walk(const ExprPtr&) override {}
-    void visit(const Assign& n) override {
-      vars.insert(n.var.get());
-      IRVisitor::visit(n);
-    }
-    void visit(const Unsafe& n) override {
-      for (const auto& [name, v] : n.outputs) vars.insert(v.get());
-      IRVisitor::visit(n);
-    }
-  } scan;
-  scan.walk(body);
-  return scan.vars;
-}
-
 /// What the whole lowering shares: the options, the results, the barrier ids of the block and the
 /// functions lowered so far.
 struct Context {
@@ -146,7 +127,7 @@ class BodyLowerer {
                                  s->loc,
                                  {}});
     layout_ = layout_shared(body_);
-    reassigned_ = reassigned(body_);
+    reassigned_ = reassigned_vars(body_);
     env_.thread_index = Range{0, c_.opt.threads - 1};
     env_.block_index = Range{0, (c_.opt.blocks ? *c_.opt.blocks : c_.opt.max_blocks) - 1};
     frames_.push_back(std::move(top));
