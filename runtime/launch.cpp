@@ -116,6 +116,7 @@ LaunchReport launch(const Kernel& kernel, const Device& device, Grid grid, const
                                                : interp::Order::Random;
   o.seed = io.seed;
   o.checks = io.checks;
+  o.max_statements = io.max_statements;
   auto start = std::chrono::steady_clock::now();
   interp::Stats st = interp::run(lowered, grid.blocks, run_args, o);
   LaunchReport rep;

@@ -302,6 +302,149 @@ TEST(Interp, EveryExampleRunsCleanUnderEveryThreadOrder) {
       }
 }
 
+// ---------------------------------------------------------------- cp.async, ldmatrix, the limit
+/// 64 threads copy 4 floats each into shared memory with cp.async, then each thread writes the
+/// element its neighbour copied (the sync pass puts a barrier that also waits for the copies).
+Kernel async_neighbours(bool explicit_wait) {
+  KernelBuilder k("async_neighbours");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(Expr(256)));
+  auto out = k.param<GlobalPtr<float>>("out", extent(Expr(64)));
+  k.block_threads(64);
+  k.grid_blocks(1);
+  k.body([&](Scope& g) {
+    g.partition(
+        out, block(1), [&](Expr i) { return i; },
+        [&](Scope& g, View out) {
+          g.group(block(1), [&](Scope& b) {
+            auto s = b.shared<float>("s", 256);
+            auto t = b.let("t", b.id(thread(1)));
+            b.async(s, [&](Scope& b, View s_async) {
+              b.partition(
+                  s_async, thread(1), [&](Expr i) { return t * 4 + i; },
+                  [&](Scope& b, View s_t) {
+                    b.group(thread(1), [&](Scope& th) {
+                      th.cp_async(s_t, 0, x, t * 4, 16);
+                      th.cp_async_commit();
+                      if (explicit_wait) th.cp_async_wait(0);
+                    });
+                  });
+            });
+            b.partition(
+                out, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[0] = s[((t + 1) % 64) * 4 + 3]; }); });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(Interp, CpAsyncCompletesAtItsWait) {
+  std::vector<float> x(256);
+  for (int i = 0; i < 256; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  const auto& cx = x;
+  for (bool explicit_wait : {true, false})
+    for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random}) {
+      std::vector<float> out(64, -1.0f);
+      async_neighbours(explicit_wait).launch(interp(order), Grid{1, 64}, cx, out);
+      for (int t = 0; t < 64; ++t)
+        ASSERT_EQ(out[static_cast<std::size_t>(t)], static_cast<float>(((t + 1) % 64) * 4 + 3)) << "thread " << t;
+    }
+}
+
+TEST(Interp, ReadingACpAsyncDestinationBeforeTheWaitIsReported) {
+  // The barrier placed before the read waits for the copies; without that wait the copy is still in
+  // flight when the neighbour reads it.
+  Kernel k = async_neighbours(false);
+  auto l = without_barrier(k, Spec{}, 0, [](const ir::StmtPtr& s) {
+    const auto& b = static_cast<const ir::Barrier&>(*s);
+    EXPECT_TRUE(b.async_wait);
+    return ir::make<ir::Barrier>(b.over, b.how, b.threads, b.id_base, false, b.loc);
+  });
+  std::vector<float> x(256, 1.0f), out(64, 0.0f);
+  try {
+    interp::run(l, 1, {buffer(x.data(), 256), buffer(out.data(), 64)}, {});
+    FAIL() << "the read of an in-flight copy went unnoticed";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "racecheck") << e.what();
+    EXPECT_NE(std::string(e.what()).find("has not written yet"), std::string::npos) << e.what();
+    ASSERT_EQ(e.locs().size(), 2u);
+  }
+}
+
+TEST(Interp, LdmatrixGivesEachLaneItsFragment) {
+  KernelBuilder k("ldm");
+  auto out = k.param<GlobalPtr<unsigned>>("out", extent(Expr(128)));
+  k.block_threads(32);
+  k.grid_blocks(1);
+  k.body([&](Scope& g) {
+    g.partition(
+        out, block(1), [&](Expr i) { return i; },
+        [&](Scope& g, View out) {
+          g.group(block(1), [&](Scope& b) {
+            auto s = b.shared<unsigned>("s", 128);
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                s, thread(1), [&](Expr i) { return t * 4 + i; },
+                [&](Scope& b, View s_t) {
+                  b.group(thread(1), [&](Scope& th) {
+                    th.for_("i", 0, 4, [&](Scope&, Expr i) { s_t[i] = cast<unsigned>(t * 4 + i) * 65537u + 7u; });
+                  });
+                });
+            b.partition(
+                out, thread(1), [&](Expr i) { return t * 4 + i; },
+                [&](Scope& b, View o_t) {
+                  b.group(warp(), [&](Scope& w) {
+                    auto frag = w.local_array("frag", ScalarType::U32, 4, at(thread(1)));
+                    auto lane = w.let("lane", w.id(thread(1)));
+                    w.ldmatrix(4, frag, s, lane * 4);
+                    w.group(thread(1),
+                            [&](Scope& th) { th.for_("m", 0, 4, [&](Scope&, Expr m) { o_t[m] = frag[m]; }); });
+                  });
+                });
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  std::vector<unsigned> got(128, 0);
+  kernel.launch(interp(), Grid{1, 32}, got);
+  for (unsigned l = 0; l < 32; ++l)
+    for (unsigned m = 0; m < 4; ++m) {
+      unsigned elem = (m * 8 + l / 4) * 4 + l % 4;  // row l/4 of matrix m, bytes 4 (l % 4) ..
+      ASSERT_EQ(got[l * 4 + m], elem * 65537u + 7u) << "lane " << l << " register " << m;
+    }
+}
+
+TEST(Interp, ALoopThatNeverEndsStopsAtTheStatementLimit) {
+  KernelBuilder k("spin");
+  auto out = k.param<GlobalPtr<int>>("out", extent(Expr(32)));
+  k.block_threads(32);
+  int line = 0;
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return t + i; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) {
+            auto v = th.let("v", 0);
+            line = __LINE__ + 1;
+            th.while_(v < 10, [&](Scope& th) { th.assign(v, v * 2); });
+            o[0] = v;
+          });
+        });
+  });
+  std::vector<int> got(32);
+  InterpreterOptions o;
+  o.max_statements = 100000;
+  try {
+    k.build().launch(Device::interpreter(o), Grid{1, 32}, got);
+    FAIL() << "the endless loop was not stopped";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "limit") << e.what();
+    ASSERT_FALSE(e.locs().empty());
+    EXPECT_NE(std::string(e.what()).find("max_statements"), std::string::npos) << e.what();
+  }
+}
+
 // ---------------------------------------------------------------- launch checks
 template <class F>
 void expect_launch_error(F&& f, const std::string& param, const std::string& words) {

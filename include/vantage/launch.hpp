@@ -23,6 +23,8 @@ struct InterpreterOptions {
   ThreadOrder order = ThreadOrder::Forward;
   std::uint64_t seed = 1;  ///< for ThreadOrder::Random
   bool checks = true;      ///< racecheck and initcheck (memcheck and synccheck are always on)
+  /// Thread-statements a launch may run before it stops with an ExecutionError of check "limit".
+  std::int64_t max_statements = std::int64_t{1} << 31;
 };
 
 /// Where a launch runs.

@@ -2,6 +2,7 @@
 #include "jit/interp/interp.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -119,6 +120,8 @@ struct Region {
   bool initcheck = false;
   std::vector<unsigned char> own;  ///< storage of shared and local arrays
   std::vector<Shadow> shadow;
+  /// Elements a cp.async will write when its thread waits for it: until then nobody may touch them.
+  std::unordered_map<std::int64_t, Access> inflight;
 };
 struct Ref {
   Region* region = nullptr;
@@ -190,6 +193,15 @@ void store_raw(Region& r, std::int64_t i, V v) {
 }
 
 // ------------------------------------------------------------------ threads
+/// A cp.async in flight: the source was read when it was issued; the destination is written when
+/// its thread waits for it (docs/semantics.md).
+struct AsyncCopy {
+  Ref dst;
+  std::int64_t index = 0;
+  std::vector<V> values;
+  SourceLoc loc;
+  std::int64_t group = -1;  ///< the commit group, -1 while uncommitted
+};
 struct Frame {
   std::int64_t tid = 0, bid = 0;  ///< what Builtin reads here
   std::int64_t smem = 0;          ///< shared-memory base of a device function
@@ -204,7 +216,8 @@ struct Thread {
   std::vector<Frame> frames;
   std::unordered_map<const MemNode*, Ref> mems;
   std::unordered_map<const MemNode*, std::unique_ptr<Region>> locals;
-  std::vector<std::pair<std::pair<Ref, std::int64_t>, std::pair<Ref, std::int64_t>>> async;  ///< pending cp.async
+  std::vector<AsyncCopy> async;  ///< cp.async copies issued and not yet complete, oldest first
+  std::int64_t groups = 0;       ///< cp.async groups committed so far
   bool stopped() const { return exited || frames.back().returned; }
 };
 
@@ -389,9 +402,23 @@ class Machine {
                              where(other.loc) + " with no barrier between them covering both threads",
                          {l, other.loc});
   }
+  /// An element a cp.async has not yet written (its thread has not waited for it) is off limits.
+  void check_inflight(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l) {
+    if (r.inflight.empty()) return;
+    auto it = r.inflight.find(i);
+    if (it == r.inflight.end()) return;
+    const Access& a = it->second;
+    throw ExecutionError("racecheck",
+                         describe(t) + (writing ? " writes " : " reads ") + element(r, i) + " at " + where(l) +
+                             ", which the cp.async issued by block " + std::to_string(a.block) + " thread " +
+                             std::to_string(a.thread) + " at " + where(a.loc) +
+                             " has not written yet (that thread has not waited for it)",
+                         {l, a.loc});
+  }
   V read(Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, bool atomic = false) {
     std::int64_t i = check_bounds(t, ref, index, l, "reads");
     Region& r = *ref.region;
+    check_inflight(t, r, i, false, l);
     if (!r.shadow.empty()) {
       Shadow& s = r.shadow[static_cast<std::size_t>(i)];
       // A read before any write is reported when the block ends, unless another thread's write
@@ -411,6 +438,7 @@ class Machine {
   void write(Thread& t, const Ref& ref, std::int64_t index, V v, SourceLoc l, bool atomic = false) {
     std::int64_t i = check_bounds(t, ref, index, l, "writes");
     Region& r = *ref.region;
+    check_inflight(t, r, i, true, l);
     if (!r.shadow.empty()) {
       Shadow& s = r.shadow[static_cast<std::size_t>(i)];
       s.init = true;
@@ -550,7 +578,12 @@ class Machine {
   // ------------------------------------------------------------ one thread
   void exec_one(const StmtPtr& s, Thread& t) {
     if (!s || t.stopped()) return;
-    ++stats_.thread_statements;
+    if (++stats_.thread_statements > opt_.max_statements)
+      throw ExecutionError("limit",
+                           "the launch ran more than " + std::to_string(opt_.max_statements) + " thread-statements (" +
+                               describe(t) + " is at " + where(s->loc) +
+                               "); a loop that never ends? Raise the interpreter's max_statements for a longer run",
+                           {s->loc});
     dispatch(*s, Overloaded{
                      [&](const Seq& n) {
                        for (const auto& c : n.stmts) {
@@ -679,6 +712,25 @@ class Machine {
     return {slot.get(), 0};
   }
 
+  /// Completes the thread's cp.async copies of groups below `group` (all of them when `group` is
+  /// INT64_MAX, uncommitted ones included): their destinations are written now, by this thread.
+  void complete_async(Thread& t, std::int64_t group) {
+    std::vector<AsyncCopy> left;
+    for (auto& c : t.async) {
+      bool done = group == INT64_MAX || (c.group >= 0 && c.group < group);
+      if (!done) {
+        left.push_back(std::move(c));
+        continue;
+      }
+      for (std::size_t k = 0; k < c.values.size(); ++k) {
+        std::int64_t i = c.dst.offset + c.index + static_cast<std::int64_t>(k);
+        c.dst.region->inflight.erase(i);
+        write(t, c.dst, c.index + static_cast<std::int64_t>(k), c.values[k], c.loc);
+      }
+    }
+    t.async = std::move(left);
+  }
+
   void intrinsic_one(const Intrinsic& n, Thread& t) {
     switch (n.op) {
       case IntrinsicOp::Atomic: {
@@ -715,15 +767,32 @@ class Machine {
         return;
       }
       case IntrinsicOp::CpAsync: {
+        // The source is read now; the destination is written when this thread waits for the copy.
         Ref d = mem(t, n.mems[0].get(), n.loc), s = mem(t, n.mems[1].get(), n.loc);
         std::int64_t di = exact(n.args[0]->type, eval(n.args[0], t).i);
         std::int64_t si = exact(n.args[1]->type, eval(n.args[1], t).i);
         std::int64_t count = n.imms[0] / type_bytes(n.mems[0]->elem);
-        for (std::int64_t k = 0; k < count; ++k) write(t, d, di + k, read(t, s, si + k, n.loc), n.loc);
+        AsyncCopy c{d, di, {}, n.loc, -1};
+        for (std::int64_t k = 0; k < count; ++k) c.values.push_back(read(t, s, si + k, n.loc));
+        for (std::int64_t k = 0; k < count; ++k) {
+          std::int64_t i = check_bounds(t, d, di + k, n.loc, "writes");
+          check_inflight(t, *d.region, i, true, n.loc);
+          d.region->inflight[i] = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), n.loc, false};
+        }
+        t.async.push_back(std::move(c));
         return;
       }
       case IntrinsicOp::CpAsyncCommit:
-      case IntrinsicOp::CpAsyncWait: return;  // the copy above completed at once: waiting is a no-op
+        for (auto& c : t.async)
+          if (c.group < 0) c.group = t.groups;
+        ++t.groups;
+        return;
+      case IntrinsicOp::CpAsyncWait: {
+        // cp.async.wait_group N: every committed group but the newest N is complete.
+        std::int64_t keep = n.imms.empty() ? 0 : n.imms[0];
+        complete_async(t, t.groups - keep);
+        return;
+      }
       default: break;
     }
     throw UnsupportedOnDevice(std::string(user_name(n.op)) + " cannot run on the interpreter", {n.loc});
@@ -808,6 +877,8 @@ class Machine {
 
   void barrier(const ir::Barrier& b, const std::vector<Thread*>& ts) {
     ++stats_.thread_statements;
+    if (b.async_wait)  // cp.async.wait_all first: every copy of every arriving thread is complete
+      for (auto* t : ts) complete_async(*t, INT64_MAX);
     std::vector<bool> here(static_cast<std::size_t>(T_), false);
     for (auto* t : ts) here[static_cast<std::size_t>(t->tid)] = true;
     if (b.how == BarrierKind::NamedFixed) {
@@ -867,7 +938,6 @@ class Machine {
   }
 
   void warp_op(const Intrinsic& n, const std::vector<Thread*>& ts) {
-    if (n.op == IntrinsicOp::Ldmatrix) throw UnsupportedOnDevice("ldmatrix cannot run on the interpreter yet", {n.loc});
     std::map<std::int64_t, std::vector<Thread*>> warps;
     for (auto* t : ts) warps[t->tid / 32].push_back(t);
     for (auto& [w, lanes] : warps) {
@@ -883,6 +953,10 @@ class Machine {
       stats_.thread_statements += static_cast<std::int64_t>(lanes.size());
       if (n.op == IntrinsicOp::MmaSync) {
         mma(n, lanes);
+        continue;
+      }
+      if (n.op == IntrinsicOp::Ldmatrix) {
+        ldmatrix(n, lanes);
         continue;
       }
       std::vector<V> x, y;
@@ -910,6 +984,40 @@ class Machine {
           default: throw InternalError("interp: not a warp operation");
         }
         var(*lanes[l], n.outputs[0].get()) = out;
+      }
+    }
+  }
+
+  /// ldmatrix.sync.aligned.m8n8.x{1,2,4}.shared.b16: lane 8m + r gives the address of row r of
+  /// matrix m (16 bytes, 16-byte aligned); lane l receives, in register m, the two b16 elements of
+  /// row l / 4 of matrix m at columns 2 (l % 4) and 2 (l % 4) + 1.
+  void ldmatrix(const Intrinsic& n, const std::vector<Thread*>& lanes) {
+    if (lanes.size() != 32) diverged("ldmatrix", n.loc, *lanes.front());
+    const int count = static_cast<int>(n.imms[0]);
+    const std::int64_t eb = type_bytes(n.mems[1]->elem);
+    std::vector<std::array<unsigned char, 16>> rows(static_cast<std::size_t>(8 * count));
+    for (int l = 0; l < 8 * count; ++l) {
+      Thread& t = *lanes[static_cast<std::size_t>(l)];
+      Ref src = mem(t, n.mems[1].get(), n.loc);
+      std::int64_t first = exact(n.args[0]->type, eval(n.args[0], t).i);
+      if (((src.offset + first) * eb) % 16 != 0)
+        throw ExecutionError("memcheck",
+                             describe(t) + " gives ldmatrix a row address (" +
+                                 element(*src.region, src.offset + first) + ") that is not 16-byte aligned, at " +
+                                 where(n.loc),
+                             {n.loc});
+      for (std::int64_t k = 0; k < 16 / eb; ++k) read(t, src, first + k, n.loc);  // the checks
+      std::memcpy(rows[static_cast<std::size_t>(l)].data(), src.region->data + (src.offset + first) * eb, 16);
+    }
+    for (int l = 0; l < 32; ++l) {
+      Thread& t = *lanes[static_cast<std::size_t>(l)];
+      Ref dst = mem(t, n.mems[0].get(), n.loc);
+      for (int m = 0; m < count; ++m) {
+        std::uint32_t word;
+        std::memcpy(&word, rows[static_cast<std::size_t>(8 * m + l / 4)].data() + 4 * (l % 4), 4);
+        V v;
+        v.i = word;
+        write(t, dst, m, v, n.loc);
       }
     }
   }

@@ -22,6 +22,9 @@ struct Options {
   Order order = Order::Forward;
   std::uint64_t seed = 1;  ///< for Order::Random
   bool checks = true;      ///< racecheck and initcheck (memcheck and synccheck are always on)
+  /// Thread-statements one launch may execute before it stops with a "limit" error (a loop that
+  /// never ends would otherwise hang the interpreter).
+  std::int64_t max_statements = std::int64_t{1} << 31;
 };
 
 /// One argument: a scalar (integers in `i` with the IR's representation, floats in `f`) or host

@@ -1,0 +1,116 @@
+// Lowering, barrier placement and the reference interpreter:
+//  - BM_SyncNestedLoops/D: the sync pass (jit/sync) on a block whose shared-memory exchange sits in
+//    D nested loops (D = 1..7). Each level stores through a partition and reads a neighbour's element,
+//    so every level needs its barriers and the loop fixed points nest. Goal: depth 7 under 10 ms,
+//    and growth polynomial in D (the fixed point is memoised per input state).
+//  - BM_LowerSgemm: specialization and lowering of the shared-memory sgemm, beside BM_FrontendSgemm
+//    in bench_compile (which adds the checker and the CUDA printer).
+//  - BM_InterpBlockReduce, BM_InterpSgemmSmem: the interpreter with every check on; the counter
+//    `stmts/s` is thread-statements per second.
+#include <benchmark/benchmark.h>
+
+#include "jit/interp/interp.h"
+#include "jit/pipeline/handles.h"
+#include "jit/pipeline/pipeline.h"
+#include "jit/specialize/specialize.h"
+#include "jit/sync/sync.h"
+#include "kernels/paper_kernels.hpp"
+
+namespace {
+
+using namespace vantage;
+
+/// A block of 128 threads; D nested loops, each level writing its own partition of a shared array
+/// (shifted by the loop level) and reading the element the next thread wrote.
+Kernel nested_exchange(int depth) {
+  KernelBuilder k("nested_exchange");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(128);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.partition(
+        out, block(1), [&](Expr i) { return blk * 128 + i; },
+        [&](Scope& g, View out_b) {
+          g.group(block(1), [&](Scope& b) {
+            auto s = b.shared<int>("s", 128);
+            auto t = b.let("t", b.id(thread(1)));
+            std::function<void(Scope&, int)> level = [&](Scope& b, int d) {
+              b.for_("i" + std::to_string(d), 0, 3, [&](Scope& b, Expr i) {
+                b.partition(
+                    s, thread(1), [&](Expr x) { return (t + d) % 128 + x; },
+                    [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = t + i; }); });
+                if (d + 1 < depth) level(b, d + 1);
+                b.partition(
+                    out_b, thread(1), [&](Expr x) { return t + x; },
+                    [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[0] = s[(t + 1) % 128] + i; }); });
+              });
+            };
+            level(b, 0);
+          });
+        });
+  });
+  return k.build();
+}
+
+void BM_SyncNestedLoops(benchmark::State& state) {
+  Kernel k = nested_exchange(static_cast<int>(state.range(0)));
+  auto s = specialization::run(detail::KernelAccess::ir(k), k.obligations(), Spec{});
+  for (auto _ : state) {
+    std::vector<const ir::StmtNode*> conflicts;
+    ir::StmtPtr body = sync::insert(s.kernel->body, grid(1), &conflicts);
+    benchmark::DoNotOptimize(body.get());
+  }
+  state.counters["barrier_sites"] = static_cast<double>(sync::plan(s.kernel->body, grid(1)).before.size());
+}
+BENCHMARK(BM_SyncNestedLoops)->DenseRange(1, 7)->Unit(benchmark::kMicrosecond);
+
+void BM_LowerSgemm(benchmark::State& state) {
+  Kernel k = examples::sgemm_smem();
+  for (auto _ : state) {
+    auto l = pipeline::lower_for(k, Spec{});
+    benchmark::DoNotOptimize(l.lowered.kernel.body.get());
+  }
+}
+BENCHMARK(BM_LowerSgemm)->Unit(benchmark::kMicrosecond);
+
+interp::Arg buffer(void* data, std::int64_t n) {
+  interp::Arg a;
+  a.is_buffer = true;
+  a.data = data;
+  a.length = n;
+  return a;
+}
+interp::Arg scalar(std::int64_t i, double f = 0) {
+  interp::Arg a;
+  a.i = i;
+  a.f = f;
+  return a;
+}
+
+void run_interp(benchmark::State& state, const lower::Lowered& l, std::int64_t blocks,
+                const std::vector<interp::Arg>& args) {
+  std::int64_t stmts = 0;
+  for (auto _ : state) stmts += interp::run(l, blocks, args, {}).thread_statements;
+  state.counters["stmts/s"] = benchmark::Counter(static_cast<double>(stmts), benchmark::Counter::kIsRate);
+}
+
+void BM_InterpBlockReduce(benchmark::State& state) {
+  auto l = pipeline::lower_for(examples::block_reduce(), Spec{}).lowered;
+  std::vector<float> x(1024, 1.0f), out(4, 0.0f);
+  run_interp(state, l, 4, {scalar(1024), buffer(x.data(), 1024), buffer(out.data(), 4)});
+}
+BENCHMARK(BM_InterpBlockReduce)->Unit(benchmark::kMillisecond);
+
+void BM_InterpSgemmSmem(benchmark::State& state) {
+  auto l = pipeline::lower_for(examples::sgemm_smem(), Spec{}).lowered;
+  const int n = 64;
+  std::vector<float> A(n * n, 1.0f), B(n * n, 0.5f), C(n * n, 0.0f);
+  run_interp(state, l, 4,
+             {scalar(n), scalar(n), scalar(n), scalar(0, 1.0), scalar(0, 0.0), buffer(A.data(), n * n),
+              buffer(B.data(), n * n), buffer(C.data(), n * n)});
+}
+BENCHMARK(BM_InterpSgemmSmem)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,469 @@
+// Random programs that the checker accepts, run on the reference interpreter. The generator builds
+// kernels whose own accesses are in bounds and race-free by construction: every read index is masked
+// into its buffer, every store goes through a partition whose shares are a permutation of the threads
+// (or through a claim handed to one thread), and atomics only add, so their order does not matter.
+// What such a kernel still needs from Vantage is the barriers: thread t writes a shared element that
+// thread u reads later, a partition hands an element to another thread, a block-level branch reads
+// what the threads just stored. So a racecheck, initcheck or synccheck finding here is a barrier the
+// sync pass failed to place (or one lowering lost), and two thread orders giving different results
+// is the same bug seen in the data. Every program runs under forward and reverse order with every
+// check on. VANTAGE_RANDOM_RUNS overrides the number of programs (default 300).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+constexpr int kIn = 256;   // elements of the read-only inputs (a power of two: reads mask into it)
+constexpr int kSlots = 4;  // elements of `out` and `fout` each thread owns
+constexpr int kAtomics = 16;
+
+class SafeGen {
+ public:
+  explicit SafeGen(std::uint64_t seed) : rng_(seed) {}
+
+  int threads = 64;
+  int blocks = 2;
+  int shared_len = 0;  ///< elements of the shared array `s` (a power of two, at least 2 per thread)
+
+  Kernel build() {
+    threads = std::vector<int>{32, 64, 128}[static_cast<std::size_t>(pick(3))];
+    blocks = 1 + pick(3);
+    per_thread_ = 2 << pick(2);  // 2 or 4 shared elements per thread
+    shared_len = threads * per_thread_;
+    KernelBuilder k("random_run");
+    auto n = k.param<int>("n");
+    auto a = k.param<float>("a");
+    in_ = k.param<GlobalPtr<const int>>("in", extent(Expr(kIn)));
+    fin_ = k.param<GlobalPtr<const float>>("fin", extent(Expr(kIn)));
+    out_ = k.param<GlobalPtr<int>>("out");
+    fout_ = k.param<GlobalPtr<float>>("fout");
+    acc_ = k.param<GlobalPtr<int>>("acc", extent(Expr(kAtomics)));
+    k.block_threads(threads);
+    k.body([&](Scope& g) {
+      auto blk = g.let("blk", g.id(block(1)));
+      uniform_ = {n, blk, Expr(3)};
+      funiform_ = {a};
+      const int tile = threads * kSlots;
+      g.partition(
+          out_, block(1), [&](Expr i) { return blk * tile + i; },
+          [&](Scope& g, View out_b) {
+            g.partition(
+                fout_, block(1), [&](Expr i) { return blk * tile + i; },
+                [&](Scope& g, View fout_b) { g.group(block(1), [&](Scope& b) { block_body(b, out_b, fout_b); }); });
+          });
+    });
+    return k.build();
+  }
+
+ private:
+  int pick(int n) { return static_cast<int>(rng_() % static_cast<std::uint64_t>(n)); }
+  bool chance(int one_in) { return pick(one_in) == 0; }
+  template <class T>
+  const T& any(const std::vector<T>& v) {
+    return v[static_cast<std::size_t>(pick(static_cast<int>(v.size())))];
+  }
+
+  // ---------------------------------------------------------------- expressions
+  /// An int expression made of `ints` (values the code may read here) and masked loads.
+  Expr int_expr(const std::vector<Expr>& ints, int depth) {
+    if (depth > 2) return chance(4) ? Expr(pick(9)) : any(ints);
+    switch (pick(11)) {
+      case 0: return int_expr(ints, depth + 1) + int_expr(ints, depth + 1);
+      case 1: return int_expr(ints, depth + 1) - int_expr(ints, depth + 1);
+      case 2: return int_expr(ints, depth + 1) * (1 + pick(5));
+      case 3: return int_expr(ints, depth + 1) ^ int_expr(ints, depth + 1);
+      case 4: return min(int_expr(ints, depth + 1), int_expr(ints, depth + 1));
+      case 5: return in_[int_expr(ints, depth + 1) & (kIn - 1)];
+      case 6:
+        if (shared_usable_) return shared_[int_expr(ints, depth + 1) & (shared_len - 1)];
+        return any(ints);
+      case 7: return select(int_expr(ints, depth + 1) < int_expr(ints, depth + 1), int_expr(ints, depth + 1), 1);
+      case 8: return (int_expr(ints, depth + 1) >> (1 + pick(3)));
+      default: return chance(3) ? Expr(pick(9)) : any(ints);
+    }
+  }
+  Expr float_expr(const std::vector<Expr>& ints, const std::vector<Expr>& floats, int depth) {
+    if (depth > 2) return chance(3) ? Expr(0.5f * static_cast<float>(pick(5))) : any(floats);
+    switch (pick(6)) {
+      case 0: return float_expr(ints, floats, depth + 1) * float_expr(ints, floats, depth + 1);
+      case 1: return float_expr(ints, floats, depth + 1) + float_expr(ints, floats, depth + 1);
+      case 2: return fin_[int_expr(ints, depth + 1) & (kIn - 1)];
+      case 3: return cast<float>(int_expr(ints, depth + 1));
+      case 4: return fma(float_expr(ints, floats, depth + 1), any(floats), 1.0f);
+      default: return any(floats);
+    }
+  }
+
+  // ---------------------------------------------------------------- block level
+  /// Statements at block(1): lets, loops and branches on block-uniform values, passes over the
+  /// shared array through partitions (each a permutation of the threads), claims for one thread,
+  /// stores to the block's slice of `out`, and explicit barriers now and then.
+  void block_body(Scope& b, View out_b, View fout_b) {
+    shared_ = b.shared<int>("s", shared_len);
+    t_ = b.let("t", b.id(thread(1)));
+    // Initialise the whole shared array first (initcheck would report a read of an unwritten element).
+    const int per = per_thread_;
+    b.partition(
+        shared_, thread(1), [&](Expr i) { return t_ * per + i; },
+        [&](Scope& b, View s_t) {
+          b.group(thread(1), [&](Scope& th) {
+            th.for_("i", 0, per, [&](Scope&, Expr i) { s_t[i] = in_[(t_ * per + i) & (kIn - 1)]; });
+          });
+        });
+    out_b_ = out_b;
+    fout_b_ = fout_b;
+    shared_usable_ = true;
+    block_stmts(b, 0);
+  }
+
+  void block_stmts(Scope& b, int depth) {
+    int count = 1 + pick(depth == 0 ? 6 : 3);
+    for (int i = 0; i < count; ++i) block_stmt(b, depth);
+  }
+
+  void block_stmt(Scope& b, int depth) {
+    switch (pick(depth < 2 ? 9 : 6)) {
+      case 0: uniform_.push_back(b.let("u", int_expr(uniform_, 1))); break;
+      case 1: shared_pass(b); break;
+      case 2:
+        if (chance(2))
+          unit_pass(b);
+        else
+          shared_pass(b);
+        break;
+      case 3:
+        if (chance(3))
+          block_call(b);
+        else
+          out_pass(b);
+        break;
+      case 4: one_thread_writes(b); break;
+      case 5:
+        if (chance(4))
+          b.sync_threads();
+        else
+          warp_pass(b);
+        break;
+      case 6: {
+        auto saved = uniform_;
+        b.for_("r", 0, 1 + pick(3), [&](Scope& b, Expr r) {
+          uniform_.push_back(r);
+          block_stmts(b, depth + 1);
+        });
+        uniform_ = saved;
+        break;
+      }
+      case 7: {
+        auto saved = uniform_;
+        // A block-uniform branch, possibly on shared data the threads just wrote.
+        b.if_(
+            int_expr(uniform_, 1) < int_expr(uniform_, 1), [&](Scope& b) { block_stmts(b, depth + 1); },
+            [&](Scope& b) {
+              uniform_ = saved;
+              block_stmts(b, depth + 1);
+            });
+        uniform_ = saved;
+        break;
+      }
+      default: {
+        // A counted while loop at block level.
+        auto saved = uniform_;
+        auto c = b.let("c", 0);
+        int bound = 1 + pick(2);
+        b.while_(c < bound, [&](Scope& b) {
+          block_stmts(b, depth + 1);
+          b.assign(c, c + 1);
+        });
+        uniform_ = saved;
+        break;
+      }
+    }
+  }
+
+  /// A partition of the shared array whose shares are a permutation of the threads: thread t owns
+  /// the `per` elements of share perm(t). Each thread reads anything (masked) and stores its share.
+  void shared_pass(Scope& b) {
+    const int T = threads, per = per_thread_;
+    int kind = pick(4), k = 1 + pick(T - 1);
+    auto perm = [kind, k, T](const Expr& t) -> Expr {
+      switch (kind) {
+        case 0: return t;
+        case 1: return (t + k) % T;
+        case 2: return t ^ (k & (T - 1));
+        default: return (T - 1) - t;
+      }
+    };
+    shared_usable_ = false;
+    b.partition(
+        shared_, thread(1), [&](Expr i) { return perm(t_) * per + i; },
+        [&](Scope& b, View s_t) {
+          mine_space_ = MemSpace::Shared;
+          b.group(thread(1), [&](Scope& th) { thread_stmts(th, s_t, per, 0); });
+        });
+    shared_usable_ = true;
+  }
+
+  /// Each thread stores its own slots of the block's slice of `out` and `fout`.
+  void out_pass(Scope& b) {
+    b.partition(
+        out_b_, thread(1), [&](Expr i) { return t_ * kSlots + i; },
+        [&](Scope& b, View o_t) {
+          b.group(thread(1), [&](Scope& th) {
+            if (chance(2)) {
+              mine_space_ = MemSpace::Global;
+              thread_stmts(th, o_t, kSlots, 0);
+            } else {
+              auto v = th.let("v", int_expr(thread_ints(), 0));
+              o_t[v & (kSlots - 1)] = v;
+            }
+          });
+        });
+    if (chance(2))
+      b.partition(
+          fout_b_, thread(1), [&](Expr i) { return t_ * kSlots + i; },
+          [&](Scope& b, View f_t) {
+            b.group(thread(1), [&](Scope& th) {
+              auto ints = thread_ints();
+              f_t[int_expr(ints, 1) & (kSlots - 1)] = float_expr(ints, funiform_, 0);
+            });
+          });
+  }
+
+  /// One thread writes shared elements that every thread may read next (the broadcast).
+  void one_thread_writes(Scope& b) {
+    // The writer is thread 0 or thread p after an idle branch of p threads (p a power of two, so
+    // that both branches are aligned).
+    int first = chance(3) ? 0 : 1 << pick(threads == 32 ? 5 : 6);
+    shared_usable_ = false;
+    b.claim(shared_, thread(1), [&](Scope& b, View s_one) {
+      std::vector<SplitBranch> branches;
+      if (first > 0) branches.push_back(SplitBranch(first, [](Scope&) {}));
+      branches.push_back(
+          SplitBranch(1, [&](Scope&) { s_one[int_expr(uniform_, 1) & (shared_len - 1)] = int_expr(uniform_, 0); }));
+      b.split(Level::Thread, std::move(branches));
+    });
+    shared_usable_ = true;
+  }
+
+  /// A warp-level pass: a shuffle across each warp, then each lane stores its own slot of `out`.
+  void warp_pass(Scope& b) {
+    b.partition(
+        out_b_, thread(1), [&](Expr i) { return t_ * kSlots + i; },
+        [&](Scope& b, View o_t) {
+          b.group(warp(), [&](Scope& w) {
+            auto lane = w.let("lane", w.id(thread(1)));
+            std::vector<Expr> ints = thread_ints();
+            ints.push_back(lane);
+            auto v = w.let("wv", int_expr(ints, 1), at(thread(1)));
+            Var got;
+            switch (pick(4)) {
+              case 0: got = w.shfl_xor("x", v, 1 << pick(5)); break;
+              case 1: got = w.shfl_down("x", v, 1 + pick(16)); break;
+              case 2: got = w.shfl_idx("x", v, pick(32)); break;
+              default: got = w.ballot("x", v > 2); break;
+            }
+            Expr value = got.type() == ScalarType::I32 ? Expr(got) : cast<int>(got);
+            w.group(thread(1), [&](Scope&) { o_t[lane & (kSlots - 1)] = value + v; });
+          });
+        });
+  }
+
+  /// Units of U threads (a warp or two) each take their own part of the shared array; inside a unit
+  /// every thread stores its share, then reads elements its unit's other threads stored (a barrier
+  /// over the unit: __syncwarp, or a named barrier for 64 threads) and stores the result to `out`.
+  void unit_pass(Scope& b) {
+    const int U = threads >= 64 && chance(2) ? 64 : 32, per = per_thread_, units = threads / U;
+    const int flip = pick(units);
+    const int lane_flip = pick(U);
+    shared_usable_ = false;
+    b.partition(
+        out_b_, thread(1), [&](Expr i) { return t_ * kSlots + i; },
+        [&](Scope& b, View o_t) {
+          auto unit = b.let("unit", b.id(thread(U)));
+          b.partition(
+              shared_, thread(U), [&](Expr i) { return (unit ^ flip) * (U * per) + i; },
+              [&](Scope& b, View s_u) {
+                b.group(thread(U), [&](Scope& u) {
+                  auto lane = u.let("lane", u.id(thread(1)));
+                  u.partition(
+                      s_u, thread(1), [&](Expr i) { return (lane ^ lane_flip) * per + i; },
+                      [&](Scope& u, View s_l) {
+                        u.group(thread(1), [&](Scope& th) {
+                          auto ints = thread_ints();
+                          ints.push_back(lane);
+                          s_l[int_expr(ints, 1) & (per - 1)] = int_expr(ints, 0);
+                          if (chance(2)) s_l[(lane + 1) & (per - 1)] = lane;
+                        });
+                      });
+                  auto ints = thread_ints();
+                  ints.push_back(lane);
+                  auto got = u.let("got", s_u[int_expr(ints, 1) & (U * per - 1)], at(thread(1)));
+                  u.group(thread(1), [&](Scope&) { o_t[lane & (kSlots - 1)] = got; });
+                });
+              });
+        });
+    shared_usable_ = true;
+  }
+
+  /// A block(1) device function over the shared array: each thread stores into its neighbour's
+  /// share, then reads an element another thread stored, into a thread-local array the caller then
+  /// stores to `out`. The barriers it needs are inside the function, and before the call (the
+  /// caller's own stores and reads of `s`).
+  void block_call(Scope& b) {
+    const int per = per_thread_, len = shared_len;
+    const int pick_k = pick(len);
+    FunctionBuilder f("neighbours");
+    f.requires_perspective(block(1));
+    auto buf = f.param<SharedPtr<int>>("buf", at(block(1)));
+    auto res = f.param<LocalPtr<int>>("res", at(thread(1)));
+    f.body([&](Scope& fb) {
+      auto t = fb.let("ft", fb.id(thread(1)));
+      fb.partition(
+          buf, thread(1), [&](Expr i) { return (t ^ 1) * per + i; },
+          [&](Scope& fb, View b_t) { fb.group(thread(1), [&](Scope&) { b_t[t & (per - 1)] = t * 7 + 1; }); });
+      fb.group(thread(1), [&](Scope&) { res[0] = buf[(t * per + pick_k) & (len - 1)]; });
+    });
+    DeviceFunction fn = f.build();
+    auto items = b.local_array("items", ScalarType::I32, 1, at(thread(1)));
+    b.call(fn, {shared_, items});
+    b.partition(
+        out_b_, thread(1), [&](Expr i) { return t_ * kSlots + i; },
+        [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[items[0] & (kSlots - 1)] = items[0]; }); });
+  }
+
+  // ---------------------------------------------------------------- thread level
+  std::vector<Expr> thread_ints() {
+    std::vector<Expr> ints = uniform_;
+    ints.push_back(t_);
+    return ints;
+  }
+
+  /// Statements of one thread that owns `len` elements through `mine`.
+  void thread_stmts(Scope& th, View mine, int len, int depth) {
+    std::vector<Expr> ints = thread_ints();
+    int count = 1 + pick(3);
+    for (int i = 0; i < count; ++i) {
+      switch (pick(depth < 2 ? 7 : 4)) {
+        case 0:
+        case 1: mine[int_expr(ints, 1) & (len - 1)] = int_expr(ints, 0); break;
+        case 2: ints.push_back(th.let("x", int_expr(ints, 0))); break;
+        case 3: {
+          // Adds to the first half, maxima in the second: each commutes with itself, not with the other.
+          bool add = chance(2);
+          Expr slot = (int_expr(ints, 1) & (kAtomics / 2 - 1)) + (add ? 0 : kAtomics / 2);
+          th.atomic("old", add ? AtomicOp::Add : AtomicOp::Max, acc_, slot, int_expr(ints, 1));
+          break;
+        }
+        case 4:
+          th.if_(int_expr(ints, 1) < int_expr(ints, 1), [&](Scope& th) { thread_stmts(th, mine, len, depth + 1); });
+          break;
+        case 5:
+          if (chance(3)) {
+            thread_call(th, mine, len, ints);
+            break;
+          }
+          [[fallthrough]];
+        default:
+          th.for_("j", 0, 1 + pick(3), [&](Scope& th, Expr j) {
+            mine[j & (len - 1)] = int_expr(ints, 1) + j;
+            if (chance(2)) thread_stmts(th, mine, len, depth + 1);
+          });
+          break;
+      }
+    }
+  }
+
+  /// A thread(1) device function that writes through the thread's own share (passed as a pointer).
+  void thread_call(Scope& th, View mine, int len, const std::vector<Expr>& ints) {
+    FunctionBuilder f("bump");
+    f.requires_perspective(thread(1));
+    auto p = f.pointer_param("p", ScalarType::I32, mine_space_, false);
+    auto v = f.param<int>("v");
+    const int l = len;
+    f.body([&](Scope& fs) {
+      (void)fs;
+      p[v & (l - 1)] = v + 1;
+    });
+    DeviceFunction fn = f.build();
+    th.call(fn, {mine, int_expr(ints, 1)});
+  }
+
+  std::mt19937_64 rng_;
+  int per_thread_ = 2;
+  View in_, fin_, out_, fout_, acc_, shared_, out_b_, fout_b_;
+  bool shared_usable_ = false;
+  MemSpace mine_space_ = MemSpace::Global;  ///< where the memory thread_stmts stores to lives  ///< false inside a
+                                            ///< partition or claim of `s` (its name is unusable there)
+  Expr t_;
+  std::vector<Expr> uniform_, funiform_;
+};
+
+/// The buffers of one run, filled the same way for every order.
+struct Buffers {
+  std::vector<int> in, out, acc;
+  std::vector<float> fin, fout;
+  Buffers(int blocks, int threads) {
+    for (int i = 0; i < kIn; ++i) {
+      in.push_back((i * 37 + 11) % 23 - 7);
+      fin.push_back(static_cast<float>(i % 13) * 0.25f - 1.0f);
+    }
+    out.assign(static_cast<std::size_t>(blocks * threads * kSlots), -1);
+    fout.assign(out.size(), -1.0f);
+    acc.assign(kAtomics, 0);
+  }
+  bool same(const Buffers& o) const {
+    return out == o.out && acc == o.acc && std::memcmp(fout.data(), o.fout.data(), fout.size() * sizeof(float)) == 0;
+  }
+};
+
+TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
+  int programs = 300;
+  if (const char* env = std::getenv("VANTAGE_RANDOM_RUNS")) programs = std::max(1, std::atoi(env));
+  int ran = 0, rejected = 0;
+  std::int64_t statements = 0;
+  for (int seed = 0; seed < programs; ++seed) {
+    SafeGen gen(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dULL + 7);
+    Kernel k;
+    try {
+      k = gen.build();
+    } catch (const CheckError& e) {
+      ++rejected;
+      if (std::getenv("VANTAGE_RANDOM_VERBOSE")) std::printf("seed %d rejected:\n%s\n", seed, e.what());
+      continue;
+    }
+    std::vector<Buffers> results;
+    for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse}) {
+      Buffers buf(gen.blocks, gen.threads);
+      const std::vector<int>& in = buf.in;
+      const std::vector<float>& fin = buf.fin;
+      try {
+        auto rep = k.launch(Device::interpreter({order, 1, true}), Grid{gen.blocks, gen.threads}, 5, 1.5f, in, fin,
+                            buf.out, buf.fout, buf.acc);
+        statements += rep.thread_statements;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "seed " << seed << ", " << (order == ThreadOrder::Forward ? "forward" : "reverse")
+                      << " order: " << e.what() << "\n"
+                      << k.lowered(Spec{});
+        break;
+      }
+      results.push_back(std::move(buf));
+    }
+    if (results.size() == 2)
+      EXPECT_TRUE(results[0].same(results[1])) << "seed " << seed << ": forward and reverse orders disagree\n"
+                                               << k.lowered(Spec{});
+    ++ran;
+  }
+  std::printf("random runs: %d programs ran under two orders (%lld thread-statements), %d rejected\n", ran,
+              static_cast<long long>(statements), rejected);
+  // The generator aims at programs the checker accepts: most must be.
+  EXPECT_GE(ran, programs * 9 / 10) << rejected << " of " << programs << " rejected";
+}
+
+}  // namespace
+}  // namespace vantage
