@@ -1,5 +1,5 @@
 // Example: build and check every example kernel (the perspectives paper's figures and more), compile
-// each with NVRTC when it is available, and print what happened. `--emit=ir|cuda|ptx|sass` prints
+// each with NVRTC when it is available, and print what happened. `--emit=ir|lowered|cuda|ptx|sass` prints
 // that stage of every kernel instead; `--quiet` leaves out the IR. Exits non-zero on any failure.
 #include <cstdio>
 #include <cstring>

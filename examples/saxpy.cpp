@@ -1,5 +1,5 @@
 // Example: build and check saxpy, compile it with NVRTC, report what happened.
-// `--emit=ir|cuda|ptx|sass` prints that stage instead. Exits non-zero on any failure.
+// `--emit=ir|lowered|cuda|ptx|sass` prints that stage instead. Exits non-zero on any failure.
 #include <cstdio>
 
 #include "kernels/paper_kernels.hpp"

@@ -59,7 +59,7 @@ int emit_stage(int argc, char** argv, const Kernel& kernel, Spec spec) {
       }
       spec.arch = *arch;
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: %s [--emit=ir|cuda|ptx|sass] [--arch=ARCH]\n  ARCH: %s (default sm_90)\n", argv[0],
+      std::printf("usage: %s [--emit=ir|lowered|cuda|ptx|sass] [--arch=ARCH]\n  ARCH: %s (default sm_90)\n", argv[0],
                   arch_names());
       return 0;
     } else {
@@ -71,6 +71,8 @@ int emit_stage(int argc, char** argv, const Kernel& kernel, Spec spec) {
   try {
     if (stage == "ir") {
       std::printf("%s", kernel.ir_text().c_str());
+    } else if (stage == "lowered") {
+      std::printf("%s", kernel.lowered(spec).c_str());
     } else if (stage == "cuda") {
       std::printf("%s", kernel.source(spec).c_str());
     } else if (stage == "ptx") {
@@ -78,7 +80,7 @@ int emit_stage(int argc, char** argv, const Kernel& kernel, Spec spec) {
     } else if (stage == "sass") {
       std::printf("%s", sass(kernel.cubin(spec)).c_str());
     } else {
-      std::fprintf(stderr, "unknown --emit=%s (ir, cuda, ptx, sass)\n", stage.c_str());
+      std::fprintf(stderr, "unknown --emit=%s (ir, lowered, cuda, ptx, sass)\n", stage.c_str());
       return 2;
     }
     return 0;

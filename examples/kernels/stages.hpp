@@ -1,4 +1,4 @@
-// Vantage examples: look at any stage of a kernel from the command line (`--emit=ir|cuda|ptx|sass`,
+// Vantage examples: look at any stage of a kernel from the command line (`--emit=ir|lowered|cuda|ptx|sass`,
 // `--arch=sm_XX`), and disassemble cubins with cuobjdump.
 #pragma once
 
