@@ -73,19 +73,7 @@ void BM_LowerSgemm(benchmark::State& state) {
 }
 BENCHMARK(BM_LowerSgemm)->Unit(benchmark::kMicrosecond);
 
-interp::Arg buffer(void* data, std::int64_t n) {
-  interp::Arg a;
-  a.is_buffer = true;
-  a.data = data;
-  a.length = n;
-  return a;
-}
-interp::Arg scalar(std::int64_t i, double f = 0) {
-  interp::Arg a;
-  a.i = i;
-  a.f = f;
-  return a;
-}
+using interp::Arg;
 
 void run_interp(benchmark::State& state, const lower::Lowered& l, std::int64_t blocks,
                 const std::vector<interp::Arg>& args) {
@@ -97,7 +85,7 @@ void run_interp(benchmark::State& state, const lower::Lowered& l, std::int64_t b
 void BM_InterpBlockReduce(benchmark::State& state) {
   auto l = pipeline::lower_for(examples::block_reduce(), Spec{}).lowered;
   std::vector<float> x(1024, 1.0f), out(4, 0.0f);
-  run_interp(state, l, 4, {scalar(1024), buffer(x.data(), 1024), buffer(out.data(), 4)});
+  run_interp(state, l, 4, {Arg::integer(1024), Arg::buffer(x.data(), 1024), Arg::buffer(out.data(), 4)});
 }
 BENCHMARK(BM_InterpBlockReduce)->Unit(benchmark::kMillisecond);
 
@@ -106,8 +94,8 @@ void BM_InterpSgemmSmem(benchmark::State& state) {
   const int n = 64;
   std::vector<float> A(n * n, 1.0f), B(n * n, 0.5f), C(n * n, 0.0f);
   run_interp(state, l, 4,
-             {scalar(n), scalar(n), scalar(n), scalar(0, 1.0), scalar(0, 0.0), buffer(A.data(), n * n),
-              buffer(B.data(), n * n), buffer(C.data(), n * n)});
+             {Arg::integer(n), Arg::integer(n), Arg::integer(n), Arg::real(1.0), Arg::real(0.0),
+              Arg::buffer(A.data(), n * n), Arg::buffer(B.data(), n * n), Arg::buffer(C.data(), n * n)});
 }
 BENCHMARK(BM_InterpSgemmSmem)->Unit(benchmark::kMillisecond);
 

@@ -190,23 +190,7 @@ lower::Lowered without_barrier(const Kernel& k, const Spec& spec, int nth,
   return l;
 }
 
-interp::Arg buffer(void* data, std::int64_t n) {
-  interp::Arg a;
-  a.is_buffer = true;
-  a.data = data;
-  a.length = n;
-  return a;
-}
-interp::Arg scalar_int(std::int64_t v) {
-  interp::Arg a;
-  a.i = v;
-  return a;
-}
-interp::Arg scalar_float(double v) {
-  interp::Arg a;
-  a.f = v;
-  return a;
-}
+using interp::Arg;
 
 /// Expects a racecheck finding naming two builder lines of the examples' source.
 void expect_race(const std::function<void()>& run) {
@@ -229,7 +213,8 @@ TEST(Interp, RacecheckFindsABarrierRemovedFromBlockReduce) {
   std::vector<float> x(300, 1.0f), out(2, 0.0f);
   expect_race([&] {
     // Reverse order: the threads that write run before the ones that read what they wrote.
-    interp::run(l, 2, {scalar_int(300), buffer(x.data(), 300), buffer(out.data(), 2)}, {interp::Order::Reverse});
+    interp::run(l, 2, {Arg::integer(300), Arg::buffer(x.data(), 300), Arg::buffer(out.data(), 2)},
+                {interp::Order::Reverse});
   });
 }
 
@@ -240,8 +225,8 @@ TEST(Interp, RacecheckFindsABarrierRemovedFromSgemmSmem) {
     std::vector<float> A(40 * 40, 1.0f), B(40 * 40, 1.0f), C(40 * 40, 0.0f);
     expect_race([&] {
       interp::run(l, 4,
-                  {scalar_int(40), scalar_int(40), scalar_int(40), scalar_float(1.0), scalar_float(0.0),
-                   buffer(A.data(), 1600), buffer(B.data(), 1600), buffer(C.data(), 1600)},
+                  {Arg::integer(40), Arg::integer(40), Arg::integer(40), Arg::real(1.0), Arg::real(0.0),
+                   Arg::buffer(A.data(), 1600), Arg::buffer(B.data(), 1600), Arg::buffer(C.data(), 1600)},
                   {interp::Order::Reverse});
     });
   }
@@ -257,7 +242,7 @@ TEST(Interp, SynccheckFindsABarrierReachedByHalfTheBlock) {
   });
   std::vector<float> x(256, 1.0f), out(1, 0.0f);
   try {
-    interp::run(l, 1, {scalar_int(256), buffer(x.data(), 256), buffer(out.data(), 1)}, {});
+    interp::run(l, 1, {Arg::integer(256), Arg::buffer(x.data(), 256), Arg::buffer(out.data(), 1)}, {});
     FAIL() << "the divergent barrier went unnoticed";
   } catch (const ExecutionError& e) {
     EXPECT_EQ(e.check(), "synccheck") << e.what();
@@ -362,7 +347,7 @@ TEST(Interp, ReadingACpAsyncDestinationBeforeTheWaitIsReported) {
   });
   std::vector<float> x(256, 1.0f), out(64, 0.0f);
   try {
-    interp::run(l, 1, {buffer(x.data(), 256), buffer(out.data(), 64)}, {});
+    interp::run(l, 1, {Arg::buffer(x.data(), 256), Arg::buffer(out.data(), 64)}, {});
     FAIL() << "the read of an in-flight copy went unnoticed";
   } catch (const ExecutionError& e) {
     EXPECT_EQ(e.check(), "racecheck") << e.what();

@@ -36,6 +36,24 @@ struct Arg {
   void* data = nullptr;
   std::int64_t length = 0;
   std::int64_t extent = -1;  ///< elements the kernel may touch (its declared extent), -1: length
+
+  static Arg buffer(void* data, std::int64_t length) {
+    Arg a;
+    a.is_buffer = true;
+    a.data = data;
+    a.length = length;
+    return a;
+  }
+  static Arg integer(std::int64_t v) {
+    Arg a;
+    a.i = v;
+    return a;
+  }
+  static Arg real(double v) {
+    Arg a;
+    a.f = v;
+    return a;
+  }
 };
 
 /// What one launch did.
