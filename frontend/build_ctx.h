@@ -31,6 +31,7 @@ struct BuildCtx {
   std::vector<ir::ParamNode> params;
   std::optional<std::int64_t> threads, grid_blocks;
   std::int64_t grid_multiple = 1;
+  std::vector<ir::Requirement> requirements;
   std::int64_t shared_budget = 0;
   bool budget_declared = false;
   SourceLoc threads_loc, grid_loc, budget_loc, body_loc, signature_loc, returns_loc;

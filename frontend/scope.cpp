@@ -551,6 +551,14 @@ KernelBuilder& KernelBuilder::grid_multiple_of(std::int64_t m, std::source_locat
   ctx_->grid_loc = here(l);
   return *this;
 }
+KernelBuilder& KernelBuilder::require(const ExprArg& cond, std::source_location l) {
+  SourceLoc loc = here(l);
+  if (!cond.expr.defined())
+    ctx_->error("V0706", loc, "the condition of require() is an undefined Expr");
+  else
+    ctx_->requirements.push_back({node(cond.expr), loc});
+  return *this;
+}
 KernelBuilder& KernelBuilder::shared_budget(std::int64_t bytes, std::source_location l) {
   ctx_->shared_budget = bytes;
   ctx_->budget_declared = true;
@@ -570,6 +578,7 @@ Kernel KernelBuilder::build() {
   k->threads = ctx_->threads;
   k->grid_blocks = ctx_->grid_blocks;
   k->grid_multiple = ctx_->grid_multiple;
+  k->requirements = ctx_->requirements;
   k->budget_declared = ctx_->budget_declared;
   k->shared_budget = k->budget_declared ? ctx_->shared_budget : check::default_shared_budget();
   k->body = ctx_->body;

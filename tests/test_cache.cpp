@@ -235,7 +235,8 @@ TEST(KernelCache, GuardsAndSignatureSurviveTheDisk) {
   for (std::size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(got->spec.guards[i].text, want[i].text);
     EXPECT_EQ(got->spec.guards[i].kind, want[i].kind);
-    EXPECT_EQ(got->spec.guards[i].accepts(4, {777}), want[i].accepts(4, {777}));
+    EXPECT_EQ(got->spec.guards[i].accepts(4, std::vector<std::int64_t>{777}),
+              want[i].accepts(4, std::vector<std::int64_t>{777}));
   }
   EXPECT_EQ(got->spec.params[0].value, 777);
 }

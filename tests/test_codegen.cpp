@@ -282,8 +282,8 @@ TEST(Specialize, SpecializedSizeBecomesAConstantAndAGuard) {
   const Guard& grid = s.guards[0].kind == Guard::Kind::ParamEquals ? s.guards[1] : s.guards[0];
   EXPECT_EQ(n.kind, Guard::Kind::ParamEquals);
   EXPECT_EQ(n.text, "n == 1000");
-  EXPECT_TRUE(n.accepts(10, {1000, 0}));
-  EXPECT_FALSE(n.accepts(10, {999, 0}));
+  EXPECT_TRUE(n.accepts(10, std::vector<std::int64_t>{1000, 0}));
+  EXPECT_FALSE(n.accepts(10, std::vector<std::int64_t>{999, 0}));
   EXPECT_EQ(s.params[0].value, 1000);
   // Thread ids are i32: at most 2^31 threads per launch.
   EXPECT_EQ(grid.kind, Guard::Kind::BlocksAtMost);

@@ -117,6 +117,52 @@ TEST(Interp, BroadcastFromOneThreadGetsItsBarrier) {
   }
 }
 
+/// A partition inside a loop whose shares move with the counter: thread t owns s[(t + r) % 64] in
+/// iteration r, which thread t + 1 owned in iteration r - 1. Each iteration needs a barrier before
+/// its stores (the sync pass used to take the one textual share as one owner for all iterations,
+/// and placed none: two threads wrote one element with nothing between them).
+Kernel rotating_shares() {
+  KernelBuilder k("rotating_shares");
+  auto out = k.param<GlobalPtr<int>>("out", extent(Expr(64)));
+  k.block_threads(64);
+  k.grid_blocks(1);
+  k.body([&](Scope& g) {
+    g.partition(
+        out, block(1), [&](Expr i) { return i; },
+        [&](Scope& g, View out) {
+          g.group(block(1), [&](Scope& b) {
+            auto s = b.shared<int>("s", 64);
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                s, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = t * 10; }); });
+            b.for_("r", 0, 3, [&](Scope& b, Expr r) {
+              b.partition(
+                  s, thread(1), [&](Expr i) { return (t + r) % 64 + i; },
+                  [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = t * 100 + r; }); });
+            });
+            b.partition(
+                out, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[0] = s[t]; }); });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(Interp, SharesThatMoveBetweenIterationsGetABarrierEachIteration) {
+  Kernel kernel = rotating_shares();
+  EXPECT_NE(kernel.lowered(Spec{}).find("for r in [0, 3) {\n      barrier block;"), std::string::npos)
+      << kernel.lowered(Spec{});
+  for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random}) {
+    std::vector<int> got(64, -1);
+    kernel.launch(interp(order), Grid{1, 64}, got);
+    // The last iteration wrote element e, through thread e - 2.
+    for (int e = 0; e < 64; ++e)
+      ASSERT_EQ(got[static_cast<std::size_t>(e)], (e + 62) % 64 * 100 + 2) << "element " << e;
+  }
+}
+
 /// vec_copy as it was: the 4-element loop guarded only by gid * 4 < n.
 Kernel old_vec_copy(int* line) {
   KernelBuilder k("old_vec_copy");
@@ -440,6 +486,21 @@ void expect_launch_error(F&& f, const std::string& param, const std::string& wor
     EXPECT_EQ(e.param(), param) << e.what();
     EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
   }
+}
+
+TEST(Launch, ARequirementTheArgumentsBreakIsRefusedNamingItsLine) {
+  Kernel k = examples::mma_tf32_naive();
+  std::vector<float> A(20 * 8, 1.0f), B(8 * 8, 1.0f), C(20 * 8, 0.0f);
+  const auto& cA = A;
+  const auto& cB = B;
+  expect_launch_error([&] { k.launch(interp(), Grid{2, 32}, cA, cB, C, 20, 8, 8); }, "M", "requires");
+  try {
+    k.launch(interp(), Grid{2, 32}, cA, cB, C, 20, 8, 8);
+  } catch (const LaunchError& e) {
+    EXPECT_NE(std::string(e.what()).find("M = 20, N = 8, K = 8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("paper_kernels.cpp"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(C, std::vector<float>(20 * 8, 0.0f)) << "a refused launch ran";
 }
 
 TEST(Launch, BadArgumentsAreRefusedNamingTheParameter) {

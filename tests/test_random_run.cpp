@@ -190,12 +190,15 @@ class SafeGen {
   /// the `per` elements of share perm(t). Each thread reads anything (masked) and stores its share.
   void shared_pass(Scope& b) {
     const int T = threads, per = per_thread_;
-    int kind = pick(4), k = 1 + pick(T - 1);
-    auto perm = [kind, k, T](const Expr& t) -> Expr {
+    int kind = pick(5), k = 1 + pick(T - 1);
+    // A rotation by a block-uniform value (a loop counter, say): shares that move between iterations.
+    Expr by = any(uniform_) & (T - 1);
+    auto perm = [kind, k, T, by](const Expr& t) -> Expr {
       switch (kind) {
         case 0: return t;
         case 1: return (t + k) % T;
         case 2: return t ^ (k & (T - 1));
+        case 3: return (t + by) % T;
         default: return (T - 1) - t;
       }
     };
@@ -228,7 +231,7 @@ class SafeGen {
       b.partition(
           fout_b_, thread(1), [&](Expr i) { return t_ * kSlots + i; },
           [&](Scope& b, View f_t) {
-            b.group(thread(1), [&](Scope& th) {
+            b.group(thread(1), [&](Scope&) {
               auto ints = thread_ints();
               f_t[int_expr(ints, 1) & (kSlots - 1)] = float_expr(ints, funiform_, 0);
             });
@@ -294,7 +297,7 @@ class SafeGen {
                   u.partition(
                       s_u, thread(1), [&](Expr i) { return (lane ^ lane_flip) * per + i; },
                       [&](Scope& u, View s_l) {
-                        u.group(thread(1), [&](Scope& th) {
+                        u.group(thread(1), [&](Scope&) {
                           auto ints = thread_ints();
                           ints.push_back(lane);
                           s_l[int_expr(ints, 1) & (per - 1)] = int_expr(ints, 0);
@@ -454,9 +457,10 @@ TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
       }
       results.push_back(std::move(buf));
     }
-    if (results.size() == 2)
+    if (results.size() == 2) {
       EXPECT_TRUE(results[0].same(results[1])) << "seed " << seed << ": forward and reverse orders disagree\n"
                                                << k.lowered(Spec{});
+    }
     ++ran;
   }
   std::printf("random runs: %d programs ran under two orders (%lld thread-statements), %d rejected\n", ran,

@@ -1100,6 +1100,53 @@ TEST(Reject, KernelPointerToSharedMemory) {
   });
 }
 
+TEST(Reject, RequirementOnAFloatParameter) {
+  int bad = 0;
+  expect_kernel_rejected("V0912", bad, [&](KB& k) {
+    auto a = k.param<float>("a");
+    bad = __LINE__ + 1;
+    k.require(a > 0.5f);
+    k.body([](Scope&) {});
+  });
+}
+
+TEST(Reject, RequirementThatIsNotACondition) {
+  int bad = 0;
+  expect_kernel_rejected("V0912", bad, [&](KB& k) {
+    auto n = k.param<int>("n");
+    bad = __LINE__ + 1;
+    k.require(n % 4);
+    k.body([](Scope&) {});
+  });
+}
+
+TEST(Reject, RequirementThatReadsMemory) {
+  int bad = 0;
+  expect_kernel_rejected("V0912", bad, [&](KB& k) {
+    auto x = k.param<GlobalPtr<const int>>("x");
+    bad = __LINE__ + 1;
+    k.require(x[0] > 0);
+    k.body([](Scope&) {});
+  });
+}
+
+TEST(Reject, SpecializationThatBreaksARequirement) {
+  KernelBuilder k("needs_multiple");
+  auto n = k.param<int>("n", specialize);
+  int line = __LINE__ + 1;
+  k.require(n % 4 == 0);
+  k.block_threads(32);
+  k.body([](Scope&) {});
+  Kernel kernel = k.build();
+  EXPECT_NO_THROW(specialize_for(kernel, Spec{}.with_size("n", 8)));
+  try {
+    specialize_for(kernel, Spec{}.with_size("n", 6));
+    FAIL() << "n = 6 breaks n % 4 == 0";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0912", line, "tests/test_reject.cpp")) << e.what();
+  }
+}
+
 // ------------------------------------------------------------------ every error in one pass
 TEST(Reject, ReportsEveryErrorAtOnce) {
   KernelBuilder k("many");

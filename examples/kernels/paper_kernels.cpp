@@ -109,7 +109,9 @@ Kernel mma_tf32_naive() {
   auto M = k.param<int>("M");
   auto N = k.param<int>("N");
   auto K = k.param<int>("K");
-  (void)M;
+  // C is tiled in 16x8 and K in 8 with no edge handling: the launch must give multiples (checked
+  // on every launch; a launch that breaks it is refused, naming this line).
+  k.require(M % 16 == 0 && N % 8 == 0 && K % 8 == 0);
   k.block_threads(32);
   k.shared_budget(1280);
   k.body([&](Scope& g) {

@@ -188,7 +188,7 @@ const std::map<std::string, Case>& cases() {
        {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, true); },
         {{{"M", 40}, {"N", 33}, {"K", 37}}, {{"M", 32}, {"N", 32}, {"K", 32}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
       {"warp_mma", {run_warp_mma, {{}, {}, {}}}},
-      // The naive mma kernel tiles C in 16x8 and K in 8 with no edge handling: sizes are multiples.
+      // The naive mma kernel tiles C in 16x8 and K in 8 with no edge handling and requires multiples.
       {"mma_tf32_naive",
        {run_mma_naive,
         {{{"M", 16}, {"N", 8}, {"K", 8}}, {{"M", 32}, {"N", 16}, {"K", 24}}, {{"M", 48}, {"N", 8}, {"K", 16}}}}},

@@ -436,6 +436,11 @@ class KernelBuilder {
   KernelBuilder& grid_blocks(std::int64_t blocks, std::source_location loc = std::source_location::current());
   /// Promises that the launch grid is a multiple of `m` blocks (a residual guard at launch).
   KernelBuilder& grid_multiple_of(std::int64_t m, std::source_location loc = std::source_location::current());
+  /// A condition every launch must meet, on the kernel's integer scalar parameters: `require(n % 4
+  /// == 0)`, `require(M % 16 == 0 && N % 8 == 0)`. The launcher evaluates it and refuses a launch
+  /// that breaks it (LaunchError, naming the condition and this line); a specialization that breaks
+  /// it is an error (V0912). Kernels whose tiling assumes divisibility say so here.
+  KernelBuilder& require(const ExprArg& cond, std::source_location loc = std::source_location::current());
   /// Static shared-memory budget in bytes (default 48 KiB; at most the device limit).
   KernelBuilder& shared_budget(std::int64_t bytes, std::source_location loc = std::source_location::current());
   /// The body, written from the `grid(1)` perspective.

@@ -1,6 +1,7 @@
 // Vantage public diagnostics: source locations, user errors with codes and notes, and the exception
-// types: the user's error (CheckError), a bug in Vantage (InternalError), and the toolchain's
-// (CompileError, ToolchainError).
+// types: the user's error (CheckError, LaunchError), a bug in Vantage (InternalError), the
+// toolchain's (CompileError, ToolchainError), the driver's (DriverError) and what a kernel did as it
+// ran (ExecutionError).
 #pragma once
 
 #include <cstdint>
@@ -119,6 +120,20 @@ class LaunchError : public std::runtime_error {
 
  private:
   std::string param_;
+};
+
+/// A CUDA driver call failed: the message names the call, the object it was about and the result
+/// code in words. `result()` is the CUresult.
+class DriverError : public std::runtime_error {
+ public:
+  DriverError(std::string call, int result, const std::string& message)
+      : std::runtime_error(message), call_(std::move(call)), result_(result) {}
+  const std::string& call() const { return call_; }
+  int result() const { return result_; }
+
+ private:
+  std::string call_;
+  int result_;
 };
 
 /// Renders diagnostics one after the other, as `CheckError::what()` does.

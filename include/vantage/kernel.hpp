@@ -12,6 +12,7 @@
 namespace vantage {
 
 class Device;
+class Stream;
 struct Grid;
 struct LaunchReport;
 
@@ -51,6 +52,9 @@ class Kernel {
   /// Runs the kernel on `device` with every argument checked first (include vantage/launch.hpp).
   template <class... A>
   LaunchReport launch(const Device& device, Grid grid, A&&... args) const;
+  /// The same on `stream` (asynchronous on a GPU).
+  template <class... A>
+  LaunchReport launch(const Stream& stream, Grid grid, A&&... args) const;
 
  private:
   friend struct detail::KernelAccess;

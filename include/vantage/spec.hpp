@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -83,7 +84,7 @@ struct Guard {
   SourceLoc loc;
 
   /// `scalars[i]` is the value of parameter i when it is an integer scalar (others are ignored).
-  bool accepts(std::int64_t blocks, const std::vector<std::int64_t>& scalars) const;
+  bool accepts(std::int64_t blocks, std::span<const std::int64_t> scalars) const;
 };
 
 /// One parameter of the run-time signature the launcher checks arguments against.

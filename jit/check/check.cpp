@@ -80,6 +80,13 @@ class Checker {
         error("V0904", p.loc, "extent of " + q(p.name) + " may only use the kernel's scalar parameters");
       check_expr(p.extent, p.loc);
     }
+    for (const auto& r : k.requirements) {
+      if (r.cond->type != ScalarType::Bool)
+        error("V0912", r.loc, "a requirement is a condition (bool), not " + std::string(type_name(r.cond->type)));
+      if (!extent_uses_params_only(r.cond) || !integers_only(r.cond))
+        error("V0912", r.loc, "a requirement may only use the kernel's integer scalar parameters and constants");
+      check_expr(r.cond, r.loc);
+    }
     if (!k.body) {
       error("V0905", k.loc, "kernel " + q(k.name) + " has no body");
     } else {
@@ -322,6 +329,16 @@ class Checker {
   }
 
   /// Whether an extent reads only scalar parameters (no ids, loads or other variables).
+  static bool integers_only(const ExprPtr& e) {
+    struct Scan : IRVisitor {
+      bool ok = true;
+      void visit(const VarRef& n) override { ok = ok && is_integer(n.var->type); }
+      void visit(const Literal& n) override { ok = ok && (is_integer(n.type) || n.type == ScalarType::Bool); }
+      void visit(const MathCall&) override { ok = false; }
+    } scan;
+    scan.walk(e);
+    return scan.ok;
+  }
   static bool extent_uses_params_only(const ExprPtr& e) {
     struct Scan : IRVisitor {
       bool ok = true;

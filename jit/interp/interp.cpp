@@ -13,6 +13,7 @@
 #include "jit/ir/eval.h"
 #include "jit/ir/range.h"
 #include "jit/ir/visit.h"
+#include "support/float16.h"
 
 namespace vantage::interp {
 namespace {
@@ -25,54 +26,12 @@ struct V {
   double f = 0;
 };
 
-float half_to_float(std::uint16_t h) {
-  std::uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  float v;
-  if (exp == 0)
-    v = std::ldexp(static_cast<float>(man), -24);
-  else if (exp == 31)
-    v = man ? std::nanf("") : INFINITY;
-  else
-    v = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
-  return sign ? -v : v;
-}
-std::uint16_t float_to_half(float f) {  // round to nearest even
-  std::uint32_t x;
-  std::memcpy(&x, &f, 4);
-  std::uint32_t sign = (x >> 16) & 0x8000;
-  std::uint32_t abs = x & 0x7fffffff;
-  if (abs > 0x7f800000) return static_cast<std::uint16_t>(sign | 0x7e00);
-  if (abs >= 0x477ff000) return static_cast<std::uint16_t>(sign | 0x7c00);  // rounds to infinity
-  if (abs < 0x38800000) {                                                   // subnormal half
-    float a;
-    std::memcpy(&a, &abs, 4);
-    float scaled = a * 16777216.0f;  // 2^24: exact, then round to an integer (nearest even)
-    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(std::nearbyint(scaled)));
-  }
-  std::uint32_t exp = ((abs >> 23) - 112) << 10, man = (abs >> 13) & 0x3ff, rest = abs & 0x1fff;
-  std::uint32_t h = exp | man;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;
-  return static_cast<std::uint16_t>(sign | h);
-}
-float bf16_to_float(std::uint16_t b) {
-  std::uint32_t x = static_cast<std::uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-std::uint16_t float_to_bf16(float f) {
-  std::uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<std::uint16_t>((x >> 16) | 0x40);
-  x += 0x7fff + ((x >> 16) & 1);
-  return static_cast<std::uint16_t>(x >> 16);
-}
 /// A float value rounded to what type `t` holds.
 double round_to(ScalarType t, double x) {
   switch (t) {
     case ScalarType::F32: return static_cast<float>(x);
-    case ScalarType::F16: return half_to_float(float_to_half(static_cast<float>(x)));
-    case ScalarType::BF16: return bf16_to_float(float_to_bf16(static_cast<float>(x)));
+    case ScalarType::F16: return float16::half_to_float(float16::float_to_half(static_cast<float>(x)));
+    case ScalarType::BF16: return float16::bf16_to_float(float16::float_to_bf16(static_cast<float>(x)));
     default: return x;
   }
 }
@@ -151,7 +110,7 @@ V load_raw(const Region& r, std::int64_t i) {
     case ScalarType::BF16: {
       std::uint16_t x;
       std::memcpy(&x, p, 2);
-      v.f = r.elem == ScalarType::F16 ? half_to_float(x) : bf16_to_float(x);
+      v.f = r.elem == ScalarType::F16 ? float16::half_to_float(x) : float16::bf16_to_float(x);
       break;
     }
     case ScalarType::F32: {
@@ -178,8 +137,8 @@ void store_raw(Region& r, std::int64_t i, V v) {
     case ScalarType::U64: std::memcpy(p, &v.i, 8); break;
     case ScalarType::F16:
     case ScalarType::BF16: {
-      std::uint16_t x =
-          r.elem == ScalarType::F16 ? float_to_half(static_cast<float>(v.f)) : float_to_bf16(static_cast<float>(v.f));
+      std::uint16_t x = r.elem == ScalarType::F16 ? float16::float_to_half(static_cast<float>(v.f))
+                                                  : float16::float_to_bf16(static_cast<float>(v.f));
       std::memcpy(p, &x, 2);
       break;
     }

@@ -4,6 +4,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_set>
 
@@ -242,6 +243,7 @@ std::uint64_t hash_kernel(const KernelNode& k) {
   h.add(u(k.grid_blocks.value_or(-1)));
   h.field(k.grid_multiple);
   h.field(k.shared_budget);
+  for (const auto& r : k.requirements) h.field(r.cond);
   h.field(k.body);
   return h.h;
 }
@@ -338,6 +340,9 @@ bool equal(const KernelNode& a, const KernelNode& b) {
   if (&a == &b) return true;
   return a.hash == b.hash && a.name == b.name && a.threads == b.threads && a.grid_blocks == b.grid_blocks &&
          a.grid_multiple == b.grid_multiple && a.shared_budget == b.shared_budget && Eq{}.params(a.params, b.params) &&
+         a.requirements.size() == b.requirements.size() &&
+         std::equal(a.requirements.begin(), a.requirements.end(), b.requirements.begin(),
+                    [](const Requirement& x, const Requirement& y) { return equal(x.cond, y.cond); }) &&
          equal(a.body, b.body);
 }
 

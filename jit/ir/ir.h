@@ -501,6 +501,13 @@ struct FunctionNode {
   std::uint64_t hash = 0;
 };
 
+/// A condition on the kernel's scalar parameters that every launch must meet (`require`): the
+/// launcher evaluates it, and lowering may rely on it.
+struct Requirement {
+  ExprPtr cond;
+  SourceLoc loc;
+};
+
 struct KernelNode {
   std::string name;
   std::vector<ParamNode> params;
@@ -512,6 +519,7 @@ struct KernelNode {
   StmtPtr body;
   SourceLoc loc, threads_loc, grid_loc, budget_loc, body_loc;
   std::uint64_t hash = 0;
+  std::vector<Requirement> requirements;  ///< conditions every launch must meet
 };
 
 std::uint64_t hash_node(const ExprNode& e);

@@ -58,6 +58,7 @@ class Printer {
     if (k.grid_multiple != 1) out_ << "  grid_multiple_of " << k.grid_multiple << "\n";
     out_ << "  shared_budget " << k.shared_budget << "\n";
     for (const auto& p : k.params) param_line(p, std::nullopt);
+    for (const auto& r : k.requirements) out_ << "  require " << expr(r.cond) << "\n";
     body_block(k.body, 0);
     return out_.str();
   }

@@ -134,6 +134,8 @@ class BodyLowerer {
   }
 
   StmtPtr run() { return block(body_); }
+  /// A condition every launch meets (a kernel's requirement): a fact for the bounds proofs.
+  void assume(const ExprPtr& cond) { add_facts(cond); }
   std::int64_t peak() const { return layout_.peak; }
 
  private:
@@ -724,6 +726,7 @@ Lowered lower(const KernelNode& k, const Options& options) {
           grid(1),
           1};
   BodyLowerer b(c, k.body, top, grid(1));
+  for (const auto& r : k.requirements) b.assume(r.cond);
   out.kernel = k;
   out.kernel.body = b.run();
   out.shared_bytes = b.peak();

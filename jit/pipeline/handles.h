@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "jit/ir/ir.h"
@@ -10,10 +11,18 @@
 
 namespace vantage::detail {
 
+/// What a later stage keeps per kernel, made on first use: the runtime's table of loaded
+/// specializations. The pipeline only owns it (the runtime derives from this).
+struct KernelSlot {
+  virtual ~KernelSlot() = default;
+};
+
 struct KernelData {
   std::shared_ptr<const ir::KernelNode> ir;
   std::vector<Obligation> obligations;
   std::int64_t shared_bytes = 0;
+  mutable std::once_flag launch_once;
+  mutable std::unique_ptr<KernelSlot> launch;  ///< set once, under launch_once
 };
 
 struct FunctionData {
@@ -27,6 +36,8 @@ struct KernelAccess {
   static DeviceFunction make(ir::FunctionPtr ir);
   /// The IR of a built kernel; throws CheckError (V0905) for a default-constructed handle.
   static const ir::KernelNode& ir(const Kernel& k);
+  /// Everything a built kernel holds; throws CheckError (V0905) for a default-constructed handle.
+  static const KernelData& data(const Kernel& k);
   static const std::shared_ptr<const ir::KernelNode>& ir_ptr(const Kernel& k);
   static const ir::FunctionPtr& ir(const DeviceFunction& f);
 };

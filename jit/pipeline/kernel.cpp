@@ -10,7 +10,11 @@ namespace detail {
 Kernel KernelAccess::make(std::shared_ptr<const ir::KernelNode> ir, std::vector<Obligation> obligations,
                           std::int64_t shared_bytes) {
   Kernel k;
-  k.data_ = std::make_shared<const KernelData>(KernelData{std::move(ir), std::move(obligations), shared_bytes});
+  auto data = std::make_shared<KernelData>();
+  data->ir = std::move(ir);
+  data->obligations = std::move(obligations);
+  data->shared_bytes = shared_bytes;
+  k.data_ = std::move(data);
   return k;
 }
 
@@ -18,6 +22,11 @@ DeviceFunction KernelAccess::make(ir::FunctionPtr ir) {
   DeviceFunction f;
   f.data_ = std::make_shared<const FunctionData>(FunctionData{std::move(ir)});
   return f;
+}
+
+const KernelData& KernelAccess::data(const Kernel& k) {
+  ir_ptr(k);  // the V0905 check
+  return *k.data_;
 }
 
 const std::shared_ptr<const ir::KernelNode>& KernelAccess::ir_ptr(const Kernel& k) {

@@ -3,7 +3,7 @@
 
 namespace vantage {
 
-bool Guard::accepts(std::int64_t blocks, const std::vector<std::int64_t>& scalars) const {
+bool Guard::accepts(std::int64_t blocks, std::span<const std::int64_t> scalars) const {
   switch (kind) {
     case Kind::BlocksDivisibleBy: return value > 0 && blocks % value == 0;
     case Kind::BlocksAtLeast: return blocks >= value;

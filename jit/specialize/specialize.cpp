@@ -223,6 +223,21 @@ Result run(const KernelNode& k, const std::vector<Obligation>& obligations, cons
   out->threads = r.threads;
   out->grid_blocks = blocks;
   out->body = substitute(k.body, values);
+  out->requirements.clear();
+  for (const auto& req : k.requirements) {
+    ExprPtr c = fold(substitute(req.cond, values));
+    if (auto v = eval_const(c)) {
+      if (v->value == 0 || !v->exact)
+        errors.push_back(
+            {"V0912",
+             "kernel '" + k.name + "' requires " + print(req.cond) + ", which these specialized sizes break",
+             req.loc,
+             {}});
+      continue;  // holds for every launch of this specialization
+    }
+    out->requirements.push_back({c, req.loc});
+  }
+  if (!errors.empty()) throw CheckError(std::move(errors));
   for (std::size_t i = 0; i < out->params.size(); ++i) {
     auto& p = out->params[i];
     if (p.extent) {

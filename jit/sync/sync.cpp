@@ -33,6 +33,8 @@
 #include <set>
 #include <string>
 
+#include "jit/ir/eval.h"
+#include "jit/ir/mutate.h"
 #include "jit/ir/views.h"
 #include "jit/ir/visit.h"
 
@@ -80,8 +82,9 @@ bool has_id(const ExprPtr& e) {
 struct Access {
   Roots reads, stores, writes, async_writes, opaque;
   Indices read_at, store_at;
-  Indices share_at;  ///< the partition shares the stores went through (see Views::share)
-  Roots unshared;    ///< stored through something other than a partition (a claim, a narrower branch)
+  Indices share_at;   ///< the partition shares the stores went through (see Views::share)
+  Indices moving_at;  ///< root indices of stores through shares that change between loop iterations
+  Roots unshared;     ///< stored through something other than a partition (a claim, a narrower branch)
   void merge(const Access& o) {
     reads.insert(o.reads.begin(), o.reads.end());
     stores.insert(o.stores.begin(), o.stores.end());
@@ -95,6 +98,8 @@ struct Access {
       for (const auto& e : es) add_index(store_at, r, e);
     for (const auto& [r, es] : o.share_at)
       for (const auto& e : es) add_index(share_at, r, e);
+    for (const auto& [r, es] : o.moving_at)
+      for (const auto& e : es) add_index(moving_at, r, e);
   }
 };
 
@@ -127,7 +132,7 @@ struct State : Access {
     };
     return reads == o.reads && stores == o.stores && writes == o.writes && async_writes == o.async_writes &&
            opaque == o.opaque && unshared == o.unshared && same(read_at, o.read_at) && same(store_at, o.store_at) &&
-           same(share_at, o.share_at);
+           same(share_at, o.share_at) && same(moving_at, o.moving_at);
   }
   void clear() { *this = State(); }
 };
@@ -144,7 +149,7 @@ class Planner {
 
   void run(const StmtPtr& body, Perspective top) {
     views_.collect(body);
-    collect_stable(body);
+    collect_stable(body, top);
     for (const auto* v : assigned_) stable_.erase(v);
     State st;
     walk(body, st, top, &plan_);
@@ -154,20 +159,36 @@ class Planner {
   // ------------------------------------------------------------ comparable indices
   /// Variables whose value is the same wherever they are visible: declared outside every loop and
   /// never assigned. Index expressions made of them (and thread ids) compare across statements.
-  void collect_stable(const StmtPtr& body) {
+  void collect_stable(const StmtPtr& body, Perspective top) {
     struct Scan : IRVisitor {
       Planner& p;
       int loops = 0;
-      explicit Scan(Planner& planner) : p(planner) {}
+      std::vector<Perspective> code;
+      Scan(Planner& planner, Perspective top) : p(planner), code{top} {}
       void visit(const Let& n) override {
         if (loops == 0) p.stable_.insert(n.var.get());
+        p.defs_[n.var.get()] = {n.value, code.back()};
         IRVisitor::visit(n);
+      }
+      void visit(const Group& n) override {
+        code.push_back(n.p);
+        IRVisitor::visit(n);
+        code.pop_back();
+      }
+      void visit(const Split& n) override {
+        for (std::size_t i = 0; i < n.bodies.size(); ++i) {
+          code.push_back({n.level, n.counts[i]});
+          walk(n.bodies[i]);
+          code.pop_back();
+        }
       }
       void visit(const Assign& n) override {
         p.assigned_.insert(n.var.get());
         IRVisitor::visit(n);
       }
       void visit(const For& n) override {
+        auto b = const_int(n.begin), e = const_int(n.end), st = const_int(n.step);
+        if (b && e && st && *st > 0 && *e > *b) p.loop_ranges_[n.var.get()] = {*b, *e - 1};
         ++loops;
         IRVisitor::visit(n);
         --loops;
@@ -177,26 +198,29 @@ class Planner {
         IRVisitor::visit(n);
         --loops;
       }
-    } scan(*this);
+    } scan(*this, top);
     scan.walk(body);
   }
 
-  /// Whether an index expression has the same value wherever it is evaluated by one thread.
-  bool stable(const ExprPtr& e) const {
+  /// Whether an index expression has the same value wherever it is evaluated by one thread. A share
+  /// (`share_vars`) may also hold the partition's own index variables, which stand for every element.
+  bool stable(const ExprPtr& e, bool share_vars = false) const {
     if (!e) return false;
-    return dispatch(*e, Overloaded{
-                            [](const Literal&) { return true; }, [](const Id&) { return true; },
-                            [](const Builtin&) { return true; },
-                            [&](const VarRef& n) {
-                              if (assigned_.count(n.var.get())) return false;
-                              return n.var->origin == VarNode::Origin::Param || stable_.count(n.var.get()) > 0;
-                            },
-                            [&](const Unary& n) { return stable(n.a); }, [&](const Cast& n) { return stable(n.a); },
-                            [&](const Binary& n) { return stable(n.a) && stable(n.b); },
-                            [&](const Select& n) { return stable(n.c) && stable(n.a) && stable(n.b); },
-                            [](const MathCall&) { return false; },
-                            [](const Load&) { return false; },  // memory may change between two reads
-                        });
+    auto rec = [&](const ExprPtr& x) { return stable(x, share_vars); };
+    return dispatch(
+        *e,
+        Overloaded{
+            [](const Literal&) { return true; }, [](const Id&) { return true; }, [](const Builtin&) { return true; },
+            [&](const VarRef& n) {
+              if (assigned_.count(n.var.get())) return false;
+              if (share_vars && n.var->origin == VarNode::Origin::IndexArg) return true;
+              return n.var->origin == VarNode::Origin::Param || stable_.count(n.var.get()) > 0;
+            },
+            [&](const Unary& n) { return rec(n.a); }, [&](const Cast& n) { return rec(n.a); },
+            [&](const Binary& n) { return rec(n.a) && rec(n.b); },
+            [&](const Select& n) { return rec(n.c) && rec(n.a) && rec(n.b); }, [](const MathCall&) { return false; },
+            [](const Load&) { return false; },  // memory may change between two reads
+        });
   }
 
   // ------------------------------------------------------------ what a statement touches
@@ -265,6 +289,8 @@ class Planner {
         // statement when it compares equal; the index, not stable then, keeps reads conservative.
         if (share) {
           add_index(access.share_at, r, share);
+          if (!p_.stable(share, true))
+            if (ExprPtr at = p_.views_.root_index(n.mem.get(), n.indices)) add_index(access.moving_at, r, at);
         } else {
           access.opaque.insert(r);
           access.unshared.insert(r);
@@ -361,6 +387,7 @@ class Planner {
     if (narrower_stores) a.unshared.insert(a.stores.begin(), a.stores.end());
     demote(a.store_at, narrower_stores);
     demote(a.share_at, narrower_stores);
+    demote(a.moving_at, narrower_stores);
     demote(a.read_at, false);
     return summaries_.emplace(s.get(), std::move(a)).first->second;
   }
@@ -547,7 +574,7 @@ class Planner {
     State before = st;
     State head = st;
     while (true) {
-      State out = after(body, head, code);
+      State out = back_edge(after(body, head, code), code);
       State next = before;
       next.merge(out);
       if (next == head) break;
@@ -560,6 +587,88 @@ class Planner {
       out = after(body, head, code);
     st = before;
     st.merge(out);
+  }
+
+  /// What one iteration leaves for the next: a partition share made of values that change between
+  /// iterations (a loop counter, a let inside the loop) names other elements next time, so its stores
+  /// compare with no share there (the next iteration's stores through it need a barrier: the element
+  /// may now be another thread's), unless every such store provably stays inside its own thread's
+  /// elements across all iterations (`thread_disjoint`).
+  State back_edge(State out, Perspective code) const {
+    for (auto it = out.share_at.begin(); it != out.share_at.end();) {
+      bool moves = false;
+      for (const auto& e : it->second) moves = moves || !stable(e, true);
+      auto m = out.moving_at.find(it->first);
+      if (moves && !(m != out.moving_at.end() && thread_disjoint(m->second, code))) {
+        out.unshared.insert(it->first);
+        out.opaque.insert(it->first);
+        out.moving_at.erase(it->first);
+        it = out.share_at.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return out;
+  }
+
+  /// `e` with the values of lets put in (those never assigned), except lets of an id, which stay as
+  /// atoms that name the perspective they were made at; depth-limited.
+  ExprPtr expand(const ExprPtr& e, int depth = 0) const {
+    class Expand : public IRMutator {
+     public:
+      Expand(const Planner& p, int d) : p_(p), d_(d) {}
+      using IRMutator::mutate;
+
+     protected:
+      ExprPtr visit(const VarRef& n, const ExprPtr& self) override {
+        auto it = p_.defs_.find(n.var.get());
+        if (it == p_.defs_.end() || p_.assigned_.count(n.var.get()) || d_ >= 6 || as<Id>(*it->second.first))
+          return self;
+        return p_.expand(it->second.first, d_ + 1);
+      }
+
+     private:
+      const Planner& p_;
+      int d_;
+    } x(*this, depth);
+    return x.mutate(e);
+  }
+
+  /// Whether stores at the root indices `at`, made by the threads of `code` over every iteration of
+  /// the loops they are in, touch elements of one thread only: each index is `c * t + rest` with `t`
+  /// the thread's own id in `code` (a let of id(thread(1)) made there), one `c` for all, and `rest`
+  /// (constants and counters of loops with constant bounds) spanning fewer than |c| elements.
+  bool thread_disjoint(const std::vector<ExprPtr>& at, Perspective code) const {
+    const VarNode* tid = nullptr;
+    std::int64_t coeff = 0, lo = INT64_MAX, hi = INT64_MIN;
+    for (const auto& e : at) {
+      Affine a = affine(expand(e));
+      std::int64_t elo = a.constant, ehi = a.constant;
+      bool found = false;
+      for (const auto& [atom, k] : a.terms) {
+        if (k == 0) continue;
+        const auto* v = as<VarRef>(*atom);
+        if (!v) return false;
+        auto d = defs_.find(v->var.get());
+        const Id* id = d != defs_.end() ? as<Id>(*d->second.first) : nullptr;
+        if (id && id->p == vantage::thread(1) && d->second.second == code && !assigned_.count(v->var.get())) {
+          if ((tid && tid != v->var.get()) || (coeff && coeff != k) || found) return false;
+          tid = v->var.get();
+          coeff = k;
+          found = true;
+          continue;
+        }
+        auto r = loop_ranges_.find(v->var.get());
+        if (r == loop_ranges_.end() || assigned_.count(v->var.get())) return false;
+        auto [rlo, rhi] = r->second;
+        elo += std::min(k * rlo, k * rhi);
+        ehi += std::max(k * rlo, k * rhi);
+      }
+      if (!found) return false;
+      lo = std::min(lo, elo);
+      hi = std::max(hi, ehi);
+    }
+    return tid && hi - lo < (coeff < 0 ? -coeff : coeff);
   }
 
   /// The state after one pass of a loop body from `in`, memoised.
@@ -576,6 +685,10 @@ class Planner {
   Plan& plan_;
   Views views_;
   std::set<const VarNode*> stable_, assigned_;
+  /// Every let's value and the code perspective it was made at.
+  std::unordered_map<const VarNode*, std::pair<ExprPtr, Perspective>> defs_;
+  /// Counters of loops with constant bounds: their first and last values.
+  std::unordered_map<const VarNode*, std::pair<std::int64_t, std::int64_t>> loop_ranges_;
   std::set<const MemNode*> exempt_;
   std::unordered_map<const StmtNode*, Access> summaries_;
   std::map<std::pair<const StmtNode*, std::string>, std::vector<std::unique_ptr<LoopResult>>> loops_;

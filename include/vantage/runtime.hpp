@@ -1,0 +1,321 @@
+// Vantage runtime: where kernels run and the memory they run on. A Device is the reference
+// interpreter (any machine), a GPU (through the CUDA driver, loaded at run time: the library runs on
+// hosts without one), or later the CPU backend. Streams and events order and time work on a device;
+// DeviceBuffer<T> owns memory on a device and knows its length and device; Buffer<T> is the
+// non-owning view a launch takes; PinnedBuffer<T> is page-locked host memory for fast copies. Owners
+// are move-only and their destructors never throw.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "vantage/target.hpp"
+#include "vantage/types.hpp"
+
+namespace vantage {
+
+/// What the interpreter device does between barriers: which thread runs first.
+enum class ThreadOrder : std::uint8_t { Forward, Reverse, Random };
+
+struct InterpreterOptions {
+  ThreadOrder order = ThreadOrder::Forward;
+  std::uint64_t seed = 1;  ///< for ThreadOrder::Random
+  bool checks = true;      ///< racecheck and initcheck (memcheck and synccheck are always on)
+  /// Thread-statements a launch may run before it stops with an ExecutionError of check "limit".
+  std::int64_t max_statements = std::int64_t{1} << 31;
+};
+
+enum class DeviceKind : std::uint8_t { Interpreter, Cpu, Gpu };
+const char* device_kind_name(DeviceKind kind);
+
+/// What a device can do: the limits a launch is checked against and the figures the cost report
+/// and the occupancy helper use. For the interpreter, the limits of the architecture it stands for.
+struct DeviceProperties {
+  std::string name;
+  Arch arch = Arch::SM_90;  ///< what kernels are compiled for
+  int compute_major = 0, compute_minor = 0;
+  int multiprocessors = 0;
+  int warp_size = 32;
+  int max_threads_per_block = 1024;
+  int max_threads_per_multiprocessor = 2048;
+  int max_blocks_per_multiprocessor = 32;
+  std::int64_t max_grid_blocks = 2147483647;
+  std::int64_t shared_per_block = 48 * 1024;        ///< without opting in
+  std::int64_t shared_per_block_optin = 48 * 1024;  ///< the most a block can have
+  std::int64_t shared_per_multiprocessor = 0;
+  int registers_per_block = 65536;
+  int registers_per_multiprocessor = 65536;
+  std::int64_t total_memory = 0;  ///< bytes
+  std::int64_t l2_bytes = 0;
+  int clock_khz = 0, memory_clock_khz = 0, memory_bus_bits = 0;
+  /// Peak memory bandwidth in GB/s from the memory clock and bus width (0 when unknown).
+  double memory_bandwidth_gbs() const;
+};
+
+class Stream;
+template <class T>
+class DeviceBuffer;
+
+/// Where kernels run. A cheap value: copies name the same device.
+class Device {
+ public:
+  /// The reference interpreter: exact, checked, slow (docs/semantics.md).
+  static Device interpreter(InterpreterOptions options = {});
+  /// GPU `ordinal`; throws DriverError when there is no such GPU (the message says why).
+  static Device gpu(int ordinal = 0);
+  /// A GPU if one can be used, else the CPU backend once it exists, else the interpreter. The choice
+  /// and the reason are logged once (info level).
+  static Device best();
+  /// Every device this host offers: its GPUs, then the interpreter.
+  static std::vector<Device> all();
+  /// GPUs the driver reports (0 without a driver or without GPUs).
+  static int gpu_count();
+  /// Why there is no GPU ("" when there is one): no driver, the driver failed to start, no device.
+  static std::string gpu_problem();
+
+  DeviceKind kind() const { return kind_; }
+  int ordinal() const { return ordinal_; }
+  bool is_gpu() const { return kind_ == DeviceKind::Gpu; }
+  /// Runs on host memory (the interpreter and the CPU backend).
+  bool is_host() const { return kind_ != DeviceKind::Gpu; }
+  /// "interpreter", "GPU 0 (NVIDIA H100 80GB HBM3, sm_90)".
+  std::string name() const;
+  const DeviceProperties& properties() const;
+  const InterpreterOptions& interpreter_options() const { return options_; }
+  /// Waits for everything queued on the device.
+  void synchronize() const;
+
+  /// `n` elements of T on this device.
+  template <class T>
+  DeviceBuffer<T> alloc(std::int64_t n) const;
+
+  /// Same kind and ordinal (interpreter options do not count).
+  bool operator==(const Device& o) const { return kind_ == o.kind_ && ordinal_ == o.ordinal_; }
+
+ private:
+  Device(DeviceKind k, int ordinal, InterpreterOptions o) : kind_(k), ordinal_(ordinal), options_(o) {}
+  DeviceKind kind_ = DeviceKind::Interpreter;
+  int ordinal_ = 0;
+  InterpreterOptions options_;
+};
+
+/// An ordered queue of work on one device. Host devices run work at once, so their streams are
+/// trivial. Move-only; the destructor waits for nothing and never throws.
+class Stream {
+ public:
+  /// A new stream on `device`.
+  explicit Stream(const Device& device);
+  ~Stream();
+  Stream(Stream&& o) noexcept;
+  Stream& operator=(Stream&& o) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  /// The device's default stream (the legacy null stream of a GPU); not owned.
+  static Stream default_for(const Device& device);
+
+  const Device& device() const { return device_; }
+  void synchronize() const;
+  /// The CUstream, or null for a default or host stream.
+  void* native() const { return handle_; }
+
+ private:
+  Stream(const Device& d, void* h, bool owned) : device_(d), handle_(h), owned_(owned) {}
+  Device device_;
+  void* handle_ = nullptr;
+  bool owned_ = false;
+};
+
+/// A point in a stream's work, for timing and waiting. Move-only.
+class Event {
+ public:
+  explicit Event(const Device& device);
+  ~Event();
+  Event(Event&& o) noexcept;
+  Event& operator=(Event&& o) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void record(const Stream& stream);
+  void synchronize() const;
+  /// Milliseconds from `start` to this event (both recorded and complete).
+  float elapsed_ms(const Event& start) const;
+
+ private:
+  Device device_;
+  void* handle_ = nullptr;
+  double host_ms_ = 0;  ///< host devices: when it was recorded
+};
+
+namespace detail {
+/// Untyped memory on a device (host memory for host devices). Move-only.
+class Memory {
+ public:
+  Memory() = default;
+  Memory(const Device& device, std::size_t bytes);
+  ~Memory();
+  Memory(Memory&& o) noexcept;
+  Memory& operator=(Memory&& o) noexcept;
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+
+  std::uint64_t address() const { return address_; }
+  std::size_t bytes() const { return bytes_; }
+  const Device& device() const { return device_; }
+  void copy_in(const void* host, std::size_t bytes, std::size_t offset) const;
+  void copy_out(void* host, std::size_t bytes, std::size_t offset) const;
+  void copy_in_async(const void* host, std::size_t bytes, std::size_t offset, const Stream& s) const;
+  void copy_out_async(void* host, std::size_t bytes, std::size_t offset, const Stream& s) const;
+  void fill_zero() const;
+
+ private:
+  void release() noexcept;
+  Device device_ = Device::interpreter();
+  std::uint64_t address_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+/// Page-locked host memory (plain aligned memory without a GPU). Move-only.
+class HostMemory {
+ public:
+  HostMemory() = default;
+  explicit HostMemory(std::size_t bytes);
+  ~HostMemory();
+  HostMemory(HostMemory&& o) noexcept;
+  HostMemory& operator=(HostMemory&& o) noexcept;
+  HostMemory(const HostMemory&) = delete;
+  HostMemory& operator=(const HostMemory&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  bool pinned_ = false;
+};
+
+[[noreturn]] void throw_copy_size(const char* what, std::int64_t given, std::int64_t have);
+}  // namespace detail
+
+/// A view of `size()` elements of T on one device: what a launch takes for a pointer parameter.
+/// `Buffer<const T>` is a read-only view; a `Buffer<T>` converts to it.
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  /// A view of device memory at `address` (for memory from elsewhere; Vantage cannot check it).
+  Buffer(std::uint64_t address, std::int64_t size, const Device& device)
+      : address_(address), size_(size), kind_(device.kind()), ordinal_(device.ordinal()) {}
+  template <class U>
+  requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>) Buffer(const Buffer<U>& o)  // NOLINT
+      : address_(o.address()), size_(o.size()), kind_(o.device_kind()), ordinal_(o.device_ordinal()) {}
+
+  std::uint64_t address() const { return address_; }
+  std::int64_t size() const { return size_; }
+  std::size_t bytes() const { return static_cast<std::size_t>(size_) * sizeof(T); }
+  DeviceKind device_kind() const { return kind_; }
+  int device_ordinal() const { return ordinal_; }
+  /// Elements [offset, offset + count) of this view.
+  Buffer sub(std::int64_t offset, std::int64_t count) const {
+    Buffer b = *this;
+    b.address_ += static_cast<std::uint64_t>(offset) * sizeof(T);
+    b.size_ = count;
+    return b;
+  }
+
+ private:
+  std::uint64_t address_ = 0;
+  std::int64_t size_ = 0;
+  DeviceKind kind_ = DeviceKind::Interpreter;
+  int ordinal_ = 0;
+};
+
+/// `n` elements of T owned on one device. Move-only; freed when destroyed.
+template <class T>
+class DeviceBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "DeviceBuffer holds plain element types");
+
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const Device& device, std::int64_t n)
+      : mem_(device, static_cast<std::size_t>(n < 0 ? 0 : n) * sizeof(T)), size_(n < 0 ? 0 : n) {}
+
+  std::int64_t size() const { return size_; }
+  const Device& device() const { return mem_.device(); }
+  Buffer<T> view() { return Buffer<T>(mem_.address(), size_, mem_.device()); }
+  Buffer<const T> view() const { return Buffer<const T>(mem_.address(), size_, mem_.device()); }
+  operator Buffer<T>() { return view(); }              // NOLINT
+  operator Buffer<const T>() const { return view(); }  // NOLINT
+
+  /// Copies all of `host` (exactly size() elements) to the device, waiting for it.
+  void copy_from(std::span<const T> host) {
+    check(host.size());
+    mem_.copy_in(host.data(), host.size_bytes(), 0);
+  }
+  /// Copies the device's elements to `host` (exactly size() elements), waiting for it.
+  void copy_to(std::span<T> host) const {
+    check(host.size());
+    mem_.copy_out(host.data(), host.size_bytes(), 0);
+  }
+  void copy_from_async(std::span<const T> host, const Stream& s) {
+    check(host.size());
+    mem_.copy_in_async(host.data(), host.size_bytes(), 0, s);
+  }
+  void copy_to_async(std::span<T> host, const Stream& s) const {
+    check(host.size());
+    mem_.copy_out_async(host.data(), host.size_bytes(), 0, s);
+  }
+  /// The elements, copied to a new vector.
+  std::vector<T> to_vector() const {
+    std::vector<T> v(static_cast<std::size_t>(size_));
+    copy_to(v);
+    return v;
+  }
+  void zero() { mem_.fill_zero(); }
+
+ private:
+  void check(std::size_t n) const {
+    if (static_cast<std::int64_t>(n) != size_) detail::throw_copy_size("copy", static_cast<std::int64_t>(n), size_);
+  }
+  detail::Memory mem_;
+  std::int64_t size_ = 0;
+};
+
+template <class T>
+DeviceBuffer<T> Device::alloc(std::int64_t n) const {
+  return DeviceBuffer<T>(*this, n);
+}
+
+/// `n` elements of page-locked host memory (plain aligned memory where there is no GPU): copies from
+/// and to it run at full speed and may be asynchronous. Move-only.
+template <class T>
+class PinnedBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "PinnedBuffer holds plain element types");
+
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(std::int64_t n)
+      : mem_(static_cast<std::size_t>(n < 0 ? 0 : n) * sizeof(T)), size_(n < 0 ? 0 : n) {}
+  T* data() { return static_cast<T*>(mem_.data()); }
+  const T* data() const { return static_cast<const T*>(mem_.data()); }
+  std::int64_t size() const { return size_; }
+  T& operator[](std::int64_t i) { return data()[i]; }
+  const T& operator[](std::int64_t i) const { return data()[i]; }
+  operator std::span<T>() { return {data(), static_cast<std::size_t>(size_)}; }              // NOLINT
+  operator std::span<const T>() const { return {data(), static_cast<std::size_t>(size_)}; }  // NOLINT
+  std::span<T> span() { return *this; }
+  std::span<const T> span() const { return *this; }
+
+ private:
+  detail::HostMemory mem_;
+  std::int64_t size_ = 0;
+};
+
+/// The fraction of a multiprocessor's thread slots a kernel keeps busy with `threads` per block,
+/// `registers` per thread and `shared_bytes` per block on `device` (0 when a block does not fit).
+double occupancy(const DeviceProperties& device, std::int64_t threads, int registers, std::int64_t shared_bytes);
+
+}  // namespace vantage

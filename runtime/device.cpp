@@ -1,0 +1,335 @@
+// Vantage runtime: devices, streams, events and memory (see vantage/runtime.hpp).
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "jit/target/target.h"
+#include "runtime/driver.h"
+#include "runtime/gpu.h"
+#include "support/log.h"
+#include "vantage/diagnostics.hpp"
+#include "vantage/runtime.hpp"
+
+namespace vantage {
+namespace {
+
+using driver::check;
+
+const driver::Table& drv() { return driver::table(); }
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Host memory aligned for any vector access (and cache lines).
+constexpr std::size_t kHostAlign = 64;
+
+const DeviceProperties& interpreter_properties() {
+  static const DeviceProperties p = [] {
+    const target::Info& t = target::info(Arch::SM_90);
+    DeviceProperties d;
+    d.name = "interpreter";
+    d.arch = t.arch;
+    d.compute_major = t.number / 10;
+    d.compute_minor = t.number % 10;
+    d.multiprocessors = 1;
+    d.max_threads_per_block = static_cast<int>(t.max_threads_per_block);
+    d.shared_per_block = t.shared_static_bytes;
+    d.shared_per_block_optin = t.shared_optin_bytes;
+    d.shared_per_multiprocessor = t.shared_optin_bytes;
+    d.registers_per_block = static_cast<int>(t.registers_per_block);
+    d.registers_per_multiprocessor = static_cast<int>(t.registers_per_block);
+    return d;
+  }();
+  return p;
+}
+
+std::string size_text(std::size_t bytes) { return std::to_string(bytes) + " bytes"; }
+
+}  // namespace
+
+const char* device_kind_name(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::Interpreter: return "interpreter";
+    case DeviceKind::Cpu: return "CPU";
+    case DeviceKind::Gpu: return "GPU";
+  }
+  return "device";
+}
+
+double DeviceProperties::memory_bandwidth_gbs() const {
+  // Double data rate: two transfers per clock over the bus.
+  return 2.0 * memory_clock_khz * 1e3 * (memory_bus_bits / 8.0) / 1e9;
+}
+
+// ---------------------------------------------------------------- devices
+Device Device::interpreter(InterpreterOptions options) { return Device(DeviceKind::Interpreter, 0, options); }
+
+Device Device::gpu(int ordinal) {
+  gpu::properties(ordinal);  // throws, naming why, when there is no such GPU
+  return Device(DeviceKind::Gpu, ordinal, {});
+}
+
+int Device::gpu_count() { return gpu::count(); }
+std::string Device::gpu_problem() { return gpu::problem(); }
+
+Device Device::best() {
+  static std::once_flag logged;
+  if (gpu::count() > 0) {
+    Device d = gpu(0);
+    std::call_once(logged, [&] { logging::get().info("device: {} (the first GPU)", d.name()); });
+    return d;
+  }
+  Device d = interpreter();
+  std::call_once(logged, [&] {
+    logging::get().info("device: the interpreter, because there is no usable GPU ({}) and no CPU backend yet",
+                        gpu::problem());
+  });
+  return d;
+}
+
+std::vector<Device> Device::all() {
+  std::vector<Device> out;
+  for (int i = 0; i < gpu::count(); ++i) out.push_back(gpu(i));
+  out.push_back(interpreter());
+  return out;
+}
+
+std::string Device::name() const {
+  if (kind_ != DeviceKind::Gpu) return device_kind_name(kind_);
+  const DeviceProperties& p = properties();
+  return "GPU " + std::to_string(ordinal_) + " (" + p.name + ", " + arch_name(p.arch) + ")";
+}
+
+const DeviceProperties& Device::properties() const {
+  if (kind_ == DeviceKind::Gpu) return gpu::properties(ordinal_);
+  return interpreter_properties();
+}
+
+void Device::synchronize() const {
+  if (kind_ != DeviceKind::Gpu) return;
+  gpu::make_current(ordinal_);
+  check(drv().ctx_synchronize(), "cuCtxSynchronize", name());
+}
+
+// ---------------------------------------------------------------- streams and events
+Stream::Stream(const Device& device) : device_(device), owned_(true) {
+  if (!device.is_gpu()) return;
+  gpu::make_current(device.ordinal());
+  driver::CUstream s = nullptr;
+  check(drv().stream_create(&s, 0), "cuStreamCreate", device.name());
+  handle_ = s;
+}
+Stream::~Stream() {
+  if (owned_ && handle_) drv().stream_destroy(static_cast<driver::CUstream>(handle_));  // result ignored: no throw
+}
+Stream::Stream(Stream&& o) noexcept : device_(o.device_), handle_(o.handle_), owned_(o.owned_) {
+  o.handle_ = nullptr;
+  o.owned_ = false;
+}
+Stream& Stream::operator=(Stream&& o) noexcept {
+  if (this != &o) {
+    if (owned_ && handle_) drv().stream_destroy(static_cast<driver::CUstream>(handle_));
+    device_ = o.device_;
+    handle_ = o.handle_;
+    owned_ = o.owned_;
+    o.handle_ = nullptr;
+    o.owned_ = false;
+  }
+  return *this;
+}
+Stream Stream::default_for(const Device& device) { return Stream(device, nullptr, false); }
+void Stream::synchronize() const {
+  if (!device_.is_gpu()) return;
+  gpu::make_current(device_.ordinal());
+  check(drv().stream_synchronize(static_cast<driver::CUstream>(handle_)), "cuStreamSynchronize", device_.name());
+}
+
+Event::Event(const Device& device) : device_(device) {
+  if (!device.is_gpu()) return;
+  gpu::make_current(device.ordinal());
+  driver::CUevent e = nullptr;
+  check(drv().event_create(&e, 0), "cuEventCreate", device.name());
+  handle_ = e;
+}
+Event::~Event() {
+  if (handle_) drv().event_destroy(static_cast<driver::CUevent>(handle_));
+}
+Event::Event(Event&& o) noexcept : device_(o.device_), handle_(o.handle_), host_ms_(o.host_ms_) { o.handle_ = nullptr; }
+Event& Event::operator=(Event&& o) noexcept {
+  if (this != &o) {
+    if (handle_) drv().event_destroy(static_cast<driver::CUevent>(handle_));
+    device_ = o.device_;
+    handle_ = o.handle_;
+    host_ms_ = o.host_ms_;
+    o.handle_ = nullptr;
+  }
+  return *this;
+}
+void Event::record(const Stream& stream) {
+  if (!device_.is_gpu()) {
+    host_ms_ = now_ms();
+    return;
+  }
+  if (!(stream.device() == device_))
+    throw std::invalid_argument("Event::record: the event is on " + device_.name() + ", the stream on " +
+                                stream.device().name());
+  gpu::make_current(device_.ordinal());
+  check(drv().event_record(static_cast<driver::CUevent>(handle_), static_cast<driver::CUstream>(stream.native())),
+        "cuEventRecord", device_.name());
+}
+void Event::synchronize() const {
+  if (!handle_) return;
+  check(drv().event_synchronize(static_cast<driver::CUevent>(handle_)), "cuEventSynchronize", device_.name());
+}
+float Event::elapsed_ms(const Event& start) const {
+  if (!device_.is_gpu()) return static_cast<float>(host_ms_ - start.host_ms_);
+  float ms = 0;
+  check(
+      drv().event_elapsed_time(&ms, static_cast<driver::CUevent>(start.handle_), static_cast<driver::CUevent>(handle_)),
+      "cuEventElapsedTime", device_.name());
+  return ms;
+}
+
+// ---------------------------------------------------------------- memory
+namespace detail {
+
+void throw_copy_size(const char* what, std::int64_t given, std::int64_t have) {
+  throw std::invalid_argument(std::string(what) + ": the host side has " + std::to_string(given) +
+                              " elements, the device buffer " + std::to_string(have) + "; they must be equal");
+}
+
+Memory::Memory(const Device& device, std::size_t bytes) : device_(device), bytes_(bytes) {
+  if (bytes == 0) return;
+  if (device.is_host()) {
+    void* p = std::aligned_alloc(kHostAlign, (bytes + kHostAlign - 1) / kHostAlign * kHostAlign);
+    if (!p) throw std::bad_alloc();
+    address_ = reinterpret_cast<std::uint64_t>(p);
+    return;
+  }
+  gpu::make_current(device.ordinal());
+  driver::CUdeviceptr p = 0;
+  check(drv().mem_alloc(&p, bytes), "cuMemAlloc", size_text(bytes) + " on " + device.name());
+  address_ = p;
+}
+void Memory::release() noexcept {
+  if (!address_) return;
+  if (device_.is_host()) {
+    std::free(reinterpret_cast<void*>(address_));
+  } else {
+    try {
+      gpu::make_current(device_.ordinal());
+      drv().mem_free(address_);  // result ignored: a destructor never throws
+    } catch (...) {
+    }
+  }
+  address_ = 0;
+}
+Memory::~Memory() { release(); }
+Memory::Memory(Memory&& o) noexcept : device_(o.device_), address_(o.address_), bytes_(o.bytes_) {
+  o.address_ = 0;
+  o.bytes_ = 0;
+}
+Memory& Memory::operator=(Memory&& o) noexcept {
+  if (this != &o) {
+    release();
+    device_ = o.device_;
+    address_ = o.address_;
+    bytes_ = o.bytes_;
+    o.address_ = 0;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+void Memory::copy_in(const void* host, std::size_t bytes, std::size_t offset) const {
+  if (bytes == 0) return;
+  if (device_.is_host()) {
+    std::memcpy(reinterpret_cast<void*>(address_ + offset), host, bytes);
+    return;
+  }
+  gpu::make_current(device_.ordinal());
+  check(drv().memcpy_htod(address_ + offset, host, bytes), "cuMemcpyHtoD", size_text(bytes) + " to " + device_.name());
+}
+void Memory::copy_out(void* host, std::size_t bytes, std::size_t offset) const {
+  if (bytes == 0) return;
+  if (device_.is_host()) {
+    std::memcpy(host, reinterpret_cast<const void*>(address_ + offset), bytes);
+    return;
+  }
+  gpu::make_current(device_.ordinal());
+  check(drv().memcpy_dtoh(host, address_ + offset, bytes), "cuMemcpyDtoH",
+        size_text(bytes) + " from " + device_.name());
+}
+void Memory::copy_in_async(const void* host, std::size_t bytes, std::size_t offset, const Stream& s) const {
+  if (!device_.is_gpu()) return copy_in(host, bytes, offset);
+  gpu::make_current(device_.ordinal());
+  check(drv().memcpy_htod_async(address_ + offset, host, bytes, static_cast<driver::CUstream>(s.native())),
+        "cuMemcpyHtoDAsync", size_text(bytes) + " to " + device_.name());
+}
+void Memory::copy_out_async(void* host, std::size_t bytes, std::size_t offset, const Stream& s) const {
+  if (!device_.is_gpu()) return copy_out(host, bytes, offset);
+  gpu::make_current(device_.ordinal());
+  check(drv().memcpy_dtoh_async(host, address_ + offset, bytes, static_cast<driver::CUstream>(s.native())),
+        "cuMemcpyDtoHAsync", size_text(bytes) + " from " + device_.name());
+}
+void Memory::fill_zero() const {
+  if (bytes_ == 0) return;
+  if (device_.is_host()) {
+    std::memset(reinterpret_cast<void*>(address_), 0, bytes_);
+    return;
+  }
+  gpu::make_current(device_.ordinal());
+  check(drv().memset_d8(address_, 0, bytes_), "cuMemsetD8", size_text(bytes_) + " on " + device_.name());
+}
+
+HostMemory::HostMemory(std::size_t bytes) {
+  if (bytes == 0) return;
+  if (gpu::count() > 0) {
+    gpu::make_current(0);
+    check(drv().mem_alloc_host(&data_, bytes), "cuMemAllocHost", size_text(bytes));
+    pinned_ = true;
+    return;
+  }
+  data_ = std::aligned_alloc(kHostAlign, (bytes + kHostAlign - 1) / kHostAlign * kHostAlign);
+  if (!data_) throw std::bad_alloc();
+}
+HostMemory::~HostMemory() {
+  if (!data_) return;
+  if (pinned_)
+    drv().mem_free_host(data_);
+  else
+    std::free(data_);
+}
+HostMemory::HostMemory(HostMemory&& o) noexcept : data_(o.data_), pinned_(o.pinned_) { o.data_ = nullptr; }
+HostMemory& HostMemory::operator=(HostMemory&& o) noexcept {
+  if (this != &o) {
+    this->~HostMemory();
+    data_ = o.data_;
+    pinned_ = o.pinned_;
+    o.data_ = nullptr;
+  }
+  return *this;
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------- occupancy
+double occupancy(const DeviceProperties& d, std::int64_t threads, int registers, std::int64_t shared_bytes) {
+  if (threads <= 0 || threads > d.max_threads_per_block || shared_bytes > d.shared_per_block_optin) return 0;
+  std::int64_t warps = (threads + d.warp_size - 1) / d.warp_size;
+  std::int64_t blocks = d.max_blocks_per_multiprocessor;
+  blocks = std::min<std::int64_t>(blocks, d.max_threads_per_multiprocessor / (warps * d.warp_size));
+  if (registers > 0) {
+    // Registers are allocated per warp in units of 256.
+    std::int64_t per_warp = (static_cast<std::int64_t>(registers) * d.warp_size + 255) / 256 * 256;
+    if (per_warp * warps > d.registers_per_block) return 0;
+    blocks = std::min<std::int64_t>(blocks, d.registers_per_multiprocessor / (per_warp * warps));
+  }
+  if (shared_bytes > 0 && d.shared_per_multiprocessor > 0)
+    blocks = std::min<std::int64_t>(blocks, d.shared_per_multiprocessor / shared_bytes);
+  if (blocks <= 0) return 0;
+  return static_cast<double>(blocks * warps * d.warp_size) / d.max_threads_per_multiprocessor;
+}
+
+}  // namespace vantage

@@ -1,0 +1,127 @@
+// Vantage CUDA driver binding: see driver.h.
+#include "runtime/driver.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "support/log.h"
+#include "vantage/diagnostics.hpp"
+
+namespace vantage::driver {
+namespace {
+
+template <class F>
+bool resolve(void* handle, F& fn, const char* name, std::string& error) {
+  fn = reinterpret_cast<F>(dlsym(handle, name));
+  if (!fn && error.empty()) error = std::string("the CUDA driver has no symbol ") + name;
+  return fn != nullptr;
+}
+
+Table load() {
+  Table t;
+  std::string path = "libcuda.so.1";
+  if (const char* env = std::getenv("VANTAGE_CUDA_DRIVER")) {
+    if (std::string(env) == "none") {
+      t.error = "the CUDA driver is disabled by VANTAGE_CUDA_DRIVER=none";
+      return t;
+    }
+    path = env;
+  }
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* why = dlerror();
+    t.error = "no CUDA driver on this host (" + path + ": " + (why ? why : "not found") + ")";
+    return t;
+  }
+  t.path = path;
+  std::string err;
+  // The _v2 names are what cuda.h maps the plain names to.
+  bool ok =
+      resolve(h, t.get_error_name, "cuGetErrorName", err) && resolve(h, t.get_error_string, "cuGetErrorString", err) &&
+      resolve(h, t.init, "cuInit", err) && resolve(h, t.driver_get_version, "cuDriverGetVersion", err) &&
+      resolve(h, t.device_get_count, "cuDeviceGetCount", err) && resolve(h, t.device_get, "cuDeviceGet", err) &&
+      resolve(h, t.device_get_name, "cuDeviceGetName", err) &&
+      resolve(h, t.device_get_attribute, "cuDeviceGetAttribute", err) &&
+      resolve(h, t.device_total_mem, "cuDeviceTotalMem_v2", err) &&
+      resolve(h, t.primary_ctx_retain, "cuDevicePrimaryCtxRetain", err) &&
+      resolve(h, t.primary_ctx_release, "cuDevicePrimaryCtxRelease_v2", err) &&
+      resolve(h, t.ctx_set_current, "cuCtxSetCurrent", err) && resolve(h, t.ctx_synchronize, "cuCtxSynchronize", err) &&
+      resolve(h, t.mem_alloc, "cuMemAlloc_v2", err) && resolve(h, t.mem_free, "cuMemFree_v2", err) &&
+      resolve(h, t.mem_alloc_host, "cuMemAllocHost_v2", err) && resolve(h, t.mem_free_host, "cuMemFreeHost", err) &&
+      resolve(h, t.memcpy_htod, "cuMemcpyHtoD_v2", err) && resolve(h, t.memcpy_dtoh, "cuMemcpyDtoH_v2", err) &&
+      resolve(h, t.memcpy_dtod, "cuMemcpyDtoD_v2", err) &&
+      resolve(h, t.memcpy_htod_async, "cuMemcpyHtoDAsync_v2", err) &&
+      resolve(h, t.memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2", err) && resolve(h, t.memset_d8, "cuMemsetD8_v2", err) &&
+      resolve(h, t.stream_create, "cuStreamCreate", err) && resolve(h, t.stream_destroy, "cuStreamDestroy_v2", err) &&
+      resolve(h, t.stream_synchronize, "cuStreamSynchronize", err) &&
+      resolve(h, t.event_create, "cuEventCreate", err) && resolve(h, t.event_destroy, "cuEventDestroy_v2", err) &&
+      resolve(h, t.event_record, "cuEventRecord", err) && resolve(h, t.event_synchronize, "cuEventSynchronize", err) &&
+      resolve(h, t.event_elapsed_time, "cuEventElapsedTime", err) &&
+      resolve(h, t.module_load_data, "cuModuleLoadData", err) && resolve(h, t.module_unload, "cuModuleUnload", err) &&
+      resolve(h, t.module_get_function, "cuModuleGetFunction", err) &&
+      resolve(h, t.func_get_attribute, "cuFuncGetAttribute", err) &&
+      resolve(h, t.func_set_attribute, "cuFuncSetAttribute", err) &&
+      resolve(h, t.launch_kernel, "cuLaunchKernel", err) &&
+      resolve(h, t.occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor", err);
+  if (!ok) {
+    dlclose(h);
+    Table none;
+    none.error = "the CUDA driver at " + path + " is too old: " + err;
+    return none;
+  }
+  return t;
+}
+
+std::mutex& table_mutex() {
+  static std::mutex m;
+  return m;
+}
+const Table*& current() {
+  static const Table* t = nullptr;
+  return t;
+}
+
+}  // namespace
+
+const Table& table() {
+  // Loaded once; after that, a plain read (install_for_testing runs before any GPU use).
+  static const Table* loaded = [] {
+    std::lock_guard lock(table_mutex());
+    if (!current()) {
+      current() = new Table(load());  // lives for the process: its entry points are used until exit
+      if (current()->loaded())
+        logging::get().debug("CUDA driver loaded from {}", current()->path);
+      else
+        logging::get().debug("{}", current()->error);
+    }
+    return current();
+  }();
+  return *loaded;
+}
+
+void install_for_testing(const Table& t) {
+  std::lock_guard lock(table_mutex());
+  if (current()) throw InternalError("driver::install_for_testing after the driver was already used");
+  current() = new Table(t);
+  if (current()->path.empty()) const_cast<Table*>(current())->path = "mock";
+}
+
+std::string describe(CUresult r) {
+  const Table& t = table();
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (t.get_error_name) t.get_error_name(r, &name);
+  if (t.get_error_string) t.get_error_string(r, &text);
+  std::string s = name ? name : "CUDA error " + std::to_string(r);
+  if (text) s += std::string(" (") + text + ")";
+  return s;
+}
+
+void check(CUresult r, const char* call, const std::string& object) {
+  if (r == kSuccess) return;
+  throw DriverError(call, r, std::string(call) + "(" + object + "): " + describe(r));
+}
+
+}  // namespace vantage::driver

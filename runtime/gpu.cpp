@@ -1,0 +1,143 @@
+// Vantage GPUs: see gpu.h.
+#include "runtime/gpu.h"
+
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include "support/log.h"
+#include "vantage/diagnostics.hpp"
+
+namespace vantage::gpu {
+namespace {
+
+struct Gpu {
+  driver::CUdevice device = 0;
+  DeviceProperties props;
+  std::once_flag ctx_once;
+  driver::CUcontext ctx = nullptr;
+};
+
+struct Registry {
+  std::string problem;
+  std::deque<Gpu> gpus;  // stable addresses
+};
+
+std::string gpu_name(int ordinal) { return "GPU " + std::to_string(ordinal); }
+
+DeviceProperties read_properties(const driver::Table& d, driver::CUdevice dev, int ordinal) {
+  DeviceProperties p;
+  char name[256] = {};
+  driver::check(d.device_get_name(name, sizeof name, dev), "cuDeviceGetName", gpu_name(ordinal));
+  p.name = name;
+  auto attr = [&](int a) {
+    int v = 0;
+    driver::check(d.device_get_attribute(&v, a, dev), "cuDeviceGetAttribute", gpu_name(ordinal));
+    return v;
+  };
+  p.compute_major = attr(driver::kComputeMajor);
+  p.compute_minor = attr(driver::kComputeMinor);
+  p.multiprocessors = attr(driver::kMultiprocessors);
+  p.warp_size = attr(driver::kWarpSize);
+  p.max_threads_per_block = attr(driver::kMaxThreadsPerBlock);
+  p.max_threads_per_multiprocessor = attr(driver::kMaxThreadsPerMultiprocessor);
+  p.max_blocks_per_multiprocessor = attr(driver::kMaxBlocksPerMultiprocessor);
+  p.max_grid_blocks = attr(driver::kMaxGridDimX);
+  p.shared_per_block = attr(driver::kMaxSharedPerBlock);
+  p.shared_per_block_optin = attr(driver::kMaxSharedPerBlockOptin);
+  p.shared_per_multiprocessor = attr(driver::kMaxSharedPerMultiprocessor);
+  p.registers_per_block = attr(driver::kMaxRegistersPerBlock);
+  p.registers_per_multiprocessor = attr(driver::kMaxRegistersPerMultiprocessor);
+  p.l2_bytes = attr(driver::kL2Bytes);
+  p.clock_khz = attr(driver::kClockRateKhz);
+  p.memory_clock_khz = attr(driver::kMemoryClockKhz);
+  p.memory_bus_bits = attr(driver::kMemoryBusBits);
+  std::size_t total = 0;
+  driver::check(d.device_total_mem(&total, dev), "cuDeviceTotalMem", gpu_name(ordinal));
+  p.total_memory = static_cast<std::int64_t>(total);
+  p.arch = arch_for(p.compute_major, p.compute_minor, p.name);
+  return p;
+}
+
+Registry& registry() {
+  static Registry r = [] {
+    Registry r;
+    const driver::Table& d = driver::table();
+    if (!d.loaded()) {
+      r.problem = d.error;
+      return r;
+    }
+    if (driver::CUresult e = d.init(0); e != driver::kSuccess) {
+      r.problem = "the CUDA driver did not start: cuInit: " + driver::describe(e);
+      return r;
+    }
+    int n = 0;
+    if (driver::CUresult e = d.device_get_count(&n); e != driver::kSuccess) {
+      r.problem = "cuDeviceGetCount: " + driver::describe(e);
+      return r;
+    }
+    if (n == 0) {
+      r.problem = "the CUDA driver reports no GPU";
+      return r;
+    }
+    try {
+      for (int i = 0; i < n; ++i) {
+        Gpu& g = r.gpus.emplace_back();
+        driver::check(d.device_get(&g.device, i), "cuDeviceGet", gpu_name(i));
+        g.props = read_properties(d, g.device, i);
+      }
+    } catch (const std::exception& e) {
+      r.gpus.clear();
+      r.problem = e.what();
+    }
+    return r;
+  }();
+  return r;
+}
+
+Gpu& at(int ordinal) {
+  Registry& r = registry();
+  if (ordinal < 0 || static_cast<std::size_t>(ordinal) >= r.gpus.size())
+    throw DriverError("cuDeviceGet", 101,
+                      "there is no GPU " + std::to_string(ordinal) + " on this host (" +
+                          (r.gpus.empty() ? r.problem : std::to_string(r.gpus.size()) + " GPU(s)") + ")");
+  return r.gpus[static_cast<std::size_t>(ordinal)];
+}
+
+}  // namespace
+
+int count() { return static_cast<int>(registry().gpus.size()); }
+const std::string& problem() { return registry().problem; }
+const DeviceProperties& properties(int ordinal) { return at(ordinal).props; }
+
+void make_current(int ordinal) {
+  thread_local driver::CUcontext current = nullptr;
+  Gpu& g = at(ordinal);
+  std::call_once(g.ctx_once, [&] {
+    driver::check(driver::table().primary_ctx_retain(&g.ctx, g.device), "cuDevicePrimaryCtxRetain", gpu_name(ordinal));
+  });
+  if (current == g.ctx) return;
+  driver::check(driver::table().ctx_set_current(g.ctx), "cuCtxSetCurrent", gpu_name(ordinal));
+  current = g.ctx;
+}
+
+Arch arch_for(int major, int minor, const std::string& device_name) {
+  // A cubin runs on GPUs of its major version and a minor version at least its own.
+  Arch best = Arch::SM_80;
+  bool found = false;
+  for (Arch a : all_archs()) {
+    if (a == Arch::SM_90a) continue;  // chosen per kernel, for the Hopper-only instructions
+    int n = arch_number(a);
+    if (n / 10 == major && n % 10 <= minor) {
+      best = a;
+      found = true;
+    }
+  }
+  if (!found)
+    throw DriverError("cuDeviceGetAttribute", 0,
+                      device_name + " has compute capability " + std::to_string(major) + "." + std::to_string(minor) +
+                          "; Vantage compiles for " + arch_names());
+  return best;
+}
+
+}  // namespace vantage::gpu
