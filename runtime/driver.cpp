@@ -32,7 +32,7 @@ Table load() {
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char* why = dlerror();
-    t.error = "no CUDA driver on this host (" + path + ": " + (why ? why : "not found") + ")";
+    t.error = std::string("no CUDA driver on this host (") + (why ? why : (path + ": not found").c_str()) + ")";
     return t;
   }
   t.path = path;

@@ -557,6 +557,7 @@ const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std:
     }
     out.pointers[i] = &slot;
   }
+  out.pointers[n] = nullptr;
   out.count = n;
   out.blocks = grid.blocks;
   return *e;

@@ -105,7 +105,7 @@ struct Table : detail::KernelSlot {
   std::vector<ParamCheck> params;
   std::vector<int> specialized;  ///< indices of the specialized scalar parameters
   std::vector<RequirementCheck> requirements;
-  std::mutex mu;                 ///< taken only to insert an entry
+  std::mutex mu;  ///< taken only to insert an entry
   std::atomic<Entry*> head{nullptr};
   std::atomic<std::int64_t> launches{0}, misses{0}, compiles{0}, failures{0}, compile_ns{0};
 };
@@ -117,7 +117,7 @@ struct Prepared {
   std::array<std::int64_t, kMaxParams> scalars;
   std::array<std::int64_t, kMaxParams> extents;  ///< elements each pointer may touch (-1: its length)
   std::array<std::uint64_t, kMaxParams> slots;
-  std::array<void*, kMaxParams> pointers;
+  std::array<void*, kMaxParams + 1> pointers;  ///< null after the last
   std::size_t count = 0;
   std::int64_t blocks = 0;
 };

@@ -1,9 +1,11 @@
 // The `vantage` command line: look at the example kernels (IR, lowered IR, CUDA, PTX), compile them,
-// run them on the interpreter with their result checked, and manage the kernel cache.
+// run them on the interpreter or a GPU with their result checked, list the devices, and manage the
+// kernel cache.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include <map>
@@ -27,11 +29,14 @@ Usage:
   vantage compile [NAME...] [OPTIONS]
                                 compile examples (all when none named) to cubins; print size, time,
                                 barriers, guards; exit 1 if any fails
-  vantage run NAME [--size NAME=VALUE...] [--order forward|reverse|random] [--seed S] [--check]
-                                run an example on the interpreter (at its default sizes when no
-                                --size is given), check its result against a C++ reference, print
-                                what it did; exit 1 on a wrong result or a memcheck, racecheck,
+  vantage run NAME [--size NAME=VALUE...] [--device DEVICE] [--order forward|reverse|random]
+                 [--seed S] [--check | --no-check]
+                                run an example (at its default sizes when no --size is given),
+                                check its result against a C++ reference, print what it did; exit 1
+                                on a wrong result or, on the interpreter, a memcheck, racecheck,
                                 synccheck or initcheck finding (--check: those checks, the default)
+                                DEVICE: interpreter (the default), gpu, gpu:N, or best
+  vantage devices               list the devices of this host and which one Device::best() picks
   vantage cache COMMAND         the on-disk kernel cache: path, ls, stat, verify, prune, clear,
                                 export, import (see vantage cache --help)
   vantage version               print the version and the NVRTC found
@@ -134,7 +139,7 @@ int check_one(const vantage::examples::Example& ex) {
 int run_main(int argc, char** argv) {
   vantage::InterpreterOptions io;
   std::map<std::string, std::int64_t> size;
-  std::string name;
+  std::string name, device_name = "interpreter";
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     std::string v = i + 1 < argc ? argv[i + 1] : "";
@@ -158,6 +163,9 @@ int run_main(int argc, char** argv) {
         return 2;
       }
       ++i;
+    } else if (a == "--device") {
+      device_name = v;
+      ++i;
     } else if (a == "--seed") {
       io.seed = std::strtoull(v.c_str(), nullptr, 10);
       ++i;
@@ -177,7 +185,24 @@ int run_main(int argc, char** argv) {
     return 2;
   }
   if (!find(name)) return unknown(name);
-  auto device = vantage::Device::interpreter(io);
+  std::optional<vantage::Device> chosen;
+  try {
+    if (device_name == "interpreter") {
+      chosen = vantage::Device::interpreter(io);
+    } else if (device_name == "best") {
+      chosen = vantage::Device::best();
+      if (!chosen->is_gpu()) chosen = vantage::Device::interpreter(io);
+    } else if (device_name == "gpu" || device_name.rfind("gpu:", 0) == 0) {
+      chosen = vantage::Device::gpu(device_name == "gpu" ? 0 : std::atoi(device_name.c_str() + 4));
+    } else {
+      std::fprintf(stderr, "vantage run: --device is interpreter, gpu, gpu:N or best, not '%s'\n", device_name.c_str());
+      return 2;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vantage run: %s\n", e.what());
+    return 1;
+  }
+  const vantage::Device& device = *chosen;
   std::vector<std::map<std::string, std::int64_t>> sizes;
   if (size.empty())
     sizes = vantage::examples::default_sizes(name);
@@ -187,9 +212,13 @@ int run_main(int argc, char** argv) {
   for (const auto& s : sizes) {
     try {
       auto r = vantage::examples::run_example(name, s, device);
-      std::printf("%s [%s] %lld threads, %lld thread-statements, %.3f s\n", r.summary.c_str(), r.ok ? "ok" : "FAIL",
-                  static_cast<long long>(r.report.threads), static_cast<long long>(r.report.thread_statements),
-                  r.report.seconds);
+      if (device.is_gpu())
+        std::printf("%s [%s] %lld threads on %s\n", r.summary.c_str(), r.ok ? "ok" : "FAIL",
+                    static_cast<long long>(r.report.threads), device.name().c_str());
+      else
+        std::printf("%s [%s] %lld threads, %lld thread-statements, %.3f s\n", r.summary.c_str(), r.ok ? "ok" : "FAIL",
+                    static_cast<long long>(r.report.threads), static_cast<long long>(r.report.thread_statements),
+                    r.report.seconds);
       rc |= r.ok ? 0 : 1;
     } catch (const vantage::CheckError& e) {
       std::printf("%s: rejected\n%s", name.c_str(), vantage::render_all(e.diagnostics()).c_str());
@@ -200,6 +229,26 @@ int run_main(int argc, char** argv) {
     }
   }
   return rc;
+}
+
+int devices_main() {
+  const auto devices = vantage::Device::all();
+  std::printf("%zu device(s):\n", devices.size());
+  for (const auto& d : devices) {
+    const auto& p = d.properties();
+    if (d.is_gpu())
+      std::printf("  %s: %d multiprocessors, %.1f GiB, %lld KiB shared per block, %.0f GB/s\n", d.name().c_str(),
+                  p.multiprocessors, static_cast<double>(p.total_memory) / (1 << 30),
+                  static_cast<long long>(p.shared_per_block_optin / 1024), p.memory_bandwidth_gbs());
+    else
+      std::printf(
+          "  %s: runs every kernel on the host with memcheck, racecheck, synccheck and initcheck (limits of "
+          "%s)\n",
+          d.name().c_str(), vantage::arch_name(p.arch));
+  }
+  if (vantage::Device::gpu_count() == 0) std::printf("no GPU: %s\n", vantage::Device::gpu_problem().c_str());
+  std::printf("best: %s\n", vantage::Device::best().name().c_str());
+  return 0;
 }
 
 }  // namespace
@@ -221,6 +270,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "run") return run_main(argc, argv);
+  if (cmd == "devices") return devices_main();
   if (cmd == "cuda" || cmd == "ptx" || cmd == "compile" || cmd == "lower") {
     vantage::Spec spec;
     std::vector<std::string> names;

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "kernels/paper_kernels.hpp"
 
@@ -39,16 +41,48 @@ std::string sizes_text(const Size& s) {
   return t;
 }
 
+/// A host vector made available to a launch on `device`: passed as it is to a host device, copied
+/// to a buffer on a GPU (and back by `fetch`).
+template <class T>
+class Staged {
+ public:
+  Staged(const Device& device, std::vector<T>& host) : device_(device), host_(host) {
+    if (!device.is_gpu()) return;
+    buf_.emplace(device.alloc<T>(static_cast<std::int64_t>(host.size())));
+    buf_->copy_from(host);
+  }
+  LaunchArg arg() { return buf_ ? LaunchArg(*buf_) : LaunchArg(host_); }
+  LaunchArg read_only() const { return buf_ ? LaunchArg(std::as_const(*buf_)) : LaunchArg(std::as_const(host_)); }
+  /// The device's result in the host vector.
+  void fetch() {
+    if (!buf_) return;
+    device_.synchronize();
+    buf_->copy_to(host_);
+  }
+
+ private:
+  Device device_;
+  std::vector<T>& host_;
+  std::optional<DeviceBuffer<T>> buf_;
+};
+
+template <class T>
+std::vector<double> as_doubles(const std::vector<T>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
 struct Case {
   std::function<RunResult(const Kernel&, const Size&, const Device&)> run;
   std::vector<Size> sizes;
 };
 
-RunResult finish(bool ok, const std::string& what, const std::string& why, LaunchReport rep) {
+RunResult finish(bool ok, const std::string& what, const std::string& why, LaunchReport rep,
+                 std::vector<double> output) {
   RunResult r;
   r.ok = ok;
   r.summary = what + (ok ? ": result matches the reference" : ": WRONG RESULT, " + why);
   r.report = rep;
+  r.output = std::move(output);
   return r;
 }
 
@@ -58,32 +92,39 @@ RunResult run_saxpy(const Kernel& k, const Size& s, const Device& d) {
   auto x = floats(n, 1), y = floats(n, 2), want = y;
   for (std::int64_t i = 0; i < n; ++i)
     want[static_cast<std::size_t>(i)] = a * x[static_cast<std::size_t>(i)] + y[static_cast<std::size_t>(i)];
-  const auto& cx = x;
-  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(n, 256)), 256}, static_cast<int>(n), a, cx, y);
+  Staged sx(d, x), sy(d, y);
+  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(n, 256)), 256}, static_cast<int>(n), a, sx.read_only(),
+                      sy.arg());
+  sy.fetch();
   std::string why;
   bool ok = close(y, want, 1e-6, why);
-  return finish(ok, "saxpy n=" + std::to_string(n) + " (tolerance 1e-6)", why, rep);
+  return finish(ok, "saxpy n=" + std::to_string(n) + " (tolerance 1e-6)", why, rep, as_doubles(y));
 }
 
 RunResult run_vec_copy(const Kernel& k, const Size& s, const Device& d) {
   std::int64_t n = s.at("n");
   auto in = floats(n, 3);
   std::vector<float> out(static_cast<std::size_t>(n), -99.0f);
-  const auto& cin = in;
-  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(n, 1024)), 256}, static_cast<int>(n), cin, out);
+  Staged sin(d, in), sout(d, out);
+  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(n, 1024)), 256}, static_cast<int>(n), sin.read_only(),
+                      sout.arg());
+  sout.fetch();
   std::string why;
   bool ok = close(out, in, 0, why);
-  return finish(ok, "vec_copy n=" + std::to_string(n) + " (exact)", why, rep);
+  return finish(ok, "vec_copy n=" + std::to_string(n) + " (exact)", why, rep, as_doubles(out));
 }
 
 RunResult run_block_load_copy(const Kernel& k, const Size& s, const Device& d) {
   std::int64_t n = s.at("n");
   std::vector<int> in(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n), -1);
   for (std::int64_t i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] = static_cast<int>(i * 3 - 7);
-  const auto& cin = in;
-  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(n, 512)), 128}, static_cast<int>(n), cin, out);
+  Staged sin(d, in), sout(d, out);
+  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(n, 512)), 128}, static_cast<int>(n), sin.read_only(),
+                      sout.arg());
+  sout.fetch();
   bool ok = out == in;
-  return finish(ok, "block_load_copy n=" + std::to_string(n) + " (bit-exact)", "the copy differs", rep);
+  return finish(ok, "block_load_copy n=" + std::to_string(n) + " (bit-exact)", "the copy differs", rep,
+                as_doubles(out));
 }
 
 RunResult run_block_reduce(const Kernel& k, const Size& s, const Device& d) {
@@ -92,11 +133,12 @@ RunResult run_block_reduce(const Kernel& k, const Size& s, const Device& d) {
   auto x = floats(n, 4);
   std::vector<float> out(static_cast<std::size_t>(blocks), -1), want(static_cast<std::size_t>(blocks), 0);
   for (std::int64_t i = 0; i < n; ++i) want[static_cast<std::size_t>(i / 256)] += x[static_cast<std::size_t>(i)];
-  const auto& cx = x;
-  auto rep = k.launch(d, Grid{blocks, 256}, static_cast<int>(n), cx, out);
+  Staged sx(d, x), sout(d, out);
+  auto rep = k.launch(d, Grid{blocks, 256}, static_cast<int>(n), sx.read_only(), sout.arg());
+  sout.fetch();
   std::string why;
   bool ok = close(out, want, 1e-6, why);
-  return finish(ok, "block_reduce n=" + std::to_string(n) + " (tolerance 1e-6)", why, rep);
+  return finish(ok, "block_reduce n=" + std::to_string(n) + " (tolerance 1e-6)", why, rep, as_doubles(out));
 }
 
 /// C = alpha * A * B + beta * C, row-major, in double.
@@ -118,16 +160,18 @@ RunResult run_sgemm(const Kernel& k, const Size& s, const Device& d, bool tiled)
   float alpha = 1.5f, beta = 0.5f;
   auto A = floats(M * K, 5), B = floats(K * N, 6), C = floats(M * N, 7);
   auto want = sgemm_reference(M, N, K, alpha, beta, A, B, C);
-  const auto &cA = A, &cB = B;
+  Staged sA(d, A), sB(d, B), sC(d, C);
   Grid g = tiled ? Grid{std::max<std::int64_t>(1, ceil_div(M, 32) * ceil_div(N, 32)), 1024}
                  : Grid{std::max<std::int64_t>(1, ceil_div(M * N, 256)), 256};
-  auto rep = k.launch(d, g, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, beta, cA, cB, C);
+  auto rep = k.launch(d, g, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, beta, sA.read_only(),
+                      sB.read_only(), sC.arg());
+  sC.fetch();
   std::string why;
   bool ok = close(C, want, 1e-5, why);
   return finish(ok,
                 k.name() + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
                     " (tolerance 1e-5)",
-                why, rep);
+                why, rep, as_doubles(C));
 }
 
 /// The tf32 m16n8k8 layout (PTX ISA): lane l, g = l / 4, q = l % 4 holds A[g][q], A[g+8][q],
@@ -150,10 +194,12 @@ RunResult run_warp_mma(const Kernel& k, const Size&, const Device& d) {
       want[static_cast<std::size_t>(l * 4 + i)] = static_cast<float>(acc);
     }
   }
-  auto rep = k.launch(d, Grid{1, 32}, out);
+  Staged sout(d, out);
+  auto rep = k.launch(d, Grid{1, 32}, sout.arg());
+  sout.fetch();
   std::string why;
   bool ok = close(out, want, 1e-6, why);
-  return finish(ok, "warp_mma (one m16n8k8 tf32 mma, tolerance 1e-6)", why, rep);
+  return finish(ok, "warp_mma (one m16n8k8 tf32 mma, tolerance 1e-6)", why, rep, as_doubles(out));
 }
 
 RunResult run_mma_naive(const Kernel& k, const Size& s, const Device& d) {
@@ -161,15 +207,16 @@ RunResult run_mma_naive(const Kernel& k, const Size& s, const Device& d) {
   auto A = floats(M * K, 8), B = floats(K * N, 9);
   std::vector<float> C(static_cast<std::size_t>(M * N), -1);
   auto want = sgemm_reference(M, N, K, 1.0f, 0.0f, A, B, std::vector<float>(C.size(), 0));
-  const auto &cA = A, &cB = B;
-  auto rep = k.launch(d, Grid{(M / 16) * (N / 8), 32}, cA, cB, C, static_cast<int>(M), static_cast<int>(N),
-                      static_cast<int>(K));
+  Staged sA(d, A), sB(d, B), sC(d, C);
+  auto rep = k.launch(d, Grid{(M / 16) * (N / 8), 32}, sA.read_only(), sB.read_only(), sC.arg(), static_cast<int>(M),
+                      static_cast<int>(N), static_cast<int>(K));
+  sC.fetch();
   std::string why;
   bool ok = close(C, want, 1e-5, why);
   return finish(ok,
                 "mma_tf32_naive M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
                     " (tolerance 1e-5; inputs exact in tf32)",
-                why, rep);
+                why, rep, as_doubles(C));
 }
 
 const std::map<std::string, Case>& cases() {

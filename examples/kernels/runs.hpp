@@ -1,7 +1,8 @@
 // Vantage example runs: each example kernel launched on a device at a given size, with inputs made
 // deterministically and its result checked against a plain C++ reference (integers bit-exact,
-// floats within the tolerance each example states). Shared by `vantage run`, the CTest example
-// runs and the interpreter tests.
+// floats within the tolerance each example states). On a GPU the inputs are copied to device
+// buffers and the result back. Shared by `vantage run`, the CTest example runs, the interpreter
+// tests and the GPU check.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@ struct RunResult {
   bool ok = false;
   std::string summary;  ///< what ran and what was checked, one line
   LaunchReport report;
+  std::vector<double> output;  ///< what the kernel wrote (to compare one device with another)
 };
 
 /// The sizes an example runs at by default (three or more, some not multiples of the block size).

@@ -1,0 +1,485 @@
+// The GPU launch path against a mocked CUDA driver: two GPUs with H100 limits, memory that is host
+// memory underneath, modules that load any cubin, and a cuLaunchKernel that records what it was given.
+// Every check of a launch (count, kind, type, constness, memory space and device, extent, alignment,
+// overlap, threads and shared memory against the device) runs as on a real GPU, with NVRTC compiling
+// the kernels; a refused launch must not reach cuLaunchKernel. Its own program: the driver table is
+// installed once per process, before any GPU use.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <new>
+#include <set>
+#include <thread>
+
+#include "kernels/paper_kernels.hpp"
+#include "runtime/driver.h"
+#include "runtime/launch_internal.h"
+#include "test_support.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+using namespace driver;
+
+// ---------------------------------------------------------------- the mocked driver
+struct MockState {
+  std::mutex mu;
+  std::set<CUdeviceptr> allocations;
+  std::atomic<int> launches{0};
+  std::atomic<int> modules{0};
+  int current = -1;
+  // The last launch.
+  unsigned grid = 0, block = 0, shared = 0;
+  std::vector<std::uint64_t> args;
+  int registers = 40;
+};
+MockState& mock() {
+  static MockState s;
+  return s;
+}
+
+CUresult m_error_name(CUresult r, const char** s) {
+  *s = r == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_MOCK";
+  return 0;
+}
+CUresult m_error_string(CUresult r, const char** s) {
+  *s = r == 2 ? "out of memory" : "mocked failure";
+  return 0;
+}
+CUresult m_init(unsigned) { return 0; }
+CUresult m_version(int* v) {
+  *v = 13000;
+  return 0;
+}
+CUresult m_count(int* n) {
+  *n = 2;
+  return 0;
+}
+CUresult m_get(CUdevice* d, int i) {
+  *d = i;
+  return 0;
+}
+CUresult m_name(char* s, int n, CUdevice d) {
+  std::snprintf(s, static_cast<std::size_t>(n), "Mock H100 %d", d);
+  return 0;
+}
+/// GPU 1 has less shared memory per block than GPU 0 (an sm_86-sized 99 KiB).
+CUresult m_attribute(int* v, int a, CUdevice d) {
+  switch (a) {
+    case kComputeMajor: *v = 9; break;
+    case kComputeMinor: *v = 0; break;
+    case kMultiprocessors: *v = 132; break;
+    case kWarpSize: *v = 32; break;
+    case kMaxThreadsPerBlock: *v = 1024; break;
+    case kMaxThreadsPerMultiprocessor: *v = 2048; break;
+    case kMaxBlocksPerMultiprocessor: *v = 32; break;
+    case kMaxGridDimX: *v = 2147483647; break;
+    case kMaxSharedPerBlock: *v = 49152; break;
+    case kMaxSharedPerBlockOptin: *v = d == 1 ? 101376 : 232448; break;
+    case kMaxSharedPerMultiprocessor: *v = d == 1 ? 102400 : 233472; break;
+    case kMaxRegistersPerBlock: *v = 65536; break;
+    case kMaxRegistersPerMultiprocessor: *v = 65536; break;
+    case kL2Bytes: *v = 50 << 20; break;
+    case kClockRateKhz: *v = 1980000; break;
+    case kMemoryClockKhz: *v = 2619000; break;
+    case kMemoryBusBits: *v = 5120; break;
+    default: *v = 0;
+  }
+  return 0;
+}
+CUresult m_total(std::size_t* b, CUdevice) {
+  *b = std::size_t{80} << 30;
+  return 0;
+}
+CUctx_st* fake_ctx(int d) { return reinterpret_cast<CUctx_st*>(static_cast<std::uintptr_t>(0x1000 + d)); }
+CUresult m_retain(CUcontext* c, CUdevice d) {
+  *c = fake_ctx(d);
+  return 0;
+}
+CUresult m_release(CUdevice) { return 0; }
+CUresult m_set_current(CUcontext c) {
+  mock().current = static_cast<int>(reinterpret_cast<std::uintptr_t>(c) - 0x1000);
+  return 0;
+}
+CUresult m_sync() { return 0; }
+CUresult m_alloc(CUdeviceptr* p, std::size_t bytes) {
+  if (bytes > (std::size_t{1} << 34)) return 2;
+  void* h = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  *p = reinterpret_cast<CUdeviceptr>(h);
+  std::lock_guard lock(mock().mu);
+  mock().allocations.insert(*p);
+  return 0;
+}
+CUresult m_free(CUdeviceptr p) {
+  std::lock_guard lock(mock().mu);
+  if (!mock().allocations.erase(p)) return 1;
+  std::free(reinterpret_cast<void*>(p));
+  return 0;
+}
+CUresult m_alloc_host(void** p, std::size_t bytes) {
+  *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  return 0;
+}
+CUresult m_free_host(void* p) {
+  std::free(p);
+  return 0;
+}
+CUresult m_htod(CUdeviceptr d, const void* h, std::size_t n) {
+  std::memcpy(reinterpret_cast<void*>(d), h, n);
+  return 0;
+}
+CUresult m_dtoh(void* h, CUdeviceptr d, std::size_t n) {
+  std::memcpy(h, reinterpret_cast<const void*>(d), n);
+  return 0;
+}
+CUresult m_dtod(CUdeviceptr a, CUdeviceptr b, std::size_t n) {
+  std::memcpy(reinterpret_cast<void*>(a), reinterpret_cast<const void*>(b), n);
+  return 0;
+}
+CUresult m_htod_async(CUdeviceptr d, const void* h, std::size_t n, CUstream) { return m_htod(d, h, n); }
+CUresult m_dtoh_async(void* h, CUdeviceptr d, std::size_t n, CUstream) { return m_dtoh(h, d, n); }
+CUresult m_memset(CUdeviceptr d, unsigned char v, std::size_t n) {
+  std::memset(reinterpret_cast<void*>(d), v, n);
+  return 0;
+}
+CUresult m_stream_create(CUstream* s, unsigned) {
+  *s = reinterpret_cast<CUstream>(new int(0));
+  return 0;
+}
+CUresult m_stream_destroy(CUstream s) {
+  delete reinterpret_cast<int*>(s);
+  return 0;
+}
+CUresult m_stream_sync(CUstream) { return 0; }
+CUresult m_event_create(CUevent* e, unsigned) {
+  *e = reinterpret_cast<CUevent>(new double(0));
+  return 0;
+}
+CUresult m_event_destroy(CUevent e) {
+  delete reinterpret_cast<double*>(e);
+  return 0;
+}
+CUresult m_event_record(CUevent, CUstream) { return 0; }
+CUresult m_event_sync(CUevent) { return 0; }
+CUresult m_event_elapsed(float* ms, CUevent, CUevent) {
+  *ms = 0.5f;
+  return 0;
+}
+CUresult m_module_load(CUmodule* m, const void* image) {
+  // A cubin is an ELF file.
+  if (std::memcmp(image,
+                  "\x7f"
+                  "ELF",
+                  4) != 0)
+    return 200;
+  ++mock().modules;
+  *m = reinterpret_cast<CUmodule>(new int(1));
+  return 0;
+}
+CUresult m_module_unload(CUmodule m) {
+  delete reinterpret_cast<int*>(m);
+  return 0;
+}
+CUresult m_get_function(CUfunction* f, CUmodule, const char* name) {
+  static std::mutex mu;
+  static std::deque<std::string> names;  // a function handle is its name, kept to the end
+  std::lock_guard lock(mu);
+  *f = reinterpret_cast<CUfunction>(&names.emplace_back(name));
+  return 0;
+}
+CUresult m_func_attribute(int* v, int a, CUfunction) {
+  *v = a == kFuncNumRegs ? mock().registers : 0;
+  return 0;
+}
+CUresult m_func_set_attribute(CUfunction, int, int) { return 0; }
+CUresult m_launch(CUfunction, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned shared,
+                  CUstream, void** params, void**) {
+  ++mock().launches;
+  std::lock_guard lock(mock().mu);
+  mock().grid = gx;
+  mock().block = bx;
+  mock().shared = shared;
+  mock().args.clear();
+  for (int i = 0; params[i]; ++i) {  // Vantage ends the array with a null
+    std::uint64_t v = 0;
+    std::memcpy(&v, params[i], sizeof v);
+    mock().args.push_back(v);
+  }
+  return 0;
+}
+CUresult m_occupancy(int* n, CUfunction, int, std::size_t) {
+  *n = 2;
+  return 0;
+}
+
+Table mock_table() {
+  Table t;
+  t.path = "mock";
+  t.get_error_name = m_error_name;
+  t.get_error_string = m_error_string;
+  t.init = m_init;
+  t.driver_get_version = m_version;
+  t.device_get_count = m_count;
+  t.device_get = m_get;
+  t.device_get_name = m_name;
+  t.device_get_attribute = m_attribute;
+  t.device_total_mem = m_total;
+  t.primary_ctx_retain = m_retain;
+  t.primary_ctx_release = m_release;
+  t.ctx_set_current = m_set_current;
+  t.ctx_synchronize = m_sync;
+  t.mem_alloc = m_alloc;
+  t.mem_free = m_free;
+  t.mem_alloc_host = m_alloc_host;
+  t.mem_free_host = m_free_host;
+  t.memcpy_htod = m_htod;
+  t.memcpy_dtoh = m_dtoh;
+  t.memcpy_dtod = m_dtod;
+  t.memcpy_htod_async = m_htod_async;
+  t.memcpy_dtoh_async = m_dtoh_async;
+  t.memset_d8 = m_memset;
+  t.stream_create = m_stream_create;
+  t.stream_destroy = m_stream_destroy;
+  t.stream_synchronize = m_stream_sync;
+  t.event_create = m_event_create;
+  t.event_destroy = m_event_destroy;
+  t.event_record = m_event_record;
+  t.event_synchronize = m_event_sync;
+  t.event_elapsed_time = m_event_elapsed;
+  t.module_load_data = m_module_load;
+  t.module_unload = m_module_unload;
+  t.module_get_function = m_get_function;
+  t.func_get_attribute = m_func_attribute;
+  t.func_set_attribute = m_func_set_attribute;
+  t.launch_kernel = m_launch;
+  t.occupancy_max_active_blocks = m_occupancy;
+  return t;
+}
+
+// ---------------------------------------------------------------- tests
+template <class F>
+void expect_refused(F&& f, const std::string& param, const std::vector<std::string>& words) {
+  int before = mock().launches.load();
+  try {
+    f();
+    ADD_FAILURE() << "the launch was not refused (" << param << ")";
+  } catch (const LaunchError& e) {
+    EXPECT_EQ(e.param(), param) << e.what();
+    for (const auto& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(mock().launches.load(), before) << "a refused launch reached cuLaunchKernel";
+}
+
+TEST(GpuMock, TheDriverTableDescribesTwoGpus) {
+  EXPECT_EQ(Device::gpu_count(), 2);
+  EXPECT_EQ(Device::gpu_problem(), "");
+  Device d = Device::best();
+  EXPECT_TRUE(d.is_gpu());
+  EXPECT_EQ(d.name(), "GPU 0 (Mock H100 0, sm_90)");
+  EXPECT_EQ(d.properties().shared_per_block_optin, 232448);
+  EXPECT_EQ(Device::all().size(), 3u);  // two GPUs and the interpreter
+  try {
+    Device::gpu(5);
+    FAIL() << "there is no GPU 5";
+  } catch (const DriverError& e) {
+    EXPECT_NE(std::string(e.what()).find("no GPU 5"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GpuMock, BuffersCopyInAndOutAndFreeThemselves) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(0);
+  std::size_t live = mock().allocations.size();
+  {
+    auto b = d.alloc<float>(100);
+    std::vector<float> in(100);
+    for (int i = 0; i < 100; ++i) in[static_cast<std::size_t>(i)] = static_cast<float>(i);
+    b.copy_from(in);
+    EXPECT_EQ(b.to_vector(), in);
+    EXPECT_THROW(b.copy_from(std::vector<float>(99)), std::invalid_argument);
+    auto moved = std::move(b);
+    EXPECT_EQ(moved.size(), 100);
+    EXPECT_EQ(mock().allocations.size(), live + 1);
+  }
+  EXPECT_EQ(mock().allocations.size(), live) << "a buffer was not freed";
+  try {
+    (void)d.alloc<float>(std::int64_t{1} << 40);
+    FAIL() << "the mocked driver refuses 4 TiB";
+  } catch (const DriverError& e) {
+    EXPECT_EQ(e.call(), "cuMemAlloc");
+    EXPECT_NE(std::string(e.what()).find("CUDA_ERROR_OUT_OF_MEMORY (out of memory)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("on GPU 0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GpuMock, ALaunchPacksItsArgumentsForCuLaunchKernel) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(0);
+  Kernel k = examples::saxpy();
+  auto x = d.alloc<float>(1000), y = d.alloc<float>(1000);
+  const auto& cx = x;
+  int before = mock().launches.load();
+  k.launch(d, Grid{4, 256}, 1000, 2.5f, cx, y);
+  EXPECT_EQ(mock().launches.load(), before + 1);
+  std::lock_guard lock(mock().mu);
+  EXPECT_EQ(mock().grid, 4u);
+  EXPECT_EQ(mock().block, 256u);
+  ASSERT_EQ(mock().args.size(), 4u);
+  EXPECT_EQ(static_cast<std::int32_t>(mock().args[0] & 0xffffffff), 1000);
+  float a;
+  std::uint32_t bits = static_cast<std::uint32_t>(mock().args[1]);
+  std::memcpy(&a, &bits, 4);
+  EXPECT_EQ(a, 2.5f);
+  EXPECT_EQ(mock().args[2], x.view().address());
+  EXPECT_EQ(mock().args[3], y.view().address());
+}
+
+TEST(GpuMock, EveryBadLaunchIsRefusedNamingTheParameter) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(0), other = Device::gpu(1);
+  Kernel saxpy = examples::saxpy();
+  auto x = d.alloc<float>(1000), y = d.alloc<float>(1000), small = d.alloc<float>(10);
+  auto on_other = other.alloc<float>(1000);
+  auto wrong = d.alloc<double>(1000);
+  const auto& cx = x;
+  const auto& cy = y;
+  std::vector<float> host(1000);
+  Grid g{4, 256};
+  expect_refused([&] { saxpy.launch(d, g, 1000, 2.0f, cx); }, "", {"takes 4 arguments; 3 were given"});
+  expect_refused([&] { saxpy.launch(d, g, 1000, 2.0, cx, y); }, "a", {"expected a scalar f32", "scalar f64"});
+  expect_refused([&] { saxpy.launch(d, g, 1000, 2.0f, wrong, y); }, "x", {"buffer of f32", "buffer of f64"});
+  expect_refused([&] { saxpy.launch(d, g, 1000, 2.0f, cx, cy); }, "y", {"read-only buffer"});
+  expect_refused([&] { saxpy.launch(d, g, 1000, 2.0f, cx, host); }, "y", {"host memory", "GPU 0", "alloc"});
+  expect_refused([&] { saxpy.launch(d, g, 1000, 2.0f, cx, on_other); }, "y", {"GPU 1", "runs on GPU 0"});
+  expect_refused([&] { saxpy.launch(d, g, 1000, 2.0f, cx, small); }, "y", {"'y'", "extent n is 1000", "holds 10"});
+  expect_refused([&] { saxpy.launch(d, g, 1000, 2.0f, y.view(), y); }, "y", {"overlaps the buffer given for 'x'"});
+  // The interpreter runs on host memory: a GPU buffer is refused there.
+  std::vector<float> hx(1000);
+  const auto& chx = hx;
+  expect_refused([&] { saxpy.launch(Device::interpreter(), g, 1000, 2.0f, chx, y); }, "y",
+                 {"buffer of f32 on GPU 0", "interpreter", "host"});
+  // A vector access needs 16-byte alignment: one element in is 4 bytes off.
+  Kernel vec = examples::vec_copy();
+  auto in = d.alloc<float>(1025), out = d.alloc<float>(1024);
+  Buffer<const float> shifted = Buffer<const float>(in.view()).sub(1, 1024);
+  expect_refused([&] { vec.launch(d, Grid{1, 256}, 1024, shifted, out); }, "in", {"16-byte alignment"});
+  // A block size the kernel's rules refuse, and one the device refuses.
+  expect_refused(
+      [&] {
+        saxpy.launch(d, Grid{4, 128}, 1000, 2.0f, cx, y);
+      },
+      "grid.threads", {"cannot run with 128 threads per block", "declares 256"});
+  // Shared memory over the device's limit.
+  KernelBuilder big("big_shared");
+  auto o = big.param<GlobalPtr<float>>("o");
+  big.block_threads(32);
+  big.shared_budget(200 * 1024);
+  big.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.partition(
+        o, block(1), [&](Expr i) { return blk * 32 + i; },
+        [&](Scope& g, View ob) {
+          g.group(block(1), [&](Scope& b) {
+            auto s = b.shared<float>("s", 50 * 1024);
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                s, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = 1.0f; }); });
+            b.partition(
+                ob, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[0] = s[(t + 1) % 32]; }); });
+          });
+        });
+  });
+  Kernel bk = big.build();
+  auto ob = other.alloc<float>(32);
+  expect_refused(
+      [&] {
+        bk.launch(other, Grid{1, 32}, ob);
+      },
+      "", {"204800 bytes of shared memory", "GPU 1", "allows 101376"});
+  // Registers times threads over the block's registers (the mocked cubin reports 100 per thread).
+  mock().registers = 100;
+  Kernel many = examples::sgemm_smem();
+  auto A = d.alloc<float>(64 * 64), B = d.alloc<float>(64 * 64), C = d.alloc<float>(64 * 64);
+  const auto& cA = A;
+  const auto& cB = B;
+  expect_refused(
+      [&] {
+        many.launch(d, Grid{4, 1024}, 64, 64, 64, 1.0f, 0.0f, cA, cB, C);
+      },
+      "grid.threads", {"100 registers per thread", "102400", "65536"});
+  mock().registers = 40;
+}
+
+TEST(Concurrency, AGpuSpecializationIsMadeOnceHoweverManyThreadsLaunchIt) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(0);
+  Kernel k = examples::saxpy();
+  auto x = d.alloc<float>(4096), y = d.alloc<float>(4096);
+  int modules = mock().modules.load();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      const auto& cx = x;
+      for (int r = 0; r < 20; ++r) k.launch(d, Grid{16, 256}, 4096, 1.0f, cx, y);
+    });
+  for (auto& t : threads) t.join();
+  LaunchStats s = launch_stats(k);
+  EXPECT_EQ(s.compiles, 1);
+  EXPECT_EQ(s.launches + s.misses, 160);
+  EXPECT_EQ(mock().modules.load(), modules + 1) << "the module was loaded more than once";
+}
+
+// A counting operator new: the prepare path of a launch that hits must not allocate.
+std::atomic<long> g_allocations{0};
+std::atomic<bool> g_counting{false};
+
+TEST(GpuMock, APreparedLaunchAllocatesNothing) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(0);
+  Kernel k = examples::sgemm_smem();
+  auto A = d.alloc<float>(64 * 64), B = d.alloc<float>(64 * 64), C = d.alloc<float>(64 * 64);
+  const auto& cA = A;
+  const auto& cB = B;
+  k.launch(d, Grid{4, 1024}, 64, 64, 64, 1.0f, 0.0f, cA, cB, C);  // made here
+  const std::array<LaunchArg, 8> args{LaunchArg(64),   LaunchArg(64), LaunchArg(64), LaunchArg(1.0f),
+                                      LaunchArg(0.0f), LaunchArg(cA), LaunchArg(cB), LaunchArg(C)};
+  runtime::Prepared p;
+  // The counter counts (so that a zero below means something).
+  g_allocations = 0;
+  g_counting = true;
+  int* volatile probe = new int(7);  // volatile: a new/delete pair may otherwise be elided
+  delete probe;
+  g_counting = false;
+  ASSERT_EQ(g_allocations.load(), 1);
+  g_allocations = 0;
+  g_counting = true;
+  for (int i = 0; i < 100; ++i) runtime::prepare(k, d, Grid{4, 1024}, args, p);
+  k.launch(d, Grid{4, 1024}, 64, 64, 64, 1.0f, 0.0f, cA, cB, C);
+  g_counting = false;
+  EXPECT_EQ(g_allocations.load(), 0) << "the launch path allocated";
+}
+
+}  // namespace
+}  // namespace vantage
+
+void* operator new(std::size_t n) {
+  if (vantage::g_counting) ++vantage::g_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+int main(int argc, char** argv) {
+  setenv("VANTAGE_CACHE_DISABLE", "1", 1);
+  vantage::driver::install_for_testing(vantage::mock_table());
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

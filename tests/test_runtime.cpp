@@ -1,0 +1,167 @@
+// The runtime without a GPU: devices and the best one, buffers on the interpreter device, typed
+// kernels, prepare(), launch statistics, occupancy, and many threads launching many specializations
+// at once (each made once, every result right).
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "kernels/paper_kernels.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+TEST(Runtime, TheBestDeviceIsAGpuOrSaysWhyNot) {
+  Device d = Device::best();
+  if (Device::gpu_count() == 0) {
+    EXPECT_EQ(d.kind(), DeviceKind::Interpreter);
+    EXPECT_FALSE(Device::gpu_problem().empty()) << "no GPU, and no reason given";
+    EXPECT_THROW(Device::gpu(0), DriverError);
+    EXPECT_EQ(Device::all().size(), 1u);
+  } else {
+    EXPECT_TRUE(d.is_gpu());
+    EXPECT_EQ(Device::gpu_problem(), "");
+  }
+  EXPECT_EQ(Device::interpreter().name(), "interpreter");
+  EXPECT_GT(Device::interpreter().properties().shared_per_block_optin, 48 * 1024);
+}
+
+TEST(Runtime, InterpreterBuffersRunKernels) {
+  Device d = Device::interpreter();
+  Kernel k = examples::saxpy();
+  auto x = d.alloc<float>(300), y = d.alloc<float>(300);
+  std::vector<float> hx(300), hy(300);
+  for (int i = 0; i < 300; ++i) {
+    hx[static_cast<std::size_t>(i)] = static_cast<float>(i);
+    hy[static_cast<std::size_t>(i)] = 1.0f;
+  }
+  x.copy_from(hx);
+  y.copy_from(hy);
+  const auto& cx = x;
+  k.launch(d, Grid{2, 256}, 300, 2.0f, cx, y);
+  std::vector<float> got = y.to_vector();
+  for (int i = 0; i < 300; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)], 2.0f * static_cast<float>(i) + 1.0f);
+  // A stream and events on a host device run and time at once.
+  Stream s(d);
+  Event a(d), b(d);
+  a.record(s);
+  k.launch(s, Grid{2, 256}, 300, 2.0f, cx, y);
+  b.record(s);
+  s.synchronize();
+  EXPECT_GE(b.elapsed_ms(a), 0.0f);
+  PinnedBuffer<float> pinned(300);
+  y.copy_to(pinned);
+  EXPECT_EQ(pinned[299], 4.0f * 299 + 1.0f);  // two launches: y = 2x + (2x + 1)
+}
+
+TEST(Runtime, TypedKernelsCheckTheirSignatureWhenMade) {
+  Kernel k = examples::saxpy();
+  using Good = TypedKernel<void(int, float, Buffer<const float>, Buffer<float>)>;
+  Good typed(k);
+  Device d = Device::interpreter();
+  auto x = d.alloc<float>(10), y = d.alloc<float>(10);
+  x.zero();
+  y.zero();
+  typed.launch(d, Grid{1, 256}, 10, 3.0f, x, y);
+  try {
+    TypedKernel<void(int, float, Buffer<float>, Buffer<float>)> wrong(k);
+    FAIL() << "a writable Buffer<float> for the read-only x was accepted";
+  } catch (const LaunchError& e) {
+    EXPECT_EQ(e.param(), "x");
+    EXPECT_NE(std::string(e.what()).find("Buffer<const f32>"), std::string::npos) << e.what();
+  }
+  try {
+    TypedKernel<void(int, double, Buffer<const float>, Buffer<float>)> wrong(k);
+    FAIL() << "double for the f32 a was accepted";
+  } catch (const LaunchError& e) {
+    EXPECT_EQ(e.param(), "a");
+    EXPECT_NE(std::string(e.what()).find("parameter 2 is f64"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((TypedKernel<void(int, float, Buffer<const float>)>(k)), LaunchError);
+}
+
+TEST(Runtime, PrepareMakesASpecializationAheadOfItsFirstLaunch) {
+  Kernel k = examples::sgemm_smem();
+  std::shared_future<void> ready = prepare(k, Device::interpreter(), Spec{});
+  ready.get();
+  LaunchStats before = launch_stats(k);
+  EXPECT_EQ(before.compiles, 1);
+  std::vector<float> A(40 * 40, 1.0f), B(40 * 40, 1.0f), C(40 * 40, 0.0f);
+  const auto& cA = A;
+  const auto& cB = B;
+  k.launch(Device::interpreter(), Grid{4, 1024}, 40, 40, 40, 1.0f, 0.0f, cA, cB, C);
+  LaunchStats after = launch_stats(k);
+  EXPECT_EQ(after.compiles, 1);
+  EXPECT_EQ(after.launches, before.launches + 1) << "the launch did not find the prepared specialization";
+  EXPECT_EQ(C[0], 40.0f);
+  // A specialization that cannot be made holds its error in the future.
+  auto bad = prepare(examples::saxpy(), Device::interpreter(), Spec{}.with_threads(100));
+  EXPECT_THROW(bad.get(), LaunchError);
+}
+
+TEST(Runtime, OccupancyCountsThreadsRegistersAndSharedMemory) {
+  DeviceProperties h100;
+  h100.max_threads_per_block = 1024;
+  h100.max_threads_per_multiprocessor = 2048;
+  h100.max_blocks_per_multiprocessor = 32;
+  h100.registers_per_block = 65536;
+  h100.registers_per_multiprocessor = 65536;
+  h100.shared_per_block_optin = 232448;
+  h100.shared_per_multiprocessor = 233472;
+  EXPECT_DOUBLE_EQ(occupancy(h100, 256, 32, 0), 1.0);
+  EXPECT_DOUBLE_EQ(occupancy(h100, 256, 64, 0), 0.5);            // 4 blocks of 256 * 64 registers
+  EXPECT_DOUBLE_EQ(occupancy(h100, 256, 32, 100 * 1024), 0.25);  // 2 blocks fit the shared memory
+  EXPECT_DOUBLE_EQ(occupancy(h100, 1024, 128, 0), 0.0);          // 128 K registers for one block
+  EXPECT_DOUBLE_EQ(occupancy(h100, 2048, 16, 0), 0.0);
+}
+
+/// y[i] = x[i] * m + n for n specialized: each value of n is a specialization of its own.
+Kernel affine(int m) {
+  KernelBuilder k("affine_" + std::to_string(m));
+  auto n = k.param<int>("n", specialize);
+  auto x = k.param<GlobalPtr<const int>>("x", extent(Expr(256)));
+  auto y = k.param<GlobalPtr<int>>("y", extent(Expr(256)));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    auto gid = g.let("gid", g.id(thread(1)));
+    g.partition(
+        y, thread(1), [&](Expr i) { return gid + i; },
+        [&](Scope& g, View y_t) {
+          g.group(thread(1), [&](Scope& th) { th.if_(gid < 256, [&](Scope&) { y_t[0] = x[gid] * m + n; }); });
+        });
+  });
+  return k.build();
+}
+
+TEST(Concurrency, EightThreadsLaunchFourKernelsAtThreeSpecializationsEachMadeOnce) {
+  std::vector<Kernel> kernels;
+  for (int m = 1; m <= 4; ++m) kernels.push_back(affine(m));
+  std::vector<int> x(256);
+  for (int i = 0; i < 256; ++i) x[static_cast<std::size_t>(i)] = i;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      const auto& cx = x;
+      std::vector<int> y(256);
+      for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 4; ++k)
+          for (int n : {3, 5, 7}) {
+            int kk = (k + t) % 4;  // the threads start on different kernels
+            kernels[static_cast<std::size_t>(kk)].launch(Device::interpreter(), Grid{4, 64}, n, cx, y);
+            for (int i = 0; i < 256; ++i)
+              if (y[static_cast<std::size_t>(i)] != i * (kk + 1) + n) ++wrong;
+          }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  for (const auto& k : kernels) {
+    LaunchStats s = launch_stats(k);
+    EXPECT_EQ(s.compiles, 3) << k.name();
+    EXPECT_EQ(s.failures, 0);
+    EXPECT_EQ(s.launches + s.misses, 8 * 3 * 3);
+  }
+}
+
+}  // namespace
+}  // namespace vantage
