@@ -8,6 +8,9 @@
 //    Goal: at most 0.3 us more per launch (0.1 us aimed at).
 #include <benchmark/benchmark.h>
 
+#include <fstream>
+#include <string>
+
 #include "runtime/driver.h"
 #include "runtime/gpu.h"
 #include "runtime/launch_internal.h"
@@ -104,4 +107,22 @@ BENCHMARK(BM_RawCuLaunchKernel)->UseRealTime();
 
 }  // namespace
 
-BENCHMARK_MAIN();
+/// `--dump DIR` writes the axpby kernel's cubin (sm_90), entry name and CUDA source to DIR, for the
+/// GPU bundle's peer comparison (CuPy, cuda.core and Numba-CUDA launch the same kernel), then exits.
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--dump") {
+    Compiled c = compile(axpby(), Spec{}.with_arch(Arch::SM_90));
+    std::string dir = argv[2];
+    std::ofstream(dir + "/axpby.cubin", std::ios::binary)
+        .write(c.cubin.data(), static_cast<std::streamsize>(c.cubin.size()));
+    std::ofstream(dir + "/axpby.entry") << c.spec.entry << "\n";
+    std::ofstream(dir + "/axpby.cu") << c.spec.source;
+    std::printf("wrote %s/axpby.{cubin,entry,cu} (entry %s)\n", dir.c_str(), c.spec.entry.c_str());
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

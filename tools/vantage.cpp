@@ -1,6 +1,8 @@
 // The `vantage` command line: look at the example kernels (IR, lowered IR, CUDA, PTX), compile them,
 // run them on the interpreter or a GPU with their result checked, list the devices, and manage the
 // kernel cache.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -26,16 +28,19 @@ Usage:
   vantage lower NAME [OPTIONS]  print its lowered IR (what every backend consumes)
   vantage cuda NAME [OPTIONS]   print the generated CUDA C++ of an example
   vantage ptx NAME [OPTIONS]    print the PTX NVRTC makes of it
-  vantage compile [NAME...] [OPTIONS]
+  vantage compile [NAME...] [OPTIONS] [--cache]
                                 compile examples (all when none named) to cubins; print size, time,
-                                barriers, guards; exit 1 if any fails
+                                barriers, guards; exit 1 if any fails. --cache: through the kernel
+                                cache (read from it, or compile and store there)
   vantage run NAME [--size NAME=VALUE...] [--device DEVICE] [--order forward|reverse|random]
-                 [--seed S] [--check | --no-check]
+                 [--seed S] [--check | --no-check] [--against-interpreter]
                                 run an example (at its default sizes when no --size is given),
                                 check its result against a C++ reference, print what it did; exit 1
                                 on a wrong result or, on the interpreter, a memcheck, racecheck,
                                 synccheck or initcheck finding (--check: those checks, the default)
-                                DEVICE: interpreter (the default), gpu, gpu:N, or best
+                                DEVICE: interpreter (the default), gpu, gpu:N, or best;
+                                --against-interpreter: on a GPU, also run it on the interpreter
+                                and compare the two results
   vantage devices               list the devices of this host and which one Device::best() picks
   vantage cache COMMAND         the on-disk kernel cache: path, ls, stat, verify, prune, clear,
                                 export, import (see vantage cache --help)
@@ -70,9 +75,14 @@ int unknown(const std::string& name) {
 }
 
 /// Parses --arch, --threads, --size; returns false (after a message) on a bad option.
-bool parse_spec(int argc, char** argv, int first, vantage::Spec& spec, std::vector<std::string>& names) {
+bool parse_spec(int argc, char** argv, int first, vantage::Spec& spec, std::vector<std::string>& names,
+                bool* through_cache = nullptr) {
   for (int i = first; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--cache" && through_cache) {
+      *through_cache = true;
+      continue;
+    }
     auto value = [&]() -> std::string {
       if (i + 1 >= argc) return "";
       return argv[++i];
@@ -105,7 +115,24 @@ bool parse_spec(int argc, char** argv, int first, vantage::Spec& spec, std::vect
   return true;
 }
 
-int compile_one(const vantage::examples::Example& ex, const vantage::Spec& spec) {
+/// Through the kernel cache (`--cache`): the entry is read or stored there, so that `vantage cache
+/// export` can ship it.
+int cache_one(const vantage::examples::Example& ex, const vantage::Spec& spec) {
+  try {
+    auto c = vantage::KernelCache::global().get(ex.build(), spec);
+    std::printf("%-16s %-7s cubin %7zu B  %-8s  registers %d  key %s\n", ex.name.c_str(), vantage::arch_name(spec.arch),
+                c->cubin.size(), c->origin.c_str(), c->registers, c->key.substr(0, 16).c_str());
+    return 0;
+  } catch (const vantage::CheckError& e) {
+    std::printf("%-16s rejected\n%s", ex.name.c_str(), vantage::render_all(e.diagnostics()).c_str());
+  } catch (const std::exception& e) {
+    std::printf("%-16s failed: %s\n", ex.name.c_str(), e.what());
+  }
+  return 1;
+}
+
+int compile_one(const vantage::examples::Example& ex, const vantage::Spec& spec, bool through_cache) {
+  if (through_cache) return cache_one(ex, spec);
   try {
     auto c = vantage::compile(ex.build(), spec);
     std::printf("%-16s %-7s cubin %7zu B  %7.1f ms  barriers %d  shared %lld B", ex.name.c_str(),
@@ -140,6 +167,7 @@ int run_main(int argc, char** argv) {
   vantage::InterpreterOptions io;
   std::map<std::string, std::int64_t> size;
   std::string name, device_name = "interpreter";
+  bool against_interpreter = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     std::string v = i + 1 < argc ? argv[i + 1] : "";
@@ -169,6 +197,8 @@ int run_main(int argc, char** argv) {
     } else if (a == "--seed") {
       io.seed = std::strtoull(v.c_str(), nullptr, 10);
       ++i;
+    } else if (a == "--against-interpreter") {
+      against_interpreter = true;
     } else if (a == "--check") {
       io.checks = true;
     } else if (a == "--no-check") {
@@ -220,6 +250,20 @@ int run_main(int argc, char** argv) {
                     static_cast<long long>(r.report.threads), static_cast<long long>(r.report.thread_statements),
                     r.report.seconds);
       rc |= r.ok ? 0 : 1;
+      if (against_interpreter && !device.is_host()) {
+        // The same run on the interpreter: the two devices must agree (within 1e-5, relative).
+        auto ref = vantage::examples::run_example(name, s, vantage::Device::interpreter(io));
+        std::size_t bad = ref.output.size() == r.output.size() ? 0 : 1;
+        double worst = 0;
+        for (std::size_t i = 0; !bad && i < ref.output.size(); ++i) {
+          double d = std::fabs(ref.output[i] - r.output[i]) / std::max(1.0, std::fabs(ref.output[i]));
+          worst = std::max(worst, d);
+          if (!(d <= 1e-5)) bad = i + 1;
+        }
+        std::printf("  against the interpreter: %s (largest relative difference %.3g over %zu values)\n",
+                    bad ? "DIFFERENT" : "agrees", worst, ref.output.size());
+        rc |= bad ? 1 : 0;
+      }
     } catch (const vantage::CheckError& e) {
       std::printf("%s: rejected\n%s", name.c_str(), vantage::render_all(e.diagnostics()).c_str());
       rc = 1;
@@ -274,15 +318,16 @@ int main(int argc, char** argv) {
   if (cmd == "cuda" || cmd == "ptx" || cmd == "compile" || cmd == "lower") {
     vantage::Spec spec;
     std::vector<std::string> names;
-    if (!parse_spec(argc, argv, 2, spec, names)) return 2;
+    bool through_cache = false;
+    if (!parse_spec(argc, argv, 2, spec, names, cmd == "compile" ? &through_cache : nullptr)) return 2;
     if (cmd == "compile") {
       int rc = 0;
       if (names.empty())
-        for (const auto& ex : vantage::examples::all()) rc |= compile_one(ex, spec);
+        for (const auto& ex : vantage::examples::all()) rc |= compile_one(ex, spec, through_cache);
       for (const auto& n : names) {
         const auto* ex = find(n);
         if (!ex) return unknown(n);
-        rc |= compile_one(*ex, spec);
+        rc |= compile_one(*ex, spec, through_cache);
       }
       return rc;
     }

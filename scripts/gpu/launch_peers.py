@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Launch overhead of the peers, measured the way bench_launch measures Vantage: the same axpby
+kernel (the cubin Vantage generated, where a peer can load one), 256 launches on one stream, then a
+synchronize; the time per launch is the batch time over 256. Median of 21 batches after 5 warm-up
+batches. Peers missing on the machine are reported as missing, never estimated.
+
+usage: launch_peers.py DIR_WITH_AXPBY_CUBIN OUT_JSON
+"""
+import json
+import statistics
+import sys
+import time
+
+BATCH = 256
+REPS = 21
+WARMUP = 5
+N = 256
+
+
+def time_batches(launch, sync):
+    for _ in range(WARMUP):
+        for _ in range(BATCH):
+            launch()
+        sync()
+    times = []
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        for _ in range(BATCH):
+            launch()
+        sync()
+        times.append((time.perf_counter() - t0) / BATCH * 1e6)
+    return statistics.median(times)
+
+
+def cupy_raw(d):
+    import cupy as cp
+    entry = open(f"{d}/axpby.entry").read().strip()
+    mod = cp.RawModule(path=f"{d}/axpby.cubin")
+    fn = mod.get_function(entry)
+    x = cp.ones(N, dtype=cp.float32)
+    y = cp.ones(N, dtype=cp.float32)
+    z = cp.zeros(N, dtype=cp.float32)
+    args = (cp.int32(N), cp.float32(2.0), cp.float32(3.0), x, y, z)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        us = time_batches(lambda: fn((1,), (256,), args), stream.synchronize)
+    assert float(z[0]) == 5.0, "CuPy's launch computed the wrong value"
+    return us
+
+
+def cuda_core(d):
+    import cuda.core.experimental as cc
+    import cupy as cp  # buffers; cuda.core takes their device pointers
+    import numpy as np
+    dev = cc.Device()
+    dev.set_current()
+    entry = open(f"{d}/axpby.entry").read().strip()
+    data = open(f"{d}/axpby.cubin", "rb").read()
+    # cuda.core's API has moved between releases: try the newer spelling first.
+    code = cc.ObjectCode.from_cubin(data) if hasattr(cc.ObjectCode, "from_cubin") else cc.ObjectCode(data, "cubin")
+    kernel = code.get_kernel(entry)
+    stream = dev.create_stream()
+    x = cp.ones(N, dtype=cp.float32)
+    y = cp.ones(N, dtype=cp.float32)
+    z = cp.zeros(N, dtype=cp.float32)
+    args = (np.int32(N), np.float32(2.0), np.float32(3.0), x.data.ptr, y.data.ptr, z.data.ptr)
+    try:
+        config = cc.LaunchConfig(grid=1, block=256)
+        cc.launch(stream, config, kernel, *args)
+        go = lambda: cc.launch(stream, config, kernel, *args)
+    except TypeError:
+        config = cc.LaunchConfig(grid=1, block=256, stream=stream)
+        go = lambda: cc.launch(kernel, config, *args)
+    us = time_batches(go, stream.sync)
+    assert float(z[0]) == 5.0, "cuda.core's launch computed the wrong value"
+    return us
+
+
+def numba_cuda(_d):
+    # Numba compiles its own kernel: the same computation, not the same cubin.
+    from numba import cuda
+    import numpy as np
+
+    @cuda.jit
+    def axpby(n, a, b, x, y, z):
+        i = cuda.grid(1)
+        if i < n:
+            z[i] = a * x[i] + b * y[i]
+
+    x = cuda.to_device(np.ones(N, dtype=np.float32))
+    y = cuda.to_device(np.ones(N, dtype=np.float32))
+    z = cuda.device_array(N, dtype=np.float32)
+    stream = cuda.stream()
+    k = axpby[1, 256, stream]
+    us = time_batches(lambda: k(np.int32(N), np.float32(2.0), np.float32(3.0), x, y, z), stream.synchronize)
+    assert float(z.copy_to_host()[0]) == 5.0, "Numba's launch computed the wrong value"
+    return us
+
+
+def main():
+    d, out = sys.argv[1], sys.argv[2]
+    results = {}
+    for name, fn in (("cupy_rawkernel", cupy_raw), ("cuda_core", cuda_core), ("numba_cuda", numba_cuda)):
+        try:
+            results[name] = {"us_per_launch": fn(d)}
+        except Exception as e:  # a missing or failing peer is reported, not guessed
+            results[name] = {"error": f"{type(e).__name__}: {e}"}
+        print(name, results[name], flush=True)
+    json.dump(results, open(out, "w"), indent=2)
+    # 2: some peer could not be measured (it is reported as such, not as a failure of Vantage's).
+    sys.exit(0 if all("us_per_launch" in r for r in results.values()) else 2)
+
+
+if __name__ == "__main__":
+    main()
