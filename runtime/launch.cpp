@@ -666,6 +666,41 @@ std::shared_future<void> prepare(const Kernel& kernel, const Device& device, con
   return e->done;
 }
 
+std::int64_t best_threads(const Kernel& kernel, const Device& device, Spec spec) {
+  const runtime::Table& t = runtime::table_of(kernel);
+  if (t.declared_threads > 0) return t.declared_threads;
+  const DeviceProperties& p = device.properties();
+  spec.arch = p.arch;
+  std::int64_t best = 0;
+  double best_occ = -1;
+  std::string why;
+  for (std::int64_t threads : {64, 128, 256, 512, 1024}) {
+    if (threads > p.max_threads_per_block) continue;
+    spec.threads = threads;
+    double occ = 0;
+    try {
+      Specialized s = specialize_for(kernel, spec);
+      int registers = 0;
+      if (nvrtc_available() || device.is_gpu()) registers = KernelCache::global().get(kernel, spec)->registers;
+      occ = occupancy(p, threads, registers, s.static_shared_bytes + s.dynamic_shared_bytes);
+    } catch (const std::exception& e) {
+      if (why.empty()) why = e.what();
+      continue;
+    }
+    auto distance = [](std::int64_t x) { return x > 256 ? x / 256 : 256 / x; };
+    if (occ > best_occ || (occ == best_occ && distance(threads) < distance(best))) {
+      best = threads;
+      best_occ = occ;
+    }
+  }
+  if (best == 0 || best_occ <= 0)
+    throw LaunchError("grid.threads", "kernel '" + t.name + "': no threads per block of 64..1024 fits " +
+                                          device.name() + (why.empty() ? "" : ": " + why));
+  logging::get().debug("best_threads: kernel '{}' on {}: {} threads per block, occupancy {:.2f}", t.name, device.name(),
+                       best, best_occ);
+  return best;
+}
+
 namespace detail {
 void check_typed_signature(const Kernel& kernel, std::span<const TypedParamInfo> params) {
   const runtime::Table& t = runtime::table_of(kernel);

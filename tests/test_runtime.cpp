@@ -115,6 +115,23 @@ TEST(Runtime, OccupancyCountsThreadsRegistersAndSharedMemory) {
   EXPECT_DOUBLE_EQ(occupancy(h100, 2048, 16, 0), 0.0);
 }
 
+TEST(Runtime, BestThreadsPicksAFittingCountForAKernelThatLeavesItOpen) {
+  // A kernel with few registers and no shared memory: every count fills a multiprocessor.
+  KernelBuilder k("open_threads");
+  auto out = k.param<GlobalPtr<float>>("out");
+  k.body([&](Scope& g) {
+    auto gid = g.let("gid", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return gid + i; },
+        [&](Scope& g, View o) { g.group(thread(1), [&](Scope&) { o[0] = 1.0f; }); });
+  });
+  Kernel kernel = k.build();
+  std::int64_t t = best_threads(kernel, Device::interpreter());
+  EXPECT_TRUE(t == 64 || t == 128 || t == 256 || t == 512 || t == 1024) << t;
+  EXPECT_EQ(t, 256) << "every count gives full occupancy here; the tie goes to 256";
+  EXPECT_EQ(best_threads(examples::saxpy(), Device::interpreter()), 256) << "a declared count is kept";
+}
+
 /// y[i] = x[i] * m + n for n specialized: each value of n is a specialization of its own.
 Kernel affine(int m) {
   KernelBuilder k("affine_" + std::to_string(m));

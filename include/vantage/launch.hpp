@@ -142,6 +142,12 @@ LaunchStats launch_stats(const Kernel& kernel);
 /// launch finds it ready. The future holds the error, if making it failed.
 std::shared_future<void> prepare(const Kernel& kernel, const Device& device, const Spec& spec);
 
+/// For a kernel that leaves its threads per block open: the count, among 64, 128, 256, 512 and 1024
+/// that the kernel's rules accept and `device` allows, that keeps the most of a multiprocessor busy
+/// (occupancy from the compiled kernel's registers and shared memory where NVRTC is at hand; ties go
+/// to the count nearest 256). Throws LaunchError when no count fits.
+std::int64_t best_threads(const Kernel& kernel, const Device& device, Spec spec = {});
+
 /// A kernel whose signature is also a C++ type: `TypedKernel<void(int, float, Buffer<const float>,
 /// Buffer<float>)>`. Making one checks the types against the kernel's parameters (LaunchError naming
 /// the first that differs); `launch` then takes exactly those types, checked by the C++ compiler.
