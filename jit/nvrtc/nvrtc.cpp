@@ -3,9 +3,12 @@
 #include "jit/nvrtc/nvrtc.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <xxhash.h>
 
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -62,9 +65,57 @@ bool resolve(Table& t, F& fn, const char* name) {
   return fn != nullptr;
 }
 
-/// Version plus a hash of the library's bytes: a different build of the same version differs.
+/// The GNU build id of the loaded object that contains `addr` (read from its notes in memory), or
+/// empty when it has none.
+std::string build_id(const void* addr) {
+  struct Search {
+    std::uintptr_t addr;
+    std::string id;
+  } search{reinterpret_cast<std::uintptr_t>(addr), {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) -> int {
+        auto* s = static_cast<Search*>(data);
+        bool mine = false;
+        for (int i = 0; i < info->dlpi_phnum && !mine; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          std::uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+          mine = ph.p_type == PT_LOAD && s->addr >= lo && s->addr < lo + ph.p_memsz;
+        }
+        if (!mine) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE) continue;
+          const auto* p = reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);
+          const unsigned char* end = p + ph.p_memsz;
+          while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p);
+            const unsigned char* name = p + sizeof(ElfW(Nhdr));
+            const unsigned char* desc = name + ((n->n_namesz + 3) & ~3u);
+            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0 &&
+                desc + n->n_descsz <= end) {
+              s->id.assign(reinterpret_cast<const char*>(desc), n->n_descsz);
+              return 1;
+            }
+            p = desc + ((n->n_descsz + 3) & ~3u);
+          }
+        }
+        return 1;
+      },
+      &search);
+  return search.id;
+}
+
+/// Version plus the build: the library's GNU build id where it has one (read in memory, instantly),
+/// else a hash of its bytes (about 100 MiB). Either way a different build of the same version differs.
 std::string make_fingerprint(const Table& t) {
   std::string fp = "nvrtc " + std::to_string(t.major) + "." + std::to_string(t.minor);
+  auto hex = [](std::uint64_t h) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    return std::string(buf);
+  };
+  if (std::string id = build_id(reinterpret_cast<const void*>(t.version)); !id.empty())
+    return fp + " build " + hex(XXH3_64bits(id.data(), id.size()));
   Dl_info info{};
   std::string file;
   if (t.version && dladdr(reinterpret_cast<void*>(t.version), &info) && info.dli_fname) file = info.dli_fname;
@@ -75,10 +126,8 @@ std::string make_fingerprint(const Table& t) {
     std::vector<char> buf(1 << 20);
     while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
       XXH3_64bits_update(state, buf.data(), static_cast<std::size_t>(in.gcount()));
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits_digest(state)));
+    fp += " build " + hex(XXH3_64bits_digest(state));
     XXH3_freeState(state);
-    fp += " build " + std::string(hex);
   }
   return fp;
 }
@@ -204,7 +253,7 @@ Result compile(const std::string& source, const std::string& name, const std::ve
 }
 
 std::string fingerprint() {
-  // Hashing the library (about 100 MiB) is only needed for cache keys, so it happens on first ask.
+  // Only cache keys need it, so it is made on first ask.
   static const std::string fp = make_fingerprint(loaded());
   return fp;
 }
