@@ -356,21 +356,24 @@ std::pair<Entry*, bool> claim(Table& t, const Device& device, std::int64_t threa
 /// Makes a claimed entry and publishes the outcome to everyone waiting for it.
 void fill(Entry& e, const Kernel& kernel, const Device& device, Table& t) {
   auto start = std::chrono::steady_clock::now();
+  bool ok = true;
   try {
     make(e, kernel, device, t);
-    e.state.store(Entry::kReady, std::memory_order_release);
-    e.promise.set_value();
-    ++t.compiles;
   } catch (...) {
     e.error = std::current_exception();
-    e.state.store(Entry::kFailed, std::memory_order_release);
-    e.promise.set_exception(e.error);
-    ++t.failures;
+    ok = false;
   }
+  // The statistics first: whoever the outcome wakes sees them counted.
   t.compile_ns +=
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  ++(ok ? t.compiles : t.failures);
   logging::get().debug("launch: kernel '{}' for {} with {} threads per block: {}", t.name, device.name(), e.threads,
-                       e.state.load() == Entry::kReady ? "ready" : "failed");
+                       ok ? "ready" : "failed");
+  e.state.store(ok ? Entry::kReady : Entry::kFailed, std::memory_order_release);
+  if (ok)
+    e.promise.set_value();
+  else
+    e.promise.set_exception(e.error);
 }
 
 /// The entry for this key, made by this thread or another; rethrows the error of a failed one.
