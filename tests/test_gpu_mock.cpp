@@ -32,7 +32,6 @@ struct MockState {
   std::set<CUdeviceptr> allocations;
   std::atomic<int> launches{0};
   std::atomic<int> modules{0};
-  int current = -1;
   // The last launch.
   unsigned grid = 0, block = 0, shared = 0;
   std::vector<std::uint64_t> args;
@@ -102,8 +101,9 @@ CUresult m_retain(CUcontext* c, CUdevice d) {
   return 0;
 }
 CUresult m_release(CUdevice) { return 0; }
+thread_local int g_current = -1;  // as in the driver, the current context is per thread
 CUresult m_set_current(CUcontext c) {
-  mock().current = static_cast<int>(reinterpret_cast<std::uintptr_t>(c) - 0x1000);
+  g_current = static_cast<int>(reinterpret_cast<std::uintptr_t>(c) - 0x1000);
   return 0;
 }
 CUresult m_sync() { return 0; }
