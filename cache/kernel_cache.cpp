@@ -42,7 +42,7 @@ using cache::Key;
 namespace {
 
 /// Bumped whenever the code generator's output for the same IR changes.
-constexpr const char* kCodegenVersion = "vantage-cuda-2";
+constexpr const char* kCodegenVersion = "vantage-cuda-3";  // 3: hidden lengths, checked accesses
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -81,6 +81,11 @@ std::map<std::string, std::string> encode(const Specialized& s, const Compiled& 
     v << p.name << '\t' << p.is_pointer << '\t' << static_cast<int>(p.type) << '\t' << p.is_const << '\t'
       << p.specialized << '\t' << (p.value ? std::to_string(*p.value) : "-") << '\t' << p.alignment << '\t' << p.extent;
     m["param." + std::to_string(1000 + i)] = v.str();
+  }
+  for (std::size_t i = 0; i < s.checks.size(); ++i) {
+    const CheckedAccess& c = s.checks[i];
+    m["check." + std::to_string(1000000 + i)] = std::to_string(c.line) + '\t' + std::to_string(c.column) + '\t' +
+                                                (c.write ? "w" : "r") + '\t' + c.memory + '\t' + c.file;
   }
   for (std::size_t i = 0; i < s.guards.size(); ++i) {
     const Guard& g = s.guards[i];
@@ -133,6 +138,24 @@ Specialized decode(const std::map<std::string, std::string>& m) {
       p.alignment = std::atoi(f[6].c_str());
       p.extent = f[7];
       s.params.push_back(std::move(p));
+    } else if (k.rfind("check.", 0) == 0) {
+      // line, column, r/w, memory, file (the file last: it may hold anything but a newline)
+      std::vector<std::string> f;
+      std::size_t start = 0;
+      for (int i = 0; i < 4; ++i) {
+        std::size_t tab = v.find('\t', start);
+        if (tab == std::string::npos) break;
+        f.push_back(v.substr(start, tab - start));
+        start = tab + 1;
+      }
+      if (f.size() < 4) continue;
+      CheckedAccess c;
+      c.line = static_cast<std::uint32_t>(std::atoll(f[0].c_str()));
+      c.column = static_cast<std::uint32_t>(std::atoll(f[1].c_str()));
+      c.write = f[2] == "w";
+      c.memory = f[3];
+      c.file = v.substr(start);
+      s.checks.push_back(std::move(c));  // keys sort, so the sites come back in order
     } else if (k.rfind("guard.", 0) == 0) {
       std::vector<std::string> f;
       std::size_t start = 0;

@@ -111,6 +111,7 @@ void Device::synchronize() const {
   if (kind_ != DeviceKind::Gpu) return;
   gpu::make_current(ordinal_);
   check(drv().ctx_synchronize(), "cuCtxSynchronize", name());
+  gpu::raise_recorded_error(ordinal_);
 }
 
 // ---------------------------------------------------------------- streams and events
@@ -144,6 +145,7 @@ void Stream::synchronize() const {
   if (!device_.is_gpu()) return;
   gpu::make_current(device_.ordinal());
   check(drv().stream_synchronize(static_cast<driver::CUstream>(handle_)), "cuStreamSynchronize", device_.name());
+  gpu::raise_recorded_error(device_.ordinal());
 }
 
 Event::Event(const Device& device) : device_(device) {
@@ -260,6 +262,7 @@ void Memory::copy_out(void* host, std::size_t bytes, std::size_t offset) const {
   gpu::make_current(device_.ordinal());
   check(drv().memcpy_dtoh(host, address_ + offset, bytes), "cuMemcpyDtoH",
         size_text(bytes) + " from " + device_.name());
+  gpu::raise_recorded_error(device_.ordinal());  // the copy waited for the kernels before it
 }
 void Memory::copy_in_async(const void* host, std::size_t bytes, std::size_t offset, const Stream& s) const {
   if (!device_.is_gpu()) return copy_in(host, bytes, offset);

@@ -1,11 +1,14 @@
 // Vantage GPUs: see gpu.h.
 #include "runtime/gpu.h"
 
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 #include "support/log.h"
+#include "support/strings.h"
 #include "vantage/diagnostics.hpp"
 
 namespace vantage::gpu {
@@ -16,6 +19,8 @@ struct Gpu {
   DeviceProperties props;
   std::once_flag ctx_once;
   driver::CUcontext ctx = nullptr;
+  std::once_flag record_once;
+  std::uint64_t* record = nullptr;
 };
 
 struct Registry {
@@ -138,6 +143,69 @@ Arch arch_for(int major, int minor, const std::string& device_name) {
                       device_name + " has compute capability " + std::to_string(major) + "." + std::to_string(minor) +
                           "; Vantage compiles for " + arch_names());
   return best;
+}
+
+namespace {
+struct Sites {
+  std::string kernel;
+  std::vector<CheckedAccess> sites;
+};
+std::mutex& sites_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_map<std::uint64_t, Sites>& all_sites() {
+  static std::unordered_map<std::uint64_t, Sites> s;
+  return s;
+}
+constexpr std::size_t kRecordWords = 8;
+}  // namespace
+
+std::uint64_t* error_record(int ordinal) {
+  Gpu& g = at(ordinal);
+  std::call_once(g.record_once, [&] {
+    make_current(ordinal);
+    void* p = nullptr;
+    driver::check(driver::table().mem_alloc_host(&p, kRecordWords * sizeof(std::uint64_t)), "cuMemAllocHost",
+                  "the error record of " + gpu_name(ordinal));
+    std::memset(p, 0, kRecordWords * sizeof(std::uint64_t));
+    g.record = static_cast<std::uint64_t*>(p);
+  });
+  return g.record;
+}
+
+void register_checks(std::uint64_t tag, const std::string& kernel, const std::vector<CheckedAccess>& sites) {
+  std::lock_guard lock(sites_mutex());
+  all_sites()[tag] = Sites{kernel, sites};
+}
+
+void raise_recorded_error(int ordinal) {
+  Gpu& g = at(ordinal);
+  volatile std::uint64_t* r = g.record;
+  if (!r || r[0] == 0) return;
+  std::uint64_t tag = r[0], site = r[1], block = r[2], thread = r[3];
+  auto index = static_cast<std::int64_t>(r[4]), bound = static_cast<std::int64_t>(r[5]);
+  for (std::size_t i = 1; i < kRecordWords; ++i) r[i] = 0;
+  r[0] = 0;
+  std::string kernel = "a kernel", what = "an access";
+  SourceLoc loc;
+  {
+    std::lock_guard lock(sites_mutex());
+    if (auto it = all_sites().find(tag); it != all_sites().end()) {
+      kernel = "kernel '" + it->second.kernel + "'";
+      if (site < it->second.sites.size()) {
+        const CheckedAccess& c = it->second.sites[site];
+        loc = SourceLoc{strings::intern(c.file), c.line, c.column};
+        what = std::string(c.write ? "writes" : "reads") + " '" + c.memory + "'[" + std::to_string(index) + "]";
+      }
+    }
+  }
+  throw ExecutionError("memcheck",
+                       "on " + gpu_name(ordinal) + ", " + kernel + ": block " + std::to_string(block) + " thread " +
+                           std::to_string(thread) + " " + what + " at " +
+                           (loc.known() ? loc.str() : std::string("<unknown line>")) + ", outside its " +
+                           std::to_string(bound) + " elements (the access was skipped)",
+                       loc.known() ? std::vector<SourceLoc>{loc} : std::vector<SourceLoc>{});
 }
 
 }  // namespace vantage::gpu

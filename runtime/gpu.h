@@ -2,7 +2,11 @@
 // primary context, retained on first use and made current on the calling thread when needed.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
+
+#include "vantage/compile.hpp"
 
 #include "runtime/driver.h"
 #include "vantage/runtime.hpp"
@@ -20,5 +24,15 @@ const DeviceProperties& properties(int ordinal);
 void make_current(int ordinal);
 /// The compute capability as an architecture Vantage compiles for; throws when it has none.
 Arch arch_for(int major, int minor, const std::string& device_name);
+
+/// GPU `ordinal`'s error record: page-locked host memory (reached from the GPU through unified
+/// addressing) into which the first access checked as it runs that fails writes the kernel's tag,
+/// the site, the block, the thread, the index and the bound.
+std::uint64_t* error_record(int ordinal);
+/// The sites of a kernel's checked accesses, found by its tag when its record is read.
+void register_checks(std::uint64_t tag, const std::string& kernel, const std::vector<CheckedAccess>& sites);
+/// Throws ExecutionError ("memcheck", naming the kernel, the access's builder line, the block, the
+/// thread and the index) if a kernel on GPU `ordinal` recorded a failed check, and clears the record.
+void raise_recorded_error(int ordinal);
 
 }  // namespace vantage::gpu

@@ -21,6 +21,7 @@
 #include <optional>
 #include <thread>
 
+#include "jit/cuda/emit.h"
 #include "jit/interp/interp.h"
 #include "jit/ir/eval.h"
 #include "jit/ir/printer.h"
@@ -298,6 +299,8 @@ void make(Entry& e, const Kernel& kernel, const Device& device, Table& t) {
     e.alignment.assign(t.params.size(), 0);
     for (std::size_t i = 0; i < s.params.size() && i < t.params.size(); ++i) e.alignment[i] = s.params[i].alignment;
     e.dynamic_shared = s.dynamic_shared_bytes;
+    gpu::register_checks(cuda::check_tag(s.entry), t.name, s.checks);
+    gpu::error_record(device.ordinal());  // made before the first launch, not on it
     std::int64_t shared = s.static_shared_bytes + s.dynamic_shared_bytes;
     if (shared > p.shared_per_block_optin)
       throw LaunchError("", "kernel '" + t.name + "' needs " + std::to_string(shared) +
@@ -404,6 +407,7 @@ const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std:
                      Prepared& out) {
   Table& t = table_of(kernel);
   const std::size_t n = t.params.size();
+  if (device.is_gpu()) gpu::raise_recorded_error(device.ordinal());  // what an earlier launch did
   if (args.size() != n)
     throw LaunchError("", "kernel '" + t.name + "' takes " + std::to_string(n) + " arguments; " +
                               std::to_string(args.size()) + " were given");
@@ -560,8 +564,19 @@ const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std:
     }
     out.pointers[i] = &slot;
   }
-  out.pointers[n] = nullptr;
-  out.count = n;
+  // The hidden arguments: each pointer's length, then the error record (GPUs only).
+  std::size_t k = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!t.params[i].pointer) continue;
+    out.slots[k] = static_cast<std::uint64_t>(args[i].length());
+    out.pointers[k] = &out.slots[k];
+    ++k;
+  }
+  out.slots[k] = device.is_gpu() ? reinterpret_cast<std::uint64_t>(gpu::error_record(device.ordinal())) : 0;
+  out.pointers[k] = &out.slots[k];
+  ++k;
+  out.pointers[k] = nullptr;
+  out.count = k;
   out.blocks = grid.blocks;
   return *e;
 }

@@ -112,13 +112,15 @@ struct Table : detail::KernelSlot {
 
 Table& table_of(const Kernel& kernel);
 
-/// The packed arguments of one launch.
+/// The packed arguments of one launch: the kernel's parameters, then one length per pointer
+/// parameter, then the error record (the entry point's ABI, see jit/cuda/emit.h).
 struct Prepared {
+  static constexpr std::size_t kSlots = 2 * kMaxParams + 1;
   std::array<std::int64_t, kMaxParams> scalars;
   std::array<std::int64_t, kMaxParams> extents;  ///< elements each pointer may touch (-1: its length)
-  std::array<std::uint64_t, kMaxParams> slots;
-  std::array<void*, kMaxParams + 1> pointers;  ///< null after the last
-  std::size_t count = 0;
+  std::array<std::uint64_t, kSlots> slots;
+  std::array<void*, kSlots + 1> pointers;  ///< null after the last
+  std::size_t count = 0;                   ///< slots in use
   std::int64_t blocks = 0;
 };
 

@@ -12,17 +12,24 @@ namespace vantage::test_support {
 namespace {
 
 /// What the generated code of a one-thread integer kernel needs from CUDA, on the host: thread and
-/// block 0, and the device functions `min` and `max`.
+/// block 0, the device functions `min` and `max`, and what a checked access records with.
 constexpr const char* kShim = R"(#include <algorithm>
 #include <iostream>
 #define __device__
 #define __global__
 #define __forceinline__ inline
+#define __noinline__
 #define __launch_bounds__(...)
 struct vt_host_dim3 { unsigned x = 0, y = 0, z = 0; };
 static vt_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 using std::max;
 using std::min;
+inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long cmp, unsigned long long v) {
+  unsigned long long old = *p;
+  if (old == cmp) *p = v;
+  return old;
+}
+inline void __threadfence_system() {}
 )";
 
 std::string read(const std::filesystem::path& p) {
@@ -57,8 +64,10 @@ HostRun run_on_host(const std::vector<HostKernel>& kernels) {
   program << "int main() {\n";
   for (std::size_t i = 0; i < kernels.size(); ++i)
     for (const auto& args : kernels[i].calls)
+      // The kernel's arguments, its output, then the hidden ones: the output's length and the error
+      // record (none: a failed check would leave out[0] unwritten).
       program << "  { " << kernels[i].out_type << " out[1] = {}; vt_case_" << i << "::" << kernels[i].entry << "("
-              << args << (args.empty() ? "" : ", ") << "out); std::cout << +out[0] << '\\n'; }\n";
+              << args << (args.empty() ? "" : ", ") << "out, 1, nullptr); std::cout << +out[0] << '\\n'; }\n";
   program << "}\n";
   const auto src = dir.path / "kernels.cpp", exe = dir.path / "kernels", log = dir.path / "log";
   std::ofstream(src) << program.str();

@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "jit/cuda/emit.h"
 #include "kernels/paper_kernels.hpp"
 #include "runtime/driver.h"
 #include "runtime/launch_internal.h"
@@ -36,6 +37,7 @@ struct MockState {
   unsigned grid = 0, block = 0, shared = 0;
   std::vector<std::uint64_t> args;
   int registers = 40;
+  bool fail_next = false;  ///< the next launch records a failed check, as the kernel would
 };
 MockState& mock() {
   static MockState s;
@@ -197,7 +199,7 @@ CUresult m_func_attribute(int* v, int a, CUfunction) {
   return 0;
 }
 CUresult m_func_set_attribute(CUfunction, int, int) { return 0; }
-CUresult m_launch(CUfunction, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned shared,
+CUresult m_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned shared,
                   CUstream, void** params, void**) {
   ++mock().launches;
   std::lock_guard lock(mock().mu);
@@ -209,6 +211,17 @@ CUresult m_launch(CUfunction, unsigned gx, unsigned, unsigned, unsigned bx, unsi
     std::uint64_t v = 0;
     std::memcpy(&v, params[i], sizeof v);
     mock().args.push_back(v);
+  }
+  if (mock().fail_next) {
+    // What vt_fail writes: the kernel's tag, then the site, block, thread, index and bound.
+    mock().fail_next = false;
+    auto* record = reinterpret_cast<std::uint64_t*>(mock().args.back());
+    record[1] = 0;
+    record[2] = 2;
+    record[3] = 5;
+    record[4] = 1000;
+    record[5] = 1000;
+    record[0] = cuda::check_tag(*reinterpret_cast<const std::string*>(f));
   }
   return 0;
 }
@@ -329,7 +342,11 @@ TEST(GpuMock, ALaunchPacksItsArgumentsForCuLaunchKernel) {
   std::lock_guard lock(mock().mu);
   EXPECT_EQ(mock().grid, 4u);
   EXPECT_EQ(mock().block, 256u);
-  ASSERT_EQ(mock().args.size(), 4u);
+  // n, a, x, y, then the lengths of x and y, then the error record.
+  ASSERT_EQ(mock().args.size(), 7u);
+  EXPECT_EQ(mock().args[4], 1000u);
+  EXPECT_EQ(mock().args[5], 1000u);
+  EXPECT_NE(mock().args[6], 0u);
   EXPECT_EQ(static_cast<std::int32_t>(mock().args[0] & 0xffffffff), 1000);
   float a;
   std::uint32_t bits = static_cast<std::uint32_t>(mock().args[1]);
@@ -337,6 +354,29 @@ TEST(GpuMock, ALaunchPacksItsArgumentsForCuLaunchKernel) {
   EXPECT_EQ(a, 2.5f);
   EXPECT_EQ(mock().args[2], x.view().address());
   EXPECT_EQ(mock().args[3], y.view().address());
+}
+
+TEST(GpuMock, AnAccessThatFailsItsCheckOnTheGpuIsReportedAtItsLine) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(0);
+  Kernel k = examples::block_reduce();  // site 0: x[min(idx, n - 1)], which n = 0 would send to -1
+  auto x = d.alloc<float>(1000), out = d.alloc<float>(4);
+  const auto& cx = x;
+  mock().fail_next = true;
+  k.launch(d, Grid{4, 256}, 1000, cx, out);
+  try {
+    d.synchronize();
+    FAIL() << "the recorded failure was not reported";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "memcheck");
+    std::string what = e.what();
+    EXPECT_NE(what.find("kernel 'block_reduce'"), std::string::npos) << what;
+    EXPECT_NE(what.find("block 2 thread 5 reads 'x'[1000]"), std::string::npos) << what;
+    EXPECT_NE(what.find("paper_kernels.cpp:"), std::string::npos) << what;
+    ASSERT_EQ(e.locs().size(), 1u);
+    EXPECT_NE(std::string(e.locs()[0].file).find("paper_kernels.cpp"), std::string::npos);
+  }
+  EXPECT_NO_THROW(d.synchronize()) << "the record was not cleared";
 }
 
 TEST(GpuMock, EveryBadLaunchIsRefusedNamingTheParameter) {

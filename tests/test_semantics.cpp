@@ -225,7 +225,8 @@ TEST(GeneratedCode, SelectWithALoadEvaluatesBothArms) {
         });
   });
   std::string src = specialize_for(k.build(), Spec{}).source;
-  EXPECT_NE(src.find("vt_select<float>((i < n), x["), std::string::npos) << src;
+  // The load is checked as it runs: min(i, n - 1) is -1 when n is 0.
+  EXPECT_NE(src.find("vt_select<float>((i < n), vt_ld(x, "), std::string::npos) << src;
   EXPECT_NE(src.find("((i < n) ? 1.0f : 2.0f)"), std::string::npos) << "no load, no call: " << src;
 }
 
@@ -592,6 +593,27 @@ TEST(GeneratedCodeRuns, LoopBoundsAreEvaluatedOnce) {
   if (nvrtc_available()) {
     EXPECT_EQ(compile(kernel, Spec{}).log, "") << s.source;
   }
+}
+
+TEST(GeneratedCodeRuns, AnAccessOutsideItsBufferIsSkippedNotMade) {
+  // out holds one element (the host run passes its length, 1); the store goes to out[n]. For n
+  // other than 0 the generated check skips it: no undefined behaviour under UBSan and ASan-like
+  // bounds, out[0] keeps its 0 (on a GPU the error record names this line; tests/test_gpu_mock.cpp).
+  KernelBuilder k("oob_store");
+  auto n = k.param<int>("n");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    g.claim(out, thread(1), [&](Scope& g, View o) { g.split(Level::Thread, {{1, [&](Scope&) { o[n] = 9; }}}); });
+  });
+  Specialized s = specialize_for(k.build(), Spec{});
+  EXPECT_NE(s.source.find("vt_st(out, "), std::string::npos) << s.source;
+  ASSERT_EQ(s.checks.size(), 1u);
+  EXPECT_TRUE(s.checks[0].write);
+  EXPECT_EQ(s.checks[0].memory, "out");
+  auto run = test_support::run_on_host({{s.source, s.entry, "int", {"0", "1", "-1", "2147483647"}}});
+  ASSERT_TRUE(run.ok) << run.problem << "\n" << s.source;
+  EXPECT_EQ(run.values, (std::vector<std::string>{"9", "0", "0", "0"})) << s.source;
 }
 
 }  // namespace

@@ -13,6 +13,15 @@
 
 namespace vantage {
 
+/// An access the generated code checks as it runs (lowering could not prove it inside its memory):
+/// where it is, for the error that names it.
+struct CheckedAccess {
+  std::string file;
+  std::uint32_t line = 0, column = 0;
+  std::string memory;  ///< the buffer or array's name
+  bool write = false;
+};
+
 /// A kernel specialized for one launch: generated CUDA C++, guards and signature.
 struct Specialized {
   std::string entry;   ///< the extern "C" entry point
@@ -25,6 +34,9 @@ struct Specialized {
   Arch arch = Arch::SM_90;
   bool fp_contract = true;
   int barriers = 0;  ///< barriers and fences the sync pass placed
+  /// The accesses checked as it runs, by site number. The entry point takes the kernel's parameters,
+  /// then one `long long` length per pointer parameter, then the error record they write to.
+  std::vector<CheckedAccess> checks;
 };
 
 /// Binds the launch shape and specialized sizes, re-checks the size rules with the numbers, places

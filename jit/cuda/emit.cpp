@@ -8,6 +8,8 @@
 // and is then defined. Index expressions are computed exactly, in 32 or 64 bits.
 #include "jit/cuda/emit.h"
 
+#include <xxhash.h>
+
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -226,6 +228,42 @@ class Emitter {
              "}\n";
     if (uses_and_) src << "static __device__ __forceinline__ bool vt_and(bool a, bool b) { return a && b; }\n";
     if (uses_or_) src << "static __device__ __forceinline__ bool vt_or(bool a, bool b) { return a || b; }\n";
+    if (uses_checks_) {
+      // Accesses lowering could not prove inside their memory (docs/runtime.md): the first that
+      // leaves records the kernel's tag, the site, the block, the thread, the index and the bound.
+      char tag[32];
+      std::snprintf(tag, sizeof tag, "%lluull", static_cast<unsigned long long>(check_tag(opt_.entry)));
+      src << "static __device__ __noinline__ void vt_fail(unsigned long long* e, int site, long long i, long long n) "
+             "{\n"
+             "  if (e && atomicCAS(e, 0ull, "
+          << tag
+          << ") == 0ull) {\n"
+             "    e[1] = static_cast<unsigned long long>(site);\n"
+             "    e[2] = blockIdx.x;\n"
+             "    e[3] = threadIdx.x;\n"
+             "    e[4] = static_cast<unsigned long long>(i);\n"
+             "    e[5] = static_cast<unsigned long long>(n);\n"
+             "    __threadfence_system();\n"
+             "  }\n"
+             "}\n"
+             "template <class T>\n"
+             "static __device__ __forceinline__ T vt_ld(const T* p, long long i, long long n, int site, unsigned long "
+             "long* "
+             "e) {\n"
+             "  if (i >= 0 && i < n) return p[i];\n"
+             "  vt_fail(e, site, i, n);\n"
+             "  return T();\n"
+             "}\n"
+             "template <class T, class V>\n"
+             "static __device__ __forceinline__ void vt_st(T* p, long long i, long long n, V v, int site, unsigned "
+             "long "
+             "long* e) {\n"
+             "  if (i >= 0 && i < n)\n"
+             "    p[i] = v;\n"
+             "  else\n"
+             "    vt_fail(e, site, i, n);\n"
+             "}\n";
+    }
     if (!helper_text_.empty())
       src << "// Integer operations as docs/semantics.md defines them, where plain C++ would be undefined.\n"
           << helper_text_;
@@ -301,8 +339,9 @@ class Emitter {
     out_.str("");
     std::ostringstream sig;
     sig << "extern \"C\" __global__ void __launch_bounds__(" << opt_.threads << ") " << opt_.entry << "(";
-    for (std::size_t i = 0; i < k.params.size(); ++i) sig << (i ? ", " : "") << param_decl(k.params[i]);
-    sig << ")";
+    for (std::size_t i = 0; i < k.params.size(); ++i) sig << param_decl(k.params[i]) << ", ";
+    // Where an access checked as it runs records what went wrong (docs/runtime.md; null: nowhere).
+    sig << "unsigned long long* __restrict__ vt_err)";
     indent_ = 1;
     std::ostringstream body;
     std::swap(body, out_);
@@ -317,7 +356,7 @@ class Emitter {
     } else if (kernel_smem_ > 0) {
       out_ << "  __shared__ __align__(16) unsigned char vt_smem[" << kernel_smem_ << "];\n";
     }
-    out_ << "  (void)vt_tid;\n  (void)vt_bid;\n";
+    out_ << "  (void)vt_tid;\n  (void)vt_bid;\n  (void)vt_err;\n";
     out_ << body.str() << "}\n";
   }
 
@@ -327,8 +366,8 @@ class Emitter {
     text << "static __device__ __forceinline__ " << (f.returns ? ctype(*f.returns) : "void") << " " << fn_names_.at(&f)
          << "(";
     for (const auto& p : f.params) text << param_decl(p) << ", ";
-    text << "int vt_tid, int vt_bid, unsigned char* vt_smem) {\n";
-    text << "  (void)vt_tid;\n  (void)vt_bid;\n  (void)vt_smem;\n";
+    text << "int vt_tid, int vt_bid, unsigned char* vt_smem, unsigned long long* vt_err) {\n";
+    text << "  (void)vt_tid;\n  (void)vt_bid;\n  (void)vt_smem;\n  (void)vt_err;\n";
     indent_ = 1;
     std::ostringstream body;
     std::swap(body, out_);
@@ -521,7 +560,12 @@ class Emitter {
 
   std::string text(const Id&) { throw InternalError("emit: an id() reached the printer; lower the kernel first"); }
   std::string text(const Builtin& n) { return n.which == BuiltinKind::ThreadInBlock ? "vt_tid" : "vt_bid"; }
-  std::string text(const Load& n) { return access(n.mem, n.indices, n.loc); }
+  std::string text(const Load& n) {
+    if (!n.bound) return access(n.mem, n.indices, n.loc);
+    uses_checks_ = true;
+    return "vt_ld(" + name(n.mem) + ", " + index(n.indices[0], n.loc) + ", " + expr(n.bound) + ", " +
+           std::to_string(n.site) + ", vt_err)";
+  }
 
   // ------------------------------------------------------------------ accesses and index arithmetic
   /// An access to root memory at a flat index (lowered IR has no other kind).
@@ -646,7 +690,12 @@ class Emitter {
   }
   void emit(const Store& n, const StmtPtr&) {
     ind();
-    out_ << access(n.mem, n.indices, n.loc) << " = " << expr(n.value) << ";\n";
+    uses_checks_ = uses_checks_ || n.bound;
+    if (n.bound)
+      out_ << "vt_st(" << name(n.mem) << ", " << index(n.indices[0], n.loc) << ", " << expr(n.bound) << ", "
+           << expr(n.value) << ", " << n.site << ", vt_err);\n";
+    else
+      out_ << access(n.mem, n.indices, n.loc) << " = " << expr(n.value) << ";\n";
   }
   void emit(const If& n, const StmtPtr&) {
     ind();
@@ -778,7 +827,7 @@ class Emitter {
     }
     auto smem = const_int(n.args[user + 2].value);
     out_ << expr(n.args[user].value) << ", " << expr(n.args[user + 1].value) << ", "
-         << (smem && *smem >= 0 ? "vt_smem + " + std::to_string(*smem) : std::string("nullptr")) << ");\n";
+         << (smem && *smem >= 0 ? "vt_smem + " + std::to_string(*smem) : std::string("nullptr")) << ", vt_err);\n";
   }
 
   void emit(const Unsafe& n, const StmtPtr&) {
@@ -988,11 +1037,14 @@ class Emitter {
   std::unordered_map<const char*, std::string> quoted_;  ///< source file names, quoted for #line
   ExactRanges index_ranges_;                             ///< the index being printed: each exact operation's envelope
   std::string helper_text_;
+  bool uses_checks_ = false;
   bool uses_half_ = false, uses_bf16_ = false, uses_tf32_ = false, uses_select_ = false, uses_and_ = false,
        uses_or_ = false;
 };
 
 }  // namespace
+
+std::uint64_t check_tag(const std::string& entry) { return XXH3_64bits(entry.data(), entry.size()) | 1u; }
 
 int unroll_factor(std::int64_t trips, std::int64_t size) { return trips <= 32 && trips * size <= 1024 ? 0 : 4; }
 

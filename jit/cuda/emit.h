@@ -31,8 +31,13 @@ struct EmitResult {
   std::vector<Diagnostic> problems;  ///< what cannot be printed (indices that may not fit 64 bits)
 };
 
-/// Prints a lowered kernel (jit/lower) as CUDA C++.
+/// Prints a lowered kernel (jit/lower) as CUDA C++. Its parameters are the kernel's own, then one
+/// `long long` length per pointer parameter, then the error record (`unsigned long long*`, or null).
 EmitResult emit(const lower::Lowered& lowered, const EmitOptions& options);
+
+/// The tag a kernel writes into its error record when an access checked as it runs fails (never 0):
+/// the runtime finds the kernel, and so the sites' builder lines, by it.
+std::uint64_t check_tag(const std::string& entry);
 
 /// The unroll policy for a loop of `trips` iterations (a constant) whose body has `size` IR nodes:
 /// 0 to unroll it fully (`#pragma unroll`), which only loops whose unrolled code stays small get, else

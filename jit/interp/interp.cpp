@@ -187,9 +187,10 @@ class Machine {
   Machine(const lower::Lowered& k, std::int64_t blocks, const std::vector<Arg>& args, const Options& o)
       : k_(k), blocks_(blocks), opt_(o), rng_(o.seed) {
     T_ = k.options.threads;
-    if (args.size() != k.kernel.params.size())
-      throw InternalError("interp: " + std::to_string(args.size()) + " arguments for " +
-                          std::to_string(k.kernel.params.size()) + " parameters");
+    if (args.size() != k.user_params)
+      throw InternalError("interp: " + std::to_string(args.size()) + " arguments for " + std::to_string(k.user_params) +
+                          " parameters");
+    std::vector<std::int64_t> lengths;  // each pointer's elements: the hidden length parameters
     for (std::size_t i = 0; i < args.size(); ++i) {
       const ParamNode& p = k.kernel.params[i];
       if (p.var) {
@@ -210,8 +211,11 @@ class Machine {
       r->track = opt_.checks && !p.mem->is_const;
       if (r->track) r->shadow.resize(static_cast<std::size_t>(r->length));
       globals_[p.mem.get()] = r.get();
+      lengths.push_back(r->length);
       regions_.push_back(std::move(r));
     }
+    for (std::size_t i = args.size(), j = 0; i < k.kernel.params.size() && j < lengths.size(); ++i, ++j)
+      params_[k.kernel.params[i].var.get()].i = lengths[j];
   }
 
   Stats run() {
@@ -347,6 +351,16 @@ class Machine {
                            {l});
     return i;
   }
+  /// An access lowering could not prove inside its memory: index against its bound (what the GPU
+  /// and CPU code check as they run).
+  void checked(Thread& t, const MemPtr& m, std::int64_t index, std::int64_t bound, bool writing, SourceLoc l) {
+    if (index >= 0 && index < bound) return;
+    const Region& r = *mem(t, m.get(), l).region;
+    throw ExecutionError("memcheck",
+                         describe(t) + (writing ? " writes " : " reads ") + element(r, index) + " at " + where(l) +
+                             ", outside its " + std::to_string(bound) + " elements",
+                         {l});
+  }
   bool ordered_before(const Access& a, const Thread& t) {
     if (a.block != block_) return false;
     if (a.thread == t.tid) return true;
@@ -452,7 +466,9 @@ class Machine {
                             },
                             [&](const Load& n) {
                               V idx = eval(n.indices[0], t);
-                              return read(t, mem(t, n.mem.get(), n.loc), exact(n.indices[0]->type, idx.i), n.loc);
+                              std::int64_t i = exact(n.indices[0]->type, idx.i);
+                              if (n.bound) checked(t, n.mem, i, eval(n.bound, t).i, false, n.loc);
+                              return read(t, mem(t, n.mem.get(), n.loc), i, n.loc);
                             },
                         });
   }
@@ -555,7 +571,9 @@ class Machine {
                      [&](const Store& n) {
                        V idx = eval(n.indices[0], t);
                        V v = eval(n.value, t);
-                       write(t, mem(t, n.mem.get(), n.loc), exact(n.indices[0]->type, idx.i), v, n.loc);
+                       std::int64_t i = exact(n.indices[0]->type, idx.i);
+                       if (n.bound) checked(t, n.mem, i, eval(n.bound, t).i, true, n.loc);
+                       write(t, mem(t, n.mem.get(), n.loc), i, v, n.loc);
                      },
                      [&](const If& n) {
                        if (eval(n.cond, t).i)

@@ -214,13 +214,20 @@ struct Id : ExprNode {
   Id(ScalarType t, Perspective pp, SourceLoc l) : ExprNode(kKind, t, l), p(pp) {}
   auto fields() const { return std::tie(p); }
 };
+/// Lowered IR only: an access lowering could not prove inside its memory carries a `bound` (the
+/// number of elements it must stay below: an extent, an array's count, or a buffer's length) and a
+/// `site` (its index in Lowered::checks); it is checked as it runs. Null bound: proven, unchecked.
 struct Load : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Load;
   MemPtr mem;
   std::vector<ExprPtr> indices;
+  ExprPtr bound;
+  std::int64_t site = -1;
+  Load(ScalarType t, MemPtr m, std::vector<ExprPtr> idx, ExprPtr b, std::int64_t s, SourceLoc l)
+      : ExprNode(kKind, t, l), mem(std::move(m)), indices(std::move(idx)), bound(std::move(b)), site(s) {}
   Load(ScalarType t, MemPtr m, std::vector<ExprPtr> idx, SourceLoc l)
-      : ExprNode(kKind, t, l), mem(std::move(m)), indices(std::move(idx)) {}
-  auto fields() const { return std::tie(mem, indices); }
+      : Load(t, std::move(m), std::move(idx), nullptr, -1, l) {}
+  auto fields() const { return std::tie(mem, indices, bound, site); }
 };
 
 /// Lowered IR only (jit/lower): the hardware position of the running thread, an i32.
@@ -268,14 +275,24 @@ struct Assign : StmtNode {
   Assign(VarPtr v, ExprPtr e, SourceLoc l) : StmtNode(kKind, l), var(std::move(v)), value(std::move(e)) {}
   auto fields() const { return std::tie(var, value); }
 };
+/// `bound` and `site` as for Load (lowered IR only).
 struct Store : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Store;
   MemPtr mem;
   std::vector<ExprPtr> indices;
   ExprPtr value;
+  ExprPtr bound;
+  std::int64_t site = -1;
+  Store(MemPtr m, std::vector<ExprPtr> idx, ExprPtr v, ExprPtr b, std::int64_t s, SourceLoc l)
+      : StmtNode(kKind, l),
+        mem(std::move(m)),
+        indices(std::move(idx)),
+        value(std::move(v)),
+        bound(std::move(b)),
+        site(s) {}
   Store(MemPtr m, std::vector<ExprPtr> idx, ExprPtr v, SourceLoc l)
-      : StmtNode(kKind, l), mem(std::move(m)), indices(std::move(idx)), value(std::move(v)) {}
-  auto fields() const { return std::tie(mem, indices, value); }
+      : Store(std::move(m), std::move(idx), std::move(v), nullptr, -1, l) {}
+  auto fields() const { return std::tie(mem, indices, value, bound, site); }
 };
 struct If : StmtNode {
   static constexpr StmtKind kKind = StmtKind::If;

@@ -136,7 +136,11 @@ class Printer {
   std::string text(const Select& n) { return "select(" + expr(n.c) + ", " + expr(n.a) + ", " + expr(n.b) + ")"; }
   std::string text(const MathCall& n) { return std::string(name_of(n.fn)) + "(" + list(n.args) + ")"; }
   std::string text(const Id& n) { return "id(" + n.p.str() + ")"; }
-  std::string text(const Load& n) { return name(n.mem) + "[" + list(n.indices) + "]"; }
+  /// An access checked as it runs shows its bound: `x[i if < vt_len_x]`.
+  std::string access(const MemPtr& m, const std::vector<ExprPtr>& idx, const ExprPtr& bound) {
+    return name(m) + "[" + list(idx) + (bound ? " if < " + expr(bound) : "") + "]";
+  }
+  std::string text(const Load& n) { return access(n.mem, n.indices, n.bound); }
   std::string text(const Builtin& n) { return n.which == BuiltinKind::ThreadInBlock ? "thread_index" : "block_index"; }
 
  public:
@@ -186,7 +190,7 @@ class Printer {
     out_ << " = " << expr(n.value) << ";\n";
   }
   void print(const Assign& n, int) { out_ << name(n.var) << " = " << expr(n.value) << ";\n"; }
-  void print(const Store& n, int) { out_ << name(n.mem) << "[" << list(n.indices) << "] = " << expr(n.value) << ";\n"; }
+  void print(const Store& n, int) { out_ << access(n.mem, n.indices, n.bound) << " = " << expr(n.value) << ";\n"; }
   void print(const If& n, int depth) {
     out_ << "if " << expr(n.cond) << " ";
     body_block(n.then_body, depth);

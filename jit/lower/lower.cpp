@@ -96,7 +96,26 @@ struct Context {
   std::unordered_map<const FunctionNode*, FunctionPtr> functions;
   std::unordered_map<const MemNode*, int> param_index;
   std::unordered_map<const MemNode*, ExprPtr> extents;  ///< kernel pointer parameters with an extent
+  /// Every pointer parameter (kernel or function): the hidden i64 parameter holding its length.
+  std::unordered_map<const MemNode*, VarPtr> lengths;
+  int next_var = 1 << 30;  ///< ids of the hidden variables (after every id a builder gives)
 };
+
+/// Appends to `params` one hidden i64 length parameter per pointer parameter, recorded in `c`.
+void add_lengths(Context& c, std::vector<ParamNode>& params, SourceLoc l) {
+  std::vector<ParamNode> hidden;
+  for (const auto& p : params) {
+    if (!p.mem) continue;
+    auto v = make_var(c.next_var++, "vt_len_" + p.name, ScalarType::I64, VarNode::Origin::Param, p.loc);
+    c.lengths[p.mem.get()] = v;
+    ParamNode h;
+    h.name = v->name;
+    h.var = v;
+    h.loc = l;
+    hidden.push_back(std::move(h));
+  }
+  params.insert(params.end(), hidden.begin(), hidden.end());
+}
 
 struct Pos {
   ExprPtr block;   ///< block offset inside the unit (when the unit spans blocks)
@@ -175,7 +194,8 @@ class BodyLowerer {
       std::vector<ExprPtr> idx;
       for (const auto& i : n.indices) idx.push_back(mutate(i));
       auto [root, flat] = b_.resolve(n.mem, std::move(idx), n.loc);
-      return make<Load>(n.type, root, std::vector<ExprPtr>{flat}, n.loc);
+      auto [bound, site] = b_.check(root, flat, false, n.loc);
+      return make<Load>(n.type, root, std::vector<ExprPtr>{flat}, bound, site, n.loc);
     }
     ExprPtr visit(const Builtin&, const ExprPtr&) override {
       throw InternalError("lower: the input is already lowered");
@@ -223,6 +243,26 @@ class BodyLowerer {
     if (auto it = counts_.find(root.get()); it != counts_.end()) return lit(it->second, l);
     return nullptr;
   }
+  /// What an access to root memory must stay below: the declared extent or the array's count, else
+  /// the pointer's length (a hidden parameter), as an i64.
+  ExprPtr bound_of(const MemPtr& root, SourceLoc l) const {
+    ExprPtr e = extent_of(root, l);
+    if (!e) {
+      auto it = c_.lengths.find(root.get());
+      if (it == c_.lengths.end()) return nullptr;
+      return ref(it->second, l);
+    }
+    return e->type == ScalarType::I64 ? e : fold(make<Cast>(ScalarType::I64, e, l));
+  }
+  /// The bound an access at `index` needs checked as it runs, and its site; {null, -1} when lowering
+  /// proves it inside.
+  std::pair<ExprPtr, std::int64_t> check(const MemPtr& root, const ExprPtr& index, bool write, SourceLoc l) const {
+    if (proven_in_bounds(root, index, 1, l)) return {nullptr, -1};
+    ExprPtr b = bound_of(root, l);
+    if (!b) throw InternalError("lower: no bound for memory '" + root->name + "'");
+    c_.out.checks.push_back({l, root->name, write});
+    return {b, static_cast<std::int64_t>(c_.out.checks.size()) - 1};
+  }
   /// `e` with the values of unassigned lets put in and widening integer casts dropped: the form in
   /// which two index expressions are compared as affine sums.
   ExprPtr normal(const ExprPtr& e, int depth = 0) const {
@@ -248,13 +288,15 @@ class BodyLowerer {
     } norm(*this, depth);
     return norm.mutate(e);
   }
-  /// Whether `x < bound` follows from the range of x or from a condition the code is under whose
-  /// arithmetic cannot wrap.
+  /// Whether `x < bound` follows from the range of x or from a condition `lo < hi` (or `lo <= hi`)
+  /// the code is under whose arithmetic cannot wrap: x = lo + (x - lo) < hi + (x - lo), so it does
+  /// when `bound - hi - x + lo` is a constant at least 0 (at least 1 for `<=`). With hi the bound
+  /// itself that is `lo - x`: `if (i < n) x[i]`; with constants, `if (t < 128) s[t + 128]` in 256.
   bool proven_below(const ExprPtr& x, const ExprPtr& bound) const {
     auto rx = exact_index_range(x, env_);
     if (auto k = const_int(bound); k && rx && rx->hi < *k) return true;
     Affine ax = affine(normal(x));
-    ExprPtr nb = normal(bound);
+    Affine ab = affine(normal(bound));
     for (const auto& f : facts_) {
       const auto* b = as<Binary>(*f);
       if (!b) continue;
@@ -267,11 +309,14 @@ class BodyLowerer {
         case BinOp::Ge: lo = b->b, hi = b->a, strict = false; break;
         default: continue;
       }
-      if (!is_integer(lo->type) || !equal(normal(hi), nb)) continue;
-      auto rlo = exact_index_range(lo, env_);
-      if (!rlo || !rlo->within(Range::of(lo->type))) continue;  // the test itself may wrap
-      Affine d = affine(normal(lo));
-      d.merge(ax, -1);  // lo - x
+      if (!is_integer(lo->type)) continue;
+      auto rlo = exact_index_range(lo, env_), rhi = exact_index_range(hi, env_);
+      // The test itself may wrap: then it says nothing about the exact values.
+      if (!rlo || !rlo->within(Range::of(lo->type)) || !rhi || !rhi->within(Range::of(hi->type))) continue;
+      Affine d = ab;
+      d.merge(affine(normal(hi)), -1);
+      d.merge(ax, -1);
+      d.merge(affine(normal(lo)), 1);  // bound - hi - x + lo
       bool constant = true;
       for (const auto& [atom, k] : d.terms) constant = constant && k == 0;
       if (constant && d.constant >= (strict ? 0 : 1)) return true;
@@ -332,7 +377,9 @@ class BodyLowerer {
     std::vector<ExprPtr> idx;
     for (const auto& i : n.indices) idx.push_back(lx(i));
     auto [root, flat] = resolve(n.mem, std::move(idx), n.loc);
-    out.push_back(make<Store>(root, std::vector<ExprPtr>{flat}, lx(n.value), n.loc));
+    ExprPtr value = lx(n.value);
+    auto [bound, site] = check(root, flat, true, n.loc);
+    out.push_back(make<Store>(root, std::vector<ExprPtr>{flat}, value, bound, site, n.loc));
   }
   void lower_stmt(const If& n, std::vector<StmtPtr>& out) {
     ExprPtr c = lx(n.cond);
@@ -428,7 +475,10 @@ class BodyLowerer {
       }
       ExprPtr cond = bin(BinOp::Lt, pos, lit(offset + count, l), l);
       if (offset != 0) cond = bin(BinOp::LAnd, bin(BinOp::Ge, pos, lit(offset, l), l), cond, l);
+      std::size_t facts = facts_.size();
+      add_facts(cond);  // the branch's positions: facts for the bounds proofs inside it
       branches.emplace_back(cond, scoped(next, n.bodies[i]));
+      facts_.resize(facts);
       offset += count;
     }
     StmtPtr chain;
@@ -571,6 +621,7 @@ void BodyLowerer::lower_stmt(const Call& n, std::vector<StmtPtr>& out) {
   const Pos& p = frames_.back();
   SourceLoc l = n.loc;
   std::vector<CallArgNode> args;
+  std::vector<ExprPtr> lengths;  // the callee's hidden length parameters, in order
   for (const auto& a : n.args) {
     if (!a.mem) {
       args.push_back({lx(a.value), nullptr});
@@ -584,7 +635,10 @@ void BodyLowerer::lower_stmt(const Call& n, std::vector<StmtPtr>& out) {
                                  {}});
     auto [root, flat] = resolve(a.mem, {lit(0, l), lit(0, l), lit(0, l)}, l);
     args.push_back({flat, root});
+    ExprPtr offset = flat->type == ScalarType::I64 ? flat : fold(make<Cast>(ScalarType::I64, flat, l));
+    lengths.push_back(bin(BinOp::Sub, bound_of(root, l), offset, l));
   }
+  for (auto& len : lengths) args.push_back({std::move(len), nullptr});
   std::int64_t u = units(f.signature);
   ExprPtr tid = p.thread;
   if (f.signature.level == Level::Thread) {
@@ -696,8 +750,9 @@ FunctionPtr lower_function(Context& c, const FunctionNode& f) {
           true,
           f.signature,
           copies};
-  BodyLowerer b(c, f.body, top, f.signature);
   auto fn = std::make_shared<FunctionNode>(f);
+  add_lengths(c, fn->params, l);
+  BodyLowerer b(c, f.body, top, f.signature);
   fn->body = b.run();
   for (auto& p : fn->params) p.at.reset();
   fn->hash = hash_function(*fn);
@@ -725,9 +780,11 @@ Lowered lower(const KernelNode& k, const Options& options) {
           true,
           grid(1),
           1};
+  out.kernel = k;
+  out.user_params = k.params.size();
+  add_lengths(c, out.kernel.params, l);
   BodyLowerer b(c, k.body, top, grid(1));
   for (const auto& r : k.requirements) b.assume(r.cond);
-  out.kernel = k;
   out.kernel.body = b.run();
   out.shared_bytes = b.peak();
   out.kernel.hash = hash_kernel(out.kernel);

@@ -9,8 +9,14 @@
 //   flat index; every shared array has its byte offset in `shared_offsets`;
 // - barriers are `Barrier` statements resolved to a hardware primitive (jit/sync placed them);
 // - vector accesses are `VectorCopy` statements, only where their whole extent is proven in bounds;
-// - a call passes each pointer argument as (root, flat offset), then the callee's thread position,
-//   block position and shared-memory offset (-1: none) as three trailing value arguments.
+// - every other Load and Store that lowering cannot prove inside its memory carries a `bound` and a
+//   `site` (Lowered::checks): it is checked as it runs, on every backend;
+// - after its own parameters, the kernel and every function take one i64 length per pointer
+//   parameter (the elements that pointer may reach), which those bounds use where no extent is
+//   declared;
+// - a call passes each pointer argument as (root, flat offset), then the callee's lengths, then
+//   the callee's thread position, block position and shared-memory offset (-1: none) as three
+//   trailing value arguments.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +38,13 @@ struct Options {
   Arch arch = Arch::SM_90;
 };
 
+/// An access checked as it runs (a Load or Store with a bound): where, and what it touches.
+struct CheckSite {
+  SourceLoc loc;
+  std::string memory;  ///< the root's name
+  bool write = false;
+};
+
 struct Lowered {
   Options options;
   ir::KernelNode kernel;                   ///< parameters as specialized, body lowered
@@ -41,6 +54,8 @@ struct Lowered {
   int barriers = 0;                                                     ///< hardware barriers placed automatically
   std::map<int, int> param_alignment;  ///< parameter index -> bytes a vector access needs
   std::vector<Diagnostic> problems;    ///< what cannot be lowered (grid-wide sync, barrier ids)
+  std::vector<CheckSite> checks;       ///< every access checked as it runs, by site
+  std::size_t user_params = 0;         ///< the kernel's own parameters; then one length per pointer
 };
 
 /// Lowers a specialized kernel (jit/specialize's output) for one launch shape.

@@ -80,6 +80,8 @@ Specialized specialize_for(const Kernel& kernel, const Spec& spec) {
   out.arch = spec.arch;
   out.fp_contract = spec.fp_contract;
   out.barriers = lowered.barriers;
+  for (const auto& c : lowered.checks)
+    out.checks.push_back({c.loc.file ? c.loc.file : "", c.loc.line, c.loc.column, c.memory, c.write});
   return out;
 }
 
