@@ -291,6 +291,7 @@ struct KernelCache::Impl {
   std::vector<std::map<std::string, std::vector<char>>> bundles;  // read-only bundles
   mutable std::shared_mutex mu;
   std::unordered_map<MemoryKey, std::shared_ptr<const CachedKernel>, MemoryKeyHash, MemoryKeyEqual> table;
+  std::unordered_map<std::string, std::shared_ptr<const std::vector<char>>> artifacts;  ///< by name
   std::atomic<std::int64_t> memory_hits{0}, disk_hits{0}, layer_hits{0}, compiles{0}, write_failures{0}, bad_entries{0};
   std::once_flag warn_write, warn_read;
 
@@ -459,6 +460,46 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
   auto [it, inserted] =
       impl_->table.emplace(MemoryKey{detail::KernelAccess::ir_ptr(kernel), spec, output}, std::move(result));
   return it->second;
+}
+
+std::shared_ptr<const std::vector<char>> KernelCache::artifact(const std::string& kind,
+                                                               const std::vector<std::string>& key_parts,
+                                                               const std::function<std::vector<char>()>& produce,
+                                                               std::string* origin) {
+  std::vector<std::string> parts = {"vantage-artifact", std::to_string(cache::kFormatVersion), kind};
+  parts.insert(parts.end(), key_parts.begin(), key_parts.end());
+  Key key = cache::make_key(parts);
+  std::string name = kind + "." + key.hex();
+  {
+    std::shared_lock lock(impl_->mu);
+    if (auto it = impl_->artifacts.find(name); it != impl_->artifacts.end()) {
+      ++impl_->memory_hits;
+      if (origin) *origin = "memory";
+      return it->second;
+    }
+  }
+  auto make = [&] {
+    Entry e;
+    e.key = key;
+    e.cubin = produce();
+    e.meta["kind"] = kind;
+    ++impl_->compiles;
+    return e;
+  };
+  std::shared_ptr<const std::vector<char>> bytes;
+  if (impl_->store && impl_->store->usable()) {
+    auto r = cache::get_or_produce(*impl_->store, name, key, make, impl_->cfg.lock_timeout, impl_->cfg.max_bytes);
+    if (!r.read_problem.empty()) impl_->warn_read_once(r.read_problem);
+    if (!r.write_problem.empty()) impl_->warn_write_once(r.write_problem);
+    if (!r.produced) ++impl_->disk_hits;
+    if (origin) *origin = r.produced ? "compiled" : "disk";
+    bytes = std::make_shared<const std::vector<char>>(std::move(r.entry->cubin));
+  } else {
+    if (origin) *origin = "compiled";
+    bytes = std::make_shared<const std::vector<char>>(make().cubin);
+  }
+  std::unique_lock lock(impl_->mu);
+  return impl_->artifacts.emplace(name, bytes).first->second;
 }
 
 CacheStats KernelCache::stats() const {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "jit/target/target.h"
 #include "runtime/driver.h"
@@ -66,6 +67,20 @@ double DeviceProperties::memory_bandwidth_gbs() const {
 // ---------------------------------------------------------------- devices
 Device Device::interpreter(InterpreterOptions options) { return Device(DeviceKind::Interpreter, 0, options); }
 
+bool Device::cpu_available() {
+#ifdef VANTAGE_HAVE_CPU_BACKEND
+  return true;
+#else
+  return false;
+#endif
+}
+
+Device Device::cpu(int threads) {
+  if (!cpu_available()) throw ToolchainError("this build of Vantage has no CPU backend (VANTAGE_CPU_BACKEND=OFF)");
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return Device(DeviceKind::Cpu, 0, {}, threads);
+}
+
 Device Device::gpu(int ordinal) {
   gpu::properties(ordinal);  // throws, naming why, when there is no such GPU
   return Device(DeviceKind::Gpu, ordinal, {});
@@ -81,10 +96,20 @@ Device Device::best() {
     std::call_once(logged, [&] { logging::get().info("device: {} (the first GPU)", d.name()); });
     return d;
   }
+  if (cpu_available()) {
+    Device d = cpu();
+    std::call_once(logged, [&] {
+      logging::get().info("device: the CPU backend on {} threads, because there is no usable GPU ({})",
+                          d.host_threads(), gpu::problem());
+    });
+    return d;
+  }
   Device d = interpreter();
   std::call_once(logged, [&] {
-    logging::get().info("device: the interpreter, because there is no usable GPU ({}) and no CPU backend yet",
-                        gpu::problem());
+    logging::get().info(
+        "device: the interpreter, because there is no usable GPU ({}) and this build has no CPU "
+        "backend",
+        gpu::problem());
   });
   return d;
 }
@@ -92,11 +117,13 @@ Device Device::best() {
 std::vector<Device> Device::all() {
   std::vector<Device> out;
   for (int i = 0; i < gpu::count(); ++i) out.push_back(gpu(i));
+  if (cpu_available()) out.push_back(cpu());
   out.push_back(interpreter());
   return out;
 }
 
 std::string Device::name() const {
+  if (kind_ == DeviceKind::Cpu) return "CPU (" + std::to_string(threads_) + " threads)";
   if (kind_ != DeviceKind::Gpu) return device_kind_name(kind_);
   const DeviceProperties& p = properties();
   return "GPU " + std::to_string(ordinal_) + " (" + p.name + ", " + arch_name(p.arch) + ")";

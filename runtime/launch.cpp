@@ -21,12 +21,22 @@
 #include <optional>
 #include <thread>
 
+#ifdef VANTAGE_HAVE_CPU_BACKEND
+#include "jit/cpu/cpu.h"
+#endif
+#include <xxhash.h>
+
+#include <cctype>
+#include <cstdio>
+#include <map>
+
 #include "jit/cuda/emit.h"
 #include "jit/interp/interp.h"
 #include "jit/ir/eval.h"
 #include "jit/ir/printer.h"
 #include "jit/pipeline/handles.h"
 #include "jit/pipeline/pipeline.h"
+#include "runtime/cpu_pool.h"
 #include "runtime/driver.h"
 #include "runtime/gpu.h"
 #include "runtime/launch_internal.h"
@@ -265,6 +275,57 @@ Entry* find(Table& t, const Device& device, std::int64_t threads, std::span<cons
   return nullptr;
 }
 
+#ifdef VANTAGE_HAVE_CPU_BACKEND
+/// Identical kernels (the same lowered IR) share their loaded code: one symbol per content.
+std::shared_ptr<cpu::Loaded> load_cpu(const std::vector<char>& object, const std::string& entry) {
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<cpu::Loaded>> loaded;
+  std::lock_guard lock(mu);
+  if (auto it = loaded.find(entry); it != loaded.end())
+    if (auto l = it->second.lock()) return l;
+  auto l = std::make_shared<cpu::Loaded>(cpu::load(object, entry));
+  loaded[entry] = l;
+  return l;
+}
+#endif
+
+/// The CPU backend: lowered, as LLVM IR, compiled for this host (through the cache: a second
+/// process skips LLVM), loaded through ORC.
+void make_cpu(Entry& e, const Kernel& kernel, Table& t, const Spec& spec) {
+#ifdef VANTAGE_HAVE_CPU_BACKEND
+  auto lowered = pipeline::lower_for(kernel, spec);
+  e.guards = std::move(lowered.specialized.guards);
+  e.block_threads = lowered.specialized.threads;
+  e.alignment.assign(t.params.size(), 0);
+  for (const auto& [i, bytes] : lowered.lowered.param_alignment) e.alignment[static_cast<std::size_t>(i)] = bytes;
+  std::string text = lower::print(lowered.lowered);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
+  std::string base;
+  for (char c : t.name) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  std::string entry = "vt_cpu_" + base + "_" + hex;
+  cpu::Module m = cpu::generate(lowered.lowered, entry);
+  e.cpu_scratch = m.scratch_bytes();
+  e.cpu_shared = lowered.lowered.shared_bytes;
+  e.sites = lowered.lowered.checks;
+  e.sites.insert(e.sites.end(), m.extra_sites().begin(), m.extra_sites().end());
+  std::string ir = m.ir(), origin;
+  auto object = KernelCache::global().artifact(
+      "cpu-object", {ir, cpu::host_fingerprint(), "O3"}, [&] { return cpu::compile(std::move(m), 3); }, &origin);
+  auto code = load_cpu(*object, entry);
+  e.cpu_fn = reinterpret_cast<void*>(code->fn());
+  e.cpu_code = std::move(code);
+  logging::get().debug("cpu: kernel '{}' ({} threads per block): object from {}, {} bytes of scratch", t.name,
+                       e.block_threads, origin, e.cpu_scratch);
+#else
+  (void)e;
+  (void)kernel;
+  (void)t;
+  (void)spec;
+  throw ToolchainError("this build of Vantage has no CPU backend");
+#endif
+}
+
 /// Compiles (or reads from the cache) and loads the specialization of `e` on its device.
 void make(Entry& e, const Kernel& kernel, const Device& device, Table& t) {
   const ir::KernelNode& k = detail::KernelAccess::ir(kernel);
@@ -274,6 +335,10 @@ void make(Entry& e, const Kernel& kernel, const Device& device, Table& t) {
   for (std::size_t i = 0; i < t.specialized.size(); ++i)
     spec.sizes[k.params[static_cast<std::size_t>(t.specialized[i])].name] = e.values[i];
   try {
+    if (device.kind() == DeviceKind::Cpu) {
+      make_cpu(e, kernel, t, spec);
+      return;
+    }
     if (device.is_host()) {
       auto lowered = pipeline::lower_for(kernel, spec);
       e.guards = std::move(lowered.specialized.guards);
@@ -619,9 +684,43 @@ LaunchReport run_host(const Kernel& kernel, const Device& device, const Entry& e
   return rep;
 }
 
+/// A failed check the CPU code recorded (the record vt_cpu_fail writes), as the GPU's is reported.
+[[noreturn]] void raise_cpu(const Entry& e, const std::string& kernel, const std::uint64_t* r) {
+  std::uint64_t site = r[1];
+  auto index = static_cast<std::int64_t>(r[4]), bound = static_cast<std::int64_t>(r[5]);
+  std::string what = "an access";
+  std::vector<SourceLoc> locs;
+  if (site < e.sites.size()) {
+    const lower::CheckSite& c = e.sites[site];
+    what = std::string(c.write ? "writes" : "reads") + " '" + c.memory + "'[" + std::to_string(index) + "]";
+    if (c.loc.known()) locs.push_back(c.loc);
+  }
+  throw ExecutionError("memcheck",
+                       "on the CPU, kernel '" + kernel + "': block " + std::to_string(r[2]) + " thread " +
+                           std::to_string(r[3]) + " " + what + " at " +
+                           (locs.empty() ? std::string("<unknown line>") : locs[0].str()) + ", outside its " +
+                           std::to_string(bound) + " elements (the access was skipped)",
+                       locs);
+}
+
+LaunchReport run_cpu(const Kernel& kernel, const Device& device, const Entry& e, Prepared& p) {
+  std::uint64_t record[8] = {};
+  auto fn = reinterpret_cast<void (*)(void**, std::int64_t, void*, void*, std::uint64_t*)>(e.cpu_fn);
+  void** args = p.pointers.data();
+  auto start = std::chrono::steady_clock::now();
+  cpu_pool::run(p.blocks, device.host_threads(), e.cpu_shared, e.cpu_scratch,
+                [&](std::int64_t block, void* shared, void* scratch) { fn(args, block, shared, scratch, record); });
+  if (record[0]) raise_cpu(e, table_of(kernel).name, record);
+  LaunchReport rep;
+  rep.threads = e.block_threads * p.blocks;
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return rep;
+}
+
 LaunchReport run(const Kernel& kernel, const Device& device, void* stream, Grid grid, std::span<const LaunchArg> args) {
   Prepared p;
   const Entry& e = prepare(kernel, device, grid, args, p);
+  if (device.kind() == DeviceKind::Cpu) return run_cpu(kernel, device, e, p);
   if (device.is_host()) return run_host(kernel, device, e, p, args);
   gpu::make_current(device.ordinal());
   driver::CUresult r = driver::table().launch_kernel(

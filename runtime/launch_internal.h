@@ -86,9 +86,14 @@ struct Entry {
   std::int64_t block_threads = 0;
   std::vector<Guard> guards;
   std::vector<int> alignment;               ///< per parameter: bytes its vector accesses need (0: none)
-  std::unique_ptr<lower::Lowered> lowered;  ///< host devices
-  void* module = nullptr;                   ///< GPUs: CUmodule, unloaded with the entry
-  void* function = nullptr;                 ///< CUfunction
+  std::unique_ptr<lower::Lowered> lowered;  ///< the interpreter
+  // The CPU backend: the loaded code (shared by identical kernels), its memory, its checked sites.
+  std::shared_ptr<void> cpu_code;
+  void* cpu_fn = nullptr;
+  std::int64_t cpu_shared = 0, cpu_scratch = 0;
+  std::vector<lower::CheckSite> sites;
+  void* module = nullptr;    ///< GPUs: CUmodule, unloaded with the entry
+  void* function = nullptr;  ///< CUfunction
   std::int64_t dynamic_shared = 0;
   int registers = 0;
 

@@ -428,7 +428,7 @@ struct Buffers {
 TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
   int programs = 300;
   if (const char* env = std::getenv("VANTAGE_RANDOM_RUNS")) programs = std::max(1, std::atoi(env));
-  int ran = 0, rejected = 0;
+  int ran = 0, rejected = 0, on_cpu = 0;
   std::int64_t statements = 0;
   for (int seed = 0; seed < programs; ++seed) {
     SafeGen gen(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dULL + 7);
@@ -461,10 +461,27 @@ TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
       EXPECT_TRUE(results[0].same(results[1])) << "seed " << seed << ": forward and reverse orders disagree\n"
                                                << k.lowered(Spec{});
     }
+    // The CPU backend runs a sample of them (every fourth: each is an LLVM compile), on two host
+    // threads, and must give the interpreter's result to the bit.
+    if (Device::cpu_available() && results.size() == 2 && seed % 4 == 0) {
+      Buffers buf(gen.blocks, gen.threads);
+      const std::vector<int>& in = buf.in;
+      const std::vector<float>& fin = buf.fin;
+      try {
+        k.launch(Device::cpu(2), Grid{gen.blocks, gen.threads}, 5, 1.5f, in, fin, buf.out, buf.fout, buf.acc);
+        ++on_cpu;
+        EXPECT_TRUE(buf.same(results[0])) << "seed " << seed << ": the CPU backend and the interpreter disagree\n"
+                                          << k.lowered(Spec{});
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "seed " << seed << ", CPU backend: " << e.what() << "\n" << k.lowered(Spec{});
+      }
+    }
     ++ran;
   }
-  std::printf("random runs: %d programs ran under two orders (%lld thread-statements), %d rejected\n", ran,
-              static_cast<long long>(statements), rejected);
+  std::printf(
+      "random runs: %d programs ran under two orders (%lld thread-statements), %d also on the CPU "
+      "backend, %d rejected\n",
+      ran, static_cast<long long>(statements), on_cpu, rejected);
   // The generator aims at programs the checker accepts: most must be.
   EXPECT_GE(ran, programs * 9 / 10) << rejected << " of " << programs << " rejected";
 }

@@ -28,6 +28,7 @@ Usage:
   vantage lower NAME [OPTIONS]  print its lowered IR (what every backend consumes)
   vantage cuda NAME [OPTIONS]   print the generated CUDA C++ of an example
   vantage ptx NAME [OPTIONS]    print the PTX NVRTC makes of it
+  vantage llvm NAME [OPTIONS]   print the LLVM IR the CPU backend makes of it (llvm-opt: after O3)
   vantage compile [NAME...] [OPTIONS] [--cache]
                                 compile examples (all when none named) to cubins; print size, time,
                                 barriers, guards; exit 1 if any fails. --cache: through the kernel
@@ -38,9 +39,9 @@ Usage:
                                 check its result against a C++ reference, print what it did; exit 1
                                 on a wrong result or, on the interpreter, a memcheck, racecheck,
                                 synccheck or initcheck finding (--check: those checks, the default)
-                                DEVICE: interpreter (the default), gpu, gpu:N, or best;
-                                --against-interpreter: on a GPU, also run it on the interpreter
-                                and compare the two results
+                                DEVICE: interpreter (the default), cpu, cpu:THREADS, gpu, gpu:N,
+                                or best; --against-interpreter: on the CPU or a GPU, also run it on
+                                the interpreter and compare the two results
   vantage devices               list the devices of this host and which one Device::best() picks
   vantage cache COMMAND         the on-disk kernel cache: path, ls, stat, verify, prune, clear,
                                 export, import (see vantage cache --help)
@@ -221,11 +222,13 @@ int run_main(int argc, char** argv) {
       chosen = vantage::Device::interpreter(io);
     } else if (device_name == "best") {
       chosen = vantage::Device::best();
-      if (!chosen->is_gpu()) chosen = vantage::Device::interpreter(io);
+    } else if (device_name == "cpu" || device_name.rfind("cpu:", 0) == 0) {
+      chosen = vantage::Device::cpu(device_name == "cpu" ? 0 : std::atoi(device_name.c_str() + 4));
     } else if (device_name == "gpu" || device_name.rfind("gpu:", 0) == 0) {
       chosen = vantage::Device::gpu(device_name == "gpu" ? 0 : std::atoi(device_name.c_str() + 4));
     } else {
-      std::fprintf(stderr, "vantage run: --device is interpreter, gpu, gpu:N or best, not '%s'\n", device_name.c_str());
+      std::fprintf(stderr, "vantage run: --device is interpreter, cpu, cpu:THREADS, gpu, gpu:N or best, not '%s'\n",
+                   device_name.c_str());
       return 2;
     }
   } catch (const std::exception& e) {
@@ -242,7 +245,7 @@ int run_main(int argc, char** argv) {
   for (const auto& s : sizes) {
     try {
       auto r = vantage::examples::run_example(name, s, device);
-      if (device.is_gpu())
+      if (device.kind() != vantage::DeviceKind::Interpreter)
         std::printf("%s [%s] %lld threads on %s\n", r.summary.c_str(), r.ok ? "ok" : "FAIL",
                     static_cast<long long>(r.report.threads), device.name().c_str());
       else
@@ -250,7 +253,7 @@ int run_main(int argc, char** argv) {
                     static_cast<long long>(r.report.threads), static_cast<long long>(r.report.thread_statements),
                     r.report.seconds);
       rc |= r.ok ? 0 : 1;
-      if (against_interpreter && !device.is_host()) {
+      if (against_interpreter && device.kind() != vantage::DeviceKind::Interpreter) {
         // The same run on the interpreter: the two devices must agree (within 1e-5, relative).
         auto ref = vantage::examples::run_example(name, s, vantage::Device::interpreter(io));
         std::size_t bad = ref.output.size() == r.output.size() ? 0 : 1;
@@ -315,7 +318,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "run") return run_main(argc, argv);
   if (cmd == "devices") return devices_main();
-  if (cmd == "cuda" || cmd == "ptx" || cmd == "compile" || cmd == "lower") {
+  if (cmd == "cuda" || cmd == "ptx" || cmd == "compile" || cmd == "lower" || cmd == "llvm" || cmd == "llvm-opt") {
     vantage::Spec spec;
     std::vector<std::string> names;
     bool through_cache = false;
@@ -339,9 +342,12 @@ int main(int argc, char** argv) {
     if (!ex) return unknown(names[0]);
     try {
       auto k = ex->build();
-      std::printf("%s", cmd == "cuda"    ? k.source(spec).c_str()
-                        : cmd == "lower" ? k.lowered(spec).c_str()
-                                         : k.ptx(spec).c_str());
+      std::string text = cmd == "cuda"       ? k.source(spec)
+                         : cmd == "lower"    ? k.lowered(spec)
+                         : cmd == "llvm"     ? k.llvm_ir(spec)
+                         : cmd == "llvm-opt" ? k.llvm_ir(spec, true)
+                                             : k.ptx(spec);
+      std::printf("%s", text.c_str());
       return 0;
     } catch (const vantage::CheckError& e) {
       std::fprintf(stderr, "%s", vantage::render_all(e.diagnostics()).c_str());

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +64,13 @@ class KernelCache {
   /// lock and a table lookup, nothing else. Throws CheckError, CompileError, or ToolchainError when
   /// NVRTC is missing and no layer has the kernel.
   std::shared_ptr<const CachedKernel> get(const Kernel& kernel, const Spec& spec, Output output = Output::Cubin);
+
+  /// Compiled code of another kind (the CPU backend's host object code), keyed by `kind` and
+  /// `key_parts` (which must name everything that determines the bytes): from memory, the user's
+  /// directory, or `produce` (then stored). `origin` receives "memory", "disk" or "compiled".
+  std::shared_ptr<const std::vector<char>> artifact(const std::string& kind, const std::vector<std::string>& key_parts,
+                                                    const std::function<std::vector<char>()>& produce,
+                                                    std::string* origin = nullptr);
 
   CacheStats stats() const;
   /// The writable directory ("" when memory only), and why it is not used, if it is not.

@@ -48,6 +48,9 @@ class Kernel {
   std::vector<char> cubin(const Spec& spec) const;
   /// The lowered IR for one specialization, in its stable text form (`vantage lower`).
   std::string lowered(const Spec& spec) const;
+  /// The LLVM IR the CPU backend makes of it (`optimized`: after LLVM's O3 pipeline for this host);
+  /// throws ToolchainError when the library was built without the CPU backend.
+  std::string llvm_ir(const Spec& spec, bool optimized = false) const;
 
   /// Runs the kernel on `device` with every argument checked first (include vantage/launch.hpp).
   template <class... A>

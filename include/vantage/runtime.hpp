@@ -66,12 +66,17 @@ class Device {
  public:
   /// The reference interpreter: exact, checked, slow (docs/semantics.md).
   static Device interpreter(InterpreterOptions options = {});
+  /// The CPU backend: native code through LLVM ORC, blocks spread over `threads` host threads (0:
+  /// one per core). Throws ToolchainError when the library was built without it.
+  static Device cpu(int threads = 0);
+  /// Whether this build has the CPU backend.
+  static bool cpu_available();
   /// GPU `ordinal`; throws DriverError when there is no such GPU (the message says why).
   static Device gpu(int ordinal = 0);
-  /// A GPU if one can be used, else the CPU backend once it exists, else the interpreter. The choice
-  /// and the reason are logged once (info level).
+  /// A GPU if one can be used, else the CPU backend, else the interpreter. The choice and the reason
+  /// are logged once (info level).
   static Device best();
-  /// Every device this host offers: its GPUs, then the interpreter.
+  /// Every device this host offers: its GPUs, the CPU backend, the interpreter.
   static std::vector<Device> all();
   /// GPUs the driver reports (0 without a driver or without GPUs).
   static int gpu_count();
@@ -87,6 +92,8 @@ class Device {
   std::string name() const;
   const DeviceProperties& properties() const;
   const InterpreterOptions& interpreter_options() const { return options_; }
+  /// Host threads the CPU backend runs blocks on.
+  int host_threads() const { return threads_; }
   /// Waits for everything queued on the device.
   void synchronize() const;
 
@@ -98,10 +105,12 @@ class Device {
   bool operator==(const Device& o) const { return kind_ == o.kind_ && ordinal_ == o.ordinal_; }
 
  private:
-  Device(DeviceKind k, int ordinal, InterpreterOptions o) : kind_(k), ordinal_(ordinal), options_(o) {}
+  Device(DeviceKind k, int ordinal, InterpreterOptions o, int threads = 0)
+      : kind_(k), ordinal_(ordinal), options_(o), threads_(threads) {}
   DeviceKind kind_ = DeviceKind::Interpreter;
   int ordinal_ = 0;
   InterpreterOptions options_;
+  int threads_ = 0;
 };
 
 /// An ordered queue of work on one device. Host devices run work at once, so their streams are

@@ -10,6 +10,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "jit/ir/collective.h"
 #include "jit/ir/eval.h"
 #include "jit/ir/range.h"
 #include "jit/ir/visit.h"
@@ -34,15 +35,6 @@ double round_to(ScalarType t, double x) {
     case ScalarType::BF16: return float16::bf16_to_float(float16::float_to_bf16(static_cast<float>(x)));
     default: return x;
   }
-}
-/// cvt.rna.tf32.f32: 10 mantissa bits, ties away from zero.
-double to_tf32(double x) {
-  float f = static_cast<float>(x);
-  std::uint32_t b;
-  std::memcpy(&b, &f, 4);
-  if ((b & 0x7f800000) != 0x7f800000) b = (b + 0x1000) & 0xffffe000;
-  std::memcpy(&f, &b, 4);
-  return f;
 }
 bool integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
 
@@ -517,8 +509,11 @@ class Machine {
       v.f = round_to(to, a.f);
     } else if (is_float(from)) {
       v.i = to == ScalarType::Bool ? a.f != 0 : float_to_int(a.f, to);
+    } else if (to == ScalarType::F32 && (from == ScalarType::I64 || from == ScalarType::U64)) {
+      // One rounding, as cvt.rn.f32.s64 does (through double would round twice).
+      v.f = from == ScalarType::I64 ? static_cast<float>(a.i) : static_cast<float>(static_cast<std::uint64_t>(a.i));
     } else {
-      v.f = round_to(to, static_cast<double>(ir::exact(from, a.i)));
+      v.f = round_to(to, static_cast<double>(ir::exact(from, a.i)));  // exact in double, then one rounding
     }
     return v;
   }
@@ -999,55 +994,22 @@ class Machine {
     }
   }
 
-  /// mma.sync m16n8k8 (tf32) and m16n8k16 (f16, bf16) with the PTX fragment layouts: lane l holds
-  /// group g = l / 4 and thread-in-group q = l % 4.
+  /// mma.sync (jit/ir/collective): the fragments read and D written with every check.
   void mma(const Intrinsic& n, const std::vector<Thread*>& lanes) {
     if (lanes.size() != 32) diverged("mma_sync", n.loc, *lanes.front());
     auto shape = static_cast<MmaShape>(n.imms[0]);
-    const int K = shape == MmaShape::TF32_M16N8K8 ? 8 : 16;
-    double A[16][16] = {}, B[16][8] = {}, C[16][8] = {};
-    auto frag = [&](Thread& t, std::size_t m, std::int64_t i) {
-      Ref r = mem(t, n.mems[m].get(), n.loc);
-      return read(t, r, i, n.loc).f;
-    };
-    for (int l = 0; l < 32; ++l) {
-      Thread& t = *lanes[static_cast<std::size_t>(l)];
-      int g = l / 4, q = l % 4;
-      if (shape == MmaShape::TF32_M16N8K8) {
-        A[g][q] = to_tf32(frag(t, 1, 0));
-        A[g + 8][q] = to_tf32(frag(t, 1, 1));
-        A[g][q + 4] = to_tf32(frag(t, 1, 2));
-        A[g + 8][q + 4] = to_tf32(frag(t, 1, 3));
-        B[q][g] = to_tf32(frag(t, 2, 0));
-        B[q + 4][g] = to_tf32(frag(t, 2, 1));
-      } else {
-        for (int h = 0; h < 2; ++h) {
-          A[g][2 * q + h] = frag(t, 1, h);
-          A[g + 8][2 * q + h] = frag(t, 1, 2 + h);
-          A[g][2 * q + 8 + h] = frag(t, 1, 4 + h);
-          A[g + 8][2 * q + 8 + h] = frag(t, 1, 6 + h);
-          B[2 * q + h][g] = frag(t, 2, h);
-          B[2 * q + 8 + h][g] = frag(t, 2, 2 + h);
-        }
-      }
-      C[g][2 * q] = frag(t, 3, 0);
-      C[g][2 * q + 1] = frag(t, 3, 1);
-      C[g + 8][2 * q] = frag(t, 3, 2);
-      C[g + 8][2 * q + 1] = frag(t, 3, 3);
-    }
-    for (int l = 0; l < 32; ++l) {
-      Thread& t = *lanes[static_cast<std::size_t>(l)];
-      int g = l / 4, q = l % 4;
-      Ref d = mem(t, n.mems[0].get(), n.loc);
-      const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * q, 2 * q + 1, 2 * q, 2 * q + 1};
-      for (int i = 0; i < 4; ++i) {
-        double acc = C[rows[i]][cols[i]];
-        for (int kk = 0; kk < K; ++kk) acc += A[rows[i]][kk] * B[kk][cols[i]];
-        V v;
-        v.f = static_cast<float>(acc);
-        write(t, d, i, v, n.loc);
-      }
-    }
+    ir::mma_sync(
+        shape,
+        [&](int l, int operand, int i) {
+          Thread& t = *lanes[static_cast<std::size_t>(l)];
+          return read(t, mem(t, n.mems[static_cast<std::size_t>(operand)].get(), n.loc), i, n.loc).f;
+        },
+        [&](int l, int i, float value) {
+          Thread& t = *lanes[static_cast<std::size_t>(l)];
+          V v;
+          v.f = value;
+          write(t, mem(t, n.mems[0].get(), n.loc), i, v, n.loc);
+        });
   }
 
   const lower::Lowered& k_;

@@ -1,4 +1,7 @@
 // Vantage kernel handles: see vantage/kernel.hpp and handles.h.
+#ifdef VANTAGE_HAVE_CPU_BACKEND
+#include "jit/cpu/cpu.h"
+#endif
 #include "jit/ir/printer.h"
 #include "jit/pipeline/handles.h"
 #include "jit/pipeline/pipeline.h"
@@ -59,6 +62,16 @@ std::int64_t Kernel::shared_bytes() const { return data_ ? data_->shared_bytes :
 
 std::string Kernel::source(const Spec& spec) const { return specialize_for(*this, spec).source; }
 std::string Kernel::lowered(const Spec& spec) const { return lower::print(pipeline::lower_for(*this, spec).lowered); }
+std::string Kernel::llvm_ir(const Spec& spec, bool optimized) const {
+#ifdef VANTAGE_HAVE_CPU_BACKEND
+  auto m = cpu::generate(pipeline::lower_for(*this, spec).lowered, "vt_cpu_" + name());
+  return optimized ? cpu::optimized_ir(std::move(m), 3) : m.ir();
+#else
+  (void)spec;
+  (void)optimized;
+  throw ToolchainError("this build of Vantage has no CPU backend");
+#endif
+}
 std::string Kernel::ptx(const Spec& spec) const { return compile(*this, spec, Output::Ptx).ptx; }
 std::vector<char> Kernel::cubin(const Spec& spec) const { return compile(*this, spec, Output::Cubin).cubin; }
 

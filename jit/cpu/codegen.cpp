@@ -1,0 +1,1654 @@
+// Vantage CPU backend: lowered IR to LLVM IR (see cpu.h).
+//
+// The body of a block is generated in one of two contexts. In the *uniform* context code runs once
+// for the block, with an optional mask of the threads that are active (inside a branch or loop whose
+// condition varies per thread and that holds a collective). In the *thread* context code runs for one
+// thread `tid`, inside a thread loop. A sequence in the uniform context is cut into groups: barriers
+// (which only end a group), statements the same for every thread (emitted once), control flow on
+// uniform values (emitted once, its bodies again in the uniform context: so a uniform loop ends up
+// outside the thread loops it holds), warp collectives, control flow on varying values around a
+// collective (masks), and *leaves*: maximal runs of the rest, each one thread loop.
+//
+// Variables: a level analysis (per function instance, to a fixed point, with control dependence)
+// says which are the same for every thread. Those are scalars. The others are scalars inside their
+// thread loop when every use is in one leaf, are recomputed from their definition where it is a pure
+// function of the thread's position and uniform values, and otherwise live in a per-thread array in
+// the block's scratch memory. Device functions are inlined, each call a fresh instance.
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <functional>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "jit/cpu/cpu.h"
+#include "jit/cpu/module_impl.h"
+#include "jit/cuda/emit.h"
+#include "jit/ir/eval.h"
+#include "jit/ir/visit.h"
+
+namespace vantage::cpu {
+namespace {
+
+using namespace ir;
+using llvm::BasicBlock;
+using llvm::IRBuilder;
+using llvm::Value;
+
+enum class Lvl : std::uint8_t { Uniform, Varying };
+Lvl join(Lvl a, Lvl b) { return a == Lvl::Varying || b == Lvl::Varying ? Lvl::Varying : Lvl::Uniform; }
+
+bool integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
+bool unsigned_type(ScalarType t) { return t == ScalarType::U32 || t == ScalarType::U64 || t == ScalarType::Bool; }
+bool half_type(ScalarType t) { return t == ScalarType::F16 || t == ScalarType::BF16; }
+
+[[noreturn]] void unsupported(const std::string& what, SourceLoc l) {
+  throw UnsupportedOnDevice(what + " cannot run on the CPU backend", {l});
+}
+
+/// Whether a statement holds a barrier or a warp collective (which cut thread loops).
+class Collectives {
+ public:
+  bool of(const StmtPtr& s) {
+    if (!s) return false;
+    auto it = memo_.find(s.get());
+    if (it != memo_.end()) return it->second;
+    bool c = false;
+    if (s->kind == StmtKind::Barrier) {
+      c = true;
+    } else if (const auto* n = as<Intrinsic>(*s)) {
+      c = warp_op(n->op);
+    } else if (const auto* call = as<Call>(*s)) {
+      c = of(call->fn->body);
+    } else {
+      for_each_child_stmt(*s, [&](const StmtPtr& child) { c = c || of(child); });
+    }
+    memo_[s.get()] = c;
+    return c;
+  }
+  static bool warp_op(IntrinsicOp op) {
+    switch (op) {
+      case IntrinsicOp::ShflXor:
+      case IntrinsicOp::ShflDown:
+      case IntrinsicOp::ShflUp:
+      case IntrinsicOp::ShflIdx:
+      case IntrinsicOp::VoteAll:
+      case IntrinsicOp::VoteAny:
+      case IntrinsicOp::Ballot:
+      case IntrinsicOp::MmaSync:
+      case IntrinsicOp::Ldmatrix:
+      case IntrinsicOp::SyncThreads:
+      case IntrinsicOp::SyncWarp:
+      case IntrinsicOp::NamedBarrier: return true;
+      default: return false;
+    }
+  }
+
+ private:
+  std::unordered_map<const StmtNode*, bool> memo_;
+};
+
+/// How a variable is held.
+struct Storage {
+  enum Kind : std::uint8_t { Scalar, Array, Remat, Fixed } kind = Scalar;
+  llvm::Value* ptr = nullptr;    ///< Scalar: an alloca; Array: the per-thread array
+  llvm::Value* value = nullptr;  ///< Fixed: the value (parameters)
+  ExprPtr remat;                 ///< Remat: the definition
+};
+
+/// A memory root as the code reaches it.
+struct MemRef {
+  MemSpace space = MemSpace::Global;
+  ScalarType elem = ScalarType::F32;
+  llvm::Value* base = nullptr;   ///< element 0 (global, shared); the array (local: [element][thread])
+  llvm::Value* bound = nullptr;  ///< the root's elements (i64, uniform): checks of atomics and copies, on flat indices
+  std::string name;
+  /// Flat offsets added through calls: uniform values, or per-thread arrays of i64.
+  std::vector<std::pair<llvm::Value*, bool>> offsets;  ///< (value or array, is per-thread array)
+};
+
+struct Frame {
+  Frame* parent = nullptr;
+  bool in_thread = false;  ///< made inside a thread loop: every variable is a scalar there
+  std::unordered_map<const VarNode*, Lvl> levels;
+  std::unordered_map<const VarNode*, Storage> vars;
+  std::unordered_map<const VarNode*, int> leaf_of;  ///< the one leaf a varying variable is used in, or -1
+  std::unordered_set<const VarNode*> reassigned;
+  std::unordered_map<const MemNode*, MemRef> mems;
+  // The builtins of this instance: thread and block position (a value or a per-thread array).
+  llvm::Value* tid_array = nullptr;  ///< null: the block's own thread index
+  Lvl tid_level = Lvl::Varying;
+  llvm::Value* bid = nullptr;
+  llvm::Value* smem = nullptr;  ///< shared memory base of this instance
+  const FunctionNode* fn = nullptr;
+};
+
+class Gen {
+ public:
+  Gen(const lower::Lowered& l, const std::string& entry, Module::Impl& out)
+      : L_(l), T_(l.options.threads), out_(out), ctx_(*out.ctx), b_(ctx_) {
+    entry_name_ = entry;
+  }
+
+  void run() {
+    llvm::Module& m = *out_.mod;
+    auto* ptr = llvm::PointerType::get(ctx_, 0);
+    auto* i64 = b_.getInt64Ty();
+    // The body: every pointer parameter, shared and scratch noalias (the launcher checks that no
+    // writable buffer overlaps another), so LLVM may vectorize thread loops without runtime checks.
+    std::vector<llvm::Type*> params;
+    const auto& kp = L_.kernel.params;
+    for (const auto& p : kp) params.push_back(p.mem ? static_cast<llvm::Type*>(ptr) : type(p.var->type));
+    params.insert(params.end(), {i64, ptr, ptr, ptr});  // block, shared, scratch, error
+    auto* body_ty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+    fn_ = llvm::Function::Create(body_ty, llvm::Function::InternalLinkage, entry_name_ + ".body", m);
+    for (std::size_t i = 0; i < kp.size(); ++i)
+      if (kp[i].mem) fn_->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
+    fn_->addParamAttr(static_cast<unsigned>(kp.size() + 1), llvm::Attribute::NoAlias);
+    fn_->addParamAttr(static_cast<unsigned>(kp.size() + 2), llvm::Attribute::NoAlias);
+    fn_->addFnAttr(llvm::Attribute::AlwaysInline);
+    fn_->addFnAttr(llvm::Attribute::NoUnwind);
+    entry_bb_ = BasicBlock::Create(ctx_, "entry", fn_);
+    b_.SetInsertPoint(entry_bb_);
+    block_ = fn_->getArg(static_cast<unsigned>(kp.size()));
+    shared_ = fn_->getArg(static_cast<unsigned>(kp.size() + 1));
+    scratch_ = fn_->getArg(static_cast<unsigned>(kp.size() + 2));
+    err_ = fn_->getArg(static_cast<unsigned>(kp.size() + 3));
+
+    Frame top;
+    top.bid = b_.CreateTrunc(block_, b_.getInt32Ty());
+    top.smem = shared_;
+    std::size_t pointer = 0;
+    std::vector<std::pair<const MemNode*, std::size_t>> pointers;
+    for (std::size_t i = 0; i < kp.size(); ++i) {
+      llvm::Value* a = fn_->getArg(static_cast<unsigned>(i));
+      if (kp[i].mem) {
+        MemRef r;
+        r.space = MemSpace::Global;
+        r.elem = kp[i].mem->elem;
+        r.base = a;
+        r.name = kp[i].name;
+        top.mems[kp[i].mem.get()] = r;
+        pointers.emplace_back(kp[i].mem.get(), pointer++);
+      } else {
+        top.vars[kp[i].var.get()] = Storage{Storage::Fixed, nullptr, a, nullptr};
+        top.levels[kp[i].var.get()] = Lvl::Uniform;
+      }
+    }
+    // The hidden lengths follow the user's parameters, one per pointer, in order.
+    for (const auto& [mem, j] : pointers) top.mems[mem].bound = fn_->getArg(static_cast<unsigned>(L_.user_params + j));
+    prepare(top, L_.kernel.body);
+    frame_ = &top;
+    uniform(L_.kernel.body, nullptr);
+    b_.CreateRetVoid();
+
+    // The entry: unpacks `args` (pointers to each value, as cuLaunchKernel takes them).
+    auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, ptr, ptr, ptr}, false);
+    auto* entry = llvm::Function::Create(entry_ty, llvm::Function::ExternalLinkage, entry_name_, m);
+    entry->addFnAttr(llvm::Attribute::NoUnwind);
+    b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", entry));
+    std::vector<Value*> args;
+    for (std::size_t i = 0; i < kp.size(); ++i) {
+      Value* slot = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, entry->getArg(0), i));
+      if (kp[i].mem)
+        args.push_back(b_.CreateLoad(ptr, slot));
+      else  // as the launcher packs it: bool a byte, 16-bit floats their bits
+        args.push_back(from_mem(b_.CreateLoad(memtype(kp[i].var->type), slot), kp[i].var->type));
+    }
+    for (unsigned i = 1; i < 5; ++i) args.push_back(entry->getArg(i));
+    b_.CreateCall(fn_, args);
+    b_.CreateRetVoid();
+    out_.scratch = scratch_bytes_;
+    std::string problems;
+    llvm::raw_string_ostream os(problems);
+    if (llvm::verifyModule(m, &os)) throw InternalError("cpu: the generated LLVM IR does not verify:\n" + problems);
+  }
+
+ private:
+  // ================================================================= types and small helpers
+  llvm::Type* type(ScalarType t) {
+    switch (t) {
+      case ScalarType::Bool: return b_.getInt1Ty();
+      case ScalarType::I32:
+      case ScalarType::U32: return b_.getInt32Ty();
+      case ScalarType::I64:
+      case ScalarType::U64: return b_.getInt64Ty();
+      case ScalarType::F16:
+      case ScalarType::BF16:
+      case ScalarType::F32: return b_.getFloatTy();  // 16-bit floats are computed in f32, rounded after each op
+      case ScalarType::F64: return b_.getDoubleTy();
+    }
+    return b_.getInt32Ty();
+  }
+  /// How a value of type t is held in memory.
+  llvm::Type* memtype(ScalarType t) {
+    switch (t) {
+      case ScalarType::Bool: return b_.getInt8Ty();
+      case ScalarType::F16:
+      case ScalarType::BF16: return b_.getInt16Ty();
+      default: return type(t);
+    }
+  }
+  std::int64_t bytes(ScalarType t) { return type_bytes(t); }
+
+  llvm::FunctionCallee helper(const char* name, llvm::Type* ret, std::vector<llvm::Type*> args) {
+    auto c = out_.mod->getOrInsertFunction(name, llvm::FunctionType::get(ret, args, false));
+    if (auto* f = llvm::dyn_cast<llvm::Function>(c.getCallee())) f->addFnAttr(llvm::Attribute::NoUnwind);
+    return c;
+  }
+  /// A pure math function (libm or a Vantage helper): no memory, so loops stay vectorizable.
+  llvm::FunctionCallee pure(const char* name, llvm::Type* ret, std::vector<llvm::Type*> args) {
+    auto c = helper(name, ret, args);
+    if (auto* f = llvm::dyn_cast<llvm::Function>(c.getCallee())) {
+      f->setDoesNotAccessMemory();
+      f->addFnAttr(llvm::Attribute::WillReturn);
+    }
+    return c;
+  }
+
+  /// A value of `memtype` as loaded, to its computing type.
+  Value* from_mem(Value* v, ScalarType t) {
+    if (t == ScalarType::Bool) return b_.CreateICmpNE(v, b_.getInt8(0));
+    if (t == ScalarType::F16) return b_.CreateCall(pure("vt_cpu_f16_to_f32", b_.getFloatTy(), {b_.getInt16Ty()}), {v});
+    if (t == ScalarType::BF16)
+      return b_.CreateCall(pure("vt_cpu_bf16_to_f32", b_.getFloatTy(), {b_.getInt16Ty()}), {v});
+    return v;
+  }
+  Value* to_mem(Value* v, ScalarType t) {
+    if (t == ScalarType::Bool) return b_.CreateZExt(v, b_.getInt8Ty());
+    if (t == ScalarType::F16) return b_.CreateCall(pure("vt_cpu_f32_to_f16", b_.getInt16Ty(), {b_.getFloatTy()}), {v});
+    if (t == ScalarType::BF16)
+      return b_.CreateCall(pure("vt_cpu_f32_to_bf16", b_.getInt16Ty(), {b_.getFloatTy()}), {v});
+    return v;
+  }
+  /// A 16-bit float's value rounded to its type (kept in f32 between operations).
+  Value* round16(Value* v, ScalarType t) { return half_type(t) ? from_mem(to_mem(v, t), t) : v; }
+
+  Value* i64(Value* v, ScalarType t) {
+    if (v->getType() == b_.getInt64Ty()) return v;
+    return unsigned_type(t) ? b_.CreateZExt(v, b_.getInt64Ty()) : b_.CreateSExt(v, b_.getInt64Ty());
+  }
+
+  llvm::AllocaInst* entry_alloca(llvm::Type* t, const std::string& name) {
+    IRBuilder<> e(entry_bb_, entry_bb_->begin());
+    return e.CreateAlloca(t, nullptr, name);
+  }
+  /// `bytes` of the block's scratch memory, 64-byte aligned.
+  Value* scratch(std::int64_t n) {
+    std::int64_t at = scratch_bytes_;
+    scratch_bytes_ += (n + 63) / 64 * 64;
+    IRBuilder<> e(entry_bb_, entry_bb_->begin());
+    return e.CreateConstInBoundsGEP1_64(e.getInt8Ty(), scratch_, static_cast<std::uint64_t>(at));
+  }
+
+  /// `for (i = from; i < to; ++i) body(i)` with i of type `t`.
+  void loop(Value* from, Value* to, const std::function<void(Value*)>& body, const char* name = "i") {
+    llvm::Type* t = from->getType();
+    auto* counter = entry_alloca(t, name);
+    b_.CreateStore(from, counter);
+    auto* head = BasicBlock::Create(ctx_, std::string(name) + ".head", fn_);
+    auto* in = BasicBlock::Create(ctx_, std::string(name) + ".body", fn_);
+    auto* done = BasicBlock::Create(ctx_, std::string(name) + ".done", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    Value* i = b_.CreateLoad(t, counter);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, to), in, done);
+    b_.SetInsertPoint(in);
+    body(i);
+    Value* next = b_.CreateAdd(b_.CreateLoad(t, counter), llvm::ConstantInt::get(t, 1), "", true, true);
+    b_.CreateStore(next, counter);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(done);
+  }
+  void if_then(Value* cond, const std::function<void()>& then) {
+    auto* t = BasicBlock::Create(ctx_, "then", fn_);
+    auto* j = BasicBlock::Create(ctx_, "join", fn_);
+    b_.CreateCondBr(cond, t, j);
+    b_.SetInsertPoint(t);
+    then();
+    b_.CreateBr(j);
+    b_.SetInsertPoint(j);
+  }
+
+  /// A thread loop over the threads `mask` (a per-thread i8 array; null: all): `body(tid)`. With
+  /// T a multiple of 32 it is a loop over warps around a loop over 32 lanes, which LLVM vectorizes.
+  void threads(Value* mask, const std::function<void()>& body) {
+    auto run = [&](Value* tid) {
+      Value* saved = tid_;
+      tid_ = tid;
+      if (mask)
+        if_then(b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid)),
+                                b_.getInt8(0)),
+                body);
+      else
+        body();
+      tid_ = saved;
+    };
+    if (T_ % 32 == 0 && T_ >= 64) {
+      loop(
+          b_.getInt32(0), b_.getInt32(static_cast<std::int32_t>(T_ / 32)),
+          [&](Value* w) {
+            loop(
+                b_.getInt32(0), b_.getInt32(32),
+                [&](Value* l) { run(b_.CreateAdd(b_.CreateShl(w, 5, "", true, true), l, "tid", true, true)); }, "lane");
+          },
+          "warp");
+    } else {
+      loop(b_.getInt32(0), b_.getInt32(static_cast<std::int32_t>(T_)), run, "tid");
+    }
+  }
+
+  // ================================================================= levels and plans
+  /// The level of an expression in frame `f`.
+  Lvl level(const ExprPtr& e, Frame& f) {
+    if (!e) return Lvl::Uniform;
+    return dispatch(
+        *e, Overloaded{
+                [](const Literal&) { return Lvl::Uniform; },
+                [&](const VarRef& n) {
+                  auto it = f.levels.find(n.var.get());
+                  return it == f.levels.end() ? Lvl::Uniform : it->second;
+                },
+                [&](const Unary& n) { return level(n.a, f); },
+                [&](const Binary& n) { return join(level(n.a, f), level(n.b, f)); },
+                [&](const Cast& n) { return level(n.a, f); },
+                [&](const Select& n) { return join(level(n.c, f), join(level(n.a, f), level(n.b, f))); },
+                [&](const MathCall& n) {
+                  Lvl l = Lvl::Uniform;
+                  for (const auto& a : n.args) l = join(l, level(a, f));
+                  return l;
+                },
+                [](const Id&) -> Lvl { throw InternalError("cpu: an id() in lowered IR"); },
+                [&](const Builtin& n) { return n.which == BuiltinKind::ThreadInBlock ? f.tid_level : Lvl::Uniform; },
+                [&](const Load& n) {
+                  Lvl l = level(n.indices[0], f);
+                  if (n.mem->space == MemSpace::Local) return Lvl::Varying;
+                  if (auto it = f.mems.find(n.mem.get()); it != f.mems.end())
+                    for (const auto& [v, arr] : it->second.offsets)
+                      if (arr) l = Lvl::Varying;
+                  return l;
+                },
+            });
+  }
+
+  /// The levels of a frame's variables (a fixed point: assignments in loops, control dependence).
+  void levels(Frame& f, const StmtPtr& body) {
+    bool changed = true;
+    auto raise = [&](const VarPtr& v, Lvl l) {
+      if (!v) return;
+      auto& cur = f.levels[v.get()];
+      if (l == Lvl::Varying && cur != Lvl::Varying) {
+        cur = Lvl::Varying;
+        changed = true;
+      }
+    };
+    std::function<void(const StmtPtr&, Lvl)> walk = [&](const StmtPtr& s, Lvl cl) {
+      if (!s) return;
+      dispatch(*s, Overloaded{
+                       [&](const Seq& n) {
+                         for (const auto& c : n.stmts) walk(c, cl);
+                       },
+                       [&](const Let& n) { raise(n.var, join(cl, level(n.value, f))); },
+                       [&](const Assign& n) { raise(n.var, join(cl, level(n.value, f))); },
+                       [&](const If& n) {
+                         Lvl c = join(cl, level(n.cond, f));
+                         walk(n.then_body, c);
+                         walk(n.else_body, c);
+                       },
+                       [&](const For& n) {
+                         Lvl c = join(cl, join(level(n.begin, f), join(level(n.end, f), level(n.step, f))));
+                         raise(n.var, c);
+                         walk(n.body, c);
+                       },
+                       [&](const While& n) {
+                         // Its condition may read what the body assigns: walked until nothing changes.
+                         walk(n.body, join(cl, level(n.cond, f)));
+                       },
+                       [&](const Intrinsic& n) {
+                         for (const auto& o : n.outputs) raise(o, Lvl::Varying);
+                       },
+                       [&](const Call& n) { raise(n.result, Lvl::Varying); },
+                       [&](const Unsafe& n) {
+                         for (const auto& [name, v] : n.outputs) raise(v, Lvl::Varying);
+                       },
+                       [](const auto&) {},
+                   });
+    };
+    while (changed) {
+      changed = false;
+      walk(body, Lvl::Uniform);
+    }
+    struct Scan : IRVisitor {
+      Frame& f;
+      explicit Scan(Frame& fr) : f(fr) {}
+      void visit(const Assign& n) override {
+        f.reassigned.insert(n.var.get());
+        IRVisitor::visit(n);
+      }
+    } scan(f);
+    scan.walk(body);
+  }
+
+  /// Whether a statement is the same for every thread (emitted once in the uniform context).
+  bool uniform_stmt(const StmtPtr& s, Frame& f) {
+    if (const auto* n = as<Let>(*s)) return f.levels[n->var.get()] == Lvl::Uniform;
+    if (const auto* n = as<Assign>(*s)) return f.levels[n->var.get()] == Lvl::Uniform;
+    return s->kind == StmtKind::SharedAlloc || s->kind == StmtKind::LocalAlloc;
+  }
+  /// Control flow on values the same for every thread.
+  bool uniform_control(const StmtPtr& s, Frame& f) {
+    if (const auto* n = as<If>(*s)) return level(n->cond, f) == Lvl::Uniform;
+    if (const auto* n = as<For>(*s)) return f.levels[n->var.get()] == Lvl::Uniform;
+    if (const auto* n = as<While>(*s)) return level(n->cond, f) == Lvl::Uniform;
+    return false;
+  }
+
+  /// One group of a sequence in the uniform context.
+  struct Group {
+    enum Kind : std::uint8_t { Leaf, Single } kind;
+    std::vector<StmtPtr> stmts;
+  };
+  /// Nested sequences flattened, then cut into groups (see the file's comment).
+  std::vector<Group> groups(const StmtPtr& s, Frame& f) {
+    std::vector<StmtPtr> flat;
+    std::function<void(const StmtPtr&)> flatten = [&](const StmtPtr& x) {
+      if (!x) return;
+      if (const auto* q = as<Seq>(*x)) {
+        for (const auto& c : q->stmts) flatten(c);
+        return;
+      }
+      flat.push_back(x);
+    };
+    flatten(s);
+    std::vector<Group> out;
+    for (const auto& x : flat) {
+      bool single = collectives_.of(x) || uniform_stmt(x, f) || uniform_control(x, f);
+      if (single) {
+        out.push_back({Group::Single, {x}});
+      } else if (!out.empty() && out.back().kind == Group::Leaf) {
+        out.back().stmts.push_back(x);
+      } else {
+        out.push_back({Group::Leaf, {x}});
+      }
+    }
+    return out;
+  }
+
+  /// Which leaf each varying variable is used in (-1: more than one, or outside leaves).
+  void plan(Frame& f, const StmtPtr& body) {
+    int next = 0;
+    auto mark = [&](const VarNode* v, int leaf) {
+      auto [it, fresh] = f.leaf_of.emplace(v, leaf);
+      if (!fresh && it->second != leaf) it->second = -1;
+    };
+    auto mark_all = [&](const StmtPtr& s, int leaf) {
+      struct Scan : IRVisitor {
+        std::function<void(const VarNode*)> m;
+        void visit(const VarRef& n) override { m(n.var.get()); }
+        void visit(const Let& n) override {
+          m(n.var.get());
+          IRVisitor::visit(n);
+        }
+        void visit(const Assign& n) override {
+          m(n.var.get());
+          IRVisitor::visit(n);
+        }
+        void visit(const For& n) override {
+          m(n.var.get());
+          IRVisitor::visit(n);
+        }
+        void visit(const Intrinsic& n) override {
+          for (const auto& o : n.outputs) m(o.get());
+          IRVisitor::visit(n);
+        }
+        void visit(const Call& n) override {
+          if (n.result) m(n.result.get());
+          for (const auto& a : n.args)
+            if (a.value) walk(a.value);
+        }
+      } scan;
+      scan.m = [&](const VarNode* v) { mark(v, leaf); };
+      scan.walk(s);
+    };
+    std::function<void(const StmtPtr&)> walk = [&](const StmtPtr& s) {
+      for (const auto& g : groups(s, f)) {
+        if (g.kind == Group::Leaf) {
+          int id = next++;
+          for (const auto& x : g.stmts) mark_all(x, id);
+          continue;
+        }
+        const StmtPtr& x = g.stmts[0];
+        dispatch(*x, Overloaded{
+                         [&](const If& n) {
+                           mark_expr(n.cond, mark);
+                           walk(n.then_body);
+                           walk(n.else_body);
+                         },
+                         [&](const For& n) {
+                           mark(n.var.get(), -1);
+                           mark_expr(n.begin, mark);
+                           mark_expr(n.end, mark);
+                           mark_expr(n.step, mark);
+                           walk(n.body);
+                         },
+                         [&](const While& n) {
+                           mark_expr(n.cond, mark);
+                           walk(n.body);
+                         },
+                         [&](const Seq&) { walk(x); },
+                         [&](const auto&) { mark_all(x, -1); },
+                     });
+      }
+    };
+    walk(body);
+  }
+  template <class M>
+  void mark_expr(const ExprPtr& e, M& mark) {
+    if (!e) return;
+    struct Scan : IRVisitor {
+      M& m;
+      explicit Scan(M& mm) : m(mm) {}
+      void visit(const VarRef& n) override { m(n.var.get(), -1); }
+    } scan(mark);
+    scan.walk(e);
+  }
+
+  void prepare(Frame& f, const StmtPtr& body) {
+    levels(f, body);
+    plan(f, body);
+  }
+
+  /// Whether an expression is a pure function of the thread's position and values that do not
+  /// change (so it may be recomputed wherever it is used).
+  bool pure(const ExprPtr& e, Frame& f, int depth = 0) {
+    if (!e || depth > 8) return false;
+    return dispatch(*e, Overloaded{
+                            [](const Literal&) { return true; },
+                            [&](const VarRef& n) {
+                              if (f.reassigned.count(n.var.get())) return false;
+                              auto it = f.vars.find(n.var.get());
+                              if (it == f.vars.end()) return false;
+                              // A per-thread scalar holds one thread's value only inside its own leaf.
+                              if (it->second.kind == Storage::Scalar) return f.levels[n.var.get()] == Lvl::Uniform;
+                              return it->second.kind != Storage::Array;
+                            },
+                            [&](const Unary& n) { return pure(n.a, f, depth + 1); },
+                            [&](const Binary& n) { return pure(n.a, f, depth + 1) && pure(n.b, f, depth + 1); },
+                            [&](const Cast& n) { return pure(n.a, f, depth + 1); },
+                            [&](const Select& n) {
+                              return pure(n.c, f, depth + 1) && pure(n.a, f, depth + 1) && pure(n.b, f, depth + 1);
+                            },
+                            [](const MathCall&) { return false; },
+                            [](const Id&) { return false; },
+                            [&](const Builtin&) { return true; },
+                            [](const Load&) { return false; },
+                        });
+  }
+
+  /// The storage of a variable, decided at its first definition.
+  Storage& define(const VarPtr& v, const ExprPtr& value) {
+    Frame& f = *frame_;
+    auto it = f.vars.find(v.get());
+    if (it != f.vars.end()) return it->second;
+    Storage s;
+    auto leaf = f.leaf_of.find(v.get());
+    bool varying = f.levels[v.get()] == Lvl::Varying;
+    if (!varying || f.in_thread || (leaf != f.leaf_of.end() && leaf->second >= 0)) {
+      s.kind = Storage::Scalar;
+      s.ptr = entry_alloca(type(v->type), v->name);
+    } else if (value && !f.reassigned.count(v.get()) && pure(value, f)) {
+      s.kind = Storage::Remat;
+      s.remat = value;
+    } else {
+      s.kind = Storage::Array;
+      s.ptr = scratch(T_ * static_cast<std::int64_t>(8));
+    }
+    return f.vars.emplace(v.get(), s).first->second;
+  }
+  /// A per-thread array for a variable that must have one (outputs of warp operations, loops on
+  /// varying values around collectives).
+  Storage& define_array(const VarPtr& v) {
+    Frame& f = *frame_;
+    auto it = f.vars.find(v.get());
+    if (it != f.vars.end()) {
+      if (it->second.kind != Storage::Array) throw InternalError("cpu: variable '" + v->name + "' changed storage");
+      return it->second;
+    }
+    Storage s;
+    s.kind = Storage::Array;
+    s.ptr = scratch(T_ * static_cast<std::int64_t>(8));
+    return f.vars.emplace(v.get(), s).first->second;
+  }
+
+  Value* read_var(const VarNode* v, SourceLoc l) {
+    Frame& f = *frame_;
+    auto it = f.vars.find(v);
+    if (it == f.vars.end())
+      throw InternalError("cpu: variable '" + v->name + "' used before it is defined at " + l.str());
+    const Storage& s = it->second;
+    switch (s.kind) {
+      case Storage::Fixed: return s.value;
+      case Storage::Scalar: return b_.CreateLoad(type(v->type), s.ptr, v->name);
+      case Storage::Remat: return expr(s.remat);
+      case Storage::Array:
+        if (!tid_) throw InternalError("cpu: per-thread variable '" + v->name + "' read outside a thread loop");
+        return b_.CreateLoad(type(v->type), b_.CreateInBoundsGEP(type(v->type), s.ptr, tid_));
+    }
+    return nullptr;
+  }
+  void write_var(const VarPtr& v, Value* x, const ExprPtr& def) {
+    Storage& s = define(v, def);
+    switch (s.kind) {
+      case Storage::Scalar: b_.CreateStore(x, s.ptr); return;
+      case Storage::Array:
+        if (!tid_) throw InternalError("cpu: per-thread variable '" + v->name + "' written outside a thread loop");
+        b_.CreateStore(x, b_.CreateInBoundsGEP(type(v->type), s.ptr, tid_));
+        return;
+      case Storage::Remat: return;  // recomputed where it is read
+      case Storage::Fixed: throw InternalError("cpu: a parameter is assigned");
+    }
+  }
+
+  // ================================================================= expressions
+  Value* expr(const ExprPtr& e) {
+    return dispatch(*e, Overloaded{
+                            [&](const Literal& n) -> Value* {
+                              if (n.type == ScalarType::Bool) return b_.getInt1(n.i != 0);
+                              if (integral(n.type))
+                                return llvm::ConstantInt::get(type(n.type), static_cast<std::uint64_t>(n.i));
+                              if (n.type == ScalarType::F64) return llvm::ConstantFP::get(b_.getDoubleTy(), n.f);
+                              double v = n.f;
+                              if (half_type(n.type)) return round16(llvm::ConstantFP::get(b_.getFloatTy(), v), n.type);
+                              return llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(v));
+                            },
+                            [&](const VarRef& n) { return read_var(n.var.get(), n.loc); },
+                            [&](const Unary& n) { return unary(n); },
+                            [&](const Binary& n) { return binary(n); },
+                            [&](const Cast& n) { return cast(n.a->type, n.type, expr(n.a)); },
+                            [&](const Select& n) {
+                              Value* c = expr(n.c);
+                              Value* a = expr(n.a);
+                              Value* b = expr(n.b);
+                              return b_.CreateSelect(c, a, b);
+                            },
+                            [&](const MathCall& n) { return math(n); },
+                            [](const Id&) -> Value* { throw InternalError("cpu: an id() in lowered IR"); },
+                            [&](const Builtin& n) { return builtin(n.which); },
+                            [&](const Load& n) { return load(n); },
+                        });
+  }
+
+  Value* builtin(BuiltinKind which) {
+    Frame& f = *frame_;
+    if (which == BuiltinKind::BlockInGrid) return f.bid;
+    if (!f.tid_array) {
+      if (!tid_) throw InternalError("cpu: the thread's position read outside a thread loop");
+      return tid_;
+    }
+    if (f.tid_level == Lvl::Uniform) return f.tid_array;  // a uniform position is held as its value
+    return b_.CreateTrunc(b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), f.tid_array, tid_)),
+                          b_.getInt32Ty());
+  }
+
+  Value* unary(const Unary& n) {
+    Value* a = expr(n.a);
+    if (!integral(n.type)) {
+      if (n.op == UnOp::Neg) return round16(b_.CreateFNeg(a), n.type);
+      return a;
+    }
+    switch (n.op) {
+      case UnOp::Neg: return b_.CreateSub(llvm::ConstantInt::get(a->getType(), 0), a);
+      case UnOp::Not: return b_.CreateICmpEQ(a, llvm::ConstantInt::get(a->getType(), 0));
+      case UnOp::BitNot: return b_.CreateNot(a);
+    }
+    return a;
+  }
+
+  Value* binary(const Binary& n) {
+    Value* a = expr(n.a);
+    Value* b = expr(n.b);
+    ScalarType t = n.a->type;
+    if (integral(t)) return int_binary(n.op, t, n.b->type, a, b);
+    auto* f = a->getType();
+    Value* r = nullptr;
+    switch (n.op) {
+      case BinOp::Add: r = b_.CreateFAdd(a, b); break;
+      case BinOp::Sub: r = b_.CreateFSub(a, b); break;
+      case BinOp::Mul: r = b_.CreateFMul(a, b); break;
+      case BinOp::Div: r = b_.CreateFDiv(a, b); break;
+      case BinOp::Mod: r = b_.CreateFRem(a, b); break;  // fmod: exact
+      case BinOp::Min:
+      case BinOp::Max: {
+        bool dbl = f->isDoubleTy();
+        const char* name = n.op == BinOp::Min ? (dbl ? "fmin" : "fminf") : (dbl ? "fmax" : "fmaxf");
+        r = b_.CreateCall(pure(name, f, {f, f}), {a, b});
+        break;
+      }
+      case BinOp::Pow: r = libm_double("pow", {a, b}, f); break;
+      case BinOp::Eq: return b_.CreateFCmpOEQ(a, b);
+      case BinOp::Ne: return b_.CreateFCmpUNE(a, b);
+      case BinOp::Lt: return b_.CreateFCmpOLT(a, b);
+      case BinOp::Le: return b_.CreateFCmpOLE(a, b);
+      case BinOp::Gt: return b_.CreateFCmpOGT(a, b);
+      case BinOp::Ge: return b_.CreateFCmpOGE(a, b);
+      default: throw InternalError("cpu: an integer operation on floats");
+    }
+    return round16(r, n.type);
+  }
+
+  /// docs/semantics.md's integer operations (jit/ir/eval), as LLVM computes them.
+  Value* int_binary(BinOp op, ScalarType t, ScalarType bt, Value* a, Value* b) {
+    bool sgn = !unsigned_type(t);
+    auto* ty = a->getType();
+    auto zero = llvm::ConstantInt::get(ty, 0);
+    switch (op) {
+      case BinOp::Add: return b_.CreateAdd(a, b);
+      case BinOp::Sub: return b_.CreateSub(a, b);
+      case BinOp::Mul: return b_.CreateMul(a, b);
+      case BinOp::Div:
+      case BinOp::Mod: {
+        // x / 0 is all ones, x % 0 is x; MIN / -1 wraps to MIN and MIN % -1 is 0.
+        bool div = op == BinOp::Div;
+        Value* by_zero = b_.CreateICmpEQ(b, zero);
+        Value* safe = b_.CreateSelect(by_zero, llvm::ConstantInt::get(ty, 1), b);
+        Value* r;
+        if (sgn) {
+          Value* minus_one = b_.CreateICmpEQ(safe, llvm::ConstantInt::getSigned(ty, -1));
+          safe = b_.CreateSelect(minus_one, llvm::ConstantInt::get(ty, 1), safe);
+          r = div ? b_.CreateSDiv(a, safe) : b_.CreateSRem(a, safe);
+          // By -1: the quotient is -a (wrapping), the remainder 0.
+          r = b_.CreateSelect(minus_one, div ? b_.CreateSub(zero, a) : static_cast<Value*>(zero), r);
+        } else {
+          r = div ? b_.CreateUDiv(a, safe) : b_.CreateURem(a, safe);
+        }
+        return b_.CreateSelect(by_zero, div ? llvm::ConstantInt::getSigned(ty, -1) : a, r);
+      }
+      case BinOp::And: return b_.CreateAnd(a, b);
+      case BinOp::Or: return b_.CreateOr(a, b);
+      case BinOp::Xor: return b_.CreateXor(a, b);
+      case BinOp::Shl:
+      case BinOp::Shr: {
+        // The amount is read as unsigned in its own type; the width or more gives 0 (or the sign).
+        unsigned w = ty->getIntegerBitWidth();
+        Value* amount = i64(b, bt);
+        Value* over = b_.CreateICmpUGE(amount, b_.getInt64(w));
+        Value* sh = b_.CreateTrunc(b_.CreateSelect(over, b_.getInt64(0), amount), ty);
+        if (op == BinOp::Shl) return b_.CreateSelect(over, zero, b_.CreateShl(a, sh));
+        if (!sgn) return b_.CreateSelect(over, zero, b_.CreateLShr(a, sh));
+        return b_.CreateSelect(over, b_.CreateAShr(a, llvm::ConstantInt::get(ty, w - 1)), b_.CreateAShr(a, sh));
+      }
+      case BinOp::LAnd: return b_.CreateAnd(a, b);
+      case BinOp::LOr: return b_.CreateOr(a, b);
+      case BinOp::Eq: return b_.CreateICmpEQ(a, b);
+      case BinOp::Ne: return b_.CreateICmpNE(a, b);
+      case BinOp::Lt: return sgn ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b);
+      case BinOp::Le: return sgn ? b_.CreateICmpSLE(a, b) : b_.CreateICmpULE(a, b);
+      case BinOp::Gt: return sgn ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b);
+      case BinOp::Ge: return sgn ? b_.CreateICmpSGE(a, b) : b_.CreateICmpUGE(a, b);
+      case BinOp::Min: return b_.CreateSelect(sgn ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b), a, b);
+      case BinOp::Max: return b_.CreateSelect(sgn ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b), a, b);
+      case BinOp::Pow: break;
+    }
+    throw InternalError("cpu: no integer operation " + std::string(name_of(op)));
+  }
+
+  Value* cast(ScalarType from, ScalarType to, Value* a) {
+    if (from == to) return a;
+    if (integral(from) && integral(to)) {
+      if (to == ScalarType::Bool) return b_.CreateICmpNE(a, llvm::ConstantInt::get(a->getType(), 0));
+      if (from == ScalarType::Bool) return b_.CreateZExt(a, type(to));
+      unsigned fw = a->getType()->getIntegerBitWidth(), tw = type(to)->getIntegerBitWidth();
+      if (fw == tw) return a;
+      if (fw > tw) return b_.CreateTrunc(a, type(to));
+      return unsigned_type(from) ? b_.CreateZExt(a, type(to)) : b_.CreateSExt(a, type(to));
+    }
+    if (is_float(from) && is_float(to)) {
+      llvm::Type* ft = type(to);
+      if (a->getType() != ft) a = ft->isDoubleTy() ? b_.CreateFPExt(a, ft) : b_.CreateFPTrunc(a, ft);
+      return round16(a, to);
+    }
+    if (is_float(from)) {
+      if (to == ScalarType::Bool) return b_.CreateFCmpUNE(a, llvm::ConstantFP::get(a->getType(), 0.0));
+      // Truncate toward zero, saturate, NaN to 0 (cvt.rzi).
+      auto id = unsigned_type(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
+      return b_.CreateIntrinsic(id, {type(to), a->getType()}, {a});
+    }
+    // Integer to float: one rounding to f32 or f64 (to a 16-bit float through f32, as the interpreter).
+    if (from == ScalarType::Bool) a = b_.CreateZExt(a, b_.getInt32Ty());
+    llvm::Type* ft = to == ScalarType::F64 ? b_.getDoubleTy() : b_.getFloatTy();
+    Value* r = unsigned_type(from) ? b_.CreateUIToFP(a, ft) : b_.CreateSIToFP(a, ft);
+    return round16(r, to);
+  }
+
+  /// A libm function computed in double and rounded to the operand's type, as the interpreter does.
+  Value* libm_double(const char* name, std::vector<Value*> xs, llvm::Type* t) {
+    std::vector<llvm::Type*> ds(xs.size(), b_.getDoubleTy());
+    for (auto& x : xs)
+      if (!x->getType()->isDoubleTy()) x = b_.CreateFPExt(x, b_.getDoubleTy());
+    Value* r = b_.CreateCall(pure(name, b_.getDoubleTy(), ds), xs);
+    return t->isDoubleTy() ? r : b_.CreateFPTrunc(r, t);
+  }
+
+  Value* math(const MathCall& n) {
+    std::vector<Value*> xs;
+    for (const auto& a : n.args) xs.push_back(expr(a));
+    ScalarType t = n.type;
+    if (integral(t)) {  // abs: wraps at MIN
+      Value* neg = b_.CreateSub(llvm::ConstantInt::get(xs[0]->getType(), 0), xs[0]);
+      if (unsigned_type(t)) return xs[0];
+      return b_.CreateSelect(b_.CreateICmpSLT(xs[0], llvm::ConstantInt::get(xs[0]->getType(), 0)), neg, xs[0]);
+    }
+    llvm::Type* ft = type(t);
+    Value* r = nullptr;
+    switch (n.fn) {
+      case MathFn::Sqrt: r = b_.CreateIntrinsic(llvm::Intrinsic::sqrt, {ft}, {xs[0]}); break;
+      case MathFn::Rsqrt: {
+        Value* d = xs[0]->getType()->isDoubleTy() ? xs[0] : b_.CreateFPExt(xs[0], b_.getDoubleTy());
+        d = b_.CreateFDiv(llvm::ConstantFP::get(b_.getDoubleTy(), 1.0),
+                          b_.CreateIntrinsic(llvm::Intrinsic::sqrt, {b_.getDoubleTy()}, {d}));
+        r = ft->isDoubleTy() ? d : b_.CreateFPTrunc(d, ft);
+        break;
+      }
+      case MathFn::Exp: r = libm_double("exp", xs, ft); break;
+      case MathFn::Exp2: r = libm_double("exp2", xs, ft); break;
+      case MathFn::Log: r = libm_double("log", xs, ft); break;
+      case MathFn::Log2: r = libm_double("log2", xs, ft); break;
+      case MathFn::Sin: r = libm_double("sin", xs, ft); break;
+      case MathFn::Cos: r = libm_double("cos", xs, ft); break;
+      case MathFn::Tanh: r = libm_double("tanh", xs, ft); break;
+      case MathFn::Abs: r = b_.CreateIntrinsic(llvm::Intrinsic::fabs, {ft}, {xs[0]}); break;
+      case MathFn::Floor: r = b_.CreateIntrinsic(llvm::Intrinsic::floor, {ft}, {xs[0]}); break;
+      case MathFn::Ceil: r = b_.CreateIntrinsic(llvm::Intrinsic::ceil, {ft}, {xs[0]}); break;
+      case MathFn::Fma: r = b_.CreateIntrinsic(llvm::Intrinsic::fma, {ft}, {xs[0], xs[1], xs[2]}); break;
+    }
+    return round16(r, t);
+  }
+
+  // ================================================================= memory
+  MemRef& memref(const MemNode* m, SourceLoc l) {
+    for (Frame* f = frame_; f; f = nullptr) {
+      auto it = f->mems.find(m);
+      if (it != f->mems.end()) return it->second;
+    }
+    throw InternalError("cpu: memory '" + m->name + "' used before it exists (" + l.str() + ")");
+  }
+  /// The flat element index (i64) of `r[index]`, offsets through calls included.
+  Value* flat(const MemRef& r, Value* index, ScalarType index_type) { return offset(r, i64(index, index_type)); }
+  /// An index into a view (a function's pointer parameter) as an index into its root.
+  Value* offset(const MemRef& r, Value* i) {
+    for (const auto& [v, arr] : r.offsets) {
+      Value* o =
+          arr ? static_cast<Value*>(b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), v, tid_))) : v;
+      i = b_.CreateAdd(i, o);
+    }
+    return i;
+  }
+  /// The address of element `i` (flat) for the current thread.
+  Value* address(const MemRef& r, Value* i) {
+    llvm::Type* et = memtype(r.elem);
+    if (r.space == MemSpace::Local) {
+      // [element][thread]: the same element of neighbouring threads is contiguous.
+      Value* at = b_.CreateAdd(b_.CreateMul(i, b_.getInt64(T_)), b_.CreateSExt(tid_, b_.getInt64Ty()));
+      return b_.CreateGEP(et, r.base, at);
+    }
+    return b_.CreateGEP(et, r.base, i);
+  }
+
+  /// A failed check: recorded (the first one), the access skipped.
+  void fail(std::int64_t site, Value* index, Value* bound) {
+    auto fn = helper("vt_cpu_fail", b_.getVoidTy(),
+                     {llvm::PointerType::get(ctx_, 0), b_.getInt64Ty(), b_.getInt32Ty(), b_.getInt64Ty(),
+                      b_.getInt32Ty(), b_.getInt64Ty(), b_.getInt64Ty()});
+    b_.CreateCall(fn, {err_, b_.getInt64(cuda::check_tag(entry_name_)), b_.getInt32(static_cast<std::int32_t>(site)),
+                       block_, tid_ ? tid_ : b_.getInt32(0), index, bound});
+  }
+  /// A site of the CPU backend's own (atomics, copies lowering leaves unchecked).
+  std::int64_t site(SourceLoc l, const std::string& memory, bool write) {
+    out_.extra_sites.push_back({l, memory, write});
+    return static_cast<std::int64_t>(L_.checks.size() + out_.extra_sites.size() - 1);
+  }
+  /// `body()` runs when 0 <= i < bound; otherwise the failure is recorded.
+  void checked(Value* i, Value* bound, std::int64_t site_no, const std::function<void()>& body) {
+    Value* ok = b_.CreateAnd(b_.CreateICmpSGE(i, b_.getInt64(0)), b_.CreateICmpSLT(i, bound));
+    auto* yes = BasicBlock::Create(ctx_, "inside", fn_);
+    auto* no = BasicBlock::Create(ctx_, "outside", fn_);
+    auto* join = BasicBlock::Create(ctx_, "checked", fn_);
+    b_.CreateCondBr(ok, yes, no, llvm::MDBuilder(ctx_).createBranchWeights(1000, 1));
+    b_.SetInsertPoint(no);
+    fail(site_no, i, bound);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(yes);
+    body();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+  }
+
+  // A bound is on the index the code wrote (into a function's pointer, the elements from it on).
+  Value* load(const Load& n) {
+    const MemRef& r = memref(n.mem.get(), n.loc);
+    Value* local = i64(expr(n.indices[0]), n.indices[0]->type);
+    llvm::Type* et = memtype(r.elem);
+    if (!n.bound) return from_mem(b_.CreateLoad(et, address(r, offset(r, local))), r.elem);
+    Value* bound = expr(n.bound);
+    auto* slot = entry_alloca(et, "checked_load");
+    b_.CreateStore(llvm::Constant::getNullValue(et), slot);
+    checked(local, bound, n.site, [&] { b_.CreateStore(b_.CreateLoad(et, address(r, offset(r, local))), slot); });
+    return from_mem(b_.CreateLoad(et, slot), r.elem);
+  }
+  void store(const Store& n) {
+    const MemRef& r = memref(n.mem.get(), n.loc);
+    Value* local = i64(expr(n.indices[0]), n.indices[0]->type);
+    Value* v = to_mem(expr(n.value), r.elem);
+    if (!n.bound) {
+      b_.CreateStore(v, address(r, offset(r, local)));
+      return;
+    }
+    checked(local, expr(n.bound), n.site, [&] { b_.CreateStore(v, address(r, offset(r, local))); });
+  }
+
+  // ================================================================= statements, thread context
+  void thread_stmt(const StmtPtr& s) {
+    if (!s) return;
+    dispatch(*s, Overloaded{
+                     [&](const Seq& n) {
+                       for (const auto& c : n.stmts) thread_stmt(c);
+                     },
+                     [&](const Let& n) { write_var(n.var, expr(n.value), n.value); },
+                     [&](const Assign& n) { write_var(n.var, expr(n.value), nullptr); },
+                     [&](const Store& n) { store(n); },
+                     [&](const If& n) {
+                       Value* c = expr(n.cond);
+                       auto* t = BasicBlock::Create(ctx_, "if.then", fn_);
+                       auto* e = BasicBlock::Create(ctx_, "if.else", fn_);
+                       auto* j = BasicBlock::Create(ctx_, "if.join", fn_);
+                       b_.CreateCondBr(c, t, e);
+                       b_.SetInsertPoint(t);
+                       thread_stmt(n.then_body);
+                       b_.CreateBr(j);
+                       b_.SetInsertPoint(e);
+                       thread_stmt(n.else_body);
+                       b_.CreateBr(j);
+                       b_.SetInsertPoint(j);
+                     },
+                     [&](const For& n) { for_loop(n, [&] { thread_stmt(n.body); }); },
+                     [&](const While& n) {
+                       auto* head = BasicBlock::Create(ctx_, "while.head", fn_);
+                       auto* body = BasicBlock::Create(ctx_, "while.body", fn_);
+                       auto* done = BasicBlock::Create(ctx_, "while.done", fn_);
+                       b_.CreateBr(head);
+                       b_.SetInsertPoint(head);
+                       b_.CreateCondBr(expr(n.cond), body, done);
+                       b_.SetInsertPoint(body);
+                       thread_stmt(n.body);
+                       b_.CreateBr(head);
+                       b_.SetInsertPoint(done);
+                     },
+                     [&](const SharedAlloc& n) { shared_alloc(n); },
+                     [&](const LocalAlloc& n) { local_alloc(n); },
+                     [&](const Call& n) { call(n, true); },
+                     [&](const Intrinsic& n) { thread_intrinsic(n); },
+                     [&](const VectorCopy& n) { vector_copy(n); },
+                     [&](const ir::Barrier&) { throw InternalError("cpu: a barrier inside a thread loop"); },
+                     [&](const Unsafe& n) -> void { unsupported("an unsafe block's CUDA text", n.loc); },
+                     [&](const Return& n) -> void {
+                       unsupported("a return statement (write the rest of the body under an if_ instead)", n.loc);
+                     },
+                     [&](const auto& n) -> void {
+                       throw InternalError(std::string("cpu: ") + name_of(n.kind) + " in lowered IR");
+                     },
+                 });
+  }
+
+  /// docs/semantics.md's loops: bounds and step evaluated once, the counter never wrapping, no
+  /// iteration with a zero step.
+  void for_loop(const For& n, const std::function<void()>& body) {
+    Value* begin = expr(n.begin);
+    Value* end = expr(n.end);
+    Value* step = expr(n.step);
+    ScalarType t = n.var->type;
+    bool sgn = !unsigned_type(t);
+    Storage& s = define(n.var, nullptr);
+    auto set = [&](Value* v) {
+      if (s.kind == Storage::Array)
+        b_.CreateStore(v, b_.CreateInBoundsGEP(type(t), s.ptr, tid_));
+      else
+        b_.CreateStore(v, s.ptr);
+    };
+    auto get = [&]() -> Value* {
+      if (s.kind == Storage::Array) return b_.CreateLoad(type(t), b_.CreateInBoundsGEP(type(t), s.ptr, tid_));
+      return b_.CreateLoad(type(t), s.ptr);
+    };
+    set(begin);
+    auto* head = BasicBlock::Create(ctx_, n.var->name + ".head", fn_);
+    auto* in = BasicBlock::Create(ctx_, n.var->name + ".body", fn_);
+    auto* latch = BasicBlock::Create(ctx_, n.var->name + ".next", fn_);
+    auto* done = BasicBlock::Create(ctx_, n.var->name + ".done", fn_);
+    auto* ty = type(t);
+    auto zero = llvm::ConstantInt::get(ty, 0);
+    auto k = const_int(n.step);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    Value* v = get();
+    Value* going;
+    bool up = k ? *k > 0 : false;
+    if (k && *k > 0)
+      going = sgn ? b_.CreateICmpSLT(v, end) : b_.CreateICmpULT(v, end);
+    else if (k && *k < 0)
+      going = sgn ? b_.CreateICmpSGT(v, end) : b_.CreateICmpUGT(v, end);
+    else {
+      Value* pos = sgn ? b_.CreateICmpSGT(step, zero) : b_.CreateICmpNE(step, zero);
+      Value* neg = sgn ? b_.CreateICmpSLT(step, zero) : static_cast<Value*>(b_.getInt1(false));
+      going = b_.CreateOr(b_.CreateAnd(pos, sgn ? b_.CreateICmpSLT(v, end) : b_.CreateICmpULT(v, end)),
+                          b_.CreateAnd(neg, b_.CreateICmpSGT(v, end)));
+    }
+    b_.CreateCondBr(going, in, done);
+    b_.SetInsertPoint(in);
+    body();
+    b_.CreateBr(latch);
+    b_.SetInsertPoint(latch);
+    // The next value, or the end when the distance left is at most the step (never wrapping).
+    Value* cur = get();
+    Value* next;
+    if (k && *k == 1 && up) {
+      next = b_.CreateAdd(cur, llvm::ConstantInt::get(ty, 1));  // cur < end: cannot wrap
+    } else {
+      Value* stepn = step;
+      Value* down = sgn ? b_.CreateICmpSLT(stepn, zero) : static_cast<Value*>(b_.getInt1(false));
+      Value* by = b_.CreateSelect(down, b_.CreateSub(zero, stepn), stepn);  // |step| (unsigned)
+      Value* left = b_.CreateSelect(down, b_.CreateSub(cur, end), b_.CreateSub(end, cur));
+      Value* last = b_.CreateICmpULE(left, by);
+      next = b_.CreateSelect(last, end, b_.CreateAdd(cur, stepn));
+      // At the end the loop stops: `going` is false when the counter equals end.
+    }
+    set(next);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(done);
+  }
+
+  void vector_copy(const VectorCopy& n) {
+    const MemRef& d = memref(n.dst.get(), n.loc);
+    const MemRef& s = memref(n.src.get(), n.loc);
+    Value* di = flat(d, expr(n.dst_index), n.dst_index->type);
+    Value* si = flat(s, expr(n.src_index), n.src_index->type);
+    llvm::Type* et = memtype(d.elem);
+    for (std::int64_t k = 0; k < n.count; ++k) {
+      Value* v = b_.CreateLoad(et, address(s, b_.CreateAdd(si, b_.getInt64(k))));
+      b_.CreateStore(v, address(d, b_.CreateAdd(di, b_.getInt64(k))));
+    }
+  }
+
+  void shared_alloc(const SharedAlloc& n) {
+    Frame& f = *frame_;
+    if (f.mems.count(n.mem.get())) return;
+    MemRef r;
+    r.space = MemSpace::Shared;
+    r.elem = n.mem->elem;
+    r.name = n.mem->name;
+    r.base = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), f.smem,
+                                           static_cast<std::uint64_t>(L_.shared_offsets.at(n.mem.get())));
+    r.bound = b_.getInt64(const_int(n.count).value_or(0));
+    f.mems[n.mem.get()] = r;
+  }
+  void local_alloc(const LocalAlloc& n) {
+    Frame& f = *frame_;
+    if (f.mems.count(n.mem.get())) return;
+    MemRef r;
+    r.space = MemSpace::Local;
+    r.elem = n.mem->elem;
+    r.name = n.mem->name;
+    r.base = scratch(n.count * T_ * std::max<std::int64_t>(1, bytes(n.mem->elem)));
+    r.bound = b_.getInt64(n.count);
+    f.mems[n.mem.get()] = r;
+  }
+
+  void thread_intrinsic(const Intrinsic& n) {
+    switch (n.op) {
+      case IntrinsicOp::Atomic: atomic(n); return;
+      case IntrinsicOp::CpAsync: {
+        // A copy that completes at once: a race-free kernel reads its destination only after waiting.
+        const MemRef& d = memref(n.mems[0].get(), n.loc);
+        const MemRef& s = memref(n.mems[1].get(), n.loc);
+        Value* di = flat(d, expr(n.args[0]), n.args[0]->type);
+        Value* si = flat(s, expr(n.args[1]), n.args[1]->type);
+        std::int64_t count = n.imms[0] / bytes(d.elem);
+        std::int64_t sd = site(n.loc, d.name, true), ss = site(n.loc, s.name, false);
+        llvm::Type* et = memtype(d.elem);
+        for (std::int64_t k = 0; k < count; ++k) {
+          Value* dk = b_.CreateAdd(di, b_.getInt64(k));
+          Value* sk = b_.CreateAdd(si, b_.getInt64(k));
+          checked(dk, d.bound, sd, [&] {
+            checked(sk, s.bound, ss, [&] { b_.CreateStore(b_.CreateLoad(et, address(s, sk)), address(d, dk)); });
+          });
+        }
+        return;
+      }
+      case IntrinsicOp::CpAsyncCommit:
+      case IntrinsicOp::CpAsyncWait: return;
+      default: break;
+    }
+    unsupported(user_name(n.op), n.loc);
+  }
+
+  void atomic(const Intrinsic& n) {
+    const MemRef& r = memref(n.mems[0].get(), n.loc);
+    Value* i = flat(r, expr(n.args[0]), n.args[0]->type);
+    Value* x = expr(n.args[1]);
+    ScalarType e = r.elem;
+    if (half_type(e) || e == ScalarType::Bool) unsupported("an atomic on " + std::string(type_name(e)), n.loc);
+    auto kind = static_cast<AtomicKind>(n.imms[0]);
+    llvm::AtomicRMWInst::BinOp op;
+    bool fl = is_float(e);
+    switch (kind) {
+      case AtomicKind::Add: op = fl ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add; break;
+      case AtomicKind::Min:
+        op = fl ? llvm::AtomicRMWInst::FMin : unsigned_type(e) ? llvm::AtomicRMWInst::UMin : llvm::AtomicRMWInst::Min;
+        break;
+      case AtomicKind::Max:
+        op = fl ? llvm::AtomicRMWInst::FMax : unsigned_type(e) ? llvm::AtomicRMWInst::UMax : llvm::AtomicRMWInst::Max;
+        break;
+      default: op = llvm::AtomicRMWInst::Xchg; break;
+    }
+    auto* slot = entry_alloca(type(e), "atomic_old");
+    b_.CreateStore(llvm::Constant::getNullValue(type(e)), slot);
+    checked(i, r.bound, site(n.loc, r.name, true), [&] {
+      Value* old =
+          b_.CreateAtomicRMW(op, address(r, i), x, llvm::MaybeAlign(bytes(e)), llvm::AtomicOrdering::Monotonic);
+      b_.CreateStore(old, slot);
+    });
+    if (!n.outputs.empty()) write_var(n.outputs[0], b_.CreateLoad(type(e), slot), nullptr);
+  }
+
+  // ================================================================= calls (inlined)
+  /// A value every thread of the mask computes in the uniform context: uniform, held as is; else a
+  /// per-thread array of its type (`as_index`: of i64) filled by a thread loop.
+  std::pair<Value*, bool> materialize(const ExprPtr& e, Value* mask, bool as_index) {
+    if (level(e, *frame_) == Lvl::Uniform) {
+      Value* v = expr(e);
+      return {as_index ? i64(v, e->type) : v, false};
+    }
+    Value* arr = scratch(T_ * 8);
+    llvm::Type* t = as_index ? b_.getInt64Ty() : type(e->type);
+    threads(mask, [&] {
+      Value* v = expr(e);
+      b_.CreateStore(as_index ? i64(v, e->type) : v, b_.CreateInBoundsGEP(t, arr, tid_));
+    });
+    return {arr, true};
+  }
+
+  void call(const Call& n, bool in_thread, Value* mask = nullptr) {
+    const FunctionNode& fnode = *n.fn;
+    Frame& caller = *frame_;
+    auto callee = std::make_unique<Frame>();
+    Frame& f = *callee;
+    f.parent = &caller;
+    f.in_thread = in_thread || caller.in_thread;
+    f.fn = &fnode;
+    std::size_t user = n.args.size() - lower::kAbiArgs;
+    // The position of the callee's threads, its block, its shared memory.
+    const ExprPtr& tid_arg = n.args[user].value;
+    if (const auto* bi = as<Builtin>(*tid_arg); bi && bi->which == BuiltinKind::ThreadInBlock && !caller.tid_array) {
+      f.tid_array = nullptr;  // the caller's own position
+    } else if (f.in_thread) {
+      f.tid_array = expr(tid_arg);
+      f.tid_level = Lvl::Uniform;  // one value in this thread
+    } else {
+      auto [v, arr] = materialize(tid_arg, mask, true);
+      f.tid_array = arr ? v : b_.CreateTrunc(v, b_.getInt32Ty());
+      f.tid_level = arr ? Lvl::Varying : Lvl::Uniform;
+    }
+    f.bid = expr(n.args[user + 1].value);
+    auto smem = const_int(n.args[user + 2].value);
+    f.smem = smem && *smem >= 0
+                 ? b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), caller.smem, static_cast<std::uint64_t>(*smem))
+                 : caller.smem;
+    // Parameters: values (fixed, or per-thread arrays), pointers as the caller's memory plus offsets.
+    for (std::size_t i = 0; i < user && i < fnode.params.size(); ++i) {
+      const ParamNode& p = fnode.params[i];
+      const CallArgNode& a = n.args[i];
+      if (a.mem) {
+        MemRef r = memref(a.mem.get(), n.loc);
+        if (f.in_thread) {
+          r.offsets.push_back({i64(expr(a.value), a.value->type), false});
+        } else {
+          auto [v, arr] = materialize(a.value, mask, true);
+          r.offsets.push_back({v, arr});
+        }
+        r.name = p.name;
+        f.mems[p.mem.get()] = r;
+        continue;
+      }
+      Storage s;
+      if (f.in_thread || level(a.value, caller) == Lvl::Uniform) {
+        s.kind = Storage::Fixed;
+        s.value = expr(a.value);
+        f.levels[p.var.get()] = f.in_thread ? Lvl::Uniform : Lvl::Uniform;
+      } else {
+        s.kind = Storage::Array;
+        s.ptr = materialize(a.value, mask, false).first;
+        f.levels[p.var.get()] = Lvl::Varying;
+      }
+      f.vars[p.var.get()] = s;
+    }
+    // A pointer parameter keeps its root's bound: the checks of atomics and copies are on flat indices.
+    if (n.result) unsupported("a device function's return value", n.loc);
+    frames_.push_back(std::move(callee));
+    Frame* saved = frame_;
+    frame_ = &f;
+    prepare(f, fnode.body);
+    if (f.in_thread)
+      thread_stmt(fnode.body);
+    else
+      uniform(fnode.body, mask);
+    frame_ = saved;
+  }
+
+  // ================================================================= uniform context
+  void uniform(const StmtPtr& s, Value* mask) {
+    if (!s) return;
+    for (auto& g : groups(s, *frame_)) {
+      if (g.kind == Group::Leaf) {
+        threads(mask, [&] {
+          for (const auto& x : g.stmts) thread_stmt(x);
+        });
+        continue;
+      }
+      single(g.stmts[0], mask);
+    }
+  }
+
+  void single(const StmtPtr& s, Value* mask) {
+    Frame& f = *frame_;
+    dispatch(*s,
+             Overloaded{
+                 [&](const ir::Barrier&) {},  // the thread loops around it are the barrier
+                 [&](const Let& n) {
+                   if (f.levels[n.var.get()] == Lvl::Uniform) {
+                     write_var(n.var, expr(n.value), n.value);
+                   } else {
+                     threads(mask, [&] { write_var(n.var, expr(n.value), n.value); });
+                   }
+                 },
+                 [&](const Assign& n) {
+                   if (f.levels[n.var.get()] == Lvl::Uniform)
+                     write_var(n.var, expr(n.value), nullptr);
+                   else
+                     threads(mask, [&] { write_var(n.var, expr(n.value), nullptr); });
+                 },
+                 [&](const SharedAlloc& n) { shared_alloc(n); },
+                 [&](const LocalAlloc& n) { local_alloc(n); },
+                 [&](const If& n) {
+                   if (level(n.cond, f) == Lvl::Uniform) {
+                     Value* c = expr(n.cond);
+                     auto* t = BasicBlock::Create(ctx_, "uif.then", fn_);
+                     auto* e = BasicBlock::Create(ctx_, "uif.else", fn_);
+                     auto* j = BasicBlock::Create(ctx_, "uif.join", fn_);
+                     b_.CreateCondBr(c, t, e);
+                     b_.SetInsertPoint(t);
+                     uniform(n.then_body, mask);
+                     b_.CreateBr(j);
+                     b_.SetInsertPoint(e);
+                     uniform(n.else_body, mask);
+                     b_.CreateBr(j);
+                     b_.SetInsertPoint(j);
+                     return;
+                   }
+                   // Per-thread condition around a collective: masks for each side.
+                   Value* yes = scratch(T_);
+                   Value* no = scratch(T_);
+                   threads(nullptr, [&] {
+                     Value* active =
+                         mask ? b_.CreateICmpNE(
+                                    b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid_)),
+                                    b_.getInt8(0))
+                              : static_cast<Value*>(b_.getInt1(true));
+                     Value* c = b_.getInt1(false);
+                     auto* eval = BasicBlock::Create(ctx_, "mask.eval", fn_);
+                     auto* set = BasicBlock::Create(ctx_, "mask.set", fn_);
+                     BasicBlock* from = b_.GetInsertBlock();
+                     b_.CreateCondBr(active, eval, set);
+                     b_.SetInsertPoint(eval);
+                     Value* cv = expr(n.cond);
+                     BasicBlock* evaluated = b_.GetInsertBlock();
+                     b_.CreateBr(set);
+                     b_.SetInsertPoint(set);
+                     auto* phi = b_.CreatePHI(b_.getInt1Ty(), 2);
+                     phi->addIncoming(c, from);
+                     phi->addIncoming(cv, evaluated);
+                     Value* y = b_.CreateAnd(active, phi);
+                     Value* z = b_.CreateAnd(active, b_.CreateNot(phi));
+                     b_.CreateStore(b_.CreateZExt(y, b_.getInt8Ty()), b_.CreateInBoundsGEP(b_.getInt8Ty(), yes, tid_));
+                     b_.CreateStore(b_.CreateZExt(z, b_.getInt8Ty()), b_.CreateInBoundsGEP(b_.getInt8Ty(), no, tid_));
+                   });
+                   uniform(n.then_body, yes);
+                   uniform(n.else_body, no);
+                 },
+                 [&](const For& n) {
+                   if (f.levels[n.var.get()] == Lvl::Uniform) {
+                     for_loop(n, [&] { uniform(n.body, mask); });
+                     return;
+                   }
+                   varying_loop(s, mask);
+                 },
+                 [&](const While& n) {
+                   if (level(n.cond, f) == Lvl::Uniform) {
+                     auto* head = BasicBlock::Create(ctx_, "uwhile.head", fn_);
+                     auto* body = BasicBlock::Create(ctx_, "uwhile.body", fn_);
+                     auto* done = BasicBlock::Create(ctx_, "uwhile.done", fn_);
+                     b_.CreateBr(head);
+                     b_.SetInsertPoint(head);
+                     b_.CreateCondBr(expr(n.cond), body, done);
+                     b_.SetInsertPoint(body);
+                     uniform(n.body, mask);
+                     b_.CreateBr(head);
+                     b_.SetInsertPoint(done);
+                     return;
+                   }
+                   varying_loop(s, mask);
+                 },
+                 [&](const Call& n) {
+                   if (collectives_.of(n.fn->body))
+                     call(n, false, mask);
+                   else
+                     threads(mask, [&] { call(n, true); });
+                 },
+                 [&](const Intrinsic& n) { warp(n, mask); },
+                 [&](const auto& n) -> void {
+                   // Anything else that holds a collective is a sequence (flattened) or control
+                   // flow (above); a plain statement runs in a thread loop.
+                   if (collectives_.of(s)) throw InternalError(std::string("cpu: a collective in ") + name_of(n.kind));
+                   threads(mask, [&] { thread_stmt(s); });
+                 },
+             });
+  }
+
+  /// A loop whose condition varies per thread around a collective: each thread keeps its own
+  /// counter; the body runs, in the uniform context, for the threads still going, until none is.
+  void varying_loop(const StmtPtr& s, Value* mask) {
+    const auto* f = as<For>(*s);
+    const auto* w = as<While>(*s);
+    Value* going = scratch(T_);
+    Value* live = scratch(T_);  // threads whose loop has not ended (For: past its last value)
+    Value* endv = nullptr;
+    Value* stepv = nullptr;
+    Storage* var = nullptr;
+    if (f) {
+      var = &define_array(f->var);
+      endv = scratch(T_ * 8);
+      stepv = scratch(T_ * 8);
+      llvm::Type* ty = type(f->var->type);
+      threads(mask, [&] {
+        b_.CreateStore(expr(f->begin), b_.CreateInBoundsGEP(ty, var->ptr, tid_));
+        b_.CreateStore(expr(f->end), b_.CreateInBoundsGEP(ty, endv, tid_));
+        b_.CreateStore(expr(f->step), b_.CreateInBoundsGEP(ty, stepv, tid_));
+      });
+    }
+    threads(nullptr, [&] {
+      Value* active = mask ? b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid_))
+                           : static_cast<Value*>(b_.getInt8(1));
+      b_.CreateStore(active, b_.CreateInBoundsGEP(b_.getInt8Ty(), live, tid_));
+    });
+    auto* head = BasicBlock::Create(ctx_, "vloop.head", fn_);
+    auto* body = BasicBlock::Create(ctx_, "vloop.body", fn_);
+    auto* done = BasicBlock::Create(ctx_, "vloop.done", fn_);
+    auto* any = entry_alloca(b_.getInt1Ty(), "any");
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    b_.CreateStore(b_.getInt1(false), any);
+    threads(nullptr, [&] {
+      Value* l = b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), live, tid_)),
+                                 b_.getInt8(0));
+      auto* eval = BasicBlock::Create(ctx_, "vloop.eval", fn_);
+      auto* set = BasicBlock::Create(ctx_, "vloop.set", fn_);
+      BasicBlock* from = b_.GetInsertBlock();
+      b_.CreateCondBr(l, eval, set);
+      b_.SetInsertPoint(eval);
+      Value* g;
+      if (f) {
+        ScalarType t = f->var->type;
+        bool sgn = !unsigned_type(t);
+        Value* v = b_.CreateLoad(type(t), b_.CreateInBoundsGEP(type(t), var->ptr, tid_));
+        Value* e = b_.CreateLoad(type(t), b_.CreateInBoundsGEP(type(t), endv, tid_));
+        Value* st = b_.CreateLoad(type(t), b_.CreateInBoundsGEP(type(t), stepv, tid_));
+        auto zero = llvm::ConstantInt::get(type(t), 0);
+        Value* pos = sgn ? b_.CreateICmpSGT(st, zero) : b_.CreateICmpNE(st, zero);
+        Value* neg = sgn ? b_.CreateICmpSLT(st, zero) : static_cast<Value*>(b_.getInt1(false));
+        g = b_.CreateOr(b_.CreateAnd(pos, sgn ? b_.CreateICmpSLT(v, e) : b_.CreateICmpULT(v, e)),
+                        b_.CreateAnd(neg, b_.CreateICmpSGT(v, e)));
+      } else {
+        g = expr(w->cond);
+      }
+      BasicBlock* evaluated = b_.GetInsertBlock();
+      b_.CreateBr(set);
+      b_.SetInsertPoint(set);
+      auto* phi = b_.CreatePHI(b_.getInt1Ty(), 2);
+      phi->addIncoming(b_.getInt1(false), from);
+      phi->addIncoming(g, evaluated);
+      b_.CreateStore(b_.CreateZExt(phi, b_.getInt8Ty()), b_.CreateInBoundsGEP(b_.getInt8Ty(), going, tid_));
+      b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), any), phi), any);
+    });
+    b_.CreateCondBr(b_.CreateLoad(b_.getInt1Ty(), any), body, done);
+    b_.SetInsertPoint(body);
+    uniform(f ? f->body : w->body, going);
+    if (f) {
+      // Each going thread steps its counter (never past its end: then its loop is over).
+      threads(going, [&] {
+        ScalarType t = f->var->type;
+        bool sgn = !unsigned_type(t);
+        auto* ty = type(t);
+        auto zero = llvm::ConstantInt::get(ty, 0);
+        Value* at = b_.CreateInBoundsGEP(ty, var->ptr, tid_);
+        Value* cur = b_.CreateLoad(ty, at);
+        Value* e = b_.CreateLoad(ty, b_.CreateInBoundsGEP(ty, endv, tid_));
+        Value* st = b_.CreateLoad(ty, b_.CreateInBoundsGEP(ty, stepv, tid_));
+        Value* down = sgn ? b_.CreateICmpSLT(st, zero) : static_cast<Value*>(b_.getInt1(false));
+        Value* by = b_.CreateSelect(down, b_.CreateSub(zero, st), st);
+        Value* left = b_.CreateSelect(down, b_.CreateSub(cur, e), b_.CreateSub(e, cur));
+        Value* last = b_.CreateICmpULE(left, by);
+        b_.CreateStore(b_.CreateSelect(last, e, b_.CreateAdd(cur, st)), at);
+        // Past its last value the loop is over for this thread, whatever the counter says.
+        Value* l = b_.CreateInBoundsGEP(b_.getInt8Ty(), live, tid_);
+        b_.CreateStore(b_.CreateSelect(last, b_.getInt8(0), b_.CreateLoad(b_.getInt8Ty(), l)), l);
+      });
+    }
+    b_.CreateBr(head);
+    b_.SetInsertPoint(done);
+  }
+
+  // ================================================================= warp collectives
+  void warp(const Intrinsic& n, Value* mask) {
+    switch (n.op) {
+      case IntrinsicOp::SyncThreads:
+      case IntrinsicOp::SyncWarp:
+      case IntrinsicOp::NamedBarrier: return;  // lowered to Barrier statements; nothing to do between loops
+      case IntrinsicOp::MmaSync: mma(n, mask); return;
+      case IntrinsicOp::Ldmatrix: ldmatrix(n, mask); return;
+      case IntrinsicOp::ShflXor:
+      case IntrinsicOp::ShflDown:
+      case IntrinsicOp::ShflUp:
+      case IntrinsicOp::ShflIdx:
+      case IntrinsicOp::VoteAll:
+      case IntrinsicOp::VoteAny:
+      case IntrinsicOp::Ballot: lanes(n, mask); return;
+      default: break;
+    }
+    // Not a collective: one per thread.
+    threads(mask, [&] { thread_intrinsic(n); });
+  }
+
+  /// Shuffles, votes and ballot: each warp's lanes at once (the interpreter's semantics: a source
+  /// lane outside the warp gives the lane its own value).
+  void lanes(const Intrinsic& n, Value* mask) {
+    ScalarType xt = n.args[0]->type;
+    llvm::Type* xty = type(xt);
+    Value* xs = scratch(T_ * 8);
+    Value* ys = n.args.size() > 1 ? scratch(T_ * 8) : nullptr;
+    threads(mask, [&] {
+      b_.CreateStore(expr(n.args[0]), b_.CreateInBoundsGEP(b_.getInt64Ty(), xs, tid_));
+      if (ys) b_.CreateStore(i64(expr(n.args[1]), n.args[1]->type), b_.CreateInBoundsGEP(b_.getInt64Ty(), ys, tid_));
+    });
+    Storage& out = define_array(n.outputs[0]);
+    llvm::Type* oty = type(n.outputs[0]->type);
+    std::int64_t warps = (T_ + 31) / 32;
+    loop(
+        b_.getInt32(0), b_.getInt32(static_cast<std::int32_t>(warps)),
+        [&](Value* w) {
+          Value* first = b_.CreateShl(w, 5);
+          Value* size = b_.CreateSelect(
+              b_.CreateICmpSLT(b_.CreateAdd(first, b_.getInt32(32)), b_.getInt32(static_cast<std::int32_t>(T_))),
+              b_.getInt32(32), b_.CreateSub(b_.getInt32(static_cast<std::int32_t>(T_)), first));
+          // The warp's ballot of the operands (for votes and ballot).
+          auto* bits = entry_alloca(b_.getInt32Ty(), "ballot");
+          b_.CreateStore(b_.getInt32(0), bits);
+          bool vote = n.op == IntrinsicOp::VoteAll || n.op == IntrinsicOp::VoteAny || n.op == IntrinsicOp::Ballot;
+          if (vote) {
+            loop(
+                b_.getInt32(0), size,
+                [&](Value* l) {
+                  Value* tid = b_.CreateAdd(first, l);
+                  Value* x = b_.CreateLoad(xty, b_.CreateInBoundsGEP(b_.getInt64Ty(), xs, tid));
+                  Value* on = xty->isIntegerTy() ? b_.CreateICmpNE(x, llvm::ConstantInt::get(xty, 0))
+                                                 : b_.CreateFCmpUNE(x, llvm::ConstantFP::get(xty, 0.0));
+                  b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt32Ty(), bits),
+                                             b_.CreateShl(b_.CreateZExt(on, b_.getInt32Ty()), l)),
+                                 bits);
+                },
+                "vlane");
+          }
+          loop(
+              b_.getInt32(0), size,
+              [&](Value* l) {
+                Value* tid = b_.CreateAdd(first, l);
+                Value* saved = tid_;
+                tid_ = tid;
+                auto body = [&] {
+                  Value* r;
+                  if (vote) {
+                    Value* bl = b_.CreateLoad(b_.getInt32Ty(), bits);
+                    if (n.op == IntrinsicOp::Ballot) {
+                      r = bl;
+                    } else if (n.op == IntrinsicOp::VoteAny) {
+                      r = b_.CreateICmpNE(bl, b_.getInt32(0));
+                    } else {
+                      Value* full = b_.CreateSelect(b_.CreateICmpEQ(size, b_.getInt32(32)), b_.getInt32(-1),
+                                                    b_.CreateSub(b_.CreateShl(b_.getInt32(1), size), b_.getInt32(1)));
+                      r = b_.CreateICmpEQ(bl, full);
+                    }
+                  } else {
+                    Value* y =
+                        b_.CreateTrunc(b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), ys, tid)),
+                                       b_.getInt32Ty());
+                    Value* src;
+                    switch (n.op) {
+                      case IntrinsicOp::ShflXor: src = b_.CreateXor(l, b_.CreateAnd(y, b_.getInt32(31))); break;
+                      case IntrinsicOp::ShflDown: src = b_.CreateAdd(l, y); break;
+                      case IntrinsicOp::ShflUp: src = b_.CreateSub(l, y); break;
+                      default: src = b_.CreateAnd(y, b_.getInt32(31)); break;
+                    }
+                    Value* inside = b_.CreateAnd(b_.CreateICmpSGE(src, b_.getInt32(0)), b_.CreateICmpSLT(src, size));
+                    Value* from = b_.CreateAdd(first, b_.CreateSelect(inside, src, l));
+                    r = b_.CreateLoad(xty, b_.CreateInBoundsGEP(b_.getInt64Ty(), xs, from));
+                  }
+                  if (r->getType() != oty) r = b_.CreateZExt(r, oty);
+                  b_.CreateStore(r, b_.CreateInBoundsGEP(oty, out.ptr, tid));
+                };
+                if (mask)
+                  if_then(
+                      b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid)),
+                                      b_.getInt8(0)),
+                      body);
+                else
+                  body();
+                tid_ = saved;
+              },
+              "slane");
+        },
+        "swarp");
+  }
+
+  /// The base of a thread-local fragment array and its element size, for the mma and ldmatrix
+  /// helpers (layout [element][thread]).
+  Value* fragment(const MemPtr& m, SourceLoc l) {
+    const MemRef& r = memref(m.get(), l);
+    if (r.space != MemSpace::Local || !r.offsets.empty())
+      throw InternalError("cpu: a fragment that is not a whole local array");
+    return r.base;
+  }
+  void mma(const Intrinsic& n, Value* mask) {
+    (void)mask;  // the checker guarantees all 32 lanes
+    auto* ptr = llvm::PointerType::get(ctx_, 0);
+    auto fn = helper("vt_cpu_mma", b_.getVoidTy(),
+                     {b_.getInt32Ty(), ptr, ptr, ptr, ptr, b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty()});
+    Value* d = fragment(n.mems[0], n.loc);
+    Value* a = fragment(n.mems[1], n.loc);
+    Value* bb = fragment(n.mems[2], n.loc);
+    Value* c = fragment(n.mems[3], n.loc);
+    std::int64_t warps = T_ / 32;
+    loop(
+        b_.getInt32(0), b_.getInt32(static_cast<std::int32_t>(warps)),
+        [&](Value* w) {
+          b_.CreateCall(fn, {b_.getInt32(static_cast<std::int32_t>(n.imms[0])), d, a, bb, c,
+                             b_.getInt32(static_cast<std::int32_t>(T_)), w,
+                             b_.getInt32(n.mems[1]->elem == ScalarType::F16    ? 1
+                                         : n.mems[1]->elem == ScalarType::BF16 ? 2
+                                                                               : 0)});
+        },
+        "mwarp");
+  }
+  void ldmatrix(const Intrinsic& n, Value* mask) {
+    auto* ptr = llvm::PointerType::get(ctx_, 0);
+    const MemRef& src = memref(n.mems[1].get(), n.loc);
+    Value* dst = fragment(n.mems[0], n.loc);
+    // Each lane's row address (an element index of the source), then the helper per warp.
+    Value* rows = scratch(T_ * 8);
+    threads(mask, [&] {
+      b_.CreateStore(flat(src, expr(n.args[0]), n.args[0]->type), b_.CreateInBoundsGEP(b_.getInt64Ty(), rows, tid_));
+    });
+    auto fn = helper("vt_cpu_ldmatrix", b_.getVoidTy(),
+                     {b_.getInt32Ty(), ptr, ptr, ptr, b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt64Ty(),
+                      b_.getInt64Ty(), ptr, b_.getInt64Ty(), b_.getInt64Ty(), b_.getInt32Ty()});
+    std::int64_t warps = T_ / 32;
+    std::int64_t s = site(n.loc, src.name, false);
+    loop(
+        b_.getInt32(0), b_.getInt32(static_cast<std::int32_t>(warps)),
+        [&](Value* w) {
+          b_.CreateCall(fn,
+                        {b_.getInt32(static_cast<std::int32_t>(n.imms[0])), dst, src.base, rows,
+                         b_.getInt32(static_cast<std::int32_t>(T_)), w, b_.getInt64(bytes(src.elem)), src.bound, err_,
+                         b_.getInt64(cuda::check_tag(entry_name_)), block_, b_.getInt32(static_cast<std::int32_t>(s))});
+        },
+        "lwarp");
+  }
+
+  const lower::Lowered& L_;
+  std::int64_t T_;
+  Module::Impl& out_;
+  llvm::LLVMContext& ctx_;
+  IRBuilder<> b_;
+  std::string entry_name_;
+  llvm::Function* fn_ = nullptr;
+  BasicBlock* entry_bb_ = nullptr;
+  Value *block_ = nullptr, *shared_ = nullptr, *scratch_ = nullptr, *err_ = nullptr;
+  Value* tid_ = nullptr;  ///< the current thread, inside a thread loop
+  Frame* frame_ = nullptr;
+  std::vector<std::unique_ptr<Frame>> frames_;
+  std::int64_t scratch_bytes_ = 0;
+  Collectives collectives_;
+};
+
+}  // namespace
+
+Module generate(const lower::Lowered& lowered, const std::string& entry) {
+  auto impl = std::make_unique<Module::Impl>();
+  impl->ctx = std::make_unique<llvm::LLVMContext>();
+  impl->mod = std::make_unique<llvm::Module>(entry, *impl->ctx);
+  impl->entry = entry;
+  Gen(lowered, entry, *impl).run();
+  return Module(std::move(impl));
+}
+
+}  // namespace vantage::cpu

@@ -1,0 +1,87 @@
+// Vantage CPU backend: lowered IR as native code through LLVM ORC (DESIGN.md section 6).
+//
+// One launch runs its blocks on host threads; a block runs as code that is the same for every
+// thread of the block (uniform control flow, once) around *thread loops*: the statements between two
+// barriers or warp collectives, run for each thread in turn. The checker guarantees that a block
+// barrier is only reached in control flow that is uniform across the block, so cutting at barriers
+// is sound, and a race-free kernel may run its threads in any order between barriers, so a loop that
+// is the same for every thread (a uniform loop) runs outside the thread loop, which LLVM then
+// vectorizes across threads. Values the same for every thread stay scalars; values that vary per
+// thread live in per-thread arrays (or are recomputed where they are pure functions of the thread's
+// position). Warp collectives (shuffles, votes, ballot, mma.sync, ldmatrix) run over the lanes of each
+// warp with the interpreter's semantics; atomics are atomic across host threads; an access lowering
+// could not prove in bounds is checked as it runs and recorded, as on the GPU.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jit/lower/lower.h"
+
+namespace vantage::cpu {
+
+/// The entry point of a compiled block: `args` as cuLaunchKernel takes them (pointers to each
+/// argument's value: the kernel's parameters, then one i64 length per pointer parameter), the
+/// block's index, its shared memory, its scratch memory (per-thread values), and the error record
+/// (the same words the GPU's vt_fail writes).
+using BlockFn = void (*)(void** args, std::int64_t block, void* shared, void* scratch, std::uint64_t* error);
+
+/// A kernel as LLVM IR, not yet compiled.
+class Module {
+ public:
+  ~Module();
+  Module(Module&&) noexcept;
+  Module& operator=(Module&&) noexcept;
+  /// The LLVM IR as text (FileCheck tests, `vantage cpu NAME`).
+  std::string ir() const;
+  /// Bytes of scratch memory one block needs (per-thread values, local arrays, masks).
+  std::int64_t scratch_bytes() const;
+  /// The entry symbol.
+  const std::string& entry() const;
+  /// Checked accesses of the CPU backend's own (atomics, copies, ldmatrix rows), numbered after
+  /// lowering's sites.
+  const std::vector<lower::CheckSite>& extra_sites() const;
+
+  struct Impl;  ///< jit/cpu/module_impl.h
+  explicit Module(std::unique_ptr<Impl> impl);
+
+ private:
+  friend std::vector<char> compile(Module&&, int);
+  friend std::string optimized_ir(Module&&, int);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Lowered IR to LLVM IR. Throws UnsupportedOnDevice at the user's line for what the CPU backend
+/// cannot run (wgmma, TMA, mbarriers, unsafe CUDA text).
+Module generate(const lower::Lowered& lowered, const std::string& entry);
+
+/// LLVM's optimization pipeline (O`level`) and code generation for this host: an object file.
+std::vector<char> compile(Module&& module, int level = 3);
+/// The module after the optimization pipeline, as text (what the vectorizer made of the thread loops).
+std::string optimized_ir(Module&& module, int level = 3);
+
+/// What a compiled object depends on beyond its IR: the LLVM version, the host CPU and its features.
+std::string host_fingerprint();
+
+/// A compiled block loaded into the process. Unloads its code when destroyed.
+class Loaded {
+ public:
+  Loaded() = default;
+  ~Loaded();
+  Loaded(Loaded&&) noexcept;
+  Loaded& operator=(Loaded&&) noexcept;
+  BlockFn fn() const { return fn_; }
+
+ private:
+  friend Loaded load(const std::vector<char>&, const std::string&);
+  BlockFn fn_ = nullptr;
+  std::shared_ptr<void> tracker_;  ///< the ORC resource tracker of its code
+};
+
+/// Links an object file into the process's JIT and finds `entry` in it. Throws ToolchainError.
+Loaded load(const std::vector<char>& object, const std::string& entry);
+
+}  // namespace vantage::cpu

@@ -1,0 +1,189 @@
+// Vantage CPU backend: compiling LLVM IR for this host and loading it through ORC (see cpu.h). One
+// LLJIT for the process; each loaded kernel has its own resource tracker, so destroying it unloads
+// its code. The helpers generated code calls (checked-access failures, 16-bit float conversions, the
+// mma and ldmatrix of a warp) are defined as absolute symbols; libm comes from the process.
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <mutex>
+
+#include "jit/cpu/cpu.h"
+#include "jit/cpu/helpers.h"
+#include "jit/cpu/module_impl.h"
+#include "vantage/diagnostics.hpp"
+
+namespace vantage::cpu {
+namespace {
+
+std::string message(llvm::Error e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << e;
+  return s;
+}
+
+void init_llvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+std::string host_features() {
+  std::string fs;
+  for (const auto& kv : llvm::sys::getHostCPUFeatures())
+    if (kv.second) fs += "+" + kv.first().str() + ",";
+  return fs;
+}
+
+/// A target machine for this host: its CPU and every feature it has.
+std::unique_ptr<llvm::TargetMachine> host_machine(int level) {
+  init_llvm();
+  std::string triple = llvm::sys::getProcessTriple(), err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target) throw ToolchainError("LLVM has no target for this host (" + triple + "): " + err);
+  llvm::TargetOptions options;  // no fast math, no contraction: every float operation rounds on its own
+  options.AllowFPOpFusion = llvm::FPOpFusion::Strict;
+  auto opt = level >= 3   ? llvm::CodeGenOptLevel::Aggressive
+             : level == 2 ? llvm::CodeGenOptLevel::Default
+                          : llvm::CodeGenOptLevel::Less;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), host_features(), options, llvm::Reloc::PIC_, std::nullopt, opt));
+  if (!tm) throw ToolchainError("LLVM could not make a target machine for " + triple);
+  return tm;
+}
+
+/// The process's JIT, with the helpers defined.
+llvm::orc::LLJIT& jit() {
+  static std::unique_ptr<llvm::orc::LLJIT> j = [] {
+    init_llvm();
+    auto made = llvm::orc::LLJITBuilder().create();
+    if (!made) throw ToolchainError("LLVM ORC could not start: " + message(made.takeError()));
+    auto& dylib = (*made)->getMainJITDylib();
+    auto process =
+        llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*made)->getDataLayout().getGlobalPrefix());
+    if (!process) throw ToolchainError("LLVM ORC: " + message(process.takeError()));
+    dylib.addGenerator(std::move(*process));
+    llvm::orc::SymbolMap helpers;
+    auto& es = (*made)->getExecutionSession();
+    auto& dl = (*made)->getDataLayout();
+    llvm::orc::MangleAndInterner mangle(es, dl);
+    for (const auto& [name, address] : helper_symbols())
+      helpers[mangle(name)] = {llvm::orc::ExecutorAddr::fromPtr(address), llvm::JITSymbolFlags::Exported};
+    if (auto e = dylib.define(llvm::orc::absoluteSymbols(std::move(helpers))))
+      throw ToolchainError("LLVM ORC: " + message(std::move(e)));
+    return std::move(*made);
+  }();
+  return *j;
+}
+
+std::mutex& jit_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+}  // namespace
+
+Module::Module(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Module::~Module() = default;
+Module::Module(Module&&) noexcept = default;
+Module& Module::operator=(Module&&) noexcept = default;
+std::string Module::ir() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  impl_->mod->print(os, nullptr);
+  return s;
+}
+std::int64_t Module::scratch_bytes() const { return impl_->scratch; }
+const std::string& Module::entry() const { return impl_->entry; }
+const std::vector<lower::CheckSite>& Module::extra_sites() const { return impl_->extra_sites; }
+
+namespace {
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, int level) {
+  m.setDataLayout(tm.createDataLayout());
+  m.setTargetTriple(tm.getTargetTriple().str());
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cam, mam);
+  auto o = level >= 3   ? llvm::OptimizationLevel::O3
+           : level == 2 ? llvm::OptimizationLevel::O2
+                        : llvm::OptimizationLevel::O1;
+  pb.buildPerModuleDefaultPipeline(o).run(m, mam);
+}
+}  // namespace
+
+std::string optimized_ir(Module&& module, int level) {
+  auto tm = host_machine(level);
+  optimize(*module.impl_->mod, *tm, level);
+  return module.ir();
+}
+
+std::vector<char> compile(Module&& module, int level) {
+  auto tm = host_machine(level);
+  llvm::Module& m = *module.impl_->mod;
+  optimize(m, *tm, level);
+  llvm::SmallVector<char, 0> object;
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    throw ToolchainError("LLVM cannot emit an object file for this host");
+  pm.run(m);
+  return std::vector<char>(object.begin(), object.end());
+}
+
+std::string host_fingerprint() {
+  init_llvm();
+  return std::string("llvm ") + LLVM_VERSION_STRING + " " + llvm::sys::getProcessTriple() + " " +
+         llvm::sys::getHostCPUName().str() + " " + host_features();
+}
+
+Loaded::~Loaded() = default;
+Loaded::Loaded(Loaded&& o) noexcept : fn_(o.fn_), tracker_(std::move(o.tracker_)) { o.fn_ = nullptr; }
+Loaded& Loaded::operator=(Loaded&& o) noexcept {
+  fn_ = o.fn_;
+  tracker_ = std::move(o.tracker_);
+  o.fn_ = nullptr;
+  return *this;
+}
+
+Loaded load(const std::vector<char>& object, const std::string& entry) {
+  std::lock_guard lock(jit_mutex());
+  auto& j = jit();
+  auto rt = j.getMainJITDylib().createResourceTracker();
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), entry);
+  if (auto e = j.addObjectFile(rt, std::move(buffer)))
+    throw ToolchainError("LLVM ORC could not load kernel '" + entry + "': " + message(std::move(e)));
+  auto sym = j.lookup(entry);
+  if (!sym) {
+    (void)rt->remove();
+    throw ToolchainError("LLVM ORC could not find '" + entry + "': " + message(sym.takeError()));
+  }
+  Loaded out;
+  out.fn_ = sym->toPtr<BlockFn>();
+  // Removing the tracker unloads the code; errors then have nowhere to go and are dropped.
+  out.tracker_ = std::shared_ptr<void>(new llvm::orc::ResourceTrackerSP(std::move(rt)), [](void* p) {
+    auto* t = static_cast<llvm::orc::ResourceTrackerSP*>(p);
+    std::lock_guard lock(jit_mutex());
+    llvm::consumeError((*t)->remove());
+    delete t;
+  });
+  return out;
+}
+
+}  // namespace vantage::cpu
