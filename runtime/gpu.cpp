@@ -64,26 +64,29 @@ DeviceProperties read_properties(const driver::Table& d, driver::CUdevice dev, i
   return p;
 }
 
+/// Made once and never destroyed: the contexts and error records it holds live as long as the
+/// process (the driver may be gone by the time static destructors run).
 Registry& registry() {
-  static Registry r = [] {
-    Registry r;
+  static Registry& r = *[] {
+    auto* made = new Registry;
+    Registry& r = *made;
     const driver::Table& d = driver::table();
     if (!d.loaded()) {
       r.problem = d.error;
-      return r;
+      return made;
     }
     if (driver::CUresult e = d.init(0); e != driver::kSuccess) {
       r.problem = "the CUDA driver did not start: cuInit: " + driver::describe(e);
-      return r;
+      return made;
     }
     int n = 0;
     if (driver::CUresult e = d.device_get_count(&n); e != driver::kSuccess) {
       r.problem = "cuDeviceGetCount: " + driver::describe(e);
-      return r;
+      return made;
     }
     if (n == 0) {
       r.problem = "the CUDA driver reports no GPU";
-      return r;
+      return made;
     }
     try {
       for (int i = 0; i < n; ++i) {
@@ -95,7 +98,7 @@ Registry& registry() {
       r.gpus.clear();
       r.problem = e.what();
     }
-    return r;
+    return made;
   }();
   return r;
 }
