@@ -14,6 +14,8 @@
 // thread loop when every use is in one leaf, are recomputed from their definition where it is a pure
 // function of the thread's position and uniform values, and otherwise live in a per-thread array in
 // the block's scratch memory. Device functions are inlined, each call a fresh instance.
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/MDBuilder.h>
@@ -31,6 +33,7 @@
 #include "jit/cuda/emit.h"
 #include "jit/ir/eval.h"
 #include "jit/ir/visit.h"
+#include "support/log.h"
 
 namespace vantage::cpu {
 namespace {
@@ -71,6 +74,24 @@ class Collectives {
     memo_[s.get()] = c;
     return c;
   }
+  /// Whether a statement holds a barrier over more than one warp (block, named).
+  bool block_sync(const StmtPtr& s) {
+    if (!s) return false;
+    auto it = sync_memo_.find(s.get());
+    if (it != sync_memo_.end()) return it->second;
+    bool c = false;
+    if (const auto* b = as<ir::Barrier>(*s)) {
+      c = b->how != BarrierKind::Warp && b->how != BarrierKind::WarpPart;
+    } else if (const auto* n = as<Intrinsic>(*s)) {
+      c = n->op == IntrinsicOp::SyncThreads || n->op == IntrinsicOp::NamedBarrier;
+    } else if (const auto* call = as<Call>(*s)) {
+      c = block_sync(call->fn->body);
+    } else {
+      for_each_child_stmt(*s, [&](const StmtPtr& child) { c = c || block_sync(child); });
+    }
+    sync_memo_[s.get()] = c;
+    return c;
+  }
   static bool warp_op(IntrinsicOp op) {
     switch (op) {
       case IntrinsicOp::ShflXor:
@@ -90,7 +111,7 @@ class Collectives {
   }
 
  private:
-  std::unordered_map<const StmtNode*, bool> memo_;
+  std::unordered_map<const StmtNode*, bool> memo_, sync_memo_;
 };
 
 /// How a variable is held.
@@ -99,6 +120,24 @@ struct Storage {
   llvm::Value* ptr = nullptr;    ///< Scalar: an alloca; Array: the per-thread array
   llvm::Value* value = nullptr;  ///< Fixed: the value (parameters)
   ExprPtr remat;                 ///< Remat: the definition
+};
+
+/// A bounds check made inside a thread loop and reported after it, so that the loop stays free of
+/// calls (and vectorizable): the largest failing thread plus one (a max reduction), and per thread
+/// the index and bound of its failing access (masked stores).
+struct PendingCheck {
+  llvm::Value* worst = nullptr;  ///< i32 slot: 0, or the last failing thread + 1
+  llvm::Value* index = nullptr;  ///< i64 per thread
+  llvm::Value* bound = nullptr;  ///< i64 per thread
+  std::int64_t site = 0;
+  bool narrow = false;  ///< the index array holds i32
+};
+
+/// The lanes of each warp that a leaf's one `if (tid < k)` (<=, >, >=; k the same for the lanes
+/// of a warp) takes: a range, so that its thread loop runs over just those.
+struct LaneRange {
+  ir::BinOp op;  ///< with the thread's position on the left
+  ir::ExprPtr k;
 };
 
 /// A memory root as the code reaches it.
@@ -119,6 +158,7 @@ struct Frame {
   std::unordered_map<const VarNode*, Storage> vars;
   std::unordered_map<const VarNode*, int> leaf_of;  ///< the one leaf a varying variable is used in, or -1
   std::unordered_set<const VarNode*> reassigned;
+  std::unordered_map<const VarNode*, ExprPtr> defs;  ///< each variable's Let value
   std::unordered_map<const MemNode*, MemRef> mems;
   // The builtins of this instance: thread and block position (a value or a per-thread array).
   llvm::Value* tid_array = nullptr;  ///< null: the block's own thread index
@@ -182,8 +222,8 @@ class Gen {
     }
     // The hidden lengths follow the user's parameters, one per pointer, in order.
     for (const auto& [mem, j] : pointers) top.mems[mem].bound = fn_->getArg(static_cast<unsigned>(L_.user_params + j));
-    prepare(top, L_.kernel.body);
     frame_ = &top;
+    prepare(top, L_.kernel.body);
     uniform(L_.kernel.body, nullptr);
     b_.CreateRetVoid();
 
@@ -278,6 +318,19 @@ class Gen {
     IRBuilder<> e(entry_bb_, entry_bb_->begin());
     return e.CreateAlloca(t, nullptr, name);
   }
+  /// A slot holding zero of type `t` (never written after).
+  Value* zero_of(llvm::Type* t) {
+    auto [it, fresh] = zeros_.emplace(t, nullptr);
+    if (fresh) it->second = zeroed_slot(t, "zero");
+    return it->second;
+  }
+  /// An entry-block slot set to zero once, at the start of the block.
+  llvm::AllocaInst* zeroed_slot(llvm::Type* t, const std::string& name) {
+    auto* a = entry_alloca(t, name);
+    IRBuilder<> e(entry_bb_, std::next(a->getIterator()));
+    e.CreateStore(llvm::Constant::getNullValue(t), a);
+    return a;
+  }
   /// `bytes` of the block's scratch memory, 64-byte aligned.
   Value* scratch(std::int64_t n) {
     std::int64_t at = scratch_bytes_;
@@ -286,8 +339,30 @@ class Gen {
     return e.CreateConstInBoundsGEP1_64(e.getInt8Ty(), scratch_, static_cast<std::uint64_t>(at));
   }
 
-  /// `for (i = from; i < to; ++i) body(i)` with i of type `t`.
-  void loop(Value* from, Value* to, const std::function<void(Value*)>& body, const char* name = "i") {
+  /// Loop metadata of a lane loop: vectorize it, and do not unroll it before (a 32-lane loop would
+  /// otherwise be unrolled into scalars first); unroll the vector loop fully after, so that values
+  /// a uniform loop around it keeps per lane stay in vector registers.
+  llvm::MDNode* lane_loop_md() {
+    auto str = [&](const char* s) { return llvm::MDString::get(ctx_, s); };
+    auto* unroll_full = llvm::MDNode::get(ctx_, {str("llvm.loop.unroll.full")});
+    llvm::Metadata* ops[] = {
+        nullptr,
+        llvm::MDNode::get(
+            ctx_, {str("llvm.loop.vectorize.enable"), llvm::ConstantAsMetadata::get(llvm::ConstantInt::getTrue(ctx_))}),
+        llvm::MDNode::get(ctx_, {str("llvm.loop.unroll.disable")}),
+        llvm::MDNode::get(ctx_, {str("llvm.loop.vectorize.followup_vectorized"), unroll_full}),
+    };
+    auto* temp = llvm::MDNode::getTemporary(ctx_, {}).release();
+    ops[0] = temp;
+    auto* id = llvm::MDNode::getDistinct(ctx_, ops);  // a loop's own id
+    id->replaceOperandWith(0, id);
+    llvm::MDNode::deleteTemporary(temp);
+    return id;
+  }
+
+  /// `for (i = from; i < to; ++i) body(i)` with i of type `t`; `lanes`: a lane loop (above).
+  void loop(Value* from, Value* to, const std::function<void(Value*)>& body, const char* name = "i",
+            bool lanes = false) {
     llvm::Type* t = from->getType();
     auto* counter = entry_alloca(t, name);
     b_.CreateStore(from, counter);
@@ -302,7 +377,8 @@ class Gen {
     body(i);
     Value* next = b_.CreateAdd(b_.CreateLoad(t, counter), llvm::ConstantInt::get(t, 1), "", true, true);
     b_.CreateStore(next, counter);
-    b_.CreateBr(head);
+    auto* latch = b_.CreateBr(head);
+    if (lanes) latch->setMetadata(llvm::LLVMContext::MD_loop, lane_loop_md());
     b_.SetInsertPoint(done);
   }
   void if_then(Value* cond, const std::function<void()>& then) {
@@ -315,32 +391,100 @@ class Gen {
     b_.SetInsertPoint(j);
   }
 
-  /// A thread loop over the threads `mask` (a per-thread i8 array; null: all): `body(tid)`. With
-  /// T a multiple of 32 it is a loop over warps around a loop over 32 lanes, which LLVM vectorizes.
-  void threads(Value* mask, const std::function<void()>& body) {
-    auto run = [&](Value* tid) {
-      Value* saved = tid_;
-      tid_ = tid;
-      if (mask)
-        if_then(b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid)),
-                                b_.getInt8(0)),
-                body);
-      else
-        body();
-      tid_ = saved;
-    };
-    if (T_ % 32 == 0 && T_ >= 64) {
-      loop(
-          b_.getInt32(0), b_.getInt32(static_cast<std::int32_t>(T_ / 32)),
-          [&](Value* w) {
-            loop(
-                b_.getInt32(0), b_.getInt32(32),
-                [&](Value* l) { run(b_.CreateAdd(b_.CreateShl(w, 5, "", true, true), l, "tid", true, true)); }, "lane");
-          },
-          "warp");
-    } else {
-      loop(b_.getInt32(0), b_.getInt32(static_cast<std::int32_t>(T_)), run, "tid");
+  /// The lanes of warp `w` (32, or fewer in the last warp of a block that is not a multiple of 32).
+  Value* lanes_in(Value* w) {
+    if (T_ % 32 == 0) return b_.getInt32(32);
+    Value* left = b_.CreateSub(b_.getInt32(static_cast<std::int32_t>(T_)), b_.CreateShl(w, 5));
+    return b_.CreateSelect(b_.CreateICmpSLT(left, b_.getInt32(32)), left, b_.getInt32(32));
+  }
+  std::int32_t warps() const { return static_cast<std::int32_t>((T_ + 31) / 32); }
+  /// `body(w)` for the current warp in a warp region, for every warp of the block otherwise.
+  void each_warp(const std::function<void(Value*)>& body, const char* name) {
+    if (warp_) {
+      body(warp_);
+      return;
     }
+    loop(b_.getInt32(0), b_.getInt32(warps()), body, name);
+  }
+  Value* active(Value* mask) {
+    return b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid_)),
+                           b_.getInt8(0));
+  }
+
+  /// A thread loop over the threads `mask` (a per-thread i8 array; null: all) of the current warp
+  /// in a warp region, of the block otherwise: `body()` with tid_ the thread. A loop over 32 lanes
+  /// (in a loop over warps), which LLVM vectorizes; the checks made in it are reported after it.
+  void threads(Value* mask, const std::function<void()>& body, const LaneRange* range = nullptr) {
+    std::vector<PendingCheck> checks;
+    auto* saved_pending = pending_;
+    pending_ = &checks;
+    auto lanes = [&](Value* w) {
+      Value* lo = b_.getInt32(0);
+      Value* hi = lanes_in(w);
+      if (range) restrict_lanes(*range, w, lo, hi);
+      loop(
+          lo, hi,
+          [&](Value* l) {
+            Value *saved_tid = tid_, *saved_lane = lane_, *saved_warp = lane_warp_;
+            tid_ = b_.CreateOr(b_.CreateShl(w, 5, "", true, true), l, "tid");
+            lane_ = l;
+            lane_warp_ = w;
+            if (mask)
+              if_then(active(mask), body);
+            else
+              body();
+            tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
+          },
+          "lane", true);
+    };
+    each_warp(lanes, "warp");
+    pending_ = saved_pending;
+    for (const auto& c : checks) report(c);
+  }
+  /// [lo, hi) narrowed to the lanes of warp `w` that satisfy the range's condition.
+  void restrict_lanes(const LaneRange& r, Value* w, Value*& lo, Value*& hi) {
+    Value *saved_tid = tid_, *saved_lane = lane_, *saved_warp = lane_warp_;
+    lane_warp_ = w;
+    lane_ = b_.getInt32(0);
+    tid_ = b_.CreateShl(w, 5, "", true, true);
+    Value* k = b_.CreateSExt(expr(r.k), b_.getInt64Ty());
+    tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
+    // The first lane past the split: k - 32 w (k + 1 - 32 w for <= and >), clamped to [0, hi].
+    if (r.op == BinOp::Le || r.op == BinOp::Gt) k = b_.CreateAdd(k, b_.getInt64(1));
+    Value* at = b_.CreateSub(k, b_.CreateShl(b_.CreateZExt(w, b_.getInt64Ty()), 5));
+    Value* n = b_.CreateZExt(hi, b_.getInt64Ty());
+    at = b_.CreateSelect(b_.CreateICmpSLT(at, b_.getInt64(0)), b_.getInt64(0), at);
+    at = b_.CreateTrunc(b_.CreateSelect(b_.CreateICmpSGT(at, n), n, at), b_.getInt32Ty());
+    if (r.op == BinOp::Lt || r.op == BinOp::Le)
+      hi = at;
+    else
+      lo = at;
+  }
+
+  /// A pending check's failure, if its loop had one, recorded (then the slot is cleared for the
+  /// loop's next run).
+  void report(const PendingCheck& c) {
+    Value* worst = b_.CreateLoad(b_.getInt32Ty(), c.worst);
+    if_then(b_.CreateICmpNE(worst, b_.getInt32(0)), [&] {
+      Value* t = b_.CreateSub(worst, b_.getInt32(1));
+      Value* i = c.narrow
+                     ? b_.CreateSExt(b_.CreateLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(b_.getInt32Ty(), c.index, t)),
+                                     b_.getInt64Ty())
+                     : b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), c.index, t));
+      Value* n = b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), c.bound, t));
+      fail(c.site, i, n, t);
+      b_.CreateStore(b_.getInt32(0), c.worst);
+    });
+  }
+  /// Whether any thread of `mask` (of the current warp, or the block) is active.
+  Value* any_active(Value* mask) {
+    auto* any = entry_alloca(b_.getInt8Ty(), "any_active");
+    b_.CreateStore(b_.getInt8(0), any);
+    threads(nullptr, [&] {
+      Value* m = b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid_));
+      b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt8Ty(), any), m), any);
+    });
+    return b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), any), b_.getInt8(0));
   }
 
   // ================================================================= levels and plans
@@ -430,6 +574,10 @@ class Gen {
         f.reassigned.insert(n.var.get());
         IRVisitor::visit(n);
       }
+      void visit(const Let& n) override {
+        f.defs[n.var.get()] = n.value;
+        IRVisitor::visit(n);
+      }
     } scan(f);
     scan.walk(body);
   }
@@ -448,11 +596,78 @@ class Gen {
     return false;
   }
 
+  /// An `if` whose condition is the same for the lanes of each warp (a split at warp boundaries):
+  /// taken once per warp, around thread loops, rather than per thread.
+  bool warp_control(const StmtPtr& s) {
+    const auto* n = as<If>(*s);
+    return n && warp_uniform(n->cond);
+  }
+  /// Whether a condition is the same for the 32 lanes of every warp: the same for each lane, or the
+  /// thread's position compared with a multiple of 32 (and combinations of such).
+  bool warp_uniform(const ExprPtr& c, int depth = 0) {
+    if (depth > 8) return false;
+    if (lane_invariant(c)) return true;
+    if (const auto* u = as<Unary>(*c)) return u->op == UnOp::Not && warp_uniform(u->a, depth + 1);
+    const auto* b = as<Binary>(*c);
+    if (!b) return false;
+    if (b->op == BinOp::LAnd || b->op == BinOp::LOr)
+      return warp_uniform(b->a, depth + 1) && warp_uniform(b->b, depth + 1);
+    bool left = is_tid(b->a);
+    if (!left && !is_tid(b->b)) return false;
+    auto k = const_int(left ? b->b : b->a);
+    if (!k) return false;
+    // tid < k and tid >= k split at k; tid <= k and tid > k at k + 1 (as k on the left: mirrored).
+    BinOp op = b->op;
+    if (!left)
+      op = op == BinOp::Lt   ? BinOp::Gt
+           : op == BinOp::Gt ? BinOp::Lt
+           : op == BinOp::Le ? BinOp::Ge
+           : op == BinOp::Ge ? BinOp::Le
+                             : op;
+    switch (op) {
+      case BinOp::Lt:
+      case BinOp::Ge: return *k % 32 == 0;
+      case BinOp::Le:
+      case BinOp::Gt: return (*k + 1) % 32 == 0;
+      default: return false;
+    }
+  }
+  /// A warp-uniform condition's value for the warp at hand (computed as its first lane sees it).
+  Value* warp_condition(const ExprPtr& c) {
+    Value *saved_tid = tid_, *saved_lane = lane_, *saved_warp = lane_warp_;
+    lane_warp_ = warp_;
+    lane_ = b_.getInt32(0);
+    tid_ = b_.CreateShl(warp_, 5, "", true, true);
+    Value* v = expr(c);
+    tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
+    return v;
+  }
+
   /// One group of a sequence in the uniform context.
   struct Group {
     enum Kind : std::uint8_t { Leaf, Single } kind;
     std::vector<StmtPtr> stmts;
   };
+  /// A leaf that is one `if (tid < k)` without else: its LaneRange.
+  std::optional<LaneRange> lane_range(const Group& g) {
+    if (g.stmts.size() != 1) return std::nullopt;
+    const auto* n = as<If>(*g.stmts[0]);
+    if (!n || (n->else_body && !(as<Seq>(*n->else_body) && as<Seq>(*n->else_body)->stmts.empty()))) return std::nullopt;
+    const auto* b = as<Binary>(*n->cond);
+    if (!b || b->a->type != ScalarType::I32) return std::nullopt;
+    bool left = is_tid(b->a);
+    const ExprPtr& k = left ? b->b : b->a;
+    if ((!left && !is_tid(b->b)) || !lane_invariant(k)) return std::nullopt;
+    BinOp op = b->op;
+    if (!left)
+      op = op == BinOp::Lt   ? BinOp::Gt
+           : op == BinOp::Gt ? BinOp::Lt
+           : op == BinOp::Le ? BinOp::Ge
+           : op == BinOp::Ge ? BinOp::Le
+                             : op;
+    if (op != BinOp::Lt && op != BinOp::Le && op != BinOp::Gt && op != BinOp::Ge) return std::nullopt;
+    return LaneRange{op, k};
+  }
   /// Nested sequences flattened, then cut into groups (see the file's comment).
   std::vector<Group> groups(const StmtPtr& s, Frame& f) {
     std::vector<StmtPtr> flat;
@@ -467,10 +682,12 @@ class Gen {
     flatten(s);
     std::vector<Group> out;
     for (const auto& x : flat) {
-      bool single = collectives_.of(x) || uniform_stmt(x, f) || uniform_control(x, f);
+      bool single = collectives_.of(x) || uniform_stmt(x, f) || uniform_control(x, f) || warp_control(x);
+      // An `if` that a range of lanes takes is a leaf of its own (its loop runs over the range).
+      bool alone = !single && lane_range(Group{Group::Leaf, {x}});
       if (single) {
         out.push_back({Group::Single, {x}});
-      } else if (!out.empty() && out.back().kind == Group::Leaf) {
+      } else if (!alone && !out.empty() && out.back().kind == Group::Leaf && !lane_range(out.back())) {
         out.back().stmts.push_back(x);
       } else {
         out.push_back({Group::Leaf, {x}});
@@ -709,7 +926,79 @@ class Gen {
     return a;
   }
 
+  /// The value a variable always holds, when it is assigned only where it is defined.
+  const ExprPtr* definition(const VarNode* v) {
+    Frame& f = *frame_;
+    if (f.reassigned.count(v)) return nullptr;
+    auto it = f.defs.find(v);
+    return it == f.defs.end() ? nullptr : &it->second;
+  }
+  /// Whether `e` is the thread's own position in the block (thread_index, or a copy of it).
+  bool is_tid(const ExprPtr& e, int depth = 0) {
+    if (depth > 8) return false;
+    if (const auto* b = as<Builtin>(*e)) return b->which == BuiltinKind::ThreadInBlock && !frame_->tid_array;
+    if (const auto* r = as<VarRef>(*e))
+      if (const ExprPtr* d = definition(r->var.get())) return is_tid(*d, depth + 1);
+    return false;
+  }
+  /// Whether `e` is the same for the 32 lanes of a warp in a thread loop: made of values the same
+  /// for every thread and of the thread's position divided by a multiple of 32.
+  bool lane_invariant(const ExprPtr& e, int depth = 0) {
+    if (!e || depth > 12) return false;
+    if (level(e, *frame_) == Lvl::Uniform && !as<Load>(*e)) return true;
+    return dispatch(*e, Overloaded{
+                            [](const Literal&) { return true; },
+                            [&](const VarRef& n) {
+                              const ExprPtr* d = definition(n.var.get());
+                              return d && lane_invariant(*d, depth + 1);
+                            },
+                            [&](const Unary& n) { return lane_invariant(n.a, depth + 1); },
+                            [&](const Binary& n) {
+                              if (n.op == BinOp::Div && is_tid(n.a)) {
+                                auto c = const_int(n.b);
+                                return c && *c > 0 && *c % 32 == 0;
+                              }
+                              return lane_invariant(n.a, depth + 1) && lane_invariant(n.b, depth + 1);
+                            },
+                            [&](const Cast& n) { return lane_invariant(n.a, depth + 1); },
+                            [&](const Select& n) {
+                              return lane_invariant(n.c, depth + 1) && lane_invariant(n.a, depth + 1) &&
+                                     lane_invariant(n.b, depth + 1);
+                            },
+                            [&](const MathCall& n) {
+                              for (const auto& a : n.args)
+                                if (!lane_invariant(a, depth + 1)) return false;
+                              return true;
+                            },
+                            [](const Id&) { return false; },
+                            [&](const Builtin& n) { return n.which == BuiltinKind::BlockInGrid; },
+                            [](const Load&) { return false; },
+                        });
+  }
+  /// The thread's position divided by, or modulo, a power of two, from its warp and lane: what
+  /// LLVM cannot see on its own, and what lets it keep `t / 32` a scalar in a lane loop.
+  Value* position_arithmetic(const Binary& n) {
+    if (!lane_ || (n.op != BinOp::Div && n.op != BinOp::Mod) || n.a->type != n.type ||
+        (n.type != ScalarType::I32 && n.type != ScalarType::U32) || !is_tid(n.a))
+      return nullptr;
+    auto c = const_int(n.b);
+    if (!c || *c <= 0 || (*c & (*c - 1)) != 0 || *c > (std::int64_t{1} << 30)) return nullptr;
+    int k = 0;
+    while ((std::int64_t{1} << k) < *c) ++k;
+    Value* w = lane_warp_;
+    Value* l = lane_;
+    if (n.op == BinOp::Div)
+      return k >= 5 ? b_.CreateLShr(w, static_cast<std::uint64_t>(k - 5))
+                    : b_.CreateOr(b_.CreateShl(w, static_cast<std::uint64_t>(5 - k), "", true, true),
+                                  b_.CreateLShr(l, static_cast<std::uint64_t>(k)));
+    return k >= 5 ? b_.CreateOr(b_.CreateShl(b_.CreateAnd(w, b_.getInt32(static_cast<std::int32_t>((*c >> 5) - 1))), 5,
+                                             "", true, true),
+                                l)
+                  : b_.CreateAnd(l, b_.getInt32(static_cast<std::int32_t>(*c - 1)));
+  }
+
   Value* binary(const Binary& n) {
+    if (Value* p = position_arithmetic(n)) return p;
     Value* a = expr(n.a);
     Value* b = expr(n.b);
     ScalarType t = n.a->type;
@@ -900,12 +1189,13 @@ class Gen {
   }
 
   /// A failed check: recorded (the first one), the access skipped.
-  void fail(std::int64_t site, Value* index, Value* bound) {
+  void fail(std::int64_t site, Value* index, Value* bound, Value* thread = nullptr) {
     auto fn = helper("vt_cpu_fail", b_.getVoidTy(),
                      {llvm::PointerType::get(ctx_, 0), b_.getInt64Ty(), b_.getInt32Ty(), b_.getInt64Ty(),
                       b_.getInt32Ty(), b_.getInt64Ty(), b_.getInt64Ty()});
+    if (!thread) thread = tid_ ? tid_ : b_.getInt32(0);
     b_.CreateCall(fn, {err_, b_.getInt64(cuda::check_tag(entry_name_)), b_.getInt32(static_cast<std::int32_t>(site)),
-                       block_, tid_ ? tid_ : b_.getInt32(0), index, bound});
+                       block_, thread, index, bound});
   }
   /// A site of the CPU backend's own (atomics, copies lowering leaves unchecked).
   std::int64_t site(SourceLoc l, const std::string& memory, bool write) {
@@ -913,42 +1203,167 @@ class Gen {
     return static_cast<std::int64_t>(L_.checks.size() + out_.extra_sites.size() - 1);
   }
   /// `body()` runs when 0 <= i < bound; otherwise the failure is recorded.
-  void checked(Value* i, Value* bound, std::int64_t site_no, const std::function<void()>& body) {
-    Value* ok = b_.CreateAnd(b_.CreateICmpSGE(i, b_.getInt64(0)), b_.CreateICmpSLT(i, bound));
+  /// In a thread loop the failure is kept for `threads` to report after the loop (PendingCheck).
+  /// `narrow`: the same index as a signed 32-bit value, when it is one: checked in 32 bits (one
+  /// unsigned compare with the bound clamped to 2^31), which keeps a lane loop's vectors 32-bit wide.
+  void checked(Value* i, Value* bound, std::int64_t site_no, const std::function<void()>& body,
+               Value* narrow = nullptr) {
+    Value* ok;
+    if (narrow) {
+      Value* b32 = b_.CreateTrunc(b_.CreateSelect(b_.CreateICmpULT(bound, b_.getInt64(std::int64_t{1} << 31)), bound,
+                                                  b_.getInt64(std::int64_t{1} << 31)),
+                                  b_.getInt32Ty());
+      ok = b_.CreateICmpULT(narrow, b32);  // a negative index is 2^31 or more as unsigned
+    } else {
+      ok = b_.CreateAnd(b_.CreateICmpSGE(i, b_.getInt64(0)), b_.CreateICmpSLT(i, bound));
+    }
     auto* yes = BasicBlock::Create(ctx_, "inside", fn_);
     auto* no = BasicBlock::Create(ctx_, "outside", fn_);
     auto* join = BasicBlock::Create(ctx_, "checked", fn_);
     b_.CreateCondBr(ok, yes, no, llvm::MDBuilder(ctx_).createBranchWeights(1000, 1));
     b_.SetInsertPoint(no);
-    fail(site_no, i, bound);
+    PendingCheck* pending = nullptr;
+    if (pending_ && tid_) {
+      PendingCheck c;
+      c.worst = zeroed_slot(b_.getInt32Ty(), "worst");
+      c.index = scratch(T_ * 8);
+      c.bound = scratch(T_ * 8);
+      c.site = site_no;
+      c.narrow = narrow != nullptr;
+      pending_->push_back(c);
+      pending = &pending_->back();
+      if (narrow)
+        b_.CreateStore(narrow, b_.CreateInBoundsGEP(b_.getInt32Ty(), c.index, tid_));
+      else
+        b_.CreateStore(i, b_.CreateInBoundsGEP(b_.getInt64Ty(), c.index, tid_));
+      b_.CreateStore(bound, b_.CreateInBoundsGEP(b_.getInt64Ty(), c.bound, tid_));
+    } else {
+      fail(site_no, i, bound);
+    }
     b_.CreateBr(join);
+    Value* worst = pending ? pending->worst : nullptr;  // (body may add checks of its own)
     b_.SetInsertPoint(yes);
     body();
     b_.CreateBr(join);
     b_.SetInsertPoint(join);
+    if (worst) {
+      Value* mine = b_.CreateSelect(ok, b_.getInt32(0), b_.CreateAdd(tid_, b_.getInt32(1)));
+      Value* w = b_.CreateLoad(b_.getInt32Ty(), worst);
+      b_.CreateStore(b_.CreateSelect(b_.CreateICmpUGT(mine, w), mine, w), worst);
+    }
+  }
+
+  /// A clamped read in a thread loop, base[L + min(a, u)] (or max) with L and u the same for the
+  /// lanes of a warp: read as `a <= u ? base[L + a] : base[L + u]`, the same element, so that the
+  /// lanes' reads of base[L + a] are one contiguous vector load rather than a gather.
+  struct Clamp {
+    std::vector<ExprPtr> invariant;  ///< the terms of L
+    const Binary* clamp = nullptr;
+    bool a_left = true;  ///< which operand of the min or max is a
+  };
+  std::optional<Clamp> clamp_of(const ExprPtr& index) {
+    if (!lane_ || !integral(index->type)) return std::nullopt;
+    Clamp c;
+    std::vector<ExprPtr> terms;
+    std::function<void(const ExprPtr&)> split = [&](const ExprPtr& e) {
+      const auto* b = as<Binary>(*e);
+      if (b && b->op == BinOp::Add && b->a->type == e->type && b->b->type == e->type) {
+        split(b->a);
+        split(b->b);
+      } else {
+        terms.push_back(e);
+      }
+    };
+    split(index);
+    for (const auto& t : terms) {
+      if (lane_invariant(t)) {
+        c.invariant.push_back(t);
+        continue;
+      }
+      const auto* b = as<Binary>(*t);
+      if (c.clamp || !b || (b->op != BinOp::Min && b->op != BinOp::Max)) return std::nullopt;
+      if (lane_invariant(b->b))
+        c.a_left = true;
+      else if (lane_invariant(b->a))
+        c.a_left = false;
+      else
+        return std::nullopt;
+      c.clamp = b;
+    }
+    if (!c.clamp) return std::nullopt;
+    return c;
+  }
+  /// base[L + u] of a clamped read, the same for every lane of a warp, read whether it is needed or
+  /// not (from a zero of our own when it is outside the root), before any check: a load LLVM keeps
+  /// a scalar, out of the lane loop. (Two loads on the two sides of a branch would be merged back
+  /// into the gather.)
+  Value* clamp_value(const MemRef& r, const Clamp& c, ScalarType index_type) {
+    llvm::Type* et = memtype(r.elem);
+    Value* fu = clamp_flat(r, c, c.a_left ? c.clamp->b : c.clamp->a, index_type);
+    Value* u_inside = b_.CreateAnd(b_.CreateICmpSGE(fu, b_.getInt64(0)), b_.CreateICmpSLT(fu, r.bound));
+    return b_.CreateLoad(et, b_.CreateSelect(u_inside, b_.CreateGEP(et, r.base, fu), zero_of(et)));
+  }
+  /// The flat index of base[L + x].
+  Value* clamp_flat(const MemRef& r, const Clamp& c, const ExprPtr& x, ScalarType index_type) {
+    Value* v = expr(x);
+    for (const auto& t : c.invariant) v = b_.CreateAdd(expr(t), v);
+    return offset(r, i64(v, index_type));
+  }
+  /// The element of `r` a clamped index names: base[L + a], or `vu` (clamp_value).
+  Value* clamped_load(const MemRef& r, const Clamp& c, ScalarType index_type, Value* vu) {
+    llvm::Type* et = memtype(r.elem);
+    Value* a = expr(c.a_left ? c.clamp->a : c.clamp->b);
+    Value* u = expr(c.a_left ? c.clamp->b : c.clamp->a);
+    bool sgn = !unsigned_type(index_type);
+    Value* take_a = c.clamp->op == BinOp::Min ? (sgn ? b_.CreateICmpSLE(a, u) : b_.CreateICmpULE(a, u))
+                                              : (sgn ? b_.CreateICmpSGE(a, u) : b_.CreateICmpUGE(a, u));
+    BasicBlock* from = b_.GetInsertBlock();
+    auto* yes = BasicBlock::Create(ctx_, "clamp.a", fn_);
+    auto* join = BasicBlock::Create(ctx_, "clamp.join", fn_);
+    b_.CreateCondBr(take_a, yes, join, llvm::MDBuilder(ctx_).createBranchWeights(1000, 1));
+    b_.SetInsertPoint(yes);
+    Value* va = b_.CreateLoad(et, address(r, clamp_flat(r, c, c.a_left ? c.clamp->a : c.clamp->b, index_type)));
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    auto* phi = b_.CreatePHI(et, 2);
+    phi->addIncoming(va, yes);
+    phi->addIncoming(vu, from);
+    return phi;
   }
 
   // A bound is on the index the code wrote (into a function's pointer, the elements from it on).
   Value* load(const Load& n) {
     const MemRef& r = memref(n.mem.get(), n.loc);
-    Value* local = i64(expr(n.indices[0]), n.indices[0]->type);
+    const ExprPtr& index = n.indices[0];
+    Value* raw = expr(index);
+    Value* local = i64(raw, index->type);
+    Value* narrow = index->type == ScalarType::I32 ? raw : nullptr;
     llvm::Type* et = memtype(r.elem);
-    if (!n.bound) return from_mem(b_.CreateLoad(et, address(r, offset(r, local))), r.elem);
+    auto clamp = r.space == MemSpace::Local || !r.bound ? std::nullopt : clamp_of(index);
+    Value* vu = clamp ? clamp_value(r, *clamp, index->type) : nullptr;
+    auto read = [&]() -> Value* {
+      return clamp ? clamped_load(r, *clamp, index->type, vu) : b_.CreateLoad(et, address(r, offset(r, local)));
+    };
+    if (!n.bound) return from_mem(read(), r.elem);
     Value* bound = expr(n.bound);
     auto* slot = entry_alloca(et, "checked_load");
     b_.CreateStore(llvm::Constant::getNullValue(et), slot);
-    checked(local, bound, n.site, [&] { b_.CreateStore(b_.CreateLoad(et, address(r, offset(r, local))), slot); });
+    checked(
+        local, bound, n.site, [&] { b_.CreateStore(read(), slot); }, narrow);
     return from_mem(b_.CreateLoad(et, slot), r.elem);
   }
   void store(const Store& n) {
     const MemRef& r = memref(n.mem.get(), n.loc);
-    Value* local = i64(expr(n.indices[0]), n.indices[0]->type);
+    Value* raw = expr(n.indices[0]);
+    Value* local = i64(raw, n.indices[0]->type);
     Value* v = to_mem(expr(n.value), r.elem);
     if (!n.bound) {
       b_.CreateStore(v, address(r, offset(r, local)));
       return;
     }
-    checked(local, expr(n.bound), n.site, [&] { b_.CreateStore(v, address(r, offset(r, local))); });
+    checked(
+        local, expr(n.bound), n.site, [&] { b_.CreateStore(v, address(r, offset(r, local))); },
+        n.indices[0]->type == ScalarType::I32 ? raw : nullptr);
   }
 
   // ================================================================= statements, thread context
@@ -1248,122 +1663,213 @@ class Gen {
   }
 
   // ================================================================= uniform context
+  /// A sequence in the uniform context. In the block context, each maximal run of groups that
+  /// holds no block barrier becomes a *warp region*: a loop over the warps that runs the run for
+  /// one warp at a time (threads of different warps do not meet between block barriers in a
+  /// race-free kernel), so that uniform loops run inside the warp loop around 32-lane loops, warp
+  /// collectives work on the warp at hand, and a warp none of whose threads is active is skipped.
   void uniform(const StmtPtr& s, Value* mask) {
     if (!s) return;
-    for (auto& g : groups(s, *frame_)) {
-      if (g.kind == Group::Leaf) {
+    auto gs = groups(s, *frame_);
+    auto emit = [&](const Group& g) {
+      if (g.kind != Group::Leaf) {
+        single(g.stmts[0], mask);
+      } else if (auto r = lane_range(g)) {
+        threads(
+            mask, [&] { thread_stmt(as<If>(*g.stmts[0])->then_body); }, &*r);
+      } else {
         threads(mask, [&] {
           for (const auto& x : g.stmts) thread_stmt(x);
         });
+      }
+    };
+    if (warp_) {
+      for (const auto& g : gs) emit(g);
+      return;
+    }
+    for (std::size_t i = 0; i < gs.size();) {
+      if (!in_region(gs[i])) {
+        emit(gs[i++]);
         continue;
       }
-      single(g.stmts[0], mask);
+      std::size_t j = i;
+      bool work = false;
+      for (; j < gs.size() && in_region(gs[j]); ++j)
+        work = work || gs[j].kind == Group::Leaf || gs[j].stmts[0]->kind != StmtKind::Let;
+      if (!work) {
+        for (; i < j; ++i) emit(gs[i]);
+        continue;
+      }
+      loop(
+          b_.getInt32(0), b_.getInt32(warps()),
+          [&](Value* w) {
+            warp_ = w;
+            auto run = [&] {
+              for (std::size_t k = i; k < j; ++k) emit(gs[k]);
+            };
+            if (mask)
+              if_then(any_active(mask), run);
+            else
+              run();
+            warp_ = nullptr;
+          },
+          "region");
+      i = j;
     }
+  }
+  /// Whether a group may run in a warp region: no block barrier in it, and no assignment to a
+  /// variable the same for every thread that lives outside it (each warp would make it again).
+  bool in_region(const Group& g) {
+    if (g.kind == Group::Leaf) return true;
+    const StmtPtr& x = g.stmts[0];
+    if (collectives_.block_sync(x)) return false;
+    switch (x->kind) {
+      case StmtKind::SharedAlloc:
+      case StmtKind::LocalAlloc:
+      case StmtKind::Assign: return false;
+      case StmtKind::Let: return true;
+      default: return !assigns_outer_uniform(x);
+    }
+  }
+  bool assigns_outer_uniform(const StmtPtr& s) {
+    struct Scan : IRVisitor {
+      Frame& f;
+      std::unordered_set<const VarNode*> inside;
+      bool found = false;
+      explicit Scan(Frame& fr) : f(fr) {}
+      void visit(const Let& n) override {
+        inside.insert(n.var.get());
+        IRVisitor::visit(n);
+      }
+      void visit(const For& n) override {
+        inside.insert(n.var.get());
+        IRVisitor::visit(n);
+      }
+      void visit(const Assign& n) override {
+        if (!inside.count(n.var.get()) && f.levels[n.var.get()] == Lvl::Uniform) found = true;
+        IRVisitor::visit(n);
+      }
+    } scan(*frame_);
+    scan.walk(s);
+    return scan.found;
   }
 
   void single(const StmtPtr& s, Value* mask) {
     Frame& f = *frame_;
-    dispatch(*s,
-             Overloaded{
-                 [&](const ir::Barrier&) {},  // the thread loops around it are the barrier
-                 [&](const Let& n) {
-                   if (f.levels[n.var.get()] == Lvl::Uniform) {
-                     write_var(n.var, expr(n.value), n.value);
-                   } else {
-                     threads(mask, [&] { write_var(n.var, expr(n.value), n.value); });
-                   }
-                 },
-                 [&](const Assign& n) {
-                   if (f.levels[n.var.get()] == Lvl::Uniform)
-                     write_var(n.var, expr(n.value), nullptr);
-                   else
-                     threads(mask, [&] { write_var(n.var, expr(n.value), nullptr); });
-                 },
-                 [&](const SharedAlloc& n) { shared_alloc(n); },
-                 [&](const LocalAlloc& n) { local_alloc(n); },
-                 [&](const If& n) {
-                   if (level(n.cond, f) == Lvl::Uniform) {
-                     Value* c = expr(n.cond);
-                     auto* t = BasicBlock::Create(ctx_, "uif.then", fn_);
-                     auto* e = BasicBlock::Create(ctx_, "uif.else", fn_);
-                     auto* j = BasicBlock::Create(ctx_, "uif.join", fn_);
-                     b_.CreateCondBr(c, t, e);
-                     b_.SetInsertPoint(t);
-                     uniform(n.then_body, mask);
-                     b_.CreateBr(j);
-                     b_.SetInsertPoint(e);
-                     uniform(n.else_body, mask);
-                     b_.CreateBr(j);
-                     b_.SetInsertPoint(j);
-                     return;
-                   }
-                   // Per-thread condition around a collective: masks for each side.
-                   Value* yes = scratch(T_);
-                   Value* no = scratch(T_);
-                   threads(nullptr, [&] {
-                     Value* active =
-                         mask ? b_.CreateICmpNE(
-                                    b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid_)),
-                                    b_.getInt8(0))
-                              : static_cast<Value*>(b_.getInt1(true));
-                     Value* c = b_.getInt1(false);
-                     auto* eval = BasicBlock::Create(ctx_, "mask.eval", fn_);
-                     auto* set = BasicBlock::Create(ctx_, "mask.set", fn_);
-                     BasicBlock* from = b_.GetInsertBlock();
-                     b_.CreateCondBr(active, eval, set);
-                     b_.SetInsertPoint(eval);
-                     Value* cv = expr(n.cond);
-                     BasicBlock* evaluated = b_.GetInsertBlock();
-                     b_.CreateBr(set);
-                     b_.SetInsertPoint(set);
-                     auto* phi = b_.CreatePHI(b_.getInt1Ty(), 2);
-                     phi->addIncoming(c, from);
-                     phi->addIncoming(cv, evaluated);
-                     Value* y = b_.CreateAnd(active, phi);
-                     Value* z = b_.CreateAnd(active, b_.CreateNot(phi));
-                     b_.CreateStore(b_.CreateZExt(y, b_.getInt8Ty()), b_.CreateInBoundsGEP(b_.getInt8Ty(), yes, tid_));
-                     b_.CreateStore(b_.CreateZExt(z, b_.getInt8Ty()), b_.CreateInBoundsGEP(b_.getInt8Ty(), no, tid_));
-                   });
-                   uniform(n.then_body, yes);
-                   uniform(n.else_body, no);
-                 },
-                 [&](const For& n) {
-                   if (f.levels[n.var.get()] == Lvl::Uniform) {
-                     for_loop(n, [&] { uniform(n.body, mask); });
-                     return;
-                   }
-                   varying_loop(s, mask);
-                 },
-                 [&](const While& n) {
-                   if (level(n.cond, f) == Lvl::Uniform) {
-                     auto* head = BasicBlock::Create(ctx_, "uwhile.head", fn_);
-                     auto* body = BasicBlock::Create(ctx_, "uwhile.body", fn_);
-                     auto* done = BasicBlock::Create(ctx_, "uwhile.done", fn_);
-                     b_.CreateBr(head);
-                     b_.SetInsertPoint(head);
-                     b_.CreateCondBr(expr(n.cond), body, done);
-                     b_.SetInsertPoint(body);
-                     uniform(n.body, mask);
-                     b_.CreateBr(head);
-                     b_.SetInsertPoint(done);
-                     return;
-                   }
-                   varying_loop(s, mask);
-                 },
-                 [&](const Call& n) {
-                   if (collectives_.of(n.fn->body))
-                     call(n, false, mask);
-                   else
-                     threads(mask, [&] { call(n, true); });
-                 },
-                 [&](const Intrinsic& n) { warp(n, mask); },
-                 [&](const auto& n) -> void {
-                   // Anything else that holds a collective is a sequence (flattened) or control
-                   // flow (above); a plain statement runs in a thread loop.
-                   if (collectives_.of(s)) throw InternalError(std::string("cpu: a collective in ") + name_of(n.kind));
-                   threads(mask, [&] { thread_stmt(s); });
-                 },
-             });
+    dispatch(*s, Overloaded{
+                     [&](const ir::Barrier&) {},  // the thread loops around it are the barrier
+                     [&](const Let& n) {
+                       if (f.levels[n.var.get()] == Lvl::Uniform) {
+                         write_var(n.var, expr(n.value), n.value);
+                       } else {
+                         threads(mask, [&] { write_var(n.var, expr(n.value), n.value); });
+                       }
+                     },
+                     [&](const Assign& n) {
+                       if (f.levels[n.var.get()] == Lvl::Uniform)
+                         write_var(n.var, expr(n.value), nullptr);
+                       else
+                         threads(mask, [&] { write_var(n.var, expr(n.value), nullptr); });
+                     },
+                     [&](const SharedAlloc& n) { shared_alloc(n); },
+                     [&](const LocalAlloc& n) { local_alloc(n); },
+                     [&](const If& n) {
+                       bool same = level(n.cond, f) == Lvl::Uniform;
+                       if (same || (warp_ && warp_uniform(n.cond))) {
+                         Value* c = same ? expr(n.cond) : warp_condition(n.cond);
+                         auto* t = BasicBlock::Create(ctx_, "uif.then", fn_);
+                         auto* e = BasicBlock::Create(ctx_, "uif.else", fn_);
+                         auto* j = BasicBlock::Create(ctx_, "uif.join", fn_);
+                         b_.CreateCondBr(c, t, e);
+                         b_.SetInsertPoint(t);
+                         uniform(n.then_body, mask);
+                         b_.CreateBr(j);
+                         b_.SetInsertPoint(e);
+                         uniform(n.else_body, mask);
+                         b_.CreateBr(j);
+                         b_.SetInsertPoint(j);
+                         return;
+                       }
+                       // Per-thread condition around a collective: masks for each side.
+                       Value* yes = scratch(T_);
+                       Value* no = scratch(T_);
+                       auto* any_yes = entry_alloca(b_.getInt8Ty(), "any_yes");
+                       auto* any_no = entry_alloca(b_.getInt8Ty(), "any_no");
+                       b_.CreateStore(b_.getInt8(0), any_yes);
+                       b_.CreateStore(b_.getInt8(0), any_no);
+                       threads(nullptr, [&] {
+                         Value* active =
+                             mask ? b_.CreateICmpNE(
+                                        b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid_)),
+                                        b_.getInt8(0))
+                                  : static_cast<Value*>(b_.getInt1(true));
+                         Value* c = b_.getInt1(false);
+                         auto* eval = BasicBlock::Create(ctx_, "mask.eval", fn_);
+                         auto* set = BasicBlock::Create(ctx_, "mask.set", fn_);
+                         BasicBlock* from = b_.GetInsertBlock();
+                         b_.CreateCondBr(active, eval, set);
+                         b_.SetInsertPoint(eval);
+                         Value* cv = expr(n.cond);
+                         BasicBlock* evaluated = b_.GetInsertBlock();
+                         b_.CreateBr(set);
+                         b_.SetInsertPoint(set);
+                         auto* phi = b_.CreatePHI(b_.getInt1Ty(), 2);
+                         phi->addIncoming(c, from);
+                         phi->addIncoming(cv, evaluated);
+                         Value* y = b_.CreateAnd(active, phi);
+                         Value* z = b_.CreateAnd(active, b_.CreateNot(phi));
+                         Value* y8 = b_.CreateZExt(y, b_.getInt8Ty());
+                         Value* z8 = b_.CreateZExt(z, b_.getInt8Ty());
+                         b_.CreateStore(y8, b_.CreateInBoundsGEP(b_.getInt8Ty(), yes, tid_));
+                         b_.CreateStore(z8, b_.CreateInBoundsGEP(b_.getInt8Ty(), no, tid_));
+                         b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt8Ty(), any_yes), y8), any_yes);
+                         b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt8Ty(), any_no), z8), any_no);
+                       });
+                       // A side no thread takes is skipped (in a warp region: no thread of the warp).
+                       if_then(b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), any_yes), b_.getInt8(0)),
+                               [&] { uniform(n.then_body, yes); });
+                       if (n.else_body)
+                         if_then(b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), any_no), b_.getInt8(0)),
+                                 [&] { uniform(n.else_body, no); });
+                     },
+                     [&](const For& n) {
+                       if (f.levels[n.var.get()] == Lvl::Uniform) {
+                         for_loop(n, [&] { uniform(n.body, mask); });
+                         return;
+                       }
+                       varying_loop(s, mask);
+                     },
+                     [&](const While& n) {
+                       if (level(n.cond, f) == Lvl::Uniform) {
+                         auto* head = BasicBlock::Create(ctx_, "uwhile.head", fn_);
+                         auto* body = BasicBlock::Create(ctx_, "uwhile.body", fn_);
+                         auto* done = BasicBlock::Create(ctx_, "uwhile.done", fn_);
+                         b_.CreateBr(head);
+                         b_.SetInsertPoint(head);
+                         b_.CreateCondBr(expr(n.cond), body, done);
+                         b_.SetInsertPoint(body);
+                         uniform(n.body, mask);
+                         b_.CreateBr(head);
+                         b_.SetInsertPoint(done);
+                         return;
+                       }
+                       varying_loop(s, mask);
+                     },
+                     [&](const Call& n) {
+                       if (collectives_.of(n.fn->body))
+                         call(n, false, mask);
+                       else
+                         threads(mask, [&] { call(n, true); });
+                     },
+                     [&](const Intrinsic& n) { warp(n, mask); },
+                     [&](const auto& n) -> void {
+                       // Anything else that holds a collective is a sequence (flattened) or control
+                       // flow (above); a plain statement runs in a thread loop.
+                       if (collectives_.of(s))
+                         throw InternalError(std::string("cpu: a collective in ") + name_of(n.kind));
+                       threads(mask, [&] { thread_stmt(s); });
+                     },
+                 });
   }
 
   /// A loop whose condition varies per thread around a collective: each thread keeps its own
@@ -1481,36 +1987,52 @@ class Gen {
   }
 
   /// Shuffles, votes and ballot: each warp's lanes at once (the interpreter's semantics: a source
-  /// lane outside the warp gives the lane its own value).
+  /// lane outside the warp gives the lane its own value). The operand is read from its variable's
+  /// per-thread array when it has one; a lane operand the same for every thread stays a scalar; the
+  /// lanes of a shuffle are one loop that LLVM vectorizes.
   void lanes(const Intrinsic& n, Value* mask) {
-    ScalarType xt = n.args[0]->type;
-    llvm::Type* xty = type(xt);
-    Value* xs = scratch(T_ * 8);
-    Value* ys = n.args.size() > 1 ? scratch(T_ * 8) : nullptr;
-    threads(mask, [&] {
-      b_.CreateStore(expr(n.args[0]), b_.CreateInBoundsGEP(b_.getInt64Ty(), xs, tid_));
-      if (ys) b_.CreateStore(i64(expr(n.args[1]), n.args[1]->type), b_.CreateInBoundsGEP(b_.getInt64Ty(), ys, tid_));
-    });
+    llvm::Type* xty = type(n.args[0]->type);
+    Value* xs = nullptr;
+    if (const auto* r = as<VarRef>(*n.args[0])) {
+      auto it = frame_->vars.find(r->var.get());
+      if (it != frame_->vars.end() && it->second.kind == Storage::Array) xs = it->second.ptr;
+    }
+    if (!xs) {
+      xs = scratch(T_ * 8);
+      threads(mask, [&] { b_.CreateStore(expr(n.args[0]), b_.CreateInBoundsGEP(xty, xs, tid_)); });
+    }
+    Value* y_same = nullptr;  // the lane operand, when it is the same for every thread
+    Value* ys = nullptr;
+    if (n.args.size() > 1) {
+      if (level(n.args[1], *frame_) == Lvl::Uniform) {
+        y_same = b_.CreateTrunc(i64(expr(n.args[1]), n.args[1]->type), b_.getInt32Ty());
+      } else {
+        ys = scratch(T_ * 4);
+        threads(mask, [&] {
+          b_.CreateStore(b_.CreateTrunc(i64(expr(n.args[1]), n.args[1]->type), b_.getInt32Ty()),
+                         b_.CreateInBoundsGEP(b_.getInt32Ty(), ys, tid_));
+        });
+      }
+    }
     Storage& out = define_array(n.outputs[0]);
     llvm::Type* oty = type(n.outputs[0]->type);
-    std::int64_t warps = (T_ + 31) / 32;
-    loop(
-        b_.getInt32(0), b_.getInt32(static_cast<std::int32_t>(warps)),
+    bool vote = n.op == IntrinsicOp::VoteAll || n.op == IntrinsicOp::VoteAny || n.op == IntrinsicOp::Ballot;
+    if (T_ % 32 == 0 && !xty->isIntegerTy(1) && !oty->isIntegerTy(1)) {
+      each_warp([&](Value* w) { warp_lanes(n, mask, xs, y_same, ys, out.ptr, b_.CreateShl(w, 5)); }, "swarp");
+      return;
+    }
+    each_warp(
         [&](Value* w) {
           Value* first = b_.CreateShl(w, 5);
-          Value* size = b_.CreateSelect(
-              b_.CreateICmpSLT(b_.CreateAdd(first, b_.getInt32(32)), b_.getInt32(static_cast<std::int32_t>(T_))),
-              b_.getInt32(32), b_.CreateSub(b_.getInt32(static_cast<std::int32_t>(T_)), first));
+          Value* size = lanes_in(w);
           // The warp's ballot of the operands (for votes and ballot).
           auto* bits = entry_alloca(b_.getInt32Ty(), "ballot");
           b_.CreateStore(b_.getInt32(0), bits);
-          bool vote = n.op == IntrinsicOp::VoteAll || n.op == IntrinsicOp::VoteAny || n.op == IntrinsicOp::Ballot;
           if (vote) {
             loop(
                 b_.getInt32(0), size,
                 [&](Value* l) {
-                  Value* tid = b_.CreateAdd(first, l);
-                  Value* x = b_.CreateLoad(xty, b_.CreateInBoundsGEP(b_.getInt64Ty(), xs, tid));
+                  Value* x = b_.CreateLoad(xty, b_.CreateInBoundsGEP(xty, xs, b_.CreateOr(first, l)));
                   Value* on = xty->isIntegerTy() ? b_.CreateICmpNE(x, llvm::ConstantInt::get(xty, 0))
                                                  : b_.CreateFCmpUNE(x, llvm::ConstantFP::get(xty, 0.0));
                   b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt32Ty(), bits),
@@ -1522,7 +2044,7 @@ class Gen {
           loop(
               b_.getInt32(0), size,
               [&](Value* l) {
-                Value* tid = b_.CreateAdd(first, l);
+                Value* tid = b_.CreateOr(first, l);
                 Value* saved = tid_;
                 tid_ = tid;
                 auto body = [&] {
@@ -1539,9 +2061,8 @@ class Gen {
                       r = b_.CreateICmpEQ(bl, full);
                     }
                   } else {
-                    Value* y =
-                        b_.CreateTrunc(b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), ys, tid)),
-                                       b_.getInt32Ty());
+                    Value* y = y_same ? y_same
+                                      : b_.CreateLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(b_.getInt32Ty(), ys, tid));
                     Value* src;
                     switch (n.op) {
                       case IntrinsicOp::ShflXor: src = b_.CreateXor(l, b_.CreateAnd(y, b_.getInt32(31))); break;
@@ -1551,23 +2072,92 @@ class Gen {
                     }
                     Value* inside = b_.CreateAnd(b_.CreateICmpSGE(src, b_.getInt32(0)), b_.CreateICmpSLT(src, size));
                     Value* from = b_.CreateAdd(first, b_.CreateSelect(inside, src, l));
-                    r = b_.CreateLoad(xty, b_.CreateInBoundsGEP(b_.getInt64Ty(), xs, from));
+                    r = b_.CreateLoad(xty, b_.CreateInBoundsGEP(xty, xs, from));
                   }
                   if (r->getType() != oty) r = b_.CreateZExt(r, oty);
                   b_.CreateStore(r, b_.CreateInBoundsGEP(oty, out.ptr, tid));
                 };
                 if (mask)
-                  if_then(
-                      b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid)),
-                                      b_.getInt8(0)),
-                      body);
+                  if_then(active(mask), body);
                 else
                   body();
                 tid_ = saved;
               },
-              "slane");
+              "slane", true);
         },
         "swarp");
+  }
+
+  /// A shuffle, vote or ballot over one full warp as vector operations on its 32 lanes: the
+  /// operands of lanes [first, first + 32) loaded as one vector, permuted (a constant shuffle when
+  /// the lane operand is a constant), the results stored under the mask.
+  void warp_lanes(const Intrinsic& n, Value* mask, Value* xs, Value* y_same, Value* ys, Value* outp, Value* first) {
+    llvm::Type* xty = type(n.args[0]->type);
+    llvm::Type* oty = type(n.outputs[0]->type);
+    auto* i32 = b_.getInt32Ty();
+    auto* xv_ty = llvm::FixedVectorType::get(xty, 32);
+    auto align = [](llvm::Type* t) { return llvm::Align(std::max<unsigned>(1, t->getScalarSizeInBits() / 8)); };
+    Value* xv = b_.CreateAlignedLoad(xv_ty, b_.CreateInBoundsGEP(xty, xs, first), align(xty));
+    Value* r = nullptr;
+    if (n.op == IntrinsicOp::VoteAll || n.op == IntrinsicOp::VoteAny || n.op == IntrinsicOp::Ballot) {
+      Value* on = xty->isIntegerTy() ? b_.CreateICmpNE(xv, llvm::Constant::getNullValue(xv_ty))
+                                     : b_.CreateFCmpUNE(xv, llvm::Constant::getNullValue(xv_ty));
+      Value* bits = b_.CreateBitCast(on, i32);
+      Value* one = n.op == IntrinsicOp::Ballot    ? bits
+                   : n.op == IntrinsicOp::VoteAny ? b_.CreateICmpNE(bits, b_.getInt32(0))
+                                                  : b_.CreateICmpEQ(bits, b_.getInt32(-1));
+      if (one->getType() != oty) one = b_.CreateZExt(one, oty);
+      r = b_.CreateVectorSplat(32, one);
+    } else {
+      auto source = [&](std::int64_t l, std::int64_t y) -> int {
+        std::int64_t s = n.op == IntrinsicOp::ShflXor    ? (l ^ (y & 31))
+                         : n.op == IntrinsicOp::ShflDown ? l + y
+                         : n.op == IntrinsicOp::ShflUp   ? l - y
+                                                         : (y & 31);
+        return static_cast<int>(s >= 0 && s < 32 ? s : l);
+      };
+      auto* k = y_same ? llvm::dyn_cast<llvm::ConstantInt>(y_same) : nullptr;
+      if (k) {
+        std::vector<int> pick(32);
+        for (int l = 0; l < 32; ++l) pick[static_cast<std::size_t>(l)] = source(l, k->getSExtValue());
+        r = b_.CreateShuffleVector(xv, pick);
+      } else {
+        auto* iv_ty = llvm::FixedVectorType::get(i32, 32);
+        std::vector<llvm::Constant*> ls;
+        for (int l = 0; l < 32; ++l) ls.push_back(b_.getInt32(l));
+        Value* lane = llvm::ConstantVector::get(ls);
+        Value* y = y_same ? b_.CreateVectorSplat(32, y_same)
+                          : b_.CreateAlignedLoad(iv_ty, b_.CreateInBoundsGEP(i32, ys, first), llvm::Align(4));
+        Value* src;
+        switch (n.op) {
+          case IntrinsicOp::ShflXor:
+            src = b_.CreateXor(lane, b_.CreateAnd(y, b_.CreateVectorSplat(32, b_.getInt32(31))));
+            break;
+          case IntrinsicOp::ShflDown: src = b_.CreateAdd(lane, y); break;
+          case IntrinsicOp::ShflUp: src = b_.CreateSub(lane, y); break;
+          default: src = b_.CreateAnd(y, b_.CreateVectorSplat(32, b_.getInt32(31))); break;
+        }
+        Value* inside = b_.CreateAnd(b_.CreateICmpSGE(src, llvm::Constant::getNullValue(iv_ty)),
+                                     b_.CreateICmpSLT(src, b_.CreateVectorSplat(32, b_.getInt32(32))));
+        Value* from = b_.CreateSelect(inside, src, lane);
+        // The operands in a warp-sized slot of our own, gathered from there.
+        auto* slot = entry_alloca(llvm::ArrayType::get(xty, 32), "warp_x");
+        b_.CreateAlignedStore(xv, slot, align(xty));
+        Value* ptrs = b_.CreateInBoundsGEP(xty, slot, from);
+        r = b_.CreateMaskedGather(xv_ty, ptrs, align(xty));
+      }
+      if (xty != oty) r = b_.CreateZExt(r, llvm::FixedVectorType::get(oty, 32));
+    }
+    Value* at = b_.CreateInBoundsGEP(oty, outp, first);
+    if (!mask) {
+      b_.CreateAlignedStore(r, at, align(oty));
+      return;
+    }
+    auto* mv_ty = llvm::FixedVectorType::get(b_.getInt8Ty(), 32);
+    Value* on =
+        b_.CreateICmpNE(b_.CreateAlignedLoad(mv_ty, b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, first), llvm::Align(1)),
+                        llvm::Constant::getNullValue(mv_ty));
+    b_.CreateMaskedStore(r, at, align(oty), on);
   }
 
   /// The base of a thread-local fragment array and its element size, for the mma and ldmatrix
@@ -1587,9 +2177,7 @@ class Gen {
     Value* a = fragment(n.mems[1], n.loc);
     Value* bb = fragment(n.mems[2], n.loc);
     Value* c = fragment(n.mems[3], n.loc);
-    std::int64_t warps = T_ / 32;
-    loop(
-        b_.getInt32(0), b_.getInt32(static_cast<std::int32_t>(warps)),
+    each_warp(
         [&](Value* w) {
           b_.CreateCall(fn, {b_.getInt32(static_cast<std::int32_t>(n.imms[0])), d, a, bb, c,
                              b_.getInt32(static_cast<std::int32_t>(T_)), w,
@@ -1611,10 +2199,8 @@ class Gen {
     auto fn = helper("vt_cpu_ldmatrix", b_.getVoidTy(),
                      {b_.getInt32Ty(), ptr, ptr, ptr, b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt64Ty(),
                       b_.getInt64Ty(), ptr, b_.getInt64Ty(), b_.getInt64Ty(), b_.getInt32Ty()});
-    std::int64_t warps = T_ / 32;
     std::int64_t s = site(n.loc, src.name, false);
-    loop(
-        b_.getInt32(0), b_.getInt32(static_cast<std::int32_t>(warps)),
+    each_warp(
         [&](Value* w) {
           b_.CreateCall(fn,
                         {b_.getInt32(static_cast<std::int32_t>(n.imms[0])), dst, src.base, rows,
@@ -1634,6 +2220,13 @@ class Gen {
   BasicBlock* entry_bb_ = nullptr;
   Value *block_ = nullptr, *shared_ = nullptr, *scratch_ = nullptr, *err_ = nullptr;
   Value* tid_ = nullptr;  ///< the current thread, inside a thread loop
+  // Inside a thread loop: tid_ = 32 * lane_warp_ + lane_, 0 <= lane_ < 32 (what the thread-position
+  // arithmetic below folds).
+  Value* lane_ = nullptr;
+  Value* lane_warp_ = nullptr;
+  Value* warp_ = nullptr;                         ///< the warp of a warp region (null: the block context)
+  std::vector<PendingCheck>* pending_ = nullptr;  ///< the checks of the thread loop being made
+  std::map<llvm::Type*, Value*> zeros_;
   Frame* frame_ = nullptr;
   std::vector<std::unique_ptr<Frame>> frames_;
   std::int64_t scratch_bytes_ = 0;
@@ -1645,6 +2238,20 @@ class Gen {
 Module generate(const lower::Lowered& lowered, const std::string& entry) {
   auto impl = std::make_unique<Module::Impl>();
   impl->ctx = std::make_unique<llvm::LLVMContext>();
+  // LLVM's remarks and warnings (a lane loop it could not vectorize) go to the debug log, not to
+  // the user's stderr (and never end the process, as LLVM's own handler does on an error).
+  impl->ctx->setDiagnosticHandlerCallBack(
+      [](const llvm::DiagnosticInfo* info, void*) {
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        llvm::DiagnosticPrinterRawOStream printer(os);
+        info->print(printer);
+        if (info->getSeverity() == llvm::DS_Error)
+          logging::get().warn("cpu: LLVM: {}", text);
+        else
+          logging::get().debug("cpu: LLVM: {}", text);
+      },
+      nullptr);
   impl->mod = std::make_unique<llvm::Module>(entry, *impl->ctx);
   impl->entry = entry;
   Gen(lowered, entry, *impl).run();

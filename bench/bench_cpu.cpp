@@ -1,0 +1,482 @@
+// CPU backend benchmarks (issue 10). Three kernels, each three ways, in one run:
+//  - BM_Cpu<Kernel>:   the example kernel (examples/kernels) launched on Device::cpu(1), and on
+//                      Device::cpu(2) for the names that end in Threads2;
+//  - BM_Plain<Kernel>: the same algorithm written as plain C++ in this file, compiled with -O3 for
+//                      this host (bench/CMakeLists.txt);
+//  - BM_Pocl<Kernel>:  the same kernel written in OpenCL C, run by PoCL on one host thread
+//                      (skipped, saying why, where there is no OpenCL platform).
+// <Kernel> is Saxpy (n = 2^24), BlockReduce (n = 2^24, 256 threads per block) or Sgemm512 (the
+// shared-memory sgemm, 32x32 tiles, M = N = K = 512). Every variant's result is compared with the
+// plain C++ one before timing (exactly where the arithmetic is the same); a wrong result fails the
+// benchmark. Goals: BM_Cpu at most 1.5x BM_Plain (1.2x aimed at), no slower than BM_Pocl, and
+// Threads2 at least 1.8x faster than one thread.
+//
+// Also: BM_CpuCompileSgemm512 (lowering to LLVM IR, the O3 pipeline and code generation through ORC,
+// then loading: goal at most 100 ms) and BM_CpuCacheHitSgemm512 (what a second process does: a
+// fresh cache on the same directory reads the object file and ORC links it).
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#ifdef VANTAGE_BENCH_POCL
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#endif
+
+#include "jit/cpu/cpu.h"
+#include "jit/pipeline/pipeline.h"
+#include "kernels/paper_kernels.hpp"
+#include "vantage/vantage.hpp"
+
+namespace {
+
+using namespace vantage;
+
+constexpr int kSaxpyN = 1 << 24;
+constexpr int kReduceN = 1 << 24;
+constexpr int kReduceThreads = 256;
+constexpr int kGemm = 512;
+constexpr int kTile = 32;
+
+std::vector<float> inputs(std::size_t n, int seed) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7 + static_cast<std::size_t>(seed) * 13) % 11) - 5;
+  return v;
+}
+
+/// Fails the benchmark unless `got` equals `want` (within `tol`, relative).
+bool agrees(benchmark::State& state, const std::vector<float>& got, const std::vector<float>& want, double tol) {
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= tol * std::max(1.0, std::fabs(static_cast<double>(want[i]))))) {
+      state.SkipWithError(("wrong result: element " + std::to_string(i) + " is " + std::to_string(got[i]) +
+                           ", expected " + std::to_string(want[i]))
+                              .c_str());
+      return false;
+    }
+  return true;
+}
+
+// ------------------------------------------------------------------ plain C++ (the same algorithms)
+void plain_saxpy(int n, float a, const float* x, float* y) {
+  for (int i = 0; i < n; ++i) y[i] = a * x[i] + y[i];
+}
+
+/// Per block of 256: the shared-memory tree down to 64 sums, then the first warp's shuffles.
+void plain_block_reduce(int n, const float* x, float* out) {
+  const int blocks = (n + kReduceThreads - 1) / kReduceThreads;
+  for (int b = 0; b < blocks; ++b) {
+    float p[kReduceThreads];
+    for (int t = 0; t < kReduceThreads; ++t) {
+      int i = b * kReduceThreads + t;
+      p[t] = i < n ? x[i] : 0.0f;
+    }
+    for (int s = kReduceThreads / 2; s >= 64; s /= 2)
+      for (int t = 0; t < s; ++t) p[t] = p[t] + p[t + s];
+    float v[32];
+    for (int l = 0; l < 32; ++l) v[l] = p[l] + p[l + 32];
+    for (int off = 16; off >= 1; off /= 2)
+      for (int l = 0; l + off < 32; ++l) v[l] = v[l] + v[l + off];
+    out[b] = v[0];
+  }
+}
+
+/// C = alpha A B + beta C in 32x32 tiles of C, A and B staged tile by tile (zeros past the edges).
+void plain_sgemm(int M, int N, int K, float alpha, float beta, const float* A, const float* B, float* C) {
+  for (int bi = 0; bi < M; bi += kTile)
+    for (int bj = 0; bj < N; bj += kTile) {
+      alignas(64) float acc[kTile][kTile] = {};
+      alignas(64) float As[kTile][kTile];
+      alignas(64) float Bs[kTile][kTile];
+      for (int kb = 0; kb < K; kb += kTile) {
+        for (int r = 0; r < kTile; ++r)
+          for (int c = 0; c < kTile; ++c) {
+            As[r][c] = bi + r < M && kb + c < K ? A[(bi + r) * K + kb + c] : 0.0f;
+            Bs[r][c] = kb + r < K && bj + c < N ? B[(kb + r) * N + bj + c] : 0.0f;
+          }
+        for (int r = 0; r < kTile; ++r)
+          for (int kk = 0; kk < kTile; ++kk)
+            for (int c = 0; c < kTile; ++c) acc[r][c] += As[r][kk] * Bs[kk][c];
+      }
+      for (int r = 0; r < kTile && bi + r < M; ++r)
+        for (int c = 0; c < kTile && bj + c < N; ++c) {
+          float& out = C[(bi + r) * N + bj + c];
+          out = alpha * acc[r][c] + beta * out;
+        }
+    }
+}
+
+// ------------------------------------------------------------------ the three kernels, three ways
+struct SaxpyData {
+  std::vector<float> x = inputs(kSaxpyN, 1), y0 = inputs(kSaxpyN, 2), want = y0;
+  SaxpyData() { plain_saxpy(kSaxpyN, 3.0f, x.data(), want.data()); }
+};
+struct ReduceData {
+  std::vector<float> x = inputs(kReduceN, 3), want = std::vector<float>(kReduceN / kReduceThreads);
+  ReduceData() { plain_block_reduce(kReduceN, x.data(), want.data()); }
+};
+struct GemmData {
+  std::vector<float> A = inputs(kGemm * kGemm, 4), B = inputs(kGemm * kGemm, 5), C0 = inputs(kGemm * kGemm, 6),
+                     want = C0;
+  GemmData() { plain_sgemm(kGemm, kGemm, kGemm, 1.5f, 0.5f, A.data(), B.data(), want.data()); }
+};
+const SaxpyData& saxpy_data() {
+  static const SaxpyData d;
+  return d;
+}
+const ReduceData& reduce_data() {
+  static const ReduceData d;
+  return d;
+}
+const GemmData& gemm_data() {
+  static const GemmData d;
+  return d;
+}
+
+void BM_PlainSaxpy(benchmark::State& state) {
+  const auto& d = saxpy_data();
+  std::vector<float> y = d.y0;
+  plain_saxpy(kSaxpyN, 3.0f, d.x.data(), y.data());
+  if (!agrees(state, y, d.want, 0)) return;
+  for (auto _ : state) {
+    plain_saxpy(kSaxpyN, 3.0f, d.x.data(), y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kSaxpyN * 12);
+}
+void BM_PlainBlockReduce(benchmark::State& state) {
+  const auto& d = reduce_data();
+  std::vector<float> out(d.want.size());
+  for (auto _ : state) {
+    plain_block_reduce(kReduceN, d.x.data(), out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kReduceN * 4);
+}
+void BM_PlainSgemm512(benchmark::State& state) {
+  const auto& d = gemm_data();
+  std::vector<float> C = d.C0;
+  for (auto _ : state) {
+    plain_sgemm(kGemm, kGemm, kGemm, 1.5f, 0.5f, d.A.data(), d.B.data(), C.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kGemm * kGemm * kGemm * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+/// The example kernel on Device::cpu(threads); the first launch (compile or cache) before timing.
+void cpu_saxpy(benchmark::State& state, int threads) {
+  const auto& d = saxpy_data();
+  Kernel k = examples::saxpy();
+  Device dev = Device::cpu(threads);
+  std::vector<float> y = d.y0;
+  Grid grid{kSaxpyN / 256, 256};
+  k.launch(dev, grid, kSaxpyN, 3.0f, std::as_const(d.x), y);
+  dev.synchronize();
+  if (!agrees(state, y, d.want, 0)) return;
+  for (auto _ : state) {
+    k.launch(dev, grid, kSaxpyN, 3.0f, std::as_const(d.x), y);
+    dev.synchronize();
+  }
+  state.SetBytesProcessed(state.iterations() * kSaxpyN * 12);
+}
+void cpu_block_reduce(benchmark::State& state, int threads) {
+  const auto& d = reduce_data();
+  Kernel k = examples::block_reduce();
+  Device dev = Device::cpu(threads);
+  std::vector<float> out(d.want.size());
+  Grid grid{kReduceN / kReduceThreads, kReduceThreads};
+  k.launch(dev, grid, kReduceN, std::as_const(d.x), out);
+  dev.synchronize();
+  if (!agrees(state, out, d.want, 0)) return;
+  for (auto _ : state) {
+    k.launch(dev, grid, kReduceN, std::as_const(d.x), out);
+    dev.synchronize();
+  }
+  state.SetBytesProcessed(state.iterations() * kReduceN * 4);
+}
+void cpu_sgemm(benchmark::State& state, int threads) {
+  const auto& d = gemm_data();
+  Kernel k = examples::sgemm_smem();
+  Device dev = Device::cpu(threads);
+  std::vector<float> C = d.C0;
+  Grid grid{(kGemm / kTile) * (kGemm / kTile), kTile * kTile};
+  k.launch(dev, grid, kGemm, kGemm, kGemm, 1.5f, 0.5f, std::as_const(d.A), std::as_const(d.B), C);
+  dev.synchronize();
+  if (!agrees(state, C, d.want, 0)) return;
+  for (auto _ : state) {
+    k.launch(dev, grid, kGemm, kGemm, kGemm, 1.5f, 0.5f, std::as_const(d.A), std::as_const(d.B), C);
+    dev.synchronize();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kGemm * kGemm * kGemm * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+bool has_cpu(benchmark::State& state) {
+  if (Device::cpu_available()) return true;
+  state.SkipWithError("this build has no CPU backend (VANTAGE_CPU_BACKEND=OFF)");
+  return false;
+}
+void BM_CpuSaxpy(benchmark::State& s) { has_cpu(s) ? cpu_saxpy(s, 1) : void(); }
+void BM_CpuSaxpyThreads2(benchmark::State& s) { has_cpu(s) ? cpu_saxpy(s, 2) : void(); }
+void BM_CpuBlockReduce(benchmark::State& s) { has_cpu(s) ? cpu_block_reduce(s, 1) : void(); }
+void BM_CpuBlockReduceThreads2(benchmark::State& s) { has_cpu(s) ? cpu_block_reduce(s, 2) : void(); }
+void BM_CpuSgemm512(benchmark::State& s) { has_cpu(s) ? cpu_sgemm(s, 1) : void(); }
+void BM_CpuSgemm512Threads2(benchmark::State& s) { has_cpu(s) ? cpu_sgemm(s, 2) : void(); }
+
+Spec sgemm_spec() {
+  Spec spec;
+  spec.threads = kTile * kTile;
+  return spec;
+}
+
+void BM_CpuCompileSgemm512(benchmark::State& state) {
+  if (!has_cpu(state)) return;
+  Kernel k = examples::sgemm_smem();
+  for (auto _ : state) {
+    auto lowered = pipeline::lower_for(k, sgemm_spec());
+    cpu::Module m = cpu::generate(lowered.lowered, "vt_bench_sgemm");
+    auto object = cpu::compile(std::move(m), 3);
+    cpu::Loaded code = cpu::load(object, "vt_bench_sgemm");
+    benchmark::DoNotOptimize(code.fn());
+  }
+}
+
+void BM_CpuCacheHitSgemm512(benchmark::State& state) {
+  if (!has_cpu(state)) return;
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("vantage-bench-cpu-" + std::to_string(::getpid()));
+  CacheConfig config;
+  config.dir = dir.string();
+  Kernel k = examples::sgemm_smem();
+  auto lowered = pipeline::lower_for(k, sgemm_spec());
+  std::string ir = cpu::generate(lowered.lowered, "vt_bench_sgemm_hit").ir();
+  std::vector<std::string> key{ir, cpu::host_fingerprint(), "O3"};
+  {
+    KernelCache first(config);  // the first process: compiles and stores
+    first.artifact("cpu-object", key,
+                   [&] { return cpu::compile(cpu::generate(lowered.lowered, "vt_bench_sgemm_hit")); });
+  }
+  for (auto _ : state) {
+    KernelCache cache(config);  // a second process: nothing in memory
+    std::string origin;
+    auto object = cache.artifact(
+        "cpu-object", key, [] { return std::vector<char>{}; }, &origin);
+    if (origin != "disk") {
+      state.SkipWithError(("the object came from " + origin + ", not the disk").c_str());
+      break;
+    }
+    cpu::Loaded code = cpu::load(*object, "vt_bench_sgemm_hit");
+    benchmark::DoNotOptimize(code.fn());
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// ------------------------------------------------------------------ PoCL
+#ifdef VANTAGE_BENCH_POCL
+const char* kOpenClSource = R"CL(
+__kernel void saxpy(int n, float a, __global const float* x, __global float* y) {
+  int i = get_global_id(0);
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+
+// The shared-memory tree down to 64 sums, then the last 64 in local memory (OpenCL 1.2 has no
+// shuffles), in the order of the shuffles: v[l] += v[l + off] for off = 16 .. 1.
+__kernel void block_reduce(int n, __global const float* x, __global float* out) {
+  __local float p[256];
+  __local float v[64];
+  int t = get_local_id(0), idx = get_group_id(0) * 256 + t;
+  p[t] = idx < n ? x[idx] : 0.0f;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = 128; s >= 64; s /= 2) {
+    if (t < s) p[t] = p[t] + p[t + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t < 32) v[t] = p[t] + p[t + 32];
+  else if (t < 64) v[t] = 0.0f;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int off = 16; off >= 1; off /= 2) {
+    float o = t < 32 ? v[t + off] : 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (t < 32 && t + off < 32) v[t] = v[t] + o;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t == 0) out[get_group_id(0)] = v[0];
+}
+
+__kernel void sgemm_smem(int M, int N, int K, float alpha, float beta, __global const float* A,
+                         __global const float* B, __global float* C) {
+  __local float As[32 * 32];
+  __local float Bs[32 * 32];
+  int nbn = (N + 31) / 32, brow = get_group_id(0) / nbn, bcol = get_group_id(0) % nbn;
+  int t = get_local_id(0), tr = t / 32, tc = t % 32;
+  float acc = 0.0f;
+  for (int kb = 0; kb < K; kb += 32) {
+    int ar = brow * 32 + tr, ac = kb + tc, br = kb + tr, bc = bcol * 32 + tc;
+    As[t] = ar < M && ac < K ? A[ar * K + ac] : 0.0f;
+    Bs[t] = br < K && bc < N ? B[br * N + bc] : 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int kk = 0; kk < 32; ++kk) acc = acc + As[tr * 32 + kk] * Bs[kk * 32 + tc];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  int r = brow * 32 + tr, c = bcol * 32 + tc;
+  if (r < M && c < N) C[r * N + c] = alpha * acc + beta * C[r * N + c];
+}
+)CL";
+
+/// One OpenCL context on PoCL's CPU device with the three kernels built (once per process).
+class Pocl {
+ public:
+  static Pocl& get() {
+    static Pocl p;
+    return p;
+  }
+  const std::string& problem() const { return problem_; }
+  cl_kernel kernel(const char* name) {
+    cl_int err = 0;
+    cl_kernel k = clCreateKernel(program_, name, &err);
+    return err == CL_SUCCESS ? k : nullptr;
+  }
+  cl_mem buffer(std::size_t bytes, const void* init) {
+    cl_int err = 0;
+    cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, const_cast<void*>(init), &err);
+    return err == CL_SUCCESS ? m : nullptr;
+  }
+  void read(cl_mem m, std::size_t bytes, void* to) {
+    clEnqueueReadBuffer(queue_, m, CL_TRUE, 0, bytes, to, 0, nullptr, nullptr);
+  }
+  bool run(cl_kernel k, std::size_t global, std::size_t local) {
+    if (clEnqueueNDRangeKernel(queue_, k, 1, nullptr, &global, &local, 0, nullptr, nullptr) != CL_SUCCESS) return false;
+    return clFinish(queue_) == CL_SUCCESS;
+  }
+  double build_ms() const { return build_ms_; }
+
+ private:
+  Pocl() {
+    // One host thread, as BM_Cpu* without Threads2 (PoCL reads this before it starts its pool).
+    ::setenv("POCL_MAX_PTHREAD_COUNT", "1", 1);
+    cl_platform_id platform = nullptr;
+    cl_uint platforms = 0;
+    if (clGetPlatformIDs(1, &platform, &platforms) != CL_SUCCESS || platforms == 0) {
+      problem_ = "no OpenCL platform (install pocl-opencl-icd)";
+      return;
+    }
+    cl_device_id device = nullptr;
+    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, 1, &device, nullptr) != CL_SUCCESS) {
+      problem_ = "no OpenCL CPU device";
+      return;
+    }
+    cl_int err = 0;
+    context_ = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
+    queue_ = clCreateCommandQueue(context_, device, 0, &err);
+    program_ = clCreateProgramWithSource(context_, 1, &kOpenClSource, nullptr, &err);
+    auto t0 = std::chrono::steady_clock::now();
+    if (clBuildProgram(program_, 1, &device, "-cl-std=CL1.2", nullptr, nullptr) != CL_SUCCESS) {
+      char log[4096] = {};
+      clGetProgramBuildInfo(program_, device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, nullptr);
+      problem_ = std::string("PoCL could not build the kernels: ") + log;
+    }
+    build_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  cl_program program_ = nullptr;
+  std::string problem_;
+  double build_ms_ = 0;
+};
+
+template <class T>
+void set(cl_kernel k, cl_uint i, const T& v) {
+  clSetKernelArg(k, i, sizeof(T), &v);
+}
+
+bool pocl_ready(benchmark::State& state, cl_kernel& k, const char* name) {
+  Pocl& p = Pocl::get();
+  if (!p.problem().empty()) {
+    state.SkipWithError(p.problem().c_str());
+    return false;
+  }
+  k = p.kernel(name);
+  if (!k) state.SkipWithError((std::string("PoCL has no kernel ") + name).c_str());
+  return k != nullptr;
+}
+
+void BM_PoclSaxpy(benchmark::State& state) {
+  cl_kernel k = nullptr;
+  if (!pocl_ready(state, k, "saxpy")) return;
+  Pocl& p = Pocl::get();
+  const auto& d = saxpy_data();
+  cl_mem x = p.buffer(kSaxpyN * 4, d.x.data()), y = p.buffer(kSaxpyN * 4, d.y0.data());
+  set(k, 0, kSaxpyN), set(k, 1, 3.0f), set(k, 2, x), set(k, 3, y);
+  p.run(k, kSaxpyN, 256);
+  std::vector<float> got(kSaxpyN);
+  p.read(y, kSaxpyN * 4, got.data());
+  if (agrees(state, got, d.want, 0))
+    for (auto _ : state) p.run(k, kSaxpyN, 256);
+  state.SetBytesProcessed(state.iterations() * kSaxpyN * 12);
+  clReleaseMemObject(x), clReleaseMemObject(y), clReleaseKernel(k);
+}
+void BM_PoclBlockReduce(benchmark::State& state) {
+  cl_kernel k = nullptr;
+  if (!pocl_ready(state, k, "block_reduce")) return;
+  Pocl& p = Pocl::get();
+  const auto& d = reduce_data();
+  std::vector<float> got(d.want.size());
+  cl_mem x = p.buffer(kReduceN * 4, d.x.data()), out = p.buffer(got.size() * 4, got.data());
+  set(k, 0, kReduceN), set(k, 1, x), set(k, 2, out);
+  p.run(k, kReduceN, kReduceThreads);
+  p.read(out, got.size() * 4, got.data());
+  if (agrees(state, got, d.want, 0))
+    for (auto _ : state) p.run(k, kReduceN, kReduceThreads);
+  state.SetBytesProcessed(state.iterations() * kReduceN * 4);
+  clReleaseMemObject(x), clReleaseMemObject(out), clReleaseKernel(k);
+}
+void BM_PoclSgemm512(benchmark::State& state) {
+  cl_kernel k = nullptr;
+  if (!pocl_ready(state, k, "sgemm_smem")) return;
+  Pocl& p = Pocl::get();
+  const auto& d = gemm_data();
+  cl_mem A = p.buffer(d.A.size() * 4, d.A.data()), B = p.buffer(d.B.size() * 4, d.B.data()),
+         C = p.buffer(d.C0.size() * 4, d.C0.data());
+  set(k, 0, kGemm), set(k, 1, kGemm), set(k, 2, kGemm), set(k, 3, 1.5f), set(k, 4, 0.5f);
+  set(k, 5, A), set(k, 6, B), set(k, 7, C);
+  const std::size_t global = (kGemm / kTile) * (kGemm / kTile) * kTile * kTile;
+  p.run(k, global, kTile * kTile);
+  std::vector<float> got(d.C0.size());
+  p.read(C, got.size() * 4, got.data());
+  if (agrees(state, got, d.want, 0))
+    for (auto _ : state) p.run(k, global, kTile * kTile);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kGemm * kGemm * kGemm * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.counters["build_ms"] = p.build_ms();
+  clReleaseMemObject(A), clReleaseMemObject(B), clReleaseMemObject(C), clReleaseKernel(k);
+}
+#else
+void no_pocl(benchmark::State& state) { state.SkipWithError("built without OpenCL (install ocl-icd-opencl-dev)"); }
+void BM_PoclSaxpy(benchmark::State& s) { no_pocl(s); }
+void BM_PoclBlockReduce(benchmark::State& s) { no_pocl(s); }
+void BM_PoclSgemm512(benchmark::State& s) { no_pocl(s); }
+#endif
+
+}  // namespace
+
+BENCHMARK(BM_PlainSaxpy)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuSaxpy)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuSaxpyThreads2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PoclSaxpy)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PlainBlockReduce)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuBlockReduce)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuBlockReduceThreads2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PoclBlockReduce)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PlainSgemm512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuSgemm512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuSgemm512Threads2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PoclSgemm512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuCompileSgemm512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuCacheHitSgemm512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_MAIN();
