@@ -223,6 +223,220 @@ TEST(Cpu, AnAccessOutsideItsBufferIsSkippedAndReportedAtItsLine) {
   for (int i = 0; i < 24; ++i) EXPECT_EQ(got[static_cast<std::size_t>(i + 40)], 1) << "in-bounds stores still run";
 }
 
+/// Runs `kernel` on the interpreter and on the CPU (one host thread and two) with the same inputs;
+/// the int outputs must be equal.
+template <class... Args>
+void expect_cpu_equals_interpreter(const Kernel& kernel, Grid grid, std::vector<int> out, const Args&... args) {
+  std::vector<int> ref = out;
+  kernel.launch(Device::interpreter(), grid, args..., ref);
+  for (int threads : {1, 2}) {
+    std::vector<int> got = out;
+    kernel.launch(Device::cpu(threads), grid, args..., got);
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      ASSERT_EQ(got[i], ref[i]) << kernel.name() << " with " << grid.threads << " threads per block, " << threads
+                                << " host thread(s): element " << i;
+  }
+}
+
+/// Shuffles of every kind with lane operands that are constants, the same for every thread and
+/// per thread; votes and ballot; float and int operands; whole warps and a last warp of 16 lanes.
+Kernel warp_ops(int threads) {
+  KernelBuilder k("warp_ops_" + std::to_string(threads));
+  auto d = k.param<int>("d");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(threads);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.partition(
+        out, block(1), [&](Expr i) { return blk * threads * 9 + i; },
+        [&](Scope& g, View out_b) {
+          g.group(block(1), [&](Scope& b) {
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                out_b, thread(1), [&](Expr i) { return t * 9 + i; },
+                [&](Scope& b, View o) {
+                  b.group(warp(), [&](Scope& w) {
+                    auto lane = w.let("lane", w.id(thread(1)));
+                    auto v = w.let("v", lane * 7 + blk * 3 - 20, at(thread(1)));
+                    auto f = w.let("f", cast<float>(v) * 0.5f, at(thread(1)));
+                    auto x1 = w.shfl_xor("x1", v, lane & 7);
+                    auto x2 = w.shfl_down("x2", v, d);
+                    auto x3 = w.shfl_up("x3", v, lane % 5);
+                    auto x4 = w.shfl_idx("x4", v, 31 - lane);
+                    auto x5 = w.ballot("x5", v % 3 == 0);
+                    auto x6 = w.vote_any("x6", v > 150);
+                    auto x7 = w.vote_all("x7", v >= -20);
+                    auto x8 = w.shfl_down("x8", f, 3);
+                    auto x9 = w.shfl_xor("x9", v, 16);
+                    w.group(thread(1), [&](Scope&) {
+                      o[0] = x1;
+                      o[1] = x2;
+                      o[2] = x3;
+                      o[3] = x4;
+                      o[4] = cast<int>(x5);
+                      o[5] = cast<int>(x6);
+                      o[6] = cast<int>(x7);
+                      o[7] = cast<int>(x8 * 4.0f);
+                      o[8] = x9;
+                    });
+                  });
+                });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(Cpu, WarpOperationsMatchTheInterpreter) {
+  REQUIRE_CPU_BACKEND();
+  for (int threads : {32, 64, 96})
+    for (int d : {0, 1, 5, 31, 40}) {
+      Kernel k = warp_ops(threads);
+      expect_cpu_equals_interpreter(k, Grid{3, threads},
+                                    std::vector<int>(static_cast<std::size_t>(3 * threads * 9), -1), d);
+    }
+}
+
+/// `if`s a range of each warp's lanes takes (the CPU loops over just that range), in every form,
+/// and ones whole warps take, at split points inside and outside the block.
+Kernel lane_ranges() {
+  KernelBuilder k("lane_ranges");
+  auto kk = k.param<int>("k");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(96);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.partition(
+        out, block(1), [&](Expr i) { return blk * 96 * 7 + i; },
+        [&](Scope& g, View out_b) {
+          g.group(block(1), [&](Scope& b) {
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                out_b, thread(1), [&](Expr i) { return t * 7 + i; },
+                [&](Scope& b, View o) {
+                  b.group(thread(1), [&](Scope& th) {
+                    th.if_(t < kk, [&](Scope&) { o[0] = 1; });
+                    th.if_(t <= kk, [&](Scope&) { o[1] = 1; });
+                    th.if_(kk > t, [&](Scope&) { o[2] = 1; });
+                    th.if_(t >= kk, [&](Scope&) { o[3] = 1; });
+                    th.if_(t > kk, [&](Scope&) { o[4] = 1; });
+                    th.if_(t < 64, [&](Scope&) { o[5] = t; });
+                    th.if_(t > 31 && t < kk + blk, [&](Scope&) { o[6] = t * 2; });
+                  });
+                });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(Cpu, BranchesTakenByRangesOfLanesMatchTheInterpreter) {
+  REQUIRE_CPU_BACKEND();
+  Kernel k = lane_ranges();
+  for (int kk : {-5, 0, 1, 31, 32, 33, 50, 64, 95, 96, 200}) {
+    std::vector<int> out(2 * 96 * 7, 0);
+    k.launch(Device::cpu(1), Grid{2, 96}, kk, out);
+    for (int b = 0; b < 2; ++b)
+      for (int t = 0; t < 96; ++t) {
+        const int* o = &out[static_cast<std::size_t>((b * 96 + t) * 7)];
+        ASSERT_EQ(o[0], t < kk ? 1 : 0) << "k " << kk << " thread " << t;
+        ASSERT_EQ(o[1], t <= kk ? 1 : 0) << "k " << kk << " thread " << t;
+        ASSERT_EQ(o[2], kk > t ? 1 : 0) << "k " << kk << " thread " << t;
+        ASSERT_EQ(o[3], t >= kk ? 1 : 0) << "k " << kk << " thread " << t;
+        ASSERT_EQ(o[4], t > kk ? 1 : 0) << "k " << kk << " thread " << t;
+        ASSERT_EQ(o[5], t < 64 ? t : 0) << "k " << kk << " thread " << t;
+        ASSERT_EQ(o[6], t > 31 && t < kk + b ? t * 2 : 0) << "k " << kk << " thread " << t;
+      }
+    expect_cpu_equals_interpreter(k, Grid{2, 96}, std::vector<int>(2 * 96 * 7, 0), kk);
+  }
+}
+
+/// Reads clamped to the edges of their buffer (x[min(i + s, n - 1)], x[max(i - s, 0)], a clamp
+/// after a part the same for a warp's lanes): read the same elements as the interpreter.
+TEST(Cpu, ClampedReadsMatchTheInterpreter) {
+  REQUIRE_CPU_BACKEND();
+  KernelBuilder k("clamped");
+  auto n = k.param<int>("n");
+  auto s = k.param<int>("s");
+  auto m = k.param<int>("m");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    auto i = g.let("i", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr j) { return i * 3 + j; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) {
+            th.if_(n > 0, [&](Scope&) {
+              o[0] = x[min(i + s, n - 1)];
+              o[1] = x[max(min(i, n - 1) - s, 0)];
+              o[2] = x[(i / 32) * 5 + min(i % 32, m)];
+            });
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  // (The third read reaches element 5 * 5 + 31 at most: inside x for these n.)
+  for (int nn : {70, 200})
+    for (int ss : {0, 3, 40})
+      for (int mm : {0, 7, 31}) {
+        std::vector<int> hx(static_cast<std::size_t>(nn));
+        for (int i = 0; i < nn; ++i) hx[static_cast<std::size_t>(i)] = i * 11 - 3;
+        expect_cpu_equals_interpreter(kernel, Grid{3, 64}, std::vector<int>(3 * 64 * 3, 0), nn, ss, mm,
+                                      std::as_const(hx));
+      }
+}
+
+/// A checked read inside a vectorized lane loop that fails for some threads: reported at its line,
+/// naming a thread that failed and its index; the other threads' reads still happen.
+TEST(Cpu, ACheckThatFailsInsideAVectorLoopNamesAFailingThread) {
+  REQUIRE_CPU_BACKEND();
+  KernelBuilder k("shifted");
+  auto n = k.param<int>("n");
+  auto s = k.param<int>("s");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out", extent(n));
+  k.block_threads(64);
+  int line = 0;
+  k.body([&](Scope& g) {
+    auto i = g.let("i", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr j) { return i + j; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) {
+            th.if_(i < n, [&](Scope&) {
+              line = __LINE__ + 1;
+              o[0] = x[i + s];
+            });
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  const int nn = 128, shift = 100;  // threads 28 .. 127 read past the end
+  std::vector<int> hx(nn);
+  for (int i = 0; i < nn; ++i) hx[static_cast<std::size_t>(i)] = i;
+  std::vector<int> got(nn, -1);
+  try {
+    kernel.launch(Device::cpu(1), Grid{2, 64}, nn, shift, std::as_const(hx), got);
+    FAIL() << "the read past the end of 'x' was not reported";
+  } catch (const ExecutionError& e) {
+    std::string what = e.what();
+    EXPECT_EQ(e.check(), "memcheck");
+    ASSERT_EQ(e.locs().size(), 1u) << what;
+    EXPECT_EQ(static_cast<int>(e.locs()[0].line), line) << what;
+    // "block B thread T reads 'x'[I]": I = 64 B + T + 100, and T must be a failing thread.
+    auto number_after = [&](const std::string& word) {
+      auto at = what.find(word);
+      return at == std::string::npos ? -1 : std::stoi(what.substr(at + word.size()));
+    };
+    int b = number_after("block "), t = number_after(" thread "), i = number_after("'x'[");
+    EXPECT_EQ(i, 64 * b + t + shift) << what;
+    EXPECT_GE(64 * b + t + shift, nn) << what;
+  }
+  for (int i = 0; i < nn - shift; ++i) EXPECT_EQ(got[static_cast<std::size_t>(i)], i + shift);
+}
+
 TEST(Cpu, WhatTheCpuCannotRunIsRefusedAtTheUsersLine) {
   REQUIRE_CPU_BACKEND();
   KernelBuilder k("unsafe_on_cpu");
