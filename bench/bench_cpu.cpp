@@ -2,7 +2,8 @@
 //  - BM_Cpu<Kernel>:   the example kernel (examples/kernels) launched on Device::cpu(1), and on
 //                      Device::cpu(2) for the names that end in Threads2;
 //  - BM_Plain<Kernel>: the same algorithm written as plain C++ in this file, compiled with -O3 for
-//                      this host (bench/CMakeLists.txt);
+//                      this host (bench/CMakeLists.txt); with Threads2, split between two
+//                      std::threads (what two cores of this host give the plain code);
 //  - BM_Pocl<Kernel>:  the same kernel written in OpenCL C, run by PoCL on one host thread
 //                      (skipped, saying why, where there is no OpenCL platform).
 // <Kernel> is Saxpy (n = 2^24), BlockReduce (n = 2^24, 256 threads per block) or Sgemm512 (the
@@ -22,6 +23,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #ifdef VANTAGE_BENCH_POCL
@@ -163,6 +165,50 @@ void BM_PlainSgemm512(benchmark::State& state) {
   std::vector<float> C = d.C0;
   for (auto _ : state) {
     plain_sgemm(kGemm, kGemm, kGemm, 1.5f, 0.5f, d.A.data(), d.B.data(), C.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kGemm * kGemm * kGemm * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+/// `work(first, last)` over [0, n) split between this thread and one more (the same split of the
+/// plain code as the CPU backend's two host threads: what two cores of this host can do).
+template <class F>
+void on_two_threads(int n, F work) {
+  std::thread other([&] { work(0, n / 2); });
+  work(n / 2, n);
+  other.join();
+}
+void BM_PlainSaxpyThreads2(benchmark::State& state) {
+  const auto& d = saxpy_data();
+  std::vector<float> y = d.y0;
+  for (auto _ : state) {
+    on_two_threads(kSaxpyN, [&](int a, int b) { plain_saxpy(b - a, 3.0f, d.x.data() + a, y.data() + a); });
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kSaxpyN * 12);
+}
+void BM_PlainBlockReduceThreads2(benchmark::State& state) {
+  const auto& d = reduce_data();
+  std::vector<float> out(d.want.size());
+  const int blocks = kReduceN / kReduceThreads;
+  for (auto _ : state) {
+    on_two_threads(blocks, [&](int a, int b) {
+      plain_block_reduce((b - a) * kReduceThreads, d.x.data() + a * kReduceThreads, out.data() + a);
+    });
+    benchmark::ClobberMemory();
+  }
+  if (!agrees(state, out, d.want, 0)) return;
+  state.SetBytesProcessed(state.iterations() * kReduceN * 4);
+}
+void BM_PlainSgemm512Threads2(benchmark::State& state) {
+  const auto& d = gemm_data();
+  std::vector<float> C = d.C0;
+  for (auto _ : state) {
+    // Rows of tiles split between the threads.
+    on_two_threads(kGemm, [&](int a, int b) {
+      plain_sgemm(b - a, kGemm, kGemm, 1.5f, 0.5f, d.A.data() + a * kGemm, d.B.data(), C.data() + a * kGemm);
+    });
     benchmark::ClobberMemory();
   }
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kGemm * kGemm * kGemm * static_cast<double>(state.iterations()),
@@ -466,14 +512,17 @@ void BM_PoclSgemm512(benchmark::State& s) { no_pocl(s); }
 }  // namespace
 
 BENCHMARK(BM_PlainSaxpy)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PlainSaxpyThreads2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CpuSaxpy)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CpuSaxpyThreads2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PoclSaxpy)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PlainBlockReduce)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PlainBlockReduceThreads2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CpuBlockReduce)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CpuBlockReduceThreads2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PoclBlockReduce)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PlainSgemm512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PlainSgemm512Threads2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CpuSgemm512)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CpuSgemm512Threads2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PoclSgemm512)->Unit(benchmark::kMillisecond)->UseRealTime();

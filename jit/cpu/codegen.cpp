@@ -127,10 +127,14 @@ struct Storage {
 /// the index and bound of its failing access (masked stores).
 struct PendingCheck {
   llvm::Value* worst = nullptr;  ///< i32 slot: 0, or the last failing thread + 1
-  llvm::Value* index = nullptr;  ///< i64 per thread
-  llvm::Value* bound = nullptr;  ///< i64 per thread
+  llvm::Value* index = nullptr;  ///< per thread: its last failing index (i32 when narrow, else i64)
+  llvm::Value* bound = nullptr;  ///< i64: one slot when the bound is the same for every lane, else per thread
   std::int64_t site = 0;
-  bool narrow = false;  ///< the index array holds i32
+  bool narrow = false;
+  bool bound_per_thread = false;
+  /// When the index is a pure function of the thread's position and values that do not change,
+  /// it is computed again for the failing thread after the loop instead of being kept per thread.
+  ir::ExprPtr index_expr;
 };
 
 /// The lanes of each warp that a leaf's one `if (tid < k)` (<=, >, >=; k the same for the lanes
@@ -342,6 +346,33 @@ class Gen {
   /// Loop metadata of a lane loop: vectorize it, and do not unroll it before (a 32-lane loop would
   /// otherwise be unrolled into scalars first); unroll the vector loop fully after, so that values
   /// a uniform loop around it keeps per lane stay in vector registers.
+  bool recompute_ = false;  ///< per-thread variables are computed from their definitions (index_of)
+  bool flat_ = false;       ///< the thread loop being made runs over the whole block (no warp loop)
+
+  /// Whether statements use the index of their thread's warp (the thread's position divided by a
+  /// multiple of 32, directly or through a variable), which a loop per warp keeps a scalar.
+  bool uses_warp_index(const std::vector<StmtPtr>& stmts) {
+    struct Scan : IRVisitor {
+      Gen& g;
+      bool found = false;
+      std::unordered_set<const VarNode*> seen;
+      explicit Scan(Gen& gen) : g(gen) {}
+      void visit(const Binary& n) override {
+        if ((n.op == BinOp::Div || n.op == BinOp::Mod) && g.is_tid(n.a)) {
+          auto c = const_int(n.b);
+          if (c && *c >= 32) found = true;
+        }
+        IRVisitor::visit(n);
+      }
+      void visit(const VarRef& n) override {
+        if (seen.insert(n.var.get()).second)
+          if (const ExprPtr* d = g.definition(n.var.get())) walk(*d);
+      }
+    } scan(*this);
+    for (const auto& s : stmts) scan.walk(s);
+    return scan.found;
+  }
+
   llvm::MDNode* lane_loop_md() {
     auto str = [&](const char* s) { return llvm::MDString::get(ctx_, s); };
     auto* unroll_full = llvm::MDNode::get(ctx_, {str("llvm.loop.unroll.full")});
@@ -437,7 +468,25 @@ class Gen {
           },
           "lane", true);
     };
-    each_warp(lanes, "warp");
+    if (flat_ && !warp_) {
+      // One loop over the block (tid = 32 w + l still holds for the position arithmetic).
+      loop(
+          b_.getInt32(0), b_.getInt32(static_cast<std::int32_t>(T_)),
+          [&](Value* t) {
+            Value *saved_tid = tid_, *saved_lane = lane_, *saved_warp = lane_warp_;
+            tid_ = t;
+            lane_ = b_.CreateAnd(t, b_.getInt32(31));
+            lane_warp_ = b_.CreateLShr(t, 5);
+            if (mask)
+              if_then(active(mask), body);
+            else
+              body();
+            tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
+          },
+          "thread", true);
+    } else {
+      each_warp(lanes, "warp");
+    }
     pending_ = saved_pending;
     for (const auto& c : checks) report(c);
   }
@@ -467,14 +516,58 @@ class Gen {
     Value* worst = b_.CreateLoad(b_.getInt32Ty(), c.worst);
     if_then(b_.CreateICmpNE(worst, b_.getInt32(0)), [&] {
       Value* t = b_.CreateSub(worst, b_.getInt32(1));
-      Value* i = c.narrow
+      Value* i = c.index_expr ? index_of(c.index_expr, t)
+                 : c.narrow
                      ? b_.CreateSExt(b_.CreateLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(b_.getInt32Ty(), c.index, t)),
                                      b_.getInt64Ty())
                      : b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), c.index, t));
-      Value* n = b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), c.bound, t));
+      Value* n = c.bound_per_thread ? b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), c.bound, t))
+                                    : b_.CreateLoad(b_.getInt64Ty(), c.bound);
       fail(c.site, i, n, t);
       b_.CreateStore(b_.getInt32(0), c.worst);
     });
+  }
+  /// Whether `e` can be computed again for any thread after its loop: made of constants, the
+  /// thread's and block's positions, values the same for every thread that do not change, and
+  /// per-thread variables assigned only where they are defined, from such values.
+  bool recomputable(const ExprPtr& e, int depth = 0) {
+    if (!e || depth > 16) return false;
+    return dispatch(
+        *e, Overloaded{
+                [](const Literal&) { return true; },
+                [&](const VarRef& n) {
+                  const VarNode* v = n.var.get();
+                  if (frame_->reassigned.count(v)) return false;
+                  auto it = frame_->vars.find(v);
+                  if (it != frame_->vars.end() && it->second.kind == Storage::Fixed) return true;
+                  if (frame_->levels[v] == Lvl::Uniform) return it != frame_->vars.end();
+                  const ExprPtr* d = definition(v);
+                  return d && recomputable(*d, depth + 1);
+                },
+                [&](const Unary& n) { return recomputable(n.a, depth + 1); },
+                [&](const Binary& n) { return recomputable(n.a, depth + 1) && recomputable(n.b, depth + 1); },
+                [&](const Cast& n) { return recomputable(n.a, depth + 1); },
+                [&](const Select& n) {
+                  return recomputable(n.c, depth + 1) && recomputable(n.a, depth + 1) && recomputable(n.b, depth + 1);
+                },
+                [](const MathCall&) { return false; },
+                [](const Id&) { return false; },
+                [](const Builtin&) { return true; },
+                [](const Load&) { return false; },
+            });
+  }
+  /// A recomputable index expression's value for thread `t` of the kernel's own frame.
+  Value* index_of(const ExprPtr& e, Value* t) {
+    Value *saved_tid = tid_, *saved_lane = lane_, *saved_warp = lane_warp_;
+    tid_ = t;
+    lane_ = b_.CreateAnd(t, b_.getInt32(31));
+    lane_warp_ = b_.CreateLShr(t, 5);
+    bool saved = recompute_;
+    recompute_ = true;
+    Value* v = i64(expr(e), e->type);
+    recompute_ = saved;
+    tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
+    return v;
   }
   /// Whether any thread of `mask` (of the current warp, or the block) is active.
   Value* any_active(Value* mask) {
@@ -883,7 +976,11 @@ class Gen {
                               if (half_type(n.type)) return round16(llvm::ConstantFP::get(b_.getFloatTy(), v), n.type);
                               return llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(v));
                             },
-                            [&](const VarRef& n) { return read_var(n.var.get(), n.loc); },
+                            [&](const VarRef& n) {
+                              if (recompute_ && frame_->levels[n.var.get()] == Lvl::Varying)
+                                if (const ExprPtr* d = definition(n.var.get())) return expr(*d);
+                              return read_var(n.var.get(), n.loc);
+                            },
                             [&](const Unary& n) { return unary(n); },
                             [&](const Binary& n) { return binary(n); },
                             [&](const Cast& n) { return cast(n.a->type, n.type, expr(n.a)); },
@@ -1203,11 +1300,14 @@ class Gen {
     return static_cast<std::int64_t>(L_.checks.size() + out_.extra_sites.size() - 1);
   }
   /// `body()` runs when 0 <= i < bound; otherwise the failure is recorded.
-  /// In a thread loop the failure is kept for `threads` to report after the loop (PendingCheck).
+  /// In a thread loop the failure is kept for `threads` to report after the loop (PendingCheck):
+  /// the failing index replaces the thread's slot through a select and a plain store, not a masked
+  /// store (which costs a third of a memory-bound loop on this host).
   /// `narrow`: the same index as a signed 32-bit value, when it is one: checked in 32 bits (one
   /// unsigned compare with the bound clamped to 2^31), which keeps a lane loop's vectors 32-bit wide.
-  void checked(Value* i, Value* bound, std::int64_t site_no, const std::function<void()>& body,
-               Value* narrow = nullptr) {
+  /// `bound_same`: the bound is the same for the lanes of a warp.
+  void checked(Value* i, Value* bound, std::int64_t site_no, const std::function<void()>& body, Value* narrow = nullptr,
+               bool bound_same = true, const ExprPtr& index_expr = nullptr) {
     Value* ok;
     if (narrow) {
       Value* b32 = b_.CreateTrunc(b_.CreateSelect(b_.CreateICmpULT(bound, b_.getInt64(std::int64_t{1} << 31)), bound,
@@ -1222,34 +1322,47 @@ class Gen {
     auto* join = BasicBlock::Create(ctx_, "checked", fn_);
     b_.CreateCondBr(ok, yes, no, llvm::MDBuilder(ctx_).createBranchWeights(1000, 1));
     b_.SetInsertPoint(no);
-    PendingCheck* pending = nullptr;
+    std::optional<PendingCheck> pending;
     if (pending_ && tid_) {
       PendingCheck c;
       c.worst = zeroed_slot(b_.getInt32Ty(), "worst");
-      c.index = scratch(T_ * 8);
-      c.bound = scratch(T_ * 8);
-      c.site = site_no;
       c.narrow = narrow != nullptr;
-      pending_->push_back(c);
-      pending = &pending_->back();
-      if (narrow)
-        b_.CreateStore(narrow, b_.CreateInBoundsGEP(b_.getInt32Ty(), c.index, tid_));
+      if (index_expr && !frame_->parent && recomputable(index_expr))
+        c.index_expr = index_expr;  // (kernel frame only: its values outlive the loop)
       else
-        b_.CreateStore(i, b_.CreateInBoundsGEP(b_.getInt64Ty(), c.index, tid_));
-      b_.CreateStore(bound, b_.CreateInBoundsGEP(b_.getInt64Ty(), c.bound, tid_));
+        c.index = scratch(T_ * 8);
+      c.bound_per_thread = !bound_same;
+      c.bound = bound_same ? static_cast<Value*>(entry_alloca(b_.getInt64Ty(), "bound")) : scratch(T_ * 8);
+      c.site = site_no;
+      pending_->push_back(c);
+      pending = c;
     } else {
       fail(site_no, i, bound);
     }
     b_.CreateBr(join);
-    Value* worst = pending ? pending->worst : nullptr;  // (body may add checks of its own)
     b_.SetInsertPoint(yes);
     body();
     b_.CreateBr(join);
     b_.SetInsertPoint(join);
-    if (worst) {
+    if (pending) {
+      const PendingCheck& c = *pending;
       Value* mine = b_.CreateSelect(ok, b_.getInt32(0), b_.CreateAdd(tid_, b_.getInt32(1)));
-      Value* w = b_.CreateLoad(b_.getInt32Ty(), worst);
-      b_.CreateStore(b_.CreateSelect(b_.CreateICmpUGT(mine, w), mine, w), worst);
+      Value* w = b_.CreateLoad(b_.getInt32Ty(), c.worst);
+      b_.CreateStore(b_.CreateSelect(b_.CreateICmpUGT(mine, w), mine, w), c.worst);
+      auto keep = [&](llvm::Type* t, Value* arr, Value* v) {
+        Value* at = b_.CreateInBoundsGEP(t, arr, tid_);
+        b_.CreateStore(b_.CreateSelect(ok, b_.CreateLoad(t, at), v), at);
+      };
+      if (c.index_expr)
+        ;
+      else if (narrow)
+        keep(b_.getInt32Ty(), c.index, narrow);
+      else
+        keep(b_.getInt64Ty(), c.index, i);
+      if (bound_same)
+        b_.CreateStore(bound, c.bound);
+      else
+        keep(b_.getInt64Ty(), c.bound, bound);
     }
   }
 
@@ -1349,7 +1462,7 @@ class Gen {
     auto* slot = entry_alloca(et, "checked_load");
     b_.CreateStore(llvm::Constant::getNullValue(et), slot);
     checked(
-        local, bound, n.site, [&] { b_.CreateStore(read(), slot); }, narrow);
+        local, bound, n.site, [&] { b_.CreateStore(read(), slot); }, narrow, lane_invariant(n.bound), index);
     return from_mem(b_.CreateLoad(et, slot), r.elem);
   }
   void store(const Store& n) {
@@ -1363,7 +1476,7 @@ class Gen {
     }
     checked(
         local, expr(n.bound), n.site, [&] { b_.CreateStore(v, address(r, offset(r, local))); },
-        n.indices[0]->type == ScalarType::I32 ? raw : nullptr);
+        n.indices[0]->type == ScalarType::I32 ? raw : nullptr, lane_invariant(n.bound), n.indices[0]);
   }
 
   // ================================================================= statements, thread context
@@ -1698,6 +1811,15 @@ class Gen {
         work = work || gs[j].kind == Group::Leaf || gs[j].stmts[0]->kind != StmtKind::Let;
       if (!work) {
         for (; i < j; ++i) emit(gs[i]);
+        continue;
+      }
+      // A region that is one leaf that never uses its warp's index is one loop over the block's
+      // threads (longer vectors, one loop for LLVM instead of one per warp).
+      if (j == i + 1 && gs[i].kind == Group::Leaf && !lane_range(gs[i]) && !uses_warp_index(gs[i].stmts)) {
+        flat_ = true;
+        emit(gs[i]);
+        flat_ = false;
+        i = j;
         continue;
       }
       loop(
