@@ -437,6 +437,47 @@ TEST(Cpu, ACheckThatFailsInsideAVectorLoopNamesAFailingThread) {
   for (int i = 0; i < nn - shift; ++i) EXPECT_EQ(got[static_cast<std::size_t>(i)], i + shift);
 }
 
+/// `return`: a device function's value (with an early return under a per-thread branch), and a
+/// kernel that returns under a condition on its parameters before storing anything.
+TEST(Cpu, ReturnsMatchTheInterpreter) {
+  REQUIRE_CPU_BACKEND();
+  FunctionBuilder f("clamp_or_square");
+  f.requires_perspective(thread(1));
+  f.returns(ScalarType::I32);
+  auto x = f.param<int>("x");
+  f.body([&](Scope& s) {
+    s.if_(x > 10, [&](Scope& s) { s.ret(Expr(10)); });
+    s.ret(x * x);
+  });
+  DeviceFunction fn = f.build();
+  KernelBuilder k("returns");
+  auto stop = k.param<int>("stop");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    g.if_(stop != 0, [&](Scope& g) { g.ret(); });
+    auto i = g.let("i", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr j) { return i + j; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) {
+            auto r = th.call("r", fn, {i % 16 - 3});
+            o[0] = r + 1;
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  for (int stop : {0, 1}) {
+    expect_cpu_equals_interpreter(kernel, Grid{2, 64}, std::vector<int>(128, -7), stop);
+    std::vector<int> out(128, -7);
+    kernel.launch(Device::cpu(1), Grid{2, 64}, stop, out);
+    for (int i = 0; i < 128; ++i) {
+      int x = i % 16 - 3;
+      EXPECT_EQ(out[static_cast<std::size_t>(i)], stop ? -7 : (x > 10 ? 10 : x * x) + 1) << "thread " << i;
+    }
+  }
+}
+
 TEST(Cpu, WhatTheCpuCannotRunIsRefusedAtTheUsersLine) {
   REQUIRE_CPU_BACKEND();
   KernelBuilder k("unsafe_on_cpu");

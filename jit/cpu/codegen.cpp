@@ -170,6 +170,9 @@ struct Frame {
   llvm::Value* bid = nullptr;
   llvm::Value* smem = nullptr;  ///< shared memory base of this instance
   const FunctionNode* fn = nullptr;
+  // A device function inlined inside a thread loop: `return` stores its value and leaves.
+  llvm::BasicBlock* exit = nullptr;
+  llvm::Value* ret_slot = nullptr;
 };
 
 class Gen {
@@ -227,6 +230,11 @@ class Gen {
     // The hidden lengths follow the user's parameters, one per pointer, in order.
     for (const auto& [mem, j] : pointers) top.mems[mem].bound = fn_->getArg(static_cast<unsigned>(L_.user_params + j));
     frame_ = &top;
+    if (returns(L_.kernel.body)) {
+      exited_ = scratch(T_);
+      IRBuilder<> e(entry_bb_);
+      e.CreateMemSet(exited_, e.getInt8(0), static_cast<std::uint64_t>(T_), llvm::MaybeAlign(1));
+    }
     prepare(top, L_.kernel.body);
     uniform(L_.kernel.body, nullptr);
     b_.CreateRetVoid();
@@ -346,8 +354,10 @@ class Gen {
   /// Loop metadata of a lane loop: vectorize it, and do not unroll it before (a 32-lane loop would
   /// otherwise be unrolled into scalars first); unroll the vector loop fully after, so that values
   /// a uniform loop around it keeps per lane stay in vector registers.
-  bool recompute_ = false;  ///< per-thread variables are computed from their definitions (index_of)
-  bool flat_ = false;       ///< the thread loop being made runs over the whole block (no warp loop)
+  bool recompute_ = false;           ///< per-thread variables are computed from their definitions (index_of)
+  Value* exited_ = nullptr;          ///< per thread, 1 once it returned (kernels with a `return`)
+  BasicBlock* lane_cont_ = nullptr;  ///< the end of the current thread's iteration of its loop
+  bool flat_ = false;                ///< the thread loop being made runs over the whole block (no warp loop)
 
   /// Whether statements use the index of their thread's warp (the thread's position divided by a
   /// multiple of 32, directly or through a variable), which a loop per warp keeps a scalar.
@@ -460,10 +470,7 @@ class Gen {
             tid_ = b_.CreateOr(b_.CreateShl(w, 5, "", true, true), l, "tid");
             lane_ = l;
             lane_warp_ = w;
-            if (mask)
-              if_then(active(mask), body);
-            else
-              body();
+            one_thread(mask, body);
             tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
           },
           "lane", true);
@@ -477,10 +484,7 @@ class Gen {
             tid_ = t;
             lane_ = b_.CreateAnd(t, b_.getInt32(31));
             lane_warp_ = b_.CreateLShr(t, 5);
-            if (mask)
-              if_then(active(mask), body);
-            else
-              body();
+            one_thread(mask, body);
             tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
           },
           "thread", true);
@@ -508,6 +512,27 @@ class Gen {
       hi = at;
     else
       lo = at;
+  }
+
+  /// The body of a thread loop for thread tid_: skipped when the thread is not in `mask` or has
+  /// returned; a `return` in it jumps to its end.
+  void one_thread(Value* mask, const std::function<void()>& body) {
+    auto* cont = BasicBlock::Create(ctx_, "thread.next", fn_);
+    BasicBlock* saved = lane_cont_;
+    lane_cont_ = cont;
+    Value* go = mask ? active(mask) : nullptr;
+    if (exited_) {
+      Value* live = b_.CreateICmpEQ(b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), exited_, tid_)),
+                                    b_.getInt8(0));
+      go = go ? b_.CreateAnd(go, live) : live;
+    }
+    if (go)
+      if_then(go, body);
+    else
+      body();
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+    lane_cont_ = saved;
   }
 
   /// A pending check's failure, if its loop had one, recorded (then the slot is cleared for the
@@ -1523,13 +1548,28 @@ class Gen {
                      [&](const VectorCopy& n) { vector_copy(n); },
                      [&](const ir::Barrier&) { throw InternalError("cpu: a barrier inside a thread loop"); },
                      [&](const Unsafe& n) -> void { unsupported("an unsafe block's CUDA text", n.loc); },
-                     [&](const Return& n) -> void {
-                       unsupported("a return statement (write the rest of the body under an if_ instead)", n.loc);
-                     },
+                     [&](const Return& n) { ret(n); },
                      [&](const auto& n) -> void {
                        throw InternalError(std::string("cpu: ") + name_of(n.kind) + " in lowered IR");
                      },
                  });
+  }
+
+  /// `return`: from an inlined device function, its value stored and a jump to its end; from the
+  /// kernel, the thread marked as exited (every later thread loop skips it) and a jump to the next
+  /// thread of its loop. The code after it in the same block is unreachable.
+  void ret(const Return& n) {
+    Frame& f = *frame_;
+    if (f.exit) {
+      if (n.value) b_.CreateStore(expr(n.value), f.ret_slot);
+      b_.CreateBr(f.exit);
+    } else if (!f.parent && exited_ && lane_cont_) {
+      b_.CreateStore(b_.getInt8(1), b_.CreateInBoundsGEP(b_.getInt8Ty(), exited_, tid_));
+      b_.CreateBr(lane_cont_);
+    } else {
+      unsupported("a return here", n.loc);
+    }
+    b_.SetInsertPoint(BasicBlock::Create(ctx_, "after.return", fn_));
   }
 
   /// docs/semantics.md's loops: bounds and step evaluated once, the counter never wrapping, no
@@ -1763,16 +1803,36 @@ class Gen {
       f.vars[p.var.get()] = s;
     }
     // A pointer parameter keeps its root's bound: the checks of atomics and copies are on flat indices.
-    if (n.result) unsupported("a device function's return value", n.loc);
+    if (!f.in_thread && (n.result || returns(fnode.body)))
+      unsupported("a return in a device function that holds a warp collective or barrier", n.loc);
+    if (f.in_thread) {
+      f.exit = BasicBlock::Create(ctx_, fnode.name + ".exit", fn_);
+      if (fnode.returns) {
+        f.ret_slot = entry_alloca(type(*fnode.returns), fnode.name + ".result");
+        b_.CreateStore(llvm::Constant::getNullValue(type(*fnode.returns)), f.ret_slot);
+      }
+    }
     frames_.push_back(std::move(callee));
     Frame* saved = frame_;
     frame_ = &f;
     prepare(f, fnode.body);
-    if (f.in_thread)
+    if (f.in_thread) {
       thread_stmt(fnode.body);
-    else
+      b_.CreateBr(f.exit);
+      b_.SetInsertPoint(f.exit);
+    } else {
       uniform(fnode.body, mask);
+    }
     frame_ = saved;
+    if (n.result) write_var(n.result, b_.CreateLoad(type(*fnode.returns), f.ret_slot), nullptr);
+  }
+  /// Whether a statement holds a `return`.
+  static bool returns(const StmtPtr& s) {
+    if (!s) return false;
+    if (s->kind == StmtKind::Return) return true;
+    bool r = false;
+    for_each_child_stmt(*s, [&](const StmtPtr& c) { r = r || returns(c); });
+    return r;
   }
 
   // ================================================================= uniform context
