@@ -25,6 +25,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -58,39 +59,20 @@ bool half_type(ScalarType t) { return t == ScalarType::F16 || t == ScalarType::B
 class Collectives {
  public:
   bool of(const StmtPtr& s) {
-    if (!s) return false;
-    auto it = memo_.find(s.get());
-    if (it != memo_.end()) return it->second;
-    bool c = false;
-    if (s->kind == StmtKind::Barrier) {
-      c = true;
-    } else if (const auto* n = as<Intrinsic>(*s)) {
-      c = warp_op(n->op);
-    } else if (const auto* call = as<Call>(*s)) {
-      c = of(call->fn->body);
-    } else {
-      for_each_child_stmt(*s, [&](const StmtPtr& child) { c = c || of(child); });
-    }
-    memo_[s.get()] = c;
-    return c;
+    return holds(s, memo_, [](const StmtNode& x) -> std::optional<bool> {
+      if (x.kind == StmtKind::Barrier) return true;
+      if (const auto* n = as<Intrinsic>(x)) return warp_op(n->op);
+      return std::nullopt;
+    });
   }
   /// Whether a statement holds a barrier over more than one warp (block, named).
   bool block_sync(const StmtPtr& s) {
-    if (!s) return false;
-    auto it = sync_memo_.find(s.get());
-    if (it != sync_memo_.end()) return it->second;
-    bool c = false;
-    if (const auto* b = as<ir::Barrier>(*s)) {
-      c = b->how != BarrierKind::Warp && b->how != BarrierKind::WarpPart;
-    } else if (const auto* n = as<Intrinsic>(*s)) {
-      c = n->op == IntrinsicOp::SyncThreads || n->op == IntrinsicOp::NamedBarrier;
-    } else if (const auto* call = as<Call>(*s)) {
-      c = block_sync(call->fn->body);
-    } else {
-      for_each_child_stmt(*s, [&](const StmtPtr& child) { c = c || block_sync(child); });
-    }
-    sync_memo_[s.get()] = c;
-    return c;
+    return holds(s, sync_memo_, [](const StmtNode& x) -> std::optional<bool> {
+      if (const auto* b = as<ir::Barrier>(x)) return b->how != BarrierKind::Warp && b->how != BarrierKind::WarpPart;
+      if (const auto* n = as<Intrinsic>(x))
+        return n->op == IntrinsicOp::SyncThreads || n->op == IntrinsicOp::NamedBarrier;
+      return std::nullopt;
+    });
   }
   static bool warp_op(IntrinsicOp op) {
     switch (op) {
@@ -111,6 +93,23 @@ class Collectives {
   }
 
  private:
+  /// Whether `s` holds a statement `leaf` says yes to (looking into called functions), memoized.
+  template <class Leaf>
+  bool holds(const StmtPtr& s, std::unordered_map<const StmtNode*, bool>& memo, const Leaf& leaf) {
+    if (!s) return false;
+    auto it = memo.find(s.get());
+    if (it != memo.end()) return it->second;
+    bool c = false;
+    if (auto here = leaf(*s)) {
+      c = *here;
+    } else if (const auto* call = as<Call>(*s)) {
+      c = holds(call->fn->body, memo, leaf);
+    } else {
+      for_each_child_stmt(*s, [&](const StmtPtr& child) { c = c || holds(child, memo, leaf); });
+    }
+    memo[s.get()] = c;
+    return c;
+  }
   std::unordered_map<const StmtNode*, bool> memo_, sync_memo_;
 };
 
