@@ -26,9 +26,12 @@ double now_ms() {
 /// Host memory aligned for any vector access (and cache lines).
 constexpr std::size_t kHostAlign = 64;
 
+/// The host devices (interpreter, CPU) check kernels against the most capable target, so that a
+/// construct they cannot run (wgmma, TMA) reaches them and is refused as UnsupportedOnDevice at the
+/// user's line, not as a missing feature of some GPU.
 const DeviceProperties& interpreter_properties() {
   static const DeviceProperties p = [] {
-    const target::Info& t = target::info(Arch::SM_90);
+    const target::Info& t = target::info(Arch::SM_90a);
     DeviceProperties d;
     d.name = "interpreter";
     d.arch = t.arch;
@@ -123,7 +126,7 @@ std::vector<Device> Device::all() {
 }
 
 std::string Device::name() const {
-  if (kind_ == DeviceKind::Cpu) return "CPU (" + std::to_string(threads_) + " threads)";
+  if (kind_ == DeviceKind::Cpu) return "CPU (" + std::to_string(threads_) + (threads_ == 1 ? " thread)" : " threads)");
   if (kind_ != DeviceKind::Gpu) return device_kind_name(kind_);
   const DeviceProperties& p = properties();
   return "GPU " + std::to_string(ordinal_) + " (" + p.name + ", " + arch_name(p.arch) + ")";

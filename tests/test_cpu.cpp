@@ -478,6 +478,45 @@ TEST(Cpu, ReturnsMatchTheInterpreter) {
   }
 }
 
+/// A Hopper warpgroup MMA: the CPU backend refuses it at the user's line, as the interpreter does.
+TEST(Cpu, WgmmaIsRefusedAtTheUsersLineAsOnTheInterpreter) {
+  REQUIRE_CPU_BACKEND();
+  KernelBuilder k("wgmma_on_cpu");
+  int line = 0;
+  k.block_threads(128);
+  auto da = k.param<std::uint64_t>("desc_a");
+  auto db = k.param<std::uint64_t>("desc_b");
+  auto out = k.param<GlobalPtr<float>>("out");
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return t * 32 + i; },
+        [&](Scope& g, View o) {
+          g.group(warpgroup(), [&](Scope& wg) {
+            auto acc = wg.local_array("acc", ScalarType::F32, 32, at(thread(1)));
+            wg.for_("i", 0, 32, [&](Scope&, Expr i) { acc[i] = 0.0f; });
+            line = __LINE__ + 1;  // the first thing neither can run
+            wg.wgmma_fence();
+            wg.wgmma(64, acc, da, db);
+            wg.wgmma_commit();
+            wg.wgmma_wait(0);
+            wg.for_("i", 0, 32, [&](Scope&, Expr i) { o[i] = acc[i]; });
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  for (const Device& d : {Device::cpu(1), Device::interpreter()}) {
+    std::vector<float> out(128 * 32);
+    try {
+      kernel.launch(d, Grid{1, 128}, std::uint64_t{0}, std::uint64_t{0}, out);
+      ADD_FAILURE() << "wgmma ran on " << d.name();
+    } catch (const UnsupportedOnDevice& e) {
+      ASSERT_FALSE(e.locs().empty()) << e.what();
+      EXPECT_EQ(static_cast<int>(e.locs()[0].line), line) << d.name() << ": " << e.what();
+    }
+  }
+}
+
 TEST(Cpu, WhatTheCpuCannotRunIsRefusedAtTheUsersLine) {
   REQUIRE_CPU_BACKEND();
   KernelBuilder k("unsafe_on_cpu");
