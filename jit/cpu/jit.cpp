@@ -62,25 +62,30 @@ std::unique_ptr<llvm::TargetMachine> host_machine(int level) {
   return tm;
 }
 
-/// The process's JIT, with the helpers defined.
+/// A JIT for this process, with libm and the process's symbols reachable and the helpers defined;
+/// an error as a value.
+llvm::Expected<std::unique_ptr<llvm::orc::LLJIT>> make_jit() {
+  init_llvm();
+  auto made = llvm::orc::LLJITBuilder().create();
+  if (!made) return made.takeError();
+  auto& dylib = (*made)->getMainJITDylib();
+  auto process =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*made)->getDataLayout().getGlobalPrefix());
+  if (!process) return process.takeError();
+  dylib.addGenerator(std::move(*process));
+  llvm::orc::SymbolMap helpers;
+  llvm::orc::MangleAndInterner mangle((*made)->getExecutionSession(), (*made)->getDataLayout());
+  for (const auto& [name, address] : helper_symbols())
+    helpers[mangle(name)] = {llvm::orc::ExecutorAddr::fromPtr(address), llvm::JITSymbolFlags::Exported};
+  if (auto e = dylib.define(llvm::orc::absoluteSymbols(std::move(helpers)))) return std::move(e);
+  return made;
+}
+
+/// The process's JIT, made on first use (a failure is a ToolchainError, and the next use tries again).
 llvm::orc::LLJIT& jit() {
   static std::unique_ptr<llvm::orc::LLJIT> j = [] {
-    init_llvm();
-    auto made = llvm::orc::LLJITBuilder().create();
+    auto made = make_jit();
     if (!made) throw ToolchainError("LLVM ORC could not start: " + message(made.takeError()));
-    auto& dylib = (*made)->getMainJITDylib();
-    auto process =
-        llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*made)->getDataLayout().getGlobalPrefix());
-    if (!process) throw ToolchainError("LLVM ORC: " + message(process.takeError()));
-    dylib.addGenerator(std::move(*process));
-    llvm::orc::SymbolMap helpers;
-    auto& es = (*made)->getExecutionSession();
-    auto& dl = (*made)->getDataLayout();
-    llvm::orc::MangleAndInterner mangle(es, dl);
-    for (const auto& [name, address] : helper_symbols())
-      helpers[mangle(name)] = {llvm::orc::ExecutorAddr::fromPtr(address), llvm::JITSymbolFlags::Exported};
-    if (auto e = dylib.define(llvm::orc::absoluteSymbols(std::move(helpers))))
-      throw ToolchainError("LLVM ORC: " + message(std::move(e)));
     return std::move(*made);
   }();
   return *j;
