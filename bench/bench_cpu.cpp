@@ -52,8 +52,17 @@ std::vector<float> inputs(std::size_t n, int seed) {
   return v;
 }
 
+/// The arrays the kernels read and write, the same memory for all three ways: the runtime's host
+/// memory (2 MiB aligned, transparent huge pages), which PoCL uses in place (CL_MEM_USE_HOST_PTR).
+using Array = PinnedBuffer<float>;
+Array array(const std::vector<float>& v) {
+  Array a(static_cast<std::int64_t>(v.size()));
+  std::copy(v.begin(), v.end(), a.data());
+  return a;
+}
+
 /// Fails the benchmark unless `got` equals `want` (within `tol`, relative).
-bool agrees(benchmark::State& state, const std::vector<float>& got, const std::vector<float>& want, double tol) {
+bool agrees(benchmark::State& state, std::span<const float> got, const std::vector<float>& want, double tol) {
   for (std::size_t i = 0; i < want.size(); ++i)
     if (!(std::fabs(got[i] - want[i]) <= tol * std::max(1.0, std::fabs(static_cast<double>(want[i]))))) {
       state.SkipWithError(("wrong result: element " + std::to_string(i) + " is " + std::to_string(got[i]) +
@@ -115,16 +124,18 @@ void plain_sgemm(int M, int N, int K, float alpha, float beta, const float* A, c
 
 // ------------------------------------------------------------------ the three kernels, three ways
 struct SaxpyData {
-  std::vector<float> x = inputs(kSaxpyN, 1), y0 = inputs(kSaxpyN, 2), want = y0;
+  std::vector<float> y0 = inputs(kSaxpyN, 2), want = y0;
+  Array x = array(inputs(kSaxpyN, 1));
   SaxpyData() { plain_saxpy(kSaxpyN, 3.0f, x.data(), want.data()); }
 };
 struct ReduceData {
-  std::vector<float> x = inputs(kReduceN, 3), want = std::vector<float>(kReduceN / kReduceThreads);
+  std::vector<float> want = std::vector<float>(kReduceN / kReduceThreads);
+  Array x = array(inputs(kReduceN, 3));
   ReduceData() { plain_block_reduce(kReduceN, x.data(), want.data()); }
 };
 struct GemmData {
-  std::vector<float> A = inputs(kGemm * kGemm, 4), B = inputs(kGemm * kGemm, 5), C0 = inputs(kGemm * kGemm, 6),
-                     want = C0;
+  std::vector<float> C0 = inputs(kGemm * kGemm, 6), want = C0;
+  Array A = array(inputs(kGemm * kGemm, 4)), B = array(inputs(kGemm * kGemm, 5));
   GemmData() { plain_sgemm(kGemm, kGemm, kGemm, 1.5f, 0.5f, A.data(), B.data(), want.data()); }
 };
 const SaxpyData& saxpy_data() {
@@ -142,7 +153,7 @@ const GemmData& gemm_data() {
 
 void BM_PlainSaxpy(benchmark::State& state) {
   const auto& d = saxpy_data();
-  std::vector<float> y = d.y0;
+  Array y = array(d.y0);
   plain_saxpy(kSaxpyN, 3.0f, d.x.data(), y.data());
   if (!agrees(state, y, d.want, 0)) return;
   for (auto _ : state) {
@@ -153,7 +164,7 @@ void BM_PlainSaxpy(benchmark::State& state) {
 }
 void BM_PlainBlockReduce(benchmark::State& state) {
   const auto& d = reduce_data();
-  std::vector<float> out(d.want.size());
+  Array out(static_cast<std::int64_t>(d.want.size()));
   for (auto _ : state) {
     plain_block_reduce(kReduceN, d.x.data(), out.data());
     benchmark::ClobberMemory();
@@ -162,7 +173,7 @@ void BM_PlainBlockReduce(benchmark::State& state) {
 }
 void BM_PlainSgemm512(benchmark::State& state) {
   const auto& d = gemm_data();
-  std::vector<float> C = d.C0;
+  Array C = array(d.C0);
   for (auto _ : state) {
     plain_sgemm(kGemm, kGemm, kGemm, 1.5f, 0.5f, d.A.data(), d.B.data(), C.data());
     benchmark::ClobberMemory();
@@ -181,7 +192,7 @@ void on_two_threads(int n, F work) {
 }
 void BM_PlainSaxpyThreads2(benchmark::State& state) {
   const auto& d = saxpy_data();
-  std::vector<float> y = d.y0;
+  Array y = array(d.y0);
   for (auto _ : state) {
     on_two_threads(kSaxpyN, [&](int a, int b) { plain_saxpy(b - a, 3.0f, d.x.data() + a, y.data() + a); });
     benchmark::ClobberMemory();
@@ -190,7 +201,7 @@ void BM_PlainSaxpyThreads2(benchmark::State& state) {
 }
 void BM_PlainBlockReduceThreads2(benchmark::State& state) {
   const auto& d = reduce_data();
-  std::vector<float> out(d.want.size());
+  Array out(static_cast<std::int64_t>(d.want.size()));
   const int blocks = kReduceN / kReduceThreads;
   for (auto _ : state) {
     on_two_threads(blocks, [&](int a, int b) {
@@ -203,7 +214,7 @@ void BM_PlainBlockReduceThreads2(benchmark::State& state) {
 }
 void BM_PlainSgemm512Threads2(benchmark::State& state) {
   const auto& d = gemm_data();
-  std::vector<float> C = d.C0;
+  Array C = array(d.C0);
   for (auto _ : state) {
     // Rows of tiles split between the threads.
     on_two_threads(kGemm, [&](int a, int b) {
@@ -220,7 +231,7 @@ void cpu_saxpy(benchmark::State& state, int threads) {
   const auto& d = saxpy_data();
   Kernel k = examples::saxpy();
   Device dev = Device::cpu(threads);
-  std::vector<float> y = d.y0;
+  Array y = array(d.y0);
   Grid grid{kSaxpyN / 256, 256};
   k.launch(dev, grid, kSaxpyN, 3.0f, std::as_const(d.x), y);
   dev.synchronize();
@@ -235,7 +246,7 @@ void cpu_block_reduce(benchmark::State& state, int threads) {
   const auto& d = reduce_data();
   Kernel k = examples::block_reduce();
   Device dev = Device::cpu(threads);
-  std::vector<float> out(d.want.size());
+  Array out(static_cast<std::int64_t>(d.want.size()));
   Grid grid{kReduceN / kReduceThreads, kReduceThreads};
   k.launch(dev, grid, kReduceN, std::as_const(d.x), out);
   dev.synchronize();
@@ -250,7 +261,7 @@ void cpu_sgemm(benchmark::State& state, int threads) {
   const auto& d = gemm_data();
   Kernel k = examples::sgemm_smem();
   Device dev = Device::cpu(threads);
-  std::vector<float> C = d.C0;
+  Array C = array(d.C0);
   Grid grid{(kGemm / kTile) * (kGemm / kTile), kTile * kTile};
   k.launch(dev, grid, kGemm, kGemm, kGemm, 1.5f, 0.5f, std::as_const(d.A), std::as_const(d.B), C);
   dev.synchronize();
@@ -388,9 +399,12 @@ class Pocl {
     cl_kernel k = clCreateKernel(program_, name, &err);
     return err == CL_SUCCESS ? k : nullptr;
   }
-  cl_mem buffer(std::size_t bytes, const void* init) {
+  /// A buffer on the arrays' own memory (CL_MEM_USE_HOST_PTR), so that PoCL reads and writes the
+  /// same pages the other two ways do.
+  cl_mem buffer(Array& a) {
     cl_int err = 0;
-    cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, const_cast<void*>(init), &err);
+    cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
+                              static_cast<std::size_t>(a.size()) * sizeof(float), a.data(), &err);
     return err == CL_SUCCESS ? m : nullptr;
   }
   void read(cl_mem m, std::size_t bytes, void* to) {
@@ -457,7 +471,8 @@ void BM_PoclSaxpy(benchmark::State& state) {
   if (!pocl_ready(state, k, "saxpy")) return;
   Pocl& p = Pocl::get();
   const auto& d = saxpy_data();
-  cl_mem x = p.buffer(kSaxpyN * 4, d.x.data()), y = p.buffer(kSaxpyN * 4, d.y0.data());
+  Array hx = array(inputs(kSaxpyN, 1)), hy = array(d.y0);
+  cl_mem x = p.buffer(hx), y = p.buffer(hy);
   set(k, 0, kSaxpyN), set(k, 1, 3.0f), set(k, 2, x), set(k, 3, y);
   p.run(k, kSaxpyN, 256);
   std::vector<float> got(kSaxpyN);
@@ -473,7 +488,8 @@ void BM_PoclBlockReduce(benchmark::State& state) {
   Pocl& p = Pocl::get();
   const auto& d = reduce_data();
   std::vector<float> got(d.want.size());
-  cl_mem x = p.buffer(kReduceN * 4, d.x.data()), out = p.buffer(got.size() * 4, got.data());
+  Array hx = array(inputs(kReduceN, 3)), hout(static_cast<std::int64_t>(got.size()));
+  cl_mem x = p.buffer(hx), out = p.buffer(hout);
   set(k, 0, kReduceN), set(k, 1, x), set(k, 2, out);
   p.run(k, kReduceN, kReduceThreads);
   p.read(out, got.size() * 4, got.data());
@@ -487,8 +503,8 @@ void BM_PoclSgemm512(benchmark::State& state) {
   if (!pocl_ready(state, k, "sgemm_smem")) return;
   Pocl& p = Pocl::get();
   const auto& d = gemm_data();
-  cl_mem A = p.buffer(d.A.size() * 4, d.A.data()), B = p.buffer(d.B.size() * 4, d.B.data()),
-         C = p.buffer(d.C0.size() * 4, d.C0.data());
+  Array hA = array(inputs(kGemm * kGemm, 4)), hB = array(inputs(kGemm * kGemm, 5)), hC = array(d.C0);
+  cl_mem A = p.buffer(hA), B = p.buffer(hB), C = p.buffer(hC);
   set(k, 0, kGemm), set(k, 1, kGemm), set(k, 2, kGemm), set(k, 3, 1.5f), set(k, 4, 0.5f);
   set(k, 5, A), set(k, 6, B), set(k, 7, C);
   const std::size_t global = (kGemm / kTile) * (kGemm / kTile) * kTile * kTile;
