@@ -1,6 +1,7 @@
 // Vantage frontend: Scope records statements into its own body; KernelBuilder and FunctionBuilder
 // assemble and check kernels and device functions.
 #include <chrono>
+#include <string_view>
 
 #include "frontend/build_ctx.h"
 #include "frontend/handles.h"
@@ -201,12 +202,23 @@ void Scope::group(Perspective p, const std::function<void(Scope&)>& fn, std::sou
   VANTAGE_RECORD(ir::make<ir::Group>(p, b, loc), loc);
 }
 
+namespace {
+/// Whether a location is inside the C++ standard library: where a SplitBranch's default location
+/// lands when it is made in place (emplace_back), rather than on the user's line.
+bool in_standard_library(const SourceLoc& l) {
+  std::string_view f = l.file;
+  return f.find("/include/c++/") != std::string_view::npos || f.find("/bits/") != std::string_view::npos ||
+         f.starts_with("/usr/include/");
+}
+}  // namespace
+
 void Scope::split(Level level, std::vector<SplitBranch> branches, std::source_location l) {
   SourceLoc loc = here(l);
   std::vector<std::int64_t> counts;
   std::vector<StmtPtr> bodies;
   std::vector<SourceLoc> locs;
   for (auto& br : branches) {
+    if (in_standard_library(br.loc)) br.loc = loc;  // the split's line names it instead
     counts.push_back(br.count);
     locs.push_back(br.loc);
     bodies.push_back(record(ctx_, br.loc, [&](Scope& inner) {

@@ -51,6 +51,26 @@ TEST(Regression, DeviceFunctionReturningHalfCompiles) {
   EXPECT_FALSE(c.cubin.empty());
 }
 
+// A split branch made in place by emplace_back took its default source location inside the
+// standard library's <vector>; its diagnostics named a line in libstdc++. They name the split.
+TEST(Regression, SplitBranchMadeByEmplaceBackIsReportedAtTheUsersLine) {
+  int line = 0;
+  auto build = [&] {
+    KernelBuilder k("emplaced_branch");
+    k.block_threads(64);
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        std::vector<SplitBranch> branches;
+        branches.emplace_back(0, [](Scope&) {});  // no threads: V0108
+        line = __LINE__ + 1;
+        b.split(Level::Thread, std::move(branches));
+      });
+    });
+    return k.build();
+  };
+  EXPECT_TRUE(rejected_at("V0108", line, build));
+}
+
 TEST(Regression, SharedArrayWhoseByteCountOverflowsIsRejected) {
   int line = 0;
   auto build = [&] {
