@@ -1,13 +1,16 @@
-// Vantage CPU backend: lowered IR to LLVM IR (see cpu.h).
+// Vantage CPU backend: lowered IR to LLVM IR (see cpu.h and docs/cpu.md).
 //
-// The body of a block is generated in one of two contexts. In the *uniform* context code runs once
-// for the block, with an optional mask of the threads that are active (inside a branch or loop whose
-// condition varies per thread and that holds a collective). In the *thread* context code runs for one
-// thread `tid`, inside a thread loop. A sequence in the uniform context is cut into groups: barriers
-// (which only end a group), statements the same for every thread (emitted once), control flow on
-// uniform values (emitted once, its bodies again in the uniform context: so a uniform loop ends up
-// outside the thread loops it holds), warp collectives, control flow on varying values around a
-// collective (masks), and *leaves*: maximal runs of the rest, each one thread loop.
+// The body of a block is generated in one of three contexts. In the *block* context code runs once
+// for the block. A sequence there is cut into groups: barriers, statements the same for every
+// thread, control flow holding a block barrier (its bodies again in the block context), and *warp
+// regions*: maximal runs of groups without a block barrier, each a loop over the block's warps (in a
+// race-free kernel the threads of different warps do not meet between block barriers). In the
+// *warp* context, inside a region, code runs once per warp: statements the same for every thread,
+// uniform control flow (so a loop every thread runs sits around the lane loops it holds), branches
+// taken per warp, warp collectives on the warp's 32 lanes, branches around collectives whose
+// condition varies per thread (masks), and *leaves*: maximal runs of the rest, each a lane loop over
+// the warp. In the *thread* context code runs for one thread `tid` = 32 warp + lane, inside a lane
+// loop (or one loop over the block, for a region that is one leaf without warp arithmetic).
 //
 // Variables: a level analysis (per function instance, to a fixed point, with control dependence)
 // says which are the same for every thread. Those are scalars. The others are scalars inside their

@@ -1,16 +1,15 @@
-// Vantage CPU backend: lowered IR as native code through LLVM ORC (DESIGN.md section 6).
+// Vantage CPU backend: lowered IR as native code through LLVM ORC (DESIGN.md section 6, docs/cpu.md).
 //
-// One launch runs its blocks on host threads; a block runs as code that is the same for every
-// thread of the block (uniform control flow, once) around *thread loops*: the statements between two
-// barriers or warp collectives, run for each thread in turn. The checker guarantees that a block
-// barrier is only reached in control flow that is uniform across the block, so cutting at barriers
-// is sound, and a race-free kernel may run its threads in any order between barriers, so a loop that
-// is the same for every thread (a uniform loop) runs outside the thread loop, which LLVM then
-// vectorizes across threads. Values the same for every thread stay scalars; values that vary per
-// thread live in per-thread arrays (or are recomputed where they are pure functions of the thread's
-// position). Warp collectives (shuffles, votes, ballot, mma.sync, ldmatrix) run over the lanes of each
-// warp with the interpreter's semantics; atomics are atomic across host threads; an access lowering
-// could not prove in bounds is checked as it runs and recorded, as on the GPU.
+// One launch runs its blocks on host threads. The checker guarantees that a block barrier is only
+// reached in control flow that is uniform across the block, and between two barriers the threads of
+// different warps do not meet in a race-free kernel; so the code between block barriers runs as a
+// loop over the block's warps, each warp's statements as loops over its 32 lanes that LLVM
+// vectorizes across threads, with loops every thread runs around them. Values the same for every
+// thread stay scalars; values that vary per thread live in per-thread arrays (or are recomputed where
+// they are pure functions of the thread's position). Warp collectives (shuffles, votes, ballot,
+// mma.sync, ldmatrix) run over the lanes of each warp with the interpreter's semantics; atomics are
+// atomic across host threads; an access lowering could not prove in bounds is checked as it runs and
+// recorded, as on the GPU.
 #pragma once
 
 #include <cstdint>
