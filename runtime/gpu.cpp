@@ -1,6 +1,7 @@
 // Vantage GPUs: see gpu.h.
 #include "runtime/gpu.h"
 
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -20,7 +21,10 @@ struct Gpu {
   std::once_flag ctx_once;
   driver::CUcontext ctx = nullptr;
   std::once_flag record_once;
-  std::uint64_t* record = nullptr;
+  // Published by error_record's call_once and read without it by raise_recorded_error, which
+  // runs on every launch from any thread: atomic so that the read is not a race.
+  std::atomic<std::uint64_t*> record{nullptr};
+  std::mutex record_mutex;  // reading and clearing the record is one step
 };
 
 struct Registry {
@@ -172,9 +176,9 @@ std::uint64_t* error_record(int ordinal) {
     driver::check(driver::table().mem_alloc_host(&p, kRecordWords * sizeof(std::uint64_t)), "cuMemAllocHost",
                   "the error record of " + gpu_name(ordinal));
     std::memset(p, 0, kRecordWords * sizeof(std::uint64_t));
-    g.record = static_cast<std::uint64_t*>(p);
+    g.record.store(static_cast<std::uint64_t*>(p), std::memory_order_release);
   });
-  return g.record;
+  return g.record.load(std::memory_order_acquire);
 }
 
 void register_checks(std::uint64_t tag, const std::string& kernel, const std::vector<CheckedAccess>& sites) {
@@ -184,12 +188,19 @@ void register_checks(std::uint64_t tag, const std::string& kernel, const std::ve
 
 void raise_recorded_error(int ordinal) {
   Gpu& g = at(ordinal);
-  volatile std::uint64_t* r = g.record;
-  if (!r || r[0] == 0) return;
-  std::uint64_t tag = r[0], site = r[1], block = r[2], thread = r[3];
-  auto index = static_cast<std::int64_t>(r[4]), bound = static_cast<std::int64_t>(r[5]);
-  for (std::size_t i = 1; i < kRecordWords; ++i) r[i] = 0;
-  r[0] = 0;
+  volatile std::uint64_t* r = g.record.load(std::memory_order_acquire);
+  if (!r) return;
+  std::uint64_t tag = 0, site = 0, block = 0, thread = 0;
+  std::int64_t index = 0, bound = 0;
+  {
+    // Two threads launching on one GPU both look at its record; one of them takes and clears it.
+    std::lock_guard lock(g.record_mutex);
+    if (r[0] == 0) return;
+    tag = r[0], site = r[1], block = r[2], thread = r[3];
+    index = static_cast<std::int64_t>(r[4]), bound = static_cast<std::int64_t>(r[5]);
+    for (std::size_t i = 1; i < kRecordWords; ++i) r[i] = 0;
+    r[0] = 0;
+  }
   std::string kernel = "a kernel", what = "an access";
   SourceLoc loc;
   {
