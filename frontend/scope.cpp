@@ -253,6 +253,15 @@ void partition_impl(const std::shared_ptr<BuildCtx>& ctx, std::uint64_t block, c
 }
 }  // namespace
 
+std::optional<std::int64_t> Scope::block_threads() const {
+  if (!ctx_->is_kernel) return std::nullopt;
+  return ctx_->threads;
+}
+
+void Scope::diagnose(std::string code, std::string message, std::source_location l) {
+  ctx_->error(std::move(code), here(l), std::move(message));
+}
+
 void Scope::partition(const View& view, Perspective p, const std::function<Expr(Expr)>& index,
                       const std::function<void(Scope&, View)>& fn, std::source_location l) {
   partition_impl(

@@ -5,7 +5,8 @@
 
 namespace vantage::examples {
 
-Kernel saxpy() {
+// PRIMITIVE FORM saxpy
+Kernel saxpy_primitive() {
   KernelBuilder k("saxpy");
   auto n = k.param<int>("n");
   auto a = k.param<float>("a");
@@ -31,6 +32,7 @@ Kernel saxpy() {
   });
   return k.build();
 }
+// END FORM
 
 Kernel warp_mma() {
   KernelBuilder k("warp_mma");
@@ -235,7 +237,8 @@ Kernel block_load_copy() {
   return k.build();
 }
 
-Kernel block_reduce() {
+// PRIMITIVE FORM block_reduce
+Kernel block_reduce_primitive() {
   constexpr int kThreads = 256;
   KernelBuilder k("block_reduce");
   auto n = k.param<int>("n");
@@ -283,6 +286,40 @@ Kernel block_reduce() {
   });
   return k.build();
 }
+// END FORM
+
+// The library forms (include/vantage/library.hpp): what the two kernels above are, as a user writes them.
+// LIBRARY FORM saxpy
+Kernel saxpy() {
+  KernelBuilder k("saxpy");
+  auto n = k.param<int>("n");
+  auto a = k.param<float>("a");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto y = k.param<GlobalPtr<float>>("y", extent(n));
+  k.block_threads(256);
+  k.body([&](Scope& g) { lib::for_each(g, y, n, [&](Scope&, Expr i, ElemRef yi) { yi = a * x[i] + yi; }); });
+  return k.build();
+}
+// END FORM
+
+// LIBRARY FORM block_reduce
+Kernel block_reduce() {
+  constexpr int kThreads = 256;
+  KernelBuilder k("block_reduce");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto out = k.param<GlobalPtr<float>>("out");
+  k.block_threads(kThreads);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, [&](Scope& b, Expr blk, View out_b) {
+      Expr idx = blk * kThreads + b.id(thread(1));
+      Var sum = lib::block_reduce(b, "sum", select(idx < n, x[min(idx, n - 1)], 0.0f), lib::Op::Sum);
+      lib::store_by_one(b, out_b, 0, sum);
+    });
+  });
+  return k.build();
+}
+// END FORM
 
 namespace {
 /// The sgemm signature every rung shares: C = alpha * A(MxK) * B(KxN) + beta * C.

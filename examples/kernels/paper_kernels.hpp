@@ -11,8 +11,11 @@
 
 namespace vantage::examples {
 
-/// y = a * x + y over n elements; 256 threads per block.
+/// y = a * x + y over n elements; 256 threads per block. Written with the device library
+/// (`lib::for_each`); `saxpy_primitive` is the same kernel in the primitives it is made of, and both
+/// generate the same CUDA.
 Kernel saxpy();
+Kernel saxpy_primitive();
 /// Fig. 2: one warp fills fragments and issues a tf32 `mma.sync`; each thread stores its D fragment.
 Kernel warp_mma();
 /// Fig. 5: `simple_mma`, a thread(32) device function that loads 16x8 and 8x8 tf32 tiles with strides
@@ -25,8 +28,11 @@ Kernel mma_tf32_naive();
 DeviceFunction block_load();
 /// A kernel that stages a tile in shared memory and gives each thread its items through block_load.
 Kernel block_load_copy();
-/// Sum of n floats per block of 256 threads: a shared-memory tree, then warp shuffles.
+/// Sum of each block's 256 floats (of n) into out[block], with the device library: shuffles within each
+/// warp, the warps' sums through shared memory, shuffles again (`lib::block_reduce`), one barrier.
 Kernel block_reduce();
+/// The same sums in primitives only, as a shared-memory tree down to 64 partial sums, then shuffles.
+Kernel block_reduce_primitive();
 /// sgemm rung 1 (naive, uncoalesced) and rung 2 (coalesced): one C element per thread.
 Kernel sgemm_naive();
 Kernel sgemm_coalesced();

@@ -248,6 +248,13 @@ class Scope {
   Var let(std::string name, const ExprArg& value, At at, std::source_location loc = std::source_location::current());
   void assign(const Var& var, const ExprArg& value, std::source_location loc = std::source_location::current());
 
+  /// The kernel's declared threads per block (`KernelBuilder::block_threads`, called before `body`),
+  /// a constant of every specialization; none in a device function, or when not declared.
+  std::optional<std::int64_t> block_threads() const;
+  /// Records a builder error (reported by `build()` with the checker's) at the caller's line: for
+  /// helpers written over these primitives (the device library) whose preconditions fail.
+  void diagnose(std::string code, std::string message, std::source_location loc = std::source_location::current());
+
   /// The index of the narrower unit `p` inside the code's current perspective (relative, from 0).
   Expr id(Perspective p, std::source_location loc = std::source_location::current());
 

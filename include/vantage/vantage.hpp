@@ -6,6 +6,7 @@
 #include "vantage/compile.hpp"
 #include "vantage/diagnostics.hpp"
 #include "vantage/launch.hpp"
+#include "vantage/library.hpp"
 #include "vantage/runtime.hpp"
 #include "vantage/types.hpp"
 #include "vantage/version.hpp"

@@ -212,4 +212,9 @@ std::optional<Range> exact_index_range(const ExprPtr& e, const RangeEnv& env, Ex
   return r ? std::optional<Range>(r->all) : std::nullopt;
 }
 
+std::optional<Range> exact_value_range(const ExprPtr& e, const RangeEnv& env) {
+  auto r = exact_ranges(e, env, nullptr);
+  return r ? std::optional<Range>(r->value) : std::nullopt;
+}
+
 }  // namespace vantage::ir

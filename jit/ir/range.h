@@ -45,6 +45,10 @@ bool may_overflow(const Unary& u, const RangeEnv& env);
 /// every operation of the exact part (the printer decides per part how wide to compute it).
 using ExactRanges = std::unordered_map<const ExprNode*, Range>;
 std::optional<Range> exact_index_range(const ExprPtr& e, const RangeEnv& env, ExactRanges* each = nullptr);
+/// The range of the exact value alone (not of its intermediates), or nullopt where
+/// `exact_index_range` gives none: what a bounds proof asks of an index. `(t % 32) % 8` is in
+/// [0, 8) even though its intermediate `t % 32` is not.
+std::optional<Range> exact_value_range(const ExprPtr& e, const RangeEnv& env);
 /// Whether `e` is an operation of the exact part of an index expression (see above).
 bool is_exact_index_op(const ExprNode& e);
 

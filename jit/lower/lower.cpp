@@ -293,7 +293,7 @@ class BodyLowerer {
   /// when `bound - hi - x + lo` is a constant at least 0 (at least 1 for `<=`). With hi the bound
   /// itself that is `lo - x`: `if (i < n) x[i]`; with constants, `if (t < 128) s[t + 128]` in 256.
   bool proven_below(const ExprPtr& x, const ExprPtr& bound) const {
-    auto rx = exact_index_range(x, env_);
+    auto rx = exact_value_range(x, env_);
     if (auto k = const_int(bound); k && rx && rx->hi < *k) return true;
     Affine ax = affine(normal(x));
     Affine ab = affine(normal(bound));
@@ -325,7 +325,7 @@ class BodyLowerer {
   }
   bool proven_in_bounds(const MemPtr& root, const ExprPtr& first, std::int64_t count, SourceLoc l) const {
     ExprPtr ext = extent_of(root, l);
-    auto r = exact_index_range(first, env_);
+    auto r = exact_value_range(first, env_);
     if (!ext || !r || r->lo < 0) return false;
     ExprPtr last = make<Binary>(first->type, BinOp::Add, first, int_literal(first->type, count - 1, l), l);
     return proven_below(last, ext);

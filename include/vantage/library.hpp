@@ -1,0 +1,100 @@
+// Vantage device library: the loops, reductions and stores that common kernels are made of, written
+// only with the public builder primitives (so the checker checks every use, and the barriers are the
+// sync pass's). Each helper names the perspective its scope must have; the diagnostics of a misuse
+// point at the caller's line, because every helper forwards its caller's source location to the
+// primitives it records. docs/library.md describes each one and the primitive form it stands for.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <source_location>
+#include <string>
+
+#include "vantage/builder.hpp"
+
+namespace vantage::lib {
+
+/// How a thread's several elements are laid out in its block's tile.
+enum class Layout : std::uint8_t {
+  Striped,  ///< element k of thread t is t + k * T: consecutive threads touch consecutive elements
+  Blocked,  ///< element k of thread t is t * items + k: each thread's elements are contiguous
+};
+
+/// `for_each`'s shape: each thread handles `items` elements of its block's tile of T * items.
+struct Tile {
+  int items = 1;
+  Layout layout = Layout::Striped;
+};
+
+/// The blocks a 1-D launch needs so that `for_each` with `threads` per block and `tile` covers n
+/// elements: ceil(n / (threads * items)), and at least one.
+std::int64_t blocks_for(std::int64_t n, std::int64_t threads, Tile tile = {});
+
+/// One thread per element (or `tile.items` per thread): at grid(1), with the kernel's block size T
+/// declared, block b owns elements [b * T * items, (b + 1) * T * items) of `out`, and each thread runs
+/// `body(th, i, out_i)` at thread(1) for each of its elements `i < n`, where `out_i` is `out[i]`, the
+/// thread's own to read and write. Launch it over `blocks_for(n, T, tile)` blocks (more blocks run no
+/// element; fewer leave elements untouched, so a launch guard is the caller's choice). The primitive
+/// form: a block partition of `out`, a group over blocks, a thread partition, a group over threads and
+/// an `if_(i < n)`.
+void for_each(Scope& grid, const View& out, const ExprArg& n,
+              const std::function<void(Scope& th, Expr i, ElemRef out_i)>& body, Tile tile = {},
+              std::source_location loc = std::source_location::current());
+
+/// A block-strided loop at block(1): thread t of the block runs `body(th, i)` at thread(1) for
+/// i = begin + t, begin + t + T, ... while i < end. Nothing is written for the caller; use it to read
+/// (into a variable living at thread(1)) or to write memory the caller partitioned.
+void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,
+                   const std::function<void(Scope& th, Expr i)>& body,
+                   std::source_location loc = std::source_location::current());
+
+/// The associative operations the reductions and scans know.
+enum class Op : std::uint8_t { Sum, Min, Max };
+
+/// `value` combined over the 32 lanes of each warp, by a butterfly of shuffles (five `shfl_xor`), so
+/// that every lane holds the warp's result. At thread(32) (a warp's code). Integer sums wrap; float
+/// sums are computed in the butterfly's order (a fixed order, the same on every backend).
+Var warp_reduce(Scope& warp, std::string name, const ExprArg& value, Op op,
+                std::source_location loc = std::source_location::current());
+
+/// Inclusive scan over the lanes of each warp (`shfl_up`, five steps): lane l holds op(v_0 .. v_l).
+/// At thread(32).
+Var warp_inclusive_scan(Scope& warp, std::string name, const ExprArg& value, Op op,
+                        std::source_location loc = std::source_location::current());
+
+/// `value` (one per thread) combined over the whole block, so that every thread holds the block's
+/// result: each warp reduces with shuffles, lane 0 of each writes its warp's result into shared memory
+/// (T / 32 elements, allocated here), and after the barrier the sync pass places, every warp reduces
+/// those partials with shuffles again. At block(1); the block size must be a multiple of 32, at most
+/// 1024.
+Var block_reduce(Scope& block, std::string name, const ExprArg& value, Op op,
+                 std::source_location loc = std::source_location::current());
+
+/// Inclusive scan over the threads of the block in thread order: thread t holds op(v_0 .. v_t), and
+/// `total` (if given) receives the block's whole result. Warp scans, a shared array of the warps'
+/// totals, and a scan of those by every warp. At block(1); T a multiple of 32, at most 1024.
+Var block_inclusive_scan(Scope& block, std::string name, const ExprArg& value, Op op,
+                         std::source_location loc = std::source_location::current());
+
+/// `dst[index] = value` by one thread (thread 0) of the scope's perspective: a claim of `dst` at
+/// thread(1) and a one-thread split branch. At block(1) or thread(32): the usual "the block's first
+/// thread writes the block's result".
+void store_by_one(Scope& scope, const View& dst, const ExprArg& index, const ExprArg& value,
+                  std::source_location loc = std::source_location::current());
+
+/// At grid(1): block b gets `out[b * per_block .. (b + 1) * per_block)` to write (a block partition
+/// of `out`) and runs `body(b, blk, out_b)` at block(1), where blk is the block's index and
+/// `out_b[j]` is `out[blk * per_block + j]`. The shape of a kernel that writes one result, or one
+/// tile, per block.
+void for_each_block(Scope& grid, const View& out, std::int64_t per_block,
+                    const std::function<void(Scope& block, Expr blk, View out_b)>& body,
+                    std::source_location loc = std::source_location::current());
+/// One element per block: `for_each_block(grid, out, 1, body)`.
+void for_each_block(Scope& grid, const View& out, const std::function<void(Scope& block, Expr blk, View out_b)>& body,
+                    std::source_location loc = std::source_location::current());
+
+/// At block(1): thread t stores `value` (its own, living at thread(1)) into `dst[t]` when t < valid:
+/// a direct block store of one item per thread into the block's share (`for_each_block`'s out_b).
+void block_store(Scope& block, const View& dst, const ExprArg& valid, const ExprArg& value,
+                 std::source_location loc = std::source_location::current());
+
+}  // namespace vantage::lib

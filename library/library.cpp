@@ -1,0 +1,297 @@
+// The device library (include/vantage/library.hpp): written only with the public builder, so that
+// what it records is checked, synchronized and lowered like code a user wrote. Every primitive gets
+// the caller's source location, so a misuse is reported at the caller's line.
+#include "vantage/library.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+namespace vantage::lib {
+
+namespace {
+
+using Loc = std::source_location;
+
+Expr combine(Op op, const Expr& a, const Expr& b) {
+  switch (op) {
+    case Op::Sum: return a + b;
+    case Op::Min: return min(a, b);
+    case Op::Max: return max(a, b);
+  }
+  return a + b;
+}
+
+bool power_of_two(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+/// The block size a block-level helper needs: declared, a multiple of 32, at most 1024. Diagnoses
+/// (at the caller's line) and returns nothing otherwise.
+std::optional<std::int64_t> warps_block(Scope& s, const char* helper, const Loc& loc) {
+  auto t = s.block_threads();
+  if (!t) {
+    s.diagnose("V0913",
+               std::string("lib::") + helper +
+                   " needs the kernel's block size: call block_threads() before body() (and not in a device function)",
+               loc);
+    return std::nullopt;
+  }
+  if (*t % 32 != 0 || *t > 1024) {
+    s.diagnose("V0913",
+               std::string("lib::") + helper + " needs a block of whole warps, at most 1024 threads, not " +
+                   std::to_string(*t),
+               loc);
+    return std::nullopt;
+  }
+  return t;
+}
+
+/// Butterfly over `width` lanes (a power of two up to 32): afterwards every lane of each aligned
+/// group of `width` lanes holds the group's result.
+void butterfly(Scope& warp, const Var& v, Op op, int width, const std::string& name, const Loc& loc) {
+  for (int mask = width / 2; mask >= 1; mask /= 2) {
+    Var other = warp.shfl_xor(name + "_x" + std::to_string(mask), v, mask, loc);
+    warp.assign(v, combine(op, v, other), loc);
+  }
+}
+
+/// Hillis-Steele scan over the 32 lanes: lane l ends with op(v_0 .. v_l).
+void lane_scan(Scope& warp, const Var& v, Op op, const std::string& name, const Loc& loc) {
+  Var lane = warp.let(name + "_lane", warp.id(thread(1), loc), loc);
+  for (int d = 1; d < 32; d *= 2) {
+    Var other = warp.shfl_up(name + "_up" + std::to_string(d), v, d, loc);
+    warp.assign(v, select(lane >= d, combine(op, v, other), v), loc);
+  }
+}
+
+}  // namespace
+
+std::int64_t blocks_for(std::int64_t n, std::int64_t threads, Tile tile) {
+  std::int64_t per_block = std::max<std::int64_t>(threads, 1) * std::max(tile.items, 1);
+  return std::max<std::int64_t>((n + per_block - 1) / per_block, 1);
+}
+
+void for_each(Scope& grid, const View& out, const ExprArg& n,
+              const std::function<void(Scope& th, Expr i, ElemRef out_i)>& body, Tile tile, Loc loc) {
+  auto threads = grid.block_threads();
+  if (!threads) {
+    grid.diagnose("V0913",
+                  "lib::for_each needs the kernel's block size: call block_threads() before body() (and not in a "
+                  "device function)",
+                  loc);
+    return;
+  }
+  if (tile.items < 1) {
+    grid.diagnose("V0913", "lib::for_each needs at least one item per thread, not " + std::to_string(tile.items), loc);
+    return;
+  }
+  const std::int64_t T = *threads, items = tile.items, per_block = T * items;
+  const Expr count = n.expr;
+  Var blk = grid.let("blk", grid.id(block(1), loc), loc);
+  grid.partition(
+      out, block(1), [&](Expr i) { return blk * per_block + i; },
+      [&](Scope& g, View out_b) {
+        g.group(
+            block(1),
+            [&](Scope& b) {
+              Var t = b.let("t", b.id(thread(1), loc), loc);
+              auto share = [&](const Expr& k) -> Expr {
+                if (items == 1) return t + k;
+                return tile.layout == Layout::Striped ? t + k * T : t * items + k;
+              };
+              b.partition(
+                  out_b, thread(1), share,
+                  [&](Scope& b, View out_t) {
+                    auto one = [&](Scope& s, const Expr& k) {
+                      s.group(
+                          thread(1),
+                          [&](Scope& th) {
+                            Expr i = blk * per_block + (items == 1 ? Expr(t) : share(k));
+                            th.if_(
+                                i < count, [&](Scope& th) { body(th, i, out_t[IndexArg(k, loc)]); }, loc);
+                          },
+                          loc);
+                    };
+                    if (items == 1)
+                      one(b, Expr(0, loc));
+                    else
+                      b.for_(
+                          "k", 0, items, [&](Scope& b, Expr k) { one(b, k); }, loc);
+                  },
+                  loc);
+            },
+            loc);
+      },
+      loc);
+}
+
+void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,
+                   const std::function<void(Scope& th, Expr i)>& body, Loc loc) {
+  auto threads = block.block_threads();
+  if (!threads) {
+    block.diagnose(
+        "V0913",
+        "lib::block_strided needs the kernel's block size: call block_threads() before body() (and not in a device "
+        "function)",
+        loc);
+    return;
+  }
+  const Expr first = begin.expr, last = end.expr;
+  Var t = block.let("t", block.id(thread(1), loc), loc);
+  block.group(
+      thread(1),
+      [&](Scope& th) {
+        th.for_(
+            "i", first + t, last, *threads, [&](Scope& th, Expr i) { body(th, i); }, loc);
+      },
+      loc);
+}
+
+Var warp_reduce(Scope& warp, std::string name, const ExprArg& value, Op op, Loc loc) {
+  Var v = warp.let(name, value, at(thread(1)), loc);
+  butterfly(warp, v, op, 32, name, loc);
+  return v;
+}
+
+Var warp_inclusive_scan(Scope& warp, std::string name, const ExprArg& value, Op op, Loc loc) {
+  Var v = warp.let(name, value, at(thread(1)), loc);
+  lane_scan(warp, v, op, name, loc);
+  return v;
+}
+
+Var block_reduce(Scope& b, std::string name, const ExprArg& value, Op op, Loc loc) {
+  Var v = b.let(name, value, at(thread(1)), loc);
+  auto threads = warps_block(b, "block_reduce", loc);
+  if (!threads) return v;
+  const std::int64_t warps = *threads / 32;
+  b.group(
+      thread(32), [&](Scope& w) { butterfly(w, v, op, 32, name, loc); }, loc);
+  if (warps == 1) return v;
+  // Lane 0 of each warp publishes the warp's result.
+  View partial = b.shared(name + "_warps", value.expr.type(), warps, loc);
+  Var wid = b.let(name + "_warp", b.id(thread(32), loc), loc);
+  b.partition(
+      partial, thread(32), [&](Expr i) { return wid + i; },
+      [&](Scope& b, View mine) {
+        b.group(
+            thread(32),
+            [&](Scope& w) {
+              w.claim(
+                  mine, thread(1),
+                  [&](Scope& w, View one) {
+                    w.split(Level::Thread, {{1, [&](Scope&) { one[IndexArg(0, loc)] = v; }, loc}}, loc);
+                  },
+                  loc);
+            },
+            loc);
+      },
+      loc);
+  // Every warp combines the partials: with a power-of-two count each aligned group of `warps` lanes
+  // holds all of them once, so a butterfly over that width gives every lane the block's result.
+  b.group(
+      thread(32),
+      [&](Scope& w) {
+        Expr lane = w.id(thread(1), loc);  // in the warp: a range the bounds proof sees
+        if (power_of_two(warps)) {
+          w.assign(v, partial[IndexArg(lane % warps, loc)], loc);
+          butterfly(w, v, op, static_cast<int>(warps), name + "_w", loc);
+        } else {
+          // Lanes past the partials hold a neutral value: 0 for a sum, a repeated partial for min and max.
+          Expr filler = op == Op::Sum ? cast(value.expr.type(), 0) : Expr(partial[IndexArg(0, loc)]);
+          w.assign(v, select(lane < warps, partial[IndexArg(min(lane, warps - 1), loc)], filler), loc);
+          butterfly(w, v, op, 32, name + "_w", loc);
+        }
+      },
+      loc);
+  return v;
+}
+
+Var block_inclusive_scan(Scope& b, std::string name, const ExprArg& value, Op op, Loc loc) {
+  Var v = b.let(name, value, at(thread(1)), loc);
+  auto threads = warps_block(b, "block_inclusive_scan", loc);
+  if (!threads) return v;
+  const std::int64_t warps = *threads / 32;
+  b.group(
+      thread(32), [&](Scope& w) { lane_scan(w, v, op, name, loc); }, loc);
+  if (warps == 1) return v;
+  // The last lane of each warp holds the warp's total; lane 0 publishes it.
+  View totals = b.shared(name + "_warps", value.expr.type(), warps, loc);
+  Var wid = b.let(name + "_warp", b.id(thread(32), loc), loc);
+  b.partition(
+      totals, thread(32), [&](Expr i) { return wid + i; },
+      [&](Scope& b, View mine) {
+        b.group(
+            thread(32),
+            [&](Scope& w) {
+              Var total = w.shfl_idx(name + "_total", v, 31, loc);
+              w.claim(
+                  mine, thread(1),
+                  [&](Scope& w, View one) {
+                    w.split(Level::Thread, {{1, [&](Scope&) { one[IndexArg(0, loc)] = total; }, loc}}, loc);
+                  },
+                  loc);
+            },
+            loc);
+      },
+      loc);
+  // Each warp scans the totals across its lanes and adds the totals of the warps before it.
+  b.group(
+      thread(32),
+      [&](Scope& w) {
+        Expr lane = w.id(thread(1), loc);
+        Var prefix = w.let(name + "_prefix", totals[IndexArg(min(lane, warps - 1), loc)], at(thread(1)), loc);
+        lane_scan(w, prefix, op, name + "_w", loc);
+        Var before = w.shfl_idx(name + "_before", prefix, max(wid - 1, 0), loc);
+        w.assign(v, select(wid > 0, combine(op, before, v), v), loc);
+      },
+      loc);
+  return v;
+}
+
+void store_by_one(Scope& scope, const View& dst, const ExprArg& index, const ExprArg& value, Loc loc) {
+  scope.claim(
+      dst, thread(1),
+      [&](Scope& s, View mine) {
+        s.split(Level::Thread, {{1, [&](Scope&) { mine[IndexArg(index.expr, loc)] = value; }, loc}}, loc);
+      },
+      loc);
+}
+
+void for_each_block(Scope& grid, const View& out, std::int64_t per_block,
+                    const std::function<void(Scope& block, Expr blk, View out_b)>& body, Loc loc) {
+  if (per_block < 1) {
+    grid.diagnose("V0913", "lib::for_each_block needs at least one element per block, not " + std::to_string(per_block),
+                  loc);
+    return;
+  }
+  Var blk = grid.let("blk", grid.id(block(1), loc), loc);
+  grid.partition(
+      out, block(1), [&](Expr i) { return per_block == 1 ? blk + i : blk * per_block + i; },
+      [&](Scope& g, View out_b) {
+        g.group(
+            block(1), [&](Scope& b) { body(b, blk, out_b); }, loc);
+      },
+      loc);
+}
+
+void for_each_block(Scope& grid, const View& out, const std::function<void(Scope& block, Expr blk, View out_b)>& body,
+                    Loc loc) {
+  for_each_block(grid, out, 1, body, loc);
+}
+
+void block_store(Scope& b, const View& dst, const ExprArg& valid, const ExprArg& value, Loc loc) {
+  Var t = b.let("t", b.id(thread(1), loc), loc);
+  b.partition(
+      dst, thread(1), [&](Expr i) { return t + i; },
+      [&](Scope& b, View mine) {
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              th.if_(
+                  t < valid, [&](Scope&) { mine[IndexArg(0, loc)] = value; }, loc);
+            },
+            loc);
+      },
+      loc);
+}
+
+}  // namespace vantage::lib

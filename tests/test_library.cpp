@@ -1,0 +1,355 @@
+// The device library (include/vantage/library.hpp): each helper computes what its reference says on
+// the interpreter (every check on) and on the CPU backend, at block sizes that are and are not powers
+// of two and sizes that are not multiples of the block; the library forms of the examples generate
+// the same CUDA as their primitive forms, or fewer barriers, in at most a third of the lines; misuse
+// is reported at the caller's line.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "kernels/paper_kernels.hpp"
+#include "kernels/runs.hpp"
+#include "reject_helpers.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+std::vector<Device> devices() {
+  std::vector<Device> d{Device::interpreter({ThreadOrder::Forward, 7, true}),
+                        Device::interpreter({ThreadOrder::Reverse, 7, true})};
+  if (Device::cpu_available()) {
+    d.push_back(Device::cpu(1));
+    d.push_back(Device::cpu(2));
+  }
+  return d;
+}
+
+int combine(lib::Op op, int a, int b) {
+  switch (op) {
+    case lib::Op::Sum: return static_cast<int>(static_cast<unsigned>(a) + static_cast<unsigned>(b));
+    case lib::Op::Min: return std::min(a, b);
+    case lib::Op::Max: return std::max(a, b);
+  }
+  return 0;
+}
+const char* name(lib::Op op) { return op == lib::Op::Sum ? "sum" : op == lib::Op::Min ? "min" : "max"; }
+
+std::vector<int> inputs(int n) {
+  std::vector<int> x(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = (i * 7919) % 2003 - 1000;
+  return x;
+}
+
+/// out[b] = op over the block's elements of x (elements past n count as 0 for a sum and are left out
+/// of min and max).
+Kernel reduce_kernel(int threads, lib::Op op) {
+  KernelBuilder k("reduce_" + std::to_string(threads) + "_" + name(op));
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(threads);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, [&](Scope& b, Expr blk, View out_b) {
+      Expr idx = blk * threads + b.id(thread(1));
+      Expr mine = x[min(idx, n - 1)];
+      Expr value = op == lib::Op::Sum ? select(idx < n, mine, 0) : mine;  // x[n - 1] repeats harmlessly
+      Var r = lib::block_reduce(b, "r", value, op);
+      lib::store_by_one(b, out_b, 0, r);
+    });
+  });
+  return k.build();
+}
+
+/// out[i] = op over x[block start .. i] within each block.
+Kernel scan_kernel(int threads, lib::Op op) {
+  KernelBuilder k("scan_" + std::to_string(threads) + "_" + name(op));
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out", extent(n));
+  k.block_threads(threads);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, threads, [&](Scope& b, Expr blk, View out_b) {
+      Expr idx = blk * threads + b.id(thread(1));
+      Var s = lib::block_inclusive_scan(b, "s", x[min(idx, n - 1)], op);
+      lib::block_store(b, out_b, n - blk * threads, s);
+    });
+  });
+  return k.build();
+}
+
+TEST(Library, BlockReduceGivesEveryOperationAtEveryBlockSize) {
+  for (int threads : {32, 64, 96, 256, 1024})
+    for (lib::Op op : {lib::Op::Sum, lib::Op::Min, lib::Op::Max}) {
+      Kernel kernel = reduce_kernel(threads, op);
+      for (int n : {1, threads - 1, 3 * threads + 5}) {
+        if (n < 1) continue;
+        auto x = inputs(n);
+        std::int64_t blocks = lib::blocks_for(n, threads);
+        std::vector<int> want(static_cast<std::size_t>(blocks));
+        for (std::int64_t b = 0; b < blocks; ++b) {
+          int acc = x[static_cast<std::size_t>(std::min<std::int64_t>(b * threads, n - 1))];
+          for (std::int64_t i = b * threads + 1; i < (b + 1) * threads && i < n; ++i)
+            acc = combine(op, acc, x[static_cast<std::size_t>(i)]);
+          want[static_cast<std::size_t>(b)] = acc;
+        }
+        for (const Device& d : devices()) {
+          std::vector<int> got(static_cast<std::size_t>(blocks), -7);
+          const auto& cx = x;
+          kernel.launch(d, Grid{blocks, threads}, n, cx, got);
+          EXPECT_EQ(got, want) << kernel.name() << " n=" << n << " on " << d.name();
+        }
+      }
+    }
+}
+
+TEST(Library, BlockInclusiveScanGivesEveryOperationAtEveryBlockSize) {
+  for (int threads : {32, 64, 96, 256, 1024})
+    for (lib::Op op : {lib::Op::Sum, lib::Op::Min, lib::Op::Max}) {
+      Kernel kernel = scan_kernel(threads, op);
+      for (int n : {1, threads - 1, 2 * threads + 33}) {
+        if (n < 1) continue;
+        auto x = inputs(n);
+        std::vector<int> want(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i)
+          want[static_cast<std::size_t>(i)] =
+              i % threads == 0 ? x[static_cast<std::size_t>(i)]
+                               : combine(op, want[static_cast<std::size_t>(i - 1)], x[static_cast<std::size_t>(i)]);
+        for (const Device& d : devices()) {
+          std::vector<int> got(static_cast<std::size_t>(n), -7);
+          const auto& cx = x;
+          kernel.launch(d, Grid{lib::blocks_for(n, threads), threads}, n, cx, got);
+          EXPECT_EQ(got, want) << kernel.name() << " n=" << n << " on " << d.name();
+        }
+      }
+    }
+}
+
+TEST(Library, ForEachCoversEveryElementOnceInEveryTileShape) {
+  for (lib::Tile tile :
+       {lib::Tile{1, lib::Layout::Striped}, lib::Tile{4, lib::Layout::Striped}, lib::Tile{3, lib::Layout::Blocked}}) {
+    KernelBuilder k("add_index");
+    auto n = k.param<int>("n");
+    auto y = k.param<GlobalPtr<int>>("y", extent(n));
+    k.block_threads(64);
+    k.body([&](Scope& g) {
+      lib::for_each(
+          g, y, n, [&](Scope&, Expr i, ElemRef yi) { yi = yi + i * 2; }, tile);
+    });
+    Kernel kernel = k.build();
+    for (int n : {1, 63, 64 * tile.items, 1000}) {
+      for (const Device& d : devices()) {
+        std::vector<int> y(static_cast<std::size_t>(n), 5), want(y);
+        for (int i = 0; i < n; ++i) want[static_cast<std::size_t>(i)] += 2 * i;
+        kernel.launch(d, Grid{lib::blocks_for(n, 64, tile), 64}, n, y);
+        EXPECT_EQ(y, want) << "items " << tile.items << " n=" << n << " on " << d.name();
+      }
+    }
+  }
+}
+
+TEST(Library, BlockStridedLoopVisitsEachIndexOfTheRangeOnce) {
+  // One block per row: row r's sum of x[r * cols .. (r + 1) * cols), read block-strided.
+  KernelBuilder k("row_sums");
+  auto rows = k.param<int>("rows");
+  auto cols = k.param<int>("cols");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(rows * cols));
+  auto out = k.param<GlobalPtr<int>>("out", extent(rows));
+  k.block_threads(128);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, [&](Scope& b, Expr row, View out_b) {
+      Var acc = b.let("acc", 0, at(thread(1)));
+      lib::block_strided(b, row * cols, row * cols + cols, [&](Scope& th, Expr i) { th.assign(acc, acc + x[i]); });
+      Var total = lib::block_reduce(b, "total", acc, lib::Op::Sum);
+      b.if_(row < rows, [&](Scope& b) { lib::store_by_one(b, out_b, 0, total); });
+    });
+  });
+  Kernel kernel = k.build();
+  for (int cols : {1, 127, 128, 1000}) {
+    const int rows = 3;
+    auto x = inputs(rows * cols);
+    std::vector<int> want(rows, 0);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) want[static_cast<std::size_t>(r)] += x[static_cast<std::size_t>(r * cols + c)];
+    for (const Device& d : devices()) {
+      std::vector<int> got(rows, -1);
+      const auto& cx = x;
+      kernel.launch(d, Grid{rows, 128}, rows, cols, cx, got);
+      EXPECT_EQ(got, want) << "cols " << cols << " on " << d.name();
+    }
+  }
+}
+
+TEST(Library, WarpReduceAndScanGiveEveryLaneItsValue) {
+  KernelBuilder k("warp_ops");
+  auto xs = k.param<GlobalPtr<const int>>("x", extent(64));
+  auto out = k.param<GlobalPtr<int>>("out", extent(128));  // the maxima, then the scans
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 128, [&](Scope& b, Expr, View out_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(32), [&](Scope& w) {
+              Var s = lib::warp_reduce(w, "s", xs[t], lib::Op::Max);
+              Var p = lib::warp_inclusive_scan(w, "p", xs[t], lib::Op::Sum);
+              w.group(thread(1), [&](Scope&) {
+                mine[0] = s;
+                mine[64] = p;
+              });
+            });
+          });
+    });
+  });
+  Kernel kernel = k.build();
+  auto x = inputs(64);
+  std::vector<int> want_max(64), want_scan(64);
+  for (int w = 0; w < 2; ++w) {
+    int m = x[static_cast<std::size_t>(w * 32)], acc = 0;
+    for (int l = 0; l < 32; ++l) m = std::max(m, x[static_cast<std::size_t>(w * 32 + l)]);
+    for (int l = 0; l < 32; ++l) {
+      acc += x[static_cast<std::size_t>(w * 32 + l)];
+      want_max[static_cast<std::size_t>(w * 32 + l)] = m;
+      want_scan[static_cast<std::size_t>(w * 32 + l)] = acc;
+    }
+  }
+  std::vector<int> want = want_max;
+  want.insert(want.end(), want_scan.begin(), want_scan.end());
+  for (const Device& d : devices()) {
+    std::vector<int> got(128);
+    const auto& cx = x;
+    kernel.launch(d, Grid{1, 64}, cx, got);
+    EXPECT_EQ(got, want) << d.name();
+  }
+}
+
+/// The CUDA text without its `#line` directives (which name each form's own source lines).
+std::string without_line_directives(const std::string& cuda) {
+  std::istringstream in(cuda);
+  std::string line, out;
+  while (std::getline(in, line))
+    if (line.rfind("#line ", 0) != 0) out += line + "\n";
+  return out;
+}
+
+TEST(Library, SaxpyGeneratesTheSameCudaAsItsPrimitiveForm) {
+  for (Arch arch : {Arch::SM_80, Arch::SM_90}) {
+    Spec spec = Spec{}.with_arch(arch);
+    EXPECT_EQ(without_line_directives(examples::saxpy().source(spec)),
+              without_line_directives(examples::saxpy_primitive().source(spec)))
+        << arch_name(arch);
+    EXPECT_EQ(examples::saxpy().lowered(spec), examples::saxpy_primitive().lowered(spec)) << arch_name(arch);
+  }
+}
+
+int count(const std::string& text, const std::string& what) {
+  int c = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
+  return c;
+}
+
+TEST(Library, BlockReduceNeedsOneBarrierWhereItsPrimitiveFormHasThree) {
+  std::string lib = examples::block_reduce().source(Spec{}), prim = examples::block_reduce_primitive().source(Spec{});
+  EXPECT_EQ(count(lib, "__syncthreads()"), 1) << lib;
+  EXPECT_EQ(count(prim, "__syncthreads()"), 3) << prim;
+  // Both give the block sums (in their own orders of addition) at sizes that are not multiples.
+  for (const auto& size : examples::default_sizes("block_reduce")) {
+    auto a = examples::run_example("block_reduce", size, Device::interpreter());
+    EXPECT_TRUE(a.ok) << a.summary;
+  }
+}
+
+/// Lines of `k.body(...)` in the form of the example between "// <kind> FORM name" and "// END FORM"
+/// in examples/kernels/paper_kernels.cpp (the parameters, the same in both forms, are not counted).
+int body_lines(const std::string& kind, const std::string& example) {
+  std::ifstream in(std::string(VANTAGE_SOURCE_DIR) + "/examples/kernels/paper_kernels.cpp");
+  std::string line;
+  bool inside = false, body = false;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    if (line == "// " + kind + " FORM " + example) inside = true;
+    if (!inside) continue;
+    if (line == "// END FORM") break;
+    if (line.find("k.body(") != std::string::npos) body = true;
+    if (line.find("return k.build();") != std::string::npos) body = false;
+    if (body && line.find_first_not_of(' ') != std::string::npos) ++lines;
+  }
+  return lines;
+}
+
+TEST(Library, LibraryFormsAreAtMostAThirdOfThePrimitiveLines) {
+  for (const char* ex : {"saxpy", "block_reduce"}) {
+    int lib = body_lines("LIBRARY", ex), prim = body_lines("PRIMITIVE", ex);
+    ASSERT_GT(lib, 0) << ex << ": no library form found";
+    ASSERT_GT(prim, 0) << ex << ": no primitive form found";
+    EXPECT_LE(3 * lib, prim) << ex << ": " << lib << " lines with the library, " << prim << " without";
+    std::printf("%s: %d lines with the library, %d in primitives\n", ex, lib, prim);
+  }
+}
+
+TEST(Library, AHelperWithoutTheBlockSizeIsReportedAtTheCallersLine) {
+  KernelBuilder k("no_threads");
+  auto n = k.param<int>("n");
+  auto y = k.param<GlobalPtr<int>>("y", extent(n));
+  int line = 0;
+  k.body([&](Scope& g) {
+    line = __LINE__ + 1;
+    lib::for_each(g, y, n, [&](Scope&, Expr, ElemRef yi) { yi = 1; });
+  });
+  try {
+    k.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0913", line, "tests/test_library.cpp"));
+  }
+}
+
+TEST(Library, ABlockReduceOverPartialWarpsIsRefusedAtTheCallersLine) {
+  KernelBuilder k("partial_warps");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(48);
+  int line = 0;
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, [&](Scope& b, Expr, View out_b) {
+      line = __LINE__ + 1;
+      Var r = lib::block_reduce(b, "r", b.id(thread(1)), lib::Op::Sum);
+      lib::store_by_one(b, out_b, 0, r);
+    });
+  });
+  try {
+    k.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0913", line, "tests/test_library.cpp"));
+  }
+}
+
+TEST(Library, AWarpReduceOutsideAWarpIsTheShufflesErrorAtTheCallersLine) {
+  KernelBuilder k("reduce_at_block");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(64);
+  int line = 0;
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, [&](Scope& b, Expr, View out_b) {
+      line = __LINE__ + 1;
+      Var r = lib::warp_reduce(b, "r", b.id(thread(1)), lib::Op::Sum);  // b is block(1), not a warp
+      lib::store_by_one(b, out_b, 0, r);
+    });
+  });
+  try {
+    k.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    ASSERT_FALSE(e.diagnostics().empty());
+    bool at_line = false;
+    for (const auto& d : e.diagnostics()) at_line |= static_cast<int>(d.loc.line) == line;
+    EXPECT_TRUE(at_line) << testing::describe(e.diagnostics());
+  }
+}
+
+}  // namespace
+}  // namespace vantage
