@@ -8,11 +8,16 @@
 #include <thread>
 
 #include "jit/target/target.h"
+#ifdef VANTAGE_HAVE_CPU_BACKEND
+#include "jit/cpu/cpu.h"
+#endif
 #include "runtime/driver.h"
 #include "runtime/gpu.h"
 #include "support/log.h"
+#include "vantage/compile.hpp"
 #include "vantage/diagnostics.hpp"
 #include "vantage/runtime.hpp"
+#include "vantage/version.hpp"
 
 namespace vantage {
 namespace {
@@ -146,6 +151,15 @@ std::string Device::name() const {
   if (kind_ != DeviceKind::Gpu) return device_kind_name(kind_);
   const DeviceProperties& p = properties();
   return "GPU " + std::to_string(ordinal_) + " (" + p.name + ", " + arch_name(p.arch) + ")";
+}
+
+std::string Device::toolchain() const {
+  std::string v = std::string("vantage ") + version() + "; ";
+  if (kind_ == DeviceKind::Gpu) return v + compiler_fingerprint();
+#ifdef VANTAGE_HAVE_CPU_BACKEND
+  if (kind_ == DeviceKind::Cpu) return v + cpu::host_fingerprint();
+#endif
+  return v + device_kind_name(kind_);
 }
 
 const DeviceProperties& Device::properties() const {

@@ -58,7 +58,7 @@ int layer_of(const std::vector<Layer>& table, const std::string& path) {
 std::vector<std::string> sources() {
   std::vector<std::string> out;
   for (const char* dir :
-       {"support", "jit", "cache", "frontend", "library", "include", "tools", "examples", "bench", "tests"}) {
+       {"support", "jit", "cache", "frontend", "library", "tune", "include", "tools", "examples", "bench", "tests"}) {
     for (const auto& e : fs::recursive_directory_iterator(kRoot / dir)) {
       auto ext = e.path().extension();
       if (ext == ".cpp" || ext == ".h" || ext == ".hpp") out.push_back(fs::relative(e.path(), kRoot).string());

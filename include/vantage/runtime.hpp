@@ -91,6 +91,10 @@ class Device {
   /// "interpreter", "GPU 0 (NVIDIA H100 80GB HBM3, sm_90)".
   std::string name() const;
   const DeviceProperties& properties() const;
+  /// What the code a kernel becomes here depends on: Vantage's version and NVRTC's fingerprint (a
+  /// GPU), LLVM's version and the host CPU's name and features (the CPU backend). Results measured
+  /// with one toolchain are not reused with another (the tuner's stored results).
+  std::string toolchain() const;
   const InterpreterOptions& interpreter_options() const { return options_; }
   /// Host threads the CPU backend runs blocks on.
   int host_threads() const { return threads_; }

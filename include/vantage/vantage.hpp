@@ -8,5 +8,6 @@
 #include "vantage/launch.hpp"
 #include "vantage/library.hpp"
 #include "vantage/runtime.hpp"
+#include "vantage/tune.hpp"
 #include "vantage/types.hpp"
 #include "vantage/version.hpp"

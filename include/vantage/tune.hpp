@@ -1,0 +1,127 @@
+// Vantage autotuner: a kernel factory over a space of configurations, measured on one device for one
+// problem. Candidates are built and compiled in parallel on worker threads (how many: bounded by the
+// host's cores and its free memory); on a GPU the main thread times finished candidates while later
+// ones compile, on a host device (whose cores the compiler would share) after the last one compiles.
+// A configuration that does not build (CheckError), compile (CompileError), load or launch
+// (LaunchError: resources over the device's limits), run (ExecutionError) or give the right answer
+// is scored as infinitely slow, reported with its reason, and never stops the run. Timing: warm-up
+// launches, the last-level cache flushed before each repetition, the median of the repetitions
+// (events on a GPU, the host clock on host devices). Every result is stored, per (tuner, problem key,
+// device, toolchain) and configuration, under the cache directory, so a second run measures only the
+// configurations it has no result for, and a run cut short resumes. docs/tune.md says more.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vantage/kernel.hpp"
+#include "vantage/launch.hpp"
+#include "vantage/runtime.hpp"
+
+namespace vantage::tune {
+
+/// One point of the space: a value for each parameter, by name.
+using Config = std::map<std::string, std::int64_t>;
+/// "BM=64 TM=4", in parameter-name order: how results are stored and printed.
+std::string to_string(const Config& c);
+
+/// The parameters and their values, and constraints a configuration must meet.
+class Space {
+ public:
+  Space& param(std::string name, std::vector<std::int64_t> values);
+  /// A configuration is in the space only if every constraint holds for it.
+  Space& constraint(std::function<bool(const Config&)> holds);
+  /// Every configuration that meets the constraints, the last parameter varying fastest.
+  std::vector<Config> configs() const;
+  const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& params() const { return params_; }
+
+ private:
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> params_;
+  std::vector<std::function<bool(const Config&)>> constraints_;
+};
+
+/// What the factory makes of one configuration.
+struct Candidate {
+  Kernel kernel;
+  Grid grid;
+  /// The specialization a launch on `grid` uses; by default the grid's threads and the device's
+  /// architecture (set it when the kernel specializes sizes).
+  std::optional<Spec> spec;
+};
+
+/// The problem every candidate is measured on.
+struct Problem {
+  /// Names the problem in the stored results ("M=N=K=1024"): a result is reused only for the same key.
+  std::string key;
+  /// One launch of a candidate with the problem's arguments; the tuner times it (and synchronizes).
+  std::function<void(const Kernel&, const Device&, Grid)> run;
+  /// Whether the output of the last `run` is right; `why` says what is wrong. Empty: not checked.
+  std::function<bool(std::string& why)> check;
+};
+
+struct Options {
+  int compile_threads = 0;  ///< workers building and compiling candidates; 0: one per core (memory allowing)
+  int warmup = 1;           ///< launches before the timed ones (after the checked one)
+  int repetitions = 5;      ///< timed launches; the median is the result
+  bool flush_cache = true;  ///< write a buffer larger than the last-level cache before each repetition
+  double budget_s = 0;      ///< stop measuring after this many seconds (0: no limit); the best so far stays
+  std::string directory;    ///< where results are stored; default: the kernel cache's directory + "/tune"
+  bool store = true;        ///< false: neither read nor write stored results
+  /// Progress: a bar on a terminal, a line per configuration otherwise; null for none.
+  std::ostream* progress = nullptr;
+};
+
+/// What became of one configuration.
+struct Result {
+  enum class Status : std::uint8_t {
+    Ok,             ///< measured
+    CheckFailed,    ///< the factory's kernel was rejected (CheckError) or the factory threw
+    CompileFailed,  ///< NVRTC or LLVM refused it, or it could not be loaded
+    LaunchRefused,  ///< its launch shape or resources are over the device's limits (LaunchError)
+    RunFailed,      ///< it stopped with an ExecutionError (memcheck, unsupported on this device)
+    Wrong,          ///< it ran and `check` said the answer is wrong
+    NotMeasured,    ///< the time budget ran out first (not stored: a later run measures it)
+  };
+  Config config;
+  Status status = Status::NotMeasured;
+  double ms = std::numeric_limits<double>::infinity();  ///< median; infinity unless Ok
+  double compile_ms = 0;
+  std::string detail;   ///< the error's message, for a failure
+  bool stored = false;  ///< read from an earlier run's results rather than measured now
+  bool ok() const { return status == Status::Ok; }
+};
+const char* status_name(Result::Status s);
+
+struct Report {
+  std::string tuner, problem, device, toolchain;
+  std::vector<Result> results;  ///< in the space's order
+  int measured = 0;             ///< configurations measured in this run
+  int reused = 0;               ///< configurations whose stored result was used
+  int failed = 0;               ///< configurations scored as infinitely slow (this run or stored)
+  int compile_threads = 0;
+  double compile_wall_ms = 0;  ///< from the first compile started to the last one finished
+  double total_ms = 0;
+  std::string store_path;  ///< the results file ("" when not stored)
+
+  /// The fastest measured configuration; nullptr when none was.
+  const Result* best() const;
+  /// A table: configuration, status, milliseconds, ratio to the best.
+  std::string table() const;
+  /// `param...,status,ms,compile_ms,detail` with a header line.
+  std::string csv() const;
+  /// An SVG heatmap of milliseconds over parameters `x` and `y` (the best over the other
+  /// parameters at each cell); failed cells are grey and marked.
+  std::string svg_heatmap(const std::string& x, const std::string& y) const;
+};
+
+/// Tunes `make` over `space` on `device` for `problem` (see the header comment).
+Report tune(const std::string& name, const Space& space, const std::function<Candidate(const Config&)>& make,
+            const Problem& problem, const Device& device, const Options& options = {});
+
+}  // namespace vantage::tune

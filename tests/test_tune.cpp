@@ -1,0 +1,232 @@
+// The autotuner (include/vantage/tune.hpp) on a host device: every configuration of the space is
+// built, compiled on worker threads and measured; a configuration that is rejected or gives a wrong
+// answer is reported and scored as infinitely slow without stopping the run; results are stored, so
+// a second run measures nothing and a run with one configuration added measures only that one; a
+// time budget leaves configurations unmeasured and unstored; the reports say what happened.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+namespace fs = std::filesystem;
+
+Device host_device() { return Device::cpu_available() ? Device::cpu(2) : Device::interpreter(); }
+
+/// A fresh directory for one test's stored results.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) {
+    path = fs::temp_directory_path() / ("vantage_tune_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+constexpr int kN = 5000;
+
+/// y = 2 x + 1 with `threads` per block and `items` per thread. Two configurations are broken on
+/// purpose: threads=512 items=8 writes to its const input (rejected by the checker), threads=64
+/// items=8 computes 3 x + 1 (a wrong answer).
+tune::Candidate make(const tune::Config& c) {
+  const int threads = static_cast<int>(c.at("threads")), items = static_cast<int>(c.at("items"));
+  KernelBuilder k("affine");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto y = k.param<GlobalPtr<float>>("y", extent(n));
+  k.block_threads(threads);
+  const bool wrong = threads == 64 && items == 8, broken = threads == 512 && items == 8;
+  k.body([&](Scope& g) {
+    lib::for_each(
+        g, broken ? x : y, n, [&](Scope&, Expr i, ElemRef out) { out = x[i] * (wrong ? 3.0f : 2.0f) + 1.0f; },
+        lib::Tile{items, lib::Layout::Striped});
+  });
+  lib::Tile tile{items, lib::Layout::Striped};
+  return {k.build(), Grid{lib::blocks_for(kN, threads, tile), threads}, std::nullopt};
+}
+
+struct AffineProblem {
+  std::vector<float> x = std::vector<float>(kN), y = std::vector<float>(kN);
+  tune::Problem problem;
+  AffineProblem() {
+    for (int i = 0; i < kN; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i % 97) * 0.5f;
+    problem.key = "n=" + std::to_string(kN);
+    problem.run = [this](const Kernel& k, const Device& d, Grid g) { k.launch(d, g, kN, std::as_const(x), y); };
+    problem.check = [this](std::string& why) {
+      for (int i = 0; i < kN; ++i)
+        if (y[static_cast<std::size_t>(i)] != 2.0f * x[static_cast<std::size_t>(i)] + 1.0f) {
+          why = "y[" + std::to_string(i) + "] is " + std::to_string(y[static_cast<std::size_t>(i)]);
+          return false;
+        }
+      return true;
+    };
+  }
+};
+
+tune::Space space(std::vector<std::int64_t> threads) {
+  tune::Space s;
+  s.param("threads", std::move(threads)).param("items", {1, 2, 4, 8});
+  return s;
+}
+
+const tune::Result& result(const tune::Report& r, std::int64_t threads, std::int64_t items) {
+  for (const auto& x : r.results)
+    if (x.config.at("threads") == threads && x.config.at("items") == items) return x;
+  throw std::runtime_error("no such configuration");
+}
+
+TEST(Tune, TheSpaceIsTheProductOfItsParametersUnderItsConstraints) {
+  tune::Space s;
+  s.param("a", {1, 2, 3}).param("b", {10, 20}).constraint([](const tune::Config& c) { return c.at("a") != 2; });
+  auto cs = s.configs();
+  ASSERT_EQ(cs.size(), 4u);
+  EXPECT_EQ(tune::to_string(cs[0]), "a=1 b=10");
+  EXPECT_EQ(tune::to_string(cs[1]), "a=1 b=20");
+  EXPECT_EQ(tune::to_string(cs[2]), "a=3 b=10");
+  EXPECT_EQ(tune::to_string(cs[3]), "a=3 b=20");
+  EXPECT_TRUE(tune::Space{}.param("a", {}).configs().empty());
+}
+
+TEST(Tune, SixteenConfigurationsAreMeasuredAndFailuresScoredNotFatal) {
+  TempDir dir("sixteen");
+  AffineProblem p;
+  tune::Options o;
+  o.directory = dir.path.string();
+  o.compile_threads = 2;
+  o.repetitions = 3;
+  std::ostringstream progress;
+  o.progress = &progress;
+  Device d = host_device();
+  tune::Report r = tune::tune("affine", space({64, 128, 256, 512}), make, p.problem, d, o);
+  ASSERT_EQ(r.results.size(), 16u);
+  EXPECT_EQ(r.measured, 16);
+  EXPECT_EQ(r.reused, 0);
+  EXPECT_EQ(r.failed, 2);
+  EXPECT_EQ(r.compile_threads, 2);
+  const auto& broken = result(r, 512, 8);
+  EXPECT_EQ(broken.status, tune::Result::Status::CheckFailed);
+  EXPECT_TRUE(std::isinf(broken.ms));
+  EXPECT_NE(broken.detail.find("error[V0302]"), std::string::npos) << broken.detail;  // x read in its own partition
+  const auto& wrong = result(r, 64, 8);
+  EXPECT_EQ(wrong.status, tune::Result::Status::Wrong);
+  EXPECT_TRUE(std::isinf(wrong.ms));
+  EXPECT_NE(wrong.detail.find("y[1] is 2.500000"), std::string::npos) << wrong.detail;
+  for (const auto& x : r.results)
+    if (&x != &broken && &x != &wrong) {
+      EXPECT_TRUE(x.ok()) << tune::to_string(x.config) << ": " << x.detail;
+      EXPECT_GT(x.ms, 0) << tune::to_string(x.config);
+      EXPECT_TRUE(std::isfinite(x.ms));
+    }
+  ASSERT_NE(r.best(), nullptr);
+  EXPECT_TRUE(r.best()->ok());
+  for (const auto& x : r.results)
+    if (x.ok()) EXPECT_LE(r.best()->ms, x.ms);
+  EXPECT_TRUE(fs::exists(r.store_path)) << r.store_path;
+  // A line per configuration when the progress stream is not a terminal.
+  std::string lines = progress.str();
+  EXPECT_NE(lines.find("[16/16]"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("threads=512: check failed"), std::string::npos) << lines;
+}
+
+TEST(Tune, ASecondRunMeasuresOnlyTheConfigurationsItHasNoResultFor) {
+  TempDir dir("resume");
+  AffineProblem p;
+  tune::Options o;
+  o.directory = dir.path.string();
+  o.repetitions = 2;
+  Device d = host_device();
+  int made = 0;
+  auto counting = [&](const tune::Config& c) {
+    ++made;
+    return make(c);
+  };
+  tune::Report first = tune::tune("affine", space({64, 128}), counting, p.problem, d, o);
+  EXPECT_EQ(first.measured, 8);
+  EXPECT_EQ(made, 8);
+
+  made = 0;
+  tune::Report again = tune::tune("affine", space({64, 128}), counting, p.problem, d, o);
+  EXPECT_EQ(again.measured, 0);
+  EXPECT_EQ(again.reused, 8);
+  EXPECT_EQ(made, 0) << "nothing is built or compiled again";
+  EXPECT_EQ(again.failed, 1) << "the stored wrong answer is still a failure";
+  EXPECT_EQ(result(again, 64, 8).status, tune::Result::Status::Wrong);
+  ASSERT_NE(again.best(), nullptr);
+  ASSERT_NE(first.best(), nullptr);
+  EXPECT_EQ(again.best()->config, first.best()->config);
+  EXPECT_DOUBLE_EQ(again.best()->ms, first.best()->ms);
+
+  // One configuration added (threads=256 items=1, through a constraint): only it is measured.
+  made = 0;
+  tune::Space grown = space({64, 128, 256});
+  grown.constraint([](const tune::Config& c) { return c.at("threads") != 256 || c.at("items") == 1; });
+  tune::Report grew = tune::tune("affine", grown, counting, p.problem, d, o);
+  EXPECT_EQ(grew.results.size(), 9u);
+  EXPECT_EQ(grew.measured, 1);
+  EXPECT_EQ(grew.reused, 8);
+  EXPECT_EQ(made, 1);
+  EXPECT_FALSE(result(grew, 256, 1).stored);
+  EXPECT_TRUE(result(grew, 64, 1).stored);
+
+  // Another problem key is another set of results.
+  tune::Problem other = p.problem;
+  other.key = "n=5000 (another key)";
+  made = 0;
+  tune::Report fresh = tune::tune("affine", space({64}), counting, other, d, o);
+  EXPECT_EQ(fresh.measured, 4);
+  EXPECT_EQ(made, 4);
+}
+
+TEST(Tune, ATimeBudgetLeavesTheRestUnmeasuredAndUnstored) {
+  TempDir dir("budget");
+  AffineProblem p;
+  tune::Options o;
+  o.directory = dir.path.string();
+  o.budget_s = 1e-9;  // spent before the first measurement
+  tune::Report r = tune::tune("affine", space({64, 128}), make, p.problem, host_device(), o);
+  EXPECT_EQ(r.measured, 0);
+  EXPECT_EQ(r.best(), nullptr);
+  for (const auto& x : r.results) EXPECT_EQ(x.status, tune::Result::Status::NotMeasured);
+  o.budget_s = 0;
+  tune::Report later = tune::tune("affine", space({64, 128}), make, p.problem, host_device(), o);
+  EXPECT_EQ(later.reused, 0) << "nothing unmeasured was stored";
+  EXPECT_EQ(later.measured, 8);
+}
+
+TEST(Tune, ReportsAreATableACsvAndAnSvgHeatmap) {
+  TempDir dir("reports");
+  AffineProblem p;
+  tune::Options o;
+  o.directory = dir.path.string();
+  o.repetitions = 1;
+  tune::Report r = tune::tune("affine", space({64, 512}), make, p.problem, host_device(), o);
+  std::string table = r.table(), csv = r.csv(), svg = r.svg_heatmap("threads", "items");
+  EXPECT_NE(table.find("<- best"), std::string::npos) << table;
+  EXPECT_NE(table.find("check failed"), std::string::npos) << table;
+  std::istringstream lines(csv);
+  std::string header;
+  std::getline(lines, header);
+  EXPECT_EQ(header, "items,threads,status,ms,compile_ms,stored,detail");
+  int rows = 0;
+  for (std::string l; std::getline(lines, l);) ++rows;
+  EXPECT_EQ(rows, 8);
+  EXPECT_NE(csv.find("8,64,wrong answer,inf"), std::string::npos) << csv;
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("failed"), std::string::npos);
+  int rects = 0;
+  for (std::size_t at = svg.find("<rect"); at != std::string::npos; at = svg.find("<rect", at + 1)) ++rects;
+  EXPECT_EQ(rects, 8) << "one cell per (threads, items)";
+}
+
+}  // namespace
+}  // namespace vantage

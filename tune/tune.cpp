@@ -1,0 +1,579 @@
+// The autotuner (include/vantage/tune.hpp, docs/tune.md): workers build and compile candidates
+// through the runtime's `prepare`, the calling thread times them, and every result is stored as
+// JSON under the cache directory, one file per (tuner, problem, device, toolchain).
+#include "vantage/tune.hpp"
+
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/timer/progress_display.hpp>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "vantage/cache.hpp"
+#include "vantage/diagnostics.hpp"
+
+namespace vantage::tune {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+
+std::string to_string(const Config& c) {
+  std::string s;
+  for (const auto& [k, v] : c) s += (s.empty() ? "" : " ") + k + "=" + std::to_string(v);
+  return s;
+}
+
+const char* status_name(Result::Status s) {
+  switch (s) {
+    case Result::Status::Ok: return "ok";
+    case Result::Status::CheckFailed: return "check failed";
+    case Result::Status::CompileFailed: return "compile failed";
+    case Result::Status::LaunchRefused: return "launch refused";
+    case Result::Status::RunFailed: return "run failed";
+    case Result::Status::Wrong: return "wrong answer";
+    case Result::Status::NotMeasured: return "not measured";
+  }
+  return "?";
+}
+
+Space& Space::param(std::string name, std::vector<std::int64_t> values) {
+  params_.emplace_back(std::move(name), std::move(values));
+  return *this;
+}
+Space& Space::constraint(std::function<bool(const Config&)> holds) {
+  constraints_.push_back(std::move(holds));
+  return *this;
+}
+std::vector<Config> Space::configs() const {
+  std::vector<Config> out;
+  for (const auto& [name, values] : params_)
+    if (values.empty()) return out;
+  std::vector<std::size_t> at(params_.size(), 0);
+  while (true) {
+    Config c;
+    for (std::size_t i = 0; i < params_.size(); ++i) c[params_[i].first] = params_[i].second[at[i]];
+    if (std::all_of(constraints_.begin(), constraints_.end(), [&](const auto& f) { return f(c); }))
+      out.push_back(std::move(c));
+    std::size_t i = params_.size();
+    while (i > 0 && ++at[i - 1] == params_[i - 1].second.size()) at[--i] = 0;
+    if (i == 0) return out;
+  }
+}
+
+namespace {
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+std::optional<Result::Status> status_from(const std::string& name) {
+  for (auto s : {Result::Status::Ok, Result::Status::CheckFailed, Result::Status::CompileFailed,
+                 Result::Status::LaunchRefused, Result::Status::RunFailed, Result::Status::Wrong})
+    if (name == status_name(s)) return s;
+  return std::nullopt;
+}
+
+/// The results of one (tuner, problem, device, toolchain), kept in one JSON file. Each put re-reads
+/// the file and writes it whole through a temporary and a rename, so that a reader never sees half
+/// a file and two processes tuning at once lose nothing but a race on the same configuration.
+class Store {
+ public:
+  Store(std::string path, Json header) : path_(std::move(path)), header_(std::move(header)) {}
+  const std::string& path() const { return path_; }
+
+  std::map<std::string, Result> load() const {
+    std::map<std::string, Result> out;
+    Json doc = read();
+    if (!doc.contains("results") || !doc["results"].is_object()) return out;
+    for (const auto& [key, v] : doc["results"].items()) {
+      if (!v.is_object() || !v.contains("status") || !v["status"].is_string()) continue;
+      auto status = status_from(v["status"].get<std::string>());
+      if (!status) continue;
+      Result r;
+      r.status = *status;
+      if (r.status == Result::Status::Ok) {
+        if (!v.contains("ms") || !v["ms"].is_number()) continue;
+        r.ms = v["ms"].get<double>();
+      }
+      r.compile_ms = v.value("compile_ms", 0.0);
+      r.detail = v.value("detail", std::string());
+      r.stored = true;
+      out.emplace(key, std::move(r));
+    }
+    return out;
+  }
+
+  void put(const Result& r) {
+    std::lock_guard lock(mutex_);
+    Json doc = read();
+    if (!doc.is_object()) doc = Json::object();
+    for (const auto& [k, v] : header_.items()) doc[k] = v;
+    Json e = {{"status", status_name(r.status)}, {"compile_ms", r.compile_ms}};
+    if (r.ok()) e["ms"] = r.ms;
+    if (!r.detail.empty()) e["detail"] = r.detail;
+    doc["results"][to_string(r.config)] = e;
+    std::error_code ec;
+    fs::create_directories(fs::path(path_).parent_path(), ec);
+    std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << doc.dump(1) << "\n";
+      if (!out) {
+        fs::remove(tmp, ec);
+        return;  // an unwritable directory costs only the reuse of this result
+      }
+    }
+    fs::rename(tmp, path_, ec);
+    if (ec) fs::remove(tmp, ec);
+  }
+
+ private:
+  Json read() const {
+    std::ifstream in(path_);
+    if (!in) return Json::object();
+    Json doc = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+    return doc.is_discarded() ? Json::object() : doc;
+  }
+  std::string path_;
+  Json header_;
+  std::mutex mutex_;
+};
+
+std::string file_name(const std::string& tuner, const std::string& key) {
+  std::string safe;
+  for (char c : tuner) safe += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '_';
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(key.data(), key.size())));
+  return safe + "-" + hex + ".json";
+}
+
+/// Workers: as many as asked (or one per core), no more than there is work, and no more than free
+/// memory allows at about 512 MiB per compile (NVRTC and LLVM at O3 on a large kernel).
+int worker_count(int asked, std::size_t work) {
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int n = asked > 0 ? asked : cores;
+  long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) {
+    long long free_mib = static_cast<long long>(pages) * page / (1024 * 1024);
+    n = static_cast<int>(std::min<long long>(n, std::max<long long>(1, free_mib / 512)));
+  }
+  return std::max(1, std::min<int>(n, static_cast<int>(std::max<std::size_t>(work, 1))));
+}
+
+/// A candidate built and compiled (or failed on the way).
+struct Built {
+  std::size_t index = 0;
+  std::optional<Candidate> candidate;
+  Result::Status status = Result::Status::Ok;
+  std::string detail;
+  double compile_ms = 0;
+};
+
+/// Classifies what a build, compile or launch threw.
+void classify(std::exception_ptr e, Result::Status& status, std::string& detail) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const CheckError& x) {
+    status = Result::Status::CheckFailed, detail = x.what();
+  } catch (const CompileError& x) {
+    status = Result::Status::CompileFailed, detail = x.what();
+  } catch (const ToolchainError& x) {
+    status = Result::Status::CompileFailed, detail = x.what();
+  } catch (const LaunchError& x) {
+    status = Result::Status::LaunchRefused, detail = x.what();
+  } catch (const ExecutionError& x) {
+    status = Result::Status::RunFailed, detail = x.what();
+  } catch (const std::exception& x) {
+    status = Result::Status::CheckFailed, detail = std::string("the factory threw: ") + x.what();
+  } catch (...) {
+    status = Result::Status::CheckFailed, detail = "the factory threw something that is not a std::exception";
+  }
+  // One line is enough in a table; the first line of a diagnostic names the rule and the line.
+  if (auto nl = detail.find('\n'); nl != std::string::npos && nl + 1 < detail.size()) {
+    std::string rest = detail.substr(nl + 1);
+    if (auto n2 = rest.find('\n'); n2 != std::string::npos) rest.resize(n2);
+    detail = detail.substr(0, nl) + ": " + rest;
+  }
+}
+
+/// Writes past the last-level cache so that no repetition reads what the previous one left there.
+class Flusher {
+ public:
+  explicit Flusher(const Device& d) : device_(d) {
+    if (d.is_gpu()) {
+      std::int64_t bytes = std::max<std::int64_t>(2 * d.properties().l2_bytes, 64ll << 20);
+      gpu_.emplace(d.alloc<std::uint8_t>(bytes));
+    } else {
+      host_.assign(std::size_t{128} << 20, 0);
+    }
+  }
+  void operator()() {
+    if (gpu_) {
+      gpu_->zero();
+      device_.synchronize();
+    } else {
+      std::memset(host_.data(), ++round_, host_.size());
+      sink_ = sink_ + host_[host_.size() / 2];
+    }
+  }
+
+ private:
+  Device device_;
+  std::optional<DeviceBuffer<std::uint8_t>> gpu_;
+  std::vector<unsigned char> host_;
+  unsigned char round_ = 0;
+  volatile unsigned sink_ = 0;
+};
+
+bool is_terminal(const std::ostream* os) {
+  if (os == &std::cerr || os == &std::clog) return ::isatty(2) != 0;
+  if (os == &std::cout) return ::isatty(1) != 0;
+  return false;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+Report tune(const std::string& name, const Space& space, const std::function<Candidate(const Config&)>& make,
+            const Problem& problem, const Device& device, const Options& options) {
+  auto start = Clock::now();
+  Report report;
+  report.tuner = name;
+  report.problem = problem.key;
+  report.device = device.name();
+  report.toolchain = device.toolchain();
+  for (auto& c : space.configs()) report.results.push_back(Result{std::move(c)});
+
+  // Stored results of this tuner, problem, device and toolchain.
+  std::optional<Store> store;
+  if (options.store) {
+    std::string dir = options.directory;
+    if (dir.empty()) {
+      std::string cache = KernelCache::global().directory();
+      if (!cache.empty()) dir = cache + "/tune";
+    }
+    if (!dir.empty()) {
+      std::string key = name + "\n" + problem.key + "\n" + report.device + "\n" + report.toolchain;
+      store.emplace(
+          dir + "/" + file_name(name, key),
+          Json{{"tuner", name}, {"problem", problem.key}, {"device", report.device}, {"toolchain", report.toolchain}});
+      report.store_path = store->path();
+    }
+  }
+  std::vector<std::size_t> todo;
+  {
+    auto known = store ? store->load() : std::map<std::string, Result>{};
+    for (std::size_t i = 0; i < report.results.size(); ++i) {
+      Result& r = report.results[i];
+      if (auto it = known.find(to_string(r.config)); it != known.end()) {
+        Config c = std::move(r.config);
+        r = it->second;
+        r.config = std::move(c);
+        ++report.reused;
+      } else {
+        todo.push_back(i);
+      }
+    }
+  }
+
+  auto over_budget = [&] { return options.budget_s > 0 && ms_since(start) > options.budget_s * 1000.0; };
+
+  // Progress: a bar on a terminal, a line per configuration elsewhere.
+  std::optional<boost::timer::progress_display> bar;
+  if (options.progress && !todo.empty() && is_terminal(options.progress))
+    bar.emplace(static_cast<unsigned long>(todo.size()), *options.progress,
+                "tune " + name + ": " + std::to_string(todo.size()) + " configuration(s) on " + report.device + "\n");
+  std::size_t done = 0;
+  auto progress = [&](const Result& r) {
+    ++done;
+    if (bar) {
+      ++*bar;
+    } else if (options.progress) {
+      *options.progress << "tune " << name << " [" << done << "/" << todo.size() << "] " << to_string(r.config) << ": "
+                        << (r.ok() ? std::to_string(r.ms) + " ms" : std::string(status_name(r.status))) << "\n";
+    }
+  };
+
+  // Workers build and compile; the ready queue hands them to the timing loop.
+  std::mutex m;
+  std::condition_variable ready_cv;
+  std::deque<Built> ready;
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  Clock::time_point first_compile{}, last_compile{};
+  bool compiled_any = false;
+  const int workers = worker_count(options.compile_threads, todo.size());
+  report.compile_threads = workers;
+  auto work = [&] {
+    for (std::size_t k; (k = next++) < todo.size();) {
+      Built b;
+      b.index = todo[k];
+      if (stop || over_budget()) {  // handed on unmeasured, so that the timing loop sees every one
+        b.status = Result::Status::NotMeasured;
+        b.detail = "the time budget ran out";
+        std::lock_guard lock(m);
+        ready.push_back(std::move(b));
+        ready_cv.notify_one();
+        continue;
+      }
+      auto t0 = Clock::now();
+      try {
+        Candidate c = make(report.results[b.index].config);
+        Spec spec = c.spec.value_or(Spec{}.with_threads(c.grid.threads).with_arch(device.properties().arch));
+        prepare(c.kernel, device, spec).get();
+        b.candidate = std::move(c);
+      } catch (...) {
+        classify(std::current_exception(), b.status, b.detail);
+      }
+      b.compile_ms = ms_since(t0);
+      std::lock_guard lock(m);
+      if (!compiled_any || t0 < first_compile) first_compile = t0;
+      compiled_any = true;
+      last_compile = Clock::now();
+      ready.push_back(std::move(b));
+      ready_cv.notify_one();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 0; i < workers && !todo.empty(); ++i) pool.emplace_back(work);
+  // Host devices share their cores with the compiler: time only once every candidate is compiled.
+  if (!device.is_gpu()) {
+    for (auto& t : pool) t.join();
+    pool.clear();
+  }
+
+  std::optional<Flusher> flush;
+  for (std::size_t measured = 0; measured < todo.size(); ++measured) {
+    Built b;
+    {
+      std::unique_lock lock(m);
+      ready_cv.wait(lock, [&] { return !ready.empty(); });
+      b = std::move(ready.front());
+      ready.pop_front();
+    }
+    Result& r = report.results[b.index];
+    r.compile_ms = b.compile_ms;
+    r.status = b.status;
+    r.detail = b.detail;
+    if (r.ok() && over_budget()) {
+      r.status = Result::Status::NotMeasured;
+      r.detail = "the time budget ran out";
+      stop = true;
+    } else if (r.ok()) {
+      const Candidate& c = *b.candidate;
+      try {
+        problem.run(c.kernel, device, c.grid);
+        device.synchronize();
+        std::string why;
+        if (problem.check && !problem.check(why)) {
+          r.status = Result::Status::Wrong;
+          r.detail = why.empty() ? "the check failed" : why;
+        } else {
+          for (int w = 0; w < options.warmup; ++w) problem.run(c.kernel, device, c.grid);
+          device.synchronize();
+          if (options.flush_cache && !flush) flush.emplace(device);
+          std::vector<double> times;
+          for (int rep = 0; rep < std::max(1, options.repetitions); ++rep) {
+            if (flush) (*flush)();
+            if (device.is_gpu()) {
+              Stream s = Stream::default_for(device);
+              Event a(device), e(device);
+              a.record(s);
+              problem.run(c.kernel, device, c.grid);
+              e.record(s);
+              e.synchronize();
+              times.push_back(e.elapsed_ms(a));
+            } else {
+              auto t0 = Clock::now();
+              problem.run(c.kernel, device, c.grid);
+              device.synchronize();
+              times.push_back(ms_since(t0));
+            }
+          }
+          r.ms = median(times);
+        }
+      } catch (...) {
+        classify(std::current_exception(), r.status, r.detail);
+      }
+    }
+    if (!r.ok()) r.ms = std::numeric_limits<double>::infinity();
+    if (r.status != Result::Status::NotMeasured) {
+      ++report.measured;
+      if (store) store->put(r);
+    }
+    progress(r);
+  }
+  stop = true;
+  for (auto& t : pool) t.join();
+  if (compiled_any)
+    report.compile_wall_ms = std::chrono::duration<double, std::milli>(last_compile - first_compile).count();
+  for (const auto& r : report.results)
+    if (!r.ok() && r.status != Result::Status::NotMeasured) ++report.failed;
+  report.total_ms = ms_since(start);
+  return report;
+}
+
+// ---------------------------------------------------------------- reports
+
+const Result* Report::best() const {
+  const Result* b = nullptr;
+  for (const auto& r : results)
+    if (r.ok() && (!b || r.ms < b->ms)) b = &r;
+  return b;
+}
+
+std::string Report::table() const {
+  const Result* b = best();
+  std::size_t w = 13;
+  for (const auto& r : results) w = std::max(w, to_string(r.config).size());
+  std::ostringstream os;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-*s  %-14s  %10s  %7s  %s\n", static_cast<int>(w), "configuration", "status", "ms",
+                "x best", "");
+  os << line;
+  for (const auto& r : results) {
+    char ms[32] = "inf", ratio[32] = "-";
+    if (r.ok()) std::snprintf(ms, sizeof ms, "%.4f", r.ms);
+    if (r.ok() && b) std::snprintf(ratio, sizeof ratio, "%.2f", r.ms / b->ms);
+    std::string note = r.detail.substr(0, 100);
+    if (r.stored) note = "(stored) " + note;
+    if (&r == b) note = "<- best " + note;
+    std::snprintf(line, sizeof line, "%-*s  %-14s  %10s  %7s  %s\n", static_cast<int>(w), to_string(r.config).c_str(),
+                  status_name(r.status), ms, ratio, note.c_str());
+    os << line;
+  }
+  return os.str();
+}
+
+namespace {
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
+  return q + "\"";
+}
+std::string xml(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+}  // namespace
+
+std::string Report::csv() const {
+  std::set<std::string> names;
+  for (const auto& r : results)
+    for (const auto& [k, v] : r.config) names.insert(k);
+  std::ostringstream os;
+  for (const auto& n : names) os << csv_field(n) << ",";
+  os << "status,ms,compile_ms,stored,detail\n";
+  for (const auto& r : results) {
+    for (const auto& n : names) {
+      auto it = r.config.find(n);
+      if (it != r.config.end()) os << it->second;
+      os << ",";
+    }
+    os << csv_field(status_name(r.status)) << "," << (r.ok() ? std::to_string(r.ms) : "inf") << "," << r.compile_ms
+       << "," << (r.stored ? 1 : 0) << "," << csv_field(r.detail) << "\n";
+  }
+  return os.str();
+}
+
+std::string Report::svg_heatmap(const std::string& x, const std::string& y) const {
+  std::set<std::int64_t> xs, ys;
+  for (const auto& r : results) {
+    if (auto i = r.config.find(x); i != r.config.end()) xs.insert(i->second);
+    if (auto j = r.config.find(y); j != r.config.end()) ys.insert(j->second);
+  }
+  // The best result at each cell over the other parameters; failed when every one there failed.
+  std::map<std::pair<std::int64_t, std::int64_t>, double> cell;
+  for (const auto& r : results) {
+    auto i = r.config.find(x), j = r.config.find(y);
+    if (i == r.config.end() || j == r.config.end()) continue;
+    auto key = std::make_pair(i->second, j->second);
+    double ms = r.ok() ? r.ms : std::numeric_limits<double>::infinity();
+    auto [it, fresh] = cell.emplace(key, ms);
+    if (!fresh) it->second = std::min(it->second, ms);
+  }
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (const auto& [k, ms] : cell)
+    if (std::isfinite(ms)) lo = std::min(lo, ms), hi = std::max(hi, ms);
+  const int cw = 90, ch = 44, left = 90, top = 60;
+  int width = left + cw * static_cast<int>(xs.size()) + 20, height = top + ch * static_cast<int>(ys.size()) + 60;
+  std::ostringstream os;
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+     << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  os << "<text x=\"10\" y=\"20\" font-size=\"14\">" << xml(tuner + " on " + device + ": " + problem)
+     << " (ms, best over other parameters; green is fastest)</text>\n";
+  os << "<text x=\"" << left + cw * static_cast<int>(xs.size()) / 2 << "\" y=\"" << top - 24
+     << "\" text-anchor=\"middle\">" << xml(x) << "</text>\n";
+  os << "<text x=\"10\" y=\"" << top + ch * static_cast<int>(ys.size()) / 2 << "\">" << xml(y) << "</text>\n";
+  int col = 0;
+  for (auto xv : xs) {
+    os << "<text x=\"" << left + col * cw + cw / 2 << "\" y=\"" << top - 6 << "\" text-anchor=\"middle\">" << xv
+       << "</text>\n";
+    ++col;
+  }
+  int row = 0;
+  for (auto yv : ys) {
+    os << "<text x=\"" << left - 8 << "\" y=\"" << top + row * ch + ch / 2 + 4 << "\" text-anchor=\"end\">" << yv
+       << "</text>\n";
+    col = 0;
+    for (auto xv : xs) {
+      int px = left + col * cw, py = top + row * ch;
+      auto it = cell.find({xv, yv});
+      std::string fill = "#ffffff", label;
+      if (it == cell.end()) {
+        label = "";
+      } else if (!std::isfinite(it->second)) {
+        fill = "#b0b0b0", label = "failed";
+      } else {
+        // Green (fastest) to red (slowest), on a log scale of the time.
+        double t = hi > lo ? std::log(it->second / lo) / std::log(hi / lo) : 0;
+        int red = static_cast<int>(60 + 195 * t), green = static_cast<int>(200 - 140 * t);
+        char c[8];
+        std::snprintf(c, sizeof c, "#%02x%02x50", red, green);
+        fill = c;
+        char ms[32];
+        std::snprintf(ms, sizeof ms, "%.3g", it->second);
+        label = ms;
+      }
+      os << "<rect x=\"" << px << "\" y=\"" << py << "\" width=\"" << cw - 2 << "\" height=\"" << ch - 2 << "\" fill=\""
+         << fill << "\"/>\n";
+      os << "<text x=\"" << px + cw / 2 << "\" y=\"" << py + ch / 2 + 4 << "\" text-anchor=\"middle\">" << label
+         << "</text>\n";
+      ++col;
+    }
+    ++row;
+  }
+  os << "</svg>\n";
+  return os.str();
+}
+
+}  // namespace vantage::tune
