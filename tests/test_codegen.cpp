@@ -45,7 +45,8 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       {"block_load_copy", 1},  // between staging the tile and BlockLoad
       {"block_reduce", 1},     // between the warps publishing their sums and every warp reading them
       {"sgemm_naive", 0},     {"sgemm_coalesced", 0},
-      {"sgemm_smem", 2},  // per K step: before overwriting the tiles, before reading them
+      {"sgemm_smem", 2},   // per K step: before overwriting the tiles, before reading them
+      {"sgemm_reg1d", 2},  // the same, with 8 rows of C per thread
       {"vec_copy", 0},
   };
   ASSERT_EQ(kMinimum.size(), examples::all().size()) << "every example needs its hand-written count";

@@ -369,8 +369,8 @@ Kernel sgemm_one_per_thread(const char* name, bool coalesced) {
 Kernel sgemm_naive() { return sgemm_one_per_thread("sgemm_naive", false); }
 Kernel sgemm_coalesced() { return sgemm_one_per_thread("sgemm_coalesced", true); }
 
-Kernel sgemm_smem(int kTile) {
-  KernelBuilder k(kTile == 32 ? "sgemm_smem" : "sgemm_smem_" + std::to_string(kTile));
+Kernel sgemm_smem(int kTile, const std::string& name) {
+  KernelBuilder k(!name.empty() ? name : kTile == 32 ? "sgemm_smem" : "sgemm_smem_" + std::to_string(kTile));
   auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
   k.block_threads(kTile * kTile);
   k.shared_budget(2 * kTile * kTile * 4);
@@ -426,6 +426,73 @@ Kernel sgemm_smem(int kTile) {
   return k.build();
 }
 
+Kernel sgemm_reg1d(const Reg1dShape& sh, const std::string& name) {
+  const int BM = sh.bm, BN = sh.bn, BK = sh.bk, TM = sh.tm;
+  const int T = BM * BN / TM;  // threads: each computes TM rows of one column of the block's tile
+  KernelBuilder k(!name.empty() ? name : "sgemm_reg1d");
+  auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
+  k.block_threads(T);
+  k.shared_budget((BM * BK + BK * BN) * 4);
+  k.body([&](Scope& g) {
+    auto nbn = g.let("nbn", (N + BN - 1) / BN);
+    auto brow = g.let("brow", g.id(block(1)) / nbn);
+    auto bcol = g.let("bcol", g.id(block(1)) % nbn);
+    g.partition(
+        C, block(1), [&](Expr i) { return brow * BM * N + bcol * BN + i; },
+        [&](Scope& g, View C_blk) {
+          g.group(block(1), [&](Scope& b) {
+            auto As = b.shared<float>("As", BM * BK);
+            auto Bs = b.shared<float>("Bs", BK * BN);
+            auto t = b.let("t", b.id(thread(1)));
+            auto tr = b.let("tr", t / BN);  // the thread's rows: tr * TM .. tr * TM + TM - 1
+            auto tc = b.let("tc", t % BN);
+            auto acc = b.local_array("acc", ScalarType::F32, TM, at(thread(1)));
+            for (int i = 0; i < TM; ++i) acc[i] = 0.0f;
+            b.for_("kb", 0, K, BK, [&](Scope& b, Expr kb) {
+              // Each thread stages BM * BK / T elements of A and BK * BN / T of B, striped by T so
+              // that neighbouring threads read neighbouring elements; zeros past the edges.
+              b.partition(
+                  As, thread(1), [&](Expr i) { return t + i * T; },
+                  [&](Scope& b, View As_t) {
+                    b.group(thread(1), [&](Scope& th) {
+                      for (int l = 0; l < BM * BK / T; ++l) {
+                        auto r = th.let("a_row", brow * BM + (t + l * T) / BK);
+                        auto c = th.let("a_col", kb + (t + l * T) % BK);
+                        As_t[l] = select(r < M && c < K, A[min(r, M - 1) * K + min(c, K - 1)], 0.0f);
+                      }
+                    });
+                  });
+              b.partition(
+                  Bs, thread(1), [&](Expr i) { return t + i * T; },
+                  [&](Scope& b, View Bs_t) {
+                    b.group(thread(1), [&](Scope& th) {
+                      for (int l = 0; l < BK * BN / T; ++l) {
+                        auto r = th.let("b_row", kb + (t + l * T) / BN);
+                        auto c = th.let("b_col", bcol * BN + (t + l * T) % BN);
+                        Bs_t[l] = select(r < K && c < N, B[min(r, K - 1) * N + min(c, N - 1)], 0.0f);
+                      }
+                    });
+                  });
+              b.for_("kk", 0, BK, [&](Scope& b, Expr kk) {
+                auto bv = b.let("b_val", Bs[kk * BN + tc]);
+                for (int i = 0; i < TM; ++i) acc[i] = acc[i] + As[(tr * TM + i) * BK + kk] * bv;
+              });
+            });
+            b.partition(
+                C_blk, thread(1), [&](Expr i) { return tr * TM * N + tc + i * N; },
+                [&](Scope& b, View C_t) {
+                  b.group(thread(1), [&](Scope& th) {
+                    for (int i = 0; i < TM; ++i)
+                      th.if_(brow * BM + tr * TM + i < M && bcol * BN + tc < N,
+                             [&](Scope&) { C_t[i] = alpha * acc[i] + beta * C_t[i]; });
+                  });
+                });
+          });
+        });
+  });
+  return k.build();
+}
+
 Kernel vec_copy() {
   KernelBuilder k("vec_copy");
   auto n = k.param<int>("n");
@@ -466,6 +533,8 @@ const std::vector<Example>& all() {
       {"sgemm_naive", "sgemm rung 1: one C element per thread, uncoalesced", sgemm_naive},
       {"sgemm_coalesced", "sgemm rung 2: one C element per thread, coalesced", sgemm_coalesced},
       {"sgemm_smem", "sgemm rung 3: 32x32 tiles staged in shared memory", [] { return sgemm_smem(32); }},
+      {"sgemm_reg1d", "sgemm rung 4: 64x64 block tiles, 8 rows of C per thread (1-D register blocking)",
+       [] { return sgemm_reg1d(); }},
       {"vec_copy", "each thread copies 4 floats with one 16-byte load and store", vec_copy},
   };
   return kAll;

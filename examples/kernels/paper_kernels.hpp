@@ -38,7 +38,15 @@ Kernel sgemm_naive();
 Kernel sgemm_coalesced();
 /// sgemm rung 3: tile x tile blocks staged in shared memory, tile * tile threads per block; any M, N
 /// and K (edge tiles are padded with zeros and their stores guarded).
-Kernel sgemm_smem(int tile = 32);
+Kernel sgemm_smem(int tile = 32, const std::string& name = "");  ///< name: "sgemm_smem[_TILE]" by default
+/// sgemm rung 4's shape: a block computes a bm x bn tile of C, stepping K by bk; each of its
+/// bm * bn / tm threads computes tm consecutive rows of one column, in registers. Needs bm % tm == 0,
+/// (bm * bk) and (bk * bn) multiples of the thread count, and at most 1024 threads.
+struct Reg1dShape {
+  int bm = 64, bn = 64, bk = 8, tm = 8;
+};
+/// sgemm rung 4 (1-D register blocking); any M, N and K (edge tiles padded, stores guarded).
+Kernel sgemm_reg1d(const Reg1dShape& shape = {}, const std::string& name = "");
 /// Each thread copies 4 consecutive floats: one 16-byte vector load and store where all 4 are inside
 /// n, one by one in the last thread's tail.
 Kernel vec_copy();

@@ -155,14 +155,21 @@ std::vector<float> sgemm_reference(std::int64_t M, std::int64_t N, std::int64_t 
   return C;
 }
 
+RunResult run_sgemm(const Kernel& k, const Size& s, const Device& d, Grid g);
+
 RunResult run_sgemm(const Kernel& k, const Size& s, const Device& d, bool tiled) {
+  std::int64_t M = s.at("M"), N = s.at("N");
+  Grid g = tiled ? Grid{std::max<std::int64_t>(1, ceil_div(M, 32) * ceil_div(N, 32)), 1024}
+                 : Grid{std::max<std::int64_t>(1, ceil_div(M * N, 256)), 256};
+  return run_sgemm(k, s, d, g);
+}
+
+RunResult run_sgemm(const Kernel& k, const Size& s, const Device& d, Grid g) {
   std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
   float alpha = 1.5f, beta = 0.5f;
   auto A = floats(M * K, 5), B = floats(K * N, 6), C = floats(M * N, 7);
   auto want = sgemm_reference(M, N, K, alpha, beta, A, B, C);
   Staged sA(d, A), sB(d, B), sC(d, C);
-  Grid g = tiled ? Grid{std::max<std::int64_t>(1, ceil_div(M, 32) * ceil_div(N, 32)), 1024}
-                 : Grid{std::max<std::int64_t>(1, ceil_div(M * N, 256)), 256};
   auto rep = k.launch(d, g, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, beta, sA.read_only(),
                       sB.read_only(), sC.arg());
   sC.fetch();
@@ -234,6 +241,12 @@ const std::map<std::string, Case>& cases() {
       {"sgemm_smem",
        {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, true); },
         {{{"M", 40}, {"N", 33}, {"K", 37}}, {{"M", 32}, {"N", 32}, {"K", 32}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
+      {"sgemm_reg1d",
+       {[](const Kernel& k, const Size& s, const Device& d) {
+          return run_sgemm(k, s, d,
+                           Grid{std::max<std::int64_t>(1, ceil_div(s.at("M"), 64) * ceil_div(s.at("N"), 64)), 512});
+        },
+        {{{"M", 70}, {"N", 65}, {"K", 19}}, {{"M", 64}, {"N", 64}, {"K", 16}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
       {"warp_mma", {run_warp_mma, {{}, {}, {}}}},
       // The naive mma kernel tiles C in 16x8 and K in 8 with no edge handling and requires multiples.
       {"mma_tf32_naive",
