@@ -22,8 +22,6 @@ Expr combine(Op op, const Expr& a, const Expr& b) {
   return a + b;
 }
 
-bool power_of_two(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
-
 /// The block size a block-level helper needs: declared, a multiple of 32, at most 1024. Diagnoses
 /// (at the caller's line) and returns nothing otherwise.
 std::optional<std::int64_t> warps_block(Scope& s, const char* helper, const Loc& loc) {
@@ -159,13 +157,12 @@ Var warp_inclusive_scan(Scope& warp, std::string name, const ExprArg& value, Op 
 }
 
 Var block_reduce(Scope& b, std::string name, const ExprArg& value, Op op, Loc loc) {
-  Var v = b.let(name, value, at(thread(1)), loc);
+  Var v = b.let(name + "_part", value, at(thread(1)), loc);
   auto threads = warps_block(b, "block_reduce", loc);
   if (!threads) return v;
   const std::int64_t warps = *threads / 32;
   b.group(
       thread(32), [&](Scope& w) { butterfly(w, v, op, 32, name, loc); }, loc);
-  if (warps == 1) return v;
   // Lane 0 of each warp publishes the warp's result.
   View partial = b.shared(name + "_warps", value.expr.type(), warps, loc);
   Var wid = b.let(name + "_warp", b.id(thread(32), loc), loc);
@@ -185,24 +182,14 @@ Var block_reduce(Scope& b, std::string name, const ExprArg& value, Op op, Loc lo
             loc);
       },
       loc);
-  // Every warp combines the partials: with a power-of-two count each aligned group of `warps` lanes
-  // holds all of them once, so a butterfly over that width gives every lane the block's result.
-  b.group(
-      thread(32),
-      [&](Scope& w) {
-        Expr lane = w.id(thread(1), loc);  // in the warp: a range the bounds proof sees
-        if (power_of_two(warps)) {
-          w.assign(v, partial[IndexArg(lane % warps, loc)], loc);
-          butterfly(w, v, op, static_cast<int>(warps), name + "_w", loc);
-        } else {
-          // Lanes past the partials hold a neutral value: 0 for a sum, a repeated partial for min and max.
-          Expr filler = op == Op::Sum ? cast(value.expr.type(), 0) : Expr(partial[IndexArg(0, loc)]);
-          w.assign(v, select(lane < warps, partial[IndexArg(min(lane, warps - 1), loc)], filler), loc);
-          butterfly(w, v, op, 32, name + "_w", loc);
-        }
-      },
-      loc);
-  return v;
+  // After the barrier, the whole block reads the partials in order (loads every thread makes at
+  // the same address, so the result is one value of the block, living at block(1)).
+  Var total = b.let(name, partial[IndexArg(0, loc)], loc);
+  if (warps > 1)
+    b.for_(
+        name + "_w", 1, warps,
+        [&](Scope& b, Expr w) { b.assign(total, combine(op, total, partial[IndexArg(w, loc)]), loc); }, loc);
+  return total;
 }
 
 Var block_inclusive_scan(Scope& b, std::string name, const ExprArg& value, Op op, Loc loc) {

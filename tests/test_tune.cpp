@@ -5,6 +5,7 @@
 // time budget leaves configurations unmeasured and unstored; the reports say what happened.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -145,7 +146,7 @@ TEST(Tune, ASecondRunMeasuresOnlyTheConfigurationsItHasNoResultFor) {
   o.directory = dir.path.string();
   o.repetitions = 2;
   Device d = host_device();
-  int made = 0;
+  std::atomic<int> made{0};  // the factory runs on the tuner's workers, several at once
   auto counting = [&](const tune::Config& c) {
     ++made;
     return make(c);

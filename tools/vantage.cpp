@@ -15,6 +15,7 @@
 
 #include "kernels/paper_kernels.hpp"
 #include "kernels/runs.hpp"
+#include "kernels/tuning.hpp"
 #include "tools/cache_cli.h"
 
 namespace {
@@ -43,6 +44,10 @@ Usage:
                                 or best; --against-interpreter: on the CPU or a GPU, also run it on
                                 the interpreter and compare the two results
   vantage devices               list the devices of this host and which one Device::best() picks
+  vantage tune sgemm [OPTIONS]  tune sgemm rung 4 over its tile shapes on a device: every
+                                configuration compiled in parallel, checked and timed, failures
+                                scored as infinitely slow, results stored for the next run; a
+                                table, CSV and an SVG heatmap (see vantage tune sgemm --help)
   vantage cache COMMAND         the on-disk kernel cache: path, ls, stat, verify, prune, clear,
                                 export, import (see vantage cache --help)
   vantage version               print the version and the NVRTC found
@@ -317,6 +322,16 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "run") return run_main(argc, argv);
+  if (cmd == "tune") {
+    if (argc < 3 || std::string(argv[2]) != "sgemm") {
+      bool help = argc >= 3 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"));
+      std::fprintf(help ? stdout : stderr,
+                   "usage: vantage tune sgemm [OPTIONS]   (see vantage tune sgemm --help)\n"
+                   "the tuners: sgemm (rung 4 of the sgemm ladder over BM, BN, BK and TM)\n");
+      return help ? 0 : 2;
+    }
+    return vantage::examples::tune_sgemm_main(std::vector<std::string>(argv + 3, argv + argc), "vantage tune sgemm");
+  }
   if (cmd == "devices") return devices_main();
   if (cmd == "cuda" || cmd == "ptx" || cmd == "compile" || cmd == "lower" || cmd == "llvm" || cmd == "llvm-opt") {
     vantage::Spec spec;

@@ -525,11 +525,13 @@ std::string Report::svg_heatmap(const std::string& x, const std::string& y) cons
   for (const auto& [k, ms] : cell)
     if (std::isfinite(ms)) lo = std::min(lo, ms), hi = std::max(hi, ms);
   const int cw = 90, ch = 44, left = 90, top = 60;
-  int width = left + cw * static_cast<int>(xs.size()) + 20, height = top + ch * static_cast<int>(ys.size()) + 60;
+  std::string title = tuner + " on " + device + ": " + problem;
+  int width = std::max(left + cw * static_cast<int>(xs.size()) + 20, 40 + 7 * static_cast<int>(title.size() + 56));
+  int height = top + ch * static_cast<int>(ys.size()) + 20;
   std::ostringstream os;
   os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
      << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  os << "<text x=\"10\" y=\"20\" font-size=\"14\">" << xml(tuner + " on " + device + ": " + problem)
+  os << "<text x=\"10\" y=\"20\" font-size=\"14\">" << xml(title)
      << " (ms, best over other parameters; green is fastest)</text>\n";
   os << "<text x=\"" << left + cw * static_cast<int>(xs.size()) / 2 << "\" y=\"" << top - 24
      << "\" text-anchor=\"middle\">" << xml(x) << "</text>\n";

@@ -61,11 +61,11 @@ Var warp_reduce(Scope& warp, std::string name, const ExprArg& value, Op op,
 Var warp_inclusive_scan(Scope& warp, std::string name, const ExprArg& value, Op op,
                         std::source_location loc = std::source_location::current());
 
-/// `value` (one per thread) combined over the whole block, so that every thread holds the block's
-/// result: each warp reduces with shuffles, lane 0 of each writes its warp's result into shared memory
-/// (T / 32 elements, allocated here), and after the barrier the sync pass places, every warp reduces
-/// those partials with shuffles again. At block(1); the block size must be a multiple of 32, at most
-/// 1024.
+/// `value` (one per thread) combined over the whole block, as one value of the block (a variable
+/// living at block(1), so it may bound a loop or guard a barrier): each warp reduces with shuffles,
+/// lane 0 of each writes its warp's result into shared memory (T / 32 elements, allocated here), and
+/// after the barrier the sync pass places, the block reads the partials in warp order. At block(1);
+/// the block size must be a multiple of 32, at most 1024.
 Var block_reduce(Scope& block, std::string name, const ExprArg& value, Op op,
                  std::source_location loc = std::source_location::current());
 

@@ -120,7 +120,10 @@ struct Report {
   std::string svg_heatmap(const std::string& x, const std::string& y) const;
 };
 
-/// Tunes `make` over `space` on `device` for `problem` (see the header comment).
+/// Tunes `make` over `space` on `device` for `problem` (see the header comment). `make` is called
+/// on the worker threads, several at once: it must be safe to call concurrently (building kernels
+/// is; a counter it keeps must be atomic). `problem.run` and `problem.check` are called on the
+/// calling thread only.
 Report tune(const std::string& name, const Space& space, const std::function<Candidate(const Config&)>& make,
             const Problem& problem, const Device& device, const Options& options = {});
 

@@ -458,6 +458,11 @@ class Gen {
   /// in a warp region, of the block otherwise: `body()` with tid_ the thread. A loop over 32 lanes
   /// (in a loop over warps), which LLVM vectorizes; the checks made in it are reported after it.
   void threads(Value* mask, const std::function<void()>& body, const LaneRange* range = nullptr) {
+    // A range of at most 4 lanes (`lane < 1`: the first thread of each warp) stays a scalar loop:
+    // vectorized by 16, its one iteration became a masked gather and scatter per access.
+    bool few = false;
+    if (range && (range->op == BinOp::Lt || range->op == BinOp::Le))
+      if (auto k = const_int(range->k)) few = *k + (range->op == BinOp::Le ? 1 : 0) <= 4;
     std::vector<PendingCheck> checks;
     auto* saved_pending = pending_;
     pending_ = &checks;
@@ -475,7 +480,7 @@ class Gen {
             one_thread(mask, body);
             tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
           },
-          "lane", true);
+          "lane", !few);
     };
     if (flat_ && !warp_) {
       // One loop over the block (tid = 32 w + l still holds for the position arithmetic).
