@@ -353,3 +353,64 @@ TEST(Library, AWarpReduceOutsideAWarpIsTheShufflesErrorAtTheCallersLine) {
 
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+// A shuffle from one lane that every lane names (a warp-uniform lane) is a broadcast: its result is
+// typed as one value of the warp, so it may bound a loop and guard a sync_warp (issue 11, item 0).
+// From a lane that varies per thread it stays a per-thread value, and the same code is refused.
+int loop_line = 0, if_line = 0;
+Kernel broadcast_kernel(bool uniform_lane) {
+  KernelBuilder k(uniform_lane ? "broadcast" : "not_broadcast");
+  auto xs = k.param<GlobalPtr<const int>>("x", extent(64));
+  auto out = k.param<GlobalPtr<int>>("out", extent(64));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 64, [&](Scope& b, Expr, View out_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(32), [&](Scope& w) {
+              Var lane = w.let("lane", w.id(thread(1)));
+              Var v = w.let("v", xs[t], at(thread(1)));
+              Var trips = w.shfl_idx("trips", v, uniform_lane ? Expr(3) : Expr(lane));  // lane 3's value
+              Var acc = w.let("acc", 0, at(thread(1)));
+              loop_line = __LINE__ + 1;
+              w.for_("i", 0, trips, [&](Scope& w, Expr) { w.assign(acc, acc + lane); });
+              if_line = __LINE__ + 1;
+              w.if_(trips > 2, [&](Scope& w) { w.sync_warp(); });
+              w.group(thread(1), [&](Scope&) { mine[0] = acc; });
+            });
+          });
+    });
+  });
+  return k.build();
+}
+
+TEST(Library, AShuffleFromAWarpUniformLaneIsAValueOfTheWarp) {
+  Kernel kernel = broadcast_kernel(true);
+  std::vector<int> x(64);
+  for (int i = 0; i < 64; ++i) x[static_cast<std::size_t>(i)] = i % 7;
+  std::vector<int> want(64);
+  for (int i = 0; i < 64; ++i)
+    want[static_cast<std::size_t>(i)] = (i % 32) * x[static_cast<std::size_t>(i / 32 * 32 + 3)];
+  for (const Device& d : devices()) {
+    std::vector<int> got(64, -1);
+    kernel.launch(d, Grid{1, 64}, std::as_const(x), got);
+    EXPECT_EQ(got, want) << d.name();
+  }
+  if (nvrtc_available()) EXPECT_FALSE(kernel.cubin(Spec{}).empty()) << "NVRTC compiles the loop and the sync_warp";
+}
+
+TEST(Library, AShuffleFromAPerThreadLaneStaysPerThread) {
+  try {
+    broadcast_kernel(false);
+    FAIL() << "accepted a loop bounded by a per-thread shuffle result in warp code";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0204", loop_line, "tests/test_library.cpp"));
+    EXPECT_TRUE(testing::has_diag(e, "V0203", if_line, "tests/test_library.cpp"));
+  }
+}
+}  // namespace
+}  // namespace vantage

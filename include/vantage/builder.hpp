@@ -338,6 +338,9 @@ class Scope {
                 std::source_location loc = std::source_location::current());
   Var shfl_up(std::string name, const ExprArg& value, const ExprArg& delta,
               std::source_location loc = std::source_location::current());
+  /// `value` of lane `lane`. With a lane the same for the whole warp (a constant, or a value living at
+  /// thread(32) or wider) it is a broadcast, and the result lives at thread(32): one value of the warp,
+  /// which may bound a loop or guard a `sync_warp`. Otherwise it lives at thread(1).
   Var shfl_idx(std::string name, const ExprArg& value, const ExprArg& lane,
                std::source_location loc = std::source_location::current());
   /// Warp votes; the result is uniform across the warp.

@@ -1208,10 +1208,13 @@ class Checker {
         operand_value(n, 0, std::nullopt, "value");
         if (!n.args.empty() && n.args[0] && (n.args[0]->type == ScalarType::Bool))
           operand_error(n, "cannot shuffle a bool");
-        operand_value(n, 1, std::nullopt, "lane operand");
+        Perspective lane = operand_value(n, 1, std::nullopt, "lane operand");
         if (n.args.size() > 1 && n.args[1] && !is_integer(n.args[1]->type))
           operand_error(n, "lane operand must be an integer");
-        output(thread(1));
+        // Every lane reading the same lane is a broadcast: the result is one value of the warp, so it
+        // may bound a loop or guard a sync_warp there.
+        bool broadcast = n.op == IntrinsicOp::ShflIdx && narrower_eq(warp(), lane) == Truth::Yes;
+        output(broadcast ? warp() : thread(1));
         break;
       }
       case IntrinsicOp::VoteAll:
