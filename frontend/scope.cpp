@@ -130,6 +130,10 @@ Var Scope::let(std::string name, const ExprArg& value, At a, std::source_locatio
   return BuilderAccess::var(v, loc);
 }
 
+Expr Scope::grid_blocks(std::source_location l) {
+  return BuilderAccess::expr(ir::make<ir::Builtin>(ScalarType::I32, ir::BuiltinKind::BlocksInGrid, here(l)));
+}
+
 Expr Scope::id(Perspective p, std::source_location l) {
   return BuilderAccess::expr(ir::make<ir::Id>(ScalarType::I32, p, here(l)));
 }

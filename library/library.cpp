@@ -122,6 +122,49 @@ void for_each(Scope& grid, const View& out, const ExprArg& n,
       loc);
 }
 
+void grid_stride(Scope& grid, const View& out, const ExprArg& n,
+                 const std::function<void(Scope& th, Expr i, ElemRef out_i)>& body, Loc loc) {
+  auto threads = grid.block_threads();
+  if (!threads) {
+    grid.diagnose(
+        "V0913",
+        "lib::grid_stride needs the kernel's block size: call block_threads() before body() (and not in a device "
+        "function)",
+        loc);
+    return;
+  }
+  const Expr count = n.expr;
+  Var stride = grid.let("stride", grid.grid_blocks(loc) * *threads, loc);  // threads in the launch
+  Var gid = grid.let("gid", grid.id(thread(1), loc), loc);
+  grid.partition(
+      out, thread(1), [&](Expr k) { return gid + k * stride; },
+      [&](Scope& g, View mine) {
+        g.group(
+            thread(1),
+            [&](Scope& th) {
+              // Rounds: ceil((n - gid) / stride), in 64 bits (n - gid + stride - 1 may pass INT_MAX);
+              // none when gid >= n. Every i = gid + k * stride below it is under n, so fits an i32.
+              Expr wide = cast(ScalarType::I64, stride);
+              Var rounds = th.let(
+                  "rounds",
+                  cast(
+                      ScalarType::I32,
+                      max(cast(ScalarType::I64, count) - cast(ScalarType::I64, gid) + wide - 1, Expr(0LL, loc)) / wide),
+                  loc);
+              th.for_(
+                  "k", 0, rounds,
+                  [&](Scope& th, Expr k) {
+                    Expr i = gid + k * stride;
+                    th.if_(
+                        i < count, [&](Scope& th) { body(th, i, mine[IndexArg(k, loc)]); }, loc);
+                  },
+                  loc);
+            },
+            loc);
+      },
+      loc);
+}
+
 void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,
                    const std::function<void(Scope& th, Expr i)>& body, Loc loc) {
   auto threads = block.block_threads();

@@ -414,3 +414,48 @@ TEST(Library, AShuffleFromAPerThreadLaneStaysPerThread) {
 }
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+TEST(Library, AGridStrideLoopCoversEveryElementWithAnyNumberOfBlocks) {
+  KernelBuilder k("add_index_strided");
+  auto n = k.param<int>("n");
+  auto y = k.param<GlobalPtr<int>>("y", extent(n));
+  k.block_threads(64);
+  k.body([&](Scope& g) { lib::grid_stride(g, y, n, [&](Scope&, Expr i, ElemRef yi) { yi = yi + i * 2; }); });
+  Kernel kernel = k.build();
+  for (int n : {1, 100, 1000, 4097})
+    for (std::int64_t blocks : {std::int64_t{1}, std::int64_t{3}, lib::blocks_for(n, 64), lib::blocks_for(n, 64) + 2})
+      for (const Device& d : devices()) {
+        std::vector<int> y(static_cast<std::size_t>(n), 5), want(y);
+        for (int i = 0; i < n; ++i) want[static_cast<std::size_t>(i)] += 2 * i;
+        kernel.launch(d, Grid{blocks, 64}, n, y);
+        EXPECT_EQ(y, want) << "n=" << n << " over " << blocks << " blocks on " << d.name();
+      }
+  std::string cuda = kernel.source(Spec{});
+  EXPECT_NE(cuda.find("gridDim.x"), std::string::npos) << cuda;
+  if (nvrtc_available()) EXPECT_FALSE(kernel.cubin(Spec{}).empty());
+}
+
+TEST(Library, TheGridsBlocksAreOneValueOfTheGrid) {
+  // grid_blocks() may bound a loop at grid(1) and guard a block-wide barrier.
+  KernelBuilder k("blocks_value");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    Var acc = g.let("acc", 0, at(thread(1)));
+    g.for_("b", 0, g.grid_blocks(), [&](Scope& g, Expr) { g.assign(acc, acc + 1); });
+    lib::for_each_block(g, out, [&](Scope& b, Expr, View out_b) {
+      b.if_(b.grid_blocks() > 1, [&](Scope& b) { b.sync_threads(); });
+      lib::store_by_one(b, out_b, 0, acc);
+    });
+  });
+  Kernel kernel = k.build();
+  for (const Device& d : devices()) {
+    std::vector<int> got(5, -1);
+    kernel.launch(d, Grid{5, 32}, got);
+    EXPECT_EQ(got, std::vector<int>(5, 5)) << d.name();
+  }
+}
+}  // namespace
+}  // namespace vantage

@@ -255,6 +255,10 @@ class Scope {
   /// helpers written over these primitives (the device library) whose preconditions fail.
   void diagnose(std::string code, std::string message, std::source_location loc = std::source_location::current());
 
+  /// The launch's blocks (`gridDim.x`, an i32 from 1), the same value everywhere: for grid-stride
+  /// loops. With `block_threads()` it is the launch shape.
+  Expr grid_blocks(std::source_location loc = std::source_location::current());
+
   /// The index of the narrower unit `p` inside the code's current perspective (relative, from 0).
   Expr id(Perspective p, std::source_location loc = std::source_location::current());
 

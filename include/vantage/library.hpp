@@ -40,6 +40,15 @@ void for_each(Scope& grid, const View& out, const ExprArg& n,
               const std::function<void(Scope& th, Expr i, ElemRef out_i)>& body, Tile tile = {},
               std::source_location loc = std::source_location::current());
 
+/// A grid-stride loop: at grid(1), thread g of the launch (of B blocks of T threads, B read as the
+/// kernel runs, `Scope::grid_blocks()`) runs `body(th, i, out_i)` at thread(1) for i = g, g + B*T,
+/// g + 2*B*T, ... while i < n, with `out_i` its own `out[i]`. Any number of blocks covers all n
+/// elements (a fixed grid the size of the device, say). The primitive form: a partition of `out`
+/// straight to thread(1) with index g + k*B*T, a group over threads, a loop over k.
+void grid_stride(Scope& grid, const View& out, const ExprArg& n,
+                 const std::function<void(Scope& th, Expr i, ElemRef out_i)>& body,
+                 std::source_location loc = std::source_location::current());
+
 /// A block-strided loop at block(1): thread t of the block runs `body(th, i)` at thread(1) for
 /// i = begin + t, begin + t + T, ... while i < end. Nothing is written for the caller; use it to read
 /// (into a variable living at thread(1)) or to write memory the caller partitioned.

@@ -193,21 +193,22 @@ class Gen {
     std::vector<llvm::Type*> params;
     const auto& kp = L_.kernel.params;
     for (const auto& p : kp) params.push_back(p.mem ? static_cast<llvm::Type*>(ptr) : type(p.var->type));
-    params.insert(params.end(), {i64, ptr, ptr, ptr});  // block, shared, scratch, error
+    params.insert(params.end(), {i64, i64, ptr, ptr, ptr});  // block, blocks, shared, scratch, error
     auto* body_ty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
     fn_ = llvm::Function::Create(body_ty, llvm::Function::InternalLinkage, entry_name_ + ".body", m);
     for (std::size_t i = 0; i < kp.size(); ++i)
       if (kp[i].mem) fn_->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
-    fn_->addParamAttr(static_cast<unsigned>(kp.size() + 1), llvm::Attribute::NoAlias);
     fn_->addParamAttr(static_cast<unsigned>(kp.size() + 2), llvm::Attribute::NoAlias);
+    fn_->addParamAttr(static_cast<unsigned>(kp.size() + 3), llvm::Attribute::NoAlias);
     fn_->addFnAttr(llvm::Attribute::AlwaysInline);
     fn_->addFnAttr(llvm::Attribute::NoUnwind);
     entry_bb_ = BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry_bb_);
     block_ = fn_->getArg(static_cast<unsigned>(kp.size()));
-    shared_ = fn_->getArg(static_cast<unsigned>(kp.size() + 1));
-    scratch_ = fn_->getArg(static_cast<unsigned>(kp.size() + 2));
-    err_ = fn_->getArg(static_cast<unsigned>(kp.size() + 3));
+    blocks_ = fn_->getArg(static_cast<unsigned>(kp.size() + 1));
+    shared_ = fn_->getArg(static_cast<unsigned>(kp.size() + 2));
+    scratch_ = fn_->getArg(static_cast<unsigned>(kp.size() + 3));
+    err_ = fn_->getArg(static_cast<unsigned>(kp.size() + 4));
 
     Frame top;
     top.bid = b_.CreateTrunc(block_, b_.getInt32Ty());
@@ -242,7 +243,7 @@ class Gen {
     b_.CreateRetVoid();
 
     // The entry: unpacks `args` (pointers to each value, as cuLaunchKernel takes them).
-    auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, ptr, ptr, ptr}, false);
+    auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64, ptr, ptr, ptr}, false);
     auto* entry = llvm::Function::Create(entry_ty, llvm::Function::ExternalLinkage, entry_name_, m);
     entry->addFnAttr(llvm::Attribute::NoUnwind);
     b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", entry));
@@ -254,7 +255,7 @@ class Gen {
       else  // as the launcher packs it: bool a byte, 16-bit floats their bits
         args.push_back(from_mem(b_.CreateLoad(memtype(kp[i].var->type), slot), kp[i].var->type));
     }
-    for (unsigned i = 1; i < 5; ++i) args.push_back(entry->getArg(i));
+    for (unsigned i = 1; i < 6; ++i) args.push_back(entry->getArg(i));
     b_.CreateCall(fn_, args);
     b_.CreateRetVoid();
     out_.scratch = scratch_bytes_;
@@ -1032,6 +1033,7 @@ class Gen {
   Value* builtin(BuiltinKind which) {
     Frame& f = *frame_;
     if (which == BuiltinKind::BlockInGrid) return f.bid;
+    if (which == BuiltinKind::BlocksInGrid) return b_.CreateTrunc(blocks_, b_.getInt32Ty());
     if (!f.tid_array) {
       if (!tid_) throw InternalError("cpu: the thread's position read outside a thread loop");
       return tid_;
@@ -1100,7 +1102,7 @@ class Gen {
                               return true;
                             },
                             [](const Id&) { return false; },
-                            [&](const Builtin& n) { return n.which == BuiltinKind::BlockInGrid; },
+                            [&](const Builtin& n) { return n.which != BuiltinKind::ThreadInBlock; },
                             [](const Load&) { return false; },
                         });
   }
@@ -2407,7 +2409,7 @@ class Gen {
   std::string entry_name_;
   llvm::Function* fn_ = nullptr;
   BasicBlock* entry_bb_ = nullptr;
-  Value *block_ = nullptr, *shared_ = nullptr, *scratch_ = nullptr, *err_ = nullptr;
+  Value *block_ = nullptr, *blocks_ = nullptr, *shared_ = nullptr, *scratch_ = nullptr, *err_ = nullptr;
   Value* tid_ = nullptr;  ///< the current thread, inside a thread loop
   // Inside a thread loop: tid_ = 32 * lane_warp_ + lane_, 0 <= lane_ < 32 (what the thread-position
   // arithmetic below folds).

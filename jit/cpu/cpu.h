@@ -24,9 +24,10 @@ namespace vantage::cpu {
 
 /// The entry point of a compiled block: `args` as cuLaunchKernel takes them (pointers to each
 /// argument's value: the kernel's parameters, then one i64 length per pointer parameter), the
-/// block's index, its shared memory, its scratch memory (per-thread values), and the error record
-/// (the same words the GPU's vt_fail writes).
-using BlockFn = void (*)(void** args, std::int64_t block, void* shared, void* scratch, std::uint64_t* error);
+/// block's index, the blocks of the launch, its shared memory, its scratch memory (per-thread
+/// values), and the error record (the same words the GPU's vt_fail writes).
+using BlockFn = void (*)(void** args, std::int64_t block, std::int64_t blocks, void* shared, void* scratch,
+                         std::uint64_t* error);
 
 /// A kernel as LLVM IR, not yet compiled.
 class Module {

@@ -559,7 +559,14 @@ class Emitter {
   }
 
   std::string text(const Id&) { throw InternalError("emit: an id() reached the printer; lower the kernel first"); }
-  std::string text(const Builtin& n) { return n.which == BuiltinKind::ThreadInBlock ? "vt_tid" : "vt_bid"; }
+  std::string text(const Builtin& n) {
+    switch (n.which) {
+      case BuiltinKind::ThreadInBlock: return "vt_tid";
+      case BuiltinKind::BlockInGrid: return "vt_bid";
+      case BuiltinKind::BlocksInGrid: return "static_cast<int>(gridDim.x)";
+    }
+    return "?";
+  }
   std::string text(const Load& n) {
     if (!n.bound) return access(n.mem, n.indices, n.loc);
     uses_checks_ = true;

@@ -453,7 +453,9 @@ class Machine {
                             [&](const Id&) -> V { throw InternalError("interp: an id() in lowered IR"); },
                             [&](const Builtin& n) {
                               V v;
-                              v.i = n.which == BuiltinKind::ThreadInBlock ? t.frames.back().tid : t.frames.back().bid;
+                              v.i = n.which == BuiltinKind::ThreadInBlock ? t.frames.back().tid
+                                    : n.which == BuiltinKind::BlockInGrid ? t.frames.back().bid
+                                                                          : blocks_;
                               return v;
                             },
                             [&](const Load& n) {

@@ -230,10 +230,12 @@ struct Load : ExprNode {
   auto fields() const { return std::tie(mem, indices, bound, site); }
 };
 
-/// Lowered IR only (jit/lower): the hardware position of the running thread, an i32.
+/// The hardware position of the running thread (lowered IR only), or the launch's grid size (also in
+/// the builder's IR: `Scope::grid_blocks()`, the same value everywhere), an i32.
 enum class BuiltinKind : std::uint8_t {
   ThreadInBlock,  ///< threadIdx.x (inside a device function: the caller's position for it)
   BlockInGrid,    ///< blockIdx.x (inside a device function: the caller's block position)
+  BlocksInGrid,   ///< gridDim.x: the blocks of the launch
 };
 struct Builtin : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Builtin;

@@ -141,7 +141,14 @@ class Printer {
     return name(m) + "[" + list(idx) + (bound ? " if < " + expr(bound) : "") + "]";
   }
   std::string text(const Load& n) { return access(n.mem, n.indices, n.bound); }
-  std::string text(const Builtin& n) { return n.which == BuiltinKind::ThreadInBlock ? "thread_index" : "block_index"; }
+  std::string text(const Builtin& n) {
+    switch (n.which) {
+      case BuiltinKind::ThreadInBlock: return "thread_index";
+      case BuiltinKind::BlockInGrid: return "block_index";
+      case BuiltinKind::BlocksInGrid: return "grid_blocks";
+    }
+    return "?";
+  }
 
  public:
   /// One expression on its own (extents, diagnostics); names are the nodes' own.

@@ -162,7 +162,9 @@ Range value_range(const ExprPtr& e, const RangeEnv& env) {
                           },
                           [&](const Id& n) { return env.id ? fit(env.id(n.p)) : full; },
                           [&](const Builtin& n) {
-                            const auto& r = n.which == BuiltinKind::ThreadInBlock ? env.thread_index : env.block_index;
+                            const auto& r = n.which == BuiltinKind::ThreadInBlock ? env.thread_index
+                                            : n.which == BuiltinKind::BlockInGrid ? env.block_index
+                                                                                  : env.grid_blocks;
                             return r ? fit(*r) : full;
                           },
                           [&](const Load&) { return full; },

@@ -28,6 +28,7 @@ struct RangeEnv {
   std::unordered_map<const VarNode*, Range> vars;  ///< variables of known range (others: their type's)
   std::function<Range(Perspective)> id;            ///< the range of `id(p)` where the expression is
   std::optional<Range> thread_index, block_index;  ///< lowered IR: the ranges of the Builtin positions
+  std::optional<Range> grid_blocks;                ///< the launch's blocks (Builtin BlocksInGrid)
 };
 
 /// The range of `e`'s value under the IR's semantics (a result that may overflow wraps, so its range

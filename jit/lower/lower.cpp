@@ -149,6 +149,7 @@ class BodyLowerer {
     reassigned_ = reassigned_vars(body_);
     env_.thread_index = Range{0, c_.opt.threads - 1};
     env_.block_index = Range{0, (c_.opt.blocks ? *c_.opt.blocks : c_.opt.max_blocks) - 1};
+    env_.grid_blocks = c_.opt.blocks ? Range::point(*c_.opt.blocks) : Range{1, c_.opt.max_blocks};
     frames_.push_back(std::move(top));
   }
 
@@ -197,7 +198,8 @@ class BodyLowerer {
       auto [bound, site] = b_.check(root, flat, false, n.loc);
       return make<Load>(n.type, root, std::vector<ExprPtr>{flat}, bound, site, n.loc);
     }
-    ExprPtr visit(const Builtin&, const ExprPtr&) override {
+    ExprPtr visit(const Builtin& n, const ExprPtr& e) override {
+      if (n.which == BuiltinKind::BlocksInGrid) return e;  // the launch's grid, read as it runs
       throw InternalError("lower: the input is already lowered");
     }
 
