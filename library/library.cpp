@@ -165,6 +165,90 @@ void grid_stride(Scope& grid, const View& out, const ExprArg& n,
       loc);
 }
 
+void for_each_tile(Scope& grid, const View& m, const ExprArg& rows, const ExprArg& cols, int tile_rows, int tile_cols,
+                   const std::function<void(Scope& block, const MatrixTile& tile)>& body, Loc loc) {
+  if (tile_rows < 1 || tile_cols < 1) {
+    grid.diagnose("V0913",
+                  "lib::for_each_tile needs tiles of at least 1 x 1, not " + std::to_string(tile_rows) + " x " +
+                      std::to_string(tile_cols),
+                  loc);
+    return;
+  }
+  const Expr R = rows.expr, C = cols.expr;
+  Var per_row = grid.let("tiles_per_row", (C + (tile_cols - 1)) / tile_cols, loc);
+  Var brow = grid.let("brow", grid.id(block(1), loc) / per_row, loc);
+  Var bcol = grid.let("bcol", grid.id(block(1), loc) % per_row, loc);
+  grid.partition(
+      m, block(1), [&](Expr i) { return brow * tile_rows * C + bcol * tile_cols + i; },
+      [&](Scope& g, View share) {
+        g.group(
+            block(1),
+            [&](Scope& b) {
+              Var t = b.let("t", b.id(thread(1), loc), loc);
+              Var tr = b.let("tr", t / tile_cols, loc);
+              Var tc = b.let("tc", t % tile_cols, loc);
+              MatrixTile tile{brow * tile_rows, bcol * tile_cols, tr, tc, share, R, C};
+              body(b, tile);
+            },
+            loc);
+      },
+      loc);
+}
+
+void update_own(Scope& b, const MatrixTile& tile, const std::function<void(Scope& th, ElemRef e)>& body, Loc loc) {
+  b.partition(
+      tile.view, thread(1), [&](Expr i) { return tile.row * tile.cols + tile.col + i; },
+      [&](Scope& b, View mine) {
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              th.if_(
+                  tile.row0 + tile.row < tile.rows && tile.col0 + tile.col < tile.cols,
+                  [&](Scope& th) { body(th, mine[IndexArg(0, loc)]); }, loc);
+            },
+            loc);
+      },
+      loc);
+}
+
+void stage_tile(Scope& b, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
+                const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, Loc loc) {
+  auto threads = b.block_threads();
+  if (!threads || tile_rows < 1 || tile_cols < 1) {
+    b.diagnose("V0913",
+               "lib::stage_tile needs the kernel's block size (block_threads() before body()) and a tile of at least "
+               "1 x 1",
+               loc);
+    return;
+  }
+  const std::int64_t T = *threads, elems = std::int64_t{tile_rows} * tile_cols, rounds = (elems + T - 1) / T;
+  const Expr R = src_rows.expr, C = src_cols.expr, r0 = row0.expr, c0 = col0.expr;
+  Var t = b.let(dst.name() + "_t", b.id(thread(1), loc), loc);
+  b.partition(
+      dst, thread(1), [&](Expr i) { return rounds == 1 ? t + i : t + i * T; },
+      [&](Scope& b, View mine) {
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              for (std::int64_t l = 0; l < rounds; ++l) {
+                auto copy = [&](Scope& th) {
+                  Expr e = l == 0 ? Expr(t) : t + l * T;  // the element of the tile
+                  Var r = th.let(dst.name() + "_row", r0 + e / tile_cols, loc);
+                  Var c = th.let(dst.name() + "_col", c0 + e % tile_cols, loc);
+                  mine[IndexArg(static_cast<int>(l), loc)] = select(
+                      r < R && c < C, src[IndexArg(min(r, R - 1) * C + min(c, C - 1), loc)], cast(src.elem(), 0));
+                };
+                if ((l + 1) * T <= elems)
+                  copy(th);
+                else
+                  th.if_(t + l * T < elems, copy, loc);  // the last round's threads past the tile
+              }
+            },
+            loc);
+      },
+      loc);
+}
+
 void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,
                    const std::function<void(Scope& th, Expr i)>& body, Loc loc) {
   auto threads = block.block_threads();

@@ -263,6 +263,33 @@ TEST(Library, BlockReduceNeedsOneBarrierWhereItsPrimitiveFormHasThree) {
   }
 }
 
+TEST(Library, SgemmSmemGeneratesTheSameKernelAsItsPrimitiveForm) {
+  // The same barriers, shared memory and checked accesses (the names of its variables differ), and
+  // the same result to the bit on the interpreter.
+  std::string lib = examples::sgemm_smem().source(Spec{}), prim = examples::sgemm_smem_primitive().source(Spec{});
+  for (const char* what : {"__syncthreads()", "vt_ld(", "vt_st(", "vt_smem[8192]", "#pragma unroll"})
+    EXPECT_EQ(count(lib, what), count(prim, what)) << what << "\n" << lib;
+  for (const auto& size : examples::default_sizes("sgemm_smem")) {
+    auto a = examples::run_example("sgemm_smem", size, Device::interpreter());
+    EXPECT_TRUE(a.ok) << a.summary;
+    std::int64_t M = size.at("M"), N = size.at("N"), K = size.at("K");
+    std::vector<float> A(static_cast<std::size_t>(M * K)), B(static_cast<std::size_t>(K * N)),
+        C1(static_cast<std::size_t>(M * N));
+    for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>(i % 7) * 0.25f;
+    for (std::size_t i = 0; i < B.size(); ++i) B[i] = static_cast<float>(i % 5) * 0.5f;
+    for (std::size_t i = 0; i < C1.size(); ++i) C1[i] = static_cast<float>(i % 3);
+    auto C2 = C1;
+    Grid g{((M + 31) / 32) * ((N + 31) / 32), 1024};
+    auto run = [&](const Kernel& k, std::vector<float>& C) {
+      k.launch(Device::interpreter(), g, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.5f, 0.5f,
+               std::as_const(A), std::as_const(B), C);
+    };
+    run(examples::sgemm_smem(), C1);
+    run(examples::sgemm_smem_primitive(), C2);
+    EXPECT_EQ(C1, C2) << "M=" << M << " N=" << N << " K=" << K;
+  }
+}
+
 /// Lines of `k.body(...)` in the form of the example between "// <kind> FORM name" and "// END FORM"
 /// in examples/kernels/paper_kernels.cpp (the parameters, the same in both forms, are not counted).
 int body_lines(const std::string& kind, const std::string& example) {
@@ -282,7 +309,7 @@ int body_lines(const std::string& kind, const std::string& example) {
 }
 
 TEST(Library, LibraryFormsAreAtMostAThirdOfThePrimitiveLines) {
-  for (const char* ex : {"saxpy", "block_reduce"}) {
+  for (const char* ex : {"saxpy", "block_reduce", "sgemm_smem"}) {
     int lib = body_lines("LIBRARY", ex), prim = body_lines("PRIMITIVE", ex);
     ASSERT_GT(lib, 0) << ex << ": no library form found";
     ASSERT_GT(prim, 0) << ex << ": no primitive form found";

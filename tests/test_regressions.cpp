@@ -310,3 +310,32 @@ TEST(Regression, PaddingCountsAgainstTheSharedBudget) {
 
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+// The CPU backend made `add i32 %t, i64 0` (invalid LLVM IR, and a failed compile) for a view index
+// of another width than its partition's index variable: t + i with i the i64 the code wrote
+// (mine[Expr(0LL)]). Found by lib::stage_tile; the operands are now widened by their signedness.
+TEST(Regression, AViewIndexOfAnotherWidthCompilesOnTheCpuBackend) {
+  if (!Device::cpu_available()) GTEST_SKIP() << "this build has no CPU backend";
+  KernelBuilder k("mixed_width_index");
+  auto out = k.param<GlobalPtr<int>>("out", extent(64));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 64, [&](Scope& b, Expr, View out_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope&) { mine[Expr(static_cast<long long>(0))] = t * 3; });
+          });
+    });
+  });
+  Kernel kernel = k.build();
+  std::vector<int> got(64, -1), want(64);
+  for (int i = 0; i < 64; ++i) want[static_cast<std::size_t>(i)] = i * 3;
+  kernel.launch(Device::cpu(1), Grid{1, 64}, got);
+  EXPECT_EQ(got, want);
+}
+}  // namespace
+}  // namespace vantage

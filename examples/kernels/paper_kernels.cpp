@@ -369,7 +369,8 @@ Kernel sgemm_one_per_thread(const char* name, bool coalesced) {
 Kernel sgemm_naive() { return sgemm_one_per_thread("sgemm_naive", false); }
 Kernel sgemm_coalesced() { return sgemm_one_per_thread("sgemm_coalesced", true); }
 
-Kernel sgemm_smem(int kTile, const std::string& name) {
+// PRIMITIVE FORM sgemm_smem
+Kernel sgemm_smem_primitive(int kTile, const std::string& name) {
   KernelBuilder k(!name.empty() ? name : kTile == 32 ? "sgemm_smem" : "sgemm_smem_" + std::to_string(kTile));
   auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
   k.block_threads(kTile * kTile);
@@ -425,6 +426,30 @@ Kernel sgemm_smem(int kTile, const std::string& name) {
   });
   return k.build();
 }
+// END FORM
+
+// LIBRARY FORM sgemm_smem
+Kernel sgemm_smem(int kTile, const std::string& name) {
+  KernelBuilder k(!name.empty() ? name : kTile == 32 ? "sgemm_smem" : "sgemm_smem_" + std::to_string(kTile));
+  auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
+  k.block_threads(kTile * kTile);
+  k.shared_budget(2 * kTile * kTile * 4);
+  k.body([&](Scope& g) {
+    lib::for_each_tile(g, C, M, N, kTile, kTile, [&](Scope& b, const lib::MatrixTile& c) {
+      auto As = b.shared<float>("As", kTile * kTile), Bs = b.shared<float>("Bs", kTile * kTile);
+      auto acc = b.let("acc", 0.0f, at(thread(1)));
+      b.for_("kb", 0, K, kTile, [&](Scope& b, Expr kb) {
+        lib::stage_tile(b, As, A, M, K, c.row0, kb, kTile, kTile);  // zeros past the edges
+        lib::stage_tile(b, Bs, B, K, N, kb, c.col0, kTile, kTile);
+        b.for_("kk", 0, kTile,
+               [&](Scope& b, Expr kk) { b.assign(acc, acc + As[c.row * kTile + kk] * Bs[kk * kTile + c.col]); });
+      });
+      lib::update_own(b, c, [&](Scope&, ElemRef e) { e = alpha * acc + beta * e; });
+    });
+  });
+  return k.build();
+}
+// END FORM
 
 Kernel sgemm_reg1d(const Reg1dShape& sh, const std::string& name) {
   const int BM = sh.bm, BN = sh.bn, BK = sh.bk, TM = sh.tm;

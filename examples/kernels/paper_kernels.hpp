@@ -38,7 +38,10 @@ Kernel sgemm_naive();
 Kernel sgemm_coalesced();
 /// sgemm rung 3: tile x tile blocks staged in shared memory, tile * tile threads per block; any M, N
 /// and K (edge tiles are padded with zeros and their stores guarded).
-Kernel sgemm_smem(int tile = 32, const std::string& name = "");  ///< name: "sgemm_smem[_TILE]" by default
+Kernel sgemm_smem(int tile = 32, const std::string& name = "");
+/// The same rung in primitives only (`sgemm_smem` is written with lib::for_each_tile, stage_tile and
+/// update_own).
+Kernel sgemm_smem_primitive(int tile = 32, const std::string& name = "");  ///< name: "sgemm_smem[_TILE]" by default
 /// sgemm rung 4's shape: a block computes a bm x bn tile of C, stepping K by bk; each of its
 /// bm * bn / tm threads computes tm consecutive rows of one column, in registers. Needs bm % tm == 0,
 /// (bm * bk) and (bk * bn) multiples of the thread count, and at most 1024 threads.

@@ -56,6 +56,35 @@ void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,
                    const std::function<void(Scope& th, Expr i)>& body,
                    std::source_location loc = std::source_location::current());
 
+/// A block's tile of a row-major matrix, as `for_each_tile` hands it to the block.
+struct MatrixTile {
+  Expr row0, col0;  ///< the tile's first row and column in the matrix (values of the block)
+  Expr row, col;    ///< the thread's own element of the tile: t / tile_cols, t % tile_cols
+  View view;        ///< the block's share: view[r * ld + c] is m[(row0 + r) * ld + col0 + c]
+  Expr rows, cols;  ///< the matrix's extent (cols is its leading dimension)
+};
+
+/// At grid(1): a rows x cols row-major matrix `m` in tiles of tile_rows x tile_cols, one per block
+/// (block b: tile row b / ceil(cols / tile_cols), tile column b % that), each run as
+/// `body(b, tile)` at block(1). Launch ceil(rows / tile_rows) * ceil(cols / tile_cols) blocks; the
+/// thread's own element (`tile.row`, `tile.col`) assumes tile_rows * tile_cols threads.
+void for_each_tile(Scope& grid, const View& m, const ExprArg& rows, const ExprArg& cols, int tile_rows, int tile_cols,
+                   const std::function<void(Scope& block, const MatrixTile& tile)>& body,
+                   std::source_location loc = std::source_location::current());
+
+/// At block(1): the thread's own element of the tile, `body(th, e)` at thread(1) with e the element,
+/// when it is inside the matrix (edge tiles are partial).
+void update_own(Scope& block, const MatrixTile& tile, const std::function<void(Scope& th, ElemRef e)>& body,
+                std::source_location loc = std::source_location::current());
+
+/// At block(1): copies the tile_rows x tile_cols tile at (row0, col0) of the row-major matrix `src`
+/// (src_rows x src_cols) into shared `dst` (row-major, tile_rows x tile_cols), zeros past the
+/// matrix's edges, striped over the block's threads (consecutive threads, consecutive columns).
+/// The reads are clamped into the matrix, so they stay inside it whatever the sizes.
+void stage_tile(Scope& block, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
+                const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols,
+                std::source_location loc = std::source_location::current());
+
 /// The associative operations the reductions and scans know.
 enum class Op : std::uint8_t { Sum, Min, Max };
 

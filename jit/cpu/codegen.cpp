@@ -1133,6 +1133,20 @@ class Gen {
     Value* a = expr(n.a);
     Value* b = expr(n.b);
     ScalarType t = n.a->type;
+    // An index composed from a view (t + i, with i an index the code wrote at another width) mixes
+    // widths: the operands take the node's type, as its other operations do (shifts keep theirs).
+    if (integral(t) && integral(n.b->type) && n.op != BinOp::Shl && n.op != BinOp::Shr &&
+        a->getType() != b->getType()) {
+      ScalarType want = is_comparison(n.op) ? n.a->type : n.type;
+      llvm::Type* wt = memtype(want);
+      auto to = [&](Value* v, ScalarType from) {
+        if (v->getType() == wt) return v;
+        return unsigned_type(from) ? b_.CreateZExtOrTrunc(v, wt) : b_.CreateSExtOrTrunc(v, wt);
+      };
+      a = to(a, n.a->type);
+      b = to(b, n.b->type);
+      t = want;
+    }
     if (integral(t)) return int_binary(n.op, t, n.b->type, a, b);
     auto* f = a->getType();
     Value* r = nullptr;
