@@ -339,3 +339,35 @@ TEST(Regression, AViewIndexOfAnotherWidthCompilesOnTheCpuBackend) {
 }
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+// x[min(i + INT_MAX, 5)] is x[5] (index arithmetic is exact), so lowering proves it in bounds and
+// makes no check. The CPU backend computed it in i32: i + INT_MAX wrapped to a negative number for
+// i >= 1, the min took it, and the unchecked load read far outside x (a segfault). Lowering now
+// rebuilds in i64 the part of an index where a wrapped intermediate would reach a min, max,
+// division or remainder.
+TEST(Regression, AnIndexProvenOnItsExactValueIsComputedExactlyOnEveryBackend) {
+  KernelBuilder k("exact_index");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(16));
+  auto out = k.param<GlobalPtr<int>>("out", extent(32));
+  k.block_threads(32);
+  k.body(
+      [&](Scope& g) { lib::for_each(g, out, 32, [&](Scope&, Expr i, ElemRef o) { o = x[min(i + 2147483647, 5)]; }); });
+  Kernel kernel = k.build();
+  std::string lowered = kernel.lowered(Spec{});
+  EXPECT_EQ(lowered.find("if <"), std::string::npos) << "proven in bounds, so not checked:\n" << lowered;
+  std::vector<int> xs(16);
+  for (int i = 0; i < 16; ++i) xs[static_cast<std::size_t>(i)] = 100 + i;
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  for (const Device& d : devices) {
+    std::vector<int> o(32, -1);
+    kernel.launch(d, Grid{1, 32}, std::as_const(xs), o);
+    EXPECT_EQ(o, std::vector<int>(32, 105)) << d.name();
+  }
+  // The generated CUDA computes the sum in 64 bits too.
+  EXPECT_NE(kernel.source(Spec{}).find("2147483647LL"), std::string::npos) << kernel.source(Spec{});
+}
+}  // namespace
+}  // namespace vantage

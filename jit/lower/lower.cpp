@@ -194,7 +194,8 @@ class BodyLowerer {
     ExprPtr visit(const Load& n, const ExprPtr&) override {
       std::vector<ExprPtr> idx;
       for (const auto& i : n.indices) idx.push_back(mutate(i));
-      auto [root, flat] = b_.resolve(n.mem, std::move(idx), n.loc);
+      auto [root, resolved] = b_.resolve(n.mem, std::move(idx), n.loc);
+      ExprPtr flat = b_.exact_width(resolved);
       auto [bound, site] = b_.check(root, flat, false, n.loc);
       return make<Load>(n.type, root, std::vector<ExprPtr>{flat}, bound, site, n.loc);
     }
@@ -225,6 +226,42 @@ class BodyLowerer {
     }
     return {m, idx.empty() ? lit(0, l) : fold(idx[0])};
   }
+  /// An index as every backend must compute it. Index arithmetic is exact (docs/semantics.md): where
+  /// the value or an intermediate of its exact part may leave its type's range, that part is
+  /// rebuilt in i64 (leaves converted), so that a backend computing in the IR's types computes the
+  /// exact value. Otherwise a bound proven on the exact value (min(t + INT_MAX, 5) is 5) would let
+  /// an access computed with wrapping (min(INT_MIN + ..., 5)) leave its buffer unchecked.
+  ExprPtr exact_width(const ExprPtr& e) const {
+    if (!e || !is_integer(e->type) || e->type == ScalarType::I64 || !is_exact_index_op(*e)) return e;
+    ExactRanges each;
+    if (!exact_index_range(e, env_, &each)) return e;  // past 64 bits: V1006, elsewhere
+    // +, - and * wrap to the exact value's low bits, so a wrapped intermediate only matters where a
+    // min, max, division or remainder looks at it (a value that does not fit is out of bounds, and
+    // checked or proven not to happen).
+    std::function<bool(const ExprPtr&)> harmed = [&](const ExprPtr& x) -> bool {
+      if (!x || !is_exact_index_op(*x)) return false;
+      if (const auto* u = as<Unary>(*x)) return harmed(u->a);
+      const auto& b = static_cast<const Binary&>(*x);
+      if (b.op == BinOp::Min || b.op == BinOp::Max || b.op == BinOp::Div || b.op == BinOp::Mod)
+        for (const ExprPtr& o : {b.a, b.b})
+          if (auto it = each.find(o.get()); it != each.end() && !it->second.within(Range::of(o->type))) return true;
+      return harmed(b.a) || harmed(b.b);
+    };
+    if (!harmed(e)) return e;
+    // Rebuilt in i64 where the exact values need it; a part whose envelope fits its type is computed
+    // in it and converted.
+    std::function<ExprPtr(const ExprPtr&)> in_i64 = [&](const ExprPtr& x) -> ExprPtr {
+      auto it = each.find(x.get());
+      bool fits = it == each.end() || it->second.within(Range::of(x->type));
+      if (x->type == ScalarType::I64) return x;
+      if (fits || !is_exact_index_op(*x)) return fold(make<Cast>(ScalarType::I64, x, x->loc));
+      if (const auto* u = as<Unary>(*x)) return make<Unary>(ScalarType::I64, u->op, in_i64(u->a), u->loc);
+      const auto& b = static_cast<const Binary&>(*x);
+      return make<Binary>(ScalarType::I64, b.op, in_i64(b.a), in_i64(b.b), b.loc);
+    };
+    return in_i64(e);
+  }
+
   /// Whether `m[i]` is `root[base + i]`, so a pointer to m[0] can stand for m.
   bool unit_stride(const MemNode* m) const {
     for (auto it = views_.find(m); it != views_.end(); it = views_.find(m)) {
@@ -378,7 +415,8 @@ class BodyLowerer {
   void lower_stmt(const Store& n, std::vector<StmtPtr>& out) {
     std::vector<ExprPtr> idx;
     for (const auto& i : n.indices) idx.push_back(lx(i));
-    auto [root, flat] = resolve(n.mem, std::move(idx), n.loc);
+    auto [root, resolved] = resolve(n.mem, std::move(idx), n.loc);
+    ExprPtr flat = exact_width(resolved);
     ExprPtr value = lx(n.value);
     auto [bound, site] = check(root, flat, true, n.loc);
     out.push_back(make<Store>(root, std::vector<ExprPtr>{flat}, value, bound, site, n.loc));
@@ -663,7 +701,7 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
   auto at = [&](std::size_t mem, std::size_t arg) {
     auto [root, flat] = resolve(n.mems[mem], {args[arg]}, l);
     mems[mem] = root;
-    args[arg] = flat;
+    args[arg] = exact_width(flat);
   };
   // A memory operand used from its first element: the root, and the flat index as a trailing argument.
   auto base = [&](std::size_t mem) {
