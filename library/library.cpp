@@ -43,6 +43,19 @@ std::optional<std::int64_t> warps_block(Scope& s, const char* helper, const Loc&
   return t;
 }
 
+/// A literal zero of `t` (a folded constant, where a cast of 0 would be an operation to compute).
+Expr zero_of(ScalarType t, const Loc& loc) {
+  switch (t) {
+    case ScalarType::F32: return Expr(0.0f, loc);
+    case ScalarType::F64: return Expr(0.0, loc);
+    case ScalarType::I32: return Expr(0, loc);
+    case ScalarType::I64: return Expr(0LL, loc);
+    case ScalarType::U32: return Expr(0u, loc);
+    case ScalarType::U64: return Expr(0ul, loc);
+    default: return cast(t, Expr(0, loc));
+  }
+}
+
 /// Butterfly over `width` lanes (a power of two up to 32): afterwards every lane of each aligned
 /// group of `width` lanes holds the group's result.
 void butterfly(Scope& warp, const Var& v, Op op, int width, const std::string& name, const Loc& loc) {
@@ -187,7 +200,7 @@ void for_each_tile(Scope& grid, const View& m, const ExprArg& rows, const ExprAr
               Var t = b.let("t", b.id(thread(1), loc), loc);
               Var tr = b.let("tr", t / tile_cols, loc);
               Var tc = b.let("tc", t % tile_cols, loc);
-              MatrixTile tile{brow * tile_rows, bcol * tile_cols, tr, tc, share, R, C};
+              MatrixTile tile{brow * tile_rows, bcol * tile_cols, tr, tc, share, R, C, tile_rows, tile_cols, t};
               body(b, tile);
             },
             loc);
@@ -212,7 +225,8 @@ void update_own(Scope& b, const MatrixTile& tile, const std::function<void(Scope
 }
 
 void stage_tile(Scope& b, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
-                const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, Loc loc) {
+                const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, const MatrixTile* like,
+                Loc loc) {
   auto threads = b.block_threads();
   if (!threads || tile_rows < 1 || tile_cols < 1) {
     b.diagnose("V0913",
@@ -223,20 +237,29 @@ void stage_tile(Scope& b, const View& dst, const View& src, const ExprArg& src_r
   }
   const std::int64_t T = *threads, elems = std::int64_t{tile_rows} * tile_cols, rounds = (elems + T - 1) / T;
   const Expr R = src_rows.expr, C = src_cols.expr, r0 = row0.expr, c0 = col0.expr;
-  Var t = b.let(dst.name() + "_t", b.id(thread(1), loc), loc);
+  const bool own = like && like->tile_rows == tile_rows && like->tile_cols == tile_cols && elems == T;
+  // The thread's position in the block, as a variable of the block (an id() is relative to where it
+  // is read, so it is read here, at block(1)).
+  Expr t = own ? like->thread : Expr(b.let(dst.name() + "_t", b.id(thread(1), loc), loc));
+  auto load = [&](Scope& th, const Expr& r_in, const Expr& c_in) {
+    Var r = th.let(dst.name() + "_row", r0 + r_in, loc);
+    Var c = th.let(dst.name() + "_col", c0 + c_in, loc);
+    return select(r < R && c < C, src[IndexArg(min(r, R - 1) * C + min(c, C - 1), loc)], zero_of(src.elem(), loc));
+  };
   b.partition(
       dst, thread(1), [&](Expr i) { return rounds == 1 ? t + i : t + i * T; },
       [&](Scope& b, View mine) {
         b.group(
             thread(1),
             [&](Scope& th) {
+              if (own) {
+                mine[IndexArg(0, loc)] = load(th, like->row, like->col);
+                return;
+              }
               for (std::int64_t l = 0; l < rounds; ++l) {
                 auto copy = [&](Scope& th) {
-                  Expr e = l == 0 ? Expr(t) : t + l * T;  // the element of the tile
-                  Var r = th.let(dst.name() + "_row", r0 + e / tile_cols, loc);
-                  Var c = th.let(dst.name() + "_col", c0 + e % tile_cols, loc);
-                  mine[IndexArg(static_cast<int>(l), loc)] = select(
-                      r < R && c < C, src[IndexArg(min(r, R - 1) * C + min(c, C - 1), loc)], cast(src.elem(), 0));
+                  Expr e = l == 0 ? t : t + l * T;  // the element of the tile
+                  mine[IndexArg(static_cast<int>(l), loc)] = load(th, e / tile_cols, e % tile_cols);
                 };
                 if ((l + 1) * T <= elems)
                   copy(th);

@@ -436,11 +436,11 @@ Kernel sgemm_smem(int kTile, const std::string& name) {
   k.shared_budget(2 * kTile * kTile * 4);
   k.body([&](Scope& g) {
     lib::for_each_tile(g, C, M, N, kTile, kTile, [&](Scope& b, const lib::MatrixTile& c) {
-      auto As = b.shared<float>("As", kTile * kTile), Bs = b.shared<float>("Bs", kTile * kTile);
       auto acc = b.let("acc", 0.0f, at(thread(1)));
+      auto As = b.shared<float>("As", kTile * kTile), Bs = b.shared<float>("Bs", kTile * kTile);
       b.for_("kb", 0, K, kTile, [&](Scope& b, Expr kb) {
-        lib::stage_tile(b, As, A, M, K, c.row0, kb, kTile, kTile);  // zeros past the edges
-        lib::stage_tile(b, Bs, B, K, N, kb, c.col0, kTile, kTile);
+        lib::stage_tile(b, As, A, M, K, c.row0, kb, kTile, kTile, &c);  // zeros past the edges
+        lib::stage_tile(b, Bs, B, K, N, kb, c.col0, kTile, kTile, &c);
         b.for_("kk", 0, kTile,
                [&](Scope& b, Expr kk) { b.assign(acc, acc + As[c.row * kTile + kk] * Bs[kk * kTile + c.col]); });
       });

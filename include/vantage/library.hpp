@@ -62,6 +62,8 @@ struct MatrixTile {
   Expr row, col;    ///< the thread's own element of the tile: t / tile_cols, t % tile_cols
   View view;        ///< the block's share: view[r * ld + c] is m[(row0 + r) * ld + col0 + c]
   Expr rows, cols;  ///< the matrix's extent (cols is its leading dimension)
+  int tile_rows = 0, tile_cols = 0;
+  Expr thread;  ///< the thread's position in the block (row * tile_cols + col)
 };
 
 /// At grid(1): a rows x cols row-major matrix `m` in tiles of tile_rows x tile_cols, one per block
@@ -81,9 +83,12 @@ void update_own(Scope& block, const MatrixTile& tile, const std::function<void(S
 /// (src_rows x src_cols) into shared `dst` (row-major, tile_rows x tile_cols), zeros past the
 /// matrix's edges, striped over the block's threads (consecutive threads, consecutive columns).
 /// The reads are clamped into the matrix, so they stay inside it whatever the sizes.
+/// With `like` (a tile of the same shape, one element per thread), each thread copies the element at
+/// its own (like.row, like.col): no position arithmetic of its own, and per-warp rows the CPU
+/// backend keeps scalar.
 void stage_tile(Scope& block, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
                 const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols,
-                std::source_location loc = std::source_location::current());
+                const MatrixTile* like = nullptr, std::source_location loc = std::source_location::current());
 
 /// The associative operations the reductions and scans know.
 enum class Op : std::uint8_t { Sum, Min, Max };
