@@ -486,3 +486,43 @@ TEST(Library, TheGridsBlocksAreOneValueOfTheGrid) {
 }
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+// stage_tile without a tile of the same shape: a 12 x 8 tile staged by 64 threads (two rounds, the
+// second partial), then each thread copies its own element of the block's 8 x 8 tile from it.
+TEST(Library, StageTileCopiesATileInRoundsWithZerosPastTheEdges) {
+  KernelBuilder k("stage_copy");
+  auto rows = k.param<int>("rows");
+  auto cols = k.param<int>("cols");
+  auto in = k.param<GlobalPtr<const float>>("in", extent(rows * cols));
+  auto out = k.param<GlobalPtr<float>>("out", extent(rows * cols));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    lib::for_each_tile(g, out, rows, cols, 8, 8, [&](Scope& b, const lib::MatrixTile& c) {
+      View s = b.shared<float>("s", 12 * 8);
+      lib::stage_tile(b, s, in, rows, cols, c.row0, c.col0, 12, 8);
+      lib::update_own(b, c, [&](Scope&, ElemRef e) { e = s[c.row * 8 + c.col] + s[(c.row + 4) * 8 + c.col]; });
+    });
+  });
+  Kernel kernel = k.build();
+  for (auto [R, C] : {std::pair{8, 8}, std::pair{13, 11}, std::pair{3, 20}}) {
+    std::vector<float> x(static_cast<std::size_t>(R * C)), want(x.size());
+    for (int i = 0; i < R * C; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i + 1);
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) {
+        // Row r + 4 of the staged tile is past the matrix (a zero) when it leaves the tile's block
+        // of 8 rows' matrix rows: tile rows are row0 .. row0 + 11.
+        int below = r + 4 < R ? static_cast<int>(x[static_cast<std::size_t>((r + 4) * C + c)]) : 0;
+        want[static_cast<std::size_t>(r * C + c)] = x[static_cast<std::size_t>(r * C + c)] + static_cast<float>(below);
+      }
+    std::int64_t blocks = ((R + 7) / 8) * ((C + 7) / 8);
+    for (const Device& d : devices()) {
+      std::vector<float> got(x.size(), -1);
+      kernel.launch(d, Grid{blocks, 64}, R, C, std::as_const(x), got);
+      EXPECT_EQ(got, want) << R << " x " << C << " on " << d.name();
+    }
+  }
+}
+}  // namespace
+}  // namespace vantage
