@@ -65,6 +65,31 @@ void butterfly(Scope& warp, const Var& v, Op op, int width, const std::string& n
   }
 }
 
+/// At block(1): lane 0 of warp w writes `value(warp)` (made in the warp's code) into shared[w] (a
+/// partition of `shared` per warp, a claim and a one-thread split). Returns the warp's index.
+Var publish_per_warp(Scope& b, const View& shared, const std::string& name,
+                     const std::function<Expr(Scope& warp)>& value, const Loc& loc) {
+  Var wid = b.let(name + "_warp", b.id(thread(32), loc), loc);
+  b.partition(
+      shared, thread(32), [&](Expr i) { return wid + i; },
+      [&](Scope& b, View mine) {
+        b.group(
+            thread(32),
+            [&](Scope& w) {
+              Expr v = value(w);
+              w.claim(
+                  mine, thread(1),
+                  [&](Scope& w, View one) {
+                    w.split(Level::Thread, {{1, [&](Scope&) { one[IndexArg(0, loc)] = v; }, loc}}, loc);
+                  },
+                  loc);
+            },
+            loc);
+      },
+      loc);
+  return wid;
+}
+
 /// Hillis-Steele scan over the 32 lanes: lane l ends with op(v_0 .. v_l).
 void lane_scan(Scope& warp, const Var& v, Op op, const std::string& name, const Loc& loc) {
   Var lane = warp.let(name + "_lane", warp.id(thread(1), loc), loc);
@@ -315,23 +340,8 @@ Var block_reduce(Scope& b, std::string name, const ExprArg& value, Op op, Loc lo
       thread(32), [&](Scope& w) { butterfly(w, v, op, 32, name, loc); }, loc);
   // Lane 0 of each warp publishes the warp's result.
   View partial = b.shared(name + "_warps", value.expr.type(), warps, loc);
-  Var wid = b.let(name + "_warp", b.id(thread(32), loc), loc);
-  b.partition(
-      partial, thread(32), [&](Expr i) { return wid + i; },
-      [&](Scope& b, View mine) {
-        b.group(
-            thread(32),
-            [&](Scope& w) {
-              w.claim(
-                  mine, thread(1),
-                  [&](Scope& w, View one) {
-                    w.split(Level::Thread, {{1, [&](Scope&) { one[IndexArg(0, loc)] = v; }, loc}}, loc);
-                  },
-                  loc);
-            },
-            loc);
-      },
-      loc);
+  publish_per_warp(
+      b, partial, name, [&](Scope&) -> Expr { return v; }, loc);
   // After the barrier, the whole block reads the partials in order (loads every thread makes at
   // the same address, so the result is one value of the block, living at block(1)).
   Var total = b.let(name, partial[IndexArg(0, loc)], loc);
@@ -352,24 +362,8 @@ Var block_inclusive_scan(Scope& b, std::string name, const ExprArg& value, Op op
   if (warps == 1) return v;
   // The last lane of each warp holds the warp's total; lane 0 publishes it.
   View totals = b.shared(name + "_warps", value.expr.type(), warps, loc);
-  Var wid = b.let(name + "_warp", b.id(thread(32), loc), loc);
-  b.partition(
-      totals, thread(32), [&](Expr i) { return wid + i; },
-      [&](Scope& b, View mine) {
-        b.group(
-            thread(32),
-            [&](Scope& w) {
-              Var total = w.shfl_idx(name + "_total", v, 31, loc);
-              w.claim(
-                  mine, thread(1),
-                  [&](Scope& w, View one) {
-                    w.split(Level::Thread, {{1, [&](Scope&) { one[IndexArg(0, loc)] = total; }, loc}}, loc);
-                  },
-                  loc);
-            },
-            loc);
-      },
-      loc);
+  Var wid = publish_per_warp(
+      b, totals, name, [&](Scope& w) -> Expr { return w.shfl_idx(name + "_total", v, 31, loc); }, loc);
   // Each warp scans the totals across its lanes and adds the totals of the warps before it.
   b.group(
       thread(32),
