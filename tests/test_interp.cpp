@@ -254,28 +254,30 @@ void expect_race(const std::function<void()>& run) {
 }
 
 TEST(Interp, RacecheckFindsABarrierRemovedFromBlockReduce) {
-  Kernel k = examples::block_reduce();
-  auto l = without_barrier(k, Spec{}, 0);
-  std::vector<float> x(300, 1.0f), out(2, 0.0f);
-  expect_race([&] {
-    // Reverse order: the threads that write run before the ones that read what they wrote.
-    interp::run(l, 2, {Arg::integer(300), Arg::buffer(x.data(), 300), Arg::buffer(out.data(), 2)},
-                {interp::Order::Reverse});
-  });
-}
-
-TEST(Interp, RacecheckFindsABarrierRemovedFromSgemmSmem) {
-  Kernel k = examples::sgemm_smem();
-  for (int nth : {0, 1}) {
-    auto l = without_barrier(k, Spec{}, nth);
-    std::vector<float> A(40 * 40, 1.0f), B(40 * 40, 1.0f), C(40 * 40, 0.0f);
+  // The library form (its one barrier) and the primitive form (the first of its three).
+  for (const Kernel& k : {examples::block_reduce(), examples::block_reduce_primitive()}) {
+    auto l = without_barrier(k, Spec{}, 0);
+    std::vector<float> x(300, 1.0f), out(2, 0.0f);
     expect_race([&] {
-      interp::run(l, 4,
-                  {Arg::integer(40), Arg::integer(40), Arg::integer(40), Arg::real(1.0), Arg::real(0.0),
-                   Arg::buffer(A.data(), 1600), Arg::buffer(B.data(), 1600), Arg::buffer(C.data(), 1600)},
+      // Reverse order: the threads that write run before the ones that read what they wrote.
+      interp::run(l, 2, {Arg::integer(300), Arg::buffer(x.data(), 300), Arg::buffer(out.data(), 2)},
                   {interp::Order::Reverse});
     });
   }
+}
+
+TEST(Interp, RacecheckFindsABarrierRemovedFromSgemmSmem) {
+  for (const Kernel& k : {examples::sgemm_smem(), examples::sgemm_smem_primitive()})
+    for (int nth : {0, 1}) {
+      auto l = without_barrier(k, Spec{}, nth);
+      std::vector<float> A(40 * 40, 1.0f), B(40 * 40, 1.0f), C(40 * 40, 0.0f);
+      expect_race([&] {
+        interp::run(l, 4,
+                    {Arg::integer(40), Arg::integer(40), Arg::integer(40), Arg::real(1.0), Arg::real(0.0),
+                     Arg::buffer(A.data(), 1600), Arg::buffer(B.data(), 1600), Arg::buffer(C.data(), 1600)},
+                    {interp::Order::Reverse});
+      });
+    }
 }
 
 TEST(Interp, SynccheckFindsABarrierReachedByHalfTheBlock) {
