@@ -279,7 +279,7 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
       report.store_path = store->path();
     }
   }
-  std::vector<std::size_t> todo;
+  std::vector<std::size_t> unmeasured;
   {
     auto known = store ? store->load() : std::map<std::string, Result>{};
     for (std::size_t i = 0; i < report.results.size(); ++i) {
@@ -290,7 +290,7 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
         r.config = std::move(c);
         ++report.reused;
       } else {
-        todo.push_back(i);
+        unmeasured.push_back(i);
       }
     }
   }
@@ -299,17 +299,18 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
 
   // Progress: a bar on a terminal, a line per configuration elsewhere.
   std::optional<boost::timer::progress_display> bar;
-  if (options.progress && !todo.empty() && is_terminal(options.progress))
-    bar.emplace(static_cast<unsigned long>(todo.size()), *options.progress,
-                "tune " + name + ": " + std::to_string(todo.size()) + " configuration(s) on " + report.device + "\n");
+  if (options.progress && !unmeasured.empty() && is_terminal(options.progress))
+    bar.emplace(
+        static_cast<unsigned long>(unmeasured.size()), *options.progress,
+        "tune " + name + ": " + std::to_string(unmeasured.size()) + " configuration(s) on " + report.device + "\n");
   std::size_t done = 0;
   auto progress = [&](const Result& r) {
     ++done;
     if (bar) {
       ++*bar;
     } else if (options.progress) {
-      *options.progress << "tune " << name << " [" << done << "/" << todo.size() << "] " << to_string(r.config) << ": "
-                        << (r.ok() ? std::to_string(r.ms) + " ms" : std::string(status_name(r.status))) << "\n";
+      *options.progress << "tune " << name << " [" << done << "/" << unmeasured.size() << "] " << to_string(r.config)
+                        << ": " << (r.ok() ? std::to_string(r.ms) + " ms" : std::string(status_name(r.status))) << "\n";
     }
   };
 
@@ -321,12 +322,12 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
   std::atomic<bool> stop{false};
   Clock::time_point first_compile{}, last_compile{};
   bool compiled_any = false;
-  const int workers = worker_count(options.compile_threads, todo.size());
+  const int workers = worker_count(options.compile_threads, unmeasured.size());
   report.compile_threads = workers;
   auto work = [&] {
-    for (std::size_t k; (k = next++) < todo.size();) {
+    for (std::size_t k; (k = next++) < unmeasured.size();) {
       Built b;
-      b.index = todo[k];
+      b.index = unmeasured[k];
       if (stop || over_budget()) {  // handed on unmeasured, so that the timing loop sees every one
         b.status = Result::Status::NotMeasured;
         b.detail = "the time budget ran out";
@@ -354,7 +355,7 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
     }
   };
   std::vector<std::thread> pool;
-  for (int i = 0; i < workers && !todo.empty(); ++i) pool.emplace_back(work);
+  for (int i = 0; i < workers && !unmeasured.empty(); ++i) pool.emplace_back(work);
   // Host devices share their cores with the compiler: time only once every candidate is compiled.
   if (!device.is_gpu()) {
     for (auto& t : pool) t.join();
@@ -362,7 +363,7 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
   }
 
   std::optional<Flusher> flush;
-  for (std::size_t measured = 0; measured < todo.size(); ++measured) {
+  for (std::size_t measured = 0; measured < unmeasured.size(); ++measured) {
     Built b;
     {
       std::unique_lock lock(m);
