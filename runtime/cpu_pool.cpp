@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +35,31 @@ struct Buffers {
     have = n;
   }
 };
+/// How long an idle thread (a pool worker, or a launch waiting for its helpers) polls before it
+/// sleeps. A wake-up through the kernel costs tens of microseconds on a VM, as much as a whole
+/// small launch; an autotuner or an application launching in a loop keeps its workers awake, and
+/// an idle pool sleeps after this long (OpenMP runtimes do the same, for longer).
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+/// Polls `ready()` for up to kSpin; true when it became true.
+template <class F>
+bool spin_until(F ready) {
+  auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return false;
+    relax();
+  }
+}
+
 Buffers& buffers() {
   thread_local Buffers b;
   return b;
@@ -81,6 +107,7 @@ class Pool {
       std::lock_guard lock(mu_);
       while (static_cast<int>(workers_.size()) < helpers) workers_.emplace_back([this] { loop(); });
       for (int i = 0; i < helpers; ++i) queue_.push_back(job);
+      queued_.store(static_cast<int>(queue_.size()), std::memory_order_release);
     }
     cv_.notify_all();
   }
@@ -97,12 +124,14 @@ class Pool {
   void loop() {
     while (true) {
       std::shared_ptr<Job> job;
+      spin_until([&] { return queued_.load(std::memory_order_acquire) > 0; });
       {
         std::unique_lock lock(mu_);
         cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
         if (queue_.empty()) return;
         job = std::move(queue_.front());
         queue_.pop_front();
+        queued_.store(static_cast<int>(queue_.size()), std::memory_order_release);
       }
       job->work();
     }
@@ -110,6 +139,7 @@ class Pool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;
+  std::atomic<int> queued_{0};  ///< queue_.size(), polled without the lock by workers about to sleep
   std::vector<std::thread> workers_;
   bool stop_ = false;
 };
@@ -130,6 +160,7 @@ void run(std::int64_t blocks, int threads, std::int64_t shared_bytes, std::int64
   if (helpers > 0) Pool::get().post(job, helpers);
   job->work();
   // Helpers that start late find no block left and only touch the job, which they keep alive.
+  if (helpers > 0 && spin_until([&] { return job->done.load(std::memory_order_acquire) == blocks; })) return;
   std::unique_lock lock(job->mu);
   job->finished.wait(lock, [&] { return job->done.load() == blocks; });
 }
