@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       std::printf("%-16s checked   shared %5lld B  obligations %zu  (%s)\n", ex.name.c_str(),
                   static_cast<long long>(k.shared_bytes()), k.obligations().size(), ex.what.c_str());
       if (nvrtc) {
-        Compiled c = compile(k, Spec{});
+        Compiled c = compile(k, ex.spec());
         std::printf("%-16s compiled  %s %6zu-byte cubin in %6.1f ms, %d barrier(s)%s\n", "", arch_name(c.spec.arch),
                     c.cubin.size(), c.compile_ms, c.spec.barriers, c.log.empty() ? "" : ", with NVRTC warnings");
         if (!c.log.empty()) ++failed;

@@ -223,8 +223,12 @@ void for_each_tile(Scope& grid, const View& m, const ExprArg& rows, const ExprAr
             block(1),
             [&](Scope& b) {
               Var t = b.let("t", b.id(thread(1), loc), loc);
-              Var tr = b.let("tr", t / tile_cols, loc);
-              Var tc = b.let("tc", t % tile_cols, loc);
+              // The thread's own element as variables where the block has one thread per element of
+              // the tile; otherwise (a thread computes several) as expressions the caller may ignore.
+              auto threads = b.block_threads();
+              bool own = threads && *threads == std::int64_t{tile_rows} * tile_cols;
+              Expr tr = own ? Expr(b.let("tr", t / tile_cols, loc)) : t / tile_cols;
+              Expr tc = own ? Expr(b.let("tc", t % tile_cols, loc)) : t % tile_cols;
               MatrixTile tile{brow * tile_rows, bcol * tile_cols, tr, tc, share, R, C, tile_rows, tile_cols, t};
               body(b, tile);
             },
@@ -243,6 +247,35 @@ void update_own(Scope& b, const MatrixTile& tile, const std::function<void(Scope
               th.if_(
                   tile.row0 + tile.row < tile.rows && tile.col0 + tile.col < tile.cols,
                   [&](Scope& th) { body(th, mine[IndexArg(0, loc)]); }, loc);
+            },
+            loc);
+      },
+      loc);
+}
+
+void update_sub_tile(Scope& b, const MatrixTile& tile, const ExprArg& row, const ExprArg& col, int tm, int tn,
+                     int row_step, int col_step, const std::function<void(Scope& th, int i, int j, ElemRef e)>& body,
+                     Loc loc) {
+  if (tm < 1 || tn < 1 || row_step < 1 || col_step < 1) {
+    b.diagnose("V0913",
+               "lib::update_sub_tile needs at least 1 x 1 elements per thread and steps of at least 1, not " +
+                   std::to_string(tm) + " x " + std::to_string(tn) + " with steps " + std::to_string(row_step) +
+                   " and " + std::to_string(col_step),
+               loc);
+    return;
+  }
+  const Expr r = row.expr, c = col.expr;
+  b.partition(
+      tile.view, thread(1), [&](Expr i) { return (r + row_step * (i / tn)) * tile.cols + c + col_step * (i % tn); },
+      [&](Scope& b, View mine) {
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              for (int i = 0; i < tm; ++i)
+                for (int j = 0; j < tn; ++j)
+                  th.if_(
+                      tile.row0 + r + row_step * i < tile.rows && tile.col0 + c + col_step * j < tile.cols,
+                      [&](Scope& th) { body(th, i, j, mine[IndexArg(i * tn + j, loc)]); }, loc);
             },
             loc);
       },

@@ -91,7 +91,7 @@ int examples_mode() {
   int failed = 0;
   for (const auto& ex : examples::all()) {
     try {
-      auto k = cache.get(ex.build(), Spec{});
+      auto k = cache.get(ex.build(), ex.spec());
       std::printf("%s %zu %s\n", ex.name.c_str(), k->cubin.size(), k->origin.c_str());
     } catch (const std::exception& e) {
       std::printf("%s FAILED %s\n", ex.name.c_str(), e.what());

@@ -404,7 +404,7 @@ TEST(KernelCache, EvictionKeepsTheCap) {
   CacheConfig c = config_for(dir.path);
   c.max_bytes = 12000;  // room for about two small kernels
   KernelCache cache(c);
-  for (const auto& ex : examples::all()) cache.get(ex.build(), Spec{});
+  for (const auto& ex : examples::all()) cache.get(ex.build(), ex.spec());
   cache::DiskStore store(dir.path, true);
   std::int64_t biggest = 0;
   for (const auto& e : store.list()) biggest = std::max(biggest, e.bytes);
@@ -430,7 +430,7 @@ TEST(KernelCache, BundleRoundTripServesAHostWithoutNvrtc) {
   fs::path src = dir.path / "src", dst = dir.path / "dst", bundle = dir.path / "fleet.vbundle";
   {
     KernelCache cache(config_for(src));
-    for (const auto& ex : examples::all()) cache.get(ex.build(), Spec{});
+    for (const auto& ex : examples::all()) cache.get(ex.build(), ex.spec());
   }
   int exported = export_bundle(src.string(), bundle.string());
   EXPECT_EQ(exported, static_cast<int>(examples::all().size()));
@@ -517,7 +517,7 @@ TEST(KernelCache, NoLockFileOutlivesACompile) {
   TempDir dir;
   {
     KernelCache cache(config_for(dir.path));
-    for (const auto& ex : examples::all()) cache.get(ex.build(), Spec{});
+    for (const auto& ex : examples::all()) cache.get(ex.build(), ex.spec());
     EXPECT_EQ(cache.stats().compiles, static_cast<std::int64_t>(examples::all().size()));
   }
   std::vector<fs::path> locks;

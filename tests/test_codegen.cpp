@@ -28,7 +28,7 @@ TEST(Codegen, EveryExampleCompilesForSm80AndSm90WithoutWarnings) {
   REQUIRE_NVRTC();
   for (Arch arch : {Arch::SM_80, Arch::SM_90}) {
     for (const auto& ex : examples::all()) {
-      Compiled c = compile(ex.build(), Spec{}.with_arch(arch));
+      Compiled c = compile(ex.build(), ex.spec(Spec{}.with_arch(arch)));
       EXPECT_FALSE(c.cubin.empty()) << ex.name << " " << arch_name(arch);
       EXPECT_EQ(c.log, "") << ex.name << " " << arch_name(arch) << ": NVRTC warned";
       EXPECT_EQ(c.options[1], std::string("--gpu-architecture=") + arch_name(arch));
@@ -47,11 +47,13 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       {"sgemm_naive", 0},     {"sgemm_coalesced", 0},
       {"sgemm_smem", 2},   // per K step: before overwriting the tiles, before reading them
       {"sgemm_reg1d", 2},  // the same, with 8 rows of C per thread
+      {"sgemm_reg2d", 2},     {"sgemm_vec", 2},
+      {"sgemm_warptile", 2},  // the same two per K step
       {"vec_copy", 0},
   };
   ASSERT_EQ(kMinimum.size(), examples::all().size()) << "every example needs its hand-written count";
   for (const auto& ex : examples::all()) {
-    Specialized s = specialize_for(ex.build(), Spec{});
+    Specialized s = specialize_for(ex.build(), ex.spec());
     EXPECT_EQ(s.barriers, kMinimum.at(ex.name)) << ex.name << "\n" << s.source;
     EXPECT_EQ(barriers_in(s.source), kMinimum.at(ex.name)) << ex.name;
   }
@@ -565,5 +567,72 @@ TEST(Codegen, AnIndexIsProvenByItsValueNotItsIntermediates) {
   kernel.launch(Device::interpreter(), Grid{1, 256}, got);
   for (int t = 0; t < 256; ++t) EXPECT_EQ(got[static_cast<std::size_t>(t)], (t % 8) * 3) << t;
 }
+}  // namespace
+}  // namespace vantage
+
+namespace vantage {
+namespace {
+/// `if (r < rows && c + 4 <= cols) m[r * cols + c + d]` for d in 0..3, or with the given condition:
+/// the 2-D bounds of a row-major matrix, where the proof scales the row's condition by the row length.
+Kernel row_access(const char* name, int cols, const std::function<Expr(Expr r, Expr c, Expr rows)>& cond, int d) {
+  KernelBuilder k(name);
+  auto rows = k.param<int>("rows");
+  auto m = k.param<GlobalPtr<const float>>("m", extent(rows * cols));
+  auto out = k.param<GlobalPtr<float>>("out", extent(256));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 256, [&](Scope& b, Expr blk, View out_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View o) {
+            b.group(thread(1), [&](Scope& th) {
+              Expr r = blk * 16 + t / 16, c = t % 16 * 4;
+              th.if_(cond(r, c, rows), [&](Scope&) { o[0] = m[r * cols + c + d]; });
+            });
+          });
+    });
+  });
+  return k.build();
+}
+
+// The bounds proof combines two conditions: r < rows scaled by the row length, and c + 4 <= cols.
+// Before, only one condition at a time counted, so every 2-D access that a tile kernel guards this
+// way was checked as it ran, and no vector copy of a matrix row could be proven.
+TEST(Codegen, ARowMajorAccessIsProvenByItsRowAndColumnConditionsTogether) {
+  auto ok = [](Expr r, Expr c, Expr rows) { return r < rows && c + 4 <= 64; };
+  // The read of m, to the end of its line: " if < " there would be its run-time check.
+  auto read_of_m = [](const std::string& ir) {
+    auto at = ir.find("= m[");
+    return at == std::string::npos ? std::string("(no read of m)") : ir.substr(at, ir.find('\n', at) - at);
+  };
+  std::string proven = row_access("rows_ok", 64, ok, 3).lowered(Spec{});
+  EXPECT_EQ(read_of_m(proven).find(" if < "), std::string::npos) << "the read is checked as it runs:\n" << proven;
+  EXPECT_NE(read_of_m(proven).find("+ 3)]"), std::string::npos) << proven;
+  // Conditions that do not imply the bound leave the check in place.
+  auto row_le = [](Expr r, Expr c, Expr rows) { return r <= rows && c + 4 <= 64; };  // one row too many
+  std::string row_le_ir = row_access("row_le", 64, row_le, 3).lowered(Spec{});
+  EXPECT_NE(read_of_m(row_le_ir).find(" if < "), std::string::npos) << row_le_ir;
+  std::string over_ir = row_access("col_past", 64, ok, 4).lowered(Spec{});  // c + 4 reaches the next row
+  EXPECT_NE(read_of_m(over_ir).find(" if < "), std::string::npos) << over_ir;
+  // Both read the last row's element past the matrix when rows is the block's last row: the checks
+  // catch it as the kernel runs.
+  std::vector<float> m(2 * 64, 1.0f), out(256);
+  EXPECT_THROW(
+      row_access("row_le_run", 64, row_le, 3).launch(Device::interpreter(), Grid{1, 256}, 2, std::as_const(m), out),
+      ExecutionError);
+}
+
+// sgemm rung 6 copies A and B in 16-byte vectors where K and N are multiples of 4, element by element
+// with checked, clamped reads otherwise; both give the reference's result.
+TEST(Codegen, TheVectorizedSgemmCopiesRowsAsVectorsOnlyWhereTheyAreAligned) {
+  Kernel k = examples::sgemm_vec();
+  std::string aligned = specialize_for(k, Spec{}.with_size("N", 68).with_size("K", 36)).source;
+  EXPECT_EQ(count(aligned, "*reinterpret_cast<float4*>(&As["), 1) << aligned;
+  EXPECT_EQ(count(aligned, "*reinterpret_cast<float4*>(&Bs["), 1) << aligned;
+  std::string odd = specialize_for(k, Spec{}.with_size("N", 65).with_size("K", 19)).source;
+  EXPECT_EQ(count(odd, "float4"), 0) << odd;
+}
+
 }  // namespace
 }  // namespace vantage

@@ -71,7 +71,11 @@ TEST(Concurrency, OneCacheServesManyThreads) {
   c.dir = dir.path.string();
   KernelCache cache(c);
   std::vector<Kernel> kernels;
-  for (const auto& ex : examples::all()) kernels.push_back(ex.build());
+  std::map<std::string, Spec> specs;  // each example's default sizes
+  for (const auto& ex : examples::all()) {
+    kernels.push_back(ex.build());
+    specs[ex.name] = ex.spec();
+  }
   constexpr int kThreads = 4;
   std::vector<std::map<std::string, std::shared_ptr<const CachedKernel>>> got(kThreads);
   std::vector<std::thread> threads;
@@ -82,7 +86,7 @@ TEST(Concurrency, OneCacheServesManyThreads) {
       for (int round = 0; round < 2; ++round)
         for (std::size_t i = 0; i < kernels.size(); ++i) {
           const Kernel& k = kernels[(i + static_cast<std::size_t>(t) * 2) % kernels.size()];
-          got[static_cast<std::size_t>(t)][k.name()] = cache.get(k, Spec{});
+          got[static_cast<std::size_t>(t)][k.name()] = cache.get(k, specs.at(k.name()));
         }
     });
   for (auto& th : threads) th.join();
@@ -94,7 +98,8 @@ TEST(Concurrency, OneCacheServesManyThreads) {
       EXPECT_EQ(mine->cubin, first->cubin) << k.name();
       EXPECT_EQ(mine->key, first->key) << k.name();
     }
-    EXPECT_EQ(cache.get(k, Spec{}).get(), cache.get(k, Spec{}).get()) << "one entry per key in the end";
+    const Spec& spec = specs.at(k.name());
+    EXPECT_EQ(cache.get(k, spec).get(), cache.get(k, spec).get()) << "one entry per key in the end";
   }
   CacheStats s = cache.stats();
   EXPECT_GE(s.compiles, static_cast<std::int64_t>(kernels.size()));

@@ -37,7 +37,7 @@ TEST(Golden, SgemmSmem) { expect_golden("sgemm_smem", examples::sgemm_smem().ir_
 
 // The lowered IR of every example at its declared launch shape: what every backend consumes.
 TEST(Golden, LoweredIrOfEveryExample) {
-  for (const auto& ex : examples::all()) expect_golden(ex.name, ex.build().lowered(Spec{}), ".lowered");
+  for (const auto& ex : examples::all()) expect_golden(ex.name, ex.build().lowered(ex.spec()), ".lowered");
 }
 
 TEST(Golden, EveryExampleChecksWithoutObligations) {

@@ -170,7 +170,7 @@ bool in_library(const std::string& file) {
 TEST(Regression, NoLineDirectiveOfAnExamplePointsIntoTheLibrary) {
   static const std::regex kLine(R"(#line \d+ \"([^\"]*)\")");
   for (const auto& ex : examples::all()) {
-    std::string src = specialize_for(ex.build(), Spec{}).source;
+    std::string src = specialize_for(ex.build(), ex.spec()).source;
     int directives = 0;
     for (auto it = std::sregex_iterator(src.begin(), src.end(), kLine); it != std::sregex_iterator(); ++it) {
       ++directives;

@@ -138,9 +138,9 @@ int cache_one(const vantage::examples::Example& ex, const vantage::Spec& spec) {
 }
 
 int compile_one(const vantage::examples::Example& ex, const vantage::Spec& spec, bool through_cache) {
-  if (through_cache) return cache_one(ex, spec);
+  if (through_cache) return cache_one(ex, ex.spec(spec));
   try {
-    auto c = vantage::compile(ex.build(), spec);
+    auto c = vantage::compile(ex.build(), ex.spec(spec));
     std::printf("%-16s %-7s cubin %7zu B  %7.1f ms  barriers %d  shared %lld B", ex.name.c_str(),
                 vantage::arch_name(spec.arch), c.cubin.size(), c.compile_ms, c.spec.barriers,
                 static_cast<long long>(c.spec.static_shared_bytes + c.spec.dynamic_shared_bytes));
@@ -357,11 +357,12 @@ int main(int argc, char** argv) {
     if (!ex) return unknown(names[0]);
     try {
       auto k = ex->build();
-      std::string text = cmd == "cuda"       ? k.source(spec)
-                         : cmd == "lower"    ? k.lowered(spec)
-                         : cmd == "llvm"     ? k.llvm_ir(spec)
-                         : cmd == "llvm-opt" ? k.llvm_ir(spec, true)
-                                             : k.ptx(spec);
+      const vantage::Spec full = ex->spec(spec);  // its default sizes where none is given
+      std::string text = cmd == "cuda"       ? k.source(full)
+                         : cmd == "lower"    ? k.lowered(full)
+                         : cmd == "llvm"     ? k.llvm_ir(full)
+                         : cmd == "llvm-opt" ? k.llvm_ir(full, true)
+                                             : k.ptx(full);
       std::printf("%s", text.c_str());
       return 0;
     } catch (const vantage::CheckError& e) {

@@ -327,11 +327,13 @@ struct SgemmParams {
   Expr M, N, K, alpha, beta;
   View A, B, C;
 };
-SgemmParams sgemm_params(KernelBuilder& k) {
+/// `sized`: N and K specialized (constants in the code, so that a row of A or B is a known number of
+/// 16-byte vectors).
+SgemmParams sgemm_params(KernelBuilder& k, bool sized = false) {
   SgemmParams p;
   p.M = k.param<int>("M");
-  p.N = k.param<int>("N");
-  p.K = k.param<int>("K");
+  p.N = sized ? k.param<int>("N", specialize) : k.param<int>("N");
+  p.K = sized ? k.param<int>("K", specialize) : k.param<int>("K");
   p.alpha = k.param<float>("alpha");
   p.beta = k.param<float>("beta");
   p.A = k.param<GlobalPtr<const float>>("A", extent(p.M * p.K));
@@ -518,6 +520,128 @@ Kernel sgemm_reg1d(const Reg1dShape& sh, const std::string& name) {
   return k.build();
 }
 
+Kernel sgemm_reg2d(const Reg2dShape& sh, const std::string& name) {
+  const int BM = sh.bm, BN = sh.bn, BK = sh.bk, TM = sh.tm, TN = sh.tn;
+  const int TC = BN / TN, T = BM / TM * TC;  // thread t computes rows (t / TC) * TM.., cols (t % TC) * TN..
+  KernelBuilder k(!name.empty() ? name : "sgemm_reg2d");
+  auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
+  k.block_threads(T);
+  k.shared_budget((BM * BK + BK * BN) * 4);
+  k.body([&](Scope& g) {
+    lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
+      auto tr = b.let("tr", c.thread / TC), tc = b.let("tc", c.thread % TC);
+      auto acc = b.local_array("acc", ScalarType::F32, TM * TN, at(thread(1)));
+      auto a = b.local_array("a_reg", ScalarType::F32, TM, at(thread(1)));
+      auto bv = b.local_array("b_reg", ScalarType::F32, TN, at(thread(1)));
+      for (int i = 0; i < TM * TN; ++i) acc[i] = 0.0f;
+      auto As = b.shared<float>("As", BM * BK), Bs = b.shared<float>("Bs", BK * BN);
+      b.for_("kb", 0, K, BK, [&](Scope& b, Expr kb) {
+        lib::stage_tile(b, As, A, M, K, c.row0, kb, BM, BK);  // zeros past the edges
+        lib::stage_tile(b, Bs, B, K, N, kb, c.col0, BK, BN);
+        b.for_("kk", 0, BK, [&](Scope& b, Expr kk) {
+          for (int i = 0; i < TM; ++i) a[i] = As[(tr * TM + i) * BK + kk];
+          for (int j = 0; j < TN; ++j) bv[j] = Bs[kk * BN + tc * TN + j];
+          for (int i = 0; i < TM; ++i)
+            for (int j = 0; j < TN; ++j) acc[i * TN + j] = acc[i * TN + j] + a[i] * bv[j];
+        });
+      });
+      lib::update_sub_tile(b, c, tr * TM, tc * TN, TM, TN, 1, 1,
+                           [&](Scope&, int i, int j, ElemRef e) { e = alpha * acc[i * TN + j] + beta * e; });
+    });
+  });
+  return k.build();
+}
+
+Kernel sgemm_vec(const std::string& name) {
+  constexpr int BM = 64, BN = 64, BK = 16, TM = 4, TN = 4, TC = BN / TN, T = BM / TM * TC;
+  static_assert(BM * BK == 4 * T && BK * BN == 4 * T, "each thread stages one vector of A and one of B");
+  KernelBuilder k(!name.empty() ? name : "sgemm_vec");
+  auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k, true);
+  k.block_threads(T);
+  k.shared_budget((BM * BK + BK * BN) * 4);
+  k.body([&](Scope& g) {
+    lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
+      Expr t = c.thread;
+      auto tr = b.let("tr", t / TC), tc = b.let("tc", t % TC);
+      auto acc = b.local_array("acc", ScalarType::F32, TM * TN, at(thread(1)));
+      auto a = b.local_array("a_reg", ScalarType::F32, TM, at(thread(1)));
+      auto bv = b.local_array("b_reg", ScalarType::F32, TN, at(thread(1)));
+      for (int i = 0; i < TM * TN; ++i) acc[i] = 0.0f;
+      auto As = b.shared<float>("As", BM * BK), Bs = b.shared<float>("Bs", BK * BN);
+      // Thread t stages the 4 elements at (t * 4) / cols, (t * 4) % cols of each tile: one vector.
+      auto stage = [&](Scope& b, const View& dst, const View& src, const Expr& rows, const Expr& cols, const Expr& r,
+                       const Expr& col) {
+        b.partition(
+            dst, thread(1), [&](Expr i) { return t * 4 + i; },
+            [&](Scope& b, View mine) {
+              b.group(thread(1), [&](Scope& th) {
+                th.if_(
+                    r < rows && col + 4 <= cols,
+                    [&](Scope& th) { th.for_("v", 0, 4, [&](Scope&, Expr v) { mine[v] = src[r * cols + col + v]; }); },
+                    [&](Scope&) {
+                      for (int v = 0; v < 4; ++v)
+                        mine[v] = select(r < rows && col + v < cols,
+                                         src[min(r, rows - 1) * cols + min(col + v, cols - 1)], 0.0f);
+                    });
+              });
+            });
+      };
+      // The k steps counted in tiles, so that a tile's first column is a known multiple of BK.
+      b.for_("kt", 0, (K + BK - 1) / BK, [&](Scope& b, Expr kt) {
+        stage(b, As, A, M, K, c.row0 + t / (BK / 4), kt * BK + t % (BK / 4) * 4);
+        stage(b, Bs, B, K, N, kt * BK + t / (BN / 4), c.col0 + t % (BN / 4) * 4);
+        b.for_("kk", 0, BK, [&](Scope& b, Expr kk) {
+          for (int i = 0; i < TM; ++i) a[i] = As[(tr * TM + i) * BK + kk];
+          for (int j = 0; j < TN; ++j) bv[j] = Bs[kk * BN + tc * TN + j];
+          for (int i = 0; i < TM; ++i)
+            for (int j = 0; j < TN; ++j) acc[i * TN + j] = acc[i * TN + j] + a[i] * bv[j];
+        });
+      });
+      lib::update_sub_tile(b, c, tr * TM, tc * TN, TM, TN, 1, 1,
+                           [&](Scope&, int i, int j, ElemRef e) { e = alpha * acc[i * TN + j] + beta * e; });
+    });
+  });
+  return k.build();
+}
+
+Kernel sgemm_warptile(const std::string& name) {
+  constexpr int BM = 64, BN = 64, BK = 16, WM = 32, WN = 32, TM = 8, TN = 4, T = 128;
+  constexpr int WC = BN / WN;  // warps across the block tile
+  constexpr int LC = WN / TN;  // lanes across a warp tile: 8
+  constexpr int LR = WM / TM;  // lanes down a warp tile: 4
+  static_assert(LR * LC == 32 && BM / WM * WC * 32 == T, "one warp per warp tile, one lane per sub-tile");
+  KernelBuilder k(!name.empty() ? name : "sgemm_warptile");
+  auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
+  k.block_threads(T);
+  k.shared_budget((BM * BK + BK * BN) * 4);
+  k.body([&](Scope& g) {
+    lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
+      auto acc = b.local_array("acc", ScalarType::F32, TM * TN, at(thread(1)));
+      auto a = b.local_array("a_reg", ScalarType::F32, TM, at(thread(1)));
+      auto bv = b.local_array("b_reg", ScalarType::F32, TN, at(thread(1)));
+      for (int i = 0; i < TM * TN; ++i) acc[i] = 0.0f;
+      // The warp's tile and the lane's place in it: rows wr * WM + lr + LR * i, columns
+      // wc * WN + lc + LC * j, so that the lanes of a warp read 4 rows of As and 8 columns of Bs.
+      auto warp = b.let("warp", c.thread / 32), lane = b.let("lane", c.thread % 32);
+      auto row = b.let("row", warp / WC * WM + lane / LC), col = b.let("col", warp % WC * WN + lane % LC);
+      auto As = b.shared<float>("As", BM * BK), Bs = b.shared<float>("Bs", BK * BN);
+      b.for_("kb", 0, K, BK, [&](Scope& b, Expr kb) {
+        lib::stage_tile(b, As, A, M, K, c.row0, kb, BM, BK);
+        lib::stage_tile(b, Bs, B, K, N, kb, c.col0, BK, BN);
+        b.for_("kk", 0, BK, [&](Scope& b, Expr kk) {
+          for (int i = 0; i < TM; ++i) a[i] = As[(row + LR * i) * BK + kk];
+          for (int j = 0; j < TN; ++j) bv[j] = Bs[kk * BN + col + LC * j];
+          for (int i = 0; i < TM; ++i)
+            for (int j = 0; j < TN; ++j) acc[i * TN + j] = acc[i * TN + j] + a[i] * bv[j];
+        });
+      });
+      lib::update_sub_tile(b, c, row, col, TM, TN, LR, LC,
+                           [&](Scope&, int i, int j, ElemRef e) { e = alpha * acc[i * TN + j] + beta * e; });
+    });
+  });
+  return k.build();
+}
+
 Kernel vec_copy() {
   KernelBuilder k("vec_copy");
   auto n = k.param<int>("n");
@@ -560,6 +684,14 @@ const std::vector<Example>& all() {
       {"sgemm_smem", "sgemm rung 3: 32x32 tiles staged in shared memory", [] { return sgemm_smem(32); }},
       {"sgemm_reg1d", "sgemm rung 4: 64x64 block tiles, 8 rows of C per thread (1-D register blocking)",
        [] { return sgemm_reg1d(); }},
+      {"sgemm_reg2d", "sgemm rung 5: 64x64 block tiles, 4x4 of C per thread (2-D register blocking)",
+       [] { return sgemm_reg2d(); }},
+      {"sgemm_vec",
+       "sgemm rung 6: rung 5 with 16-byte vector loads of A and B (N and K specialized)",
+       [] { return sgemm_vec(); },
+       {{"N", 64}, {"K", 64}}},
+      {"sgemm_warptile", "sgemm rung 7: 64x64 block tiles in four 32x32 warp tiles, 8x4 of C per lane",
+       [] { return sgemm_warptile(); }},
       {"vec_copy", "each thread copies 4 floats with one 16-byte load and store", vec_copy},
   };
   return kAll;

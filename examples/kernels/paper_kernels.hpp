@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,27 @@ struct Reg1dShape {
 };
 /// sgemm rung 4 (1-D register blocking); any M, N and K (edge tiles padded, stores guarded).
 Kernel sgemm_reg1d(const Reg1dShape& shape = {}, const std::string& name = "");
+/// sgemm rung 5's shape: a block computes a bm x bn tile of C, stepping K by bk; each of its
+/// (bm / tm) * (bn / tn) threads computes a tm x tn sub-tile in registers, from tm values of A and tn
+/// of B read from shared memory per step of k. Needs bm % tm == 0, bn % tn == 0, (bm * bk) and
+/// (bk * bn) multiples of the thread count, and at most 1024 threads.
+struct Reg2dShape {
+  int bm = 64, bn = 64, bk = 8, tm = 4, tn = 4;
+};
+/// sgemm rung 5 (2-D register blocking); any M, N and K (edge tiles padded, stores guarded).
+Kernel sgemm_reg2d(const Reg2dShape& shape = {}, const std::string& name = "");
+/// sgemm rung 6: rung 5 at 64 x 64 x 16 with 4 x 4 per thread (256 threads), M, N and K specialized,
+/// each thread staging one 16-byte vector of A and one of B per step of k. A vector copy is emitted
+/// only where lowering proves all four elements inside A (or B) and the addresses 16-byte aligned
+/// (K, or N, a multiple of 4); other sizes, and the tiles at the matrix's edges, copy element by
+/// element with zeros past the edge. Any M, N and K.
+Kernel sgemm_vec(const std::string& name = "");
+/// sgemm rung 7 (warp tiling): a 64 x 64 block tile in four 32 x 32 warp tiles (a partition of the
+/// block's tile at thread(32), then of each warp's tile at thread(1)); lane l computes rows
+/// l / 8 + 4i (i < 8) and columns l % 8 + 8j (j < 4) of its warp's tile, so that a warp's shared
+/// reads of a step of k touch 4 rows of A and 8 columns of B, broadcast across the lanes. 128
+/// threads; any M, N and K.
+Kernel sgemm_warptile(const std::string& name = "");
 /// Each thread copies 4 consecutive floats: one 16-byte vector load and store where all 4 are inside
 /// n, one by one in the last thread's tail.
 Kernel vec_copy();
@@ -58,6 +80,13 @@ struct Example {
   std::string name;
   std::string what;
   std::function<Kernel()> build;
+  /// Values of its specialized parameters for a tool that compiles it without sizes (most have none).
+  std::map<std::string, std::int64_t> sizes = {};
+  /// `base` with the example's sizes added where `base` gives none.
+  Spec spec(Spec base = {}) const {
+    for (const auto& [k, v] : sizes) base.sizes.emplace(k, v);
+    return base;
+  }
 };
 /// Every example kernel, in a stable order.
 const std::vector<Example>& all();

@@ -226,6 +226,11 @@ RunResult run_mma_naive(const Kernel& k, const Size& s, const Device& d) {
                 why, rep, as_doubles(C));
 }
 
+/// One block of `threads` per bm x bn tile of C.
+Grid tiles_of(const Size& s, std::int64_t bm, std::int64_t bn, std::int64_t threads) {
+  return Grid{std::max<std::int64_t>(1, ceil_div(s.at("M"), bm) * ceil_div(s.at("N"), bn)), threads};
+}
+
 const std::map<std::string, Case>& cases() {
   static const std::map<std::string, Case> kCases = {
       {"saxpy", {run_saxpy, {{{"n", 1000}}, {{"n", 256}}, {{"n", 1}}, {{"n", 777}}}}},
@@ -246,6 +251,19 @@ const std::map<std::string, Case>& cases() {
           return run_sgemm(k, s, d,
                            Grid{std::max<std::int64_t>(1, ceil_div(s.at("M"), 64) * ceil_div(s.at("N"), 64)), 512});
         },
+        {{{"M", 70}, {"N", 65}, {"K", 19}}, {{"M", 64}, {"N", 64}, {"K", 16}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
+      {"sgemm_reg2d",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, tiles_of(s, 64, 64, 256)); },
+        {{{"M", 70}, {"N", 65}, {"K", 19}}, {{"M", 64}, {"N", 64}, {"K", 16}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
+      // N and K multiples of 4 take the vector copies (but for the edge tiles); 65 and 19 do not.
+      {"sgemm_vec",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, tiles_of(s, 64, 64, 256)); },
+        {{{"M", 70}, {"N", 68}, {"K", 36}},
+         {{"M", 64}, {"N", 64}, {"K", 16}},
+         {{"M", 70}, {"N", 65}, {"K", 19}},
+         {{"M", 5}, {"N", 3}, {"K", 2}}}}},
+      {"sgemm_warptile",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, tiles_of(s, 64, 64, 128)); },
         {{{"M", 70}, {"N", 65}, {"K", 19}}, {{"M", 64}, {"N", 64}, {"K", 16}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
       {"warp_mma", {run_warp_mma, {{}, {}, {}}}},
       // The naive mma kernel tiles C in 16x8 and K in 8 with no edge handling and requires multiples.

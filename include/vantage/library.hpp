@@ -79,6 +79,16 @@ void for_each_tile(Scope& grid, const View& m, const ExprArg& rows, const ExprAr
 void update_own(Scope& block, const MatrixTile& tile, const std::function<void(Scope& th, ElemRef e)>& body,
                 std::source_location loc = std::source_location::current());
 
+/// At block(1): each thread's tm x tn elements of the tile, `body(th, i, j, e)` at thread(1) for each
+/// i < tm, j < tn inside the matrix, with e the element at tile row `row + row_step * i` and tile
+/// column `col + col_step * j` (row and col: the thread's own first element, values of the block that
+/// vary by thread). Steps of 1 give each thread a contiguous sub-tile (2-D register blocking); larger
+/// steps interleave the threads (a warp's lanes spread over its warp tile). The positions must give
+/// distinct threads distinct elements, which the race check verifies when the kernel runs.
+void update_sub_tile(Scope& block, const MatrixTile& tile, const ExprArg& row, const ExprArg& col, int tm, int tn,
+                     int row_step, int col_step, const std::function<void(Scope& th, int i, int j, ElemRef e)>& body,
+                     std::source_location loc = std::source_location::current());
+
 /// At block(1): copies the tile_rows x tile_cols tile at (row0, col0) of the row-major matrix `src`
 /// (src_rows x src_cols) into shared `dst` (row-major, tile_rows x tile_cols), zeros past the
 /// matrix's edges, striped over the block's threads (consecutive threads, consecutive columns).

@@ -101,74 +101,79 @@ Range value_range(const ExprPtr& e, const RangeEnv& env) {
   if (!is_integer(e->type) && e->type != ScalarType::Bool) return full;
   // A constant subtree needs no special case: its operations on point ranges give its value.
   auto fit = [&](Range r) { return r.within(full) ? r : full; };
-  return dispatch(*e, Overloaded{
-                          [&](const Literal& n) { return fits(n.type, n.i) ? Range::point(exact(n.type, n.i)) : full; },
-                          [&](const VarRef& n) {
-                            auto it = env.vars.find(n.var.get());
-                            return it == env.vars.end() ? full : fit(it->second);
-                          },
-                          [&](const Unary& n) {
-                            if (n.op == UnOp::Not) return Range{0, 1};
-                            Range a = value_range(n.a, env);
-                            if (n.op == UnOp::Neg) return fit(neg(a));
-                            return fit(make(-a.hi - 1, -a.lo - 1));  // ~x == -x - 1
-                          },
-                          [&](const Binary& n) {
-                            if (n.type == ScalarType::Bool) return Range{0, 1};
-                            Range a = value_range(n.a, env), b = value_range(n.b, env);
-                            auto k = constant(n.b);
-                            switch (n.op) {
-                              case BinOp::Add:
-                              case BinOp::Sub:
-                              case BinOp::Mul:
-                              case BinOp::Min:
-                              case BinOp::Max: return fit(exact_op(n, a, b, 0));
-                              case BinOp::Div:
-                              case BinOp::Mod: {
-                                if (k && *k != 0) return fit(exact_op(n, a, b, *k));
-                                // |a / b| and |a % b| are at most |a| (x / 0 is -1, or all ones unsigned; x % 0 is x).
-                                __int128 m = std::max(a.hi < 0 ? -a.hi : a.hi, a.lo < 0 ? -a.lo : a.lo);
-                                if (!is_signed(n.type)) return n.op == BinOp::Mod ? Range{0, m} : full;
-                                if (a.contains(full.lo) && b.contains(-1)) return full;  // MIN / -1 wraps
-                                Range r{-m, m};
-                                return n.op == BinOp::Div ? r.join(Range::point(-1)) : r;
-                              }
-                              case BinOp::Shl:
-                                if (k && *k >= 0 && *k <= 62) return fit(exact_op(n, a, b, *k));
-                                return full;
-                              case BinOp::Shr:
-                                if (k && *k >= 0 && *k < 63 && a.lo >= 0) return Range{a.lo >> *k, a.hi >> *k};
-                                return full;
-                              case BinOp::And:
-                                if (a.lo >= 0 && b.lo >= 0) return Range{0, std::min(a.hi, b.hi)};
-                                if (a.lo >= 0) return Range{0, a.hi};
-                                if (b.lo >= 0) return Range{0, b.hi};
-                                return full;
-                              default: return full;
-                            }
-                          },
-                          [&](const Cast& n) {
-                            if (!n.a || !(is_integer(n.a->type) || n.a->type == ScalarType::Bool)) return full;
-                            return fit(value_range(n.a, env));
-                          },
-                          [&](const Select& n) { return fit(value_range(n.a, env).join(value_range(n.b, env))); },
-                          [&](const MathCall& n) {
-                            if (n.fn == MathFn::Abs && !n.args.empty()) {
-                              Range a = value_range(n.args[0], env);
-                              __int128 m = std::max(a.hi < 0 ? -a.hi : a.hi, a.lo < 0 ? -a.lo : a.lo);
-                              return fit(Range{a.lo >= 0 ? a.lo : 0, m});
-                            }
-                            return full;
-                          },
-                          [&](const Id& n) { return env.id ? fit(env.id(n.p)) : full; },
-                          [&](const Builtin& n) {
-                            const auto& r = n.which == BuiltinKind::ThreadInBlock ? env.thread_index
-                                            : n.which == BuiltinKind::BlockInGrid ? env.block_index
-                                                                                  : env.grid_blocks;
-                            return r ? fit(*r) : full;
-                          },
-                          [&](const Load&) { return full; },
-                      });
+  return dispatch(
+      *e, Overloaded{
+              [&](const Literal& n) { return fits(n.type, n.i) ? Range::point(exact(n.type, n.i)) : full; },
+              [&](const VarRef& n) {
+                auto it = env.vars.find(n.var.get());
+                return it == env.vars.end() ? full : fit(it->second);
+              },
+              [&](const Unary& n) {
+                if (n.op == UnOp::Not) return Range{0, 1};
+                Range a = value_range(n.a, env);
+                if (n.op == UnOp::Neg) return fit(neg(a));
+                return fit(make(-a.hi - 1, -a.lo - 1));  // ~x == -x - 1
+              },
+              [&](const Binary& n) {
+                if (n.type == ScalarType::Bool) return Range{0, 1};
+                Range a = value_range(n.a, env), b = value_range(n.b, env);
+                auto k = constant(n.b);
+                switch (n.op) {
+                  case BinOp::Add:
+                  case BinOp::Sub:
+                  case BinOp::Mul:
+                  case BinOp::Min:
+                  case BinOp::Max: return fit(exact_op(n, a, b, 0));
+                  case BinOp::Div:
+                  case BinOp::Mod: {
+                    if (k && *k != 0) return fit(exact_op(n, a, b, *k));
+                    // A divisor known positive (a size the specialization made a constant
+                    // through a variable): a non-negative a stays non-negative.
+                    if (a.lo >= 0 && b.lo > 0)
+                      return n.op == BinOp::Div ? Range{a.lo / b.hi, a.hi / b.lo} : Range{0, std::min(a.hi, b.hi - 1)};
+                    // |a / b| and |a % b| are at most |a| (x / 0 is -1, or all ones unsigned; x % 0 is x).
+                    __int128 m = std::max(a.hi < 0 ? -a.hi : a.hi, a.lo < 0 ? -a.lo : a.lo);
+                    if (!is_signed(n.type)) return n.op == BinOp::Mod ? Range{0, m} : full;
+                    if (a.contains(full.lo) && b.contains(-1)) return full;  // MIN / -1 wraps
+                    Range r{-m, m};
+                    return n.op == BinOp::Div ? r.join(Range::point(-1)) : r;
+                  }
+                  case BinOp::Shl:
+                    if (k && *k >= 0 && *k <= 62) return fit(exact_op(n, a, b, *k));
+                    return full;
+                  case BinOp::Shr:
+                    if (k && *k >= 0 && *k < 63 && a.lo >= 0) return Range{a.lo >> *k, a.hi >> *k};
+                    return full;
+                  case BinOp::And:
+                    if (a.lo >= 0 && b.lo >= 0) return Range{0, std::min(a.hi, b.hi)};
+                    if (a.lo >= 0) return Range{0, a.hi};
+                    if (b.lo >= 0) return Range{0, b.hi};
+                    return full;
+                  default: return full;
+                }
+              },
+              [&](const Cast& n) {
+                if (!n.a || !(is_integer(n.a->type) || n.a->type == ScalarType::Bool)) return full;
+                return fit(value_range(n.a, env));
+              },
+              [&](const Select& n) { return fit(value_range(n.a, env).join(value_range(n.b, env))); },
+              [&](const MathCall& n) {
+                if (n.fn == MathFn::Abs && !n.args.empty()) {
+                  Range a = value_range(n.args[0], env);
+                  __int128 m = std::max(a.hi < 0 ? -a.hi : a.hi, a.lo < 0 ? -a.lo : a.lo);
+                  return fit(Range{a.lo >= 0 ? a.lo : 0, m});
+                }
+                return full;
+              },
+              [&](const Id& n) { return env.id ? fit(env.id(n.p)) : full; },
+              [&](const Builtin& n) {
+                const auto& r = n.which == BuiltinKind::ThreadInBlock ? env.thread_index
+                                : n.which == BuiltinKind::BlockInGrid ? env.block_index
+                                                                      : env.grid_blocks;
+                return r ? fit(*r) : full;
+              },
+              [&](const Load&) { return full; },
+          });
 }
 
 bool may_overflow(const Binary& b, const RangeEnv& env) {

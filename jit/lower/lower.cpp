@@ -10,6 +10,7 @@
 // down to the root.
 #include "jit/lower/lower.h"
 
+#include <algorithm>
 #include <set>
 #include <unordered_set>
 
@@ -327,15 +328,14 @@ class BodyLowerer {
     } norm(*this, depth);
     return norm.mutate(e);
   }
-  /// Whether `x < bound` follows from the range of x or from a condition `lo < hi` (or `lo <= hi`)
-  /// the code is under whose arithmetic cannot wrap: x = lo + (x - lo) < hi + (x - lo), so it does
-  /// when `bound - hi - x + lo` is a constant at least 0 (at least 1 for `<=`). With hi the bound
-  /// itself that is `lo - x`: `if (i < n) x[i]`; with constants, `if (t < 128) s[t + 128]` in 256.
-  bool proven_below(const ExprPtr& x, const ExprPtr& bound) const {
-    auto rx = exact_value_range(x, env_);
-    if (auto k = const_int(bound); k && rx && rx->hi < *k) return true;
-    Affine ax = affine(normal(x));
-    Affine ab = affine(normal(bound));
+  /// A condition the code is under, `hi - lo >= least`, as an affine form; none when it is not an
+  /// integer comparison or its own arithmetic may wrap (then it says nothing about exact values).
+  struct Fact {
+    Affine slack;  ///< hi - lo
+    std::int64_t least = 1;
+  };
+  std::vector<Fact> usable_facts() const {
+    std::vector<Fact> out;
     for (const auto& f : facts_) {
       const auto* b = as<Binary>(*f);
       if (!b) continue;
@@ -350,15 +350,56 @@ class BodyLowerer {
       }
       if (!is_integer(lo->type)) continue;
       auto rlo = exact_index_range(lo, env_), rhi = exact_index_range(hi, env_);
-      // The test itself may wrap: then it says nothing about the exact values.
       if (!rlo || !rlo->within(Range::of(lo->type)) || !rhi || !rhi->within(Range::of(hi->type))) continue;
-      Affine d = ab;
-      d.merge(affine(normal(hi)), -1);
-      d.merge(ax, -1);
-      d.merge(affine(normal(lo)), 1);  // bound - hi - x + lo
-      bool constant = true;
-      for (const auto& [atom, k] : d.terms) constant = constant && k == 0;
-      if (constant && d.constant >= (strict ? 0 : 1)) return true;
+      Fact fact;
+      fact.slack = affine(normal(hi));
+      fact.slack.merge(affine(normal(lo)), -1);
+      fact.least = strict ? 1 : 0;
+      out.push_back(std::move(fact));
+    }
+    return out;
+  }
+  /// Whether `x < bound` follows from the range of x or from the conditions the code is under whose
+  /// arithmetic cannot wrap. With the gap g = bound - x as an affine form, it does when
+  /// g = s1 * (hi1 - lo1) + s2 * (hi2 - lo2) + d for one or two such conditions, scales s1, s2 > 0 and
+  /// a constant d, and s1 * least1 + s2 * least2 + d >= 1 (least: 1 for `<`, 0 for `<=`). One condition
+  /// at scale 1: `if (i < n) x[i]`; with constants, `if (t < 128) s[t + 128]` in 256. Two, the first
+  /// scaled by a row length: `if (r < M && c + 4 <= K) a[r * K + c + 3]` in M * K.
+  bool proven_below(const ExprPtr& x, const ExprPtr& bound) const {
+    auto rx = exact_value_range(x, env_);
+    if (auto k = const_int(bound); k && rx && rx->hi < *k) return true;
+    Affine gap = affine(normal(bound));
+    gap.merge(affine(normal(x)), -1);
+    auto constant = [](const Affine& a) {
+      for (const auto& [atom, k] : a.terms)
+        if (k != 0) return false;
+      return true;
+    };
+    // The scales that cancel one of f's atoms against `rest` (a positive whole ratio).
+    auto scales = [](const Affine& rest, const Fact& f) {
+      std::vector<std::int64_t> out;
+      for (const auto& [atom, k] : f.slack.terms) {
+        std::int64_t c = rest.coefficient(atom);
+        if (k == 0 || c == 0 || c % k != 0 || c / k <= 0) continue;
+        if (std::find(out.begin(), out.end(), c / k) == out.end()) out.push_back(c / k);
+      }
+      return out;
+    };
+    std::vector<Fact> facts = usable_facts();
+    for (std::size_t i = 0; i < facts.size(); ++i) {
+      for (std::int64_t s1 : scales(gap, facts[i])) {
+        Affine rest = gap;
+        rest.merge(facts[i].slack, -s1);
+        if (constant(rest) && rest.constant + s1 * facts[i].least >= 1) return true;
+        for (std::size_t j = 0; j < facts.size(); ++j) {
+          if (j == i) continue;
+          for (std::int64_t s2 : scales(rest, facts[j])) {
+            Affine d = rest;
+            d.merge(facts[j].slack, -s2);
+            if (constant(d) && d.constant + s1 * facts[i].least + s2 * facts[j].least >= 1) return true;
+          }
+        }
+      }
     }
     return false;
   }
