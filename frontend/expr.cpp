@@ -1,6 +1,8 @@
 // Vantage frontend: expressions, operators and views. Expressions are built eagerly into immutable
 // IR; ill-typed ones (and ones with undefined operands) are still built and reported by the checker
 // at the user's line, so every error surfaces at once.
+#include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "frontend/build_ctx.h"
@@ -161,6 +163,31 @@ ElemRef View::operator()(const ExprArg& i, const ExprArg& j, const ExprArg& k) c
 const std::string& View::name() const {
   static const std::string kUndefined = "<undefined>";
   return mem_ ? BuilderAccess::raw(*this)->name : kUndefined;
+}
+const View& View::named(std::string name, std::source_location l) const {
+  if (!mem_) return *this;
+  auto ctx = BuilderAccess::ctx(*this);
+  const ir::MemNode* m = BuilderAccess::raw(*this);
+  using Origin = ir::MemNode::Origin;
+  bool derived = m->origin == Origin::Partition || m->origin == Origin::Claim || m->origin == Origin::Lower ||
+                 m->origin == Origin::Async;
+  bool ident = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+               std::all_of(name.begin(), name.end(),
+                           [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  if (!derived || !ident) {
+    if (ctx)
+      ctx->error("V0914", here(l),
+                 !derived ? "'" + m->name + "' keeps the name it was declared with; named() names the views a " +
+                                "partition, claim, lower or async makes"
+                          : "a view's name must be a C identifier, not '" + name + "'");
+    return *this;
+  }
+  // The node is the builder's own (made non-const by make_mem); nothing has read its name for
+  // checking yet: diagnostics and code are made at build().
+  auto* mine = const_cast<ir::MemNode*>(m);
+  mine->name = std::move(name);
+  mine->hash = ir::hash_mem(*mine);
+  return *this;
 }
 ScalarType View::elem() const { return mem_ ? BuilderAccess::raw(*this)->elem : ScalarType::I32; }
 

@@ -193,6 +193,19 @@ void Scope::for_(std::string name, const ExprArg& begin, const ExprArg& end, con
   VANTAGE_RECORD(ir::make<ir::For>(v, arg_node(begin, t), arg_node(end, t), arg_node(step, t), b, loc), loc);
 }
 
+void Scope::for_(std::string name, const ExprArg& begin, const std::function<Expr(Expr)>& cond,
+                 const std::function<Expr(Expr)>& next, const std::function<void(Scope&, Expr)>& fn,
+                 std::source_location l) {
+  Var v = let(std::move(name), begin, l);
+  while_(
+      cond(v),
+      [&](Scope& s) {
+        fn(s, v);
+        s.assign(v, next(v), l);
+      },
+      l);
+}
+
 void Scope::while_(const ExprArg& cond, const std::function<void(Scope&)>& fn, std::source_location l) {
   SourceLoc loc = here(l);
   defined_all(*ctx_, loc, {cond.expr.defined()});
@@ -462,6 +475,14 @@ Var Scope::atomic(std::string name, AtomicOp op, const View& m, const ExprArg& i
       .arg(value, m.elem())
       .imm(static_cast<std::int64_t>(op))
       .out(std::move(name), m.elem());
+}
+void Scope::atomic(AtomicOp op, const View& m, const ExprArg& index, const ExprArg& value, std::source_location l) {
+  VANTAGE_INTRINSIC(Atomic, l)
+      .mem(m)
+      .arg(index, ScalarType::I32)
+      .arg(value, m.elem())
+      .imm(static_cast<std::int64_t>(op))
+      .emit();
 }
 void Scope::mma_sync(MmaKind kind, const View& d, const View& a, const View& b, const View& c, std::source_location l) {
   static_assert(static_cast<int>(MmaKind::BF16_M16N8K16) == static_cast<int>(ir::MmaShape::BF16_M16N8K16));

@@ -360,7 +360,11 @@ class SafeGen {
           // Adds to the first half, maxima in the second: each commutes with itself, not with the other.
           bool add = chance(2);
           Expr slot = (int_expr(ints, 1) & (kAtomics / 2 - 1)) + (add ? 0 : kAtomics / 2);
-          th.atomic("old", add ? AtomicOp::Add : AtomicOp::Max, acc_, slot, int_expr(ints, 1));
+          // Half of them keep the old value, half do not (the form without a result).
+          if (chance(2))
+            th.atomic("old", add ? AtomicOp::Add : AtomicOp::Max, acc_, slot, int_expr(ints, 1));
+          else
+            th.atomic(add ? AtomicOp::Add : AtomicOp::Max, acc_, slot, int_expr(ints, 1));
           break;
         }
         case 4:

@@ -157,6 +157,11 @@ class View {
   bool defined() const { return mem_ != nullptr; }
   const std::string& name() const;
   ScalarType elem() const;
+  /// Names the view: diagnostics and the IR use `name` instead of the derived one (`y_part_part`
+  /// for a partition of a partition of `y`). For the views a partition, claim, lower or async hands
+  /// its body: `[&](Scope& b, View y_t) { y_t.named("y_t"); ... }`. Every copy of the handle sees
+  /// the new name. Returns the view.
+  const View& named(std::string name, std::source_location loc = std::source_location::current()) const;
 
  private:
   friend struct detail::BuilderAccess;
@@ -284,6 +289,14 @@ class Scope {
   /// `for name in [begin, end) step 1`; constant bounds make an unrollable loop.
   void for_(std::string name, const ExprArg& begin, const ExprArg& end, const std::function<void(Scope&, Expr)>& body,
             std::source_location loc = std::source_location::current());
+  /// A loop whose counter steps by any rule, as C's `for (name = begin; cond(name); name = next(name))`:
+  /// `for_("s", 1, [&](Expr s) { return s < n; }, [](Expr s) { return s << 1; }, body)` runs
+  /// s = 1, 2, 4, ... while s < n. Recorded as a variable, a `while_` and an assignment at the end of
+  /// each iteration, so the checker sees what it sees of those: a counter whose begin and rules are
+  /// uniform across the scope is uniform, and may bound a loop with barriers.
+  void for_(std::string name, const ExprArg& begin, const std::function<Expr(Expr)>& cond,
+            const std::function<Expr(Expr)>& next, const std::function<void(Scope&, Expr)>& body,
+            std::source_location loc = std::source_location::current());
   void for_(std::string name, const ExprArg& begin, const ExprArg& end, const ExprArg& step,
             const std::function<void(Scope&, Expr)>& body, std::source_location loc = std::source_location::current());
   void while_(const ExprArg& cond, const std::function<void(Scope&)>& body,
@@ -354,6 +367,9 @@ class Scope {
   /// Atomic read-modify-write of `mem[index]`; returns the old value.
   Var atomic(std::string name, AtomicOp op, const View& mem, const ExprArg& index, const ExprArg& value,
              std::source_location loc = std::source_location::current());
+  /// The same where the old value is not wanted: `atomic(AtomicOp::Add, hist, bin, 1)`.
+  void atomic(AtomicOp op, const View& mem, const ExprArg& index, const ExprArg& value,
+              std::source_location loc = std::source_location::current());
   /// `mma.sync` at thread(32) on fragments held in thread-local arrays: d = a * b + c.
   void mma_sync(MmaKind kind, const View& d, const View& a, const View& b, const View& c,
                 std::source_location loc = std::source_location::current());

@@ -971,7 +971,7 @@ class Emitter {
     ScalarType t = n.mems[0]->elem;
     const char* fn = kFns[static_cast<int>(op)];
     ind();
-    out_ << ctype(t) << " " << name(n.outputs[0]) << " = ";
+    if (!n.outputs.empty()) out_ << ctype(t) << " " << name(n.outputs[0]) << " = ";
     switch (target::atomic_support(op, t)) {
       case target::AtomicSupport::Native: out_ << fn << "(" << address << ", " << value << ");\n"; return;
       case target::AtomicSupport::AsUnsigned64:

@@ -737,7 +737,7 @@ class Machine {
           case AtomicKind::Exch: nv = x; break;
         }
         write(t, r, i, nv, n.loc, true);
-        var(t, n.outputs[0].get()) = old;
+        if (!n.outputs.empty()) var(t, n.outputs[0].get()) = old;
         return;
       }
       case IntrinsicOp::CpAsync: {

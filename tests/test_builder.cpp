@@ -1,0 +1,219 @@
+// Builder ergonomics a CUDA programmer reaches for (issue 11, item 0): atomics whose old value is not
+// wanted, names for views that the diagnostics use, loop steps other than +1, break and continue. Each
+// kernel here runs on the interpreter (and the CPU backend where the build has one) against a C++
+// reference, and its CUDA compiles with NVRTC where the host has it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "reject_helpers.hpp"
+#include "test_support.hpp"
+#include "vantage/library.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+/// The devices every test here runs on: the interpreter in both thread orders, and the CPU backend.
+std::vector<Device> devices() {
+  InterpreterOptions reverse;
+  reverse.order = ThreadOrder::Reverse;
+  std::vector<Device> d = {Device::interpreter(), Device::interpreter(reverse)};
+  if (Device::cpu_available()) d.push_back(Device::cpu(2));
+  return d;
+}
+
+// ---------------------------------------------------------------- atomics without a result
+/// A 16-bin histogram: each thread adds 1 to its value's bin and keeps no old value.
+Kernel histogram() {
+  KernelBuilder k("histogram");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto hist = k.param<GlobalPtr<int>>("hist", extent(16));
+  k.block_threads(128);
+  k.body([&](Scope& g) {
+    auto gid = g.let("gid", g.id(thread(1)));
+    g.group(thread(1), [&](Scope& th) {
+      th.if_(gid < n, [&](Scope& th) { th.atomic(AtomicOp::Add, hist, min(max(x[gid], 0), 15), 1); });
+    });
+  });
+  return k.build();
+}
+
+TEST(Builder, AnAtomicWhoseOldValueIsNotWantedNeedsNoName) {
+  Kernel k = histogram();
+  std::string cuda = k.source(Spec{});
+  EXPECT_NE(cuda.find("atomicAdd(&hist["), std::string::npos) << cuda;
+  EXPECT_EQ(cuda.find("= atomicAdd("), std::string::npos) << "no variable for the old value:\n" << cuda;
+  for (int n : {1, 300, 1000}) {
+    std::vector<int> x(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = (i * 7 + 3) % 19 - 1;  // some outside [0, 16)
+    std::vector<int> want(16, 0);
+    for (int v : x) ++want[static_cast<std::size_t>(std::clamp(v, 0, 15))];
+    for (const Device& d : devices()) {
+      std::vector<int> hist(16, 0);
+      k.launch(d, Grid{(n + 127) / 128, 128}, n, std::as_const(x), hist);
+      d.synchronize();
+      EXPECT_EQ(hist, want) << "n = " << n << " on " << d.name();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vantage
+
+namespace vantage {
+namespace {
+// ---------------------------------------------------------------- names for views
+/// A write to a view inside the body of its own partition, where its name is hidden: the checker
+/// reports it with the view's name.
+void hidden_body(Scope& g, const View& y, bool name_it) {
+  g.partition(
+      y, block(1), [&](Expr i) { return g.id(block(1)) * 256 + i; },
+      [&](Scope& g, View y_blk) {
+        if (name_it) y_blk.named("y_blk");
+        g.group(block(1), [&](Scope& b) {
+          auto t = b.let("t", b.id(thread(1)));
+          b.partition(
+              y_blk, thread(1), [&](Expr i) { return t + i; },
+              [&](Scope& b, View mine) {
+                if (name_it) mine.named("mine");
+                b.group(thread(1), [&](Scope&) { y_blk[t] = 1.0f; });  // through the hidden name
+              });
+        });
+      });
+}
+
+TEST(Builder, DiagnosticsUseTheNamesGivenToViews) {
+  for (bool name_it : {false, true}) {
+    KernelBuilder k("names");
+    auto y = k.param<GlobalPtr<float>>("y");
+    k.block_threads(256);
+    k.body([&](Scope& g) { hidden_body(g, y, name_it); });
+    try {
+      k.build();
+      ADD_FAILURE() << "a view hidden by its partition must not be written";
+    } catch (const CheckError& e) {
+      std::string all = render_all(e.diagnostics());
+      if (name_it) {
+        EXPECT_NE(all.find("'y_blk'"), std::string::npos) << all;
+        EXPECT_EQ(all.find("y_part"), std::string::npos) << "a derived name where the user gave one:\n" << all;
+      } else {
+        EXPECT_NE(all.find("'y_part'"), std::string::npos) << all;
+      }
+    }
+  }
+}
+
+TEST(Builder, OnlyDerivedViewsTakeANameAndItMustBeAnIdentifier) {
+  KernelBuilder k("bad_names");
+  auto y = k.param<GlobalPtr<float>>("y");
+  k.block_threads(32);
+  int param_line = 0, ident_line = 0;
+  k.body([&](Scope& g) {
+    param_line = __LINE__ + 1;
+    y.named("z");
+    g.partition(
+        y, thread(1), [&](Expr i) { return g.id(thread(1)) + i; },
+        [&](Scope& g, View mine) {
+          ident_line = __LINE__ + 1;
+          mine.named("my view");
+          g.group(thread(1), [&](Scope&) { mine[0] = 1.0f; });
+        });
+  });
+  try {
+    k.build();
+    ADD_FAILURE() << "both names must be refused";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0914", param_line, "tests/test_builder.cpp")) << render_all(e.diagnostics());
+    EXPECT_TRUE(testing::has_diag(e, "V0914", ident_line, "tests/test_builder.cpp")) << render_all(e.diagnostics());
+  }
+}
+
+}  // namespace
+}  // namespace vantage
+
+namespace vantage {
+namespace {
+// ---------------------------------------------------------------- loop steps other than +1
+/// A block's tree reduction with the stride halving each step (`s >>= 1`), and a doubling loop
+/// (`s <<= 1`) that counts its own trips: the loops CUDA programmers write for reductions and scans.
+Kernel halving_tree() {
+  KernelBuilder k("halving_tree");
+  auto x = k.param<GlobalPtr<const float>>("x");
+  auto out = k.param<GlobalPtr<float>>("out");
+  auto trips = k.param<GlobalPtr<int>>("trips");
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, [&](Scope& b, Expr blk, View out_b) {
+      auto s = b.shared<float>("s", 256);
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          s, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) { b.group(thread(1), [&](Scope&) { mine[0] = x[blk * 256 + t]; }); });
+      b.for_(
+          "stride", 128, [](Expr st) { return st > 0; }, [](Expr st) { return st >> 1; },
+          [&](Scope& b, Expr stride) {
+            b.partition(
+                s, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View mine) {
+                  b.group(thread(1),
+                          [&](Scope& th) { th.if_(t < stride, [&](Scope&) { mine[0] = mine[0] + mine[stride]; }); });
+                });
+          });
+      lib::store_by_one(b, out_b, 0, s[0]);
+    });
+    // One thread counts the trips of a doubling loop: 1, 2, 4, ..., up to 1000 is 10 trips.
+    g.claim(trips, thread(1), [&](Scope& g, View tr) {
+      g.split(Level::Thread, {{1, [&](Scope& th) {
+                                 auto n = th.let("n", 0);
+                                 th.for_(
+                                     "p", 1, [](Expr p) { return p < 1000; }, [](Expr p) { return p << 1; },
+                                     [&](Scope& th, Expr) { th.assign(n, n + 1); });
+                                 tr[0] = n;
+                               }}});
+    });
+  });
+  return k.build();
+}
+
+TEST(Builder, ALoopMayStepByAnyRule) {
+  Kernel k = halving_tree();
+  for (int blocks : {1, 3}) {
+    std::vector<float> x(static_cast<std::size_t>(blocks) * 256);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13);
+    for (const Device& d : devices()) {
+      std::vector<float> out(static_cast<std::size_t>(blocks));
+      std::vector<int> trips(1, -1);
+      k.launch(d, Grid{blocks, 256}, std::as_const(x), out, trips);
+      d.synchronize();
+      for (int b = 0; b < blocks; ++b) {
+        float want = 0;
+        for (int i = 0; i < 256; ++i) want += x[static_cast<std::size_t>(b * 256 + i)];
+        EXPECT_EQ(out[static_cast<std::size_t>(b)], want)
+            << "block " << b << " on " << d.name();  // small integers: exact
+      }
+      EXPECT_EQ(trips[0], 10) << d.name();
+    }
+  }
+  std::string cuda = k.source(Spec{});
+  EXPECT_NE(cuda.find("(stride >> 1)"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("(p << 1)"), std::string::npos) << cuda;
+}
+
+}  // namespace
+}  // namespace vantage
+
+namespace vantage {
+namespace {
+TEST(Compile, TheBuilderTestKernelsCompileWithoutWarnings) {
+  REQUIRE_NVRTC();
+  for (const Kernel& k : {histogram(), halving_tree()}) {
+    Compiled c = compile(k, Spec{});
+    EXPECT_FALSE(c.cubin.empty()) << k.name();
+    EXPECT_EQ(c.log, "") << k.name();
+  }
+}
+}  // namespace
+}  // namespace vantage
