@@ -106,6 +106,66 @@ std::int64_t blocks_for(std::int64_t n, std::int64_t threads, Tile tile) {
   return std::max<std::int64_t>((n + per_block - 1) / per_block, 1);
 }
 
+void copy(Scope& grid, const View& out, const View& in, const ExprArg& n, Loc loc) {
+  auto threads = grid.block_threads();
+  if (!threads) {
+    grid.diagnose("V0913",
+                  "lib::copy needs the kernel's block size: call block_threads() before body() (and not in a device "
+                  "function)",
+                  loc);
+    return;
+  }
+  const int bytes = type_bytes(out.elem());
+  const int v = bytes >= 4 ? 16 / bytes : 1;
+  const std::int64_t T = *threads, per_block = T * v;
+  const Expr count = n.expr;
+  Var blk = grid.let("blk", grid.id(block(1), loc), loc);
+  grid.partition(
+      out, block(1), [&](Expr i) { return blk * per_block + i; },
+      [&](Scope& g, View out_b) {
+        g.group(
+            block(1),
+            [&](Scope& b) {
+              Var t = b.let("t", b.id(thread(1), loc), loc);
+              b.partition(
+                  out_b, thread(1), [&](Expr i) { return t * v + i; },
+                  [&](Scope& b, View out_t) {
+                    b.group(
+                        thread(1),
+                        [&](Scope& th) {
+                          // In 64 bits, so that the comparisons cannot wrap for any grid.
+                          Var first = th.let("first", cast<std::int64_t>(blk * per_block + t * v), loc);
+                          Var len = th.let("len", cast<std::int64_t>(count), loc);
+                          Expr src = blk * per_block + t * v;
+                          auto all = [&](Scope& th) {
+                            th.for_(
+                                "e", 0, v, [&](Scope&, Expr e) { out_t[IndexArg(e, loc)] = in[IndexArg(src + e, loc)]; },
+                                loc);
+                          };
+                          auto tail = [&](Scope& th) {
+                            th.for_(
+                                "e", 0, v,
+                                [&](Scope& th, Expr e) {
+                                  th.if_(
+                                      first + cast<std::int64_t>(e) < len,
+                                      [&](Scope&) { out_t[IndexArg(e, loc)] = in[IndexArg(src + e, loc)]; }, loc);
+                                },
+                                loc);
+                          };
+                          if (v == 1)
+                            tail(th);
+                          else
+                            th.if_(first + v <= len, all, tail, loc);
+                        },
+                        loc);
+                  },
+                  loc);
+            },
+            loc);
+      },
+      loc);
+}
+
 void for_each(Scope& grid, const View& out, const ExprArg& n,
               const std::function<void(Scope& th, Expr i, ElemRef out_i)>& body, Tile tile, Loc loc) {
   auto threads = grid.block_threads();

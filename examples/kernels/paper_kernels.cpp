@@ -642,7 +642,8 @@ Kernel sgemm_warptile(const std::string& name) {
   return k.build();
 }
 
-Kernel vec_copy() {
+// PRIMITIVE FORM vec_copy
+Kernel vec_copy_primitive() {
   KernelBuilder k("vec_copy");
   auto n = k.param<int>("n");
   auto in = k.param<GlobalPtr<const float>>("in", extent(n));
@@ -671,6 +672,19 @@ Kernel vec_copy() {
   });
   return k.build();
 }
+// END FORM
+
+// LIBRARY FORM vec_copy
+Kernel vec_copy() {
+  KernelBuilder k("vec_copy");
+  auto n = k.param<int>("n");
+  auto in = k.param<GlobalPtr<const float>>("in", extent(n));
+  auto out = k.param<GlobalPtr<float>>("out", extent(n));
+  k.block_threads(256);
+  k.body([&](Scope& g) { lib::copy(g, out, in, n); });
+  return k.build();
+}
+// END FORM
 
 const std::vector<Example>& all() {
   static const std::vector<Example> kAll = {

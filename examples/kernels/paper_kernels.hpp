@@ -74,7 +74,9 @@ Kernel sgemm_vec(const std::string& name = "");
 Kernel sgemm_warptile(const std::string& name = "");
 /// Each thread copies 4 consecutive floats: one 16-byte vector load and store where all 4 are inside
 /// n, one by one in the last thread's tail.
-Kernel vec_copy();
+Kernel vec_copy();  ///< written with lib::copy
+/// The same in primitives only.
+Kernel vec_copy_primitive();
 
 struct Example {
   std::string name;
