@@ -139,8 +139,8 @@ void copy(Scope& grid, const View& out, const View& in, const ExprArg& n, Loc lo
                           Expr src = blk * per_block + t * v;
                           auto all = [&](Scope& th) {
                             th.for_(
-                                "e", 0, v, [&](Scope&, Expr e) { out_t[IndexArg(e, loc)] = in[IndexArg(src + e, loc)]; },
-                                loc);
+                                "e", 0, v,
+                                [&](Scope&, Expr e) { out_t[IndexArg(e, loc)] = in[IndexArg(src + e, loc)]; }, loc);
                           };
                           auto tail = [&](Scope& th) {
                             th.for_(
@@ -342,52 +342,117 @@ void update_sub_tile(Scope& b, const MatrixTile& tile, const ExprArg& row, const
       loc);
 }
 
-void stage_tile(Scope& b, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
-                const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, const MatrixTile* like,
-                Loc loc) {
+namespace {
+/// stage_tile and copy_tile: the tile at (row0, col0) of src into dst with rows `tile_cols + pad`
+/// apart, zeros past the matrix's edges; `like` (stage_tile only) the thread's own element.
+void copy_tile_impl(Scope& b, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
+                    const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, const MatrixTile* like,
+                    TileCopy how, const char* helper, Loc loc) {
   auto threads = b.block_threads();
-  if (!threads || tile_rows < 1 || tile_cols < 1) {
+  if (!threads || tile_rows < 1 || tile_cols < 1 || how.pad < 0) {
     b.diagnose("V0913",
-               "lib::stage_tile needs the kernel's block size (block_threads() before body()) and a tile of at least "
-               "1 x 1",
+               std::string("lib::") + helper +
+                   " needs the kernel's block size (block_threads() before body()), a tile of at least 1 x 1 and a "
+                   "padding of at least 0",
+               loc);
+    return;
+  }
+  const int bytes = type_bytes(src.elem());
+  if (how.async && bytes != 4 && bytes != 8) {
+    b.diagnose("V0913",
+               std::string("lib::") + helper + " with async copies moves elements of 4 or 8 bytes (cp.async), not " +
+                   type_name(src.elem()),
                loc);
     return;
   }
   const std::int64_t T = *threads, elems = std::int64_t{tile_rows} * tile_cols, rounds = (elems + T - 1) / T;
+  const std::int64_t stride = tile_cols + how.pad;
   const Expr R = src_rows.expr, C = src_cols.expr, r0 = row0.expr, c0 = col0.expr;
-  const bool own = like && like->tile_rows == tile_rows && like->tile_cols == tile_cols && elems == T;
+  const bool own =
+      like && like->tile_rows == tile_rows && like->tile_cols == tile_cols && elems == T && how.pad == 0 && !how.async;
   // The thread's position in the block, as a variable of the block (an id() is relative to where it
   // is read, so it is read here, at block(1)).
   Expr t = own ? like->thread : Expr(b.let(dst.name() + "_t", b.id(thread(1), loc), loc));
-  auto load = [&](Scope& th, const Expr& r_in, const Expr& c_in) {
-    Var r = th.let(dst.name() + "_row", r0 + r_in, loc);
-    Var c = th.let(dst.name() + "_col", c0 + c_in, loc);
-    return select(r < R && c < C, src[IndexArg(min(r, R - 1) * C + min(c, C - 1), loc)], zero_of(src.elem(), loc));
+  // The share's index function (i: the round) and the element of round l, folded in C++.
+  auto share = [&](const Expr& i) { return rounds == 1 ? t + i : t + i * T; };
+  auto element = [&](std::int64_t l) { return l == 0 ? t : t + l * T; };
+  // Where element e of the tile lives in dst: contiguous without padding, else row by padded row.
+  auto place = [&](const Expr& e) { return how.pad == 0 ? e : e / tile_cols * stride + e % tile_cols; };
+  // Runs `one(th, l, r, c)` for each of the thread's elements (l: the round, r and c: its place in the
+  // tile), at thread(1) on the thread's share of `view`.
+  auto each = [&](Scope& b, const View& view, const std::function<void(Scope&, View, int, Expr, Expr)>& one) {
+    b.partition(
+        view, thread(1), [&](Expr i) { return place(share(i)); },
+        [&](Scope& b, View mine) {
+          b.group(
+              thread(1),
+              [&](Scope& th) {
+                if (own) {
+                  one(th, mine, 0, like->row, like->col);
+                  return;
+                }
+                for (std::int64_t l = 0; l < rounds; ++l) {
+                  auto at = [&](Scope& th) {
+                    Expr e = element(l);
+                    one(th, mine, static_cast<int>(l), e / tile_cols, e % tile_cols);
+                  };
+                  if ((l + 1) * T <= elems)
+                    at(th);
+                  else
+                    th.if_(t + l * T < elems, at, loc);  // the last round's threads past the tile
+                }
+              },
+              loc);
+        },
+        loc);
   };
-  b.partition(
-      dst, thread(1), [&](Expr i) { return rounds == 1 ? t + i : t + i * T; },
-      [&](Scope& b, View mine) {
+  // The source index is clamped into the matrix whatever the condition says.
+  auto source = [&](const Expr& r, const Expr& c) { return min(r, R - 1) * C + min(c, C - 1); };
+  if (!how.async) {
+    each(b, dst, [&](Scope& th, View mine, int l, Expr r_in, Expr c_in) {
+      Var r = th.let(dst.name() + "_row", r0 + r_in, loc);
+      Var c = th.let(dst.name() + "_col", c0 + c_in, loc);
+      mine[IndexArg(l, loc)] = select(r < R && c < C, src[IndexArg(source(r, c), loc)], zero_of(src.elem(), loc));
+    });
+    return;
+  }
+  // Asynchronous: zeros past the edges by plain stores, then one cp.async per element inside (async
+  // memory takes only async copies), each thread waiting for its own before the barrier the sync pass
+  // places ahead of the first read by another thread.
+  each(b, dst, [&](Scope& th, View mine, int l, Expr r_in, Expr c_in) {
+    th.if_(
+        !(r0 + r_in < R && c0 + c_in < C), [&](Scope&) { mine[IndexArg(l, loc)] = zero_of(src.elem(), loc); }, loc);
+  });
+  b.async(
+      dst,
+      [&](Scope& b, View dst_async) {
+        each(b, dst_async, [&](Scope& th, View mine, int l, Expr r_in, Expr c_in) {
+          Var r = th.let(dst.name() + "_row", r0 + r_in, loc);
+          Var c = th.let(dst.name() + "_col", c0 + c_in, loc);
+          th.if_(
+              r < R && c < C, [&](Scope& th) { th.cp_async(mine, l, src, source(r, c), bytes, loc); }, loc);
+        });
         b.group(
             thread(1),
             [&](Scope& th) {
-              if (own) {
-                mine[IndexArg(0, loc)] = load(th, like->row, like->col);
-                return;
-              }
-              for (std::int64_t l = 0; l < rounds; ++l) {
-                auto copy = [&](Scope& th) {
-                  Expr e = l == 0 ? t : t + l * T;  // the element of the tile
-                  mine[IndexArg(static_cast<int>(l), loc)] = load(th, e / tile_cols, e % tile_cols);
-                };
-                if ((l + 1) * T <= elems)
-                  copy(th);
-                else
-                  th.if_(t + l * T < elems, copy, loc);  // the last round's threads past the tile
-              }
+              th.cp_async_commit(loc);
+              th.cp_async_wait(0, loc);
             },
             loc);
       },
       loc);
+}
+}  // namespace
+
+void stage_tile(Scope& b, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
+                const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, const MatrixTile* like,
+                Loc loc) {
+  copy_tile_impl(b, dst, src, src_rows, src_cols, row0, col0, tile_rows, tile_cols, like, {}, "stage_tile", loc);
+}
+
+void copy_tile(Scope& b, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
+               const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, TileCopy how, Loc loc) {
+  copy_tile_impl(b, dst, src, src_rows, src_cols, row0, col0, tile_rows, tile_cols, nullptr, how, "copy_tile", loc);
 }
 
 void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,

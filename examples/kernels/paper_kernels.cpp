@@ -642,6 +642,34 @@ Kernel sgemm_warptile(const std::string& name) {
   return k.build();
 }
 
+namespace {
+Kernel transpose_tiled(const char* name, int pad, bool async) {
+  constexpr int kTile = 32;
+  KernelBuilder k(name);
+  auto M = k.param<int>("M");
+  auto N = k.param<int>("N");
+  auto in = k.param<GlobalPtr<const float>>("in", extent(M * N));  // M x N
+  auto out = k.param<GlobalPtr<float>>("out", extent(M * N));      // N x M
+  k.block_threads(kTile * kTile);
+  k.shared_budget(kTile * (kTile + pad) * 4);
+  k.body([&](Scope& g) {
+    // Block (i, j) writes tile (i, j) of out, which is tile (j, i) of in transposed.
+    lib::for_each_tile(g, out, N, M, kTile, kTile, [&](Scope& b, const lib::MatrixTile& o) {
+      auto tile = b.shared<float>("tile", kTile * (kTile + pad));
+      lib::copy_tile(b, tile, in, M, N, o.col0, o.row0, kTile, kTile, {pad, async});  // coalesced reads
+      // out(row0 + r, col0 + c) = in(col0 + c, row0 + r) = tile[c][r]: a warp (fixed r, 32 values of c)
+      // reads a column of the tile, 32 rows apart: one bank unpadded, 32 banks with a pad of 1.
+      lib::update_own(b, o, [&](Scope&, ElemRef e) { e = tile[o.col * (kTile + pad) + o.row]; });
+    });
+  });
+  return k.build();
+}
+}  // namespace
+
+Kernel transpose() { return transpose_tiled("transpose", 0, false); }
+Kernel transpose_padded() { return transpose_tiled("transpose_padded", 1, false); }
+Kernel transpose_async() { return transpose_tiled("transpose_async", 1, true); }
+
 // PRIMITIVE FORM vec_copy
 Kernel vec_copy_primitive() {
   KernelBuilder k("vec_copy");
@@ -707,6 +735,9 @@ const std::vector<Example>& all() {
       {"sgemm_warptile", "sgemm rung 7: 64x64 block tiles in four 32x32 warp tiles, 8x4 of C per lane",
        [] { return sgemm_warptile(); }},
       {"vec_copy", "each thread copies 4 floats with one 16-byte load and store", vec_copy},
+      {"transpose", "out = in^T through a 32x32 shared tile (column reads: 32-way bank conflicts)", transpose},
+      {"transpose_padded", "the same through a 32x33 tile (no bank conflicts)", transpose_padded},
+      {"transpose_async", "the padded transpose with the tile staged by cp.async", transpose_async},
   };
   return kAll;
 }

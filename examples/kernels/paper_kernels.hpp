@@ -78,6 +78,15 @@ Kernel vec_copy();  ///< written with lib::copy
 /// The same in primitives only.
 Kernel vec_copy_primitive();
 
+/// out (N x M) = in (M x N) transposed, through a 32 x 32 shared tile per block (1024 threads): reads
+/// and writes of global memory coalesced, the tile written by rows and read by columns. `transpose`
+/// keeps the tile 32 x 32, so a warp's column read hits one bank 32 times; `transpose_padded` pads
+/// the rows to 33, which spreads the column over the 32 banks; `transpose_async` stages the padded
+/// tile with cp.async. Any M and N.
+Kernel transpose();
+Kernel transpose_padded();
+Kernel transpose_async();
+
 struct Example {
   std::string name;
   std::string what;

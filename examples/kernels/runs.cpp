@@ -114,6 +114,23 @@ RunResult run_vec_copy(const Kernel& k, const Size& s, const Device& d) {
   return finish(ok, "vec_copy n=" + std::to_string(n) + " (exact)", why, rep, as_doubles(out));
 }
 
+RunResult run_transpose(const Kernel& k, const Size& s, const Device& d) {
+  std::int64_t M = s.at("M"), N = s.at("N");
+  auto in = floats(M * N, 5);
+  std::vector<float> out(static_cast<std::size_t>(M * N), -99.0f), want(out.size());
+  for (std::int64_t r = 0; r < M; ++r)
+    for (std::int64_t c = 0; c < N; ++c)
+      want[static_cast<std::size_t>(c * M + r)] = in[static_cast<std::size_t>(r * N + c)];
+  Staged sin(d, in), sout(d, out);
+  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(N, 32) * ceil_div(M, 32)), 1024}, static_cast<int>(M),
+                      static_cast<int>(N), sin.read_only(), sout.arg());
+  sout.fetch();
+  std::string why;
+  bool ok = close(out, want, 0, why);
+  return finish(ok, k.name() + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " (exact)", why, rep,
+                as_doubles(out));
+}
+
 RunResult run_block_load_copy(const Kernel& k, const Size& s, const Device& d) {
   std::int64_t n = s.at("n");
   std::vector<int> in(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n), -1);
@@ -265,6 +282,9 @@ const std::map<std::string, Case>& cases() {
       {"sgemm_warptile",
        {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, tiles_of(s, 64, 64, 128)); },
         {{{"M", 70}, {"N", 65}, {"K", 19}}, {{"M", 64}, {"N", 64}, {"K", 16}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
+      {"transpose", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
+      {"transpose_padded", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
+      {"transpose_async", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"warp_mma", {run_warp_mma, {{}, {}, {}}}},
       // The naive mma kernel tiles C in 16x8 and K in 8 with no edge handling and requires multiples.
       {"mma_tf32_naive",

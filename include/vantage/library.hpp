@@ -109,6 +109,23 @@ void stage_tile(Scope& block, const View& dst, const View& src, const ExprArg& s
                 const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols,
                 const MatrixTile* like = nullptr, std::source_location loc = std::source_location::current());
 
+/// How `copy_tile` copies: rows of the shared tile `tile_cols + pad` elements apart (a pad of 1 keeps
+/// a column of 32 floats in 32 banks), and by `cp.async` (each thread's copies are waited for by
+/// that thread before the barrier ahead of the first read by another) or by plain loads and stores.
+struct TileCopy {
+  int pad = 0;
+  bool async = false;
+};
+
+/// `stage_tile` with padding and asynchronous copies: dst (tile_rows x (tile_cols + pad) elements)
+/// receives the tile at (row0, col0) of the row-major src (src_rows x src_cols), element (r, c) at
+/// dst[r * (tile_cols + pad) + c], zeros past the matrix's edges, striped over the block's threads.
+/// At block(1). The reads are clamped into the matrix (and, async, issued only inside it); the
+/// padding elements are not written.
+void copy_tile(Scope& block, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
+               const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, TileCopy how = {},
+               std::source_location loc = std::source_location::current());
+
 /// The associative operations the reductions and scans know.
 enum class Op : std::uint8_t { Sum, Min, Max };
 
