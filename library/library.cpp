@@ -510,18 +510,25 @@ Var block_reduce(Scope& b, std::string name, const ExprArg& value, Op op, Loc lo
   return total;
 }
 
-Var block_inclusive_scan(Scope& b, std::string name, const ExprArg& value, Op op, Loc loc) {
+Var block_inclusive_scan(Scope& b, std::string name, const ExprArg& value, Op op, Var* total, Loc loc) {
   Var v = b.let(name, value, at(thread(1)), loc);
   auto threads = warps_block(b, "block_inclusive_scan", loc);
   if (!threads) return v;
   const std::int64_t warps = *threads / 32;
   b.group(
       thread(32), [&](Scope& w) { lane_scan(w, v, op, name, loc); }, loc);
-  if (warps == 1) return v;
+  if (warps == 1 && !total) return v;
   // The last lane of each warp holds the warp's total; lane 0 publishes it.
   View totals = b.shared(name + "_warps", value.expr.type(), warps, loc);
   Var wid = publish_per_warp(
       b, totals, name, [&](Scope& w) -> Expr { return w.shfl_idx(name + "_total", v, 31, loc); }, loc);
+  if (total) {
+    // The block's result: the warps' totals combined in warp order, read by the whole block.
+    *total = b.let(name + "_sum", totals[IndexArg(0, loc)], loc);
+    for (std::int64_t w = 1; w < warps; ++w)
+      b.assign(*total, combine(op, *total, totals[IndexArg(static_cast<int>(w), loc)]), loc);
+  }
+  if (warps == 1) return v;
   // Each warp scans the totals across its lanes and adds the totals of the warps before it.
   b.group(
       thread(32),

@@ -242,10 +242,15 @@ int run_main(int argc, char** argv) {
   }
   const vantage::Device& device = *chosen;
   std::vector<std::map<std::string, std::int64_t>> sizes;
-  if (size.empty())
-    sizes = vantage::examples::default_sizes(name);
-  else
-    sizes.push_back(size);
+  try {
+    if (size.empty())
+      sizes = vantage::examples::default_sizes(name);
+    else
+      sizes.push_back(size);
+  } catch (const std::exception& e) {  // an example without a reference to check it against
+    std::fprintf(stderr, "vantage run: %s\n", e.what());
+    return 1;
+  }
   int rc = 0;
   for (const auto& s : sizes) {
     try {

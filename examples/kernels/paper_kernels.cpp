@@ -642,6 +642,68 @@ Kernel sgemm_warptile(const std::string& name) {
   return k.build();
 }
 
+Kernel scan_lookback() {
+  constexpr int T = 256;
+  KernelBuilder k("scan_lookback");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto y = k.param<GlobalPtr<int>>("y", extent(n));
+  auto desc = k.param<GlobalPtr<std::uint64_t>>("desc");  // one word per block, zero before the launch
+  k.block_threads(T);
+  k.require(n > 0);
+  // A block's word: status in bits 62..63 (0: not yet, 1: its own sum, 2: the sum of every element
+  // up to its last), the value's 32 bits below. One 64-bit atomic publishes both, so a reader never
+  // sees a status without its value.
+  constexpr int kAggregate = 1, kInclusive = 2;
+  auto word = [](int status, const Expr& value) {
+    return (cast<std::uint64_t>(status) << 62) | cast<std::uint64_t>(cast<std::uint32_t>(value));
+  };
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, y, T, [&](Scope& b, Expr blk, View y_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      auto i = b.let("i", blk * T + t);
+      Var total;
+      Var v = lib::block_inclusive_scan(b, "v", select(i < n, x[min(i, n - 1)], 0), lib::Op::Sum, &total);
+      // The first thread publishes and looks back; the block's prefix comes back through shared memory.
+      auto prefix_s = b.shared<int>("prefix_s", 1);
+      b.claim(prefix_s, thread(1), [&](Scope& b, View one) {
+        b.split(Level::Thread,
+                {{1, [&](Scope& th) {
+                    th.if_(
+                        blk == 0,
+                        [&](Scope& th) {
+                          th.atomic(AtomicOp::Exch, desc, blk, word(kInclusive, total));
+                          one[0] = 0;
+                        },
+                        [&](Scope& th) {
+                          // Its own sum first, so that later blocks need not wait for the look-back;
+                          // then the words of earlier blocks, waiting on each, until one is inclusive.
+                          th.atomic(AtomicOp::Exch, desc, blk, word(kAggregate, total));
+                          auto before = th.let("before", 0);
+                          auto j = th.let("j", blk - 1);
+                          auto looking = th.let("looking", true);
+                          th.while_(looking, [&](Scope& th) {
+                            auto d = th.atomic("d", AtomicOp::Add, desc, j, cast<std::uint64_t>(0));  // a read
+                            auto status = th.let("status", cast<int>(d >> 62));
+                            th.if_(status != 0, [&](Scope& th) {
+                              th.assign(before, before + cast<int>(cast<std::uint32_t>(d & 0xffffffffu)));
+                              th.if_(
+                                  status == kInclusive, [&](Scope& th) { th.assign(looking, false); },
+                                  [&](Scope& th) { th.assign(j, j - 1); });
+                            });
+                          });
+                          th.atomic(AtomicOp::Exch, desc, blk, word(kInclusive, before + total));
+                          one[0] = before;
+                        });
+                  }}});
+      });
+      auto prefix = b.let("prefix", prefix_s[0]);
+      lib::block_store(b, y_b, n - blk * T, prefix + v);
+    });
+  });
+  return k.build();
+}
+
 namespace {
 Kernel transpose_tiled(const char* name, int pad, bool async) {
   constexpr int kTile = 32;
@@ -735,6 +797,7 @@ const std::vector<Example>& all() {
       {"sgemm_warptile", "sgemm rung 7: 64x64 block tiles in four 32x32 warp tiles, 8x4 of C per lane",
        [] { return sgemm_warptile(); }},
       {"vec_copy", "each thread copies 4 floats with one 16-byte load and store", vec_copy},
+      {"scan_lookback", "single-pass inclusive scan of ints, decoupled look-back across blocks of 256", scan_lookback},
       {"transpose", "out = in^T through a 32x32 shared tile (column reads: 32-way bank conflicts)", transpose},
       {"transpose_padded", "the same through a 32x33 tile (no bank conflicts)", transpose_padded},
       {"transpose_async", "the padded transpose with the tile staged by cp.async", transpose_async},

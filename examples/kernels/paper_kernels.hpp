@@ -78,6 +78,15 @@ Kernel vec_copy();  ///< written with lib::copy
 /// The same in primitives only.
 Kernel vec_copy_primitive();
 
+/// Single-pass inclusive scan of n ints (y[i] = x[0] + ... + x[i], wrapping) with decoupled look-back
+/// (Merrill and Garland): block b scans its 256 elements (lib::block_inclusive_scan), publishes their
+/// sum in desc[b], and its first thread walks back over the words of earlier blocks, waiting on each,
+/// until one holds the inclusive sum of everything before it. `desc` (one u64 per block) must be zero
+/// at launch; n > 0. Like CUB's scan, it relies on a block never waiting for a block of higher index
+/// that has not started: the GPU dispatches blocks in index order, the CPU backend takes them in
+/// increasing chunks, and the interpreter runs them in order.
+Kernel scan_lookback();
+
 /// out (N x M) = in (M x N) transposed, through a 32 x 32 shared tile per block (1024 threads): reads
 /// and writes of global memory coalesced, the tile written by rows and read by columns. `transpose`
 /// keeps the tile 32 x 32, so a warp's column read hits one bank 32 times; `transpose_padded` pads

@@ -114,6 +114,30 @@ RunResult run_vec_copy(const Kernel& k, const Size& s, const Device& d) {
   return finish(ok, "vec_copy n=" + std::to_string(n) + " (exact)", why, rep, as_doubles(out));
 }
 
+RunResult run_scan_lookback(const Kernel& k, const Size& s, const Device& d) {
+  std::int64_t n = s.at("n"), blocks = std::max<std::int64_t>(1, ceil_div(n, 256));
+  std::vector<int> x(static_cast<std::size_t>(n)), y(x.size(), -1), want(x.size());
+  std::vector<std::uint64_t> desc(static_cast<std::size_t>(blocks), 0);  // zero at launch, as it needs
+  std::uint32_t sum = 0;                                                 // wrapping, as the kernel's i32 additions do
+  for (std::int64_t i = 0; i < n; ++i) {
+    x[static_cast<std::size_t>(i)] = static_cast<int>((i * 7919) % 201) - 100;
+    sum += static_cast<std::uint32_t>(x[static_cast<std::size_t>(i)]);
+    want[static_cast<std::size_t>(i)] = static_cast<int>(sum);
+  }
+  Staged sx(d, x), sy(d, y);
+  Staged sdesc(d, desc);
+  auto rep = k.launch(d, Grid{blocks, 256}, static_cast<int>(n), sx.read_only(), sy.arg(), sdesc.arg());
+  sy.fetch();
+  std::int64_t first_bad = -1;
+  for (std::int64_t i = 0; i < n && first_bad < 0; ++i)
+    if (y[static_cast<std::size_t>(i)] != want[static_cast<std::size_t>(i)]) first_bad = i;
+  std::string why = first_bad < 0 ? ""
+                                  : "y[" + std::to_string(first_bad) +
+                                        "] = " + std::to_string(y[static_cast<std::size_t>(first_bad)]) + ", want " +
+                                        std::to_string(want[static_cast<std::size_t>(first_bad)]);
+  return finish(first_bad < 0, "scan_lookback n=" + std::to_string(n) + " (exact)", why, rep, as_doubles(y));
+}
+
 RunResult run_transpose(const Kernel& k, const Size& s, const Device& d) {
   std::int64_t M = s.at("M"), N = s.at("N");
   auto in = floats(M * N, 5);
@@ -282,6 +306,7 @@ const std::map<std::string, Case>& cases() {
       {"sgemm_warptile",
        {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, tiles_of(s, 64, 64, 128)); },
         {{{"M", 70}, {"N", 65}, {"K", 19}}, {{"M", 64}, {"N", 64}, {"K", 16}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
+      {"scan_lookback", {run_scan_lookback, {{{"n", 1000}}, {{"n", 256}}, {{"n", 1}}, {{"n", 5000}}}}},
       {"transpose", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"transpose_padded", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"transpose_async", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},

@@ -148,10 +148,11 @@ Var warp_inclusive_scan(Scope& warp, std::string name, const ExprArg& value, Op 
 Var block_reduce(Scope& block, std::string name, const ExprArg& value, Op op,
                  std::source_location loc = std::source_location::current());
 
-/// Inclusive scan over the threads of the block in thread order: thread t holds op(v_0 .. v_t), and
-/// `total` (if given) receives the block's whole result. Warp scans, a shared array of the warps'
+/// Inclusive scan over the threads of the block in thread order: thread t holds op(v_0 .. v_t). With
+/// `total`, that variable is set to the block's whole result, a value of the block (living at
+/// block(1), read from the warps' totals in shared memory). Warp scans, a shared array of the warps'
 /// totals, and a scan of those by every warp. At block(1); T a multiple of 32, at most 1024.
-Var block_inclusive_scan(Scope& block, std::string name, const ExprArg& value, Op op,
+Var block_inclusive_scan(Scope& block, std::string name, const ExprArg& value, Op op, Var* total = nullptr,
                          std::source_location loc = std::source_location::current());
 
 /// `dst[index] = value` by one thread (thread 0) of the scope's perspective: a claim of `dst` at

@@ -247,6 +247,12 @@ class Emitter {
              "  }\n"
              "}\n"
              "template <class T>\n"
+             "static __device__ __forceinline__ T vt_fail_zero(unsigned long long* e, int site, long long i, long "
+             "long n) {\n"
+             "  vt_fail(e, site, i, n);\n"
+             "  return T();\n"
+             "}\n"
+             "template <class T>\n"
              "static __device__ __forceinline__ T vt_ld(const T* p, long long i, long long n, int site, unsigned long "
              "long* "
              "e) {\n"
@@ -891,7 +897,7 @@ class Emitter {
         out(ScalarType::U32);
         out_ << "__ballot_sync(0xffffffffu, " << arg(0) << ");\n";
         break;
-      case IntrinsicOp::Atomic: atomic(n, addr(0, n.args[0]), arg(1)); break;
+      case IntrinsicOp::Atomic: atomic(n); break;
       case IntrinsicOp::MmaSync: mma(n); break;
       case IntrinsicOp::Ldmatrix: {
         int count = static_cast<int>(n.imms[0]);
@@ -964,28 +970,51 @@ class Emitter {
     }
   }
 
-  /// An atomic in the form the target table gives: native, or on the bits as unsigned 64-bit.
-  void atomic(const Intrinsic& n, const std::string& address, const std::string& value) {
+  /// An atomic in the form the target table gives: native, or on the bits as unsigned 64-bit. One
+  /// lowering could not prove in bounds (a bound argument and a site) runs only inside its memory;
+  /// outside, it records the failure as a checked store does, and its old value is 0.
+  void atomic(const Intrinsic& n) {
     static const char* const kFns[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicExch"};
     auto op = static_cast<AtomicKind>(n.imms[0]);
     ScalarType t = n.mems[0]->elem;
     const char* fn = kFns[static_cast<int>(op)];
-    ind();
-    if (!n.outputs.empty()) out_ << ctype(t) << " " << name(n.outputs[0]) << " = ";
+    const std::string address = "&" + access(n.mems[0], {n.args[0]}, n.loc), value = expr(n.args[1]);
+    std::string call;
     switch (target::atomic_support(op, t)) {
-      case target::AtomicSupport::Native: out_ << fn << "(" << address << ", " << value << ");\n"; return;
+      case target::AtomicSupport::Native: call = std::string(fn) + "(" + address + ", " + value + ")"; break;
       case target::AtomicSupport::AsUnsigned64:
         if (t == ScalarType::F64) {
-          out_ << "__longlong_as_double(static_cast<long long>(" << fn << "(reinterpret_cast<unsigned long long*>("
-               << address << "), static_cast<unsigned long long>(__double_as_longlong(" << value << ")))));\n";
+          call = "__longlong_as_double(static_cast<long long>(" + std::string(fn) +
+                 "(reinterpret_cast<unsigned long long*>(" + address +
+                 "), static_cast<unsigned long long>(__double_as_longlong(" + value + ")))))";
         } else {
-          out_ << "static_cast<" << ctype(t) << ">(" << fn << "(reinterpret_cast<unsigned long long*>(" << address
-               << "), static_cast<unsigned long long>(" << value << ")));\n";
+          call = "static_cast<" + std::string(ctype(t)) + ">(" + fn + "(reinterpret_cast<unsigned long long*>(" +
+                 address + "), static_cast<unsigned long long>(" + value + ")))";
         }
-        return;
-      case target::AtomicSupport::None: break;
+        break;
+      case target::AtomicSupport::None: throw InternalError("emit: an atomic the checker should have rejected");
     }
-    throw InternalError("emit: an atomic the checker should have rejected");
+    const bool checked = n.args.size() > 2 && n.imms.size() > 1;
+    const bool result = !n.outputs.empty();
+    if (!checked) {
+      ind();
+      if (result) out_ << ctype(t) << " " << name(n.outputs[0]) << " = ";
+      out_ << call << ";\n";
+      return;
+    }
+    uses_checks_ = true;
+    const std::string i = index(n.args[0], n.loc), bound = expr(n.args[2]);
+    const std::string inside = "(" + i + ") >= 0 && (" + i + ") < (" + bound + ")";
+    const std::string fail = std::to_string(n.imms[1]) + ", " + i + ", " + bound;
+    ind();
+    if (result) {
+      // One initialized variable, as the unchecked form has (NVRTC warns about one set in a branch and
+      // never read).
+      out_ << ctype(t) << " " << name(n.outputs[0]) << " = (" << inside << ") ? " << call << " : vt_fail_zero<"
+           << ctype(t) << ">(vt_err, " << fail << ");\n";
+    } else {
+      out_ << "if (" << inside << ") " << call << "; else vt_fail(vt_err, " << fail << ");\n";
+    }
   }
 
   void mma(const Intrinsic& n) {

@@ -778,7 +778,20 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
       out.push_back(make<ir::Barrier>(p.code, BarrierKind::NamedFixed, n.imms[1], n.imms[0], false, l));
       return;
     }
-    case IntrinsicOp::Atomic: at(0, 0); break;
+    case IntrinsicOp::Atomic: {
+      // Checked as it runs where not proven, as a store is: the bound becomes a third argument and
+      // the site a second immediate (the CPU backend and the interpreter check atomics themselves).
+      at(0, 0);
+      auto [bound, site] = check(mems[0], args[0], true, l);
+      if (bound) {
+        args.push_back(bound);
+        std::vector<std::int64_t> imms = n.imms;
+        imms.push_back(site);
+        out.push_back(make<Intrinsic>(n.op, std::move(args), std::move(mems), n.outputs, std::move(imms), l));
+        return;
+      }
+      break;
+    }
     case IntrinsicOp::Ldmatrix:
       fragment(0);
       at(1, 0);
