@@ -543,6 +543,24 @@ Var block_inclusive_scan(Scope& b, std::string name, const ExprArg& value, Op op
   return v;
 }
 
+void mma_load_a(Scope& w, const View& frag, const View& src, const ExprArg& ld, const ExprArg& row0,
+                const ExprArg& col0, Loc loc) {
+  Var lane = w.let(frag.name() + "_lane", w.id(thread(1), loc), loc);
+  const Expr g = lane / 4, t = lane % 4, L = ld.expr, r0 = row0.expr, c0 = col0.expr;
+  const int rows[] = {0, 8, 0, 8}, cols[] = {0, 0, 4, 4};
+  for (int e = 0; e < 4; ++e) frag[IndexArg(e, loc)] = src[IndexArg((r0 + g + rows[e]) * L + c0 + t + cols[e], loc)];
+}
+
+void mma_load_b(Scope& w, const View& frag, const View& src, const ExprArg& ld, const ExprArg& row0,
+                const ExprArg& col0, Loc loc) {
+  Var lane = w.let(frag.name() + "_lane", w.id(thread(1), loc), loc);
+  const Expr g = lane / 4, t = lane % 4, L = ld.expr, r0 = row0.expr, c0 = col0.expr;
+  for (int e = 0; e < 2; ++e) frag[IndexArg(e, loc)] = src[IndexArg((r0 + t + 4 * e) * L + c0 + g, loc)];
+}
+
+Expr mma_c_row(const ExprArg& lane, int e) { return lane.expr / 4 + (e >= 2 ? 8 : 0); }
+Expr mma_c_col(const ExprArg& lane, int e) { return lane.expr % 4 * 2 + e % 2; }
+
 void store_by_one(Scope& scope, const View& dst, const ExprArg& index, const ExprArg& value, Loc loc) {
   scope.claim(
       dst, thread(1),

@@ -52,6 +52,7 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       {"sgemm_vec", 2},
       {"sgemm_warptile", 2},  // the same two per K step
       {"vec_copy", 0},
+      {"mma_tf32", 2},       // per K step, as sgemm_smem
       {"scan_lookback", 2},  // after the warps' totals are published, after the first thread's look-back
       {"transpose", 1},
       {"transpose_padded", 1},  // between writing the tile and reading its columns

@@ -642,6 +642,53 @@ Kernel sgemm_warptile(const std::string& name) {
   return k.build();
 }
 
+Kernel mma_tf32() {
+  constexpr int BM = 32, BN = 32, BK = 8, T = 128;  // four warps, each a 16 x 16 tile: two m16n8 mmas
+  KernelBuilder k("mma_tf32");
+  auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
+  k.block_threads(T);
+  k.shared_budget((BM * BK + BK * BN) * 4);
+  k.body([&](Scope& g) {
+    lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
+      auto warp = b.let("warp", c.thread / 32), lane = b.let("lane", c.thread % 32);
+      auto wr = b.let("wr", warp / 2 * 16), wc = b.let("wc", warp % 2 * 16);  // the warp's tile
+      View acc[2] = {b.local_array("acc0", ScalarType::F32, 4, at(thread(1))),
+                     b.local_array("acc1", ScalarType::F32, 4, at(thread(1)))};
+      for (const View& a : acc)
+        for (int e = 0; e < 4; ++e) a[e] = 0.0f;
+      auto fa = b.local_array("fa", ScalarType::F32, 4, at(thread(1)));
+      View fb[2] = {b.local_array("fb0", ScalarType::F32, 2, at(thread(1))),
+                    b.local_array("fb1", ScalarType::F32, 2, at(thread(1)))};
+      auto As = b.shared<float>("As", BM * BK), Bs = b.shared<float>("Bs", BK * BN);
+      b.for_("kb", 0, K, BK, [&](Scope& b, Expr kb) {
+        lib::stage_tile(b, As, A, M, K, c.row0, kb, BM, BK);  // zeros past the edges: any M, N, K
+        lib::stage_tile(b, Bs, B, K, N, kb, c.col0, BK, BN);
+        b.group(thread(32), [&](Scope& w) {
+          lib::mma_load_a(w, fa, As, BK, wr, 0);
+          for (int j = 0; j < 2; ++j) {
+            lib::mma_load_b(w, fb[j], Bs, BN, 0, wc + 8 * j);
+            w.mma_sync(MmaKind::TF32_M16N8K8, acc[j], fa, fb[j], acc[j]);
+          }
+        });
+      });
+      // Element 4j + e of a lane: its accumulator j's element e, at the place PTX gives it.
+      auto row_of = [&](const Expr& e) { return wr + lane / 4 + e / 2 * 8; };
+      auto col_of = [&](const Expr& j, const Expr& e) { return wc + j * 8 + lane % 4 * 2 + e % 2; };
+      b.partition(
+          c.view, thread(1), [&](Expr i) { return row_of(i % 4) * N + col_of(i / 4, i % 4); },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope& th) {
+              for (int j = 0; j < 2; ++j)
+                for (int e = 0; e < 4; ++e)
+                  th.if_(c.row0 + wr + lib::mma_c_row(lane, e) < M && c.col0 + wc + 8 * j + lib::mma_c_col(lane, e) < N,
+                         [&](Scope&) { mine[4 * j + e] = alpha * acc[j][e] + beta * mine[4 * j + e]; });
+            });
+          });
+    });
+  });
+  return k.build();
+}
+
 Kernel scan_lookback() {
   constexpr int T = 256;
   KernelBuilder k("scan_lookback");
@@ -797,6 +844,7 @@ const std::vector<Example>& all() {
       {"sgemm_warptile", "sgemm rung 7: 64x64 block tiles in four 32x32 warp tiles, 8x4 of C per lane",
        [] { return sgemm_warptile(); }},
       {"vec_copy", "each thread copies 4 floats with one 16-byte load and store", vec_copy},
+      {"mma_tf32", "tf32 tensor-core GEMM: 32x32 block tiles, four warps of two m16n8k8 mma.sync, any size", mma_tf32},
       {"scan_lookback", "single-pass inclusive scan of ints, decoupled look-back across blocks of 256", scan_lookback},
       {"transpose", "out = in^T through a 32x32 shared tile (column reads: 32-way bank conflicts)", transpose},
       {"transpose_padded", "the same through a 32x33 tile (no bank conflicts)", transpose_padded},

@@ -78,6 +78,12 @@ Kernel vec_copy();  ///< written with lib::copy
 /// The same in primitives only.
 Kernel vec_copy_primitive();
 
+/// C = alpha * A * B + beta * C on tensor cores in tf32 (inputs rounded to tf32, products accumulated
+/// in f32): 32 x 32 block tiles staged in shared memory (zeros past the edges), four warps each
+/// computing a 16 x 16 tile as two m16n8k8 `mma_sync`s per step of 8 in K, with the fragments loaded
+/// by lib::mma_load_a / mma_load_b. 128 threads; any M, N and K.
+Kernel mma_tf32();
+
 /// Single-pass inclusive scan of n ints (y[i] = x[0] + ... + x[i], wrapping) with decoupled look-back
 /// (Merrill and Garland): block b scans its 256 elements (lib::block_inclusive_scan), publishes their
 /// sum in desc[b], and its first thread walks back over the words of earlier blocks, waiting on each,

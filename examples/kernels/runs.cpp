@@ -306,6 +306,10 @@ const std::map<std::string, Case>& cases() {
       {"sgemm_warptile",
        {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, tiles_of(s, 64, 64, 128)); },
         {{{"M", 70}, {"N", 65}, {"K", 19}}, {{"M", 64}, {"N", 64}, {"K", 16}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
+      // Small integers: exact in tf32, and every product and sum exact in f32.
+      {"mma_tf32",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, tiles_of(s, 32, 32, 128)); },
+        {{{"M", 70}, {"N", 45}, {"K", 19}}, {{"M", 64}, {"N", 64}, {"K", 32}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
       {"scan_lookback", {run_scan_lookback, {{{"n", 1000}}, {{"n", 256}}, {{"n", 1}}, {{"n", 5000}}}}},
       {"transpose", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"transpose_padded", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},

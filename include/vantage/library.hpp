@@ -155,6 +155,22 @@ Var block_reduce(Scope& block, std::string name, const ExprArg& value, Op op,
 Var block_inclusive_scan(Scope& block, std::string name, const ExprArg& value, Op op, Var* total = nullptr,
                          std::source_location loc = std::source_location::current());
 
+/// Fragments of a tf32 `mma_sync(MmaKind::TF32_M16N8K8, d, a, b, c)`, as PTX lays them out over the
+/// lanes of a warp (g = lane / 4, t = lane % 4). At thread(32); `src` is read, never written, so it may
+/// be shared memory the whole block reads, and the fragments are thread-local arrays of floats.
+/// A: the 16 x 8 tile at (row0, col0) of the row-major `src` with rows `ld` apart, into 4 floats:
+/// (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4).
+void mma_load_a(Scope& warp, const View& frag, const View& src, const ExprArg& ld, const ExprArg& row0,
+                const ExprArg& col0, std::source_location loc = std::source_location::current());
+/// B: the 8 x 8 tile (k x n) at (row0, col0), into 2 floats: (t, g), (t + 4, g).
+void mma_load_b(Scope& warp, const View& frag, const View& src, const ExprArg& ld, const ExprArg& row0,
+                const ExprArg& col0, std::source_location loc = std::source_location::current());
+/// The accumulator's place: element e (0..3) of a lane's C or D fragment of a 16 x 8 tile is at
+/// tile row `mma_c_row(lane, e)`, column `mma_c_col(lane, e)`: (g, 2t), (g, 2t + 1), (g + 8, 2t),
+/// (g + 8, 2t + 1).
+Expr mma_c_row(const ExprArg& lane, int e);
+Expr mma_c_col(const ExprArg& lane, int e);
+
 /// `dst[index] = value` by one thread (thread 0) of the scope's perspective: a claim of `dst` at
 /// thread(1) and a one-thread split branch. At block(1) or thread(32): the usual "the block's first
 /// thread writes the block's result".
