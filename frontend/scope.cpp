@@ -275,6 +275,39 @@ std::optional<std::int64_t> Scope::block_threads() const {
   return ctx_->threads;
 }
 
+Scope::Id3 Scope::thread_xyz(Dim3 shape, std::source_location l) {
+  auto T = block_threads();
+  if (shape.x < 1 || shape.y < 1 || shape.z < 1 || !T || shape.count() != *T) {
+    diagnose("V0915",
+             "thread_xyz(" + std::to_string(shape.x) + ", " + std::to_string(shape.y) + ", " + std::to_string(shape.z) +
+                 ") needs the kernel's block size declared (block_threads() before body()) and equal to " +
+                 std::to_string(shape.count()) + (T ? ", not " + std::to_string(*T) : std::string()),
+             l);
+    Expr zero(0, l);
+    return {zero, zero, zero};
+  }
+  // In-block position: id(thread(1)) is the global index at grid(1) and the in-block one at block(1).
+  // Variables of this scope, because an id() means something else inside a narrower group.
+  Var t = let("t_lin", *T == 1 ? Expr(0, l) : id(thread(1), l) % *T, l);
+  Id3 r{Expr(0, l), Expr(0, l), Expr(0, l)};
+  if (shape.x > 1) r.x = let("tx", shape.y * shape.z == 1 ? Expr(t) : t % shape.x, l);
+  if (shape.y > 1) r.y = let("ty", shape.z == 1 && shape.x == 1 ? Expr(t) : t / shape.x % shape.y, l);
+  if (shape.z > 1) r.z = let("tz", t / (shape.x * shape.y), l);
+  return r;
+}
+
+Scope::Id3 Scope::block_xyz(const ExprArg& x_blocks, std::source_location l) {
+  Var b = let("b_lin", id(block(1), l), l);
+  const Expr X = x_blocks.expr;
+  return {let("bx", b % X, l), let("by", b / X, l), Expr(0, l)};
+}
+
+Scope::Id3 Scope::block_xyz(const ExprArg& x_blocks, const ExprArg& y_blocks, std::source_location l) {
+  Var b = let("b_lin", id(block(1), l), l);
+  const Expr X = x_blocks.expr, Y = y_blocks.expr;
+  return {let("bx", b % X, l), let("by", b / X % Y, l), let("bz", b / (X * Y), l)};
+}
+
 void Scope::diagnose(std::string code, std::string message, std::source_location l) {
   ctx_->error(std::move(code), here(l), std::move(message));
 }

@@ -276,3 +276,131 @@ TEST(Compile, ACheckedAtomicCompiles) {
 
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+// ---------------------------------------------------------------- 2-D and 3-D positions
+/// C = A + B on an M x N matrix in 16 x 16 blocks, with CUDA's 2-D thread and block indices.
+Kernel matrix_add_2d() {
+  KernelBuilder k("matrix_add_2d");
+  auto M = k.param<int>("M");
+  auto N = k.param<int>("N");
+  auto A = k.param<GlobalPtr<const float>>("A", extent(M * N));
+  auto B = k.param<GlobalPtr<const float>>("B", extent(M * N));
+  auto C = k.param<GlobalPtr<float>>("C", extent(M * N));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    auto [bx, by, bz] = g.block_xyz((N + 15) / 16);
+    auto [tx, ty, tz] = g.thread_xyz({16, 16});
+    auto row = g.let("row", by * 16 + ty), col = g.let("col", bx * 16 + tx);
+    (void)bz;
+    (void)tz;
+    g.partition(
+        C, thread(1), [&](Expr i) { return row * N + col + i; },
+        [&](Scope& g, View c) {
+          g.group(thread(1), [&](Scope& th) {
+            th.if_(row < M && col < N, [&](Scope&) { c[0] = A[row * N + col] + B[row * N + col]; });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(Builder, TwoDimensionalIdsSplitALinearLaunchAsCudaDoes) {
+  Kernel k = matrix_add_2d();
+  for (auto [M, N] : {std::pair{16, 16}, std::pair{37, 50}, std::pair{1, 3}}) {
+    std::vector<float> a(static_cast<std::size_t>(M * N)), b(a.size()), want(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      a[i] = static_cast<float>(i % 17);
+      b[i] = static_cast<float>(i % 5) * 2;
+      want[i] = a[i] + b[i];
+    }
+    Grid grid = Grid::of({(N + 15) / 16, (M + 15) / 16}, {16, 16});
+    for (const Device& d : devices()) {
+      std::vector<float> c(a.size(), -1);
+      k.launch(d, grid, M, N, std::as_const(a), std::as_const(b), c);
+      d.synchronize();
+      EXPECT_EQ(c, want) << M << " x " << N << " on " << d.name();
+    }
+  }
+}
+
+TEST(Builder, ThreeDimensionalThreadIdsAreXFastest) {
+  KernelBuilder k("xyz");
+  auto out = k.param<GlobalPtr<int>>("out", extent(32 * 3));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 96, [&](Scope& b, Expr, View o) {
+      auto [x, y, z] = b.thread_xyz({4, 2, 4});
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          o, thread(1), [&](Expr i) { return t * 3 + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope&) {
+              mine[0] = x;
+              mine[1] = y;
+              mine[2] = z;
+            });
+          });
+    });
+  });
+  Kernel kernel = k.build();
+  std::vector<int> got(96, -1), want(96);
+  for (int t = 0; t < 32; ++t) {
+    want[static_cast<std::size_t>(t * 3)] = t % 4;
+    want[static_cast<std::size_t>(t * 3 + 1)] = t / 4 % 2;
+    want[static_cast<std::size_t>(t * 3 + 2)] = t / 8;
+  }
+  kernel.launch(Device::interpreter(), Grid{1, 32}, got);
+  EXPECT_EQ(got, want);
+}
+
+TEST(Builder, ThreeDimensionalBlockIdsAreXFastest) {
+  KernelBuilder k("block_xyz");
+  auto out = k.param<GlobalPtr<int>>("out", extent(12 * 3));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    auto [x, y, z] = g.block_xyz(2, 3);
+    lib::for_each_block(g, out, 3, [&](Scope& b, Expr, View o) {
+      lib::store_by_one(b, o, 0, x);
+      lib::store_by_one(b, o, 1, y);
+      lib::store_by_one(b, o, 2, z);
+    });
+  });
+  Kernel kernel = k.build();
+  std::vector<int> got(36, -1), want(36);
+  for (int b = 0; b < 12; ++b) {
+    want[static_cast<std::size_t>(b * 3)] = b % 2;
+    want[static_cast<std::size_t>(b * 3 + 1)] = b / 2 % 3;
+    want[static_cast<std::size_t>(b * 3 + 2)] = b / 6;
+  }
+  for (const Device& d : devices()) {
+    std::fill(got.begin(), got.end(), -1);
+    kernel.launch(d, Grid::of({2, 3, 2}, {32}), got);
+    d.synchronize();
+    EXPECT_EQ(got, want) << d.name();
+  }
+}
+
+TEST(Builder, AThreadShapeThatIsNotTheBlockSizeIsRefused) {
+  KernelBuilder k("bad_shape");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(64);
+  int line = 0;
+  k.body([&](Scope& g) {
+    line = __LINE__ + 1;
+    auto [x, y, z] = g.thread_xyz({16, 16});
+    g.partition(
+        out, thread(1), [&](Expr i) { return g.id(thread(1)) + i; },
+        [&](Scope& g, View o) { g.group(thread(1), [&](Scope&) { o[0] = x + y + z; }); });
+  });
+  try {
+    k.build();
+    ADD_FAILURE() << "a 16 x 16 shape for 64 threads must be refused";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0915", line, "tests/test_builder.cpp")) << render_all(e.diagnostics());
+  }
+}
+
+}  // namespace
+}  // namespace vantage

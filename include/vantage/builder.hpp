@@ -264,6 +264,20 @@ class Scope {
   /// loops. With `block_threads()` it is the launch shape.
   Expr grid_blocks(std::source_location loc = std::source_location::current());
 
+  /// CUDA's threadIdx.{x,y,z} for a block of `shape` (its count must be the kernel's block size,
+  /// V0915): t % X, (t / X) % Y, t / (X * Y) of the thread's position t in its block. At grid(1) or
+  /// block(1) (in a narrower group, `id()` is relative to it).
+  struct Id3 {
+    Expr x, y, z;
+  };
+  Id3 thread_xyz(Dim3 shape, std::source_location loc = std::source_location::current());
+  /// CUDA's blockIdx.{x,y} for a 2-D grid `x_blocks` wide (a value of the grid, such as
+  /// `(N + 15) / 16`; launch `Grid::of({x_blocks, rows}, ...)`): b % X, b / X, and z = 0. At grid(1).
+  Id3 block_xyz(const ExprArg& x_blocks, std::source_location loc = std::source_location::current());
+  /// The same for a 3-D grid `x_blocks` wide and `y_blocks` high: b % X, (b / X) % Y, b / (X * Y).
+  Id3 block_xyz(const ExprArg& x_blocks, const ExprArg& y_blocks,
+                std::source_location loc = std::source_location::current());
+
   /// The index of the narrower unit `p` inside the code's current perspective (relative, from 0).
   Expr id(Perspective p, std::source_location loc = std::source_location::current());
 

@@ -28,6 +28,9 @@ namespace vantage {
 struct Grid {
   std::int64_t blocks = 1;
   std::int64_t threads = 0;
+  /// A 2-D or 3-D launch as CUDA writes it, `<<<dim3(gx, gy), dim3(bx, by)>>>`: gx * gy blocks of
+  /// bx * by threads, which the kernel splits with `Scope::block_xyz` and `Scope::thread_xyz`.
+  static Grid of(Dim3 blocks, Dim3 threads) { return Grid{blocks.count(), threads.count()}; }
 };
 
 /// One launch argument: a scalar of exactly the parameter's type, host memory with its length (for

@@ -81,6 +81,14 @@ constexpr bool is_float(ScalarType t) {
 constexpr bool is_signed(ScalarType t) { return t == ScalarType::I32 || t == ScalarType::I64 || is_float(t); }
 
 /// Memory spaces of pointers and arrays.
+/// A 1-, 2- or 3-D extent, as CUDA's dim3: x varies fastest. Vantage's launches are linear (B blocks
+/// of T threads); a Dim3 names the shape a kernel splits them into (`Grid::of`, `Scope::thread_xyz`,
+/// `Scope::block_xyz`).
+struct Dim3 {
+  std::int64_t x = 1, y = 1, z = 1;
+  std::int64_t count() const { return x * y * z; }
+};
+
 enum class MemSpace : std::uint8_t { Global, Shared, Local };
 const char* space_name(MemSpace space);
 
