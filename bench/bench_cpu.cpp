@@ -298,6 +298,41 @@ void BM_CpuSaxpyThreads2(benchmark::State& s) { has_cpu(s) ? cpu_saxpy(s, 2) : v
 void BM_CpuBlockReduce(benchmark::State& s) { has_cpu(s) ? cpu_block_reduce(s, 1) : void(); }
 void BM_CpuBlockReduceThreads2(benchmark::State& s) { has_cpu(s) ? cpu_block_reduce(s, 2) : void(); }
 void BM_CpuBlockReduceLibrary(benchmark::State& s) { has_cpu(s) ? cpu_block_reduce(s, 1, true) : void(); }
+/// The sgemm ladder at 512^3 on one host thread, rung by rung (the argument picks the rung): what each
+/// GPU technique costs or gains when the same kernel runs on the CPU backend. BM_PlainSgemm512 in the
+/// same run is the baseline. Small-integer inputs make every rung's result exact, tf32 included.
+struct Rung {
+  const char* name;
+  Kernel (*make)();
+  std::int64_t bm, bn, threads;
+};
+const Rung kRungs[] = {
+    {"sgemm_smem", [] { return examples::sgemm_smem(32); }, 32, 32, 1024},
+    {"sgemm_reg1d", [] { return examples::sgemm_reg1d(); }, 64, 64, 512},
+    {"sgemm_reg2d", [] { return examples::sgemm_reg2d(); }, 64, 64, 256},
+    {"sgemm_vec", [] { return examples::sgemm_vec(); }, 64, 64, 256},
+    {"sgemm_warptile", [] { return examples::sgemm_warptile(); }, 64, 64, 128},
+    {"mma_tf32", [] { return examples::mma_tf32(); }, 32, 32, 128},
+};
+void BM_CpuSgemmLadder512(benchmark::State& state) {
+  if (!has_cpu(state)) return;
+  const Rung& r = kRungs[state.range(0)];
+  state.SetLabel(r.name);
+  const auto& d = gemm_data();
+  Kernel k = r.make();
+  Device dev = Device::cpu(1);
+  Array C = array(d.C0);
+  Grid grid{(kGemm / r.bm) * (kGemm / r.bn), r.threads};
+  k.launch(dev, grid, kGemm, kGemm, kGemm, 1.5f, 0.5f, std::as_const(d.A), std::as_const(d.B), C);
+  dev.synchronize();
+  if (!agrees(state, C, d.want, 0)) return;
+  for (auto _ : state) {
+    k.launch(dev, grid, kGemm, kGemm, kGemm, 1.5f, 0.5f, std::as_const(d.A), std::as_const(d.B), C);
+    dev.synchronize();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kGemm * kGemm * kGemm * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
 void BM_CpuSgemm512(benchmark::State& s) { has_cpu(s) ? cpu_sgemm(s, 1) : void(); }
 void BM_CpuSgemm512Threads2(benchmark::State& s) { has_cpu(s) ? cpu_sgemm(s, 2) : void(); }
 
@@ -559,6 +594,7 @@ BENCHMARK(BM_PlainSgemm512Threads2)->Unit(benchmark::kMillisecond)->UseRealTime(
 BENCHMARK(BM_CpuSgemm512)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CpuSgemm512Threads2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PoclSgemm512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuSgemmLadder512)->DenseRange(0, 5)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CpuCompileSgemm512)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CpuCacheHitSgemm512)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_MAIN();

@@ -106,19 +106,24 @@ std::int64_t blocks_for(std::int64_t n, std::int64_t threads, Tile tile) {
   return std::max<std::int64_t>((n + per_block - 1) / per_block, 1);
 }
 
-void copy(Scope& grid, const View& out, const View& in, const ExprArg& n, Loc loc) {
+namespace {
+/// The block size a grid-level helper needs, or a V0913 at the caller's line.
+std::optional<std::int64_t> declared_threads(Scope& grid, const char* helper, Loc loc) {
   auto threads = grid.block_threads();
-  if (!threads) {
+  if (!threads)
     grid.diagnose("V0913",
-                  "lib::copy needs the kernel's block size: call block_threads() before body() (and not in a device "
-                  "function)",
+                  std::string("lib::") + helper +
+                      " needs the kernel's block size: call block_threads() before body() (and not in a device "
+                      "function)",
                   loc);
-    return;
-  }
-  const int bytes = type_bytes(out.elem());
-  const int v = bytes >= 4 ? 16 / bytes : 1;
-  const std::int64_t T = *threads, per_block = T * v;
-  const Expr count = n.expr;
+  return threads;
+}
+
+/// At grid(1): block blk owns out[blk * per_block ..), and thread t of it the elements
+/// `share(t, i)` of that block share; `body(b, blk, t, out_t)` runs at block(1) with out_t the
+/// thread's share (the shape of for_each and copy).
+void thread_shares(Scope& grid, const View& out, std::int64_t per_block, const std::function<Expr(Expr, Expr)>& share,
+                   const std::function<void(Scope&, const Var&, const Var&, View)>& body, Loc loc) {
   Var blk = grid.let("blk", grid.id(block(1), loc), loc);
   grid.partition(
       out, block(1), [&](Expr i) { return blk * per_block + i; },
@@ -128,38 +133,47 @@ void copy(Scope& grid, const View& out, const View& in, const ExprArg& n, Loc lo
             [&](Scope& b) {
               Var t = b.let("t", b.id(thread(1), loc), loc);
               b.partition(
-                  out_b, thread(1), [&](Expr i) { return t * v + i; },
-                  [&](Scope& b, View out_t) {
-                    b.group(
-                        thread(1),
-                        [&](Scope& th) {
-                          // In 64 bits, so that the comparisons cannot wrap for any grid.
-                          Var first = th.let("first", cast<std::int64_t>(blk * per_block + t * v), loc);
-                          Var len = th.let("len", cast<std::int64_t>(count), loc);
-                          Expr src = blk * per_block + t * v;
-                          auto all = [&](Scope& th) {
-                            th.for_(
-                                "e", 0, v,
-                                [&](Scope&, Expr e) { out_t[IndexArg(e, loc)] = in[IndexArg(src + e, loc)]; }, loc);
-                          };
-                          auto tail = [&](Scope& th) {
-                            th.for_(
-                                "e", 0, v,
-                                [&](Scope& th, Expr e) {
-                                  th.if_(
-                                      first + cast<std::int64_t>(e) < len,
-                                      [&](Scope&) { out_t[IndexArg(e, loc)] = in[IndexArg(src + e, loc)]; }, loc);
-                                },
-                                loc);
-                          };
-                          if (v == 1)
-                            tail(th);
-                          else
-                            th.if_(first + v <= len, all, tail, loc);
-                        },
-                        loc);
-                  },
-                  loc);
+                  out_b, thread(1), [&](Expr i) { return share(t, i); },
+                  [&](Scope& b, View out_t) { body(b, blk, t, out_t); }, loc);
+            },
+            loc);
+      },
+      loc);
+}
+}  // namespace
+
+void copy(Scope& grid, const View& out, const View& in, const ExprArg& n, Loc loc) {
+  auto threads = declared_threads(grid, "copy", loc);
+  if (!threads) return;
+  const int bytes = type_bytes(out.elem());
+  const int v = bytes >= 4 ? 16 / bytes : 1;
+  const std::int64_t T = *threads, per_block = T * v;
+  const Expr count = n.expr;
+  thread_shares(
+      grid, out, per_block, [&](Expr t, Expr i) { return t * v + i; },
+      [&](Scope& b, const Var& blk, const Var& t, View out_t) {
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              // In 64 bits, so that the comparisons cannot wrap for any grid.
+              Var first = th.let("first", cast<std::int64_t>(blk * per_block + t * v), loc);
+              Var len = th.let("len", cast<std::int64_t>(count), loc);
+              Expr src = blk * per_block + t * v;
+              auto one = [&](Scope&, Expr e) { out_t[IndexArg(e, loc)] = in[IndexArg(src + e, loc)]; };
+              auto all = [&](Scope& th) { th.for_("e", 0, v, one, loc); };
+              auto tail = [&](Scope& th) {
+                th.for_(
+                    "e", 0, v,
+                    [&](Scope& th, Expr e) {
+                      th.if_(
+                          first + cast<std::int64_t>(e) < len, [&](Scope& th) { one(th, e); }, loc);
+                    },
+                    loc);
+              };
+              if (v == 1)
+                tail(th);
+              else
+                th.if_(first + v <= len, all, tail, loc);
             },
             loc);
       },
@@ -168,54 +182,36 @@ void copy(Scope& grid, const View& out, const View& in, const ExprArg& n, Loc lo
 
 void for_each(Scope& grid, const View& out, const ExprArg& n,
               const std::function<void(Scope& th, Expr i, ElemRef out_i)>& body, Tile tile, Loc loc) {
-  auto threads = grid.block_threads();
-  if (!threads) {
-    grid.diagnose("V0913",
-                  "lib::for_each needs the kernel's block size: call block_threads() before body() (and not in a "
-                  "device function)",
-                  loc);
-    return;
-  }
+  auto threads = declared_threads(grid, "for_each", loc);
+  if (!threads) return;
   if (tile.items < 1) {
     grid.diagnose("V0913", "lib::for_each needs at least one item per thread, not " + std::to_string(tile.items), loc);
     return;
   }
   const std::int64_t T = *threads, items = tile.items, per_block = T * items;
   const Expr count = n.expr;
-  Var blk = grid.let("blk", grid.id(block(1), loc), loc);
-  grid.partition(
-      out, block(1), [&](Expr i) { return blk * per_block + i; },
-      [&](Scope& g, View out_b) {
-        g.group(
-            block(1),
-            [&](Scope& b) {
-              Var t = b.let("t", b.id(thread(1), loc), loc);
-              auto share = [&](const Expr& k) -> Expr {
-                if (items == 1) return t + k;
-                return tile.layout == Layout::Striped ? t + k * T : t * items + k;
-              };
-              b.partition(
-                  out_b, thread(1), share,
-                  [&](Scope& b, View out_t) {
-                    auto one = [&](Scope& s, const Expr& k) {
-                      s.group(
-                          thread(1),
-                          [&](Scope& th) {
-                            Expr i = blk * per_block + (items == 1 ? Expr(t) : share(k));
-                            th.if_(
-                                i < count, [&](Scope& th) { body(th, i, out_t[IndexArg(k, loc)]); }, loc);
-                          },
-                          loc);
-                    };
-                    if (items == 1)
-                      one(b, Expr(0, loc));
-                    else
-                      b.for_(
-                          "k", 0, items, [&](Scope& b, Expr k) { one(b, k); }, loc);
-                  },
-                  loc);
-            },
-            loc);
+  auto share = [&](const Expr& t, const Expr& k) -> Expr {
+    if (items == 1) return t + k;
+    return tile.layout == Layout::Striped ? t + k * T : t * items + k;
+  };
+  thread_shares(
+      grid, out, per_block, share,
+      [&](Scope& b, const Var& blk, const Var& t, View out_t) {
+        auto one = [&](Scope& s, const Expr& k) {
+          s.group(
+              thread(1),
+              [&](Scope& th) {
+                Expr i = blk * per_block + (items == 1 ? Expr(t) : share(t, k));
+                th.if_(
+                    i < count, [&](Scope& th) { body(th, i, out_t[IndexArg(k, loc)]); }, loc);
+              },
+              loc);
+        };
+        if (items == 1)
+          one(b, Expr(0, loc));
+        else
+          b.for_(
+              "k", 0, items, [&](Scope& b, Expr k) { one(b, k); }, loc);
       },
       loc);
 }

@@ -520,6 +520,40 @@ Kernel sgemm_reg1d(const Reg1dShape& sh, const std::string& name) {
   return k.build();
 }
 
+namespace {
+/// A thread's tm x tn accumulators (zeroed) and the tm values of A and tn of B it reads per step of k.
+struct RegTile {
+  View acc, a, b;
+  int tm, tn;
+  RegTile(Scope& s, int m, int n)
+      : acc(s.local_array("acc", ScalarType::F32, m * n, at(thread(1)))),
+        a(s.local_array("a_reg", ScalarType::F32, m, at(thread(1)))),
+        b(s.local_array("b_reg", ScalarType::F32, n, at(thread(1)))),
+        tm(m),
+        tn(n) {
+    for (int i = 0; i < m * n; ++i) acc[i] = 0.0f;
+  }
+  /// The steps of k through the staged tiles As (rows bk long) and Bs (rows bn long): a[i] from As's
+  /// row `a_row(i)`, b[j] from Bs's column `b_col(j)`, and their outer product into acc.
+  void steps(Scope& s, const View& As, const View& Bs, int bk, int bn, const std::function<Expr(int)>& a_row,
+             const std::function<Expr(int)>& b_col) const {
+    s.for_("kk", 0, bk, [&](Scope& s, Expr kk) {
+      for (int i = 0; i < tm; ++i) a[i] = As[a_row(i) * bk + kk];
+      for (int j = 0; j < tn; ++j) b[j] = Bs[kk * bn + b_col(j)];
+      for (int i = 0; i < tm; ++i)
+        for (int j = 0; j < tn; ++j) acc[i * tn + j] = acc[i * tn + j] + a[i] * b[j];
+    });
+  }
+  /// C's elements of the thread (rows row + row_step * i, columns col + col_step * j of the tile):
+  /// alpha * acc + beta * C.
+  void update(Scope& s, const lib::MatrixTile& c, const Expr& row, const Expr& col, int row_step, int col_step,
+              const Expr& alpha, const Expr& beta) const {
+    lib::update_sub_tile(s, c, row, col, tm, tn, row_step, col_step,
+                         [&](Scope&, int i, int j, ElemRef e) { e = alpha * acc[i * tn + j] + beta * e; });
+  }
+};
+}  // namespace
+
 Kernel sgemm_reg2d(const Reg2dShape& sh, const std::string& name) {
   const int BM = sh.bm, BN = sh.bn, BK = sh.bk, TM = sh.tm, TN = sh.tn;
   const int TC = BN / TN, T = BM / TM * TC;  // thread t computes rows (t / TC) * TM.., cols (t % TC) * TN..
@@ -530,23 +564,15 @@ Kernel sgemm_reg2d(const Reg2dShape& sh, const std::string& name) {
   k.body([&](Scope& g) {
     lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
       auto tr = b.let("tr", c.thread / TC), tc = b.let("tc", c.thread % TC);
-      auto acc = b.local_array("acc", ScalarType::F32, TM * TN, at(thread(1)));
-      auto a = b.local_array("a_reg", ScalarType::F32, TM, at(thread(1)));
-      auto bv = b.local_array("b_reg", ScalarType::F32, TN, at(thread(1)));
-      for (int i = 0; i < TM * TN; ++i) acc[i] = 0.0f;
+      RegTile r(b, TM, TN);
       auto As = b.shared<float>("As", BM * BK), Bs = b.shared<float>("Bs", BK * BN);
       b.for_("kb", 0, K, BK, [&](Scope& b, Expr kb) {
         lib::stage_tile(b, As, A, M, K, c.row0, kb, BM, BK);  // zeros past the edges
         lib::stage_tile(b, Bs, B, K, N, kb, c.col0, BK, BN);
-        b.for_("kk", 0, BK, [&](Scope& b, Expr kk) {
-          for (int i = 0; i < TM; ++i) a[i] = As[(tr * TM + i) * BK + kk];
-          for (int j = 0; j < TN; ++j) bv[j] = Bs[kk * BN + tc * TN + j];
-          for (int i = 0; i < TM; ++i)
-            for (int j = 0; j < TN; ++j) acc[i * TN + j] = acc[i * TN + j] + a[i] * bv[j];
-        });
+        r.steps(
+            b, As, Bs, BK, BN, [&](int i) { return tr * TM + i; }, [&](int j) { return tc * TN + j; });
       });
-      lib::update_sub_tile(b, c, tr * TM, tc * TN, TM, TN, 1, 1,
-                           [&](Scope&, int i, int j, ElemRef e) { e = alpha * acc[i * TN + j] + beta * e; });
+      r.update(b, c, tr * TM, tc * TN, 1, 1, alpha, beta);
     });
   });
   return k.build();
@@ -563,10 +589,7 @@ Kernel sgemm_vec(const std::string& name) {
     lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
       Expr t = c.thread;
       auto tr = b.let("tr", t / TC), tc = b.let("tc", t % TC);
-      auto acc = b.local_array("acc", ScalarType::F32, TM * TN, at(thread(1)));
-      auto a = b.local_array("a_reg", ScalarType::F32, TM, at(thread(1)));
-      auto bv = b.local_array("b_reg", ScalarType::F32, TN, at(thread(1)));
-      for (int i = 0; i < TM * TN; ++i) acc[i] = 0.0f;
+      RegTile r(b, TM, TN);
       auto As = b.shared<float>("As", BM * BK), Bs = b.shared<float>("Bs", BK * BN);
       // Thread t stages the 4 elements at (t * 4) / cols, (t * 4) % cols of each tile: one vector.
       auto stage = [&](Scope& b, const View& dst, const View& src, const Expr& rows, const Expr& cols, const Expr& r,
@@ -590,15 +613,10 @@ Kernel sgemm_vec(const std::string& name) {
       b.for_("kt", 0, (K + BK - 1) / BK, [&](Scope& b, Expr kt) {
         stage(b, As, A, M, K, c.row0 + t / (BK / 4), kt * BK + t % (BK / 4) * 4);
         stage(b, Bs, B, K, N, kt * BK + t / (BN / 4), c.col0 + t % (BN / 4) * 4);
-        b.for_("kk", 0, BK, [&](Scope& b, Expr kk) {
-          for (int i = 0; i < TM; ++i) a[i] = As[(tr * TM + i) * BK + kk];
-          for (int j = 0; j < TN; ++j) bv[j] = Bs[kk * BN + tc * TN + j];
-          for (int i = 0; i < TM; ++i)
-            for (int j = 0; j < TN; ++j) acc[i * TN + j] = acc[i * TN + j] + a[i] * bv[j];
-        });
+        r.steps(
+            b, As, Bs, BK, BN, [&](int i) { return tr * TM + i; }, [&](int j) { return tc * TN + j; });
       });
-      lib::update_sub_tile(b, c, tr * TM, tc * TN, TM, TN, 1, 1,
-                           [&](Scope&, int i, int j, ElemRef e) { e = alpha * acc[i * TN + j] + beta * e; });
+      r.update(b, c, tr * TM, tc * TN, 1, 1, alpha, beta);
     });
   });
   return k.build();
@@ -616,10 +634,7 @@ Kernel sgemm_warptile(const std::string& name) {
   k.shared_budget((BM * BK + BK * BN) * 4);
   k.body([&](Scope& g) {
     lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
-      auto acc = b.local_array("acc", ScalarType::F32, TM * TN, at(thread(1)));
-      auto a = b.local_array("a_reg", ScalarType::F32, TM, at(thread(1)));
-      auto bv = b.local_array("b_reg", ScalarType::F32, TN, at(thread(1)));
-      for (int i = 0; i < TM * TN; ++i) acc[i] = 0.0f;
+      RegTile r(b, TM, TN);
       // The warp's tile and the lane's place in it: rows wr * WM + lr + LR * i, columns
       // wc * WN + lc + LC * j, so that the lanes of a warp read 4 rows of As and 8 columns of Bs.
       auto warp = b.let("warp", c.thread / 32), lane = b.let("lane", c.thread % 32);
@@ -628,15 +643,10 @@ Kernel sgemm_warptile(const std::string& name) {
       b.for_("kb", 0, K, BK, [&](Scope& b, Expr kb) {
         lib::stage_tile(b, As, A, M, K, c.row0, kb, BM, BK);
         lib::stage_tile(b, Bs, B, K, N, kb, c.col0, BK, BN);
-        b.for_("kk", 0, BK, [&](Scope& b, Expr kk) {
-          for (int i = 0; i < TM; ++i) a[i] = As[(row + LR * i) * BK + kk];
-          for (int j = 0; j < TN; ++j) bv[j] = Bs[kk * BN + col + LC * j];
-          for (int i = 0; i < TM; ++i)
-            for (int j = 0; j < TN; ++j) acc[i * TN + j] = acc[i * TN + j] + a[i] * bv[j];
-        });
+        r.steps(
+            b, As, Bs, BK, BN, [&](int i) { return row + LR * i; }, [&](int j) { return col + LC * j; });
       });
-      lib::update_sub_tile(b, c, row, col, TM, TN, LR, LC,
-                           [&](Scope&, int i, int j, ElemRef e) { e = alpha * acc[i * TN + j] + beta * e; });
+      r.update(b, c, row, col, LR, LC, alpha, beta);
     });
   });
   return k.build();
