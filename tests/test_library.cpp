@@ -427,7 +427,9 @@ TEST(Library, AShuffleFromAWarpUniformLaneIsAValueOfTheWarp) {
     kernel.launch(d, Grid{1, 64}, std::as_const(x), got);
     EXPECT_EQ(got, want) << d.name();
   }
-  if (nvrtc_available()) EXPECT_FALSE(kernel.cubin(Spec{}).empty()) << "NVRTC compiles the loop and the sync_warp";
+  if (nvrtc_available()) {
+    EXPECT_FALSE(kernel.cubin(Spec{}).empty()) << "NVRTC compiles the loop and the sync_warp";
+  }
 }
 
 TEST(Library, AShuffleFromAPerThreadLaneStaysPerThread) {
@@ -461,7 +463,9 @@ TEST(Library, AGridStrideLoopCoversEveryElementWithAnyNumberOfBlocks) {
       }
   std::string cuda = kernel.source(Spec{});
   EXPECT_NE(cuda.find("gridDim.x"), std::string::npos) << cuda;
-  if (nvrtc_available()) EXPECT_FALSE(kernel.cubin(Spec{}).empty());
+  if (nvrtc_available()) {
+    EXPECT_FALSE(kernel.cubin(Spec{}).empty());
+  }
 }
 
 TEST(Library, TheGridsBlocksAreOneValueOfTheGrid) {
@@ -557,6 +561,35 @@ TEST(Library, CopyMovesWholeVectorsAndATailAndMatchesItsPrimitiveForm) {
       d.synchronize();
       EXPECT_EQ(y, x) << "n = " << size << " on " << d.name();
     }
+  }
+}
+}  // namespace
+}  // namespace vantage
+
+namespace vantage {
+namespace {
+// The tile helpers refuse what they cannot do, at the caller's line.
+TEST(Library, TileHelpersRefuseWhatTheyCannotDoAtTheCallersLine) {
+  int async_line = 0, steps_line = 0;
+  KernelBuilder k("bad_tiles");
+  auto m = k.param<GlobalPtr<const half>>("m", extent(64 * 64));
+  auto out = k.param<GlobalPtr<half>>("out", extent(64 * 64));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each_tile(g, out, 64, 64, 16, 16, [&](Scope& b, const lib::MatrixTile& c) {
+      auto s = b.shared<half>("s", 16 * 16);
+      async_line = __LINE__ + 1;
+      lib::copy_tile(b, s, m, 64, 64, c.row0, c.col0, 16, 16, {0, true});  // cp.async moves 4 or 8 bytes
+      steps_line = __LINE__ + 1;
+      lib::update_sub_tile(b, c, c.row, c.col, 1, 1, 0, 1, [&](Scope&, int, int, ElemRef e) { e = s[0]; });
+    });
+  });
+  try {
+    k.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0913", async_line, "tests/test_library.cpp")) << render_all(e.diagnostics());
+    EXPECT_TRUE(testing::has_diag(e, "V0913", steps_line, "tests/test_library.cpp")) << render_all(e.diagnostics());
   }
 }
 }  // namespace
