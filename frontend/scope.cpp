@@ -196,15 +196,23 @@ void Scope::for_(std::string name, const ExprArg& begin, const ExprArg& end, con
 void Scope::for_(std::string name, const ExprArg& begin, const std::function<Expr(Expr)>& cond,
                  const std::function<Expr(Expr)>& next, const std::function<void(Scope&, Expr)>& fn,
                  std::source_location l) {
-  Var v = let(std::move(name), begin, l);
+  Var v = let(name, begin, l);
   while_(
       cond(v),
       [&](Scope& s) {
-        fn(s, v);
+        // This iteration's value (a loop variable, which the body may leave unused); the counter
+        // steps before the body.
+        SourceLoc loc = here(l);
+        auto now = new_var(*ctx_, name, v.type(), ir::VarNode::Origin::Loop, loc);
+        BuilderAccess::ctx(s)->record(BuilderAccess::block(s), ir::make<ir::Let>(now, node(v), std::nullopt, loc), loc);
         s.assign(v, next(v), l);
+        fn(s, BuilderAccess::expr(ir::ref(now, loc)));
       },
       l);
 }
+
+void Scope::break_(std::source_location l) { VANTAGE_RECORD(ir::make<ir::Jump>(true, here(l)), here(l)); }
+void Scope::continue_(std::source_location l) { VANTAGE_RECORD(ir::make<ir::Jump>(false, here(l)), here(l)); }
 
 void Scope::while_(const ExprArg& cond, const std::function<void(Scope&)>& fn, std::source_location l) {
   SourceLoc loc = here(l);

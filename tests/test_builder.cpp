@@ -404,3 +404,141 @@ TEST(Builder, AThreadShapeThatIsNotTheBlockSizeIsRefused) {
 
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+// ---------------------------------------------------------------- break and continue
+/// Each of 64 threads searches its row of 50 for the first element equal to `key` (break), and sums
+/// the row's even elements (continue past the odd ones), and the row's elements at 1, 2, 4, ... except
+/// at 8 (continue in a loop with a step rule).
+Kernel search_rows() {
+  KernelBuilder k("search_rows");
+  auto key = k.param<int>("key");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(64 * 50));
+  auto out = k.param<GlobalPtr<int>>("out", extent(64 * 4));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return t * 4 + i; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) {
+            auto found = th.let("found", -1);
+            th.for_("j", 0, 50, [&](Scope& th, Expr j) {
+              th.if_(x[t * 50 + j] == key, [&](Scope& th) {
+                th.assign(found, j);
+                th.break_();
+              });
+            });
+            auto even = th.let("even", 0);
+            auto kept = th.let("kept", 0);  // the same for every thread but for the continue
+            th.for_("j", 0, 50, [&](Scope& th, Expr j) {
+              th.if_(x[t * 50 + j] % 2 != 0, [&](Scope& th) { th.continue_(); });
+              th.assign(even, even + x[t * 50 + j]);
+              th.assign(kept, kept + 1);
+            });
+            auto powers = th.let("powers", 0);
+            th.for_(
+                "p", 1, [](Expr p) { return p < 50; }, [](Expr p) { return p * 2; },
+                [&](Scope& th, Expr p) {
+                  th.if_(p == 8, [&](Scope& th) { th.continue_(); });
+                  th.assign(powers, powers + x[t * 50 + p]);
+                });
+            o[0] = found;
+            o[1] = even;
+            o[2] = powers;
+            o[3] = kept;
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(Builder, BreakAndContinueLeaveAThreadsLoopAsInC) {
+  Kernel k = search_rows();
+  std::string cuda = k.source(Spec{});
+  EXPECT_NE(cuda.find("break;"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("continue;"), std::string::npos) << cuda;
+  std::vector<int> x(64 * 50);
+  const int key = 7;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<int>((i * 37 + 11) % 23);
+    if (i / 50 % 3 == 0 && x[i] == key) x[i] = key + 1;  // every third row lacks the key
+  }
+  std::vector<int> want(64 * 4);
+  for (int t = 0; t < 64; ++t) {
+    int found = -1, even = 0, powers = 0, kept = 0;
+    for (int j = 0; j < 50; ++j)
+      if (x[static_cast<std::size_t>(t * 50 + j)] == key) {
+        found = j;
+        break;
+      }
+    for (int j = 0; j < 50; ++j) {
+      int v = x[static_cast<std::size_t>(t * 50 + j)];
+      if (v % 2 != 0) continue;
+      even += v;
+      ++kept;
+    }
+    for (int p = 1; p < 50; p *= 2) {
+      if (p == 8) continue;
+      powers += x[static_cast<std::size_t>(t * 50 + p)];
+    }
+    want[static_cast<std::size_t>(t * 4)] = found;
+    want[static_cast<std::size_t>(t * 4 + 1)] = even;
+    want[static_cast<std::size_t>(t * 4 + 2)] = powers;
+    want[static_cast<std::size_t>(t * 4 + 3)] = kept;
+  }
+  int with_key = 0;
+  for (int t = 0; t < 64; ++t) with_key += want[static_cast<std::size_t>(t * 4)] >= 0;
+  ASSERT_GT(with_key, 0) << "the data must exercise the break";
+  ASSERT_LT(with_key, 64) << "and the loop that runs to its end";
+  for (const Device& d : devices()) {
+    std::vector<int> got(64 * 4, -99);
+    k.launch(d, Grid{1, 64}, key, std::as_const(x), got);
+    d.synchronize();
+    EXPECT_EQ(got, want) << d.name();
+  }
+}
+
+TEST(Compile, BreakAndContinueCompile) {
+  REQUIRE_NVRTC();
+  Compiled c = compile(search_rows(), Spec{});
+  EXPECT_FALSE(c.cubin.empty());
+  EXPECT_EQ(c.log, "");
+}
+
+TEST(Builder, BreakAndContinueAreRefusedWhereTheyCouldSkipABarrier) {
+  int outside = 0, block_level = 0, out_of_group = 0;
+  KernelBuilder k("bad_jumps");
+  auto y = k.param<GlobalPtr<int>>("y", extent(64));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    g.group(block(1), [&](Scope& b) {
+      outside = __LINE__ + 1;
+      b.break_();  // no loop around it
+      b.for_("i", 0, 4, [&](Scope& b, Expr i) {
+        block_level = __LINE__ + 1;
+        b.if_(i == 2, [&](Scope& b) { b.break_(); });  // the whole block's loop: a barrier may follow
+        b.group(thread(1), [&](Scope& th) {
+          out_of_group = __LINE__ + 1;
+          th.continue_();  // thread(1) code, but the loop is the block's
+        });
+      });
+    });
+    g.partition(
+        y, thread(1), [&](Expr i) { return g.id(thread(1)) + i; },
+        [&](Scope& g, View o) { g.group(thread(1), [&](Scope&) { o[0] = 1; }); });
+  });
+  try {
+    k.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    std::string all = render_all(e.diagnostics());
+    EXPECT_TRUE(testing::has_diag(e, "V0211", outside, "tests/test_builder.cpp")) << all;
+    EXPECT_TRUE(testing::has_diag(e, "V0212", block_level, "tests/test_builder.cpp")) << all;
+    EXPECT_TRUE(testing::has_diag(e, "V0212", out_of_group, "tests/test_builder.cpp")) << all;
+  }
+}
+
+}  // namespace
+}  // namespace vantage

@@ -379,6 +379,13 @@ class SafeGen {
         default:
           th.for_("j", 0, 1 + pick(3), [&](Scope& th, Expr j) {
             mine[j & (len - 1)] = int_expr(ints, 1) + j;
+            if (chance(3)) {
+              // A thread leaves the loop, or this iteration, on a value of its own; what follows then
+              // differs by thread.
+              bool brk = chance(2);
+              th.if_((int_expr(ints, 1) + j) % 3 == 0, [&](Scope& th) { brk ? th.break_() : th.continue_(); });
+              mine[(j + 1) & (len - 1)] = int_expr(ints, 0) - j;
+            }
             if (chance(2)) thread_stmts(th, mine, len, depth + 1);
           });
           break;

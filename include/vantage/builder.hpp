@@ -305,14 +305,20 @@ class Scope {
             std::source_location loc = std::source_location::current());
   /// A loop whose counter steps by any rule, as C's `for (name = begin; cond(name); name = next(name))`:
   /// `for_("s", 1, [&](Expr s) { return s < n; }, [](Expr s) { return s << 1; }, body)` runs
-  /// s = 1, 2, 4, ... while s < n. Recorded as a variable, a `while_` and an assignment at the end of
-  /// each iteration, so the checker sees what it sees of those: a counter whose begin and rules are
-  /// uniform across the scope is uniform, and may bound a loop with barriers.
+  /// s = 1, 2, 4, ... while s < n. Recorded as a variable, a `while_` on `cond`, and in its body the
+  /// iteration's value, the step to the next, then `body`: so `continue_()` steps too, and `next` is
+  /// evaluated before the body runs. The checker sees what it sees of those: a counter whose begin and
+  /// rules are uniform across the scope is uniform, and may bound a loop with barriers.
   void for_(std::string name, const ExprArg& begin, const std::function<Expr(Expr)>& cond,
             const std::function<Expr(Expr)>& next, const std::function<void(Scope&, Expr)>& body,
             std::source_location loc = std::source_location::current());
   void for_(std::string name, const ExprArg& begin, const ExprArg& end, const ExprArg& step,
             const std::function<void(Scope&, Expr)>& body, std::source_location loc = std::source_location::current());
+  /// Leaves the innermost loop (`break`), or goes on with its next iteration (`continue`; a counted
+  /// `for_` steps its counter, a `for_` with a step rule has stepped it already). Only in thread(1)
+  /// code, the loop's own (V0211, V0212): a thread's early exit can skip no barrier or collective.
+  void break_(std::source_location loc = std::source_location::current());
+  void continue_(std::source_location loc = std::source_location::current());
   void while_(const ExprArg& cond, const std::function<void(Scope&)>& body,
               std::source_location loc = std::source_location::current());
 

@@ -700,7 +700,9 @@ class Checker {
     uniform(v, "V0204", n.loc, "the loop bound");
     push_scope();
     declare(n.var, code(), true);
+    loops_.push_back({frames_.size(), async_depth_});
     body(n.body);
+    loops_.pop_back();
     pop_scope();
   }
 
@@ -709,7 +711,34 @@ class Checker {
     if (n.cond && n.cond->type != ScalarType::Bool)
       error("V0703", n.loc, std::string("while needs a bool condition, not ") + type_name(n.cond->type));
     uniform(v, "V0205", n.loc, "the loop condition");
+    loops_.push_back({frames_.size(), async_depth_});
     body(n.body);
+    loops_.pop_back();
+  }
+
+  /// break and continue: inside a loop, in thread(1) code that is the loop's own (no group, split or
+  /// async scope between them), so that no barrier, collective or async wait can be skipped.
+  void check(const Jump& n) {
+    const char* what = n.is_break ? "break" : "continue";
+    if (loops_.empty()) {
+      error("V0211", n.loc, std::string(what) + " outside a loop");
+      return;
+    }
+    const LoopFrame& lp = loops_.back();
+    Perspective c = code();
+    if (!(c.level == Level::Thread && c.count == Size(1))) {
+      auto& d = error("V0212", n.loc,
+                      std::string(what) + " in code at " + c.str() +
+                          ": only thread(1) code may leave a loop early (wider code could skip a barrier or a "
+                          "collective some of its threads still reach); use a while_ whose condition includes a "
+                          "flag");
+      note_code(d);
+    } else if (frames_.size() != lp.frames || async_depth_ != lp.async_depth) {
+      error("V0212", n.loc,
+            std::string(what) +
+                " would leave a group, split or async scope opened inside its loop; put the loop "
+                "inside it");
+    }
   }
 
   void check(const Group& n) {
@@ -1370,6 +1399,12 @@ class Checker {
             std::string("return value is ") + type_name(n.value->type) + ", the function returns " +
                 type_name(*returns_));
   }
+
+  struct LoopFrame {
+    std::size_t frames;
+    int async_depth;
+  };
+  std::vector<LoopFrame> loops_;  ///< the loops around the statement being checked
 
   bool narrowing_open() const {
     for (const auto& [node, info] : mems_)

@@ -360,7 +360,13 @@ class Gen {
   bool recompute_ = false;           ///< per-thread variables are computed from their definitions (index_of)
   Value* exited_ = nullptr;          ///< per thread, 1 once it returned (kernels with a `return`)
   BasicBlock* lane_cont_ = nullptr;  ///< the end of the current thread's iteration of its loop
-  bool flat_ = false;                ///< the thread loop being made runs over the whole block (no warp loop)
+  /// Where `continue` (next) and `break` (exit) go in the loops around the code being emitted.
+  struct JumpTargets {
+    BasicBlock* next;
+    BasicBlock* exit;
+  };
+  std::vector<JumpTargets> jumps_;
+  bool flat_ = false;  ///< the thread loop being made runs over the whole block (no warp loop)
 
   /// Whether statements use the index of their thread's warp (the thread's position divided by a
   /// multiple of 32, directly or through a variable), which a loop per warp keeps a scalar.
@@ -672,12 +678,14 @@ class Gen {
                        },
                        [&](const For& n) {
                          Lvl c = join(cl, join(level(n.begin, f), join(level(n.end, f), level(n.step, f))));
+                         // A thread may leave it early: what it assigns differs by thread.
+                         if (has_jump(n.body)) c = Lvl::Varying;
                          raise(n.var, c);
                          walk(n.body, c);
                        },
                        [&](const While& n) {
                          // Its condition may read what the body assigns: walked until nothing changes.
-                         walk(n.body, join(cl, level(n.cond, f)));
+                         walk(n.body, has_jump(n.body) ? Lvl::Varying : join(cl, level(n.cond, f)));
                        },
                        [&](const Intrinsic& n) {
                          for (const auto& o : n.outputs) raise(o, Lvl::Varying);
@@ -714,12 +722,21 @@ class Gen {
     if (const auto* n = as<Assign>(*s)) return f.levels[n->var.get()] == Lvl::Uniform;
     return s->kind == StmtKind::SharedAlloc || s->kind == StmtKind::LocalAlloc;
   }
-  /// Control flow on values the same for every thread.
+  /// Control flow on values the same for every thread. A loop a thread may leave early (break or
+  /// continue inside, in thread(1) code) is each thread's own, run inside the thread loop.
   bool uniform_control(const StmtPtr& s, Frame& f) {
     if (const auto* n = as<If>(*s)) return level(n->cond, f) == Lvl::Uniform;
-    if (const auto* n = as<For>(*s)) return f.levels[n->var.get()] == Lvl::Uniform;
-    if (const auto* n = as<While>(*s)) return level(n->cond, f) == Lvl::Uniform;
+    if (const auto* n = as<For>(*s)) return f.levels[n->var.get()] == Lvl::Uniform && !has_jump(n->body);
+    if (const auto* n = as<While>(*s)) return level(n->cond, f) == Lvl::Uniform && !has_jump(n->body);
     return false;
+  }
+  static bool has_jump(const StmtPtr& s) {
+    struct Scan : IRVisitor {
+      bool found = false;
+      void visit(const Jump&) override { found = true; }
+    } scan;
+    scan.walk(s);
+    return scan.found;
   }
 
   /// An `if` whose condition is the same for the lanes of each warp (a split at warp boundaries):
@@ -1560,9 +1577,17 @@ class Gen {
                        b_.SetInsertPoint(head);
                        b_.CreateCondBr(expr(n.cond), body, done);
                        b_.SetInsertPoint(body);
+                       jumps_.push_back({head, done});
                        thread_stmt(n.body);
+                       jumps_.pop_back();
                        b_.CreateBr(head);
                        b_.SetInsertPoint(done);
+                     },
+                     [&](const Jump& n) {
+                       // Thread(1) code only (V0212), so the loop is this thread's own: a plain branch.
+                       if (jumps_.empty()) throw InternalError("cpu: a break or continue outside a loop");
+                       b_.CreateBr(n.is_break ? jumps_.back().exit : jumps_.back().next);
+                       b_.SetInsertPoint(BasicBlock::Create(ctx_, n.is_break ? "after.break" : "after.continue", fn_));
                      },
                      [&](const SharedAlloc& n) { shared_alloc(n); },
                      [&](const LocalAlloc& n) { local_alloc(n); },
@@ -1639,7 +1664,9 @@ class Gen {
     }
     b_.CreateCondBr(going, in, done);
     b_.SetInsertPoint(in);
+    jumps_.push_back({latch, done});
     body();
+    jumps_.pop_back();
     b_.CreateBr(latch);
     b_.SetInsertPoint(latch);
     // The next value, or the end when the distance left is at most the step (never wrapping).

@@ -694,6 +694,8 @@ class Emitter {
   }
   void emit(const Let& n, const StmtPtr&) {
     ind();
+    // A loop's value of the iteration (Scope::for_ with a step rule) that its body may not use.
+    if (n.var->origin == VarNode::Origin::Loop) out_ << "[[maybe_unused]] ";
     out_ << ctype(n.var->type) << " " << name(n.var) << " = " << expr(n.value) << ";\n";
     if (!reassigned_.count(n.var.get()) && is_integer(n.var->type)) env_.vars[n.var.get()] = value_range(n.value, env_);
   }
@@ -799,6 +801,10 @@ class Emitter {
       ind();
       out_ << "}\n";
     }
+  }
+  void emit(const Jump& n, const StmtPtr&) {
+    ind();
+    out_ << (n.is_break ? "break;\n" : "continue;\n");
   }
   void emit(const While& n, const StmtPtr&) {
     ind();

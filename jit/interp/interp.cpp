@@ -169,7 +169,15 @@ struct Thread {
   std::unordered_map<const MemNode*, std::unique_ptr<Region>> locals;
   std::vector<AsyncCopy> async;  ///< cp.async copies issued and not yet complete, oldest first
   std::int64_t groups = 0;       ///< cp.async groups committed so far
-  bool stopped() const { return exited || frames.back().returned; }
+  /// A break (1) or continue (2) on its way out of the loop body; the loop clears it.
+  std::int8_t jump = 0;
+  bool stopped() const { return exited || frames.back().returned || jump != 0; }
+  /// After a loop's body: true when a break ends the loop (a continue is just cleared).
+  bool take_jump() {
+    bool brk = jump == 1;
+    jump = 0;
+    return brk;
+  }
 };
 
 std::string where(const SourceLoc& l) { return l.known() ? l.str() : std::string("<unknown line>"); }
@@ -582,12 +590,17 @@ class Machine {
                        Loop lp = start(n, t);
                        while (!t.stopped() && lp.going(var(t, n.var.get()).i)) {
                          exec_one(n.body, t);
-                         if (!lp.advance(var(t, n.var.get()).i)) break;
+                         if (t.jump && t.take_jump()) break;
+                         if (t.stopped() || !lp.advance(var(t, n.var.get()).i)) break;
                        }
                      },
                      [&](const While& n) {
-                       while (!t.stopped() && eval(n.cond, t).i) exec_one(n.body, t);
+                       while (!t.stopped() && eval(n.cond, t).i) {
+                         exec_one(n.body, t);
+                         if (t.jump && t.take_jump()) break;
+                       }
                      },
+                     [&](const Jump& n) { t.jump = n.is_break ? 1 : 2; },
                      [&](const SharedAlloc& n) { t.mems[n.mem.get()] = shared(t, n); },
                      [&](const LocalAlloc& n) { t.mems[n.mem.get()] = local(t, n); },
                      [&](const Call& n) {
@@ -814,6 +827,7 @@ class Machine {
           if (!t->stopped() && lp.going(var(*t, n->var.get()).i)) act.push_back(t);
         if (act.empty()) return;
         exec_all(n->body, act);
+        no_jump(act, n->loc);
         for (auto& [t, lp] : loops)
           if (std::find(act.begin(), act.end(), t) != act.end() && !lp.advance(var(*t, n->var.get()).i))
             lp.step = 0;  // this thread's loop is over: a zero step never goes on
@@ -826,12 +840,19 @@ class Machine {
           if (!t->stopped() && eval(n->cond, *t).i) act.push_back(t);
         if (act.empty()) return;
         exec_all(n->body, act);
+        no_jump(act, n->loc);
       }
     }
     if (const auto* n = as<ir::Barrier>(*s)) return barrier(*n, ts);
     if (const auto* n = as<Call>(*s)) return call(*n, ts);
     if (const auto* n = as<Intrinsic>(*s)) return warp_op(*n, ts);
     throw InternalError(std::string("interp: a collective ") + name_of(s->kind));
+  }
+
+  /// break and continue are thread(1) code's (the checker's V0212), never in a loop with collectives.
+  static void no_jump(const std::vector<Thread*>& ts, SourceLoc l) {
+    for (const auto* t : ts)
+      if (t->jump) throw InternalError("interp: a break or continue in a loop with collectives at " + l.str());
   }
 
   /// The threads of the block that have not exited.

@@ -34,7 +34,7 @@ namespace vantage::ir {
 #define VANTAGE_IR_STMTS(X)                                                                              \
   X(Seq) X(Let) X(Assign) X(Store) X(If) X(For) X(While) X(Group) X(Split) X(Destruct) X(Partition)     \
   X(Claim) X(Lower) X(Async) X(SharedAlloc) X(LocalAlloc) X(Call) X(Intrinsic) X(Unsafe) X(Return)  \
-  X(Barrier) X(VectorCopy)
+  X(Barrier) X(VectorCopy) X(Jump)
 // clang-format on
 
 enum class ExprKind : std::uint8_t {
@@ -454,6 +454,15 @@ struct Return : StmtNode {
   ExprPtr value;  ///< may be null
   Return(ExprPtr v, SourceLoc l) : StmtNode(kKind, l), value(std::move(v)) {}
   auto fields() const { return std::tie(value); }
+};
+
+/// `break` (leave the innermost loop) or `continue` (go on with its next iteration), in thread(1)
+/// code only: no barrier or collective can be skipped by it (docs/semantics.md).
+struct Jump : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Jump;
+  bool is_break;
+  Jump(bool b, SourceLoc l) : StmtNode(kKind, l), is_break(b) {}
+  auto fields() const { return std::tie(is_break); }
 };
 
 /// How a barrier synchronizes its threads. `Planned` is what jit/sync inserts (the threads of the

@@ -320,6 +320,7 @@ class Printer {
     out_ << name(n.dst) << "[" << expr(n.dst_index) << " +: " << n.count << "] = " << name(n.src) << "["
          << expr(n.src_index) << " +: " << n.count << "];\n";
   }
+  void print(const Jump& n, int) { out_ << (n.is_break ? "break;\n" : "continue;\n"); }
   void print(const Return& n, int) {
     out_ << "return";
     if (n.value) out_ << " " << expr(n.value);

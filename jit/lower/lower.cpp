@@ -600,6 +600,7 @@ class BodyLowerer {
     for (const auto& [name, e] : n.inputs) in.emplace_back(name, lx(e));
     out.push_back(make<Unsafe>(n.needs, n.cuda, std::move(in), n.outputs, n.loc));
   }
+  void lower_stmt(const Jump& n, std::vector<StmtPtr>& out) { out.push_back(make<Jump>(n.is_break, n.loc)); }
   void lower_stmt(const Return& n, std::vector<StmtPtr>& out) { out.push_back(make<Return>(lx(n.value), n.loc)); }
   void lower_stmt(const ir::Barrier& n, std::vector<StmtPtr>& out) {
     if (n.how != BarrierKind::Planned) throw InternalError("lower: the input is already lowered");

@@ -523,8 +523,8 @@ class Planner {
   requires(std::is_same_v<N, Let> || std::is_same_v<N, Assign> || std::is_same_v<N, Store> ||
            std::is_same_v<N, SharedAlloc> || std::is_same_v<N, LocalAlloc> || std::is_same_v<N, Call> ||
            std::is_same_v<N, Intrinsic> || std::is_same_v<N, Unsafe> || std::is_same_v<N, VectorCopy> ||
-           std::is_same_v<N, Return>) void plan_stmt(const N&, const StmtPtr& s, State& st, Perspective code,
-                                                     Plan* rec) {
+           std::is_same_v<N, Return> ||
+           std::is_same_v<N, Jump>) void plan_stmt(const N&, const StmtPtr& s, State& st, Perspective code, Plan* rec) {
     step(s, summary(s), st, code, rec);
   }
 
