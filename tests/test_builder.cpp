@@ -542,3 +542,68 @@ TEST(Builder, BreakAndContinueAreRefusedWhereTheyCouldSkipABarrier) {
 
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+/// A thread(1) device function that scans with a while_ and leaves it with break_, called by every
+/// thread: the jump stays inside the function's own loop on every backend.
+TEST(Builder, ABreakInADeviceFunctionsLoopStaysInsideIt) {
+  FunctionBuilder f("first_at_least");
+  f.requires_perspective(thread(1));
+  auto p = f.pointer_param("p", ScalarType::I32, MemSpace::Global, true);
+  auto n = f.param<int>("n");
+  auto key = f.param<int>("key");
+  f.returns(ScalarType::I32);
+  f.body([&](Scope& s) {
+    auto i = s.let("i", 0);
+    auto at = s.let("at", n);
+    s.while_(i < n, [&](Scope& s) {
+      s.if_(p[i] >= key, [&](Scope& s) {
+        s.assign(at, i);
+        s.break_();
+      });
+      s.assign(i, i + 1);
+    });
+    s.ret(at);
+  });
+  DeviceFunction fn = f.build();
+  KernelBuilder k("first_at_least_each");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(40));
+  auto out = k.param<GlobalPtr<int>>("out", extent(64));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return t + i; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) {
+            auto r = th.call("r", fn, {x, 40, t});  // the first element of x at least t
+            o[0] = r;
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  std::vector<int> xs(40), want(64);
+  for (int i = 0; i < 40; ++i) xs[static_cast<std::size_t>(i)] = i * 3 / 2;  // 0 1 3 4 6 7 ...
+  for (int t = 0; t < 64; ++t) {
+    int at = 40;
+    for (int i = 0; i < 40; ++i)
+      if (xs[static_cast<std::size_t>(i)] >= t) {
+        at = i;
+        break;
+      }
+    want[static_cast<std::size_t>(t)] = at;
+  }
+  for (const Device& d : devices()) {
+    std::vector<int> got(64, -1);
+    kernel.launch(d, Grid{1, 64}, std::as_const(xs), got);
+    d.synchronize();
+    EXPECT_EQ(got, want) << d.name();
+  }
+  if (nvrtc_available()) {
+    Compiled c = compile(kernel, Spec{});
+    EXPECT_EQ(c.log, "");
+  }
+}
+}  // namespace
+}  // namespace vantage
