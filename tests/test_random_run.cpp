@@ -439,7 +439,7 @@ struct Buffers {
 TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
   int programs = 300;
   if (const char* env = std::getenv("VANTAGE_RANDOM_RUNS")) programs = std::max(1, std::atoi(env));
-  int ran = 0, rejected = 0, on_cpu = 0;
+  int ran = 0, rejected = 0, on_cpu = 0, jumps = 0;
   std::int64_t statements = 0;
   for (int seed = 0; seed < programs; ++seed) {
     SafeGen gen(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dULL + 7);
@@ -450,6 +450,10 @@ TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
       ++rejected;
       if (std::getenv("VANTAGE_RANDOM_VERBOSE")) std::printf("seed %d rejected:\n%s\n", seed, e.what());
       continue;
+    }
+    {
+      std::string ir = k.ir_text();
+      jumps += ir.find("break;") != std::string::npos || ir.find("continue;") != std::string::npos;
     }
     std::vector<Buffers> results;
     for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse}) {
@@ -491,10 +495,11 @@ TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
   }
   std::printf(
       "random runs: %d programs ran under two orders (%lld thread-statements), %d also on the CPU "
-      "backend, %d rejected\n",
-      ran, static_cast<long long>(statements), on_cpu, rejected);
+      "backend, %d rejected, %d leave a loop early\n",
+      ran, static_cast<long long>(statements), on_cpu, rejected, jumps);
   // The generator aims at programs the checker accepts: most must be.
   EXPECT_GE(ran, programs * 9 / 10) << rejected << " of " << programs << " rejected";
+  EXPECT_GE(jumps, programs / 20) << "too few programs exercise break and continue";
 }
 
 }  // namespace
