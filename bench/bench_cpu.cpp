@@ -272,12 +272,12 @@ void cpu_block_reduce(benchmark::State& state, int threads, bool library = false
   }
   state.SetBytesProcessed(state.iterations() * kReduceN * 4);
 }
-void cpu_sgemm(benchmark::State& state, int threads) {
+/// An sgemm kernel at 512^3 on Device::cpu(threads) over `grid`, checked against the plain result
+/// (exactly: small-integer inputs) before timing.
+void cpu_sgemm_kernel(benchmark::State& state, int threads, const Kernel& k, Grid grid) {
   const auto& d = gemm_data();
-  Kernel k = examples::sgemm_smem();
   Device dev = Device::cpu(threads);
   Array C = array(d.C0);
-  Grid grid{(kGemm / kTile) * (kGemm / kTile), kTile * kTile};
   k.launch(dev, grid, kGemm, kGemm, kGemm, 1.5f, 0.5f, std::as_const(d.A), std::as_const(d.B), C);
   dev.synchronize();
   if (!agrees(state, C, d.want, 0)) return;
@@ -287,6 +287,9 @@ void cpu_sgemm(benchmark::State& state, int threads) {
   }
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kGemm * kGemm * kGemm * static_cast<double>(state.iterations()),
                                                  benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+void cpu_sgemm(benchmark::State& state, int threads) {
+  cpu_sgemm_kernel(state, threads, examples::sgemm_smem(), Grid{(kGemm / kTile) * (kGemm / kTile), kTile * kTile});
 }
 bool has_cpu(benchmark::State& state) {
   if (Device::cpu_available()) return true;
@@ -318,20 +321,7 @@ void BM_CpuSgemmLadder512(benchmark::State& state) {
   if (!has_cpu(state)) return;
   const Rung& r = kRungs[state.range(0)];
   state.SetLabel(r.name);
-  const auto& d = gemm_data();
-  Kernel k = r.make();
-  Device dev = Device::cpu(1);
-  Array C = array(d.C0);
-  Grid grid{(kGemm / r.bm) * (kGemm / r.bn), r.threads};
-  k.launch(dev, grid, kGemm, kGemm, kGemm, 1.5f, 0.5f, std::as_const(d.A), std::as_const(d.B), C);
-  dev.synchronize();
-  if (!agrees(state, C, d.want, 0)) return;
-  for (auto _ : state) {
-    k.launch(dev, grid, kGemm, kGemm, kGemm, 1.5f, 0.5f, std::as_const(d.A), std::as_const(d.B), C);
-    dev.synchronize();
-  }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kGemm * kGemm * kGemm * static_cast<double>(state.iterations()),
-                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  cpu_sgemm_kernel(state, 1, r.make(), Grid{(kGemm / r.bm) * (kGemm / r.bn), r.threads});
 }
 void BM_CpuSgemm512(benchmark::State& s) { has_cpu(s) ? cpu_sgemm(s, 1) : void(); }
 void BM_CpuSgemm512Threads2(benchmark::State& s) { has_cpu(s) ? cpu_sgemm(s, 2) : void(); }
