@@ -29,6 +29,7 @@ struct BuildCtx {
   std::vector<Diagnostic> diags;  ///< builder-level errors, reported by build()
 
   std::vector<ir::ParamNode> params;
+  std::vector<ir::TensorMapNode> tensor_maps;
   std::optional<std::int64_t> threads, grid_blocks;
   std::int64_t grid_multiple = 1;
   std::vector<ir::Requirement> requirements;

@@ -38,6 +38,18 @@ struct BuilderAccess {
   static std::shared_ptr<BuildCtx> ctx(const View& v) { return v.ctx_.lock(); }
   static const std::shared_ptr<BuildCtx>& ctx(const Scope& s) { return s.ctx_; }
   static std::uint64_t block(const Scope& s) { return s.block_; }
+  static TensorMap tensor_map(int index, const ir::TensorMapNode& n, const std::shared_ptr<BuildCtx>& ctx) {
+    TensorMap out;
+    out.index_ = index;
+    out.name_ = n.name;
+    out.elem_ = n.mem ? n.mem->elem : ScalarType::F32;
+    out.box_rows_ = n.box_rows;
+    out.box_cols_ = n.box_cols;
+    out.ctx_ = ctx;
+    return out;
+  }
+  static int index(const TensorMap& m) { return m.index_; }
+  static std::shared_ptr<BuildCtx> ctx(const TensorMap& m) { return m.ctx_.lock(); }
 };
 
 }  // namespace vantage::detail

@@ -148,11 +148,22 @@ View Scope::local_array(std::string name, ScalarType elem, std::int64_t count, s
 }
 
 View Scope::shared(std::string name, ScalarType elem, const ExprArg& count, std::source_location l) {
+  return shared_aligned(std::move(name), elem, count, 16, l);
+}
+
+View Scope::shared_aligned(std::string name, ScalarType elem, const ExprArg& count, std::int64_t align,
+                           std::source_location l) {
   SourceLoc loc = here(l);
   defined_all(*ctx_, loc, {count.expr.defined()});
+  if (align < 16 || align > 4096 || (align & (align - 1)) != 0) {
+    ctx_->error("V0402", loc,
+                "shared array " + name + ": alignment " + std::to_string(align) +
+                    " bytes is not a power of two from 16 to 4096");
+    align = 16;
+  }
   auto m = ir::make_mem(ctx_->next_id++, std::move(name), elem, MemSpace::Shared, false, 1, ir::MemNode::Origin::Shared,
                         loc);
-  VANTAGE_RECORD(ir::make<ir::SharedAlloc>(m, arg_node(count, ScalarType::I32), loc), loc);
+  VANTAGE_RECORD(ir::make<ir::SharedAlloc>(m, arg_node(count, ScalarType::I32), align, loc), loc);
   return BuilderAccess::view(m, ctx_);
 }
 
@@ -532,8 +543,16 @@ void Scope::mma_sync(MmaKind kind, const View& d, const View& a, const View& b, 
 void Scope::ldmatrix(int count, const View& dst, const View& src, const ExprArg& index, std::source_location l) {
   VANTAGE_INTRINSIC(Ldmatrix, l).mem(dst).mem(src).arg(index, ScalarType::I32).imm(count).emit();
 }
-void Scope::wgmma(int n, const View& acc, const ExprArg& desc_a, const ExprArg& desc_b, std::source_location l) {
-  VANTAGE_INTRINSIC(Wgmma, l).mem(acc).arg(desc_a, ScalarType::U64).arg(desc_b, ScalarType::U64).imm(n).emit();
+void Scope::wgmma(int n, const View& acc, const View& a, const ExprArg& a_offset, const View& b,
+                  const ExprArg& b_offset, std::source_location l) {
+  VANTAGE_INTRINSIC(Wgmma, l)
+      .mem(acc)
+      .mem(a)
+      .mem(b)
+      .arg(a_offset, ScalarType::I32)
+      .arg(b_offset, ScalarType::I32)
+      .imm(n)
+      .emit();
 }
 void Scope::wgmma_fence(std::source_location l) { VANTAGE_INTRINSIC(WgmmaFence, l).emit(); }
 void Scope::wgmma_commit(std::source_location l) { VANTAGE_INTRINSIC(WgmmaCommit, l).emit(); }
@@ -552,24 +571,41 @@ void Scope::cp_async_commit(std::source_location l) { VANTAGE_INTRINSIC(CpAsyncC
 void Scope::cp_async_wait(int pending, std::source_location l) {
   VANTAGE_INTRINSIC(CpAsyncWait, l).imm(pending).emit();
 }
-void Scope::tma_load_2d(const View& dst, const ExprArg& tensor_map, const ExprArg& x, const ExprArg& y, const View& bar,
-                        std::source_location l) {
+void Scope::tma_load(const View& dst, const ExprArg& dst_index, const TensorMap& map, const ExprArg& row,
+                     const ExprArg& col, const View& bars, const ExprArg& slot, std::source_location l) {
+  SourceLoc loc = here(l);
+  int index = BuilderAccess::index(map);
+  if (!map.defined() || BuilderAccess::ctx(map) != ctx_) {
+    ctx_->error("V0503", loc,
+                map.defined() ? "tensor map " + map.name() + " belongs to another kernel"
+                              : "tma_load needs a tensor map made by KernelBuilder::tensor_map");
+    index = -1;
+  }
   VANTAGE_INTRINSIC(TmaLoad2D, l)
       .mem(dst)
-      .mem(bar)
-      .arg(tensor_map, ScalarType::U64)
-      .arg(x, ScalarType::I32)
-      .arg(y, ScalarType::I32)
+      .mem(bars)
+      .arg(col, ScalarType::I32)
+      .arg(row, ScalarType::I32)
+      .arg(slot, ScalarType::I32)
+      .arg(dst_index, ScalarType::I32)
+      .imm(index)
       .emit();
 }
-void Scope::mbarrier_init(const View& bar, const ExprArg& count, std::source_location l) {
-  VANTAGE_INTRINSIC(MbarrierInit, l).mem(bar).arg(count, ScalarType::I32).emit();
+void Scope::mbarrier_init(const View& bars, const ExprArg& slot, const ExprArg& count, std::source_location l) {
+  VANTAGE_INTRINSIC(MbarrierInit, l).mem(bars).arg(count, ScalarType::I32).arg(slot, ScalarType::I32).emit();
 }
-void Scope::mbarrier_arrive(const View& bar, std::source_location l) {
-  VANTAGE_INTRINSIC(MbarrierArrive, l).mem(bar).emit();
+void Scope::mbarrier_arrive(const View& bars, const ExprArg& slot, std::source_location l) {
+  VANTAGE_INTRINSIC(MbarrierArrive, l).mem(bars).arg(slot, ScalarType::I32).emit();
 }
-void Scope::mbarrier_wait(const View& bar, const ExprArg& phase, std::source_location l) {
-  VANTAGE_INTRINSIC(MbarrierWait, l).mem(bar).arg(phase, ScalarType::I32).emit();
+void Scope::mbarrier_arrive_expect_tx(const View& bars, const ExprArg& slot, std::int64_t bytes,
+                                      std::source_location l) {
+  VANTAGE_INTRINSIC(MbarrierExpectTx, l).mem(bars).arg(slot, ScalarType::I32).imm(bytes).emit();
+}
+void Scope::mbarrier_wait(const View& bars, const ExprArg& slot, const ExprArg& phase, std::source_location l) {
+  VANTAGE_INTRINSIC(MbarrierWait, l).mem(bars).arg(phase, ScalarType::I32).arg(slot, ScalarType::I32).emit();
+}
+void Scope::setmaxnreg(int count, bool increase, std::source_location l) {
+  VANTAGE_INTRINSIC(SetMaxNreg, l).imm(count).imm(increase ? 1 : 0).emit();
 }
 
 #undef VANTAGE_INTRINSIC
@@ -646,6 +682,42 @@ KernelBuilder& KernelBuilder::require(const ExprArg& cond, std::source_location 
     ctx_->requirements.push_back({node(cond.expr), loc});
   return *this;
 }
+TensorMap KernelBuilder::tensor_map(std::string name, const View& matrix, const ExprArg& rows, const ExprArg& cols,
+                                    std::int64_t box_rows, std::int64_t box_cols, std::source_location l) {
+  SourceLoc loc = here(l);
+  ir::TensorMapNode n;
+  n.name = std::move(name);
+  n.loc = loc;
+  n.box_rows = box_rows;
+  n.box_cols = box_cols;
+  auto fail = [&](const std::string& why) { ctx_->error("V0916", loc, "tensor map " + n.name + ": " + why); };
+  const ir::MemNode* m = BuilderAccess::raw(matrix);
+  bool is_param = false;
+  for (const auto& p : ctx_->params) is_param = is_param || (m && p.mem.get() == m);
+  if (!m || !is_param) {
+    fail("its matrix must be a pointer parameter of this kernel");
+  } else {
+    n.mem = BuilderAccess::mem(matrix);
+    if (type_bytes(m->elem) * box_cols != 128)
+      fail("a box row must be exactly 128 bytes (the 128-byte swizzle): " + std::to_string(box_cols) + " " +
+           type_name(m->elem) + " elements are " + std::to_string(type_bytes(m->elem) * box_cols));
+  }
+  if (box_rows < 1 || box_rows > 256) fail("box rows must be 1..256, not " + std::to_string(box_rows));
+  if (!rows.expr.defined() || !cols.expr.defined()) {
+    fail("its rows and columns must be defined expressions");
+  } else {
+    n.rows = arg_node(rows, ScalarType::I64);
+    n.cols = arg_node(cols, ScalarType::I64);
+  }
+  for (const auto& t : ctx_->tensor_maps)
+    if (t.name == n.name) fail("the name is taken by another tensor map");
+  for (const auto& p : ctx_->params)
+    if (p.name == n.name) fail("the name is taken by a parameter");
+  if (ctx_->tensor_maps.size() >= 8) fail("a kernel has at most 8 tensor maps");
+  ctx_->tensor_maps.push_back(n);
+  return BuilderAccess::tensor_map(static_cast<int>(ctx_->tensor_maps.size()) - 1, ctx_->tensor_maps.back(), ctx_);
+}
+
 KernelBuilder& KernelBuilder::shared_budget(std::int64_t bytes, std::source_location l) {
   ctx_->shared_budget = bytes;
   ctx_->budget_declared = true;
@@ -662,6 +734,7 @@ Kernel KernelBuilder::build() {
   auto k = std::make_shared<ir::KernelNode>();
   k->name = ctx_->name;
   k->params = ctx_->params;
+  k->tensor_maps = ctx_->tensor_maps;
   k->threads = ctx_->threads;
   k->grid_blocks = ctx_->grid_blocks;
   k->grid_multiple = ctx_->grid_multiple;

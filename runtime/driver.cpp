@@ -65,6 +65,8 @@ Table load() {
       resolve(h, t.func_set_attribute, "cuFuncSetAttribute", err) &&
       resolve(h, t.launch_kernel, "cuLaunchKernel", err) &&
       resolve(h, t.occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor", err);
+  // Optional: only kernels with TMA tensor maps need it, and they say so when it is missing.
+  t.tensor_map_encode_tiled = reinterpret_cast<decltype(t.tensor_map_encode_tiled)>(dlsym(h, "cuTensorMapEncodeTiled"));
   if (!ok) {
     dlclose(h);
     Table none;

@@ -51,6 +51,20 @@ enum Attribute : int {
   kMaxSharedPerBlockOptin = 97,
   kMaxBlocksPerMultiprocessor = 106,
 };
+/// CUtensorMapDataType, CUtensorMapSwizzle and CUtensorMapL2promotion values Vantage passes.
+enum TensorMapValue : int {
+  kTensorUint8 = 0,
+  kTensorUint32 = 2,
+  kTensorInt32 = 3,
+  kTensorUint64 = 4,
+  kTensorInt64 = 5,
+  kTensorFloat16 = 6,
+  kTensorFloat32 = 7,
+  kTensorFloat64 = 8,
+  kTensorBfloat16 = 9,
+  kSwizzle128B = 3,
+  kL2Promotion256B = 3,
+};
 /// CUfunction_attribute values.
 enum FuncAttribute : int {
   kFuncMaxThreadsPerBlock = 0,
@@ -103,6 +117,12 @@ struct Table {
   CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                             void**, void**) = nullptr;
   CUresult (*occupancy_max_active_blocks)(int*, CUfunction, int, std::size_t) = nullptr;
+  /// cuTensorMapEncodeTiled (CUDA 12+; null on an older driver, an error only where a kernel uses TMA).
+  /// The enum arguments are ints with cuda.h's values (see the TensorMap constants below).
+  CUresult (*tensor_map_encode_tiled)(void* map, int data_type, unsigned rank, void* address,
+                                      const unsigned long long* dims, const unsigned long long* strides,
+                                      const unsigned* box, const unsigned* element_strides, int interleave, int swizzle,
+                                      int l2_promotion, int oob_fill) = nullptr;
 
   bool loaded() const { return init != nullptr; }
 };

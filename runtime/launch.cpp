@@ -243,6 +243,24 @@ Table::Table(const Kernel& kernel) {
   if (params.size() > kMaxParams)
     throw LaunchError("", "kernel '" + name + "' has " + std::to_string(params.size()) +
                               " parameters; a launch takes at most " + std::to_string(kMaxParams));
+  for (const auto& m : k.tensor_maps) {
+    TensorMapCheck c;
+    c.name = m.name;
+    for (std::size_t i = 0; i < k.params.size(); ++i)
+      if (k.params[i].mem == m.mem) c.param = static_cast<int>(i);
+    c.rows_text = ir::print(m.rows);
+    c.cols_text = ir::print(m.cols);
+    if (!c.rows.compile(m.rows, k.params) || !c.cols.compile(m.cols, k.params))
+      throw InternalError("launch: the shape of tensor map '" + m.name + "' is not an integer expression");
+    c.box_rows = m.box_rows;
+    c.box_cols = m.box_cols;
+    c.elem = m.mem->elem;
+    c.loc = m.loc;
+    maps.push_back(std::move(c));
+  }
+  if (maps.size() > kMaxTensorMaps)
+    throw LaunchError("", "kernel '" + name + "' has " + std::to_string(maps.size()) +
+                              " tensor maps; a launch takes at most " + std::to_string(kMaxTensorMaps));
 }
 
 Table::~Table() {
@@ -468,6 +486,57 @@ bool host_memory(const LaunchArg& a) {
 }  // namespace
 
 // ---------------------------------------------------------------- the launch path
+namespace {
+int tensor_data_type(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return driver::kTensorUint8;
+    case ScalarType::I32: return driver::kTensorInt32;
+    case ScalarType::U32: return driver::kTensorUint32;
+    case ScalarType::I64: return driver::kTensorInt64;
+    case ScalarType::U64: return driver::kTensorUint64;
+    case ScalarType::F16: return driver::kTensorFloat16;
+    case ScalarType::BF16: return driver::kTensorBfloat16;
+    case ScalarType::F32: return driver::kTensorFloat32;
+    case ScalarType::F64: return driver::kTensorFloat64;
+  }
+  return driver::kTensorUint8;
+}
+
+/// A tensor map over the buffer given for its parameter: refused where the matrix would not fit the
+/// buffer, or where TMA cannot address it (a row not a multiple of 16 bytes, an unaligned buffer).
+void encode_map(const Table& t, const TensorMapCheck& m, std::span<const LaunchArg> args,
+                std::span<const std::int64_t> scalars, Prepared::MapBytes& out) {
+  const auto p = static_cast<std::size_t>(m.param);
+  const LaunchArg& a = args[p];
+  auto rows = m.rows.eval(scalars), cols = m.cols.eval(scalars);
+  const std::string what = "tensor map '" + m.name + "' (" + m.loc.str() + ")";
+  if (!rows || !cols || *rows < 1 || *cols < 1 || *rows > INT32_MAX || *cols > INT32_MAX)
+    refuse(t, p, what + ": its shape " + m.rows_text + " x " + m.cols_text + " must be positive 32-bit sizes");
+  const std::int64_t eb = type_bytes(m.elem);
+  if (*rows * *cols > a.length())
+    refuse(t, p,
+           what + " covers " + std::to_string(*rows) + " x " + std::to_string(*cols) +
+               " elements, but the buffer "
+               "given holds " +
+               std::to_string(a.length()));
+  if ((*cols * eb) % 16 != 0)
+    refuse(t, p, what + ": a row is " + std::to_string(*cols * eb) + " bytes; TMA needs a multiple of 16");
+  if (a.address() % 16 != 0) refuse(t, p, what + ": TMA needs the buffer aligned to 16 bytes");
+  const driver::Table& d = driver::table();
+  if (!d.tensor_map_encode_tiled)
+    throw LaunchError(t.params[p].name, "kernel '" + t.name + "': " + what +
+                                            " needs cuTensorMapEncodeTiled, which "
+                                            "this CUDA driver lacks (CUDA 12 or newer has it)");
+  const unsigned long long dims[2] = {static_cast<unsigned long long>(*cols), static_cast<unsigned long long>(*rows)};
+  const unsigned long long strides[1] = {static_cast<unsigned long long>(*cols * eb)};
+  const unsigned box[2] = {static_cast<unsigned>(m.box_cols), static_cast<unsigned>(m.box_rows)};
+  const unsigned unit[2] = {1, 1};
+  driver::check(d.tensor_map_encode_tiled(&out, tensor_data_type(m.elem), 2, reinterpret_cast<void*>(a.address()), dims,
+                                          strides, box, unit, 0, driver::kSwizzle128B, driver::kL2Promotion256B, 0),
+                "cuTensorMapEncodeTiled", what + " over '" + t.params[p].name + "'");
+}
+}  // namespace
+
 const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std::span<const LaunchArg> args,
                      Prepared& out) {
   Table& t = table_of(kernel);
@@ -640,6 +709,10 @@ const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std:
   out.slots[k] = device.is_gpu() ? reinterpret_cast<std::uint64_t>(gpu::error_record(device.ordinal())) : 0;
   out.pointers[k] = &out.slots[k];
   ++k;
+  for (std::size_t m = 0; m < t.maps.size(); ++m) {
+    if (device.is_gpu()) encode_map(t, t.maps[m], args, scalars, out.maps[m]);
+    out.pointers[k++] = &out.maps[m];
+  }
   out.pointers[k] = nullptr;
   out.count = k;
   out.blocks = grid.blocks;

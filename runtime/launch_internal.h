@@ -100,6 +100,18 @@ struct Entry {
   ~Entry();
 };
 
+/// A TMA tensor map the launch makes from a pointer argument (ir::TensorMapNode).
+struct TensorMapCheck {
+  std::string name;
+  int param = 0;  ///< the pointer parameter it maps
+  ExtentProgram rows, cols;
+  std::string rows_text, cols_text;
+  std::int64_t box_rows = 0, box_cols = 0;
+  ScalarType elem = ScalarType::F32;
+  SourceLoc loc;
+};
+inline constexpr std::size_t kMaxTensorMaps = 8;
+
 /// A kernel's launch table (held by its KernelData).
 struct Table : detail::KernelSlot {
   explicit Table(const Kernel& kernel);
@@ -110,6 +122,7 @@ struct Table : detail::KernelSlot {
   std::vector<ParamCheck> params;
   std::vector<int> specialized;  ///< indices of the specialized scalar parameters
   std::vector<RequirementCheck> requirements;
+  std::vector<TensorMapCheck> maps;
   std::mutex mu;  ///< taken only to insert an entry
   std::atomic<Entry*> head{nullptr};
   std::atomic<std::int64_t> launches{0}, misses{0}, compiles{0}, failures{0}, compile_ns{0};
@@ -118,14 +131,20 @@ struct Table : detail::KernelSlot {
 Table& table_of(const Kernel& kernel);
 
 /// The packed arguments of one launch: the kernel's parameters, then one length per pointer
-/// parameter, then the error record (the entry point's ABI, see jit/cuda/emit.h).
+/// parameter, then the error record, then the TMA tensor maps (the entry point's ABI, see
+/// jit/cuda/emit.h).
 struct Prepared {
   static constexpr std::size_t kSlots = 2 * kMaxParams + 1;
+  /// A CUtensorMap's bytes (cuda.h aligns it to 128).
+  struct alignas(128) MapBytes {
+    std::uint64_t opaque[16];
+  };
   std::array<std::int64_t, kMaxParams> scalars;
   std::array<std::int64_t, kMaxParams> extents;  ///< elements each pointer may touch (-1: its length)
   std::array<std::uint64_t, kSlots> slots;
-  std::array<void*, kSlots + 1> pointers;  ///< null after the last
-  std::size_t count = 0;                   ///< slots in use
+  std::array<MapBytes, kMaxTensorMaps> maps;                ///< the tensor maps, after the error record
+  std::array<void*, kSlots + kMaxTensorMaps + 1> pointers;  ///< null after the last
+  std::size_t count = 0;                                    ///< slots in use
   std::int64_t blocks = 0;
 };
 

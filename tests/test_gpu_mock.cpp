@@ -38,6 +38,14 @@ struct MockState {
   std::vector<std::uint64_t> args;
   int registers = 40;
   bool fail_next = false;  ///< the next launch records a failed check, as the kernel would
+  // Every cuTensorMapEncodeTiled call: type, address, dims, strides, box, swizzle.
+  struct Encode {
+    int type = 0, swizzle = 0, rank = 0;
+    std::uint64_t address = 0, dims[2] = {}, stride = 0;
+    unsigned box[2] = {};
+  };
+  std::vector<Encode> encodes;
+  std::vector<std::vector<std::uint64_t>> map_args;  ///< the last launch's tensor maps, whole
 };
 MockState& mock() {
   static MockState s;
@@ -199,6 +207,27 @@ CUresult m_func_attribute(int* v, int a, CUfunction) {
   return 0;
 }
 CUresult m_func_set_attribute(CUfunction, int, int) { return 0; }
+CUresult m_encode(void* map, int type, unsigned rank, void* address, const unsigned long long* dims,
+                  const unsigned long long* strides, const unsigned* box, const unsigned*, int, int swizzle, int, int) {
+  std::lock_guard lock(mock().mu);
+  MockState::Encode e;
+  e.type = type;
+  e.rank = static_cast<int>(rank);
+  e.swizzle = swizzle;
+  e.address = reinterpret_cast<std::uint64_t>(address);
+  e.dims[0] = dims[0];
+  e.dims[1] = dims[1];
+  e.stride = strides[0];
+  e.box[0] = box[0];
+  e.box[1] = box[1];
+  mock().encodes.push_back(e);
+  // A marker, then the call's number, then the address: what the launch must pass on untouched.
+  std::uint64_t bytes[16] = {};
+  bytes[0] = (std::uint64_t{0x7e45} << 32) | mock().encodes.size();
+  bytes[15] = e.address;
+  std::memcpy(map, bytes, sizeof bytes);
+  return 0;
+}
 CUresult m_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned shared,
                   CUstream, void** params, void**) {
   ++mock().launches;
@@ -207,10 +236,17 @@ CUresult m_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, un
   mock().block = bx;
   mock().shared = shared;
   mock().args.clear();
+  mock().map_args.clear();
   for (int i = 0; params[i]; ++i) {  // Vantage ends the array with a null
     std::uint64_t v = 0;
     std::memcpy(&v, params[i], sizeof v);
     mock().args.push_back(v);
+    // A tensor map the mocked encoder made: it starts with its marker.
+    if (v >> 32 == 0x7e45u) {
+      std::vector<std::uint64_t> whole(16);
+      std::memcpy(whole.data(), params[i], 128);
+      mock().map_args.push_back(whole);
+    }
   }
   if (mock().fail_next) {
     // What vt_fail writes: the kernel's tag, then the site, block, thread, index and bound.
@@ -271,6 +307,7 @@ Table mock_table() {
   t.func_set_attribute = m_func_set_attribute;
   t.launch_kernel = m_launch;
   t.occupancy_max_active_blocks = m_occupancy;
+  t.tensor_map_encode_tiled = m_encode;
   return t;
 }
 
@@ -355,6 +392,82 @@ TEST(GpuMock, ALaunchPacksItsArgumentsForCuLaunchKernel) {
   EXPECT_EQ(a, 2.5f);
   EXPECT_EQ(mock().args[2], x.view().address());
   EXPECT_EQ(mock().args[3], y.view().address());
+}
+
+// The wgmma GEMM's tensor maps: made at launch from the buffers given (K-major rows, the 128-byte
+// swizzle, the box the builder named), passed by value after the error record.
+TEST(GpuMock, TensorMapsAreMadeFromTheBuffersGivenAndPassedLast) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(0);
+  Kernel k = examples::gemm_wgmma_bf16();
+  constexpr int M = 256, N = 384, K = 128;
+  auto a = d.alloc<bfloat16>(M * K), bt = d.alloc<bfloat16>(N * K);
+  auto c = d.alloc<float>(M * N);
+  const auto &ca = a, &cbt = bt;
+  std::size_t encodes_before = 0;
+  {
+    std::lock_guard lock(mock().mu);
+    encodes_before = mock().encodes.size();
+  }
+  k.launch(d, Grid{(M / 128) * (N / 128), 384}, M, N, K, ca, cbt, c);
+  std::lock_guard lock(mock().mu);
+  ASSERT_EQ(mock().encodes.size(), encodes_before + 2);
+  const auto& ea = mock().encodes[encodes_before];
+  const auto& eb = mock().encodes[encodes_before + 1];
+  EXPECT_EQ(ea.type, 9);     // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+  EXPECT_EQ(ea.swizzle, 3);  // CU_TENSOR_MAP_SWIZZLE_128B
+  EXPECT_EQ(ea.rank, 2);
+  EXPECT_EQ(ea.address, a.view().address());
+  EXPECT_EQ(ea.dims[0], static_cast<std::uint64_t>(K));  // innermost first: columns, then rows
+  EXPECT_EQ(ea.dims[1], static_cast<std::uint64_t>(M));
+  EXPECT_EQ(ea.stride, static_cast<std::uint64_t>(K * 2));
+  EXPECT_EQ(ea.box[0], 64u);
+  EXPECT_EQ(ea.box[1], 128u);
+  EXPECT_EQ(eb.address, bt.view().address());
+  EXPECT_EQ(eb.dims[1], static_cast<std::uint64_t>(N));
+  // M, N, K, A, Bt, C, three lengths, the error record, then the two maps, all 128 bytes of each.
+  ASSERT_EQ(mock().args.size(), 12u);
+  ASSERT_EQ(mock().map_args.size(), 2u);
+  EXPECT_EQ(mock().map_args[0][0] & 0xffffffffu, encodes_before + 1);
+  EXPECT_EQ(mock().map_args[0][15], a.view().address());
+  EXPECT_EQ(mock().map_args[1][15], bt.view().address());
+  EXPECT_EQ(mock().block, 384u);
+}
+
+// A map that would reach past its buffer is refused before the driver is asked, naming the map.
+TEST(GpuMock, ATensorMapLargerThanItsBufferIsRefused) {
+  REQUIRE_NVRTC();
+  KernelBuilder kb("tma_rows");
+  auto n = kb.param<int>("n");
+  auto src = kb.param<GlobalPtr<const float>>("src");
+  auto out = kb.param<GlobalPtr<float>>("out", extent(32));
+  kb.block_threads(32);
+  TensorMap map = kb.tensor_map("src_map", src, n, 32, 8, 32);
+  kb.body([&](Scope& g) {
+    lib::for_each_block(g, out, 32, [&](Scope& b, Expr, View out_b) {
+      View tile = b.shared_aligned("tile", ScalarType::F32, 8 * 32, 1024);
+      View bar = b.shared<std::uint64_t>("bar", 1);
+      b.split(Level::Thread, {{1, [&](Scope& th) {
+                                 th.mbarrier_init(bar, 0, 1);
+                                 th.mbarrier_arrive_expect_tx(bar, 0, map.box_bytes());
+                                 th.tma_load(tile, 0, map, 0, 0, bar, 0);
+                               }}});
+      b.mbarrier_wait(bar, 0, 0);
+      auto t = b.let("t", b.id(thread(1)));
+      lib::block_store(b, out_b, 32, tile[t]);
+    });
+  });
+  Kernel k = kb.build();
+  Device d = Device::gpu(0);
+  auto src_buf = d.alloc<float>(8 * 32);
+  auto out_buf = d.alloc<float>(32);
+  const auto& csrc = src_buf;
+  k.launch(d, Grid{1, 32}, 8, csrc, out_buf);  // 8 rows of 32: exactly the buffer
+  expect_refused(
+      [&] {
+        k.launch(d, Grid{1, 32}, 9, csrc, out_buf);
+      },
+      "src", {"tensor map 'src_map'", "9 x 32", "holds 256"});
 }
 
 TEST(GpuMock, AnAccessThatFailsItsCheckOnTheGpuIsReportedAtItsLine) {

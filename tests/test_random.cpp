@@ -197,12 +197,12 @@ class Gen {
       case 0: s.sync_warp(); break;
       case 1: s.named_barrier(pick(17), 32 * pick(5)); break;
       case 2: s.mma_sync(MmaKind::TF32_M16N8K8, view(), view(), view(), view()); break;
-      case 3: s.wgmma(8 * pick(40), view(), Expr(0ul), expr(s, 0)); break;
+      case 3: s.wgmma(8 * pick(40), view(), view(), expr(s, 0), view(), expr(s, 0)); break;
       case 4: s.cp_async(view(), expr(s, 0), view(), expr(s, 0), 4 * pick(5)); break;
-      case 5: s.tma_load_2d(view(), Expr(0ul), expr(s, 0), 0, view()); break;
+      case 5: s.tma_load(view(), expr(s, 0), TensorMap(), expr(s, 0), 0, view(), expr(s, 0)); break;
       case 6: remember(s.atomic("old", AtomicOp::Add, view(), expr(s, 0), expr(s, 0))); break;
       case 7: s.ldmatrix(pick(5), view(), view(), expr(s, 0)); break;
-      default: s.mbarrier_wait(view(), expr(s, 0)); break;
+      default: s.mbarrier_wait(view(), expr(s, 0), expr(s, 0)); break;
     }
   }
 

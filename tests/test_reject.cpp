@@ -620,10 +620,14 @@ TEST(Reject, WgmmaAtThread64) {
   int bad = 0;
   expect_kernel_rejected("V0501", bad, [&](KB& k) {
     k.body([&](Scope& g) {
-      g.group(thread(64), [&](Scope& t64) {
-        auto acc = t64.local_array("acc", ScalarType::F32, 32, at(thread(1)));
-        bad = __LINE__ + 1;
-        t64.wgmma(64, acc, Expr(0ul), Expr(0ul));
+      g.group(block(1), [&](Scope& b) {
+        View a_s = b.shared_aligned("a_s", ScalarType::BF16, 4096, 1024);
+        View b_s = b.shared_aligned("b_s", ScalarType::BF16, 4096, 1024);
+        b.group(thread(64), [&](Scope& t64) {
+          auto acc = t64.local_array("acc", ScalarType::F32, 32, at(thread(1)));
+          bad = __LINE__ + 1;
+          t64.wgmma(64, acc, a_s, 0, b_s, 0);
+        });
       });
     });
   });
@@ -1193,7 +1197,8 @@ TEST(Reject, EveryDocumentedRuleHasARejectedProgram) {
   std::string tests =
       slurp(VANTAGE_SOURCE_DIR "/tests/test_reject.cpp") + slurp(VANTAGE_SOURCE_DIR "/tests/test_codegen.cpp") +
       slurp(VANTAGE_SOURCE_DIR "/tests/test_regressions.cpp") + slurp(VANTAGE_SOURCE_DIR "/tests/test_semantics.cpp") +
-      slurp(VANTAGE_SOURCE_DIR "/tests/test_library.cpp") + slurp(VANTAGE_SOURCE_DIR "/tests/test_builder.cpp");
+      slurp(VANTAGE_SOURCE_DIR "/tests/test_library.cpp") + slurp(VANTAGE_SOURCE_DIR "/tests/test_builder.cpp") +
+      slurp(VANTAGE_SOURCE_DIR "/tests/test_hopper.cpp");
   ASSERT_FALSE(doc.empty());
   std::regex code_re("\\| (V[0-9]{4}) \\|");
   int codes = 0;

@@ -833,6 +833,91 @@ Kernel vec_copy() {
 }
 // END FORM
 
+Kernel gemm_wgmma_bf16() {
+  // C (f32, M x N) = A (bf16, M x K) * Bt^T (Bt: bf16, N x K), both operands K-major as wgmma reads
+  // them. 128 x 128 tiles of C, 64-deep K steps, 4 pipeline slots. Warpgroups 0 and 1 consume (64
+  // rows of C each, four m64n128k16 wgmma per step); warpgroup 2 produces (one thread issues the TMA
+  // loads). The slots are a loop: slot s = kt % 4 is used in round kt / 4, whose parity the waits name.
+  constexpr int BM = 128, BN = 128, BK = 64, kStages = 4, T = 384;
+  KernelBuilder k("gemm_wgmma_bf16");
+  auto M = k.param<int>("M", specialize);
+  auto N = k.param<int>("N", specialize);
+  auto K = k.param<int>("K", specialize);
+  auto A = k.param<GlobalPtr<const bfloat16>>("A", extent(M * K));
+  auto Bt = k.param<GlobalPtr<const bfloat16>>("Bt", extent(N * K));
+  auto C = k.param<GlobalPtr<float>>("C", extent(M * N));
+  k.require(M % BM == 0 && N % BN == 0 && K % BK == 0);
+  k.block_threads(T);
+  k.shared_budget(kStages * (BM + BN) * BK * 2 + 1024 + 64);
+  TensorMap a_map = k.tensor_map("A_map", A, M, K, BM, BK);
+  TensorMap b_map = k.tensor_map("Bt_map", Bt, N, K, BN, BK);
+  k.body([&](Scope& g) {
+    lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
+      View As = b.shared_aligned("As", ScalarType::BF16, kStages * BM * BK, 1024);
+      View Bs = b.shared_aligned("Bs", ScalarType::BF16, kStages * BN * BK, 1024);
+      View full = b.shared<std::uint64_t>("full", kStages);    // slot s holds data: TMA completes it
+      View empty = b.shared<std::uint64_t>("empty", kStages);  // slot s is free: 256 consumers arrive
+      auto k_tiles = b.let("k_tiles", K / BK);
+      const Expr& t = c.thread;
+      b.split(Level::Thread, {{1, [&](Scope& th) {
+                                 th.for_("s", 0, kStages, [&](Scope& th, Expr s) {
+                                   th.mbarrier_init(full, s, 1);
+                                   th.mbarrier_init(empty, s, 256);
+                                 });
+                               }}});
+      // Element i of consumer thread t's accumulators (warpgroup t / 128) is C's row wg * 64 + warp *
+      // 16 + lane / 4 + 8 * (i / 2 % 2), column 8 * (i / 4) + 2 * (lane % 4) + i % 2: wgmma's D.
+      auto row_of = [&](const Expr& i) { return t / 128 * 64 + t % 128 / 32 * 16 + t % 32 / 4 + 8 * (i / 2 % 2); };
+      auto col_of = [&](const Expr& i) { return 8 * (i / 4) + 2 * (t % 4) + i % 2; };
+      b.partition(
+          c.view, thread(1), [&](Expr i) { return row_of(i) * N + col_of(i); },
+          [&](Scope& b, View mine) {
+            // Consumer warpgroup wg (0 or 1): rows wg * 64.. of the tile.
+            auto consume = [&](Scope& w, int wg) {
+              w.setmaxnreg(232, true);
+              View acc = w.local_array("acc", ScalarType::F32, BN / 2, at(thread(1)));
+              for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+              w.for_("kt", 0, k_tiles, [&](Scope& w, Expr kt) {
+                auto s = w.let("s", kt % kStages), round = w.let("round", kt / kStages);
+                w.mbarrier_wait(full, s, round % 2);
+                w.wgmma_fence();
+                for (int kk = 0; kk < BK / 16; ++kk)
+                  w.wgmma(BN, acc, As, s * (BM * BK) + wg * (64 * BK) + kk * 16, Bs, s * (BN * BK) + kk * 16);
+                w.wgmma_commit();
+                w.wgmma_wait(0);
+                w.mbarrier_arrive(empty, s);
+              });
+              w.group(thread(1), [&](Scope& th) {
+                for (int i = 0; i < BN / 2; ++i)
+                  th.if_(c.row0 + row_of(i) < M && c.col0 + col_of(i) < N, [&](Scope&) { mine[i] = acc[i]; });
+              });
+            };
+            b.split(Level::Thread,
+                    {{128, [&](Scope& w) { consume(w, 0); }},
+                     {128, [&](Scope& w) { consume(w, 1); }},
+                     {128, [&](Scope& producer) {
+                        producer.setmaxnreg(40, false);
+                        producer.split(Level::Thread,
+                                       {{1, [&](Scope& th) {
+                                           th.for_("kt", 0, k_tiles, [&](Scope& th, Expr kt) {
+                                             auto s = th.let("s", kt % kStages);
+                                             auto round = th.let("round", kt / kStages);
+                                             // The slot's previous round must have been consumed.
+                                             th.if_(kt >= kStages,
+                                                    [&](Scope& th) { th.mbarrier_wait(empty, s, (round - 1) % 2); });
+                                             th.mbarrier_arrive_expect_tx(full, s,
+                                                                          a_map.box_bytes() + b_map.box_bytes());
+                                             th.tma_load(As, s * (BM * BK), a_map, c.row0, kt * BK, full, s);
+                                             th.tma_load(Bs, s * (BN * BK), b_map, c.col0, kt * BK, full, s);
+                                           });
+                                         }}});
+                      }}});
+          });
+    });
+  });
+  return k.build();
+}
+
 const std::vector<Example>& all() {
   static const std::vector<Example> kAll = {
       {"saxpy", "y = a*x + y, 256 threads per block", saxpy},
@@ -859,6 +944,12 @@ const std::vector<Example>& all() {
       {"transpose", "out = in^T through a 32x32 shared tile (column reads: 32-way bank conflicts)", transpose},
       {"transpose_padded", "the same through a 32x33 tile (no bank conflicts)", transpose_padded},
       {"transpose_async", "the padded transpose with the tile staged by cp.async", transpose_async},
+      {"gemm_wgmma_bf16",
+       "bf16 GEMM for sm_90a: TMA tensor maps, a 4-slot mbarrier pipeline, a producer and two wgmma consumer "
+       "warpgroups",
+       gemm_wgmma_bf16,
+       {{"M", 256}, {"N", 256}, {"K", 256}},
+       Arch::SM_90a},
   };
   return kAll;
 }

@@ -108,13 +108,21 @@ struct Example {
   std::function<Kernel()> build;
   /// Values of its specialized parameters for a tool that compiles it without sizes (most have none).
   std::map<std::string, std::int64_t> sizes = {};
-  /// `base` with the example's sizes added where `base` gives none.
+  /// The target it needs, where the default (sm_90) lacks an instruction it uses (wgmma: sm_90a).
+  std::optional<Arch> arch = std::nullopt;
+  /// `base` with the example's sizes added where `base` gives none, and its target where it needs one.
   Spec spec(Spec base = {}) const {
     for (const auto& [k, v] : sizes) base.sizes.emplace(k, v);
+    if (arch) base.arch = *arch;
     return base;
   }
+  /// Whether it runs on the interpreter and the CPU backend (wgmma and TMA do not: they stop at
+  /// the first such instruction with UnsupportedOnDevice).
+  bool runs_on_host() const { return !arch; }
 };
 /// Every example kernel, in a stable order.
 const std::vector<Example>& all();
+/// The bf16 wgmma GEMM for sm_90a (TMA, an mbarrier pipeline, warp specialization).
+Kernel gemm_wgmma_bf16();
 
 }  // namespace vantage::examples

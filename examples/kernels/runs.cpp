@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -222,6 +223,43 @@ RunResult run_sgemm(const Kernel& k, const Size& s, const Device& d, Grid g) {
                 why, rep, as_doubles(C));
 }
 
+/// The bf16 wgmma GEMM: C = A * Bt^T with A (M x K) and Bt (N x K) of quarters in [-1, 1], exact in
+/// bf16; their products and sums are exact in f32 too, so the result is bit-exact in any order. Only a
+/// GPU of sm_90 runs it; the interpreter and the CPU backend stop at its first Hopper instruction
+/// (UnsupportedOnDevice), which this lets through to the caller.
+RunResult run_wgmma_gemm(const Kernel& k, const Size& s, const Device& d) {
+  std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
+  auto quarter = [](std::int64_t i, int seed) { return static_cast<float>((i * 7 + seed * 3) % 9 - 4) / 4.0f; };
+  auto bf16 = [](float f) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return bfloat16{static_cast<std::uint16_t>(bits >> 16)};  // exact: the low half is zero
+  };
+  std::vector<bfloat16> A(static_cast<std::size_t>(M * K)), Bt(static_cast<std::size_t>(N * K));
+  std::vector<float> fa(A.size()), fb(Bt.size());
+  for (std::size_t i = 0; i < A.size(); ++i) A[i] = bf16(fa[i] = quarter(static_cast<std::int64_t>(i), 1));
+  for (std::size_t i = 0; i < Bt.size(); ++i) Bt[i] = bf16(fb[i] = quarter(static_cast<std::int64_t>(i), 2));
+  std::vector<float> C(static_cast<std::size_t>(M * N), -1.0f), want(C.size());
+  for (std::int64_t r = 0; r < M; ++r)
+    for (std::int64_t c = 0; c < N; ++c) {
+      double acc = 0;
+      for (std::int64_t p = 0; p < K; ++p)
+        acc += static_cast<double>(fa[static_cast<std::size_t>(r * K + p)]) * fb[static_cast<std::size_t>(c * K + p)];
+      want[static_cast<std::size_t>(r * N + c)] = static_cast<float>(acc);
+    }
+  Staged sA(d, A), sB(d, Bt);
+  Staged sC(d, C);
+  auto rep = k.launch(d, Grid{(M / 128) * (N / 128), 384}, static_cast<int>(M), static_cast<int>(N),
+                      static_cast<int>(K), sA.read_only(), sB.read_only(), sC.arg());
+  sC.fetch();
+  std::string why;
+  bool ok = close(C, want, 0.0, why);
+  return finish(ok,
+                k.name() + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+                    " (bit-exact: quarters in bf16)",
+                why, rep, as_doubles(C));
+}
+
 /// The tf32 m16n8k8 layout (PTX ISA): lane l, g = l / 4, q = l % 4 holds A[g][q], A[g+8][q],
 /// A[g][q+4], A[g+8][q+4]; B[q][g], B[q+4][g]; C and D [g][2q], [g][2q+1], [g+8][2q], [g+8][2q+1].
 RunResult run_warp_mma(const Kernel& k, const Size&, const Device& d) {
@@ -315,6 +353,13 @@ const std::map<std::string, Case>& cases() {
       {"transpose_padded", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"transpose_async", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"warp_mma", {run_warp_mma, {{}, {}, {}}}},
+      // Multiples of the 128 x 128 tile and the 64-deep K step (the kernel requires them); K = 64 is
+      // one pipeline step, 576 wraps the 4 slots twice.
+      {"gemm_wgmma_bf16",
+       {run_wgmma_gemm,
+        {{{"M", 256}, {"N", 256}, {"K", 256}},
+         {{"M", 128}, {"N", 384}, {"K", 64}},
+         {{"M", 384}, {"N", 128}, {"K", 576}}}}},
       // The naive mma kernel tiles C in 16x8 and K in 8 with no edge handling and requires multiples.
       {"mma_tf32_naive",
        {run_mma_naive,

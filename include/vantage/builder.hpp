@@ -221,6 +221,31 @@ struct Spec;
 using CallArg = std::variant<ExprArg, View>;
 
 /// One branch of `split`: its unit count and body.
+/// A TMA tensor map over a row-major matrix in a pointer parameter, made by the runtime at every GPU
+/// launch from the buffer given (`KernelBuilder::tensor_map`). Boxes use the 128-byte swizzle, the
+/// layout `wgmma` reads, so a box row is exactly 128 bytes. The hardware fills the part of a box
+/// outside the matrix with zeros, and the launch refuses a buffer smaller than the matrix: a TMA load
+/// never reads outside its buffer.
+class TensorMap {
+ public:
+  TensorMap() = default;
+  bool defined() const { return index_ >= 0; }
+  const std::string& name() const { return name_; }
+  ScalarType elem() const { return elem_; }
+  std::int64_t box_rows() const { return box_rows_; }
+  std::int64_t box_cols() const { return box_cols_; }
+  /// Bytes one box moves: what an `mbarrier_arrive_expect_tx` for one load announces.
+  std::int64_t box_bytes() const { return box_rows_ * box_cols_ * type_bytes(elem_); }
+
+ private:
+  friend struct detail::BuilderAccess;
+  int index_ = -1;
+  std::string name_;
+  ScalarType elem_ = ScalarType::F32;
+  std::int64_t box_rows_ = 0, box_cols_ = 0;
+  std::weak_ptr<detail::BuildCtx> ctx_;
+};
+
 struct SplitBranch {
   std::int64_t count;
   std::function<void(Scope&)> body;
@@ -295,6 +320,10 @@ class Scope {
   View shared(std::string name, const ExprArg& count, std::source_location loc = std::source_location::current()) {
     return shared(std::move(name), scalar_of<T>, count, loc);
   }
+  /// The same, with its first element on an `align`-byte boundary (a power of two from 16 to 4096):
+  /// TMA boxes and `wgmma` tiles with the 128-byte swizzle need 1024.
+  View shared_aligned(std::string name, ScalarType elem, const ExprArg& count, std::int64_t align,
+                      std::source_location loc = std::source_location::current());
 
   void if_(const ExprArg& cond, const std::function<void(Scope&)>& then_body,
            std::source_location loc = std::source_location::current());
@@ -396,8 +425,12 @@ class Scope {
   /// `ldmatrix.x{count}` at thread(32) from shared memory into a u32 local array.
   void ldmatrix(int count, const View& dst, const View& src, const ExprArg& index,
                 std::source_location loc = std::source_location::current());
-  /// Hopper `wgmma.mma_async` m64nNk16 f16 at thread(128): acc (f32[n/2]) += A(desc) * B(desc).
-  void wgmma(int n, const View& acc, const ExprArg& desc_a, const ExprArg& desc_b,
+  /// Hopper `wgmma.mma_async` m64nNk16 at thread(128): acc (f32[n/2] per thread) += A * B, with A
+  /// a 64x16 and B an Nx16 tile (both K-major, f16 or bf16) read from shared memory where a TMA box
+  /// with the 128-byte swizzle put them: rows of 64 elements (128 bytes), the tile starting
+  /// `a_offset` / `b_offset` elements into the view (a whole row of 8-row groups plus 0, 16, 32 or
+  /// 48 for the K step). Both tiles must be proven inside their arrays at specialization (V1009).
+  void wgmma(int n, const View& acc, const View& a, const ExprArg& a_offset, const View& b, const ExprArg& b_offset,
              std::source_location loc = std::source_location::current());
   void wgmma_fence(std::source_location loc = std::source_location::current());
   void wgmma_commit(std::source_location loc = std::source_location::current());
@@ -407,12 +440,28 @@ class Scope {
                 std::source_location loc = std::source_location::current());
   void cp_async_commit(std::source_location loc = std::source_location::current());
   void cp_async_wait(int pending, std::source_location loc = std::source_location::current());
-  /// TMA 2-D tile load at thread(1) inside an async scope of `dst`, completing on mbarrier `bar`.
-  void tma_load_2d(const View& dst, const ExprArg& tensor_map, const ExprArg& x, const ExprArg& y, const View& bar,
-                   std::source_location loc = std::source_location::current());
-  void mbarrier_init(const View& bar, const ExprArg& count, std::source_location loc = std::source_location::current());
-  void mbarrier_arrive(const View& bar, std::source_location loc = std::source_location::current());
-  void mbarrier_wait(const View& bar, const ExprArg& phase, std::source_location loc = std::source_location::current());
+  /// TMA 2-D load at thread(1): the box of `map` whose first element is at (`row`, `col`) of the
+  /// matrix goes to `dst[dst_index...]` in shared memory (an array aligned to 1024 bytes, the box
+  /// proven inside it, V1009) and completes on mbarrier `bars[slot]`. Its data may be used only after
+  /// a wait on that mbarrier (V1010): no barrier waits for TMA. One thread writes the whole box, so
+  /// `dst` needs no narrowing; ordering it against other threads is the mbarrier protocol's job.
+  void tma_load(const View& dst, const ExprArg& dst_index, const TensorMap& map, const ExprArg& row, const ExprArg& col,
+                const View& bars, const ExprArg& slot, std::source_location loc = std::source_location::current());
+  /// mbarriers: `bars` is a shared u64 array with one barrier per slot (a pipeline's stages are a
+  /// loop over slots). `init` at thread(1) sets how many arrivals complete a phase.
+  void mbarrier_init(const View& bars, const ExprArg& slot, const ExprArg& count,
+                     std::source_location loc = std::source_location::current());
+  void mbarrier_arrive(const View& bars, const ExprArg& slot,
+                       std::source_location loc = std::source_location::current());
+  /// An arrival that also announces `bytes` that TMA loads will complete on the barrier's phase.
+  void mbarrier_arrive_expect_tx(const View& bars, const ExprArg& slot, std::int64_t bytes,
+                                 std::source_location loc = std::source_location::current());
+  /// Waits until phase `phase` (its parity) of `bars[slot]` has completed.
+  void mbarrier_wait(const View& bars, const ExprArg& slot, const ExprArg& phase,
+                     std::source_location loc = std::source_location::current());
+  /// `setmaxnreg` at thread(128) (sm_90a): a warpgroup raises (`increase`) or lowers its per-thread
+  /// register limit to `count` (24..256, a multiple of 8), as producer and consumer warpgroups do.
+  void setmaxnreg(int count, bool increase, std::source_location loc = std::source_location::current());
 
  private:
   friend struct detail::BuilderAccess;
@@ -491,6 +540,12 @@ class KernelBuilder {
   /// that breaks it (LaunchError, naming the condition and this line); a specialization that breaks
   /// it is an error (V0912). Kernels whose tiling assumes divisibility say so here.
   KernelBuilder& require(const ExprArg& cond, std::source_location loc = std::source_location::current());
+  /// A TMA tensor map over `matrix` (a pointer parameter), a row-major `rows` x `cols` matrix
+  /// (integer expressions over the scalar parameters), read in `box_rows` x `box_cols` boxes; a box row
+  /// is exactly 128 bytes (64 f16 or bf16). The runtime makes it at each GPU launch (V0916).
+  TensorMap tensor_map(std::string name, const View& matrix, const ExprArg& rows, const ExprArg& cols,
+                       std::int64_t box_rows, std::int64_t box_cols,
+                       std::source_location loc = std::source_location::current());
   /// Static shared-memory budget in bytes (default 48 KiB; at most the device limit).
   KernelBuilder& shared_budget(std::int64_t bytes, std::source_location loc = std::source_location::current());
   /// The body, written from the `grid(1)` perspective.

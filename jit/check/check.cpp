@@ -67,6 +67,8 @@ class Checker {
       : know_(k), budget_(budget), budget_loc_(budget_loc) {}
 
   CheckResult run_kernel(const KernelNode& k) {
+    maps_ = &k.tensor_maps;
+    in_kernel_ = true;
     frames_.push_back({grid(1), k.loc, "the kernel starts at grid(1)"});
     push_scope();
     check_launch_shape(k);
@@ -79,6 +81,17 @@ class Checker {
       if (!extent_uses_params_only(p.extent))
         error("V0904", p.loc, "extent of " + q(p.name) + " may only use the kernel's scalar parameters");
       check_expr(p.extent, p.loc);
+    }
+    for (const auto& m : k.tensor_maps) {
+      for (const ExprPtr& e : {m.rows, m.cols}) {
+        if (!e) continue;
+        if (!is_integer(e->type) || !extent_uses_params_only(e) || !integers_only(e))
+          error("V0916", m.loc,
+                "tensor map " + q(m.name) +
+                    ": its rows and columns are integer expressions over the kernel's "
+                    "scalar parameters");
+        check_expr(e, m.loc);
+      }
     }
     for (const auto& r : k.requirements) {
       if (r.cond->type != ScalarType::Bool)
@@ -992,14 +1005,21 @@ class Checker {
       error("V0404", n.loc,
             "shared memory " + q(n.mem->name) + " (" + std::to_string(slot.bytes) +
                 " bytes) exceeds the device limit of " + std::to_string(target::max_shared_bytes()) + " bytes");
-    } else if (slot.end > budget_) {
-      auto& d =
-          error("V0403", n.loc,
-                "shared memory reaches " + std::to_string(slot.end) + " bytes with " + q(n.mem->name) + " (" +
-                    std::to_string(slot.bytes) + " bytes at offset " + std::to_string(slot.offset) +
-                    ", arrays start on 16-byte boundaries), over the budget of " + std::to_string(budget_) + " bytes");
+    } else if (slot.end + layout_.layout().pad > budget_) {
+      const std::int64_t pad = layout_.layout().pad;
+      auto& d = error("V0403", n.loc,
+                      "shared memory reaches " + std::to_string(slot.end + pad) + " bytes with " + q(n.mem->name) +
+                          " (" + std::to_string(slot.bytes) + " bytes at offset " + std::to_string(slot.offset) +
+                          ", arrays start on 16-byte boundaries" +
+                          (pad ? ", and " + std::to_string(pad) + " bytes are kept to align the first" : "") +
+                          "), over the budget of " + std::to_string(budget_) + " bytes");
       note(d, budget_loc_, "budget declared here");
     }
+    if (n.align > kSharedAlignment && !in_kernel_)
+      error("V0402", n.loc,
+            "shared memory " + q(n.mem->name) +
+                ": arrays aligned past 16 bytes are allocated in a kernel's body, "
+                "not in a device function");
     declare(n.mem, block(1), n.loc);
   }
 
@@ -1309,8 +1329,17 @@ class Checker {
           operand_error(n, "N must be a multiple of 8 in 8..256, not " + std::to_string(width));
         else
           fragment(n, 0, ScalarType::F32, width / 2, "accumulator");
-        operand_value(n, 0, ScalarType::U64, "descriptor of A");
-        operand_value(n, 1, ScalarType::U64, "descriptor of B");
+        MemInfo* a = operand_mem(n, 1, MemSpace::Shared, std::nullopt, "A tile");
+        MemInfo* b = operand_mem(n, 2, MemSpace::Shared, std::nullopt, "B tile");
+        ScalarType ta = n.mems.size() > 1 && n.mems[1] ? n.mems[1]->elem : ScalarType::F16;
+        ScalarType tb = n.mems.size() > 2 && n.mems[2] ? n.mems[2]->elem : ScalarType::F16;
+        if (a && ta != ScalarType::F16 && ta != ScalarType::BF16)
+          operand_error(n, "the A tile holds f16 or bf16, not " + std::string(type_name(ta)));
+        else if (a && b && ta != tb)
+          operand_error(
+              n, "the A and B tiles hold one type; A holds " + std::string(type_name(ta)) + " and B " + type_name(tb));
+        operand_value(n, 0, ScalarType::I32, "A offset");
+        operand_value(n, 1, ScalarType::I32, "B offset");
         break;
       }
       case IntrinsicOp::WgmmaFence:
@@ -1333,24 +1362,55 @@ class Checker {
       case IntrinsicOp::CpAsyncWait: break;
       case IntrinsicOp::TmaLoad2D: {
         need_exact(thread(1), op, n.loc);
+        // One thread writes the whole box, completing on an mbarrier: no async scope or narrowing
+        // (jit/sync refuses a use before a wait on that mbarrier, V1010).
         MemInfo* dst = operand_mem(n, 0, MemSpace::Shared, std::nullopt, "destination");
-        need_async(n, dst);
+        if (dst && dst->async)
+          error("V0315", n.loc, "tma_load writes shared memory by its own name, not an async name");
         operand_mem(n, 1, MemSpace::Shared, ScalarType::U64, "mbarrier");
-        operand_value(n, 0, ScalarType::U64, "tensor map");
-        operand_value(n, 1, ScalarType::I32, "x coordinate");
-        operand_value(n, 2, ScalarType::I32, "y coordinate");
+        operand_value(n, 3, ScalarType::I32, "destination index");
+        operand_value(n, 0, ScalarType::I32, "column");
+        operand_value(n, 1, ScalarType::I32, "row");
+        operand_value(n, 2, ScalarType::I32, "mbarrier slot");
+        std::int64_t index = imm(0);
+        if (!maps_ || index < 0 || index >= static_cast<std::int64_t>(maps_->size())) {
+          operand_error(n, "the tensor map is not one of this kernel's");
+        } else if (dst && n.mems[0] && (*maps_)[index].mem && n.mems[0]->elem != (*maps_)[index].mem->elem) {
+          operand_error(n, "tensor map " + q((*maps_)[index].name) + " holds " + type_name((*maps_)[index].mem->elem) +
+                               ", and the destination " + type_name(n.mems[0]->elem));
+        }
         break;
       }
       case IntrinsicOp::MbarrierInit:
         need_exact(thread(1), op, n.loc);
         operand_mem(n, 0, MemSpace::Shared, ScalarType::U64, "mbarrier");
-        operand_value(n, 0, std::nullopt, "count");
+        operand_value(n, 0, ScalarType::I32, "count");
+        operand_value(n, 1, ScalarType::I32, "mbarrier slot");
         break;
-      case IntrinsicOp::MbarrierArrive: operand_mem(n, 0, MemSpace::Shared, ScalarType::U64, "mbarrier"); break;
+      case IntrinsicOp::MbarrierArrive:
+        operand_mem(n, 0, MemSpace::Shared, ScalarType::U64, "mbarrier");
+        operand_value(n, 0, ScalarType::I32, "mbarrier slot");
+        break;
+      case IntrinsicOp::MbarrierExpectTx: {
+        operand_mem(n, 0, MemSpace::Shared, ScalarType::U64, "mbarrier");
+        operand_value(n, 0, ScalarType::I32, "mbarrier slot");
+        std::int64_t bytes = imm(0);
+        if (bytes < 1 || bytes >= (1 << 20))
+          operand_error(n, "a phase expects 1 to 2^20 - 1 bytes, not " + std::to_string(bytes));
+        break;
+      }
       case IntrinsicOp::MbarrierWait:
         operand_mem(n, 0, MemSpace::Shared, ScalarType::U64, "mbarrier");
-        operand_value(n, 0, std::nullopt, "phase");
+        operand_value(n, 0, ScalarType::I32, "phase");
+        operand_value(n, 1, ScalarType::I32, "mbarrier slot");
         break;
+      case IntrinsicOp::SetMaxNreg: {
+        need_exact(warpgroup(), op, n.loc);
+        std::int64_t count = imm(0);
+        if (count < 24 || count > 256 || count % 8 != 0)
+          operand_error(n, "a register limit is a multiple of 8 in 24..256, not " + std::to_string(count));
+        break;
+      }
     }
   }
 
@@ -1413,6 +1473,8 @@ class Checker {
   }
 
   Knowledge know_;
+  const std::vector<TensorMapNode>* maps_ = nullptr;
+  bool in_kernel_ = false;  ///< the kernel's tensor maps (none in a function)
   std::int64_t budget_;
   SourceLoc budget_loc_;
   std::optional<ScalarType> returns_;

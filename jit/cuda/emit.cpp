@@ -222,6 +222,16 @@ class Emitter {
     if (uses_tf32_)
       src << "static __device__ __forceinline__ unsigned vt_tf32(float x) {\n"
              "  unsigned r;\n  asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x));\n  return r;\n}\n";
+    if (!lowered.kernel.tensor_maps.empty())
+      src << "// A TMA tensor map (CUtensorMap), made by the runtime at launch and passed by value.\n"
+             "struct alignas(128) vt_tensor_map {\n  unsigned long long opaque[16];\n};\n";
+    if (uses_wgmma_)
+      src << "// The descriptor of a K-major wgmma tile in the 128-byte swizzle layout: start address / 16, the\n"
+             "// leading byte offset (unused for this layout: 1), 8-row groups 1024 bytes apart, 128-byte swizzle.\n"
+             "static __device__ __forceinline__ unsigned long long vt_wgmma_desc(const void* p) {\n"
+             "  unsigned long long a = static_cast<unsigned long long>(__cvta_generic_to_shared(p));\n"
+             "  return ((a & 0x3FFFFull) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);\n"
+             "}\n";
     if (uses_select_)
       src << "// select evaluates both arms (docs/semantics.md): the arguments of a call all are.\n"
              "template <class T>\nstatic __device__ __forceinline__ T vt_select(bool c, T a, T b) { return c ? a : b; "
@@ -344,24 +354,38 @@ class Emitter {
     reset(k.body);
     out_.str("");
     std::ostringstream sig;
-    sig << "extern \"C\" __global__ void __launch_bounds__(" << opt_.threads << ") " << opt_.entry << "(";
+    sig << opt_.entry << "(";
     for (std::size_t i = 0; i < k.params.size(); ++i) sig << param_decl(k.params[i]) << ", ";
     // Where an access checked as it runs records what went wrong (docs/runtime.md; null: nowhere).
-    sig << "unsigned long long* __restrict__ vt_err)";
+    sig << "unsigned long long* __restrict__ vt_err";
+    // TMA tensor maps, by value in parameter space (the runtime passes them after the error record).
+    for (const auto& m : k.tensor_maps) sig << ", const __grid_constant__ vt_tensor_map " << name(&m, m.name);
+    sig << ")";
     indent_ = 1;
     std::ostringstream body;
     std::swap(body, out_);
     stmt(k.body);
     std::swap(body, out_);
     kernel_smem_ = lowered_->shared_bytes;
-    out_ << sig.str() << " {\n";
+    // setmaxnreg moves registers between warpgroups of a block that holds the most its launch bounds
+    // allow: one block per multiprocessor, so that ptxas knows the count at entry.
+    out_ << "extern \"C\" __global__ void __launch_bounds__(" << opt_.threads << (uses_setmaxnreg_ ? ", 1" : "") << ") "
+         << sig.str() << " {\n";
     out_ << "  const int vt_tid = static_cast<int>(threadIdx.x);\n";
     out_ << "  const int vt_bid = static_cast<int>(blockIdx.x);\n";
+    // Arrays aligned past 16 bytes (TMA and wgmma tiles): the base is aligned as the kernel starts,
+    // in the bytes the layout keeps for it.
+    const std::int64_t align = lowered_->shared_align;
+    const char* base = align > 16 ? "vt_smem_raw" : "vt_smem";
     if (kernel_smem_ > target::info(opt_.arch).shared_static_bytes) {
-      out_ << "  extern __shared__ __align__(16) unsigned char vt_smem[];\n";
+      out_ << "  extern __shared__ __align__(16) unsigned char " << base << "[];\n";
     } else if (kernel_smem_ > 0) {
-      out_ << "  __shared__ __align__(16) unsigned char vt_smem[" << kernel_smem_ << "];\n";
+      out_ << "  __shared__ __align__(16) unsigned char " << base << "[" << kernel_smem_ << "];\n";
     }
+    if (kernel_smem_ > 0 && align > 16)
+      out_ << "  unsigned char* const vt_smem = vt_smem_raw + ((" << align
+           << "u - static_cast<unsigned>(__cvta_generic_to_shared(vt_smem_raw)) % " << align << "u) % " << align
+           << "u);\n";
     out_ << "  (void)vt_tid;\n  (void)vt_bid;\n  (void)vt_err;\n";
     out_ << body.str() << "}\n";
   }
@@ -944,36 +968,53 @@ class Emitter {
         out_ << "asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(" << n.imms[0] << ") : \"memory\");\n";
         break;
       case IntrinsicOp::TmaLoad2D: {
+        // args: column, row, the mbarrier's slot (resolved), the destination's first element.
+        const TensorMapNode& m = lowered_->kernel.tensor_maps.at(static_cast<std::size_t>(n.imms[0]));
         ind();
         out_ << "asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
-                "[%1, {%2, %3}], [%4];\" :: \"r\"(static_cast<unsigned>(__cvta_generic_to_shared("
-             << addr(0, n.args[3]) << "))), \"l\"(" << arg(0) << "), \"r\"(" << arg(1) << "), \"r\"(" << arg(2)
-             << "), \"r\"(static_cast<unsigned>(__cvta_generic_to_shared(" << addr(1, n.args[4])
-             << "))) : \"memory\");\n";
+                "[%1, {%2, %3}], [%4];\" :: \"r\"("
+             << smem(n, 0, n.args[3]) << "), \"l\"(reinterpret_cast<unsigned long long>(&" << name(&m, m.name)
+             << ")), \"r\"(" << arg(0) << "), \"r\"(" << arg(1) << "), \"r\"(" << smem(n, 1, n.args[2])
+             << ") : \"memory\");\n";
         break;
       }
-      case IntrinsicOp::MbarrierInit: {
+      case IntrinsicOp::MbarrierInit:
+        // The fence makes the initialised barrier visible to TMA (the async proxy).
         ind();
-        out_ << "asm volatile(\"mbarrier.init.shared.b64 [%0], %1;\" :: \"r\"(static_cast<unsigned>("
-                "__cvta_generic_to_shared("
-             << addr(0, n.args[1]) << "))), \"r\"(" << arg(0) << ") : \"memory\");\n";
+        out_ << "asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\\n\\tfence.proxy.async.shared::cta;\" :: \"r\"("
+             << smem(n, 0, n.args[1]) << "), \"r\"(" << arg(0) << ") : \"memory\");\n";
         break;
-      }
-      case IntrinsicOp::MbarrierArrive: {
+      case IntrinsicOp::MbarrierArrive:
         ind();
-        out_ << "asm volatile(\"{ .reg .b64 vt_state; mbarrier.arrive.shared.b64 vt_state, [%0]; }\" :: "
-                "\"r\"(static_cast<unsigned>(__cvta_generic_to_shared("
-             << addr(0, n.args[0]) << "))) : \"memory\");\n";
+        out_ << "asm volatile(\"{ .reg .b64 vt_state; mbarrier.arrive.shared::cta.b64 vt_state, [%0]; }\" :: \"r\"("
+             << smem(n, 0, n.args[0]) << ") : \"memory\");\n";
         break;
-      }
-      case IntrinsicOp::MbarrierWait: {
+      case IntrinsicOp::MbarrierExpectTx:
         ind();
-        out_ << "asm volatile(\"{ .reg .pred vt_p; vt_wait: mbarrier.try_wait.parity.shared.b64 vt_p, [%0], %1; "
-                "@!vt_p bra vt_wait; }\" :: \"r\"(static_cast<unsigned>(__cvta_generic_to_shared("
-             << addr(0, n.args[1]) << "))), \"r\"(" << arg(0) << ") : \"memory\");\n";
+        out_ << "asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"("
+             << smem(n, 0, n.args[0]) << "), \"r\"(" << n.imms[0] << ") : \"memory\");\n";
         break;
-      }
+      case IntrinsicOp::MbarrierWait:
+        ind();
+        out_ << "asm volatile(\"{ .reg .pred vt_p; vt_wait: mbarrier.try_wait.parity.shared::cta.b64 vt_p, [%0], %1; "
+                "@!vt_p bra vt_wait; }\" :: \"r\"("
+             << smem(n, 0, n.args[1]) << "), \"r\"(" << arg(0) << ") : \"memory\");\n";
+        break;
+      case IntrinsicOp::SetMaxNreg:
+        uses_setmaxnreg_ = true;
+        ind();
+        out_ << "asm volatile(\"setmaxnreg." << (n.imms[1] ? "inc" : "dec") << ".sync.aligned.u32 " << n.imms[0]
+             << ";\");\n";
+        break;
     }
+  }
+
+  /// The shared-state address (32 bits) of element `index` of memory operand `mem`.
+  std::string smem(const Intrinsic& n, std::size_t mem, const ExprPtr& index) {
+    return "static_cast<unsigned>(__cvta_generic_to_shared(" + address(n, mem, index) + "))";
+  }
+  std::string address(const Intrinsic& n, std::size_t mem, const ExprPtr& index) {
+    return "&" + access(n.mems[mem], {index}, n.loc);
   }
 
   /// An atomic in the form the target table gives: native, or on the bits as unsigned 64-bit. One
@@ -1046,16 +1087,21 @@ class Emitter {
     out_ << ");\n";
   }
 
+  /// wgmma on tiles in the 128-byte swizzle layout: args are the A and B tiles' first elements (their
+  /// K step included), which lowering proved inside their arrays and on 1024-byte groups.
   void wgmma(const Intrinsic& n) {
+    uses_wgmma_ = true;
     int width = static_cast<int>(n.imms[0]);
     int regs = width / 2;
     std::string acc = name(n.mems[0]);
+    const char* t = n.mems[1]->elem == ScalarType::BF16 ? "bf16" : "f16";
     ind();
-    out_ << "asm volatile(\"{ wgmma.mma_async.sync.aligned.m64n" << width << "k16.f32.f16.f16 {";
+    out_ << "asm volatile(\"{ wgmma.mma_async.sync.aligned.m64n" << width << "k16.f32." << t << "." << t << " {";
     for (int i = 0; i < regs; ++i) out_ << (i ? ", " : "") << "%" << i;
     out_ << "}, %" << regs << ", %" << regs + 1 << ", 1, 1, 1, 0, 0; }\" : ";
     for (int i = 0; i < regs; ++i) out_ << (i ? ", " : "") << "\"+f\"(" << acc << "[" << i << "])";
-    out_ << " : \"l\"(" << expr(n.args[0]) << "), \"l\"(" << expr(n.args[1]) << ") : \"memory\");\n";
+    out_ << " : \"l\"(vt_wgmma_desc(" << address(n, 1, n.args[0]) << ")), \"l\"(vt_wgmma_desc("
+         << address(n, 2, n.args[1]) << ")) : \"memory\");\n";
   }
 
   static std::string vector_type(ScalarType t, std::int64_t count) {
@@ -1080,6 +1126,7 @@ class Emitter {
   ExactRanges index_ranges_;                             ///< the index being printed: each exact operation's envelope
   std::string helper_text_;
   bool uses_checks_ = false;
+  bool uses_wgmma_ = false, uses_setmaxnreg_ = false;
   bool uses_half_ = false, uses_bf16_ = false, uses_tf32_ = false, uses_select_ = false, uses_and_ = false,
        uses_or_ = false;
 };

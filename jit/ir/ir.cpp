@@ -41,7 +41,8 @@ const char* name_of(IntrinsicOp op) {
 }
 namespace {
 std::string snake_case(IntrinsicOp op) {
-  if (op == IntrinsicOp::TmaLoad2D) return "tma_load_2d";
+  if (op == IntrinsicOp::TmaLoad2D) return "tma_load";
+  if (op == IntrinsicOp::MbarrierExpectTx) return "mbarrier_arrive_expect_tx";
   std::string out;
   for (const char* c = name_of(op); *c; ++c) {
     if (*c >= 'A' && *c <= 'Z') {
@@ -244,6 +245,14 @@ std::uint64_t hash_kernel(const KernelNode& k) {
   h.field(k.grid_multiple);
   h.field(k.shared_budget);
   for (const auto& r : k.requirements) h.field(r.cond);
+  for (const auto& m : k.tensor_maps) {
+    h.field(m.name);
+    h.field(m.mem);
+    h.field(m.rows);
+    h.field(m.cols);
+    h.field(m.box_rows);
+    h.field(m.box_cols);
+  }
   h.field(k.body);
   return h.h;
 }

@@ -79,7 +79,7 @@ enum class MathFn : std::uint8_t { Sqrt, Rsqrt, Exp, Exp2, Log, Log2, Sin, Cos, 
   X(SyncThreads) X(SyncWarp) X(NamedBarrier) X(ShflXor) X(ShflDown) X(ShflUp) X(ShflIdx) X(VoteAll)     \
   X(VoteAny) X(Ballot) X(Atomic) X(MmaSync) X(Ldmatrix) X(Wgmma) X(WgmmaFence) X(WgmmaCommit)           \
   X(WgmmaWait) X(CpAsync) X(CpAsyncCommit) X(CpAsyncWait) X(TmaLoad2D) X(MbarrierInit)                   \
-  X(MbarrierArrive) X(MbarrierWait)
+  X(MbarrierArrive) X(MbarrierExpectTx) X(MbarrierWait) X(SetMaxNreg)
 // clang-format on
 
 enum class IntrinsicOp : std::uint8_t {
@@ -394,8 +394,11 @@ struct SharedAlloc : StmtNode {
   static constexpr StmtKind kKind = StmtKind::SharedAlloc;
   MemPtr mem;
   ExprPtr count;
-  SharedAlloc(MemPtr m, ExprPtr c, SourceLoc l) : StmtNode(kKind, l), mem(std::move(m)), count(std::move(c)) {}
-  auto fields() const { return std::tie(mem, count); }
+  std::int64_t align;  ///< bytes its first element is aligned to: 16, or a larger power of two (TMA, wgmma)
+  SharedAlloc(MemPtr m, ExprPtr c, std::int64_t a, SourceLoc l)
+      : StmtNode(kKind, l), mem(std::move(m)), count(std::move(c)), align(a) {}
+  SharedAlloc(MemPtr m, ExprPtr c, SourceLoc l) : SharedAlloc(std::move(m), std::move(c), 16, l) {}
+  auto fields() const { return std::tie(mem, count, align); }
 };
 struct LocalAlloc : StmtNode {
   static constexpr StmtKind kKind = StmtKind::LocalAlloc;
@@ -536,6 +539,18 @@ struct Requirement {
   SourceLoc loc;
 };
 
+/// A TMA tensor map the runtime makes at launch over a row-major matrix in a pointer parameter:
+/// `rows` x `cols` elements (expressions over the scalar parameters), read in boxes of `box_rows` x
+/// `box_cols` with the 128-byte swizzle (so a box row is exactly 128 bytes). The kernel receives it
+/// as a `__grid_constant__` parameter after the error record.
+struct TensorMapNode {
+  std::string name;
+  MemPtr mem;  ///< the pointer parameter
+  ExprPtr rows, cols;
+  std::int64_t box_rows = 0, box_cols = 0;
+  SourceLoc loc;
+};
+
 struct KernelNode {
   std::string name;
   std::vector<ParamNode> params;
@@ -547,7 +562,8 @@ struct KernelNode {
   StmtPtr body;
   SourceLoc loc, threads_loc, grid_loc, budget_loc, body_loc;
   std::uint64_t hash = 0;
-  std::vector<Requirement> requirements;  ///< conditions every launch must meet
+  std::vector<Requirement> requirements;   ///< conditions every launch must meet
+  std::vector<TensorMapNode> tensor_maps;  ///< TMA tensor maps the runtime makes at launch
 };
 
 std::uint64_t hash_node(const ExprNode& e);

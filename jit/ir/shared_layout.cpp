@@ -7,9 +7,9 @@
 namespace vantage::ir {
 namespace {
 
-std::int64_t align_up(std::int64_t v) {
-  auto r = checked_add(v, kSharedAlignment - 1);
-  return r ? *r / kSharedAlignment * kSharedAlignment : INT64_MAX / kSharedAlignment * kSharedAlignment;
+std::int64_t align_up(std::int64_t v, std::int64_t a = kSharedAlignment) {
+  auto r = checked_add(v, a - 1);
+  return r ? *r / a * a : INT64_MAX / a * a;
 }
 
 std::int64_t saturating_add(std::int64_t a, std::int64_t b) { return checked_add(a, b).value_or(INT64_MAX); }
@@ -43,13 +43,17 @@ std::optional<std::int64_t> shared_bytes(const SharedAlloc& alloc) {
 
 const SharedSlot& SharedLayoutBuilder::allocate(const SharedAlloc& n) {
   SharedSlot slot;
-  slot.offset = align_up(top_);
+  const std::int64_t align = std::max(kSharedAlignment, n.align);
+  slot.offset = align_up(top_, align);
   auto bytes = shared_bytes(n);
   slot.size_known = bytes.has_value();
   slot.bytes = bytes.value_or(0);
   slot.end = saturating_add(slot.offset, slot.bytes);
   top_ = slot.end;
-  layout_.peak = std::max(layout_.peak, top_);
+  layout_.align = std::max(layout_.align, align);
+  layout_.pad = layout_.align - kSharedAlignment;
+  raw_peak_ = std::max(raw_peak_, top_);
+  layout_.peak = saturating_add(raw_peak_, layout_.pad);
   return layout_.arrays[n.mem.get()] = slot;
 }
 
@@ -59,7 +63,8 @@ const SharedSlot& SharedLayoutBuilder::call(const Call& n) {
   slot.bytes = n.fn ? n.fn->shared_budget : 0;
   slot.end = saturating_add(slot.offset, slot.bytes);
   slot.size_known = true;
-  layout_.peak = std::max(layout_.peak, slot.end);
+  raw_peak_ = std::max(raw_peak_, slot.end);
+  layout_.peak = saturating_add(raw_peak_, layout_.pad);
   return layout_.calls[&n] = slot;
 }
 

@@ -3,7 +3,8 @@
 // shared budget and the emitter prints its offsets, so the bytes checked are the bytes emitted.
 //
 // Every array (and every callee's region) starts at a multiple of 16 bytes, which vector accesses,
-// cp.async and ldmatrix need; an array is freed at the end of the body (Seq) that allocated it.
+// cp.async and ldmatrix need, or of the larger power of two it asks for (TMA and wgmma tiles: 1024); an array is freed
+// at the end of the body (Seq) that allocated it.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,11 @@ struct SharedLayout {
   std::unordered_map<const MemNode*, SharedSlot> arrays;
   /// For each call of a function with a shared budget: where its region starts and ends.
   std::unordered_map<const StmtNode*, SharedSlot> calls;
-  std::int64_t peak = 0;  ///< the most bytes in use at once
+  std::int64_t peak = 0;  ///< the most bytes in use at once, `pad` included
+  /// Bytes reserved so that the kernel can align its shared memory to the largest alignment an array
+  /// asks for (`shared_aligned`): the largest alignment less 16, or 0. Offsets are from that base.
+  std::int64_t pad = 0;
+  std::int64_t align = kSharedAlignment;  ///< the largest alignment an array asks for
 };
 
 /// The rules, applied statement by statement, so that a walk that visits a body anyway (the checker)
@@ -46,7 +51,7 @@ class SharedLayoutBuilder {
   SharedLayout take() { return std::move(layout_); }
 
  private:
-  std::int64_t top_ = 0;
+  std::int64_t top_ = 0, raw_peak_ = 0;
   std::vector<std::int64_t> saved_;
   SharedLayout layout_;
 };

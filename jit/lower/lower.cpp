@@ -138,7 +138,19 @@ class BodyLowerer {
  public:
   BodyLowerer(Context& c, const StmtPtr& body, Pos top, Perspective sync_top) : c_(c) {
     std::vector<const StmtNode*> conflicts;
-    body_ = sync::insert(body, sync_top, &conflicts);
+    std::vector<sync::UnwaitedTma> unwaited;
+    body_ = sync::insert(body, sync_top, &conflicts, &unwaited);
+    for (const auto& u : unwaited) {
+      Diagnostic d{"V1010",
+                   "this statement uses '" + u.memory +
+                       "' while a TMA load into it may still be in flight; wait on "
+                       "its mbarrier '" +
+                       u.mbarrier + "' first (a barrier does not wait for TMA)",
+                   u.use->loc,
+                   {}};
+      if (u.load.known()) d.notes.push_back({"the TMA load is here", u.load});
+      c_.out.problems.push_back(std::move(d));
+    }
     for (const auto* s : conflicts)
       c_.out.problems.push_back({"V1001",
                                  "this statement touches memory that threads of other blocks wrote or read just "
@@ -158,6 +170,7 @@ class BodyLowerer {
   /// A condition every launch meets (a kernel's requirement): a fact for the bounds proofs.
   void assume(const ExprPtr& cond) { add_facts(cond); }
   std::int64_t peak() const { return layout_.peak; }
+  std::int64_t shared_align() const { return layout_.align; }
 
  private:
   // ------------------------------------------------------------------ positions
@@ -403,6 +416,44 @@ class BodyLowerer {
     }
     return false;
   }
+  /// An mbarrier slot: proven inside its array, or the kernel is refused (V1009). A barrier operation
+  /// has no value to skip to, so it is never checked as it runs.
+  void slot_in_bounds(const MemPtr& root, const ExprPtr& index, const std::string& view, SourceLoc l) {
+    if (proven_in_bounds(root, index, 1, l)) return;
+    c_.out.problems.push_back({"V1009",
+                               "cannot prove the mbarrier slot " + ir::print(index) + " inside '" + view +
+                                   "' at this specialization; index it with a value known to be in range, such "
+                                   "as `k % stages`",
+                               l,
+                               {}});
+  }
+  /// A tile in the 128-byte swizzle layout (rows of 128 bytes in groups of 8, each group on a 1024-byte
+  /// boundary) read or written through an address, not an index: `elems` elements from `first`,
+  /// less a column offset of at most `max_col` elements (wgmma's K step) inside the first row. The
+  /// array must be aligned to 1024 bytes, the group start a multiple of 1024 bytes, and the whole
+  /// tile proven inside the array (V1009).
+  void swizzled_tile(const MemPtr& root, const ExprPtr& first, std::int64_t elems, std::int64_t max_col,
+                     const std::string& what, const std::string& view, SourceLoc l) {
+    auto fail = [&](const std::string& why) {
+      c_.out.problems.push_back({"V1009", what + " in '" + view + "' at " + ir::print(first) + ": " + why, l, {}});
+    };
+    const std::int64_t eb = type_bytes(root->elem), group = 1024 / eb, row = 128 / eb;
+    auto al = aligns_.find(root.get());
+    if (root->space != MemSpace::Shared || al == aligns_.end() || al->second < 1024)
+      return fail("the array must be a shared array aligned to 1024 bytes (`shared_aligned(..., 1024)`)");
+    Affine a = affine(first);
+    std::int64_t col = ((a.constant % group) + group) % group;
+    bool aligned = col <= max_col && col % 16 == 0;
+    for (const auto& [atom, k] : a.terms) aligned = aligned && k % group == 0;
+    if (!aligned || (max_col == 0 && col != 0))
+      return fail("its 8-row group must start a multiple of 1024 bytes into the array" +
+                  std::string(max_col ? ", plus a K step of 0, 16, 32 or 48 elements" : ""));
+    ExprPtr start = fold(make<Binary>(first->type, BinOp::Sub, first, int_literal(first->type, col, l), l));
+    if (!proven_in_bounds(root, start, elems, l))
+      fail("cannot prove its " + std::to_string(elems) + " elements (" + std::to_string(elems / row) +
+           " rows of 128 bytes) inside the array at this specialization");
+  }
+
   bool proven_in_bounds(const MemPtr& root, const ExprPtr& first, std::int64_t count, SourceLoc l) const {
     ExprPtr ext = extent_of(root, l);
     auto r = exact_value_range(first, env_);
@@ -587,7 +638,8 @@ class BodyLowerer {
   void lower_stmt(const SharedAlloc& n, std::vector<StmtPtr>& out) {
     c_.out.shared_offsets[n.mem.get()] = layout_.arrays.at(n.mem.get()).offset;
     if (auto k = const_int(n.count)) counts_[n.mem.get()] = *k;
-    out.push_back(make<SharedAlloc>(n.mem, n.count, n.loc));
+    aligns_[n.mem.get()] = n.align;
+    out.push_back(make<SharedAlloc>(n.mem, n.count, n.align, n.loc));
   }
   void lower_stmt(const LocalAlloc& n, std::vector<StmtPtr>& out) {
     counts_[n.mem.get()] = n.count;
@@ -691,6 +743,7 @@ class BodyLowerer {
   std::vector<Pos> frames_;
   std::unordered_map<const MemNode*, ViewInfo> views_;
   std::unordered_map<const MemNode*, std::int64_t> counts_;  ///< shared and local arrays: elements
+  std::unordered_map<const MemNode*, std::int64_t> aligns_;  ///< shared arrays: bytes their start is aligned to
   std::vector<ExprPtr> facts_;                               ///< conditions the code is under
   std::unordered_map<const VarNode*, ExprPtr> defs_;         ///< unassigned integer lets: their values
 };
@@ -745,12 +798,6 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
     mems[mem] = root;
     args[arg] = exact_width(flat);
   };
-  // A memory operand used from its first element: the root, and the flat index as a trailing argument.
-  auto base = [&](std::size_t mem) {
-    auto [root, flat] = resolve(n.mems[mem], {lit(0, l)}, l);
-    mems[mem] = root;
-    args.push_back(flat);
-  };
   // Thread-local fragments: the root array, which must start at the view's first element.
   auto fragment = [&](std::size_t mem) {
     auto [root, flat] = resolve(n.mems[mem], {lit(0, l)}, l);
@@ -801,17 +848,41 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
       at(0, 0);
       at(1, 1);
       break;
-    case IntrinsicOp::TmaLoad2D:
-      base(0);
-      base(1);
+    case IntrinsicOp::TmaLoad2D: {
+      // args: column, row, the barrier's slot, the destination's first element (both resolved).
+      at(0, 3);
+      at(1, 2);
+      slot_in_bounds(mems[1], args[2], n.mems[1]->name, l);
+      const auto& maps = c_.out.kernel.tensor_maps;
+      if (n.imms.empty() || n.imms[0] < 0 || n.imms[0] >= static_cast<std::int64_t>(maps.size()))
+        throw InternalError("lower: a TMA load without a tensor map");
+      const TensorMapNode& m = maps[static_cast<std::size_t>(n.imms[0])];
+      swizzled_tile(mems[0], args[3], m.box_rows * m.box_cols, 0, "TMA box of '" + m.name + "'", n.mems[0]->name, l);
       break;
+    }
     case IntrinsicOp::MbarrierInit:
+    case IntrinsicOp::MbarrierWait:
+      at(0, 1);
+      slot_in_bounds(mems[0], args[1], n.mems[0]->name, l);
+      break;
     case IntrinsicOp::MbarrierArrive:
-    case IntrinsicOp::MbarrierWait: base(0); break;
+    case IntrinsicOp::MbarrierExpectTx:
+      at(0, 0);
+      slot_in_bounds(mems[0], args[0], n.mems[0]->name, l);
+      break;
+    case IntrinsicOp::Wgmma: {
+      fragment(0);
+      at(1, 0);
+      at(2, 1);
+      swizzled_tile(mems[1], args[0], 64 * 64, 48, "wgmma's A tile (64 rows)", n.mems[1]->name, l);
+      swizzled_tile(mems[2], args[1], n.imms[0] * 64, 48, "wgmma's B tile (" + std::to_string(n.imms[0]) + " rows)",
+                    n.mems[2]->name, l);
+      break;
+    }
+    case IntrinsicOp::SetMaxNreg: break;
     case IntrinsicOp::MmaSync:
       for (std::size_t i = 0; i < mems.size(); ++i) fragment(i);
       break;
-    case IntrinsicOp::Wgmma: fragment(0); break;
     case IntrinsicOp::ShflXor:
     case IntrinsicOp::ShflDown:
     case IntrinsicOp::ShflUp:
@@ -882,6 +953,7 @@ Lowered lower(const KernelNode& k, const Options& options) {
   for (const auto& r : k.requirements) b.assume(r.cond);
   out.kernel.body = b.run();
   out.shared_bytes = b.peak();
+  out.shared_align = b.shared_align();
   out.kernel.hash = hash_kernel(out.kernel);
   return out;
 }

@@ -51,7 +51,8 @@ struct Lowered {
   std::vector<ir::FunctionPtr> functions;  ///< lowered device functions, callees before callers
   std::unordered_map<const ir::MemNode*, std::int64_t> shared_offsets;  ///< every shared array
   std::int64_t shared_bytes = 0;                                        ///< the kernel's peak shared memory
-  int barriers = 0;                                                     ///< hardware barriers placed automatically
+  std::int64_t shared_align = 16;      ///< the largest alignment a shared array asks for (the base is aligned to it)
+  int barriers = 0;                    ///< hardware barriers placed automatically
   std::map<int, int> param_alignment;  ///< parameter index -> bytes a vector access needs
   std::vector<Diagnostic> problems;    ///< what cannot be lowered (grid-wide sync, barrier ids)
   std::vector<CheckSite> checks;       ///< every access checked as it runs, by site

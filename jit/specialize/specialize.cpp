@@ -35,7 +35,9 @@ class FeatureScan : public IRVisitor {
       case IntrinsicOp::MbarrierInit:
       case IntrinsicOp::MbarrierArrive: uses.emplace_back(F::Mbarrier, &n); break;
       case IntrinsicOp::MbarrierWait: uses.emplace_back(F::MbarrierTry, &n); break;
-      case IntrinsicOp::TmaLoad2D: uses.emplace_back(F::Tma, &n); break;
+      case IntrinsicOp::TmaLoad2D:
+      case IntrinsicOp::MbarrierExpectTx: uses.emplace_back(F::Tma, &n); break;
+      case IntrinsicOp::SetMaxNreg:
       case IntrinsicOp::Wgmma:
       case IntrinsicOp::WgmmaFence:
       case IntrinsicOp::WgmmaCommit:

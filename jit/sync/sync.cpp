@@ -81,6 +81,10 @@ bool has_id(const ExprPtr& e) {
 /// was also accessed at an index that cannot be compared.
 struct Access {
   Roots reads, stores, writes, async_writes, opaque;
+  /// TMA loads issued (destination root, mbarrier root), and the mbarriers waited on: a TMA load's
+  /// data is there only after a wait on its mbarrier, and no barrier replaces that wait.
+  std::set<std::pair<const MemNode*, const MemNode*>> tma;
+  Roots waits;
   Indices read_at, store_at;
   Indices share_at;   ///< the partition shares the stores went through (see Views::share)
   Indices moving_at;  ///< root indices of stores through shares that change between loop iterations
@@ -92,6 +96,8 @@ struct Access {
     async_writes.insert(o.async_writes.begin(), o.async_writes.end());
     opaque.insert(o.opaque.begin(), o.opaque.end());
     unshared.insert(o.unshared.begin(), o.unshared.end());
+    tma.insert(o.tma.begin(), o.tma.end());
+    waits.insert(o.waits.begin(), o.waits.end());
     for (const auto& [r, es] : o.read_at)
       for (const auto& e : es) add_index(read_at, r, e);
     for (const auto& [r, es] : o.store_at)
@@ -131,10 +137,16 @@ struct State : Access {
       return true;
     };
     return reads == o.reads && stores == o.stores && writes == o.writes && async_writes == o.async_writes &&
-           opaque == o.opaque && unshared == o.unshared && same(read_at, o.read_at) && same(store_at, o.store_at) &&
-           same(share_at, o.share_at) && same(moving_at, o.moving_at);
+           tma == o.tma && waits == o.waits && opaque == o.opaque && unshared == o.unshared &&
+           same(read_at, o.read_at) && same(store_at, o.store_at) && same(share_at, o.share_at) &&
+           same(moving_at, o.moving_at);
   }
-  void clear() { *this = State(); }
+  /// A barrier completes everything pending but TMA loads, which only a wait on their mbarrier does.
+  void clear() {
+    auto keep = std::move(tma);
+    *this = State();
+    tma = std::move(keep);
+  }
 };
 
 bool intersects(const Roots& a, const Roots& b) {
@@ -323,9 +335,31 @@ class Planner {
           p_.async_write(access, n.mems[0]);
           p_.read(access, n.mems[1]);
           break;
-        case IntrinsicOp::TmaLoad2D: p_.async_write(access, n.mems[0]); break;
-        // Thread-local fragments, barriers, shuffles and votes touch no shared or global memory;
-        // mbarrier words are synchronised by their own protocol.
+        case IntrinsicOp::TmaLoad2D: {
+          p_.write(access, n.mems[0]);
+          const auto* dst = p_.root(n.mems[0].get());
+          const auto* bar = p_.root(n.mems[1].get());
+          if (dst && bar) {
+            access.tma.insert({dst, bar});
+            p_.tma_loads_.emplace(std::make_pair(dst, bar), n.loc);
+          }
+          p_.read(access, n.mems[1]);
+          break;
+        }
+        // wgmma reads its tiles through descriptors, from shared memory.
+        case IntrinsicOp::Wgmma:
+          p_.read(access, n.mems[1]);
+          p_.read(access, n.mems[2]);
+          break;
+        // Initialising an mbarrier writes it; arrivals and waits are atomic on it and read it.
+        case IntrinsicOp::MbarrierInit: p_.write(access, n.mems[0]); break;
+        case IntrinsicOp::MbarrierWait:
+          p_.read(access, n.mems[0]);
+          if (const auto* bar = p_.root(n.mems[0].get())) access.waits.insert(bar);
+          break;
+        case IntrinsicOp::MbarrierArrive:
+        case IntrinsicOp::MbarrierExpectTx: p_.read(access, n.mems[0]); break;
+        // Thread-local fragments, barriers, shuffles and votes touch no shared or global memory.
         case IntrinsicOp::SyncThreads:
         case IntrinsicOp::SyncWarp:
         case IntrinsicOp::NamedBarrier:
@@ -337,15 +371,12 @@ class Planner {
         case IntrinsicOp::VoteAny:
         case IntrinsicOp::Ballot:
         case IntrinsicOp::MmaSync:
-        case IntrinsicOp::Wgmma:
         case IntrinsicOp::WgmmaFence:
         case IntrinsicOp::WgmmaCommit:
         case IntrinsicOp::WgmmaWait:
         case IntrinsicOp::CpAsyncCommit:
         case IntrinsicOp::CpAsyncWait:
-        case IntrinsicOp::MbarrierInit:
-        case IntrinsicOp::MbarrierArrive:
-        case IntrinsicOp::MbarrierWait: break;
+        case IntrinsicOp::SetMaxNreg: break;
       }
     }
 
@@ -435,8 +466,42 @@ class Planner {
 
   /// Places a barrier before `s` if its accesses conflict with what is pending, then adds them.
   void step(const StmtPtr& s, const Access& a, State& st, Perspective code, Plan* rec) {
+    if (rec) unwaited_tma(s, a, st, rec);
     if (conflicts(a, st)) place(s, st, code, rec);
     st.merge(a);
+    // A wait on an mbarrier completes the TMA loads that complete on it: for every thread of the
+    // code when the wait is the statement itself, else for the threads that waited, so that the
+    // others still need a barrier (the data then counts as an ordinary write).
+    if (a.waits.empty()) return;
+    const auto* in = s->kind == StmtKind::Intrinsic ? static_cast<const Intrinsic*>(s.get()) : nullptr;
+    const bool everyone = in && in->op == IntrinsicOp::MbarrierWait;
+    for (auto it = st.tma.begin(); it != st.tma.end();) {
+      if (!a.waits.count(it->second)) {
+        ++it;
+        continue;
+      }
+      if (!everyone) {
+        st.writes.insert(it->first);
+        st.opaque.insert(it->first);
+      }
+      it = st.tma.erase(it);
+    }
+  }
+  /// An access to memory a TMA load may still be writing (no wait on its mbarrier since): refused,
+  /// since no barrier Vantage could place waits for it. Further TMA loads into the same memory are
+  /// the pipeline's own business (its slots), not a use.
+  void unwaited_tma(const StmtPtr& s, const Access& a, const State& st, Plan* rec) {
+    for (const auto& pending : st.tma) {
+      const MemNode* dst = pending.first;
+      bool own_load = false;
+      for (const auto& t : a.tma) own_load = own_load || t.first == dst;
+      bool used = a.reads.count(dst) || a.stores.count(dst) || (a.writes.count(dst) && !own_load);
+      if (!used) continue;
+      auto at = tma_loads_.find(pending);
+      rec->tma_unwaited.push_back(
+          {s.get(), at != tma_loads_.end() ? at->second : SourceLoc{}, dst->name, pending.second->name});
+      return;
+    }
   }
 
   // ------------------------------------------------------------ the walk
@@ -691,6 +756,7 @@ class Planner {
   std::unordered_map<const VarNode*, std::pair<std::int64_t, std::int64_t>> loop_ranges_;
   std::set<const MemNode*> exempt_;
   std::unordered_map<const StmtNode*, Access> summaries_;
+  std::map<std::pair<const MemNode*, const MemNode*>, SourceLoc> tma_loads_;  ///< where each TMA load is
   std::map<std::pair<const StmtNode*, std::string>, std::vector<std::unique_ptr<LoopResult>>> loops_;
   std::map<std::pair<const StmtNode*, std::string>, std::vector<std::pair<State, State>>> bodies_;
 };
@@ -703,9 +769,11 @@ Plan plan(const ir::StmtPtr& body, Perspective top) {
   return p;
 }
 
-ir::StmtPtr insert(const ir::StmtPtr& body, Perspective top, std::vector<const ir::StmtNode*>* grid_conflicts) {
+ir::StmtPtr insert(const ir::StmtPtr& body, Perspective top, std::vector<const ir::StmtNode*>* grid_conflicts,
+                   std::vector<UnwaitedTma>* tma_unwaited) {
   Plan p = plan(body, top);
   if (grid_conflicts) *grid_conflicts = p.grid_conflicts;
+  if (tma_unwaited) *tma_unwaited = p.tma_unwaited;
   class Inserter : public IRMutator {
    public:
     explicit Inserter(const Plan& plan) : plan_(plan) {}

@@ -16,11 +16,19 @@ struct Barrier {
   bool async_wait = false;
 };
 
+/// A use of memory a TMA load may still be writing: no wait on its mbarrier stands between them.
+struct UnwaitedTma {
+  const ir::StmtNode* use;
+  SourceLoc load;
+  std::string memory, mbarrier;
+};
+
 struct Plan {
   std::unordered_map<const ir::StmtNode*, std::vector<Barrier>> before;
   /// Barriers needed across units wider than a block (impossible on a GPU): the statements that
   /// conflict, for a diagnostic.
   std::vector<const ir::StmtNode*> grid_conflicts;
+  std::vector<UnwaitedTma> tma_unwaited;
 };
 
 /// Plans the barriers of a body that runs at perspective `top` (grid(1) for a kernel, the
@@ -30,6 +38,7 @@ Plan plan(const ir::StmtPtr& body, Perspective top);
 /// The body with an `ir::Barrier` of kind `Planned` before every statement the plan puts a barrier
 /// before (jit/lower resolves them to hardware primitives); `grid_conflicts` receives the statements
 /// that would need a barrier across blocks.
-ir::StmtPtr insert(const ir::StmtPtr& body, Perspective top, std::vector<const ir::StmtNode*>* grid_conflicts);
+ir::StmtPtr insert(const ir::StmtPtr& body, Perspective top, std::vector<const ir::StmtNode*>* grid_conflicts,
+                   std::vector<UnwaitedTma>* tma_unwaited = nullptr);
 
 }  // namespace vantage::sync

@@ -1,0 +1,412 @@
+// Hopper's asynchronous machinery: TMA loads through tensor maps the runtime makes, mbarriers indexed
+// by pipeline slot, wgmma on tiles in the 128-byte swizzle layout, setmaxnreg, and the bf16 GEMM
+// example that uses them all. No host device runs these instructions: they compile with NVRTC for
+// sm_90a here, the interpreter and the CPU backend stop at the first one with UnsupportedOnDevice,
+// and each rule that keeps them safe has a program it refuses. (The GPU check runs the GEMM.)
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/paper_kernels.hpp"
+#include "kernels/runs.hpp"
+#include "kernels/stages.hpp"
+#include "reject_helpers.hpp"
+#include "test_support.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+constexpr const char* kThisFile = "tests/test_hopper.cpp";
+
+const examples::Example& gemm_example() {
+  for (const auto& ex : examples::all())
+    if (ex.name == "gemm_wgmma_bf16") return ex;
+  throw std::logic_error("no gemm_wgmma_bf16 example");
+}
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+// Plain functions: a lambda written inside EXPECT_TRUE(...) would report the macro's line.
+void expect_rejected(const std::string& code, const int& line, const std::function<void(KernelBuilder&)>& make) {
+  EXPECT_TRUE(testing::rejects_kernel(code, line, make, kThisFile));
+}
+void expect_function_rejected(const std::string& code, const int& line,
+                              const std::function<void(FunctionBuilder&)>& make) {
+  EXPECT_TRUE(testing::rejects_function(code, line, make, kThisFile));
+}
+
+TEST(Hopper, TheWgmmaGemmCompilesForSm90aWithEveryHopperInstructionItNames) {
+  REQUIRE_NVRTC();
+  const auto& ex = gemm_example();
+  Compiled c = compile(ex.build(), ex.spec());
+  ASSERT_FALSE(c.cubin.empty());
+  EXPECT_EQ(c.log, "") << "NVRTC (and ptxas, which warns when setmaxnreg cannot be honoured) said something";
+  const std::string& src = c.spec.source;
+  EXPECT_TRUE(contains(src, "__launch_bounds__(384, 1)")) << "setmaxnreg needs the register count at entry";
+  EXPECT_TRUE(contains(src, "const __grid_constant__ vt_tensor_map A_map"));
+  EXPECT_TRUE(contains(src, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"));
+  EXPECT_TRUE(contains(src, "mbarrier.arrive.expect_tx.shared::cta.b64"));
+  EXPECT_TRUE(contains(src, "setmaxnreg.dec.sync.aligned.u32 40"));
+  EXPECT_TRUE(contains(src, "setmaxnreg.inc.sync.aligned.u32 232"));
+  EXPECT_TRUE(contains(src, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"));
+  EXPECT_TRUE(contains(src, "% 1024u")) << "the shared base is aligned for the swizzled tiles";
+  if (!examples::find_cuobjdump().empty()) {
+    std::string sass = examples::sass(c.cubin);
+    for (const char* op : {"HGMMA.64x128x16.F32.BF16", "UTMALDG.2D", "USETMAXREG", "SYNCS"})
+      EXPECT_TRUE(contains(sass, op)) << op << " is not in the SASS";
+  }
+  // Everywhere else the target table refuses it before NVRTC is asked, naming the instruction.
+  for (Arch arch : {Arch::SM_80, Arch::SM_90}) {
+    Spec s = ex.spec();
+    s.arch = arch;
+    try {
+      compile(ex.build(), s);
+      ADD_FAILURE() << "compiled for " << arch_name(arch);
+    } catch (const CheckError& e) {
+      EXPECT_TRUE(e.has("V1008")) << render_all(e.diagnostics());
+    }
+  }
+}
+
+// "Checked on the interpreter up to the unsupported construct": the kernel checks, specializes and
+// runs there until one thread reaches the first Hopper instruction, the mbarrier initialisation.
+TEST(Hopper, TheInterpreterAndTheCpuStopAtTheGemmsFirstHopperInstruction) {
+  const auto& ex = gemm_example();
+  EXPECT_FALSE(ex.runs_on_host());
+  std::vector<Device> devices = {Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  for (const Device& d : devices)
+    for (const auto& size : examples::default_sizes(ex.name)) {
+      try {
+        examples::run_example(ex.name, size, d);
+        ADD_FAILURE() << "the wgmma GEMM ran on " << d.name();
+      } catch (const UnsupportedOnDevice& e) {
+        EXPECT_TRUE(contains(e.what(), "mbarrier_init")) << d.name() << ": " << e.what();
+        ASSERT_FALSE(e.locs().empty());
+        EXPECT_TRUE(contains(e.locs()[0].file, "paper_kernels.cpp")) << e.what();
+      }
+    }
+}
+
+// ---------------------------------------------------------------- a TMA load, used after its wait
+/// One block of 32 threads: thread 0 loads an 8 x 32 f32 box by TMA into `tile`; everyone waits on
+/// the mbarrier; each thread copies one element out. `wait` false leaves the wait out.
+Kernel tma_copy(bool wait, int* use_line = nullptr, int* load_line = nullptr) {
+  KernelBuilder kb("tma_copy");
+  auto src = kb.param<GlobalPtr<const float>>("src", extent(8 * 32));
+  auto out = kb.param<GlobalPtr<float>>("out", extent(32));
+  kb.block_threads(32);
+  TensorMap map = kb.tensor_map("src_map", src, 8, 32, 8, 32);
+  kb.body([&](Scope& g) {
+    lib::for_each_block(g, out, 32, [&](Scope& b, Expr, View out_b) {
+      View tile = b.shared_aligned("tile", ScalarType::F32, 8 * 32, 1024);
+      View bar = b.shared<std::uint64_t>("bar", 1);
+      b.split(Level::Thread, {{1, [&](Scope& th) {
+                                 th.mbarrier_init(bar, 0, 1);
+                                 th.mbarrier_arrive_expect_tx(bar, 0, map.box_bytes());
+                                 if (load_line) *load_line = __LINE__ + 1;
+                                 th.tma_load(tile, 0, map, 0, 0, bar, 0);
+                               }}});
+      if (wait) b.mbarrier_wait(bar, 0, 0);
+      auto t = b.let("t", b.id(thread(1)));
+      if (use_line) *use_line = __LINE__ + 1;
+      lib::block_store(b, out_b, 32, tile[t * 8]);
+    });
+  });
+  return kb.build();
+}
+
+TEST(Hopper, ATmaLoadIsUsedOnlyAfterAWaitOnItsMbarrier) {
+  int use = 0, load = 0;
+  Kernel bad = tma_copy(false, &use, &load);
+  try {
+    specialize_for(bad, Spec{});
+    ADD_FAILURE() << "a read of a TMA destination with no wait on its mbarrier was accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V1010", use, kThisFile));
+    bool noted = false;
+    for (const auto& d : e.diagnostics())
+      for (const auto& n : d.notes) noted = noted || static_cast<int>(n.loc.line) == load;
+    EXPECT_TRUE(noted) << "the diagnostic points at the TMA load too";
+  }
+  // With the wait it specializes, with one barrier: after the initialisation (the wait itself makes
+  // the box visible to every thread that waited).
+  Specialized ok = specialize_for(tma_copy(true), Spec{});
+  EXPECT_EQ(ok.barriers, 1) << ok.source;
+  if (nvrtc_available()) {
+    EXPECT_EQ(compile(tma_copy(true), Spec{}).log, "");
+  }
+}
+
+// ---------------------------------------------------------------- rules
+/// A kernel of one warpgroup with two 1024-aligned bf16 tiles of 64 x 64 (unless `aligned` is off)
+/// and `body(w, a, b, acc)` at thread(128).
+Kernel warpgroup_kernel(const std::function<void(Scope&, View, View, View)>& body, bool aligned = true) {
+  KernelBuilder k("wg");
+  auto out = k.param<GlobalPtr<float>>("out", extent(128));
+  k.block_threads(128);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 128, [&](Scope& b, Expr, View) {
+      View a = aligned ? b.shared_aligned("a", ScalarType::BF16, 64 * 64, 1024) : b.shared<bfloat16>("a", 64 * 64);
+      View bt = b.shared_aligned("bt", ScalarType::BF16, 64 * 64, 1024);
+      b.group(warpgroup(), [&](Scope& w) {
+        View acc = w.local_array("acc", ScalarType::F32, 32, at(thread(1)));
+        body(w, a, bt, acc);
+      });
+    });
+  });
+  return k.build();
+}
+
+::testing::AssertionResult refused_at_specialization(const Kernel& k, const std::string& code, int line,
+                                                     const std::string& words) {
+  try {
+    specialize_for(k, Spec{}.with_arch(Arch::SM_90a));
+  } catch (const CheckError& e) {
+    auto r = testing::has_diag(e, code, line, kThisFile);
+    if (!r) return r;
+    for (const auto& d : e.diagnostics())
+      if (d.code == code && contains(d.message, words)) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "no " << code << " saying '" << words << "':\n"
+                                         << render_all(e.diagnostics());
+  }
+  return ::testing::AssertionFailure() << "specialized; expected " << code << " at line " << line;
+}
+
+TEST(Hopper, WgmmaTilesMustBeWholeSwizzledGroupsInsideTheirArrays) {
+  int line = 0;
+  // A K step of 8 elements is half a wgmma step: not 0, 16, 32 or 48.
+  Kernel half_step = warpgroup_kernel([&](Scope& w, View a, View b, View acc) {
+    line = __LINE__ + 1;
+    w.wgmma(64, acc, a, 8, b, 0);
+  });
+  EXPECT_TRUE(refused_at_specialization(half_step, "V1009", line, "K step of 0, 16, 32 or 48"));
+  // A tile that starts in the middle of an 8-row group.
+  Kernel mid_group = warpgroup_kernel([&](Scope& w, View a, View b, View acc) {
+    line = __LINE__ + 1;
+    w.wgmma(64, acc, a, 0, b, 128);
+  });
+  EXPECT_TRUE(refused_at_specialization(mid_group, "V1009", line, "multiple of 1024 bytes"));
+  // A B tile of 64 rows that starts 8 rows before the end of its 64-row array.
+  Kernel past_end = warpgroup_kernel([&](Scope& w, View a, View b, View acc) {
+    line = __LINE__ + 1;
+    w.wgmma(64, acc, a, 0, b, 8 * 64 * 7);
+  });
+  EXPECT_TRUE(refused_at_specialization(past_end, "V1009", line, "inside the array"));
+  // An array on a 16-byte boundary only: the swizzle pattern would not line up.
+  Kernel unaligned = warpgroup_kernel(
+      [&](Scope& w, View a, View b, View acc) {
+        line = __LINE__ + 1;
+        w.wgmma(64, acc, a, 0, b, 0);
+      },
+      false);
+  EXPECT_TRUE(refused_at_specialization(unaligned, "V1009", line, "aligned to 1024 bytes"));
+  // The same shape, right, specializes.
+  Kernel right = warpgroup_kernel([&](Scope& w, View a, View b, View acc) {
+    w.wgmma_fence();
+    for (int kk = 0; kk < 4; ++kk) w.wgmma(64, acc, a, kk * 16, b, kk * 16);
+    w.wgmma_commit();
+    w.wgmma_wait(0);
+  });
+  EXPECT_NO_THROW(specialize_for(right, Spec{}.with_arch(Arch::SM_90a)));
+}
+
+TEST(Hopper, MbarrierSlotsAndTmaBoxesMustBeProvenInside) {
+  int slot_line = 0, box_line = 0;
+  KernelBuilder kb("slots");
+  auto src = kb.param<GlobalPtr<const float>>("src", extent(64 * 32));
+  auto which = kb.param<int>("which");
+  auto out = kb.param<GlobalPtr<float>>("out", extent(32));
+  kb.block_threads(32);
+  TensorMap map = kb.tensor_map("src_map", src, 64, 32, 16, 32);
+  kb.body([&](Scope& g) {
+    lib::for_each_block(g, out, 32, [&](Scope& b, Expr, View) {
+      View tile = b.shared_aligned("tile", ScalarType::F32, 8 * 32, 1024);  // half a box
+      View bars = b.shared<std::uint64_t>("bars", 2);
+      b.split(Level::Thread, {{1, [&](Scope& th) {
+                                 slot_line = __LINE__ + 1;
+                                 th.mbarrier_init(bars, which, 1);  // any int: not proven in [0, 2)
+                                 th.mbarrier_init(bars, 1, 1);
+                                 box_line = __LINE__ + 1;
+                                 th.tma_load(tile, 0, map, 0, 0, bars, 1);
+                               }}});
+    });
+  });
+  Kernel k = kb.build();
+  EXPECT_TRUE(refused_at_specialization(k, "V1009", slot_line, "mbarrier slot"));
+  EXPECT_TRUE(refused_at_specialization(k, "V1009", box_line, "512 elements"));
+}
+
+TEST(Hopper, OperandsAndPerspectivesOfTheHopperInstructions) {
+  int line = 0;
+  // setmaxnreg is a warpgroup's.
+  expect_rejected("V0501", line, [&](KernelBuilder& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        b.group(warp(), [&](Scope& w) {
+          line = __LINE__ + 1;
+          w.setmaxnreg(40, false);
+        });
+      });
+    });
+  });
+  // A register count it cannot take.
+  expect_rejected("V0503", line, [&](KernelBuilder& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        b.group(warpgroup(), [&](Scope& w) {
+          line = __LINE__ + 1;
+          w.setmaxnreg(20, false);
+        });
+      });
+    });
+  });
+  // wgmma multiplies f16 or bf16 tiles.
+  expect_rejected("V0503", line, [&](KernelBuilder& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        View a = b.shared_aligned("a", ScalarType::F32, 64 * 64, 1024);
+        b.group(warpgroup(), [&](Scope& w) {
+          View acc = w.local_array("acc", ScalarType::F32, 32, at(thread(1)));
+          line = __LINE__ + 1;
+          w.wgmma(64, acc, a, 0, a, 0);
+        });
+      });
+    });
+  });
+  // A TMA box goes to an array of its own element type, and one phase expects 1 to 2^20 - 1 bytes.
+  for (int which = 0; which < 2; ++which)
+    expect_rejected("V0503", line, [&](KernelBuilder& k) {
+      auto src = k.param<GlobalPtr<const float>>("src", extent(1024));
+      TensorMap map = k.tensor_map("m", src, 32, 32, 8, 32);
+      k.body([&](Scope& g) {
+        g.group(block(1), [&](Scope& b) {
+          View tile = b.shared_aligned("tile", ScalarType::I32, 256, 1024);
+          View bar = b.shared<std::uint64_t>("bar", 1);
+          b.split(Level::Thread, {{1, [&](Scope& th) {
+                                     if (which == 0) {
+                                       line = __LINE__ + 1;
+                                       th.tma_load(tile, 0, map, 0, 0, bar, 0);
+                                     } else {
+                                       line = __LINE__ + 1;
+                                       th.mbarrier_arrive_expect_tx(bar, 0, 0);
+                                     }
+                                   }}});
+        });
+      });
+    });
+  // TMA is one thread's instruction.
+  expect_rejected("V0501", line, [&](KernelBuilder& k) {
+    auto src = k.param<GlobalPtr<const float>>("src", extent(1024));
+    TensorMap map = k.tensor_map("m", src, 32, 32, 8, 32);
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        View tile = b.shared_aligned("tile", ScalarType::F32, 256, 1024);
+        View bar = b.shared<std::uint64_t>("bar", 1);
+        b.group(warp(), [&](Scope& w) {
+          line = __LINE__ + 1;
+          w.tma_load(tile, 0, map, 0, 0, bar, 0);
+        });
+      });
+    });
+  });
+}
+
+TEST(Hopper, TensorMapsAreOverParametersWith128ByteBoxRows) {
+  int line = 0;
+  // Over a shared array, not a parameter.
+  expect_rejected("V0916", line, [&](KernelBuilder& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        View s = b.shared<float>("s", 256);
+        line = __LINE__ + 1;
+        (void)k.tensor_map("m", s, 8, 32, 8, 32);
+      });
+    });
+  });
+  // A box row of 16 floats is 64 bytes, not the swizzle's 128.
+  expect_rejected("V0916", line, [&](KernelBuilder& k) {
+    auto src = k.param<GlobalPtr<const float>>("src");
+    line = __LINE__ + 1;
+    (void)k.tensor_map("m", src, 8, 32, 8, 16);
+    k.body([](Scope&) {});
+  });
+  // Its shape is over the scalar parameters: a float one is not a size.
+  expect_rejected("V0916", line, [&](KernelBuilder& k) {
+    auto src = k.param<GlobalPtr<const float>>("src");
+    auto x = k.param<float>("x");
+    line = __LINE__ + 1;
+    (void)k.tensor_map("m", src, x, 32, 8, 32);
+    k.body([](Scope&) {});
+  });
+}
+
+TEST(Hopper, AlignedSharedArrays) {
+  int line = 0;
+  // A power of two from 16 to 4096.
+  expect_rejected("V0402", line, [&](KernelBuilder& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        line = __LINE__ + 1;
+        b.shared_aligned("s", ScalarType::F32, 64, 100);
+      });
+    });
+  });
+  // The bytes kept to align the base count against the budget: 1008 of them, plus 16 for the first
+  // array and 4096 for the second, is over 5000.
+  expect_rejected("V0403", line, [&](KernelBuilder& k) {
+    k.shared_budget(5000);
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        b.shared<float>("small", 4);
+        line = __LINE__ + 1;
+        b.shared_aligned("big", ScalarType::F32, 1024, 1024);
+      });
+    });
+  });
+  // In a kernel they run everywhere: the second array lands on a 1024-byte offset, and the CUDA
+  // aligns the base at run time.
+  KernelBuilder kb("aligned_copy");
+  auto in = kb.param<GlobalPtr<const float>>("in", extent(256));
+  auto out = kb.param<GlobalPtr<float>>("out", extent(256));
+  kb.block_threads(256);
+  kb.body([&](Scope& g) {
+    lib::for_each_block(g, out, 256, [&](Scope& b, Expr, View out_b) {
+      View small = b.shared<float>("small", 4);
+      View big = b.shared_aligned("big", ScalarType::F32, 256, 1024);
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          big, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) { b.group(thread(1), [&](Scope&) { mine[0] = in[t] * 2.0f; }); });
+      lib::store_by_one(b, small, 0, 1.0f);
+      lib::block_store(b, out_b, 256, big[255 - t] + small[0]);
+    });
+  });
+  Kernel k = kb.build();
+  std::string cuda = specialize_for(k, Spec{}).source;
+  EXPECT_TRUE(contains(cuda, "vt_smem_raw")) << cuda;
+  EXPECT_TRUE(contains(cuda, "big = reinterpret_cast<float*>(vt_smem + 1024)")) << cuda;
+  std::vector<Device> devices = {Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(2));
+  for (const Device& d : devices) {
+    std::vector<float> x(256), y(256, -1.0f);
+    for (int i = 0; i < 256; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i);
+    k.launch(d, Grid{1, 256}, std::as_const(x), y);
+    for (int i = 0; i < 256; ++i)
+      ASSERT_EQ(y[static_cast<std::size_t>(i)], 2.0f * static_cast<float>(255 - i) + 1.0f) << d.name() << " " << i;
+  }
+  // Not in a device function, whose shared memory starts wherever its caller's region does.
+  expect_function_rejected("V0402", line, [&](FunctionBuilder& f) {
+    f.requires_perspective(block(1));
+    f.shared_budget(4096);
+    f.body([&](Scope& b) {
+      line = __LINE__ + 1;
+      b.shared_aligned("s", ScalarType::F32, 256, 1024);
+    });
+  });
+}
+
+}  // namespace
+}  // namespace vantage
