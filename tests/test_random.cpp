@@ -193,8 +193,11 @@ class Gen {
   }
 
   void intrinsic(Scope& s) {
-    switch (pick(9)) {
+    switch (pick(12)) {
       case 0: s.sync_warp(); break;
+      case 8: s.setmaxnreg(8 * pick(40), chance(2)); break;
+      case 9: s.mbarrier_arrive_expect_tx(view(), expr(s, 0), pick(1 << 21)); break;
+      case 10: s.mbarrier_init(view(), expr(s, 0), expr(s, 0)); break;
       case 1: s.named_barrier(pick(17), 32 * pick(5)); break;
       case 2: s.mma_sync(MmaKind::TF32_M16N8K8, view(), view(), view(), view()); break;
       case 3: s.wgmma(8 * pick(40), view(), view(), expr(s, 0), view(), expr(s, 0)); break;
