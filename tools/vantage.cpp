@@ -267,8 +267,9 @@ int run_main(int argc, char** argv) {
       for (const auto& ex : vantage::examples::all())
         if (ex.name == name) host_runs = ex.runs_on_host();
       if (against_interpreter && device.kind() != vantage::DeviceKind::Interpreter && !host_runs) {
-        std::printf("  against the interpreter: not run (its Hopper instructions run on a GPU only); checked "
-                    "against its C++ reference\n");
+        std::printf(
+            "  against the interpreter: not run (its Hopper instructions run on a GPU only); checked "
+            "against its C++ reference\n");
       } else if (against_interpreter && device.kind() != vantage::DeviceKind::Interpreter) {
         // The same run on the interpreter: the two devices must agree (within 1e-5, relative).
         auto ref = vantage::examples::run_example(name, s, vantage::Device::interpreter(io));
