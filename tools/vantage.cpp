@@ -43,6 +43,12 @@ Usage:
                                 DEVICE: interpreter (the default), cpu, cpu:THREADS, gpu, gpu:N,
                                 or best; --against-interpreter: on the CPU or a GPU, also run it on
                                 the interpreter and compare the two results
+  vantage report NAME [--size NAME=VALUE...] [--blocks B] [--json] [--arch ARCH] [--threads N]
+                                the static cost report of a launch (docs/report.md): per access,
+                                global sectors or shared wavefronts per request against the ideal,
+                                with the builder line and a hint; divergent branches; global bytes,
+                                FLOPs, work and span. Sizes default to the example's first run size,
+                                blocks to what its run launches; --json for tools
   vantage devices               list the devices of this host and which one Device::best() picks
   vantage tune sgemm [OPTIONS]  tune sgemm rung 4 over its tile shapes on a device: every
                                 configuration compiled in parallel, checked and timed, failures
@@ -299,6 +305,70 @@ int run_main(int argc, char** argv) {
   return rc;
 }
 
+int report_main(int argc, char** argv) {
+  std::map<std::string, std::int64_t> size;
+  std::string name;
+  std::int64_t blocks = 0;
+  bool json = false;
+  vantage::Spec spec;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string v = i + 1 < argc ? argv[i + 1] : "";
+    if (a == "--size") {
+      auto eq = v.find('=');
+      if (eq == std::string::npos) {
+        std::fprintf(stderr, "vantage report: --size wants NAME=VALUE, not '%s'\n", v.c_str());
+        return 2;
+      }
+      size[v.substr(0, eq)] = std::atoll(v.substr(eq + 1).c_str());
+      ++i;
+    } else if (a == "--blocks") {
+      blocks = std::atoll(v.c_str());
+      ++i;
+    } else if (a == "--threads") {
+      spec.threads = std::atoll(v.c_str());
+      ++i;
+    } else if (a == "--arch") {
+      auto arch = vantage::parse_arch(v);
+      if (!arch) {
+        std::fprintf(stderr, "vantage report: --arch is one of %s, not '%s'\n", vantage::arch_names(), v.c_str());
+        return 2;
+      }
+      spec.arch = *arch;
+      ++i;
+    } else if (a == "--json") {
+      json = true;
+    } else if (a.rfind("--", 0) == 0 || !name.empty()) {
+      std::fprintf(stderr, "vantage report: unexpected '%s' (see vantage --help)\n", a.c_str());
+      return 2;
+    } else {
+      name = a;
+    }
+  }
+  if (name.empty()) {
+    std::fprintf(stderr, "vantage report: give one example name\n");
+    return 2;
+  }
+  const auto* ex = find(name);
+  if (!ex) return unknown(name);
+  try {
+    auto defaults = vantage::examples::default_sizes(name);
+    if (!defaults.empty())
+      for (const auto& [k, v] : defaults.front()) size.emplace(k, v);
+    if (blocks == 0) blocks = vantage::examples::default_blocks(name, size);
+    vantage::Spec full = ex->spec(spec);
+    for (const auto& [k, v] : size) full.sizes.erase(k);  // given values win over the example's own
+    vantage::CostReport r = ex->build().report(full, size, blocks);
+    std::printf("%s\n", json ? r.json().c_str() : r.text().c_str());
+    return 0;
+  } catch (const vantage::CheckError& e) {
+    std::fprintf(stderr, "%s", vantage::render_all(e.diagnostics()).c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vantage report: %s\n", e.what());
+  }
+  return 1;
+}
+
 int devices_main() {
   const auto devices = vantage::Device::all();
   std::printf("%zu device(s):\n", devices.size());
@@ -338,6 +408,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "run") return run_main(argc, argv);
+  if (cmd == "report") return report_main(argc, argv);
   if (cmd == "tune") {
     if (argc < 3 || std::string(argv[2]) != "sgemm") {
       bool help = argc >= 3 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"));

@@ -368,6 +368,30 @@ const std::map<std::string, Case>& cases() {
   return kCases;
 }
 
+/// Blocks per launch, the way each run above sizes its grid.
+std::int64_t blocks_of(const std::string& name, const Size& s) {
+  auto at = [&](const char* k) { return s.count(k) ? s.at(k) : std::int64_t{1}; };
+  auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ceil_div(at("M"), bm) * ceil_div(at("N"), bn); };
+  std::int64_t b = 1;
+  if (name == "saxpy" || name == "scan_lookback" || name == "block_reduce")
+    b = ceil_div(at("n"), 256);
+  else if (name == "vec_copy")
+    b = ceil_div(at("n"), 1024);
+  else if (name == "block_load_copy")
+    b = ceil_div(at("n"), 512);
+  else if (name == "sgemm_naive" || name == "sgemm_coalesced")
+    b = ceil_div(at("M") * at("N"), 256);
+  else if (name == "sgemm_smem" || name == "mma_tf32" || name.rfind("transpose", 0) == 0)
+    b = tiles(32, 32);
+  else if (name.rfind("sgemm_", 0) == 0)
+    b = tiles(64, 64);
+  else if (name == "gemm_wgmma_bf16")
+    b = tiles(128, 128);
+  else if (name == "mma_tf32_naive")
+    b = (at("M") / 16) * (at("N") / 8);
+  return std::max<std::int64_t>(1, b);
+}
+
 const Case& find(const std::string& name) {
   auto it = cases().find(name);
   if (it == cases().end()) throw std::invalid_argument("no run is defined for example '" + name + "'");
@@ -377,6 +401,11 @@ const Case& find(const std::string& name) {
 }  // namespace
 
 std::vector<Size> default_sizes(const std::string& name) { return find(name).sizes; }
+
+std::int64_t default_blocks(const std::string& name, const Size& size) {
+  find(name);  // an example without a run has no grid either
+  return blocks_of(name, size);
+}
 
 RunResult run_kernel(const std::string& name, const Kernel& kernel, const Size& size, const Device& device) {
   const Case& c = find(name);

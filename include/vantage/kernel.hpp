@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@ class Device;
 class Stream;
 struct Grid;
 struct LaunchReport;
+struct CostReport;
 
 namespace detail {
 struct KernelData;
@@ -51,6 +53,11 @@ class Kernel {
   /// The LLVM IR the CPU backend makes of it (`optimized`: after LLVM's O3 pipeline for this host);
   /// throws ToolchainError when the library was built without the CPU backend.
   std::string llvm_ir(const Spec& spec, bool optimized = false) const;
+
+  /// The static cost report of a launch of `blocks` blocks at this specialization (include
+  /// vantage/report.hpp; docs/report.md): `values` gives each scalar parameter the Spec does not
+  /// fix, by name, and may give a pointer parameter's length in elements (its extent otherwise).
+  CostReport report(const Spec& spec, const std::map<std::string, std::int64_t>& values, std::int64_t blocks) const;
 
   /// Runs the kernel on `device` with every argument checked first (include vantage/launch.hpp).
   template <class... A>

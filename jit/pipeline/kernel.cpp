@@ -2,10 +2,14 @@
 #ifdef VANTAGE_HAVE_CPU_BACKEND
 #include "jit/cpu/cpu.h"
 #endif
+#include "jit/cost/cost.h"
+#include "jit/ir/eval.h"
+#include "jit/ir/mutate.h"
 #include "jit/ir/printer.h"
 #include "jit/pipeline/handles.h"
 #include "jit/pipeline/pipeline.h"
 #include "vantage/compile.hpp"
+#include "vantage/report.hpp"
 
 namespace vantage {
 namespace detail {
@@ -72,6 +76,57 @@ std::string Kernel::llvm_ir(const Spec& spec, bool optimized) const {
   throw ToolchainError("this build of Vantage has no CPU backend");
 #endif
 }
+CostReport Kernel::report(const Spec& spec, const std::map<std::string, std::int64_t>& values,
+                          std::int64_t blocks) const {
+  if (!data_) throw std::invalid_argument("report: an undefined kernel");
+  if (blocks < 1) throw std::invalid_argument("report: a launch has at least one block, not " + std::to_string(blocks));
+  for (const auto& [name, v] : values) {
+    bool known = false;
+    for (const auto& p : data_->ir->params) known = known || p.name == name;
+    if (!known) throw std::invalid_argument("report: kernel '" + this->name() + "' has no parameter '" + name + "'");
+  }
+  // A specialized parameter's value given among the values specializes the kernel to it.
+  Spec full = spec;
+  for (const auto& p : data_->ir->params)
+    if (p.specialized && values.count(p.name) && !full.sizes.count(p.name)) full.sizes[p.name] = values.at(p.name);
+  auto lk = pipeline::lower_for(*this, full);
+  const auto& params = data_->ir->params;
+  ir::VarMap scalars;
+  std::vector<std::int64_t> args(params.size(), 0);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto& p = params[i];
+    if (!p.var) continue;
+    auto given = values.find(p.name);
+    auto fixed = full.sizes.find(p.name);
+    if (given != values.end()) {
+      args[i] = given->second;
+    } else if (fixed != full.sizes.end()) {
+      args[i] = fixed->second;
+    } else if (!is_integer(p.var->type)) {
+      continue;  // a float or bool value never decides an address or a trip count the report follows
+    } else {
+      throw std::invalid_argument("report: give a value for parameter '" + p.name + "' of kernel '" + this->name() +
+                                  "' (its cost depends on it)");
+    }
+    scalars.emplace(p.var.get(), ir::int_literal(p.var->type, args[i], p.loc));
+  }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto& p = params[i];
+    if (!p.mem) continue;
+    auto given = values.find(p.name);
+    std::optional<std::int64_t> ext;
+    if (given != values.end()) {
+      ext = given->second;
+    } else if (p.extent) {
+      ext = ir::const_int(ir::substitute(p.extent, scalars));
+    }
+    args[i] = ext.value_or(std::int64_t{1} << 40);
+  }
+  cost::Options o;
+  o.blocks = blocks;
+  return cost::analyze(lk.lowered, args, o);
+}
+
 std::string Kernel::ptx(const Spec& spec) const { return compile(*this, spec, Output::Ptx).ptx; }
 std::vector<char> Kernel::cubin(const Spec& spec) const { return compile(*this, spec, Output::Cubin).cubin; }
 

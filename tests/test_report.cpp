@@ -1,0 +1,328 @@
+// The static cost report against costs computed by hand: coalescing in 32-byte sectors, shared-memory
+// bank conflicts in wavefronts, divergent branches, and the report's own speed and honesty (an
+// estimate is never called exact).
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "kernels/paper_kernels.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+const AccessCost& find(const CostReport& r, const std::string& memory, bool write, MemSpace space) {
+  for (const auto& a : r.accesses)
+    if (a.memory == memory && a.write == write && a.space == space) return a;
+  throw std::logic_error("no " + std::string(write ? "store to " : "load of ") + memory + " in\n" + r.text());
+}
+const AccessCost& global_load(const CostReport& r, const std::string& m) { return find(r, m, false, MemSpace::Global); }
+const AccessCost& global_store(const CostReport& r, const std::string& m) { return find(r, m, true, MemSpace::Global); }
+const AccessCost& shared_load(const CostReport& r, const std::string& m) { return find(r, m, false, MemSpace::Shared); }
+const AccessCost& shared_store(const CostReport& r, const std::string& m) { return find(r, m, true, MemSpace::Shared); }
+
+// saxpy over 2^20 floats: every warp reads 32 consecutive floats of x and of y and writes y, 128
+// bytes each, on 128-byte boundaries: 4 sectors per request, the ideal; 2^15 requests each.
+TEST(Report, SaxpyIsFourSectorsPerRequestWithNothingToFix) {
+  const std::int64_t n = 1 << 20;
+  CostReport r = examples::saxpy().report(Spec{}, {{"n", n}}, n / 256);
+  for (const AccessCost* a : {&global_load(r, "x"), &global_load(r, "y"), &global_store(r, "y")}) {
+    EXPECT_EQ(a->requests, n / 32) << r.text();
+    EXPECT_DOUBLE_EQ(a->sectors, 4.0) << r.text();
+    EXPECT_DOUBLE_EQ(a->ideal_sectors, 4.0);
+    EXPECT_DOUBLE_EQ(a->lanes, 32.0);
+    EXPECT_TRUE(a->exact) << r.text();
+    EXPECT_EQ(a->hint, "");
+  }
+  EXPECT_DOUBLE_EQ(r.global_bytes, 3.0 * n * 4);
+  for (const auto& b : r.branches) EXPECT_EQ(b.divergent, 0) << r.text();
+  EXPECT_TRUE(r.exact);
+  EXPECT_LT(r.analysis_ms, 10.0);
+}
+
+// n = 1000 in 4 blocks: the last warp holding elements (threads 992..1023 of the launch) has 8 lanes
+// inside: its request touches one sector, and its bounds test splits it.
+TEST(Report, APartialLastWarpCountsItsLanesAndItsSplit) {
+  CostReport r = examples::saxpy().report(Spec{}, {{"n", 1000}}, 4);
+  const AccessCost& x = global_load(r, "x");
+  EXPECT_EQ(x.requests, 32);  // 31 whole warps and one of 8 lanes
+  EXPECT_DOUBLE_EQ(x.sectors, (31 * 4 + 1) / 32.0);
+  EXPECT_DOUBLE_EQ(x.ideal_sectors, x.sectors);
+  EXPECT_DOUBLE_EQ(x.lanes, (31 * 32 + 8) / 32.0);
+  std::int64_t split = 0;
+  for (const auto& b : r.branches) split += b.divergent;
+  EXPECT_EQ(split, 1) << r.text();
+  EXPECT_TRUE(r.exact);
+}
+
+// One C element per thread, 256 x 256 x 256. In the naive kernel neighbouring threads take
+// neighbouring rows: A's reads are 32 floats K apart (32 sectors), B's one float (a broadcast,
+// 1 sector), C's stores N apart (32). The coalesced one swaps them: A broadcast, B and C 4.
+TEST(Report, TheNaiveSgemmReadsAThirtyTwoSectorsPerRequestAndTheCoalescedFour) {
+  const std::map<std::string, std::int64_t> size = {{"M", 256}, {"N", 256}, {"K", 256}};
+  const std::int64_t blocks = 256 * 256 / 256;
+  CostReport naive = examples::sgemm_naive().report(Spec{}, size, blocks);
+  CostReport coalesced = examples::sgemm_coalesced().report(Spec{}, size, blocks);
+  EXPECT_DOUBLE_EQ(global_load(naive, "A").sectors, 32.0) << naive.text();
+  EXPECT_DOUBLE_EQ(global_load(naive, "A").ideal_sectors, 4.0);
+  EXPECT_NE(global_load(naive, "A").hint.find("stride 256 elements: 32 sectors per request where 4 would do"),
+            std::string::npos)
+      << global_load(naive, "A").hint;
+  EXPECT_DOUBLE_EQ(global_load(naive, "B").sectors, 1.0);
+  EXPECT_DOUBLE_EQ(global_store(naive, "C").sectors, 32.0);
+  EXPECT_DOUBLE_EQ(global_load(coalesced, "A").sectors, 1.0) << coalesced.text();
+  EXPECT_DOUBLE_EQ(global_load(coalesced, "B").sectors, 4.0);
+  EXPECT_DOUBLE_EQ(global_store(coalesced, "C").sectors, 4.0);
+  EXPECT_EQ(global_load(coalesced, "B").hint, "");
+  // K = 256 iterations per thread: 2^16 threads / 32 * 256 requests of A.
+  EXPECT_EQ(global_load(naive, "A").requests, 65536 / 32 * 256);
+  EXPECT_TRUE(naive.exact) << naive.text();
+  EXPECT_TRUE(coalesced.exact) << coalesced.text();
+  // Work: 2 flops per multiply-add, and alpha * acc + beta * c: 2 M N K + 3 M N.
+  EXPECT_DOUBLE_EQ(naive.flops, 2.0 * 256 * 256 * 256 + 3.0 * 256 * 256);
+}
+
+// A 32 x 32 shared tile read down a column: the 32 lanes hit one bank 32 times (32 wavefronts); the
+// padded 32 x 33 tile spreads them over the 32 banks (1). Both write the tile along rows (1).
+TEST(Report, TheTransposeTileHasThirtyTwoWayConflictsAndThePaddedOneNone) {
+  const std::map<std::string, std::int64_t> size = {{"M", 64}, {"N", 64}};
+  CostReport plain = examples::transpose().report(Spec{}, size, 4);
+  CostReport padded = examples::transpose_padded().report(Spec{}, size, 4);
+  EXPECT_EQ(shared_load(plain, "tile").conflict_ways, 32) << plain.text();
+  EXPECT_DOUBLE_EQ(shared_load(plain, "tile").wavefronts, 32.0);
+  EXPECT_DOUBLE_EQ(shared_load(plain, "tile").ideal_wavefronts, 1.0);
+  EXPECT_NE(shared_load(plain, "tile").hint.find("32-way bank conflict"), std::string::npos);
+  EXPECT_NE(shared_load(plain, "tile").hint.find("pad the row to 33"), std::string::npos)
+      << shared_load(plain, "tile").hint;
+  EXPECT_DOUBLE_EQ(shared_store(plain, "tile").wavefronts, 1.0);
+  EXPECT_EQ(shared_load(padded, "tile").conflict_ways, 1) << padded.text();
+  EXPECT_DOUBLE_EQ(shared_load(padded, "tile").wavefronts, 1.0);
+  EXPECT_EQ(shared_load(padded, "tile").hint, "");
+  EXPECT_DOUBLE_EQ(shared_store(padded, "tile").wavefronts, 1.0);
+  // The global sides are coalesced in both: rows of 32 floats.
+  EXPECT_DOUBLE_EQ(global_load(plain, "in").sectors, 4.0);
+  EXPECT_DOUBLE_EQ(global_store(padded, "out").sectors, 4.0);
+  EXPECT_TRUE(plain.exact && padded.exact);
+}
+
+// out[i] = in[i + 1]: each warp's 128 bytes straddle five sectors; the stores are aligned.
+TEST(Report, AMisalignedWarpTouchesFiveSectors) {
+  KernelBuilder k("shifted_copy");
+  auto n = k.param<int>("n");
+  auto in = k.param<GlobalPtr<const float>>("in", extent(n + 1));
+  auto out = k.param<GlobalPtr<float>>("out", extent(n));
+  k.block_threads(256);
+  k.body([&](Scope& g) { lib::for_each(g, out, n, [&](Scope&, Expr i, ElemRef o) { o = in[i + 1]; }); });
+  CostReport r = k.build().report(Spec{}, {{"n", 1 << 16}}, (1 << 16) / 256);
+  EXPECT_DOUBLE_EQ(global_load(r, "in").sectors, 5.0) << r.text();
+  EXPECT_DOUBLE_EQ(global_load(r, "in").ideal_sectors, 4.0);
+  EXPECT_NE(global_load(r, "in").hint.find("do not start on a 32-byte boundary"), std::string::npos);
+  EXPECT_DOUBLE_EQ(global_store(r, "out").sectors, 4.0);
+}
+
+// ---------------------------------------------------------------- the RaCUDA benchmark kernels
+// vectorAdd, matMul and reduce0..reduce3 (paper 004, after the CUDA samples and Harris's reduction
+// talk), written in Vantage, each at two sizes with its costs worked out by hand.
+
+Kernel vector_add() {
+  KernelBuilder k("vectorAdd");
+  auto n = k.param<int>("n");
+  auto A = k.param<GlobalPtr<const float>>("A", extent(n));
+  auto B = k.param<GlobalPtr<const float>>("B", extent(n));
+  auto C = k.param<GlobalPtr<float>>("C", extent(n));
+  k.block_threads(256);
+  k.body([&](Scope& g) { lib::for_each(g, C, n, [&](Scope&, Expr i, ElemRef c) { c = A[i] + B[i]; }); });
+  return k.build();
+}
+
+// One element of C = A * B (N x N) per thread, threads along rows of C.
+Kernel mat_mul() {
+  KernelBuilder k("matMul");
+  auto N = k.param<int>("N");
+  auto A = k.param<GlobalPtr<const float>>("A", extent(N * N));
+  auto B = k.param<GlobalPtr<const float>>("B", extent(N * N));
+  auto C = k.param<GlobalPtr<float>>("C", extent(N * N));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each(g, C, N * N, [&](Scope& s, Expr i, ElemRef c) {
+      auto row = s.let("row", i / N), col = s.let("col", i % N);
+      auto acc = s.let("acc", 0.0f);
+      s.for_("k", 0, N, [&](Scope& s, Expr kk) { s.assign(acc, acc + A[row * N + kk] * B[kk * N + col]); });
+      c = acc;
+    });
+  });
+  return k.build();
+}
+
+// reduce0: interleaved addressing, `t % 2s == 0` (divergent); reduce1: interleaved with a strided
+// index (bank conflicts); reduce2: sequential addressing; reduce3: reduce2 with the first add done
+// while loading (half the blocks). 256 threads; block b sums its elements into out[b].
+Kernel reduction(int variant) {
+  constexpr int T = 256;
+  KernelBuilder k("reduce" + std::to_string(variant));
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto out = k.param<GlobalPtr<float>>("out");
+  k.block_threads(T);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, [&](Scope& b, Expr blk, View out_b) {
+      View sdata = b.shared<float>("sdata", T);
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          sdata, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope& th) {
+              if (variant < 3) {
+                auto i = th.let("i", blk * T + t);
+                mine[0] = select(i < n, x[min(i, n - 1)], 0.0f);
+              } else {
+                auto i = th.let("i", blk * (2 * T) + t);
+                mine[0] = select(i < n, x[min(i, n - 1)], 0.0f) + select(i + T < n, x[min(i + T, n - 1)], 0.0f);
+              }
+            });
+          });
+      if (variant <= 1) {
+        for (int s = 1; s < T; s *= 2) {
+          auto at = [&](Expr i) { return variant == 0 ? t + i : 2 * s * t + i; };
+          b.partition(sdata, thread(1), at, [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope& th) {
+              Expr active = variant == 0 ? t % (2 * s) == 0 : 2 * s * t < T;
+              th.if_(active, [&](Scope&) { mine[0] = mine[0] + mine[s]; });
+            });
+          });
+        }
+      } else {
+        for (int s = T / 2; s > 0; s /= 2)
+          b.partition(
+              sdata, thread(1), [&](Expr i) { return t + i; },
+              [&](Scope& b, View mine) {
+                b.group(thread(1), [&](Scope& th) { th.if_(t < s, [&](Scope&) { mine[0] = mine[0] + mine[s]; }); });
+              });
+      }
+      lib::store_by_one(b, out_b, 0, sdata[0]);
+    });
+  });
+  return k.build();
+}
+
+std::int64_t divergent_ifs(const CostReport& r) {
+  std::int64_t split = 0;
+  for (const auto& b : r.branches)
+    if (b.what == "if") split += b.divergent;
+  return split;
+}
+std::vector<int> shared_ways(const CostReport& r, bool write) {
+  std::vector<int> ways;
+  for (const auto& a : r.accesses)
+    if (a.space == MemSpace::Shared && a.write == write) ways.push_back(a.conflict_ways);
+  return ways;
+}
+
+TEST(Report, RaCudaVectorAdd) {
+  CostReport big = vector_add().report(Spec{}, {{"n", 1 << 16}}, 256);
+  for (const char* m : {"A", "B"}) EXPECT_DOUBLE_EQ(global_load(big, m).sectors, 4.0) << big.text();
+  EXPECT_DOUBLE_EQ(global_store(big, "C").sectors, 4.0);
+  EXPECT_EQ(global_store(big, "C").requests, (1 << 16) / 32);
+  EXPECT_EQ(divergent_ifs(big), 0);
+  CostReport ragged = vector_add().report(Spec{}, {{"n", 1000}}, 4);
+  EXPECT_DOUBLE_EQ(global_load(ragged, "A").sectors, (31 * 4 + 1) / 32.0) << ragged.text();
+  EXPECT_EQ(divergent_ifs(ragged), 1);
+  EXPECT_TRUE(big.exact && ragged.exact);
+}
+
+TEST(Report, RaCudaMatMul) {
+  for (std::int64_t N : {64, 128}) {
+    CostReport r = mat_mul().report(Spec{}, {{"N", N}}, N * N / 256);
+    // A warp is 32 elements of one row of C: A[row][k] is one address for all of them, B[k][col..]
+    // 128 contiguous bytes, and so is the store.
+    EXPECT_DOUBLE_EQ(global_load(r, "A").sectors, 1.0) << r.text();
+    EXPECT_DOUBLE_EQ(global_load(r, "B").sectors, 4.0);
+    EXPECT_DOUBLE_EQ(global_store(r, "C").sectors, 4.0);
+    EXPECT_EQ(global_load(r, "B").requests, N * N / 32 * N);
+    EXPECT_DOUBLE_EQ(r.flops, 2.0 * N * N * N);
+    EXPECT_EQ(divergent_ifs(r), 0);
+    EXPECT_TRUE(r.exact) << r.text();
+  }
+}
+
+TEST(Report, RaCudaReduce0DivergesAtEveryStep) {
+  for (std::int64_t blocks : {8, 64}) {
+    CostReport r = reduction(0).report(Spec{}, {{"n", 256 * blocks}}, blocks);
+    // Per block: s = 1..16 split all 8 warps (40), s = 32 four, s = 64 two, s = 128 one; and the
+    // final store by thread 0 one more.
+    EXPECT_EQ(divergent_ifs(r), 48 * blocks) << r.text();
+    for (int w : shared_ways(r, false)) EXPECT_EQ(w, 1) << r.text();
+    EXPECT_TRUE(r.exact);
+  }
+}
+
+TEST(Report, RaCudaReduce1HasBankConflictsInstead) {
+  for (std::int64_t blocks : {8, 64}) {
+    CostReport r = reduction(1).report(Spec{}, {{"n", 256 * blocks}}, blocks);
+    // Thread t works on word 2 s t: stride 2s words, among t < 128 / s. Ways per step s = 1 .. 128:
+    // 2, 4, 8 (one warp), then 16 lanes on banks 0 and 16 (8), 8 lanes on bank 0 (8), 4, 2, 1.
+    std::vector<int> stores = shared_ways(r, true);
+    ASSERT_EQ(stores.size(), 9u) << r.text();  // the first store, then one per step
+    EXPECT_EQ(std::vector<int>(stores.begin() + 1, stores.end()), (std::vector<int>{2, 4, 8, 8, 8, 4, 2, 1}));
+    // The tree splits a warp only once fewer than 32 threads work: s = 8 .. 128, and the final store.
+    EXPECT_EQ(divergent_ifs(r), 6 * blocks);
+    EXPECT_TRUE(r.exact);
+  }
+}
+
+TEST(Report, RaCudaReduce2And3SplitOnlyInTheLastSteps) {
+  for (int variant : {2, 3})
+    for (std::int64_t blocks : {8, 64}) {
+      const std::int64_t n = 256 * blocks * (variant == 3 ? 2 : 1);
+      CostReport r = reduction(variant).report(Spec{}, {{"n", n}}, blocks);
+      // s = 128, 64, 32 keep whole warps; s = 16, 8, 4, 2, 1 split warp 0; and the final store.
+      EXPECT_EQ(divergent_ifs(r), 6 * blocks) << r.text();
+      for (int w : shared_ways(r, false)) EXPECT_EQ(w, 1);
+      EXPECT_DOUBLE_EQ(global_load(r, "x").sectors, 4.0);
+      EXPECT_EQ(global_load(r, "x").requests, blocks * 8) << "per load of x";
+      EXPECT_TRUE(r.exact);
+    }
+}
+
+// A loaded value deciding a branch or an index makes an estimate, and the report says so.
+TEST(Report, AnIndexFromLoadedDataIsAnEstimate) {
+  KernelBuilder k("gather");
+  auto n = k.param<int>("n");
+  auto idx = k.param<GlobalPtr<const int>>("idx", extent(n));
+  auto in = k.param<GlobalPtr<const float>>("in", extent(n));
+  auto out = k.param<GlobalPtr<float>>("out", extent(n));
+  k.block_threads(128);
+  k.body([&](Scope& g) {
+    lib::for_each(g, out, n, [&](Scope& s, Expr i, ElemRef o) {
+      auto j = s.let("j", idx[i]);
+      s.if_(j >= 0 && j < n, [&](Scope&) { o = in[j]; });
+    });
+  });
+  CostReport r = k.build().report(Spec{}, {{"n", 4096}}, 32);
+  EXPECT_FALSE(r.exact);
+  EXPECT_FALSE(global_load(r, "in").exact) << r.text();
+  EXPECT_TRUE(global_load(r, "idx").exact);
+  EXPECT_NE(r.text().find("~"), std::string::npos);
+}
+
+// Every example's report, at its default sizes, takes at most 10 ms here (the benchmark measures it
+// properly; this keeps a slow analysis from landing unnoticed).
+TEST(Report, EveryExampleIsReportedQuickly) {
+  static const std::regex kIntParam(R"(param (\w+): (i32|i64|u32|u64)\b)");
+  for (const auto& ex : examples::all()) {
+    Kernel kernel = ex.build();
+    Spec spec = ex.spec();
+    std::map<std::string, std::int64_t> values;
+    const std::string all = kernel.ir_text(), head = all.substr(all.find("kernel ")),
+                      ir = head.substr(0, head.find("\n{"));  // the kernel's own parameters
+    for (auto it = std::sregex_iterator(ir.begin(), ir.end(), kIntParam); it != std::sregex_iterator(); ++it)
+      if (!spec.sizes.count((*it)[1].str())) values[(*it)[1].str()] = 256;
+    CostReport r = kernel.report(spec, values, 16);
+    EXPECT_FALSE(r.accesses.empty()) << ex.name;
+    EXPECT_LT(r.analysis_ms, 50.0) << ex.name << ": " << r.analysis_ms << " ms";
+  }
+}
+
+}  // namespace
+}  // namespace vantage
