@@ -306,6 +306,36 @@ TEST(Report, AnIndexFromLoadedDataIsAnEstimate) {
   EXPECT_NE(r.text().find("~"), std::string::npos);
 }
 
+// Placement (paper 003): a small saxpy is not worth the copies to a GPU; a 512^3 sgemm is, by far.
+// The model's figures are its defaults; the buffers' sizes come from the lengths given.
+TEST(Report, PlacementCountsTheCopiesAndTheWork) {
+  CostReport small = examples::saxpy().report(Spec{}, {{"n", 4096}}, 16);
+  ASSERT_EQ(small.buffers.size(), 2u);
+  EXPECT_EQ(small.buffers[0].name, "x");
+  EXPECT_DOUBLE_EQ(small.buffers[0].bytes, 4096.0 * 4);
+  EXPECT_TRUE(small.buffers[0].read && !small.buffers[0].written);
+  EXPECT_TRUE(small.buffers[1].read && small.buffers[1].written);
+  PlacementModel m;
+  Placement p = small.placement(m);
+  // x and y in, y out: three copies of 16 KiB.
+  EXPECT_NEAR(p.transfer_ms, (3 * 16384.0 / m.pcie_bytes_per_s) * 1e3 + 3 * m.transfer_us * 1e-3, 1e-9);
+  EXPECT_FALSE(p.gpu_faster) << p.text();
+  const std::map<std::string, std::int64_t> size = {{"M", 512}, {"N", 512}, {"K", 512}};
+  CostReport big = examples::sgemm_smem().report(Spec{}, size, 16 * 16);
+  Placement q = big.placement(m);
+  EXPECT_TRUE(q.gpu_faster) << q.text();
+  EXPECT_GT(q.cpu_ms, 10 * q.gpu_ms);
+  // Two CPU threads halve the CPU side's per-thread work.
+  PlacementModel two = m;
+  two.cpu_threads = 2;
+  EXPECT_NEAR(big.placement(two).cpu_ms - two.cpu_launch_us * 1e-3, (q.cpu_ms - m.cpu_launch_us * 1e-3) / 2, 1e-9);
+  std::string svg = big.roofline_svg(m);
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.find("roofline of H200: sgemm_smem"), std::string::npos);
+  EXPECT_NE(svg.find("<circle"), std::string::npos) << "the kernel's point";
+  EXPECT_NE(small.roofline_svg(m).find("<circle"), std::string::npos);
+}
+
 // Every example's report, at its default sizes, takes at most 10 ms here (the benchmark measures it
 // properly; this keeps a slow analysis from landing unnoticed).
 TEST(Report, EveryExampleIsReportedQuickly) {

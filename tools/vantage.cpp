@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <map>
 #include <vector>
@@ -43,12 +45,15 @@ Usage:
                                 DEVICE: interpreter (the default), cpu, cpu:THREADS, gpu, gpu:N,
                                 or best; --against-interpreter: on the CPU or a GPU, also run it on
                                 the interpreter and compare the two results
-  vantage report NAME [--size NAME=VALUE...] [--blocks B] [--json] [--arch ARCH] [--threads N]
+  vantage report NAME [--size NAME=VALUE...] [--blocks B] [--json] [--svg FILE] [--arch ARCH]
+                 [--threads N]
                                 the static cost report of a launch (docs/report.md): per access,
                                 global sectors or shared wavefronts per request against the ideal,
                                 with the builder line and a hint; divergent branches; global bytes,
-                                FLOPs, work and span. Sizes default to the example's first run size,
-                                blocks to what its run launches; --json for tools
+                                FLOPs, work and span; where the launch runs faster (the CPU backend on
+                                this host's threads, or an H200 with the copies). Sizes default to the
+                                example's first run size, blocks to what its run launches; --json for
+                                tools; --svg FILE writes the H200 roofline with the kernel on it
   vantage devices               list the devices of this host and which one Device::best() picks
   vantage tune sgemm [OPTIONS]  tune sgemm rung 4 over its tile shapes on a device: every
                                 configuration compiled in parallel, checked and timed, failures
@@ -310,6 +315,7 @@ int report_main(int argc, char** argv) {
   std::string name;
   std::int64_t blocks = 0;
   bool json = false;
+  std::string svg;
   vantage::Spec spec;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
@@ -338,6 +344,9 @@ int report_main(int argc, char** argv) {
       ++i;
     } else if (a == "--json") {
       json = true;
+    } else if (a == "--svg") {
+      svg = v;
+      ++i;
     } else if (a.rfind("--", 0) == 0 || !name.empty()) {
       std::fprintf(stderr, "vantage report: unexpected '%s' (see vantage --help)\n", a.c_str());
       return 2;
@@ -359,7 +368,21 @@ int report_main(int argc, char** argv) {
     vantage::Spec full = ex->spec(spec);
     for (const auto& [k, v] : size) full.sizes.erase(k);  // given values win over the example's own
     vantage::CostReport r = ex->build().report(full, size, blocks);
-    std::printf("%s\n", json ? r.json().c_str() : r.text().c_str());
+    vantage::PlacementModel model;
+    model.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (json) {
+      std::printf("%s\n", r.json().c_str());
+    } else {
+      std::printf("%s  %s\n", r.text().c_str(), r.placement(model).text().c_str());
+    }
+    if (!svg.empty()) {
+      std::ofstream f(svg);
+      f << r.roofline_svg(model);
+      if (!f) {
+        std::fprintf(stderr, "vantage report: cannot write %s\n", svg.c_str());
+        return 1;
+      }
+    }
     return 0;
   } catch (const vantage::CheckError& e) {
     std::fprintf(stderr, "%s", vantage::render_all(e.diagnostics()).c_str());

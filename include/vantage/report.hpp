@@ -43,11 +43,48 @@ struct BranchCost {
   bool exact = true;
 };
 
+/// A global buffer the launch uses: its size (the length given) and whether it is read or written.
+struct BufferUse {
+  std::string name;
+  double bytes = 0;
+  bool read = false, written = false;
+};
+
+/// What the placement advice knows of the two devices (paper 003's primitive cost providers). The CPU
+/// figures were measured on the development machine (docs/report.md); the GPU's are an H200's from
+/// its data sheet, with the transfers over PCIe 5.
+struct PlacementModel {
+  double cpu_ns_per_step = 1.3;                 ///< CPU backend, one host thread: per warp step
+  double cpu_ns_per_byte_cached = 0.008;        ///< ... per byte of global traffic when the buffers fit the cache
+  double cpu_ns_per_byte = 0.027;               ///< ... and when they do not
+  double cpu_cache_bytes = 32.0 * 1024 * 1024;  ///< the last-level cache
+  double cpu_launch_us = 1;                     ///< a launch's fixed cost (the pool, the argument checks)
+  int cpu_threads = 1;                          ///< host threads the CPU backend uses
+  std::string gpu = "H200";
+  double gpu_bytes_per_s = 4.8e12;   ///< HBM bandwidth
+  double gpu_flops = 6.7e13;         ///< f32 FMA peak without tensor cores
+  double gpu_steps_per_s = 2.6e11;   ///< warp steps: 132 SMs x 4 schedulers x 1.98 GHz / 4 instructions a step
+  double gpu_launch_us = 5;          ///< a launch's latency
+  double pcie_bytes_per_s = 2.5e10;  ///< host to device and back, each way
+  double transfer_us = 10;           ///< a copy's fixed cost
+};
+
+/// Where a launch of this size runs faster, counting the copies a GPU needs (inputs in, outputs out).
+struct Placement {
+  double cpu_ms = 0;         ///< the CPU backend, everything included
+  double gpu_kernel_ms = 0;  ///< the kernel alone: max(bytes / bandwidth, flops / peak, steps / issue rate) + launch
+  double transfer_ms = 0;    ///< the inputs to the GPU and the outputs back
+  double gpu_ms = 0;         ///< the two together
+  bool gpu_faster = false;
+  std::string text() const;
+};
+
 struct CostReport {
   std::string kernel;
   std::int64_t blocks = 0, threads_per_block = 0;
   std::vector<AccessCost> accesses;  ///< in order of first execution
   std::vector<BranchCost> branches;  ///< those that are ever evaluated
+  std::vector<BufferUse> buffers;    ///< the global buffers, in parameter order
   double global_bytes = 0;           ///< sectors moved from and to global memory, in bytes
   double flops = 0;                  ///< floating-point operations (an fma counts 2) over the launch
   double work = 0;                   ///< warp steps (statements a warp executes) over the launch
@@ -62,6 +99,11 @@ struct CostReport {
   /// the hint; then the kernel's totals.
   std::string text() const;
   std::string json() const;
+  /// The placement advice (docs/report.md): the CPU backend's time, the GPU's with the copies.
+  Placement placement(const PlacementModel& model = {}) const;
+  /// An SVG roofline of the model's GPU with the kernel's point (its intensity and the FLOP/s the
+  /// estimate gives it).
+  std::string roofline_svg(const PlacementModel& model = {}) const;
 };
 
 }  // namespace vantage

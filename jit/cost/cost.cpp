@@ -152,6 +152,7 @@ class Analyzer {
       if (i < l.user_params) {
         if (i >= values.size()) throw InternalError("cost: a value for every parameter");
         v = values[i];
+        lengths_.push_back(v);
         if (p.mem) lengths.push_back(v);
       } else {
         std::size_t h = i - l.user_params;  // the hidden lengths, one per pointer in order
@@ -245,6 +246,17 @@ class Analyzer {
       c.exact = !b->inexact;
       r.exact = r.exact && c.exact;
       r.branches.push_back(std::move(c));
+    }
+    const KernelNode& k = l_.kernel;
+    for (std::size_t i = 0; i < l_.user_params && i < k.params.size(); ++i) {
+      const ParamNode& p = k.params[i];
+      if (!p.mem || p.mem->space != MemSpace::Global) continue;
+      BufferUse b;
+      b.name = p.name;
+      b.bytes = static_cast<double>(lengths_[i]) * type_bytes(p.mem->elem);
+      for (const auto& a : r.accesses)
+        if (a.memory == p.name && a.space == MemSpace::Global) (a.write ? b.written : b.read) = true;
+      r.buffers.push_back(std::move(b));
     }
     r.analysis_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return r;
@@ -892,6 +904,7 @@ class Analyzer {
   Options opt_;
   std::int64_t T_;
   std::unordered_map<const VarNode*, std::int64_t> params_;
+  std::vector<std::int64_t> lengths_;  ///< per user parameter: its value (a pointer's length)
   std::unordered_map<const VarNode*, Lanes> vars_;
   std::vector<Frame> frames_;
   std::vector<LoopState> loops_;

@@ -1,4 +1,6 @@
 // Vantage cost report rendering: the table and the JSON form of a CostReport (docs/report.md).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -106,6 +108,78 @@ std::string CostReport::json() const {
     j["branches"].push_back(std::move(x));
   }
   return j.dump(2);
+}
+
+Placement CostReport::placement(const PlacementModel& m) const {
+  Placement p;
+  const double threads = std::max(1.0, std::min<double>(m.cpu_threads, static_cast<double>(blocks)));
+  double footprint = 0;
+  for (const auto& b : buffers) footprint += b.bytes;
+  const double per_byte = footprint <= m.cpu_cache_bytes ? m.cpu_ns_per_byte_cached : m.cpu_ns_per_byte;
+  p.cpu_ms = ((work * m.cpu_ns_per_step + global_bytes * per_byte) / threads) * 1e-6 + m.cpu_launch_us * 1e-3;
+  const double memory_s = global_bytes / m.gpu_bytes_per_s, compute_s = flops / m.gpu_flops,
+               issue_s = work / m.gpu_steps_per_s;
+  p.gpu_kernel_ms = std::max({memory_s, compute_s, issue_s}) * 1e3 + m.gpu_launch_us * 1e-3;
+  double in = 0, out = 0;
+  int copies = 0;
+  for (const auto& b : buffers) {
+    if (b.read) in += b.bytes, ++copies;
+    if (b.written) out += b.bytes, ++copies;
+  }
+  p.transfer_ms = ((in + out) / m.pcie_bytes_per_s) * 1e3 + copies * m.transfer_us * 1e-3;
+  p.gpu_ms = p.gpu_kernel_ms + p.transfer_ms;
+  p.gpu_faster = p.gpu_ms < p.cpu_ms;
+  return p;
+}
+
+std::string Placement::text() const {
+  return "placement: the CPU backend " + num(cpu_ms) + " ms; the GPU " + num(gpu_ms) + " ms (kernel " +
+         num(gpu_kernel_ms) + " ms, copies " + num(transfer_ms) + " ms): run it on the " +
+         (gpu_faster ? "GPU" : "CPU backend");
+}
+
+std::string CostReport::roofline_svg(const PlacementModel& m) const {
+  // Log-log axes: intensity 1/64 .. 1024 FLOP/byte, 1e9 .. 1e15 FLOP/s.
+  const double x0 = std::log10(1.0 / 64), x1 = std::log10(1024.0), y0 = 9, y1 = 15;
+  const double W = 640, H = 420, L = 70, B = 50, R = 20, T = 30;
+  auto X = [&](double ai) { return L + (std::log10(ai) - x0) / (x1 - x0) * (W - L - R); };
+  auto Y = [&](double f) { return H - B - (std::log10(f) - y0) / (y1 - y0) * (H - B - T); };
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o << "<text x=\"" << W / 2 << "\" y=\"18\" text-anchor=\"middle\">roofline of " << m.gpu << ": " << kernel
+    << "</text>\n";
+  for (int e = -1; e <= 3; ++e) {
+    const double ai = std::pow(10.0, e);
+    o << "<line x1=\"" << X(ai) << "\" y1=\"" << T << "\" x2=\"" << X(ai) << "\" y2=\"" << H - B
+      << "\" stroke=\"#ddd\"/><text x=\"" << X(ai) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">" << num(ai)
+      << "</text>\n";
+  }
+  for (int e = 9; e <= 15; ++e)
+    o << "<line x1=\"" << L << "\" y1=\"" << Y(std::pow(10.0, e)) << "\" x2=\"" << W - R << "\" y2=\""
+      << Y(std::pow(10.0, e)) << "\" stroke=\"#ddd\"/><text x=\"" << L - 6 << "\" y=\"" << Y(std::pow(10.0, e)) + 4
+      << "\" text-anchor=\"end\">1e" << e << "</text>\n";
+  o << "<text x=\"" << W / 2 << "\" y=\"" << H - 12 << "\" text-anchor=\"middle\">FLOP per byte of global "
+    << "memory</text>\n<text x=\"16\" y=\"" << H / 2 << "\" transform=\"rotate(-90 16 " << H / 2
+    << ")\" text-anchor=\"middle\">FLOP/s</text>\n";
+  // The roof: bandwidth x intensity up to the ridge, then the compute peak.
+  const double ridge = m.gpu_flops / m.gpu_bytes_per_s, lo = std::pow(10.0, x0), hi = std::pow(10.0, x1);
+  o << "<polyline fill=\"none\" stroke=\"#c33\" stroke-width=\"2\" points=\"" << X(lo) << ","
+    << Y(std::max(1e9, lo * m.gpu_bytes_per_s)) << " " << X(ridge) << "," << Y(m.gpu_flops) << " " << X(hi) << ","
+    << Y(m.gpu_flops) << "\"/>\n";
+  const Placement p = placement(m);
+  const double ai = intensity(), achieved = p.gpu_kernel_ms > 0 ? flops / (p.gpu_kernel_ms * 1e-3) : 0;
+  if (ai > 0 && achieved > 0) {
+    const double cx = X(std::clamp(ai, lo, hi)), cy = Y(std::clamp(achieved, 1e9, 1e15));
+    o << "<circle cx=\"" << cx << "\" cy=\"" << cy << "\" r=\"5\" fill=\"#36c\"/><text x=\"" << cx + 8 << "\" y=\""
+      << cy - 6 << "\">" << kernel << " (" << num(ai) << " FLOP/B, " << num(achieved / 1e12)
+      << " TFLOP/s estimated)</text>\n";
+  } else {
+    o << "<text x=\"" << L + 10 << "\" y=\"" << T + 20 << "\">no floating-point work: not on the roofline</text>\n";
+  }
+  o << "</svg>\n";
+  return o.str();
 }
 
 }  // namespace vantage
