@@ -72,7 +72,7 @@ struct PlacementModel {
 /// Where a launch of this size runs faster, counting the copies a GPU needs (inputs in, outputs out).
 struct Placement {
   double cpu_ms = 0;         ///< the CPU backend, everything included
-  double gpu_kernel_ms = 0;  ///< the kernel alone: max(bytes / bandwidth, flops / peak, steps / issue rate) + launch
+  double gpu_kernel_ms = 0;  ///< the kernel alone: max(bytes / bandwidth, flops / peak, W / P + S) + launch
   double transfer_ms = 0;    ///< the inputs to the GPU and the outputs back
   double gpu_ms = 0;         ///< the two together
   bool gpu_faster = false;

@@ -117,8 +117,13 @@ Placement CostReport::placement(const PlacementModel& m) const {
   for (const auto& b : buffers) footprint += b.bytes;
   const double per_byte = footprint <= m.cpu_cache_bytes ? m.cpu_ns_per_byte_cached : m.cpu_ns_per_byte;
   p.cpu_ms = ((work * m.cpu_ns_per_step + global_bytes * per_byte) / threads) * 1e-6 + m.cpu_launch_us * 1e-3;
+  // Brent's bound in warp steps: the work spread over the issue rate, plus the span of a block once
+  // per wave of blocks the GPU holds at a time.
+  const double resident = std::max(1.0, std::floor(static_cast<double>(m.gpu_threads_per_sm) /
+                                                   std::max<double>(1, static_cast<double>(threads_per_block))));
+  const double waves = std::ceil(static_cast<double>(blocks) / (m.gpu_sms * resident));
   const double memory_s = global_bytes / m.gpu_bytes_per_s, compute_s = flops / m.gpu_flops,
-               issue_s = work / m.gpu_steps_per_s;
+               issue_s = work / m.gpu_steps_per_s + span * waves * m.gpu_step_s;
   p.gpu_kernel_ms = std::max({memory_s, compute_s, issue_s}) * 1e3 + m.gpu_launch_us * 1e-3;
   double in = 0, out = 0;
   int copies = 0;
