@@ -61,9 +61,12 @@ struct PlacementModel {
   double cpu_launch_us = 1;                     ///< a launch's fixed cost (the pool, the argument checks)
   int cpu_threads = 1;                          ///< host threads the CPU backend uses
   std::string gpu = "H200";
-  double gpu_bytes_per_s = 4.8e12;   ///< HBM bandwidth
-  double gpu_flops = 6.7e13;         ///< f32 FMA peak without tensor cores
-  double gpu_steps_per_s = 2.6e11;   ///< warp steps: 132 SMs x 4 schedulers x 1.98 GHz / 4 instructions a step
+  double gpu_bytes_per_s = 4.8e12;  ///< HBM bandwidth
+  double gpu_flops = 6.7e13;        ///< f32 FMA peak without tensor cores
+  double gpu_steps_per_s = 2.6e11;  ///< warp steps: 132 SMs x 4 schedulers x 1.98 GHz / 4 instructions a step
+  double gpu_step_s = 2.0e-9;       ///< one warp step of one warp: 4 instructions at 1.98 GHz
+  int gpu_sms = 132;
+  int gpu_threads_per_sm = 2048;
   double gpu_launch_us = 5;          ///< a launch's latency
   double pcie_bytes_per_s = 2.5e10;  ///< host to device and back, each way
   double transfer_us = 10;           ///< a copy's fixed cost
