@@ -252,6 +252,14 @@ int run_main(int argc, char** argv) {
     return 1;
   }
   const vantage::Device& device = *chosen;
+  // Left to choose, and with no GPU to choose, a GPU-only example has nowhere to run: say so.
+  if (device_name == "best" && !device.is_gpu() && !find(name)->runs_on_host()) {
+    std::printf(
+        "%s: uses Hopper instructions only a GPU runs; no GPU here, so not run (checked and compiled: "
+        "vantage compile %s)\n",
+        name.c_str(), name.c_str());
+    return 0;
+  }
   std::vector<std::map<std::string, std::int64_t>> sizes;
   try {
     if (size.empty())
