@@ -180,6 +180,17 @@ int check_one(const vantage::examples::Example& ex) {
   }
 }
 
+/// `--size NAME=VALUE` into `size`; false (after saying why) when it is not of that form.
+bool add_size(const char* cmd, const std::string& v, std::map<std::string, std::int64_t>& size) {
+  auto eq = v.find('=');
+  if (eq == std::string::npos) {
+    std::fprintf(stderr, "vantage %s: --size wants NAME=VALUE, not '%s'\n", cmd, v.c_str());
+    return false;
+  }
+  size[v.substr(0, eq)] = std::atoll(v.substr(eq + 1).c_str());
+  return true;
+}
+
 int run_main(int argc, char** argv) {
   vantage::InterpreterOptions io;
   std::map<std::string, std::int64_t> size;
@@ -189,12 +200,7 @@ int run_main(int argc, char** argv) {
     std::string a = argv[i];
     std::string v = i + 1 < argc ? argv[i + 1] : "";
     if (a == "--size") {
-      auto eq = v.find('=');
-      if (eq == std::string::npos) {
-        std::fprintf(stderr, "vantage run: --size wants NAME=VALUE, not '%s'\n", v.c_str());
-        return 2;
-      }
-      size[v.substr(0, eq)] = std::atoll(v.substr(eq + 1).c_str());
+      if (!add_size("run", v, size)) return 2;
       ++i;
     } else if (a == "--order") {
       if (v == "forward") {
@@ -329,12 +335,7 @@ int report_main(int argc, char** argv) {
     std::string a = argv[i];
     std::string v = i + 1 < argc ? argv[i + 1] : "";
     if (a == "--size") {
-      auto eq = v.find('=');
-      if (eq == std::string::npos) {
-        std::fprintf(stderr, "vantage report: --size wants NAME=VALUE, not '%s'\n", v.c_str());
-        return 2;
-      }
-      size[v.substr(0, eq)] = std::atoll(v.substr(eq + 1).c_str());
+      if (!add_size("report", v, size)) return 2;
       ++i;
     } else if (a == "--blocks") {
       blocks = std::atoll(v.c_str());
