@@ -28,7 +28,9 @@ bool integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
 /// A value in each lane of a warp; `known` marks the lanes whose value the analysis knows (integers
 /// and bools computed from the launch's numbers; never a loaded value).
 struct Lanes {
-  std::array<std::int64_t, kLanes> v{};
+  // Left uninitialised (this is the analysis' inner loop): a lane's value is read only where `known`
+  // has its bit, and every write sets the bit.
+  std::array<std::int64_t, kLanes> v;
   Mask known = 0;
   bool uniform = false;  ///< every lane holds v[0] (and every lane is known)
   static Lanes all(std::int64_t x) {
@@ -348,6 +350,30 @@ class Analyzer {
       r.known = both;
       return r;
     }
+    if (t == ScalarType::I64 && !shift) {
+      const BinOp op = n.op;
+      each(both, [&](int i) {
+        const std::int64_t x = a.v[i], y = b.v[i];
+        std::int64_t z;
+        switch (op) {
+          case BinOp::Add:
+            if (__builtin_add_overflow(x, y, &z)) z = binary_op(op, t, x, y);
+            break;
+          case BinOp::Sub:
+            if (__builtin_sub_overflow(x, y, &z)) z = binary_op(op, t, x, y);
+            break;
+          case BinOp::Mul:
+            if (__builtin_mul_overflow(x, y, &z)) z = binary_op(op, t, x, y);
+            break;
+          case BinOp::Lt: z = x < y; break;
+          case BinOp::Ge: z = x >= y; break;
+          default: z = binary_op(op, t, x, y); break;
+        }
+        r.v[i] = z;
+      });
+      r.known = both;
+      return r;
+    }
     each(both, [&](int i) { r.v[i] = one(a.v[i], b.v[i]); });
     r.known = m & a.known & b.known;
     // A known false (or true) decides && (||) whatever the other side is.
@@ -430,7 +456,7 @@ class Analyzer {
       cur = x;
       return;
     }
-    each(m, [&](int i) { cur.v[i] = x.v[i]; });
+    each(m & x.known, [&](int i) { cur.v[i] = x.v[i]; });
     cur.known = (cur.known & ~m) | (x.known & m);
     cur.uniform = false;
   }
@@ -494,7 +520,8 @@ class Analyzer {
       exact_ = false;
       br.exec += weight_;
       Lanes v = b;
-      v.known = m;
+      v.known = m & b.known;
+      v.uniform = false;
       set(n.var.get(), v, m);
       run_body(n.body, m);
       return;
@@ -683,8 +710,8 @@ class Analyzer {
       if (a.mem) {
         MemRef r = resolve(a.mem.get());
         Lanes o = eval(a.value, m);
-        each(m, [&](int k) { r.offset.v[k] += o.v[k]; });
-        r.offset.known &= o.known;
+        r.offset.known &= o.known & m;
+        each(r.offset.known, [&](int k) { r.offset.v[k] += o.v[k]; });
         r.offset.uniform = r.offset.uniform && o.uniform;
         fr.mems[p.mem.get()] = r;
       } else if (p.var) {
