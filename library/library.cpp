@@ -543,6 +543,11 @@ void mma_load_a(Scope& w, const View& frag, const View& src, const ExprArg& ld, 
                 const ExprArg& col0, Loc loc) {
   Var lane = w.let(frag.name() + "_lane", w.id(thread(1), loc), loc);
   const Expr g = lane / 4, t = lane % 4, L = ld.expr, r0 = row0.expr, c0 = col0.expr;
+  if (frag.elem() == ScalarType::F16 || frag.elem() == ScalarType::BF16) {
+    for (int e = 0; e < 8; ++e)
+      frag[IndexArg(e, loc)] = src[IndexArg((r0 + g + 8 * (e / 2 % 2)) * L + c0 + 2 * t + e % 2 + 8 * (e / 4), loc)];
+    return;
+  }
   const int rows[] = {0, 8, 0, 8}, cols[] = {0, 0, 4, 4};
   for (int e = 0; e < 4; ++e) frag[IndexArg(e, loc)] = src[IndexArg((r0 + g + rows[e]) * L + c0 + t + cols[e], loc)];
 }
@@ -551,6 +556,11 @@ void mma_load_b(Scope& w, const View& frag, const View& src, const ExprArg& ld, 
                 const ExprArg& col0, Loc loc) {
   Var lane = w.let(frag.name() + "_lane", w.id(thread(1), loc), loc);
   const Expr g = lane / 4, t = lane % 4, L = ld.expr, r0 = row0.expr, c0 = col0.expr;
+  if (frag.elem() == ScalarType::F16 || frag.elem() == ScalarType::BF16) {
+    for (int e = 0; e < 4; ++e)
+      frag[IndexArg(e, loc)] = src[IndexArg((r0 + 2 * t + e % 2 + 8 * (e / 2)) * L + c0 + g, loc)];
+    return;
+  }
   for (int e = 0; e < 2; ++e) frag[IndexArg(e, loc)] = src[IndexArg((r0 + t + 4 * e) * L + c0 + g, loc)];
 }
 

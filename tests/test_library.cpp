@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -590,6 +591,76 @@ TEST(Library, TileHelpersRefuseWhatTheyCannotDoAtTheCallersLine) {
   } catch (const CheckError& e) {
     EXPECT_TRUE(testing::has_diag(e, "V0913", async_line, "tests/test_library.cpp")) << render_all(e.diagnostics());
     EXPECT_TRUE(testing::has_diag(e, "V0913", steps_line, "tests/test_library.cpp")) << render_all(e.diagnostics());
+  }
+}
+}  // namespace
+}  // namespace vantage
+
+namespace vantage {
+namespace {
+// The 16-bit fragments of mma_load_a / mma_load_b (m16n8k16): one warp computes C (16 x 8) = A (16 x
+// 32) * B (32 x 8) in bf16 in two K steps, straight from global memory, on every host device, and
+// NVRTC compiles it. Small integers make every product and sum exact.
+TEST(Library, SixteenBitMmaFragmentsGiveTheProductOnEveryDevice) {
+  KernelBuilder k("bf16_mma");
+  auto A = k.param<GlobalPtr<const bfloat16>>("A", extent(16 * 32));
+  auto B = k.param<GlobalPtr<const bfloat16>>("B", extent(32 * 8));
+  auto C = k.param<GlobalPtr<float>>("C", extent(16 * 8));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, C, 16 * 8, [&](Scope& b, Expr, View c) {
+      auto lane = b.let("lane", b.id(thread(1)));
+      View acc = b.local_array("acc", ScalarType::F32, 4, at(thread(1)));
+      View fa = b.local_array("fa", ScalarType::BF16, 8, at(thread(1)));
+      View fb = b.local_array("fb", ScalarType::BF16, 4, at(thread(1)));
+      for (int e = 0; e < 4; ++e) acc[e] = 0.0f;
+      b.group(warp(), [&](Scope& w) {
+        for (int k0 = 0; k0 < 32; k0 += 16) {
+          lib::mma_load_a(w, fa, A, 32, 0, k0);
+          lib::mma_load_b(w, fb, B, 8, k0, 0);
+          w.mma_sync(MmaKind::BF16_M16N8K16, acc, fa, fb, acc);
+        }
+      });
+      b.partition(
+          c, thread(1), [&](Expr i) { return (lane / 4 + i / 2 * 8) * 8 + lane % 4 * 2 + i % 2; },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope&) {
+              for (int e = 0; e < 4; ++e) mine[e] = acc[e];
+            });
+          });
+    });
+  });
+  Kernel kernel = k.build();
+  auto bf16 = [](float f) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return bfloat16{static_cast<std::uint16_t>(bits >> 16)};
+  };
+  std::vector<bfloat16> a(16 * 32), b(32 * 8);
+  std::vector<double> fa(a.size()), fb(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = bf16(static_cast<float>(fa[i] = static_cast<double>(i * 3 % 7) - 3));
+  for (std::size_t i = 0; i < b.size(); ++i)
+    b[i] = bf16(static_cast<float>(fb[i] = static_cast<double>(i * 5 % 9) - 4));
+  std::vector<float> want(16 * 8);
+  for (int r = 0; r < 16; ++r)
+    for (int col = 0; col < 8; ++col) {
+      double s = 0;
+      for (int p = 0; p < 32; ++p)
+        s += fa[static_cast<std::size_t>(r * 32 + p)] * fb[static_cast<std::size_t>(p * 8 + col)];
+      want[static_cast<std::size_t>(r * 8 + col)] = static_cast<float>(s);
+    }
+  std::vector<Device> devices = {Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  for (const Device& d : devices) {
+    std::vector<float> got(16 * 8, -1.0f);
+    kernel.launch(d, Grid{1, 32}, std::as_const(a), std::as_const(b), got);
+    EXPECT_EQ(got, want) << d.name();
+  }
+  if (nvrtc_available()) {
+    Compiled compiled = compile(kernel, Spec{});
+    EXPECT_EQ(compiled.log, "");
+    EXPECT_NE(compiled.spec.source.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), std::string::npos);
   }
 }
 }  // namespace

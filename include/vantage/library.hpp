@@ -155,14 +155,17 @@ Var block_reduce(Scope& block, std::string name, const ExprArg& value, Op op,
 Var block_inclusive_scan(Scope& block, std::string name, const ExprArg& value, Op op, Var* total = nullptr,
                          std::source_location loc = std::source_location::current());
 
-/// Fragments of a tf32 `mma_sync(MmaKind::TF32_M16N8K8, d, a, b, c)`, as PTX lays them out over the
-/// lanes of a warp (g = lane / 4, t = lane % 4). At thread(32); `src` is read, never written, so it may
-/// be shared memory the whole block reads, and the fragments are thread-local arrays of floats.
-/// A: the 16 x 8 tile at (row0, col0) of the row-major `src` with rows `ld` apart, into 4 floats:
-/// (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4).
+/// Fragments of `mma_sync`, as PTX lays them out over the lanes of a warp (g = lane / 4, t = lane %
+/// 4), chosen by the fragment's element type: f32 for tf32 m16n8k8, f16 or bf16 for m16n8k16. At
+/// thread(32); `src` is read, never written, so it may be shared memory the whole block reads, and
+/// the fragments are thread-local arrays.
+/// A, tf32: the 16 x 8 tile at (row0, col0) of the row-major `src` with rows `ld` apart, into 4
+/// floats: (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4). A, 16-bit: the 16 x 16 tile into 8
+/// elements: (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1), then the same 8 columns on.
 void mma_load_a(Scope& warp, const View& frag, const View& src, const ExprArg& ld, const ExprArg& row0,
                 const ExprArg& col0, std::source_location loc = std::source_location::current());
-/// B: the 8 x 8 tile (k x n) at (row0, col0), into 2 floats: (t, g), (t + 4, g).
+/// B, tf32: the 8 x 8 tile (k x n) at (row0, col0), into 2 floats: (t, g), (t + 4, g). B, 16-bit:
+/// the 16 x 8 tile into 4 elements: (2t, g), (2t + 1, g), (2t + 8, g), (2t + 9, g).
 void mma_load_b(Scope& warp, const View& frag, const View& src, const ExprArg& ld, const ExprArg& row0,
                 const ExprArg& col0, std::source_location loc = std::source_location::current());
 /// The accumulator's place: element e (0..3) of a lane's C or D fragment of a 16 x 8 tile is at
