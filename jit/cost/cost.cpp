@@ -91,11 +91,6 @@ void each(Mask m, F&& f) {
   }
 }
 
-std::int64_t clamp_exact(ScalarType t, std::int64_t v) {
-  __int128 x = ir::exact(t, v);
-  return x > INT64_MAX ? INT64_MAX : static_cast<std::int64_t>(x);
-}
-
 /// Where a sampled execution stands: the reference (a loop's first iteration, the second block) or
 /// a representative counted for many (a loop's second iteration, the middle block).
 struct SampleFrame {
@@ -681,8 +676,8 @@ class Analyzer {
       std::int64_t src = -1, d = a[1].v[i];
       switch (n.op) {
         case IntrinsicOp::ShflXor: src = i ^ (d & 31); break;
-        case IntrinsicOp::ShflDown: src = i + d < kLanes ? i + d : i; break;
-        case IntrinsicOp::ShflUp: src = i - d >= 0 ? i - d : i; break;
+        case IntrinsicOp::ShflDown: src = d >= 0 && d < kLanes && i + d < kLanes ? i + d : i; break;
+        case IntrinsicOp::ShflUp: src = d >= 0 && d < kLanes && i - d >= 0 ? i - d : i; break;
         case IntrinsicOp::ShflIdx: src = d & 31; break;
         default: return;
       }
@@ -822,7 +817,12 @@ class Analyzer {
       auto off = l_.shared_offsets.find(root);
       base = frames_.back().smem + (off != l_.shared_offsets.end() ? off->second : 0);
     }
-    each(known, [&](int i) { addr[i] = base + (clamp_exact(ScalarType::I64, idx.v[i]) + r.offset.v[i]) * eb; });
+    // In 128 bits, then held to +-2^60: an index far outside any buffer still has a definite address.
+    each(known, [&](int i) {
+      const __int128 a = base + (static_cast<__int128>(idx.v[i]) + r.offset.v[i]) * eb;
+      const __int128 lim = static_cast<__int128>(1) << 60;
+      addr[i] = static_cast<std::int64_t>(a > lim ? lim : a < -lim ? -lim : a);
+    });
     const Measure here = measure(addr, known, bytes, global);
     if (s.weight == 0 && std::popcount(known) > 1) {
       const int i0 = std::countr_zero(known), i1 = std::countr_zero(known & (known - 1));
@@ -860,7 +860,9 @@ class Analyzer {
             first = false;
             ok = ok && di == d;
           });
-        ok = ok && d % f->distance == 0;
+        // (A step too large to multiply by the count safely is no affine walk through a buffer.)
+        ok = ok && d % f->distance == 0 && std::llabs(d / f->distance) < (std::int64_t{1} << 30) &&
+             f->count < (std::int64_t{1} << 30);
         if (ok) {
           const std::int64_t step = d / f->distance;
           const std::int64_t reps = period / std::gcd(((step % period) + period) % period, period);
