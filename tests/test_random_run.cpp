@@ -439,7 +439,7 @@ struct Buffers {
 TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
   int programs = 300;
   if (const char* env = std::getenv("VANTAGE_RANDOM_RUNS")) programs = std::max(1, std::atoi(env));
-  int ran = 0, rejected = 0, on_cpu = 0, jumps = 0;
+  int ran = 0, rejected = 0, on_cpu = 0, jumps = 0, reported = 0;
   std::int64_t statements = 0;
   for (int seed = 0; seed < programs; ++seed) {
     SafeGen gen(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dULL + 7);
@@ -491,8 +491,20 @@ TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
         ADD_FAILURE() << "seed " << seed << ", CPU backend: " << e.what() << "\n" << k.lowered(Spec{});
       }
     }
+    // The cost report follows every accepted program without failing (loops left early, calls,
+    // returns, data-dependent branches: estimates, never an internal error).
+    try {
+      const std::int64_t slots = static_cast<std::int64_t>(gen.blocks) * gen.threads * kSlots;
+      CostReport r = k.report(Spec{}, {{"n", 5}, {"out", slots}, {"fout", slots}}, gen.blocks);
+      ++reported;
+      for (const auto& a : r.accesses)
+        EXPECT_TRUE(a.lanes >= 0 && a.lanes <= 32 && a.sectors >= 0 && a.wavefronts >= 0) << "seed " << seed;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "seed " << seed << ", cost report: " << e.what() << "\n" << k.lowered(Spec{});
+    }
     ++ran;
   }
+  EXPECT_EQ(reported, ran);
   std::printf(
       "random runs: %d programs ran under two orders (%lld thread-statements), %d also on the CPU "
       "backend, %d rejected, %d leave a loop early\n",
