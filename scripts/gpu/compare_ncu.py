@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Compares Vantage's static cost report with Nsight Compute's counters for one launch (issue 12).
+
+usage: compare_ncu.py NCU_CSV REPORT_JSON
+NCU_CSV is `ncu --csv --metrics ...` output for the launch; REPORT_JSON is `vantage report NAME --json`
+for the same sizes. Prints one line per metric (report, ncu, ratio) and exits 1 when a metric the
+report calls exact differs from ncu's by more than 1%.
+"""
+import csv
+import json
+import sys
+
+METRICS = {
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": ("global", False, "sectors"),
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": ("global", True, "sectors"),
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": ("global", False, "requests"),
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": ("global", True, "requests"),
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": ("shared", False, "wavefronts"),
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": ("shared", True, "wavefronts"),
+}
+
+
+def ncu_values(path):
+    values = {}
+    with open(path) as f:
+        rows = [r for r in csv.reader(line for line in f if line.startswith('"'))]
+    if not rows:
+        return values
+    header = rows[0]
+    name_col, value_col = header.index("Metric Name"), header.index("Metric Value")
+    for r in rows[1:]:
+        try:
+            values[r[name_col]] = values.get(r[name_col], 0.0) + float(r[value_col].replace(",", ""))
+        except ValueError:
+            pass
+    return values
+
+
+def report_values(path):
+    rep = json.load(open(path))
+    totals, exact = {}, {}
+    for a in rep["accesses"]:
+        for metric, (space, write, what) in METRICS.items():
+            if a["space"] != space or a["write"] != write:
+                continue
+            if what == "requests":
+                add = a["requests"]
+            elif what == "sectors":
+                add = a["requests"] * a["sectors_per_request"]
+            else:
+                add = a["requests"] * a["wavefronts_per_request"]
+            totals[metric] = totals.get(metric, 0.0) + add
+            exact[metric] = exact.get(metric, True) and a["exact"]
+    return totals, exact
+
+
+def main():
+    ncu = ncu_values(sys.argv[1])
+    rep, exact = report_values(sys.argv[2])
+    bad = 0
+    for metric in METRICS:
+        r, n = rep.get(metric, 0.0), ncu.get(metric)
+        if n is None:
+            print(f"{metric}: report {r:.0f}, ncu (not measured)")
+            continue
+        ratio = r / n if n else (1.0 if r == 0 else float("inf"))
+        off = abs(ratio - 1.0) > 0.01
+        mark = "" if not off else (" DIFFERENT" if exact.get(metric, True) else " (the report's estimate)")
+        print(f"{metric}: report {r:.0f}, ncu {n:.0f}, ratio {ratio:.4f}{mark}")
+        bad += off and exact.get(metric, True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
