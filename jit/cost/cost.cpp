@@ -33,6 +33,7 @@ struct Lanes {
   std::array<std::int64_t, kLanes> v;
   Mask known = 0;
   bool uniform = false;  ///< every lane holds v[0] (and every lane is known)
+  Lanes() {}             // NOLINT: user-provided, so that Lanes{} does not zero v
   static Lanes all(std::int64_t x) {
     Lanes l;
     l.v.fill(x);
@@ -765,7 +766,7 @@ class Analyzer {
     const int words = std::max(1, bytes / 4);
     const int per_phase = kLanes / words;
     for (int p = 0; p < words; ++p) {
-      std::array<std::array<std::int64_t, kLanes>, 32> bank{};
+      std::array<std::array<std::int64_t, kLanes>, 32> bank;  // only the first count[b] of each are used
       std::array<int, 32> count{};
       int lanes = 0, worst = 0;
       for (int i = p * per_phase; i < (p + 1) * per_phase; ++i) {
