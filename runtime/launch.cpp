@@ -504,36 +504,36 @@ int tensor_data_type(ScalarType t) {
 
 /// A tensor map over the buffer given for its parameter: refused where the matrix would not fit the
 /// buffer, or where TMA cannot address it (a row not a multiple of 16 bytes, an unaligned buffer).
+/// Allocates nothing unless it refuses (the launch path).
 void encode_map(const Table& t, const TensorMapCheck& m, std::span<const LaunchArg> args,
                 std::span<const std::int64_t> scalars, Prepared::MapBytes& out) {
   const auto p = static_cast<std::size_t>(m.param);
   const LaunchArg& a = args[p];
+  auto what = [&] { return "tensor map '" + m.name + "' (" + m.loc.str() + ")"; };
   auto rows = m.rows.eval(scalars), cols = m.cols.eval(scalars);
-  const std::string what = "tensor map '" + m.name + "' (" + m.loc.str() + ")";
   if (!rows || !cols || *rows < 1 || *cols < 1 || *rows > INT32_MAX || *cols > INT32_MAX)
-    refuse(t, p, what + ": its shape " + m.rows_text + " x " + m.cols_text + " must be positive 32-bit sizes");
+    refuse(t, p, what() + ": its shape " + m.rows_text + " x " + m.cols_text + " must be positive 32-bit sizes");
   const std::int64_t eb = type_bytes(m.elem);
   if (*rows * *cols > a.length())
     refuse(t, p,
-           what + " covers " + std::to_string(*rows) + " x " + std::to_string(*cols) +
-               " elements, but the buffer "
-               "given holds " +
-               std::to_string(a.length()));
+           what() + " covers " + std::to_string(*rows) + " x " + std::to_string(*cols) +
+               " elements, but the buffer given holds " + std::to_string(a.length()));
   if ((*cols * eb) % 16 != 0)
-    refuse(t, p, what + ": a row is " + std::to_string(*cols * eb) + " bytes; TMA needs a multiple of 16");
-  if (a.address() % 16 != 0) refuse(t, p, what + ": TMA needs the buffer aligned to 16 bytes");
+    refuse(t, p, what() + ": a row is " + std::to_string(*cols * eb) + " bytes; TMA needs a multiple of 16");
+  if (a.address() % 16 != 0) refuse(t, p, what() + ": TMA needs the buffer aligned to 16 bytes");
   const driver::Table& d = driver::table();
   if (!d.tensor_map_encode_tiled)
-    throw LaunchError(t.params[p].name, "kernel '" + t.name + "': " + what +
-                                            " needs cuTensorMapEncodeTiled, which "
-                                            "this CUDA driver lacks (CUDA 12 or newer has it)");
+    throw LaunchError(t.params[p].name,
+                      "kernel '" + t.name + "': " + what() +
+                          " needs cuTensorMapEncodeTiled, which this CUDA driver lacks (CUDA 12 or newer has it)");
   const unsigned long long dims[2] = {static_cast<unsigned long long>(*cols), static_cast<unsigned long long>(*rows)};
   const unsigned long long strides[1] = {static_cast<unsigned long long>(*cols * eb)};
   const unsigned box[2] = {static_cast<unsigned>(m.box_cols), static_cast<unsigned>(m.box_rows)};
   const unsigned unit[2] = {1, 1};
-  driver::check(d.tensor_map_encode_tiled(&out, tensor_data_type(m.elem), 2, reinterpret_cast<void*>(a.address()), dims,
-                                          strides, box, unit, 0, driver::kSwizzle128B, driver::kL2Promotion256B, 0),
-                "cuTensorMapEncodeTiled", what + " over '" + t.params[p].name + "'");
+  const driver::CUresult r =
+      d.tensor_map_encode_tiled(&out, tensor_data_type(m.elem), 2, reinterpret_cast<void*>(a.address()), dims, strides,
+                                box, unit, 0, driver::kSwizzle128B, driver::kL2Promotion256B, 0);
+  if (r != driver::kSuccess) driver::check(r, "cuTensorMapEncodeTiled", what() + " over '" + t.params[p].name + "'");
 }
 }  // namespace
 

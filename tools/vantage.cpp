@@ -261,8 +261,8 @@ int run_main(int argc, char** argv) {
   // Left to choose, and with no GPU to choose, a GPU-only example has nowhere to run: say so.
   if (device_name == "best" && !device.is_gpu() && !find(name)->runs_on_host()) {
     std::printf(
-        "%s: uses Hopper instructions only a GPU runs; no GPU here, so not run (checked and compiled: "
-        "vantage compile %s)\n",
+        "%s: uses Hopper instructions only a GPU runs; no GPU here, so not run (checked and compiled: vantage compile "
+        "%s)\n",
         name.c_str(), name.c_str());
     return 0;
   }
@@ -293,8 +293,8 @@ int run_main(int argc, char** argv) {
         if (ex.name == name) host_runs = ex.runs_on_host();
       if (against_interpreter && device.kind() != vantage::DeviceKind::Interpreter && !host_runs) {
         std::printf(
-            "  against the interpreter: not run (its Hopper instructions run on a GPU only); checked "
-            "against its C++ reference\n");
+            "  against the interpreter: not run (its Hopper instructions run on a GPU only); checked against its C++ "
+            "reference\n");
       } else if (against_interpreter && device.kind() != vantage::DeviceKind::Interpreter) {
         // The same run on the interpreter: the two devices must agree (within 1e-5, relative).
         auto ref = vantage::examples::run_example(name, s, vantage::Device::interpreter(io));
@@ -445,8 +445,8 @@ int main(int argc, char** argv) {
     if (argc < 3 || std::string(argv[2]) != "sgemm") {
       bool help = argc >= 3 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"));
       std::fprintf(help ? stdout : stderr,
-                   "usage: vantage tune sgemm [OPTIONS]   (see vantage tune sgemm --help)\n"
-                   "the tuners: sgemm (rung 4 of the sgemm ladder over BM, BN, BK and TM)\n");
+                   "usage: vantage tune sgemm [OPTIONS]   (see vantage tune sgemm --help)\nthe tuners: sgemm (rung 4 "
+                   "of the sgemm ladder over BM, BN, BK and TM)\n");
       return help ? 0 : 2;
     }
     return vantage::examples::tune_sgemm_main(std::vector<std::string>(argv + 3, argv + argc), "vantage tune sgemm");

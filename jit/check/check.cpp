@@ -88,8 +88,7 @@ class Checker {
         if (!is_integer(e->type) || !extent_uses_params_only(e) || !integers_only(e))
           error("V0916", m.loc,
                 "tensor map " + q(m.name) +
-                    ": its rows and columns are integer expressions over the kernel's "
-                    "scalar parameters");
+                    ": its rows and columns are integer expressions over the kernel's scalar parameters");
         check_expr(e, m.loc);
       }
     }
@@ -743,14 +742,12 @@ class Checker {
       auto& d = error("V0212", n.loc,
                       std::string(what) + " in code at " + c.str() +
                           ": only thread(1) code may leave a loop early (wider code could skip a barrier or a "
-                          "collective some of its threads still reach); use a while_ whose condition includes a "
-                          "flag");
+                          "collective some of its threads still reach); use a while_ whose condition includes a flag");
       note_code(d);
     } else if (frames_.size() != lp.frames || async_depth_ != lp.async_depth) {
       error("V0212", n.loc,
             std::string(what) +
-                " would leave a group, split or async scope opened inside its loop; put the loop "
-                "inside it");
+                " would leave a group, split or async scope opened inside its loop; put the loop inside it");
     }
   }
 
@@ -978,11 +975,9 @@ class Checker {
   void check(const SharedAlloc& n) {
     bool at_block = code().level == Level::Block && code().count == Size(1);
     if (!at_block) {
-      auto& d = error("V0401", n.loc,
-                      "shared memory " + q(n.mem->name) +
-                          " can only be allocated at block(1); the "
-                          "code is at " +
-                          code().str());
+      auto& d = error(
+          "V0401", n.loc,
+          "shared memory " + q(n.mem->name) + " can only be allocated at block(1); the code is at " + code().str());
       note_code(d);
     }
     check_expr(n.count, n.loc);
@@ -1005,8 +1000,8 @@ class Checker {
       error("V0404", n.loc,
             "shared memory " + q(n.mem->name) + " (" + std::to_string(slot.bytes) +
                 " bytes) exceeds the device limit of " + std::to_string(target::max_shared_bytes()) + " bytes");
-    } else if (slot.end + layout_.layout().pad > budget_) {
-      const std::int64_t pad = layout_.layout().pad;
+    } else if (slot.end + layout_.layout().pad() > budget_) {
+      const std::int64_t pad = layout_.layout().pad();
       auto& d = error("V0403", n.loc,
                       "shared memory reaches " + std::to_string(slot.end + pad) + " bytes with " + q(n.mem->name) +
                           " (" + std::to_string(slot.bytes) + " bytes at offset " + std::to_string(slot.offset) +
@@ -1018,8 +1013,7 @@ class Checker {
     if (n.align > kSharedAlignment && !in_kernel_)
       error("V0402", n.loc,
             "shared memory " + q(n.mem->name) +
-                ": arrays aligned past 16 bytes are allocated in a kernel's body, "
-                "not in a device function");
+                ": arrays aligned past 16 bytes are allocated in a kernel's body, not in a device function");
     declare(n.mem, block(1), n.loc);
   }
 
@@ -1092,8 +1086,7 @@ class Checker {
         auto& d = error("V0609", n.loc,
                         "arguments " + q(p.name) + " and " + q(r.name) + " of " + q(f.name) + " are both " +
                             q(ia->second.root->name) +
-                            "; a function's pointer parameters must not overlap when one "
-                            "of them is written");
+                            "; a function's pointer parameters must not overlap when one of them is written");
         note(d, ia->second.narrowed_at, q(p.name) + " is given " + q(a->name) + ", made here");
         note(d, ib->second.narrowed_at, q(r.name) + " is given " + q(b->name) + ", made here");
       }
@@ -1445,9 +1438,9 @@ class Checker {
   void check(const Return& n) {
     if (n.value) check_expr(n.value, n.loc);
     if (frames_.size() > 1 || narrowing_open()) {
-      auto& d = error("V0802", n.loc,
-                      "return inside a narrower perspective or a narrowed memory scope; only the "
-                      "whole function may return");
+      auto& d =
+          error("V0802", n.loc,
+                "return inside a narrower perspective or a narrowed memory scope; only the whole function may return");
       note_code(d);
     }
     if (n.value && !returns_)
@@ -1473,8 +1466,8 @@ class Checker {
   }
 
   Knowledge know_;
-  const std::vector<TensorMapNode>* maps_ = nullptr;
-  bool in_kernel_ = false;  ///< the kernel's tensor maps (none in a function)
+  const std::vector<TensorMapNode>* maps_ = nullptr;  ///< the kernel's tensor maps (none in a function)
+  bool in_kernel_ = false;                            ///< checking a kernel, not a device function
   std::int64_t budget_;
   SourceLoc budget_loc_;
   std::optional<ScalarType> returns_;

@@ -312,66 +312,11 @@ class Analyzer {
     }
     const bool shift = n.op == BinOp::Shl || n.op == BinOp::Shr;
     auto one = [&](std::int64_t x, std::int64_t y) {
-      if (shift) {
-        __int128 e = ir::exact(n.b->type, y);
-        y = e < 0 ? -1 : (e > 4096 ? 4096 : static_cast<std::int64_t>(e));
-      }
-      return binary_op(n.op, t, x, y);
+      return binary_op(n.op, t, x, shift ? shift_amount(n.b->type, y) : y);
     };
     if (a.uniform && b.uniform) return Lanes::all(one(a.v[0], b.v[0]));
-    const Mask both = m & a.known & b.known;
-    // The common case, 32-bit arithmetic and compares, without a call per lane.
-    auto u = [](std::int64_t x) { return static_cast<std::uint64_t>(x); };
-    if (t == ScalarType::I32 && !shift) {
-      const BinOp op = n.op;
-      each(both, [&](int i) {
-        const std::int64_t x = a.v[i], y = b.v[i];
-        std::int64_t z;
-        switch (op) {
-          case BinOp::Add: z = static_cast<std::int32_t>(static_cast<std::uint32_t>(u(x) + u(y))); break;
-          case BinOp::Sub: z = static_cast<std::int32_t>(static_cast<std::uint32_t>(u(x) - u(y))); break;
-          case BinOp::Mul: z = static_cast<std::int32_t>(static_cast<std::uint32_t>(u(x) * u(y))); break;
-          case BinOp::Div: z = y > 0 ? x / y : binary_op(op, t, x, y); break;
-          case BinOp::Mod: z = y > 0 ? x % y : binary_op(op, t, x, y); break;
-          case BinOp::Lt: z = x < y; break;
-          case BinOp::Le: z = x <= y; break;
-          case BinOp::Gt: z = x > y; break;
-          case BinOp::Ge: z = x >= y; break;
-          case BinOp::Eq: z = x == y; break;
-          case BinOp::Ne: z = x != y; break;
-          default: z = binary_op(op, t, x, y); break;
-        }
-        r.v[i] = z;
-      });
-      r.known = both;
-      return r;
-    }
-    if (t == ScalarType::I64 && !shift) {
-      const BinOp op = n.op;
-      each(both, [&](int i) {
-        const std::int64_t x = a.v[i], y = b.v[i];
-        std::int64_t z;
-        switch (op) {
-          case BinOp::Add:
-            if (__builtin_add_overflow(x, y, &z)) z = binary_op(op, t, x, y);
-            break;
-          case BinOp::Sub:
-            if (__builtin_sub_overflow(x, y, &z)) z = binary_op(op, t, x, y);
-            break;
-          case BinOp::Mul:
-            if (__builtin_mul_overflow(x, y, &z)) z = binary_op(op, t, x, y);
-            break;
-          case BinOp::Lt: z = x < y; break;
-          case BinOp::Ge: z = x >= y; break;
-          default: z = binary_op(op, t, x, y); break;
-        }
-        r.v[i] = z;
-      });
-      r.known = both;
-      return r;
-    }
-    each(both, [&](int i) { r.v[i] = one(a.v[i], b.v[i]); });
     r.known = m & a.known & b.known;
+    each(r.known, [&](int i) { r.v[i] = one(a.v[i], b.v[i]); });
     // A known false (or true) decides && (||) whatever the other side is.
     if (n.op == BinOp::LAnd || n.op == BinOp::LOr) {
       const std::int64_t decides = n.op == BinOp::LAnd ? 0 : 1;
@@ -519,7 +464,7 @@ class Analyzer {
       v.known = m & b.known;
       v.uniform = false;
       set(n.var.get(), v, m);
-      run_body(n.body, m);
+      exec(n.body, m);
       return;
     }
     // Trip counts per lane.
@@ -560,7 +505,7 @@ class Analyzer {
         if (!a) break;
         loops_.back().off = loops_.back().broken;
         set(n.var.get(), value_at(k, a), a);
-        run_body(n.body, a);
+        exec(n.body, a);
       }
       if (limit < most) {  // a divergent loop longer than that: the rest is not followed
         br.inexact = true;
@@ -587,7 +532,7 @@ class Analyzer {
         samples_.push_back(f);
         weight_ = saved * weights[p];
         set(n.var.get(), value_at(picks[p], a), a);
-        run_body(n.body, a);
+        exec(n.body, a);
         samples_.pop_back();
       }
       weight_ = saved;
@@ -598,7 +543,6 @@ class Analyzer {
     }
     loops_.pop_back();
   }
-  void run_body(const StmtPtr& body, Mask m) { exec(body, m); }
   void st(const While& n, Mask m) {
     step();
     BranchSite& br = branch(&n, "while", n.loc);
@@ -625,7 +569,7 @@ class Analyzer {
       a = go & ~loops_.back().broken;
       if (!a) break;
       loops_.back().off = loops_.back().broken;
-      run_body(n.body, a);
+      exec(n.body, a);
     }
     loops_.pop_back();
   }
@@ -907,14 +851,13 @@ class Analyzer {
       const std::string cost = num(c.sectors) + " sectors per request where " + num(c.ideal_sectors) + " would do";
       if (s.strided && s.stride == eb)
         return cost +
-               ": the warp's elements are contiguous but do not start on a 32-byte boundary (align the "
-               "first element, or the rows, to 8 floats)";
+               ": the warp's elements are contiguous but do not start on a 32-byte boundary (align the first element, "
+               "or the rows, to 8 floats)";
       if (s.strided && std::llabs(s.stride) > eb)
         return "stride " + std::to_string(s.stride / eb) + " elements: " + cost +
                "; make consecutive threads touch consecutive elements (transpose through shared memory)";
       return cost +
-             ": the lanes' addresses are scattered or cross rows; make consecutive threads touch "
-             "consecutive elements";
+             ": the lanes' addresses are scattered or cross rows; make consecutive threads touch consecutive elements";
     }
     if (c.conflict_ways <= 1 || c.wavefronts <= c.ideal_wavefronts + 1e-9) return "";
     const std::string cost = std::to_string(c.conflict_ways) + "-way bank conflict (" + num(c.wavefronts) +

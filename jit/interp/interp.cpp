@@ -507,10 +507,6 @@ class Machine {
     v.f = round_to(n.type, v.f);
     return v;
   }
-  static std::int64_t shift_amount(ScalarType t, std::int64_t b) {
-    __int128 x = ir::exact(t, b);
-    return x < 0 ? -1 : (x > 4096 ? 4096 : static_cast<std::int64_t>(x));
-  }
   static V cast(ScalarType from, ScalarType to, V a) {
     V v;
     if (integral(from) && integral(to)) {

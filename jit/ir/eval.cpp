@@ -120,6 +120,11 @@ std::int64_t eval_unary(UnOp op, ScalarType t, std::int64_t a, bool* overflowed)
   return 0;
 }
 
+std::int64_t shift_amount(ScalarType t, std::int64_t b) {
+  __int128 x = exact(t, b);
+  return x < 0 ? -1 : (x > 4096 ? 4096 : static_cast<std::int64_t>(x));
+}
+
 std::int64_t eval_cast(ScalarType from, ScalarType to, std::int64_t a, bool* overflowed) {
   __int128 x = exact(from, a);
   if (to == ScalarType::Bool) return x != 0;

@@ -51,9 +51,8 @@ const SharedSlot& SharedLayoutBuilder::allocate(const SharedAlloc& n) {
   slot.end = saturating_add(slot.offset, slot.bytes);
   top_ = slot.end;
   layout_.align = std::max(layout_.align, align);
-  layout_.pad = layout_.align - kSharedAlignment;
   raw_peak_ = std::max(raw_peak_, top_);
-  layout_.peak = saturating_add(raw_peak_, layout_.pad);
+  layout_.peak = saturating_add(raw_peak_, layout_.pad());
   return layout_.arrays[n.mem.get()] = slot;
 }
 
@@ -64,7 +63,7 @@ const SharedSlot& SharedLayoutBuilder::call(const Call& n) {
   slot.end = saturating_add(slot.offset, slot.bytes);
   slot.size_known = true;
   raw_peak_ = std::max(raw_peak_, slot.end);
-  layout_.peak = saturating_add(raw_peak_, layout_.pad);
+  layout_.peak = saturating_add(raw_peak_, layout_.pad());
   return layout_.calls[&n] = slot;
 }
 

@@ -28,11 +28,11 @@ struct SharedLayout {
   std::unordered_map<const MemNode*, SharedSlot> arrays;
   /// For each call of a function with a shared budget: where its region starts and ends.
   std::unordered_map<const StmtNode*, SharedSlot> calls;
-  std::int64_t peak = 0;  ///< the most bytes in use at once, `pad` included
-  /// Bytes reserved so that the kernel can align its shared memory to the largest alignment an array
-  /// asks for (`shared_aligned`): the largest alignment less 16, or 0. Offsets are from that base.
-  std::int64_t pad = 0;
+  std::int64_t peak = 0;                  ///< the most bytes in use at once, `pad()` included
   std::int64_t align = kSharedAlignment;  ///< the largest alignment an array asks for
+  /// Bytes reserved so that the kernel can align its shared memory to `align` (`shared_aligned`):
+  /// `align` less 16, or 0. Offsets are from that aligned base.
+  std::int64_t pad() const { return align - kSharedAlignment; }
 };
 
 /// The rules, applied statement by statement, so that a walk that visits a body anyway (the checker)

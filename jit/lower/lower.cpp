@@ -143,21 +143,20 @@ class BodyLowerer {
     for (const auto& u : unwaited) {
       Diagnostic d{"V1010",
                    "this statement uses '" + u.memory +
-                       "' while a TMA load into it may still be in flight; wait on "
-                       "its mbarrier '" +
-                       u.mbarrier + "' first (a barrier does not wait for TMA)",
+                       "' while a TMA load into it may still be in flight; wait on its mbarrier '" + u.mbarrier +
+                       "' first (a barrier does not wait for TMA)",
                    u.use->loc,
                    {}};
       if (u.load.known()) d.notes.push_back({"the TMA load is here", u.load});
       c_.out.problems.push_back(std::move(d));
     }
     for (const auto* s : conflicts)
-      c_.out.problems.push_back({"V1001",
-                                 "this statement touches memory that threads of other blocks wrote or read just "
-                                 "before; a GPU cannot synchronize a whole grid inside a kernel (split the kernel, or "
-                                 "narrow the memory to one block first)",
-                                 s->loc,
-                                 {}});
+      c_.out.problems.push_back(
+          {"V1001",
+           "this statement touches memory that threads of other blocks wrote or read just before; a GPU cannot "
+           "synchronize a whole grid inside a kernel (split the kernel, or narrow the memory to one block first)",
+           s->loc,
+           {}});
     layout_ = layout_shared(body_);
     reassigned_ = reassigned_vars(body_);
     env_.thread_index = Range{0, c_.opt.threads - 1};
@@ -420,12 +419,12 @@ class BodyLowerer {
   /// has no value to skip to, so it is never checked as it runs.
   void slot_in_bounds(const MemPtr& root, const ExprPtr& index, const std::string& view, SourceLoc l) {
     if (proven_in_bounds(root, index, 1, l)) return;
-    c_.out.problems.push_back({"V1009",
-                               "cannot prove the mbarrier slot " + ir::print(index) + " inside '" + view +
-                                   "' at this specialization; index it with a value known to be in range, such "
-                                   "as `k % stages`",
-                               l,
-                               {}});
+    c_.out.problems.push_back(
+        {"V1009",
+         "cannot prove the mbarrier slot " + ir::print(index) + " inside '" + view +
+             "' at this specialization; index it with a value known to be in range, such as `k % stages`",
+         l,
+         {}});
   }
   /// A tile in the 128-byte swizzle layout (rows of 128 bytes in groups of 8, each group on a 1024-byte
   /// boundary) read or written through an address, not an index: `elems` elements from `first`,
@@ -670,13 +669,13 @@ class BodyLowerer {
       how = BarrierKind::Named;
       base = *b;
     } else {
-      c_.out.problems.push_back({"V1002",
-                                 "a barrier over " + std::to_string(count) +
-                                     " threads is needed here, but only whole blocks, warps (or their power-of-two "
-                                     "parts) and warp-aligned groups with a free barrier id (16 per block, the "
-                                     "user's own reserved) can synchronize",
-                                 n.loc,
-                                 {}});
+      c_.out.problems.push_back(
+          {"V1002",
+           "a barrier over " + std::to_string(count) +
+               " threads is needed here, but only whole blocks, warps (or their power-of-two parts) and warp-aligned "
+               "groups with a free barrier id (16 per block, the user's own reserved) can synchronize",
+           n.loc,
+           {}});
       return;
     }
     out.push_back(make<ir::Barrier>(n.over, how, count, base, n.async_wait, n.loc));
@@ -814,15 +813,14 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
     case IntrinsicOp::NamedBarrier: {
       const Pos& p = frames_.back();
       if (p.replicas > 1)
-        c_.out.problems.push_back({"V1007",
-                                   "named_barrier(" + std::to_string(n.imms[0]) + ", " + std::to_string(n.imms[1]) +
-                                       ") runs in " + std::to_string(p.replicas) + " groups of " +
-                                       std::to_string(n.imms[1]) + " threads at once, which would all share barrier " +
-                                       std::to_string(n.imms[0]) +
-                                       "; let Vantage place the barriers, or give each group its own split branch "
-                                       "and id",
-                                   l,
-                                   {}});
+        c_.out.problems.push_back(
+            {"V1007",
+             "named_barrier(" + std::to_string(n.imms[0]) + ", " + std::to_string(n.imms[1]) + ") runs in " +
+                 std::to_string(p.replicas) + " groups of " + std::to_string(n.imms[1]) +
+                 " threads at once, which would all share barrier " + std::to_string(n.imms[0]) +
+                 "; let Vantage place the barriers, or give each group its own split branch and id",
+             l,
+             {}});
       out.push_back(make<ir::Barrier>(p.code, BarrierKind::NamedFixed, n.imms[1], n.imms[0], false, l));
       return;
     }
