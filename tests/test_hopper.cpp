@@ -388,7 +388,8 @@ TEST(Hopper, AlignedSharedArrays) {
   std::string cuda = specialize_for(k, Spec{}).source;
   EXPECT_TRUE(contains(cuda, "vt_smem_raw")) << cuda;
   EXPECT_TRUE(contains(cuda, "big = reinterpret_cast<float*>(vt_smem + 1024)")) << cuda;
-  std::vector<Device> devices = {Device::interpreter()};
+  std::vector<Device> devices = {Device::interpreter({ThreadOrder::Forward, 1, true}),
+                                 Device::interpreter({ThreadOrder::Reverse, 1, true})};
   if (Device::cpu_available()) devices.push_back(Device::cpu(2));
   for (const Device& d : devices) {
     std::vector<float> x(256), y(256, -1.0f);

@@ -650,9 +650,7 @@ TEST(Library, SixteenBitMmaFragmentsGiveTheProductOnEveryDevice) {
         s += fa[static_cast<std::size_t>(r * 32 + p)] * fb[static_cast<std::size_t>(p * 8 + col)];
       want[static_cast<std::size_t>(r * 8 + col)] = static_cast<float>(s);
     }
-  std::vector<Device> devices = {Device::interpreter()};
-  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
-  for (const Device& d : devices) {
+  for (const Device& d : devices()) {
     std::vector<float> got(16 * 8, -1.0f);
     kernel.launch(d, Grid{1, 32}, std::as_const(a), std::as_const(b), got);
     EXPECT_EQ(got, want) << d.name();

@@ -113,8 +113,15 @@ TEST(Report, AMisalignedWarpTouchesFiveSectors) {
   auto out = k.param<GlobalPtr<float>>("out", extent(n));
   k.block_threads(256);
   k.body([&](Scope& g) { lib::for_each(g, out, n, [&](Scope&, Expr i, ElemRef o) { o = in[i + 1]; }); });
-  CostReport r = k.build().report(Spec{}, {{"n", 1 << 16}}, (1 << 16) / 256);
+  Kernel kernel = k.build();
+  CostReport r = kernel.report(Spec{}, {{"n", 1 << 16}}, (1 << 16) / 256);
   EXPECT_DOUBLE_EQ(global_load(r, "in").sectors, 5.0) << r.text();
+  for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse}) {  // and it copies what it says
+    std::vector<float> x(301), y(300, -1.0f);
+    for (int i = 0; i < 301; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i);
+    kernel.launch(Device::interpreter({order, 1, true}), Grid{2, 256}, 300, std::as_const(x), y);
+    for (int i = 0; i < 300; ++i) ASSERT_EQ(y[static_cast<std::size_t>(i)], static_cast<float>(i + 1));
+  }
   EXPECT_DOUBLE_EQ(global_load(r, "in").ideal_sectors, 4.0);
   EXPECT_NE(global_load(r, "in").hint.find("do not start on a 32-byte boundary"), std::string::npos);
   EXPECT_DOUBLE_EQ(global_store(r, "out").sectors, 4.0);
@@ -203,6 +210,47 @@ Kernel reduction(int variant) {
     });
   });
   return k.build();
+}
+
+// The RaCUDA kernels compute what they claim, on the interpreter in both thread orders (with every
+// check on) and on the CPU backend: their costs above are of correct kernels.
+TEST(Report, TheRaCudaKernelsComputeWhatTheyClaim) {
+  std::vector<Device> devices = {Device::interpreter({ThreadOrder::Forward, 3, true}),
+                                 Device::interpreter({ThreadOrder::Reverse, 3, true})};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(2));
+  for (const Device& d : devices) {
+    const int n = 1000;
+    std::vector<float> a(n), b(n), c(n, -1.0f);
+    for (int i = 0; i < n; ++i)
+      a[static_cast<std::size_t>(i)] = static_cast<float>(i), b[static_cast<std::size_t>(i)] = 2.0f;
+    vector_add().launch(d, Grid{4, 256}, n, std::as_const(a), std::as_const(b), c);
+    for (int i = 0; i < n; ++i) ASSERT_EQ(c[static_cast<std::size_t>(i)], static_cast<float>(i) + 2.0f) << d.name();
+    const int N = 32;
+    std::vector<float> A(N * N), B(N * N), C(N * N, -1.0f);
+    for (int i = 0; i < N * N; ++i)
+      A[static_cast<std::size_t>(i)] = static_cast<float>(i % 7),
+      B[static_cast<std::size_t>(i)] = static_cast<float>(i % 5);
+    mat_mul().launch(d, Grid{N * N / 256, 256}, N, std::as_const(A), std::as_const(B), C);
+    for (int r = 0; r < N; ++r)
+      for (int col = 0; col < N; ++col) {
+        float want = 0;
+        for (int k = 0; k < N; ++k)
+          want += A[static_cast<std::size_t>(r * N + k)] * B[static_cast<std::size_t>(k * N + col)];
+        ASSERT_EQ(C[static_cast<std::size_t>(r * N + col)], want) << d.name() << " " << r << " " << col;
+      }
+    for (int variant = 0; variant < 4; ++variant) {
+      const int blocks = 3, m = 256 * blocks * (variant == 3 ? 2 : 1) - 5;  // a ragged tail
+      std::vector<float> x(static_cast<std::size_t>(m)), out(blocks, -1.0f);
+      for (int i = 0; i < m; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i % 3);
+      reduction(variant).launch(d, Grid{blocks, 256}, m, std::as_const(x), out);
+      const int per = variant == 3 ? 512 : 256;
+      for (int blk = 0; blk < blocks; ++blk) {
+        float want = 0;
+        for (int i = blk * per; i < std::min(m, (blk + 1) * per); ++i) want += x[static_cast<std::size_t>(i)];
+        ASSERT_EQ(out[static_cast<std::size_t>(blk)], want) << d.name() << " reduce" << variant << " block " << blk;
+      }
+    }
+  }
 }
 
 std::int64_t divergent_ifs(const CostReport& r) {
@@ -298,8 +346,20 @@ TEST(Report, AnIndexFromLoadedDataIsAnEstimate) {
       s.if_(j >= 0 && j < n, [&](Scope&) { o = in[j]; });
     });
   });
-  CostReport r = k.build().report(Spec{}, {{"n", 4096}}, 32);
+  Kernel kernel = k.build();
+  CostReport r = kernel.report(Spec{}, {{"n", 4096}}, 32);
   EXPECT_FALSE(r.exact);
+  for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse}) {  // and it gathers what it says
+    std::vector<int> idx(200);
+    std::vector<float> in(200), out(200, -1.0f);
+    for (int i = 0; i < 200; ++i)
+      idx[static_cast<std::size_t>(i)] = (i * 7) % 250 - 25, in[static_cast<std::size_t>(i)] = float(i);
+    kernel.launch(Device::interpreter({order, 1, true}), Grid{2, 128}, 200, std::as_const(idx), std::as_const(in), out);
+    for (int i = 0; i < 200; ++i) {
+      const int j = idx[static_cast<std::size_t>(i)];
+      ASSERT_EQ(out[static_cast<std::size_t>(i)], j >= 0 && j < 200 ? float(j) : -1.0f) << i;
+    }
+  }
   EXPECT_FALSE(global_load(r, "in").exact) << r.text();
   EXPECT_TRUE(global_load(r, "idx").exact);
   EXPECT_NE(r.text().find("~"), std::string::npos);
