@@ -127,6 +127,46 @@ TEST(Report, AMisalignedWarpTouchesFiveSectors) {
   EXPECT_DOUBLE_EQ(global_store(r, "out").sectors, 4.0);
 }
 
+// Signed division and remainder round toward zero (docs/semantics.md), and the report follows that:
+// for lanes t = 0..31, (t - 16) % 4 takes the 7 values -3..3 (floor rounding would give 4),
+// (t - 14) / 4 the 8 values -3..4 (floor: 9), (t - 16) % 3 the 5 values -2..2 (floor: 3) and
+// (t - 14) / 3 the 10 values -4..5. Each value picks an element 8 floats from the next: one sector
+// each. The whole-warp path computes a power-of-two divisor by shifts; the rest divide.
+TEST(Report, SignedDivisionAndRemainderRoundTowardZero) {
+  KernelBuilder k("signed_division");
+  auto n = k.param<int>("n");
+  auto in = k.param<GlobalPtr<const float>>("in", extent(n * 32));
+  auto o4 = k.param<GlobalPtr<float>>("o4", extent(n));
+  auto q4 = k.param<GlobalPtr<float>>("q4", extent(n));
+  auto o3 = k.param<GlobalPtr<float>>("o3", extent(n));
+  auto q3 = k.param<GlobalPtr<float>>("q3", extent(n));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    lib::for_each(g, o4, n, [&](Scope&, Expr i, ElemRef o) { o = in[((i - 16) % 4 + 8) * 8]; });
+    lib::for_each(g, q4, n, [&](Scope&, Expr i, ElemRef o) { o = in[((i - 14) / 4 + 8) * 8]; });
+    lib::for_each(g, o3, n, [&](Scope&, Expr i, ElemRef o) { o = in[((i - 16) % 3 + 8) * 8]; });
+    lib::for_each(g, q3, n, [&](Scope&, Expr i, ElemRef o) { o = in[((i - 14) / 3 + 8) * 8]; });
+  });
+  Kernel kernel = k.build();
+  CostReport r = kernel.report(Spec{}, {{"n", 32}}, 1);
+  std::vector<double> sectors;
+  for (const auto& a : r.accesses)
+    if (a.memory == "in") sectors.push_back(a.sectors);
+  EXPECT_EQ(sectors, (std::vector<double>{7, 8, 5, 10})) << r.text();
+  EXPECT_TRUE(r.exact);
+  // The interpreter gives them the same meaning as C++'s / and %.
+  std::vector<float> x(1024), a(32), b(32), c(32), d(32);
+  for (int j = 0; j < 1024; ++j) x[static_cast<std::size_t>(j)] = static_cast<float>(j);
+  kernel.launch(Device::interpreter(), Grid{1, 32}, 32, std::as_const(x), a, b, c, d);
+  for (int t = 0; t < 32; ++t) {
+    const auto u = static_cast<std::size_t>(t);
+    EXPECT_EQ(a[u], static_cast<float>(((t - 16) % 4 + 8) * 8));
+    EXPECT_EQ(b[u], static_cast<float>(((t - 14) / 4 + 8) * 8));
+    EXPECT_EQ(c[u], static_cast<float>(((t - 16) % 3 + 8) * 8));
+    EXPECT_EQ(d[u], static_cast<float>(((t - 14) / 3 + 8) * 8));
+  }
+}
+
 // ---------------------------------------------------------------- the RaCUDA benchmark kernels
 // vectorAdd, matMul and reduce0..reduce3 (paper 004, after the CUDA samples and Harris's reduction
 // talk), written in Vantage, each at two sizes with its costs worked out by hand.

@@ -43,44 +43,74 @@ struct Lanes {
   }
 };
 
+/// The signed operations an index is made of, as eval_binary defines them: calls `use(f)` with the
+/// operation as `f(x, y, out)`, which sets `out` and returns true where eval_binary must decide
+/// instead (an overflow, a divisor that is not positive). False when `op` is not one of them.
+template <class Use>
+inline bool with_signed_op(BinOp op, Use&& use) {
+  using I = std::int64_t;
+  switch (op) {
+    case BinOp::Add: return use([](I x, I y, I& o) { return __builtin_add_overflow(x, y, &o); });
+    case BinOp::Sub: return use([](I x, I y, I& o) { return __builtin_sub_overflow(x, y, &o); });
+    case BinOp::Mul: return use([](I x, I y, I& o) { return __builtin_mul_overflow(x, y, &o); });
+    case BinOp::Div: return use([](I x, I y, I& o) { return y <= 0 || ((o = x / y), false); });
+    case BinOp::Mod: return use([](I x, I y, I& o) { return y <= 0 || ((o = x % y), false); });
+    case BinOp::Lt: return use([](I x, I y, I& o) { return (o = x < y), false; });
+    case BinOp::Le: return use([](I x, I y, I& o) { return (o = x <= y), false; });
+    case BinOp::Gt: return use([](I x, I y, I& o) { return (o = x > y), false; });
+    case BinOp::Ge: return use([](I x, I y, I& o) { return (o = x >= y), false; });
+    case BinOp::Eq: return use([](I x, I y, I& o) { return (o = x == y), false; });
+    case BinOp::Ne: return use([](I x, I y, I& o) { return (o = x != y), false; });
+    case BinOp::Min: return use([](I x, I y, I& o) { return (o = x < y ? x : y), false; });
+    case BinOp::Max: return use([](I x, I y, I& o) { return (o = x > y ? x : y), false; });
+    default: return false;
+  }
+}
+
+inline std::int64_t narrow_to(ScalarType t, std::int64_t x) {
+  return t == ScalarType::I32 ? static_cast<std::int64_t>(static_cast<std::int32_t>(x)) : x;
+}
+
 /// An integer operation as eval_binary defines it, inline for the common signed cases (the analysis
 /// spends most of its time here).
 inline std::int64_t binary_op(BinOp op, ScalarType t, std::int64_t a, std::int64_t b) {
   if (t == ScalarType::I32 || t == ScalarType::I64) {
     std::int64_t r = 0;
-    const bool narrow = t == ScalarType::I32;
-    auto fit = [&](std::int64_t x) { return narrow ? static_cast<std::int64_t>(static_cast<std::int32_t>(x)) : x; };
-    switch (op) {
-      case BinOp::Add:
-        if (!__builtin_add_overflow(a, b, &r)) return fit(r);
-        break;
-      case BinOp::Sub:
-        if (!__builtin_sub_overflow(a, b, &r)) return fit(r);
-        break;
-      case BinOp::Mul:
-        if (!__builtin_mul_overflow(a, b, &r)) return fit(r);
-        break;
-      case BinOp::Div:
-        if (b > 0) return fit(a / b);
-        break;
-      case BinOp::Mod:
-        if (b > 0) return fit(a % b);
-        break;
-      case BinOp::Lt: return a < b;
-      case BinOp::Le: return a <= b;
-      case BinOp::Gt: return a > b;
-      case BinOp::Ge: return a >= b;
-      case BinOp::Eq: return a == b;
-      case BinOp::Ne: return a != b;
-      case BinOp::Min: return a < b ? a : b;
-      case BinOp::Max: return a > b ? a : b;
-      default: break;
-    }
+    if (with_signed_op(op, [&](auto f) { return !f(a, b, r); })) return narrow_to(t, r);
   } else if (t == ScalarType::Bool) {
     if (op == BinOp::LAnd) return (a != 0) && (b != 0);
     if (op == BinOp::LOr) return (a != 0) || (b != 0);
   }
   return eval_binary(op, t, a, b);
+}
+
+/// binary_op in all 32 lanes in one loop, where all are known, for the signed operations; false when
+/// the operation is another or a lane needs eval_binary (the caller then goes lane by lane). A
+/// power-of-two divisor the same in every lane is a shift, rounded toward zero as / rounds.
+inline bool lanewise(BinOp op, ScalarType t, const Lanes& a, const Lanes& b, Lanes& r) {
+  using I = std::int64_t;
+  if (t != ScalarType::I32 && t != ScalarType::I64) return false;
+  const I d = b.v[0];
+  if ((op == BinOp::Div || op == BinOp::Mod) && b.uniform && d > 0) {  // one divisor, positive
+    const bool div = op == BinOp::Div;
+    if (std::has_single_bit(static_cast<std::uint64_t>(d))) {
+      const int k = std::countr_zero(static_cast<std::uint64_t>(d));
+      for (int i = 0; i < kLanes; ++i) {
+        const I q = (a.v[i] + ((a.v[i] >> 63) & (d - 1))) >> k;
+        r.v[i] = div ? q : a.v[i] - q * d;
+      }
+    } else {
+      for (int i = 0; i < kLanes; ++i) r.v[i] = div ? a.v[i] / d : a.v[i] % d;
+    }
+    return true;  // no larger in size than the dividend: nothing to narrow
+  }
+  return with_signed_op(op, [&](auto f) {
+    bool fallback = false;
+    for (int i = 0; i < kLanes; ++i) fallback |= f(a.v[i], b.v[i], r.v[i]);
+    if (t == ScalarType::I32)
+      for (auto& x : r.v) x = static_cast<std::int32_t>(x);
+    return !fallback;
+  });
 }
 
 template <class F>
@@ -282,99 +312,126 @@ class Analyzer {
   }
 
   // ------------------------------------------------------------------ expressions
+  // Each `ev` returns the value of its node in the lanes of `m`: a reference to a variable's (or a
+  // frame's) lanes where it is one, so that nothing is copied, or else to `out`, which it fills.
+  const Lanes& eval(const ExprPtr& e, Mask m, Lanes& out) {
+    if (!e) return unknown(out);
+    return dispatch(*e, [&](const auto& n) -> const Lanes& { return ev(n, m, out); });
+  }
   Lanes eval(const ExprPtr& e, Mask m) {
-    if (!e) return Lanes{};
-    return dispatch(*e, [&](const auto& n) { return ev(n, m); });
+    Lanes out;
+    const Lanes& r = eval(e, m, out);
+    if (&r != &out) out = r;
+    return out;
   }
-  Lanes ev(const Literal& n, Mask) {
-    if (!integral(n.type)) return Lanes{};
-    return Lanes::all(n.i);
+  static const Lanes& unknown(Lanes& out) {
+    out.known = 0;
+    out.uniform = false;
+    return out;
   }
-  Lanes ev(const VarRef& n, Mask) {
+  static const Lanes& all(Lanes& out, std::int64_t x) {
+    out.v.fill(x);
+    out.known = kAll;
+    out.uniform = true;
+    return out;
+  }
+  const Lanes& ev(const Literal& n, Mask, Lanes& out) { return integral(n.type) ? all(out, n.i) : unknown(out); }
+  const Lanes& ev(const VarRef& n, Mask, Lanes& out) {
     auto it = vars_.find(n.var.get());
-    return it != vars_.end() ? it->second : Lanes{};
+    return it != vars_.end() ? it->second : unknown(out);
   }
-  Lanes ev(const Unary& n, Mask m) {
-    Lanes a = eval(n.a, m), r;
-    if (!integral(n.type)) return r;
-    if (a.uniform) return Lanes::all(eval_unary(n.op, n.type, a.v[0]));
-    each(m & a.known, [&](int i) { r.v[i] = eval_unary(n.op, n.type, a.v[i]); });
-    r.known = m & a.known;
-    return r;
+  const Lanes& ev(const Unary& n, Mask m, Lanes& out) {
+    const Lanes& a = eval(n.a, m, out);
+    if (!integral(n.type)) return unknown(out);
+    if (a.uniform) return all(out, eval_unary(n.op, n.type, a.v[0]));
+    const Mask known = m & a.known;  // `a` may be `out`: read before writing
+    each(known, [&](int i) { out.v[i] = eval_unary(n.op, n.type, a.v[i]); });
+    out.known = known;
+    out.uniform = false;
+    return out;
   }
-  Lanes ev(const Binary& n, Mask m) {
-    Lanes a = eval(n.a, m), b = eval(n.b, m), r;
-    ScalarType t = n.a->type;
+  const Lanes& ev(const Binary& n, Mask m, Lanes& out) {
+    Lanes ta, tb;
+    const Lanes &a = eval(n.a, m, ta), &b = eval(n.b, m, tb);
+    const ScalarType t = n.a->type;
     if (!integral(t)) {
       if (is_float(n.type) && (n.op == BinOp::Add || n.op == BinOp::Sub || n.op == BinOp::Mul || n.op == BinOp::Div))
         flops_ += std::popcount(m) * weight_;
-      return r;
+      return unknown(out);
     }
     const bool shift = n.op == BinOp::Shl || n.op == BinOp::Shr;
     auto one = [&](std::int64_t x, std::int64_t y) {
       return binary_op(n.op, t, x, shift ? shift_amount(n.b->type, y) : y);
     };
-    if (a.uniform && b.uniform) return Lanes::all(one(a.v[0], b.v[0]));
-    r.known = m & a.known & b.known;
-    each(r.known, [&](int i) { r.v[i] = one(a.v[i], b.v[i]); });
+    if (a.uniform && b.uniform) return all(out, one(a.v[0], b.v[0]));
+    out.known = m & a.known & b.known;
+    out.uniform = false;
+    if (out.known == kAll && lanewise(n.op, t, a, b, out)) return out;
+    each(out.known, [&](int i) { out.v[i] = one(a.v[i], b.v[i]); });
     // A known false (or true) decides && (||) whatever the other side is.
     if (n.op == BinOp::LAnd || n.op == BinOp::LOr) {
       const std::int64_t decides = n.op == BinOp::LAnd ? 0 : 1;
-      each(m & ~r.known, [&](int i) {
+      each(m & ~out.known, [&](int i) {
         if (((a.known >> i) & 1 && a.v[i] == decides) || ((b.known >> i) & 1 && b.v[i] == decides)) {
-          r.v[i] = decides;
-          r.known |= Mask{1} << i;
+          out.v[i] = decides;
+          out.known |= Mask{1} << i;
         }
       });
     }
-    return r;
+    return out;
   }
-  Lanes ev(const Cast& n, Mask m) {
-    Lanes a = eval(n.a, m), r;
-    if (!integral(n.type) || !integral(n.a->type)) return r;
-    if (a.uniform) return Lanes::all(eval_cast(n.a->type, n.type, a.v[0]));
-    each(m & a.known, [&](int i) { r.v[i] = eval_cast(n.a->type, n.type, a.v[i]); });
-    r.known = m & a.known;
-    return r;
+  const Lanes& ev(const Cast& n, Mask m, Lanes& out) {
+    const Lanes& a = eval(n.a, m, out);
+    if (!integral(n.type) || !integral(n.a->type)) return unknown(out);
+    if (a.uniform) return all(out, eval_cast(n.a->type, n.type, a.v[0]));
+    const Mask known = m & a.known;
+    each(known, [&](int i) { out.v[i] = eval_cast(n.a->type, n.type, a.v[i]); });
+    out.known = known;
+    out.uniform = false;
+    return out;
   }
-  Lanes ev(const Select& n, Mask m) {
-    Lanes c = eval(n.c, m), a = eval(n.a, m), b = eval(n.b, m), r;
+  const Lanes& ev(const Select& n, Mask m, Lanes& out) {
+    Lanes tc, ta, tb;
+    const Lanes &c = eval(n.c, m, tc), &a = eval(n.a, m, ta), &b = eval(n.b, m, tb);
+    out.known = 0;
+    out.uniform = false;
     each(m & c.known, [&](int i) {
       const Lanes& pick = c.v[i] ? a : b;
       if ((pick.known >> i) & 1) {
-        r.v[i] = pick.v[i];
-        r.known |= Mask{1} << i;
+        out.v[i] = pick.v[i];
+        out.known |= Mask{1} << i;
       }
     });
-    return r;
+    return out;
   }
-  Lanes ev(const MathCall& n, Mask m) {
-    std::vector<Lanes> xs;
-    for (const auto& a : n.args) xs.push_back(eval(a, m));
-    Lanes r;
-    if (integral(n.type) && !xs.empty()) {  // abs
-      each(m & xs[0].known,
-           [&](int i) { r.v[i] = xs[0].v[i] < 0 ? eval_unary(UnOp::Neg, n.type, xs[0].v[i]) : xs[0].v[i]; });
-      r.known = m & xs[0].known;
-      return r;
+  const Lanes& ev(const MathCall& n, Mask m, Lanes& out) {
+    if (integral(n.type) && !n.args.empty()) {  // abs
+      const Lanes& x = eval(n.args[0], m, out);
+      const Mask known = m & x.known;
+      each(known, [&](int i) { out.v[i] = x.v[i] < 0 ? eval_unary(UnOp::Neg, n.type, x.v[i]) : x.v[i]; });
+      out.known = known;
+      out.uniform = false;
+      return out;
     }
+    for (const auto& a : n.args) eval(a, m, out);
     flops_ += std::popcount(m) * weight_ * (n.fn == MathFn::Fma ? 2 : 1);
-    return r;
+    return unknown(out);
   }
-  Lanes ev(const Id&, Mask) { throw InternalError("cost: an id() in lowered IR"); }
-  Lanes ev(const Builtin& n, Mask) {
+  const Lanes& ev(const Id&, Mask, Lanes&) { throw InternalError("cost: an id() in lowered IR"); }
+  const Lanes& ev(const Builtin& n, Mask, Lanes& out) {
     switch (n.which) {
       case BuiltinKind::ThreadInBlock: return frames_.back().tid;
       case BuiltinKind::BlockInGrid: return frames_.back().bid;
-      case BuiltinKind::BlocksInGrid: return Lanes::all(opt_.blocks);
+      case BuiltinKind::BlocksInGrid: return all(out, opt_.blocks);
     }
-    return Lanes{};
+    return unknown(out);
   }
-  Lanes ev(const Load& n, Mask m) {
-    Lanes idx = eval(n.indices[0], m);
-    if (n.bound) eval(n.bound, m);
+  const Lanes& ev(const Load& n, Mask m, Lanes& out) {
+    Lanes ti;
+    const Lanes& idx = eval(n.indices[0], m, ti);
+    if (n.bound) eval(n.bound, m, out);
     access(&n, n.mem.get(), idx, m, false, type_bytes(n.mem->elem), n.loc);
-    return Lanes{};
+    return unknown(out);
   }
 
   // ------------------------------------------------------------------ statements
@@ -393,7 +450,7 @@ class Analyzer {
   }
   void set(const VarNode* v, const Lanes& x, Mask m) {
     Lanes& cur = vars_[v];
-    if (x.uniform && m == kAll) {
+    if (m == kAll) {  // every lane replaced: known, unknown and uniform as in x
       cur = x;
       return;
     }
@@ -403,17 +460,20 @@ class Analyzer {
   }
   void st(const Let& n, Mask m) {
     step();
-    set(n.var.get(), eval(n.value, m), m);
+    Lanes t;
+    set(n.var.get(), eval(n.value, m, t), m);
   }
   void st(const Assign& n, Mask m) {
     step();
-    set(n.var.get(), eval(n.value, m), m);
+    Lanes t;
+    set(n.var.get(), eval(n.value, m, t), m);
   }
   void st(const Store& n, Mask m) {
     step();
-    Lanes idx = eval(n.indices[0], m);
-    eval(n.value, m);
-    if (n.bound) eval(n.bound, m);
+    Lanes ti, t;
+    const Lanes& idx = eval(n.indices[0], m, ti);
+    eval(n.value, m, t);
+    if (n.bound) eval(n.bound, m, t);
     access(&n, n.mem.get(), idx, m, true, type_bytes(n.mem->elem), n.loc);
   }
   BranchSite& branch(const StmtNode* node, const char* what, SourceLoc loc) {
@@ -427,7 +487,8 @@ class Analyzer {
   }
   void st(const If& n, Mask m) {
     step();
-    Lanes c = eval(n.cond, m);
+    Lanes t;
+    const Lanes& c = eval(n.cond, m, t);
     Mask unknown = m & ~c.known, yes = m & c.known, no = 0;
     each(yes, [&](int i) {
       if (!c.v[i]) no |= Mask{1} << i;
@@ -554,7 +615,8 @@ class Analyzer {
         exact_ = false;
         break;
       }
-      Lanes c = eval(n.cond, a);
+      Lanes t;
+      const Lanes& c = eval(n.cond, a, t);
       br.exec += weight_;
       Mask go = 0;
       each(a & c.known, [&](int i) {
@@ -581,7 +643,8 @@ class Analyzer {
   }
   void st(const Return& n, Mask m) {
     step();
-    if (n.value) eval(n.value, m);
+    Lanes t;
+    if (n.value) eval(n.value, m, t);
     frames_.back().returned |= m;
   }
   void st(const ir::Barrier& n, Mask) {
