@@ -13,12 +13,15 @@
 // benchmark. Goals: BM_Cpu at most 1.5x BM_Plain (1.2x aimed at), no slower than BM_Pocl, and
 // Threads2 at least 1.8x faster than one thread.
 //
-// Also: BM_Cpu<Kernel>Paired and BM_PlainSaxpyPaired time one thread and two back to back in each
-// iteration and report the median ratio (`speedup`): both see the same machine, where this VM's
-// memory bandwidth moves with its neighbours' load (a cache-resident size pays for the pairing: the
-// two-thread run starts with the data in the other core's cache). BM_CpuCompileSgemm512 (lowering to LLVM IR, the O3
-// pipeline and code generation through ORC, then loading: goal at most 100 ms) and BM_CpuCacheHitSgemm512 (what a
-// second process does: a fresh cache on the same directory reads the object file and ORC links it).
+// Also:
+//  - BM_Cpu<Kernel>Paired and BM_PlainSaxpyPaired: one thread and two timed back to back in each
+//    iteration, with the median ratio as `speedup`, so that both see the same machine (this VM's
+//    memory bandwidth moves with its neighbours' load). A cache-resident size pays for the pairing:
+//    the two-thread run starts with the data in the other core's cache.
+//  - BM_CpuCompileSgemm512: lowering to LLVM IR, the O3 pipeline and code generation through ORC,
+//    then loading (goal: at most 100 ms).
+//  - BM_CpuCacheHitSgemm512: what a second process does: a fresh cache on the same directory reads
+//    the object file and ORC links it.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
