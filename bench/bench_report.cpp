@@ -4,6 +4,7 @@
 // example under 10 ms. The label names the example; the counter `analysis_ms` is the analysis alone.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <regex>
@@ -43,69 +44,149 @@ void all_examples(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Report)->Apply(all_examples)->Unit(benchmark::kMillisecond);
 
+// ------------------------------------------------------------------ the placement advice
+/// One point of the placement sweep: kernel 0 saxpy (n), 1 block_reduce (n) or 2 sgemm_smem
+/// (M = N = K = n), its report at that size, its grid, and its arrays' lengths in parameter order
+/// (the last one is written).
+struct Point {
+  int which = 0;
+  std::int64_t n = 0;
+  Kernel k;
+  CostReport report;
+  Grid grid;
+  std::vector<std::int64_t> lengths;
+};
+Point point(int which, std::int64_t n) {
+  Point p;
+  p.which = which;
+  p.n = n;
+  if (which == 0) {
+    p.k = examples::saxpy();
+    p.grid = Grid{(n + 255) / 256, 256};
+    p.lengths = {n, n};
+    p.report = p.k.report(Spec{}, {{"n", n}}, p.grid.blocks);
+  } else if (which == 1) {
+    p.k = examples::block_reduce();
+    p.grid = Grid{(n + 255) / 256, 256};
+    p.lengths = {n, p.grid.blocks};
+    p.report = p.k.report(Spec{}, {{"n", n}, {"out", p.grid.blocks}}, p.grid.blocks);
+  } else {
+    p.k = examples::sgemm_smem();
+    p.grid = Grid{((n + 31) / 32) * ((n + 31) / 32), 1024};
+    p.lengths = {n * n, n * n, n * n};
+    p.report = p.k.report(Spec{}, {{"M", n}, {"N", n}, {"K", n}}, p.grid.blocks);
+  }
+  return p;
+}
+/// Launches the point on `d` with `a` (host vectors or device buffers, one per length).
+template <class A>
+void launch(const Point& p, const Device& d, std::vector<A>& a) {
+  const int n = static_cast<int>(p.n);
+  if (p.which == 0)
+    p.k.launch(d, p.grid, n, 2.0f, std::as_const(a[0]), a[1]);
+  else if (p.which == 1)
+    p.k.launch(d, p.grid, n, std::as_const(a[0]), a[1]);
+  else
+    p.k.launch(d, p.grid, n, n, n, 1.0f, 0.0f, std::as_const(a[0]), std::as_const(a[1]), a[2]);
+}
+std::string label(const Point& p, const Placement& advice) {
+  return std::string(p.which == 0   ? "saxpy"
+                     : p.which == 1 ? "block_reduce"
+                                    : "sgemm_smem") +
+         " " + std::to_string(p.n) + (advice.gpu_faster ? ": GPU" : ": CPU backend");
+}
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+void sweep(benchmark::internal::Benchmark* b) {
+  b->ArgsProduct({{0, 1}, {14, 17, 20, 23}})->ArgsProduct({{2}, {6, 7, 8, 9}});
+}
+
 // The placement advice's CPU side against the CPU backend: BM_PlacementCpu/<kernel>/<log2 size> runs
 // the kernel on the CPU backend (one host thread) and reports the advice's estimate beside it:
-// `estimate_ms` and `ratio` (estimate / measured; goal: within 2x, 0.5 to 2). Kernels: 0 saxpy (n),
-// 1 block_reduce (n), 2 sgemm_smem (M = N = K).
+// `estimate_ms` and `ratio` (estimate / measured; goal: within 2x, 0.5 to 2).
 void BM_PlacementCpu(benchmark::State& state) {
   if (!Device::cpu_available()) {
     state.SkipWithError("no CPU backend in this build");
     return;
   }
-  const int which = static_cast<int>(state.range(0));
-  const std::int64_t n = std::int64_t{1} << state.range(1);
+  Point p = point(static_cast<int>(state.range(0)), std::int64_t{1} << state.range(1));
   Device cpu = Device::cpu(1);
-  Kernel k = which == 0 ? examples::saxpy() : which == 1 ? examples::block_reduce() : examples::sgemm_smem();
-  CostReport r;
-  std::vector<float> x, y, z;
-  std::function<void()> launch;
-  if (which == 0) {
-    x.assign(static_cast<std::size_t>(n), 1.0f);
-    y.assign(static_cast<std::size_t>(n), 2.0f);
-    r = k.report(Spec{}, {{"n", n}}, (n + 255) / 256);
-    launch = [&] { k.launch(cpu, Grid{(n + 255) / 256, 256}, static_cast<int>(n), 2.0f, std::as_const(x), y); };
-  } else if (which == 1) {
-    x.assign(static_cast<std::size_t>(n), 1.0f);
-    y.assign(static_cast<std::size_t>((n + 255) / 256), 0.0f);
-    r = k.report(Spec{}, {{"n", n}, {"out", (n + 255) / 256}}, (n + 255) / 256);
-    launch = [&] { k.launch(cpu, Grid{(n + 255) / 256, 256}, static_cast<int>(n), std::as_const(x), y); };
-  } else {
-    x.assign(static_cast<std::size_t>(n * n), 1.0f);
-    y.assign(static_cast<std::size_t>(n * n), 1.0f);
-    z.assign(static_cast<std::size_t>(n * n), 0.0f);
-    const std::int64_t blocks = ((n + 31) / 32) * ((n + 31) / 32);
-    r = k.report(Spec{}, {{"M", n}, {"N", n}, {"K", n}}, blocks);
-    launch = [&] {
-      k.launch(cpu, Grid{blocks, 1024}, static_cast<int>(n), static_cast<int>(n), static_cast<int>(n), 1.0f, 0.0f,
-               std::as_const(x), std::as_const(y), z);
-    };
-  }
-  launch();  // compiles
+  std::vector<std::vector<float>> a;
+  for (std::int64_t len : p.lengths) a.emplace_back(static_cast<std::size_t>(len), 1.0f);
+  launch(p, cpu, a);  // compiles
   double total_s = 0;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
-    launch();
+    launch(p, cpu, a);
     total_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   PlacementModel model;
-  Placement p = r.placement(model);
+  Placement advice = p.report.placement(model);
   const double measured_ms =
       total_s * 1e3 / static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
-  state.counters["estimate_ms"] = p.cpu_ms;
-  state.counters["ratio"] = p.cpu_ms / measured_ms;
-  state.counters["gpu_ms"] = p.gpu_ms;
-  state.counters["steps"] = r.work;
-  state.counters["bytes"] = r.global_bytes;
-  state.SetLabel(std::string(which == 0   ? "saxpy"
-                             : which == 1 ? "block_reduce"
-                                          : "sgemm_smem") +
-                 " " + std::to_string(n) + (p.gpu_faster ? ": GPU" : ": CPU backend"));
+  state.counters["estimate_ms"] = advice.cpu_ms;
+  state.counters["ratio"] = advice.cpu_ms / measured_ms;
+  state.counters["gpu_ms"] = advice.gpu_ms;
+  state.counters["steps"] = p.report.work;
+  state.counters["bytes"] = p.report.global_bytes;
+  state.SetLabel(label(p, advice));
 }
-BENCHMARK(BM_PlacementCpu)
-    ->ArgsProduct({{0, 1}, {14, 17, 20, 23}})
-    ->ArgsProduct({{2}, {6, 7, 8, 9}})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_PlacementCpu)->Apply(sweep)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Its GPU side (GPU only; skipped, saying why, without one): BM_PlacementGpu/<kernel>/<log2 size>
+// runs the same sweep on the GPU as a caller whose data live on the host does: the inputs copied in
+// from pinned memory, the kernel, the output copied back, waited for. Counters: `measured_ms` (the
+// median of the iterations), `kernel_ms` (the kernel alone, event-timed, median), the advice's
+// `estimate_ms` and `kernel_estimate_ms` with this GPU's own figures (placement_model), and `ratio`
+// (estimate / measured; goal: within 2x). With BM_PlacementCpu's measured times for the same points,
+// scripts/gpu/placement_pick.py says where the advice picks the device measured faster.
+void BM_PlacementGpu(benchmark::State& state) {
+  if (Device::gpu_count() == 0) {
+    state.SkipWithError(("no GPU: " + Device::gpu_problem()).c_str());
+    return;
+  }
+  Point p = point(static_cast<int>(state.range(0)), std::int64_t{1} << state.range(1));
+  Device gpu = Device::gpu();
+  std::vector<PinnedBuffer<float>> host;
+  std::vector<DeviceBuffer<float>> dev;
+  for (std::int64_t len : p.lengths) {
+    host.emplace_back(len);
+    for (std::int64_t i = 0; i < len; ++i) host.back()[i] = static_cast<float>(i % 7);
+    dev.push_back(gpu.alloc<float>(len));
+  }
+  Stream s = Stream::default_for(gpu);
+  Event start(gpu), stop(gpu);
+  std::vector<double> total, kernel;
+  auto run = [&] {
+    // What the advice counts: every buffer the kernel reads copied in, every one it writes back.
+    for (std::size_t i = 0; i < dev.size(); ++i)
+      if (p.report.buffers.at(i).read) dev[i].copy_from(host[i]);
+    start.record(s);
+    launch(p, gpu, dev);
+    stop.record(s);
+    for (std::size_t i = 0; i < dev.size(); ++i)
+      if (p.report.buffers.at(i).written) dev[i].copy_to(host[i]);
+  };
+  run();  // compiles and loads
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    run();
+    total.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    kernel.push_back(stop.elapsed_ms(start));
+  }
+  Placement advice = p.report.placement(placement_model(gpu.properties(), 1));
+  state.counters["measured_ms"] = median(total);
+  state.counters["kernel_ms"] = median(kernel);
+  state.counters["estimate_ms"] = advice.gpu_ms;
+  state.counters["kernel_estimate_ms"] = advice.gpu_kernel_ms;
+  state.counters["ratio"] = advice.gpu_ms / median(total);
+  state.counters["cpu_estimate_ms"] = advice.cpu_ms;
+  state.SetLabel(label(p, advice));
+}
+BENCHMARK(BM_PlacementGpu)->Apply(sweep)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -88,6 +88,24 @@ double DeviceProperties::memory_bandwidth_gbs() const {
   return 2.0 * memory_clock_khz * 1e3 * (memory_bus_bits / 8.0) / 1e9;
 }
 
+PlacementModel placement_model(const DeviceProperties& g, int cpu_threads) {
+  PlacementModel m;
+  m.cpu_threads = std::max(1, cpu_threads);
+  if (g.multiprocessors <= 0 || g.clock_khz <= 0) return m;
+  const double hz = g.clock_khz * 1e3;
+  // FP32 lanes per multiprocessor: 64 on sm_80, 128 from sm_86 on (and on sm_90).
+  const int lanes = g.compute_major > 8 || (g.compute_major == 8 && g.compute_minor >= 6) ? 128 : 64;
+  m.gpu = g.name;
+  m.gpu_sms = g.multiprocessors;
+  m.gpu_threads_per_sm = g.max_threads_per_multiprocessor;
+  if (const double gbs = g.memory_bandwidth_gbs(); gbs > 0) m.gpu_bytes_per_s = gbs * 1e9;
+  m.gpu_flops = g.multiprocessors * lanes * 2.0 * hz;  // an FMA is two
+  // Four schedulers per multiprocessor, each issuing one instruction a cycle; a warp step is four.
+  m.gpu_steps_per_s = g.multiprocessors * 4.0 * hz / 4.0;
+  m.gpu_step_s = 4.0 / hz;
+  return m;
+}
+
 // ---------------------------------------------------------------- devices
 Device Device::interpreter(InterpreterOptions options) { return Device(DeviceKind::Interpreter, 0, options); }
 

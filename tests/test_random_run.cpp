@@ -7,7 +7,8 @@
 // what the threads just stored. So a racecheck, initcheck or synccheck finding here is a barrier the
 // sync pass failed to place (or one lowering lost), and two thread orders giving different results
 // is the same bug seen in the data. Every program runs under forward and reverse order with every
-// check on. VANTAGE_RANDOM_RUNS overrides the number of programs (default 300).
+// check on. VANTAGE_RANDOM_RUNS overrides the number of programs (default 300), VANTAGE_RANDOM_FIRST
+// the first seed (default 0).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -431,17 +432,31 @@ struct Buffers {
     fout.assign(out.size(), -1.0f);
     acc.assign(kAtomics, 0);
   }
+  /// Where this and `o` first differ, for a failure's message.
+  std::string diff(const Buffers& o) const {
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (out[i] != o.out[i])
+        return "out[" + std::to_string(i) + "] " + std::to_string(out[i]) + " vs " + std::to_string(o.out[i]);
+    for (std::size_t i = 0; i < acc.size(); ++i)
+      if (acc[i] != o.acc[i])
+        return "acc[" + std::to_string(i) + "] " + std::to_string(acc[i]) + " vs " + std::to_string(o.acc[i]);
+    for (std::size_t i = 0; i < fout.size(); ++i)
+      if (std::memcmp(&fout[i], &o.fout[i], sizeof(float)) != 0)
+        return "fout[" + std::to_string(i) + "] " + std::to_string(fout[i]) + " vs " + std::to_string(o.fout[i]);
+    return "no difference";
+  }
   bool same(const Buffers& o) const {
     return out == o.out && acc == o.acc && std::memcmp(fout.data(), o.fout.data(), fout.size() * sizeof(float)) == 0;
   }
 };
 
 TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
-  int programs = 300;
+  int programs = 300, first = 0;
   if (const char* env = std::getenv("VANTAGE_RANDOM_RUNS")) programs = std::max(1, std::atoi(env));
+  if (const char* env = std::getenv("VANTAGE_RANDOM_FIRST")) first = std::max(0, std::atoi(env));
   int ran = 0, rejected = 0, on_cpu = 0, jumps = 0, reported = 0;
   std::int64_t statements = 0;
-  for (int seed = 0; seed < programs; ++seed) {
+  for (int seed = first; seed < first + programs; ++seed) {
     SafeGen gen(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dULL + 7);
     Kernel k;
     try {
@@ -473,8 +488,9 @@ TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
       results.push_back(std::move(buf));
     }
     if (results.size() == 2) {
-      EXPECT_TRUE(results[0].same(results[1])) << "seed " << seed << ": forward and reverse orders disagree\n"
-                                               << k.lowered(Spec{});
+      EXPECT_TRUE(results[0].same(results[1]))
+          << "seed " << seed << ": forward and reverse orders disagree (" << results[0].diff(results[1]) << ")\n"
+          << k.lowered(Spec{});
     }
     // The CPU backend runs a sample of them (every fourth: each is an LLVM compile), on two host
     // threads, and must give the interpreter's result to the bit.
@@ -485,8 +501,10 @@ TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
       try {
         k.launch(Device::cpu(2), Grid{gen.blocks, gen.threads}, 5, 1.5f, in, fin, buf.out, buf.fout, buf.acc);
         ++on_cpu;
-        EXPECT_TRUE(buf.same(results[0])) << "seed " << seed << ": the CPU backend and the interpreter disagree\n"
-                                          << k.lowered(Spec{});
+        EXPECT_TRUE(buf.same(results[0]))
+            << "seed " << seed
+            << ": the CPU backend and the interpreter disagree (CPU vs interpreter: " << buf.diff(results[0]) << ")\n"
+            << k.lowered(Spec{});
       } catch (const std::exception& e) {
         ADD_FAILURE() << "seed " << seed << ", CPU backend: " << e.what() << "\n" << k.lowered(Spec{});
       }

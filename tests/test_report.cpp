@@ -436,6 +436,42 @@ TEST(Report, PlacementCountsTheCopiesAndTheWork) {
 }
 
 // Every example has a report at these sizes (how long it takes is bench_report's business).
+// A GPU's own figures in place of the data sheet's: an H100 SXM as its driver reports it (132
+// multiprocessors at 1980 MHz, HBM3 at 2619 MHz on a 5120-bit bus) is 3.35 TB/s, 66.9 TFLOP/s of
+// FP32 (128 lanes, an FMA two) and 2.61e11 warp steps a second. A host device's properties keep
+// the H200 of the data sheet.
+TEST(Report, PlacementModelTakesTheGpusOwnFigures) {
+  DeviceProperties h100;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.compute_major = 9;
+  h100.multiprocessors = 132;
+  h100.max_threads_per_multiprocessor = 2048;
+  h100.clock_khz = 1980000;
+  h100.memory_clock_khz = 2619000;
+  h100.memory_bus_bits = 5120;
+  PlacementModel m = placement_model(h100, 16);
+  EXPECT_EQ(m.gpu, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(m.cpu_threads, 16);
+  EXPECT_NEAR(m.gpu_bytes_per_s, 3.352e12, 1e9);
+  EXPECT_NEAR(m.gpu_flops, 132 * 128 * 2 * 1.98e9, 1e6);
+  EXPECT_NEAR(m.gpu_steps_per_s, 132 * 1.98e9, 1e3);
+  EXPECT_NEAR(m.gpu_step_s, 4 / 1.98e9, 1e-15);
+  EXPECT_EQ(m.gpu_sms, 132);
+  DeviceProperties a100 = h100;  // sm_80: 64 FP32 lanes per multiprocessor
+  a100.compute_major = 8;
+  a100.compute_minor = 0;
+  EXPECT_NEAR(placement_model(a100).gpu_flops, 132 * 64 * 2 * 1.98e9, 1e6);
+  PlacementModel host = placement_model(Device::cpu_available() ? Device::cpu(1).properties() : DeviceProperties{});
+  EXPECT_EQ(host.gpu, "H200");
+  EXPECT_DOUBLE_EQ(host.gpu_bytes_per_s, PlacementModel{}.gpu_bytes_per_s);
+  EXPECT_EQ(host.cpu_threads, 1);
+  // The slower memory moves a memory-bound launch's GPU time by the ratio of the bandwidths.
+  CostReport r = examples::saxpy().report(Spec{}, {{"n", 1 << 24}}, (1 << 24) / 256);
+  const Placement on_h200 = r.placement(PlacementModel{}), on_h100 = r.placement(m);
+  EXPECT_NEAR((on_h100.gpu_kernel_ms - m.gpu_launch_us * 1e-3) / (on_h200.gpu_kernel_ms - m.gpu_launch_us * 1e-3),
+              4.8e12 / 3.352e12, 1e-3);
+}
+
 TEST(Report, EveryExampleHasAReport) {
   static const std::regex kIntParam(R"(param (\w+): (i32|i64|u32|u64)\b)");
   for (const auto& ex : examples::all()) {

@@ -130,8 +130,11 @@ TEST(Tune, SixteenConfigurationsAreMeasuredAndFailuresScoredNotFatal) {
     }
   ASSERT_NE(r.best(), nullptr);
   EXPECT_TRUE(r.best()->ok());
-  for (const auto& x : r.results)
-    if (x.ok()) EXPECT_LE(r.best()->ms, x.ms);
+  for (const auto& x : r.results) {
+    if (x.ok()) {
+      EXPECT_LE(r.best()->ms, x.ms);
+    }
+  }
   EXPECT_TRUE(fs::exists(r.store_path)) << r.store_path;
   // A line per configuration when the progress stream is not a terminal.
   std::string lines = progress.str();

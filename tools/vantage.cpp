@@ -377,8 +377,11 @@ int report_main(int argc, char** argv) {
     vantage::Spec full = ex->spec(spec);
     for (const auto& [k, v] : size) full.sizes.erase(k);  // given values win over the example's own
     vantage::CostReport r = ex->build().report(full, size, blocks);
-    vantage::PlacementModel model;
-    model.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // The advice for this host: its GPU's figures where it has one, else the data sheet's H200.
+    const int host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    vantage::PlacementModel model = vantage::Device::gpu_count() > 0
+                                        ? vantage::placement_model(vantage::Device::gpu().properties(), host_threads)
+                                        : vantage::placement_model({}, host_threads);
     if (json) {
       std::printf("%s\n", r.json().c_str());
     } else {

@@ -537,7 +537,7 @@ struct RegTile {
   /// row `a_row(i)`, b[j] from Bs's column `b_col(j)`, and their outer product into acc.
   void steps(Scope& s, const View& As, const View& Bs, int bk, int bn, const std::function<Expr(int)>& a_row,
              const std::function<Expr(int)>& b_col) const {
-    s.for_("kk", 0, bk, [&](Scope& s, Expr kk) {
+    s.for_("kk", 0, bk, [&](Scope&, Expr kk) {
       for (int i = 0; i < tm; ++i) a[i] = As[a_row(i) * bk + kk];
       for (int j = 0; j < tn; ++j) b[j] = Bs[kk * bn + b_col(j)];
       for (int i = 0; i < tm; ++i)

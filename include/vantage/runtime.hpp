@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "vantage/report.hpp"
 #include "vantage/target.hpp"
 #include "vantage/types.hpp"
 
@@ -56,6 +57,12 @@ struct DeviceProperties {
   /// Peak memory bandwidth in GB/s from the memory clock and bus width (0 when unknown).
   double memory_bandwidth_gbs() const;
 };
+
+/// The placement advice's model (vantage/report.hpp) for this GPU: its memory bandwidth, FP32 peak
+/// and warp issue rate from its multiprocessors, clock and memory bus, in place of the data-sheet
+/// H200's; the CPU backend on `cpu_threads` host threads. Properties without a multiprocessor count
+/// or clock (a host device's) keep the data sheet's GPU.
+PlacementModel placement_model(const DeviceProperties& gpu, int cpu_threads = 1);
 
 class Stream;
 template <class T>
