@@ -7,6 +7,7 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -30,11 +31,25 @@ std::string message(llvm::Error e) {
   return s;
 }
 
+/// LLVM 19's loop vectorizer miscompiles a strided read whose index wraps inside a vector: with
+/// s[(6t) & 127] for t = 16..31 it loads s[96..191] as one interleaved group, as if 6t & 127 did not
+/// wrap (its interleaved-access analysis assumes the narrow index has no wrap and never checks it).
+/// Vantage kernels index with such masks, and the read is proven in bounds, so nothing would catch
+/// it (Regression.AStridedIndexThatWrapsInsideAVectorIsReadWhereItWraps). Interleaved groups are
+/// turned off: those reads become gathers. LLVM's options are global to the process; this one only
+/// changes how loops are vectorized. Where it cannot be set the backend refuses to start.
+constexpr const char* kNoInterleavedGroups = "enable-interleaved-mem-accesses";
+
 void init_llvm() {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    auto& options = llvm::cl::getRegisteredOptions();
+    auto it = options.find(kNoInterleavedGroups);
+    if (it == options.end() || it->second->addOccurrence(0, kNoInterleavedGroups, "false"))
+      throw ToolchainError(std::string("this LLVM has no option '") + kNoInterleavedGroups +
+                           "', which the CPU backend needs to avoid a vectorizer miscompile (LLVM 19)");
   });
 }
 
@@ -154,8 +169,10 @@ std::vector<char> compile(Module&& module, int level) {
 
 std::string host_fingerprint() {
   init_llvm();
+  // The pipeline's own settings are part of what the code depends on: objects compiled with
+  // interleaved groups on (before this setting) are not reused.
   return std::string("llvm ") + LLVM_VERSION_STRING + " " + llvm::sys::getProcessTriple() + " " +
-         llvm::sys::getHostCPUName().str() + " " + host_features();
+         llvm::sys::getHostCPUName().str() + " " + host_features() + " no-interleaved-groups";
 }
 
 Loaded::~Loaded() = default;
