@@ -54,11 +54,11 @@ struct BufferUse {
 /// figures were measured on the development machine (docs/report.md); the GPU's are an H200's from
 /// its data sheet, with the transfers over PCIe 5.
 struct PlacementModel {
-  double cpu_ns_per_step = 1.3;                 ///< CPU backend, one host thread: per warp step
-  double cpu_ns_per_byte_cached = 0.008;        ///< ... per byte of global traffic when the buffers fit the cache
-  double cpu_ns_per_byte = 0.027;               ///< ... and when they do not
+  double cpu_ns_per_step = 1.0;                 ///< CPU backend, one host thread: per warp step
+  double cpu_ns_per_byte_cached = 0.002;        ///< ... per byte of global traffic when the buffers fit the cache
+  double cpu_ns_per_byte = 0.015;               ///< ... and when they do not
   double cpu_cache_bytes = 32.0 * 1024 * 1024;  ///< the last-level cache
-  double cpu_launch_us = 1;                     ///< a launch's fixed cost (the pool, the argument checks)
+  double cpu_launch_us = 0.2;                   ///< a launch's fixed cost (the pool, the argument checks)
   int cpu_threads = 1;                          ///< host threads the CPU backend uses
   std::string gpu = "H200";
   double gpu_bytes_per_s = 4.8e12;  ///< HBM bandwidth
