@@ -155,6 +155,10 @@ bool intersects(const Roots& a, const Roots& b) {
   return false;
 }
 
+/// Rounds of a loop's fixed-point iteration before the pass gives up (each adds at least one root or
+/// index to a finite set; real kernels need two or three).
+constexpr int kMaxRounds = 10000;
+
 class Planner {
  public:
   explicit Planner(Plan& plan) : plan_(plan) {}
@@ -632,15 +636,19 @@ class Planner {
     return *seen.back();
   }
 
-  /// A loop body runs again after itself: iterate the state at its head to a fixed point (the state
-  /// only grows, over finitely many roots and indices), then place barriers for that state. Zero
-  /// iterations keep the state from before the loop.
+  /// A loop body runs again after itself: iterate the state at its head to a fixed point, then place
+  /// barriers for that state. Zero iterations keep the state from before the loop. The head's state
+  /// is joined with what each iteration leaves (merge, as at the end of an if), so it only grows, over
+  /// finitely many roots and indices, and the iteration ends. (Replacing it instead could cycle: an
+  /// iteration's back edge turns shares into unshared stores, which changes what the next one
+  /// leaves; a random program's two nested loops never reached a fixed point and hung the compile.)
   void loop(const StmtPtr& body, State& st, Perspective code, Plan* rec) {
     State before = st;
     State head = st;
-    while (true) {
+    for (int round = 0;; ++round) {
+      if (round == kMaxRounds) throw InternalError("sync: a loop's state reached no fixed point");
       State out = back_edge(after(body, head, code), code);
-      State next = before;
+      State next = head;
       next.merge(out);
       if (next == head) break;
       head = std::move(next);
