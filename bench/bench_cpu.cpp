@@ -44,6 +44,7 @@
 #include <CL/cl.h>
 #endif
 
+#include "bench_stats.hpp"
 #include "jit/cpu/cpu.h"
 #include "jit/pipeline/pipeline.h"
 #include "kernels/paper_kernels.hpp"
@@ -363,14 +364,9 @@ void paired(benchmark::State& state, One one, Two two) {
     t2.push_back(b);
     ratio.push_back(a / b);
   }
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
-  state.counters["one_ms"] = median(t1);
-  state.counters["two_ms"] = median(t2);
-  state.counters["speedup"] = median(ratio);
+  state.counters["one_ms"] = bench::median(t1);
+  state.counters["two_ms"] = bench::median(t2);
+  state.counters["speedup"] = bench::median(ratio);
 }
 
 void BM_CpuSaxpyPaired(benchmark::State& state) {

@@ -8,7 +8,9 @@
 #include <chrono>
 #include <functional>
 #include <regex>
+#include <span>
 
+#include "bench_stats.hpp"
 #include "kernels/paper_kernels.hpp"
 #include "kernels/runs.hpp"
 #include "vantage/vantage.hpp"
@@ -95,10 +97,51 @@ std::string label(const Point& p, const Placement& advice) {
                                     : "sgemm_smem") +
          " " + std::to_string(p.n) + (advice.gpu_faster ? ": GPU" : ": CPU backend");
 }
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
+/// The point's inputs: small integers, so that every kernel's sums are exact in f32 whatever order
+/// it adds in.
+std::vector<std::vector<float>> inputs(const Point& p) {
+  std::vector<std::vector<float>> a;
+  for (std::int64_t len : p.lengths) {
+    a.emplace_back(static_cast<std::size_t>(len));
+    for (std::int64_t i = 0; i < len; ++i) a.back()[static_cast<std::size_t>(i)] = static_cast<float>(i % 7);
+  }
+  return a;
+}
+/// What one launch of the point leaves in its last array, from `in` (the arrays before it), in C++.
+std::vector<float> expected(const Point& p, const std::vector<std::vector<float>>& in) {
+  const std::int64_t n = p.n;
+  std::vector<float> want = in.back();
+  if (p.which == 0) {
+    for (std::int64_t i = 0; i < n; ++i)
+      want[static_cast<std::size_t>(i)] =
+          2.0f * in[0][static_cast<std::size_t>(i)] + in[1][static_cast<std::size_t>(i)];
+  } else if (p.which == 1) {
+    for (std::int64_t b = 0; b < p.grid.blocks; ++b) {
+      float sum = 0;
+      for (std::int64_t i = b * 256; i < std::min(n, (b + 1) * 256); ++i) sum += in[0][static_cast<std::size_t>(i)];
+      want[static_cast<std::size_t>(b)] = sum;
+    }
+  } else {
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        float sum = 0;
+        for (std::int64_t k = 0; k < n; ++k)
+          sum += in[0][static_cast<std::size_t>(i * n + k)] * in[1][static_cast<std::size_t>(k * n + j)];
+        want[static_cast<std::size_t>(i * n + j)] = sum;
+      }
+  }
+  return want;
+}
+/// Whether `got` is `want` (exact: small integers); a wrong result fails the benchmark.
+bool agrees(benchmark::State& state, std::span<const float> got, const std::vector<float>& want) {
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (got[i] != want[i]) {
+      state.SkipWithError(("wrong result: element " + std::to_string(i) + " is " + std::to_string(got[i]) +
+                           ", expected " + std::to_string(want[i]))
+                              .c_str());
+      return false;
+    }
+  return true;
 }
 void sweep(benchmark::internal::Benchmark* b) {
   b->ArgsProduct({{0, 1}, {14, 17, 20, 23}})->ArgsProduct({{2}, {6, 7, 8, 9}});
@@ -114,9 +157,10 @@ void BM_PlacementCpu(benchmark::State& state) {
   }
   Point p = point(static_cast<int>(state.range(0)), std::int64_t{1} << state.range(1));
   Device cpu = Device::cpu(1);
-  std::vector<std::vector<float>> a;
-  for (std::int64_t len : p.lengths) a.emplace_back(static_cast<std::size_t>(len), 1.0f);
-  launch(p, cpu, a);  // compiles
+  std::vector<std::vector<float>> a = inputs(p);
+  const std::vector<float> want = expected(p, a);
+  launch(p, cpu, a);  // compiles, and is checked
+  if (!agrees(state, a.back(), want)) return;
   double total_s = 0;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
@@ -150,12 +194,13 @@ void BM_PlacementGpu(benchmark::State& state) {
   }
   Point p = point(static_cast<int>(state.range(0)), std::int64_t{1} << state.range(1));
   Device gpu = Device::gpu();
+  const std::vector<std::vector<float>> in = inputs(p);
   std::vector<PinnedBuffer<float>> host;
   std::vector<DeviceBuffer<float>> dev;
-  for (std::int64_t len : p.lengths) {
-    host.emplace_back(len);
-    for (std::int64_t i = 0; i < len; ++i) host.back()[i] = static_cast<float>(i % 7);
-    dev.push_back(gpu.alloc<float>(len));
+  for (const auto& v : in) {
+    host.emplace_back(static_cast<std::int64_t>(v.size()));
+    std::copy(v.begin(), v.end(), host.back().data());
+    dev.push_back(gpu.alloc<float>(static_cast<std::int64_t>(v.size())));
   }
   Stream s = Stream::default_for(gpu);
   Event start(gpu), stop(gpu);
@@ -170,7 +215,8 @@ void BM_PlacementGpu(benchmark::State& state) {
     for (std::size_t i = 0; i < dev.size(); ++i)
       if (p.report.buffers.at(i).written) dev[i].copy_to(host[i]);
   };
-  run();  // compiles and loads
+  run();  // compiles and loads, and is checked
+  if (!agrees(state, host.back(), expected(p, in))) return;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
     run();
@@ -178,11 +224,11 @@ void BM_PlacementGpu(benchmark::State& state) {
     kernel.push_back(stop.elapsed_ms(start));
   }
   Placement advice = p.report.placement(placement_model(gpu.properties(), 1));
-  state.counters["measured_ms"] = median(total);
-  state.counters["kernel_ms"] = median(kernel);
+  state.counters["measured_ms"] = bench::median(total);
+  state.counters["kernel_ms"] = bench::median(kernel);
   state.counters["estimate_ms"] = advice.gpu_ms;
   state.counters["kernel_estimate_ms"] = advice.gpu_kernel_ms;
-  state.counters["ratio"] = advice.gpu_ms / median(total);
+  state.counters["ratio"] = advice.gpu_ms / bench::median(total);
   state.counters["cpu_estimate_ms"] = advice.cpu_ms;
   state.SetLabel(label(p, advice));
 }

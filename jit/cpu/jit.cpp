@@ -47,9 +47,12 @@ void init_llvm() {
     llvm::InitializeNativeTargetAsmPrinter();
     auto& options = llvm::cl::getRegisteredOptions();
     auto it = options.find(kNoInterleavedGroups);
-    if (it == options.end() || it->second->addOccurrence(0, kNoInterleavedGroups, "false"))
+    if (it == options.end())
       throw ToolchainError(std::string("this LLVM has no option '") + kNoInterleavedGroups +
                            "', which the CPU backend needs to avoid a vectorizer miscompile (LLVM 19)");
+    if (it->second->addOccurrence(0, kNoInterleavedGroups, "false"))  // e.g. the host program set it already
+      throw ToolchainError(std::string("the CPU backend cannot set LLVM's option '") + kNoInterleavedGroups +
+                           "=false', which it needs to avoid a vectorizer miscompile (LLVM 19)");
   });
 }
 
