@@ -95,7 +95,7 @@ llvm::Expected<std::unique_ptr<llvm::orc::LLJIT>> make_jit() {
   llvm::orc::MangleAndInterner mangle((*made)->getExecutionSession(), (*made)->getDataLayout());
   for (const auto& [name, address] : helper_symbols())
     helpers[mangle(name)] = {llvm::orc::ExecutorAddr::fromPtr(address), llvm::JITSymbolFlags::Exported};
-  if (auto e = dylib.define(llvm::orc::absoluteSymbols(std::move(helpers)))) return std::move(e);
+  if (auto e = dylib.define(llvm::orc::absoluteSymbols(std::move(helpers)))) return e;
   return made;
 }
 
