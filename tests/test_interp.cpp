@@ -298,6 +298,53 @@ TEST(Interp, SynccheckFindsABarrierReachedByHalfTheBlock) {
   }
 }
 
+// Lowering leaves an access it proved in bounds unchecked on the GPU and the CPU backend, so a wrong
+// proof is a silent access outside the buffer there. The interpreter checks those accesses too, and
+// reports one outside as a bug in Vantage, not as the user's memcheck finding.
+TEST(Interp, AnAccessLoweringWronglyProvedIsReportedAsAVantageBug) {
+  KernelBuilder k("unproven_store");
+  auto n = k.param<int>("n");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    g.claim(out, thread(1), [&](Scope& g, View o) { g.split(Level::Thread, {{1, [&](Scope&) { o[n] = 9; }}}); });
+  });
+  lower::Lowered l = pipeline::lower_for(k.build(), Spec{}).lowered;
+  std::vector<int> got(4, 0);
+  auto run = [&](int index) { interp::run(l, 1, {Arg::integer(index), Arg::buffer(got.data(), 4)}, {}); };
+  // As lowered, the store is checked: the user's memcheck finding.
+  try {
+    run(4);
+    FAIL() << "the store to out[4] went unnoticed";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "memcheck") << e.what();
+  }
+  // The same store as if lowering had proved it (its bound taken away).
+  struct Unbound : ir::IRMutator {
+    int stores = 0;
+    using IRMutator::mutate;
+    ir::StmtPtr mutate(const ir::StmtPtr& s) override {
+      if (s && s->kind == ir::StmtKind::Store) {
+        const auto& st = static_cast<const ir::Store&>(*s);
+        ++stores;
+        return ir::make<ir::Store>(st.mem, st.indices, st.value, nullptr, -1, st.loc);
+      }
+      return IRMutator::mutate(s);
+    }
+  } unbound;
+  l.kernel.body = unbound.mutate(l.kernel.body);
+  ASSERT_EQ(unbound.stores, 1);
+  run(3);
+  EXPECT_EQ(got[3], 9);
+  try {
+    run(4);
+    FAIL() << "the wrongly proved store to out[4] went unnoticed";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("a wrong bounds proof"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'out'[4]"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Interp, InitcheckFindsASharedReadNothingWrote) {
   KernelBuilder k("uninit");
   auto out = k.param<GlobalPtr<float>>("out");

@@ -429,5 +429,105 @@ TEST(Regression, AStridedIndexThatWrapsInsideAVectorIsReadWhereItWraps) {
     EXPECT_EQ(o, want) << d.name();
   }
 }
+
+// ------------------------------------------------------------------ bounds proofs
+// Lowering proved an access in bounds from a condition or a let that no longer held where the
+// access ran, and left it unchecked: the GPU and the CPU backend then wrote outside the buffer's
+// extent without a word (the interpreter, which checks every access, found it). Each kernel below
+// stores through `o`, a claim of `x` (extent n = 32, in a buffer of 64 elements), at an index past
+// the extent. Lowering must check the store: the interpreter and the CPU backend stop with memcheck
+// at the store's line, and no element past the extent changes.
+void expect_checked_store(const std::string& what, const int& line,
+                          const std::function<void(Scope&, View, Expr)>& store) {
+  SCOPED_TRACE(what);
+  KernelBuilder k("stale_fact");
+  auto n = k.param<unsigned>("n");
+  auto x = k.param<GlobalPtr<int>>("x", extent(n));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    g.claim(x, thread(1), [&](Scope& g, View o) {
+      g.split(Level::Thread, {{1, [&](Scope& th) { store(th, o, n); }}});
+    });
+  });
+  Kernel kernel = k.build();
+  EXPECT_EQ(specialize_for(kernel, Spec{}).checks.size(), 1u) << kernel.lowered(Spec{});
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  for (const Device& d : devices) {
+    std::vector<int> buf(64, 0);
+    try {
+      kernel.launch(d, Grid{1, 32}, 32u, buf);
+      ADD_FAILURE() << d.name() << ": the store past the extent went unreported";
+    } catch (const ExecutionError& e) {
+      EXPECT_EQ(e.check(), "memcheck") << d.name() << ": " << e.what();
+      ASSERT_FALSE(e.locs().empty()) << e.what();
+      EXPECT_EQ(e.locs()[0].line, static_cast<std::uint32_t>(line)) << d.name() << ": " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << d.name() << ": " << e.what();
+    }
+    for (std::size_t i = 32; i < buf.size(); ++i) EXPECT_EQ(buf[i], 0) << d.name() << " wrote x[" << i << "]";
+  }
+}
+
+TEST(Regression, AConditionOnAVariableAssignedAfterItProvesNothing) {
+  int line = 0;
+  expect_checked_store("assigned inside the branch", line, [&](Scope& th, View o, Expr n) {
+    auto i = th.let("i", n - 1u);
+    th.if_(i < n, [&](Scope& th) {
+      th.assign(i, i + 1u);
+      line = __LINE__, o[i] = 7;
+    });
+  });
+  expect_checked_store("assigned later in a loop inside the branch", line, [&](Scope& th, View o, Expr n) {
+    auto i = th.let("i", n - 2u);
+    th.if_(i < n, [&](Scope& th) {
+      th.for_("r", 0, 3, [&](Scope& th, Expr) {
+        line = __LINE__, o[i] = 7;  // the second round's i is n
+        th.assign(i, i + 1u);
+      });
+    });
+  });
+  expect_checked_store("assigned in a while loop inside the branch", line, [&](Scope& th, View o, Expr n) {
+    auto i = th.let("i", n - 2u);
+    auto c = th.let("c", 0);
+    th.if_(i < n, [&](Scope& th) {
+      th.while_(c < 3, [&](Scope& th) {
+        line = __LINE__, o[i] = 7;
+        th.assign(i, i + 1u);
+        th.assign(c, c + 1);
+      });
+    });
+  });
+}
+
+TEST(Regression, ALetOfAVariableAssignedLaterDoesNotStandForIt) {
+  int line = 0;
+  expect_checked_store("a let of i, then i moves", line, [&](Scope& th, View o, Expr n) {
+    auto i = th.let("i", n + 2u);
+    auto a = th.let("a", i);  // a keeps n + 2
+    th.assign(i, i - 5u);
+    th.if_(i < n, [&](Scope&) { line = __LINE__, o[a] = 7; });
+  });
+}
+
+TEST(Regression, AConditionOnMemoryProvesNothingAfterAStoreToIt) {
+  int line = 0;
+  expect_checked_store("a thread-local element", line, [&](Scope& th, View o, Expr n) {
+    auto l = th.local_array("l", ScalarType::U32, 1);
+    l[0] = n - 1u;
+    th.if_(l[0] < n, [&](Scope&) {
+      l[0] = n + 3u;
+      line = __LINE__, o[l[0]] = 7;
+    });
+  });
+  expect_checked_store("a let of an element that is then stored to", line, [&](Scope& th, View o, Expr n) {
+    auto l = th.local_array("l", ScalarType::U32, 1);
+    l[0] = n + 3u;
+    auto a = th.let("a", l[0]);
+    l[0] = n - 1u;
+    th.if_(l[0] < n, [&](Scope&) { line = __LINE__, o[a] = 7; });
+  });
+}
+
 }  // namespace
 }  // namespace vantage

@@ -361,6 +361,17 @@ class Machine {
                              ", outside its " + std::to_string(bound) + " elements",
                          {l});
   }
+  /// An access lowering proved inside its memory, so no backend checks it: the interpreter does,
+  /// and an index outside is a wrong proof (a bug in Vantage that the GPU and CPU code would turn
+  /// into an access outside the buffer), never the user's error.
+  void proven(Thread& t, const Ref& ref, std::int64_t index, bool writing, SourceLoc l) {
+    std::int64_t i = ref.offset + index;
+    if (index >= 0 && i >= 0 && i < ref.region->length) return;
+    throw InternalError("lowering proved the " + std::string(writing ? "write to " : "read of ") +
+                        element(*ref.region, i) + " at " + where(l) + " inside its " +
+                        std::to_string(ref.region->length) + " elements, and left it unchecked; " + describe(t) +
+                        " reaches it (a wrong bounds proof, a bug in Vantage)");
+  }
   bool ordered_before(const Access& a, const Thread& t) {
     if (a.block != block_) return false;
     if (a.thread == t.tid) return true;
@@ -469,8 +480,12 @@ class Machine {
                             [&](const Load& n) {
                               V idx = eval(n.indices[0], t);
                               std::int64_t i = exact(n.indices[0]->type, idx.i);
-                              if (n.bound) checked(t, n.mem, i, eval(n.bound, t).i, false, n.loc);
-                              return read(t, mem(t, n.mem.get(), n.loc), i, n.loc);
+                              Ref r = mem(t, n.mem.get(), n.loc);
+                              if (n.bound)
+                                checked(t, n.mem, i, eval(n.bound, t).i, false, n.loc);
+                              else
+                                proven(t, r, i, false, n.loc);
+                              return read(t, r, i, n.loc);
                             },
                         });
   }
@@ -573,8 +588,12 @@ class Machine {
                        V idx = eval(n.indices[0], t);
                        V v = eval(n.value, t);
                        std::int64_t i = exact(n.indices[0]->type, idx.i);
-                       if (n.bound) checked(t, n.mem, i, eval(n.bound, t).i, true, n.loc);
-                       write(t, mem(t, n.mem.get(), n.loc), i, v, n.loc);
+                       Ref r = mem(t, n.mem.get(), n.loc);
+                       if (n.bound)
+                         checked(t, n.mem, i, eval(n.bound, t).i, true, n.loc);
+                       else
+                         proven(t, r, i, true, n.loc);
+                       write(t, r, i, v, n.loc);
                      },
                      [&](const If& n) {
                        if (eval(n.cond, t).i)
@@ -719,6 +738,7 @@ class Machine {
       case IntrinsicOp::Atomic: {
         Ref r = mem(t, n.mems[0].get(), n.loc);
         std::int64_t i = exact(n.args[0]->type, eval(n.args[0], t).i);
+        if (n.args.size() < 3) proven(t, r, i, true, n.loc);  // a third argument is the bound it is checked against
         V x = eval(n.args[1], t);
         V old = read(t, r, i, n.loc, true);
         V nv = old;

@@ -349,6 +349,7 @@ class BodyLowerer {
   std::vector<Fact> usable_facts() const {
     std::vector<Fact> out;
     for (const auto& f : facts_) {
+      if (!f || reads_changing(f, {})) continue;  // killed by an assignment, or on memory that may change
       const auto* b = as<Binary>(*f);
       if (!b) continue;
       ExprPtr lo, hi;
@@ -460,6 +461,34 @@ class BodyLowerer {
     ExprPtr last = make<Binary>(first->type, BinOp::Add, first, int_literal(first->type, count - 1, l), l);
     return proven_below(last, ext);
   }
+  /// Whether `e` reads a variable of `vars`, or memory whose elements may change while the kernel
+  /// runs (any but the kernel's const global pointer parameters, which the launcher keeps apart from
+  /// every buffer it writes): its value at one statement need not be its value at a later one.
+  bool reads_changing(const ExprPtr& e, const std::unordered_set<const VarNode*>& vars) const {
+    struct Scan : IRVisitor {
+      const BodyLowerer& b;
+      const std::unordered_set<const VarNode*>& vars;
+      bool found = false;
+      Scan(const BodyLowerer& b, const std::unordered_set<const VarNode*>& v) : b(b), vars(v) {}
+      using IRVisitor::walk;
+      void visit(const VarRef& n) override { found = found || vars.count(n.var.get()); }
+      void visit(const Load& n) override {
+        const MemNode& m = *n.mem;
+        found = found || !(m.is_const && m.space == MemSpace::Global && b.c_.param_index.count(&m));
+        IRVisitor::visit(n);
+      }
+    } scan(*this, vars);
+    scan.walk(e);
+    return scan.found;
+  }
+  /// Facts that read one of `vars` stop holding (the variables are assigned here, or in a loop about
+  /// to run). They are cleared in place, so that the scopes' saved counts stay right; a fact cleared
+  /// inside a branch stays cleared after it, where the variable may have changed.
+  void kill_facts(const std::unordered_set<const VarNode*>& vars) {
+    if (vars.empty()) return;
+    for (auto& f : facts_)
+      if (f && reads_changing(f, vars)) f = nullptr;
+  }
   void add_facts(const ExprPtr& cond) {
     if (const auto* b = as<Binary>(*cond); b && b->op == BinOp::LAnd) {
       add_facts(b->a);
@@ -496,12 +525,15 @@ class BodyLowerer {
     ExprPtr v = lx(n.value);
     if (!reassigned_.count(n.var.get()) && is_integer(n.var->type)) {
       env_.vars[n.var.get()] = value_range(v, env_);
-      defs_[n.var.get()] = v;
+      // The value stands for the variable in proofs only where it means the same everywhere the
+      // variable is in scope: not where it reads a variable assigned later, or memory that may change.
+      if (!reads_changing(v, reassigned_)) defs_[n.var.get()] = v;
     }
     out.push_back(make<Let>(n.var, v, std::nullopt, n.loc));
   }
   void lower_stmt(const Assign& n, std::vector<StmtPtr>& out) {
     out.push_back(make<Assign>(n.var, lx(n.value), n.loc));
+    kill_facts({n.var.get()});
   }
   void lower_stmt(const Store& n, std::vector<StmtPtr>& out) {
     std::vector<ExprPtr> idx;
@@ -523,9 +555,15 @@ class BodyLowerer {
   }
   void lower_stmt(const For& n, std::vector<StmtPtr>& out) {
     ExprPtr b = lx(n.begin), e = lx(n.end), st = lx(n.step);
+    // What the body assigns changes between rounds: facts on it do not hold inside the loop (the
+    // back edge) or after it. The end is read once, so `var < end` holds only if the body leaves
+    // the end's variables alone.
+    auto assigned = reassigned_vars(n.body);
+    kill_facts(assigned);
     std::size_t facts = facts_.size();
     auto step = const_int(st);
-    if (step && *step > 0) add_facts(make<Binary>(ScalarType::Bool, BinOp::Lt, ref(n.var, n.loc), e, n.loc));
+    if (step && *step > 0 && !reads_changing(e, assigned))
+      add_facts(make<Binary>(ScalarType::Bool, BinOp::Lt, ref(n.var, n.loc), e, n.loc));
     // The counter's range in the body, for the bounds of vector accesses.
     Range rb = value_range(b, env_), re = value_range(e, env_);
     if (step && *step > 0 && !reassigned_.count(n.var.get()) && is_integer(n.var->type))
@@ -539,6 +577,7 @@ class BodyLowerer {
     out.push_back(make<For>(n.var, b, e, st, body, n.loc));
   }
   void lower_stmt(const While& n, std::vector<StmtPtr>& out) {
+    kill_facts(reassigned_vars(n.body));  // as for a for loop
     ExprPtr c = lx(n.cond);
     out.push_back(make<While>(c, block(n.body), n.loc));
   }
@@ -650,6 +689,9 @@ class BodyLowerer {
     std::vector<NamedExpr> in;
     for (const auto& [name, e] : n.inputs) in.emplace_back(name, lx(e));
     out.push_back(make<Unsafe>(n.needs, n.cuda, std::move(in), n.outputs, n.loc));
+    std::unordered_set<const VarNode*> written;
+    for (const auto& [name, v] : n.outputs) written.insert(v.get());
+    kill_facts(written);
   }
   void lower_stmt(const Jump& n, std::vector<StmtPtr>& out) { out.push_back(make<Jump>(n.is_break, n.loc)); }
   void lower_stmt(const Return& n, std::vector<StmtPtr>& out) { out.push_back(make<Return>(lx(n.value), n.loc)); }
