@@ -529,5 +529,34 @@ TEST(Regression, AConditionOnMemoryProvesNothingAfterAStoreToIt) {
   });
 }
 
+// ------------------------------------------------------------------ CPU backend
+// A clamped read (`w[min(a, 47)]`, checked) whose `a` holds a checked read of its own: the CPU
+// backend computed `a` a second time inside the branch it makes for the clamp, the inner check's
+// blocks landed between the branch and its join, and LLVM refused the module ("PHI node entries do
+// not match predecessors"). Found by tests/test_random_bounds.cpp (seed 80).
+TEST(Regression, AClampedReadWhoseIndexHoldsACheckedReadCompilesOnTheCpu) {
+  if (!Device::cpu_available()) GTEST_SKIP() << "built without the CPU backend";
+  KernelBuilder k("clamp_of_a_read");
+  auto w = k.param<GlobalPtr<const int>>("w");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return t + i; },
+        [&](Scope& g, View o) { g.group(thread(1), [&](Scope&) { o[0] = w[min(w[t], 47)]; }); });
+  });
+  Kernel kernel = k.build();
+  std::vector<int> ws(48), want(32);
+  for (int i = 0; i < 48; ++i) ws[static_cast<std::size_t>(i)] = (i * 29 + 5) % 61;
+  for (int i = 0; i < 32; ++i)
+    want[static_cast<std::size_t>(i)] = ws[static_cast<std::size_t>(std::min(ws[static_cast<std::size_t>(i)], 47))];
+  for (const Device& d : {Device::interpreter(), Device::cpu(1)}) {
+    std::vector<int> got(32, -1);
+    kernel.launch(d, Grid{1, 32}, std::as_const(ws), got);
+    EXPECT_EQ(got, want) << d.name();
+  }
+}
+
 }  // namespace
 }  // namespace vantage

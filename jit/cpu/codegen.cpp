@@ -1477,17 +1477,18 @@ class Gen {
   /// into the gather.)
   Value* clamp_value(const MemRef& r, const Clamp& c, ScalarType index_type) {
     llvm::Type* et = memtype(r.elem);
-    Value* fu = clamp_flat(r, c, c.a_left ? c.clamp->b : c.clamp->a, index_type);
+    Value* fu = clamp_flat(r, c, expr(c.a_left ? c.clamp->b : c.clamp->a), index_type);
     Value* u_inside = b_.CreateAnd(b_.CreateICmpSGE(fu, b_.getInt64(0)), b_.CreateICmpSLT(fu, r.bound));
     return b_.CreateLoad(et, b_.CreateSelect(u_inside, b_.CreateGEP(et, r.base, fu), zero_of(et)));
   }
-  /// The flat index of base[L + x].
-  Value* clamp_flat(const MemRef& r, const Clamp& c, const ExprPtr& x, ScalarType index_type) {
-    Value* v = expr(x);
-    for (const auto& t : c.invariant) v = b_.CreateAdd(expr(t), v);
-    return offset(r, i64(v, index_type));
+  /// The flat index of base[L + x], x computed.
+  Value* clamp_flat(const MemRef& r, const Clamp& c, Value* x, ScalarType index_type) {
+    for (const auto& t : c.invariant) x = b_.CreateAdd(expr(t), x);
+    return offset(r, i64(x, index_type));
   }
-  /// The element of `r` a clamped index names: base[L + a], or `vu` (clamp_value).
+  /// The element of `r` a clamped index names: base[L + a], or `vu` (clamp_value). Every part of the
+  /// index is computed before the branch: an operand may hold a checked read of its own, whose
+  /// blocks must not land between the branch and the join.
   Value* clamped_load(const MemRef& r, const Clamp& c, ScalarType index_type, Value* vu) {
     llvm::Type* et = memtype(r.elem);
     Value* a = expr(c.a_left ? c.clamp->a : c.clamp->b);
@@ -1495,12 +1496,13 @@ class Gen {
     bool sgn = !unsigned_type(index_type);
     Value* take_a = c.clamp->op == BinOp::Min ? (sgn ? b_.CreateICmpSLE(a, u) : b_.CreateICmpULE(a, u))
                                               : (sgn ? b_.CreateICmpSGE(a, u) : b_.CreateICmpUGE(a, u));
+    Value* at_a = address(r, clamp_flat(r, c, a, index_type));
     BasicBlock* from = b_.GetInsertBlock();
     auto* yes = BasicBlock::Create(ctx_, "clamp.a", fn_);
     auto* join = BasicBlock::Create(ctx_, "clamp.join", fn_);
     b_.CreateCondBr(take_a, yes, join, llvm::MDBuilder(ctx_).createBranchWeights(1000, 1));
     b_.SetInsertPoint(yes);
-    Value* va = b_.CreateLoad(et, address(r, clamp_flat(r, c, c.a_left ? c.clamp->a : c.clamp->b, index_type)));
+    Value* va = b_.CreateLoad(et, at_a);
     b_.CreateBr(join);
     b_.SetInsertPoint(join);
     auto* phi = b_.CreatePHI(et, 2);

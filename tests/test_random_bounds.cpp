@@ -1,0 +1,404 @@
+// Random programs for the bounds proofs. Lowering proves some accesses inside their memory and
+// leaves them unchecked on the GPU and the CPU backend; the rest are checked as they run
+// (docs/semantics.md). A wrong proof is an access outside the buffer that nothing reports. The
+// generator here writes thread code whose indices are NOT masked: reads and stores of global,
+// shared and thread-local memory at random index expressions, some clamped, some under conditions
+// that keep them inside (or nearly: off by one, or no longer true after an assignment or a store),
+// in loops, with variables assigned between a condition and the access it guards. Each program runs
+// on the interpreter at several sizes, and a sample on the CPU backend. Allowed outcomes: a clean run,
+// or a memcheck finding (the user's access outside, caught). The interpreter checks every access,
+// proven or not, and reports a proven one outside as an InternalError; that, any other finding, or
+// the CPU backend disagreeing (a clean run against a finding, or different results) fails the test.
+// VANTAGE_BOUNDS_RUNS overrides the number of programs (default 300), VANTAGE_BOUNDS_FIRST the first
+// seed; VANTAGE_BOUNDS_VERBOSE prints each program.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <utility>
+
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+constexpr int kW = 48;    // elements of `w` (no extent: its bound is the buffer's length)
+constexpr int kAcc = 16;  // elements of `acc` (a constant extent)
+
+class BoundsGen {
+ public:
+  explicit BoundsGen(std::uint64_t seed) : rng_(seed) {}
+
+  ScalarType type = ScalarType::I32;  ///< every integer of the program (i32 or u32)
+  int threads = 32, blocks = 1, shared_len = 64, local_len = 8, rows = 4, cols = 8;
+  bool specialized = false;
+
+  Kernel build() {
+    type = chance(2) ? ScalarType::U32 : ScalarType::I32;
+    threads = chance(2) ? 32 : 64;
+    blocks = 1 + pick(2);
+    shared_len = threads * (1 + pick(2));
+    local_len = 4 << pick(2);
+    rows = 2 + pick(4);
+    cols = 4 << pick(2);
+    specialized = chance(2);
+    KernelBuilder k("random_bounds");
+    n_ = k.scalar_param("n", type, specialized);
+    m_ = k.scalar_param("m", type);
+    in_ = k.pointer_param("in", type, MemSpace::Global, true, extent(n_));
+    w_ = k.pointer_param("w", type, MemSpace::Global, false);
+    grid2_ = k.pointer_param("grid2", type, MemSpace::Global, true, extent(lit(rows * cols)));
+    acc_ = k.pointer_param("acc", type, MemSpace::Global, false, extent(lit(kAcc)));
+    auto out = k.pointer_param("out", type, MemSpace::Global, false);
+    if (chance(4)) k.require(n_ >= lit(8) && m_ <= lit(40));
+    k.block_threads(threads);
+    k.body([&](Scope& g) {
+      auto blk = g.let("blk", g.id(block(1)));
+      const int T = threads;
+      g.partition(
+          out, block(1), [&](Expr i) { return blk * T + i; },
+          [&](Scope& g, View out_b) {
+            g.group(block(1), [&](Scope& b) {
+              shared_ = b.shared("s", type, shared_len);
+              auto t = b.let("t", b.id(thread(1)));
+              const int per = shared_len / T;
+              b.partition(
+                  shared_, thread(1), [&](Expr i) { return t * per + i; },
+                  [&](Scope& b, View s_t) {
+                    b.group(thread(1), [&](Scope& th) {
+                      th.for_("i", 0, per, [&](Scope&, Expr i) { s_t[i] = as_p(t * per + i) * lit(3); });
+                    });
+                  });
+              b.partition(
+                  out_b, thread(1), [&](Expr i) { return t + i; },
+                  [&](Scope& b, View o_t) {
+                    b.group(thread(1), [&](Scope& th) {
+                      local_ = th.local_array("l", type, local_len);
+                      th.for_("i", 0, local_len, [&](Scope&, Expr i) { local_[i] = as_p(i); });
+                      sum_ = th.let("sum", lit(0));
+                      stable_ = {as_p(t), as_p(blk), n_, m_};
+                      changing_ = {th.let("v", as_p(t) + lit(pick(5))), th.let("u", n_ - lit(1 + pick(3)))};
+                      stmts(th, 0);
+                      o_t[0] = sum_;
+                    });
+                  });
+            });
+          });
+    });
+    return k.build();
+  }
+
+ private:
+  int pick(int n) { return static_cast<int>(rng_() % static_cast<std::uint64_t>(n)); }
+  bool chance(int one_in) { return pick(one_in) == 0; }
+  template <class T>
+  const T& any(const std::vector<T>& v) {
+    return v[static_cast<std::size_t>(pick(static_cast<int>(v.size())))];
+  }
+  /// A constant of the program's type.
+  Expr lit(int v) const { return type == ScalarType::U32 ? Expr(static_cast<unsigned>(v)) : Expr(v); }
+  Expr as_p(const Expr& e) const { return type == ScalarType::I32 ? e : cast(type, e); }
+
+  // ---------------------------------------------------------------- expressions
+  Expr atom() {
+    switch (pick(6)) {
+      case 0: return lit(pick(12));
+      case 1:
+      case 2: return any(changing_);
+      default: return any(stable_);
+    }
+  }
+  /// An index-like value: sums, scales, clamps, divisions and reads, none of them masked.
+  Expr value(int depth) {
+    if (depth > 2) return atom();
+    switch (pick(13)) {
+      case 0: return value(depth + 1) + value(depth + 1);
+      case 1: return value(depth + 1) - value(depth + 1);
+      case 2: return value(depth + 1) * lit(1 + pick(4));
+      case 3: return value(depth + 1) / lit(1 + pick(8));
+      case 4: return value(depth + 1) % lit(1 + pick(16));
+      case 5: return min(value(depth + 1), value(depth + 1));
+      case 6: return max(value(depth + 1), value(depth + 1));
+      case 7: return value(depth + 1) >> lit(1 + pick(3));
+      case 8: return select(value(depth + 1) < value(depth + 1), value(depth + 1), value(depth + 1));
+      case 9: return read(depth + 1);
+      default: return atom();
+    }
+  }
+  /// One of the memories, with the bound its accesses must stay below.
+  struct Mem {
+    View view;
+    Expr bound;
+    bool writable = false;
+  };
+  Mem memory(bool write) {
+    if (write) return {local_, lit(local_len), true};
+    switch (pick(5)) {
+      case 0: return {in_, n_};
+      case 1: return {w_, lit(kW)};
+      case 2: return {shared_, lit(shared_len)};
+      case 3: return {grid2_, lit(rows * cols)};
+      default: return {local_, lit(local_len), true};
+    }
+  }
+  /// A read in one of the forms the proofs meet: raw, clamped into the bound, or off by a constant.
+  Expr read(int depth) {
+    Mem mem = memory(false);
+    Expr i = value(depth + 1);
+    switch (pick(4)) {
+      case 0: return mem.view[i];
+      case 1: return mem.view[min(max(i, lit(0)), mem.bound - lit(1))];
+      case 2: return mem.view[min(i, mem.bound - lit(1 + pick(2)) + lit(pick(2)))];
+      default: return mem.view[i % mem.bound];  // negative for a negative i32
+    }
+  }
+
+  // ---------------------------------------------------------------- statements
+  void stmts(Scope& th, int depth) {
+    int count = 1 + pick(depth == 0 ? 5 : 3);
+    for (int i = 0; i < count; ++i) stmt(th, depth);
+  }
+  void stmt(Scope& th, int depth) {
+    switch (pick(depth < 3 ? 11 : 5)) {
+      case 0: th.assign(sum_, sum_ + read(1)); break;
+      case 1: th.assign(any(changing_), value(1)); break;
+      case 2: {
+        Mem mem = memory(true);
+        mem.view[value(1)] = value(1);
+        break;
+      }
+      case 3: stable_.push_back(th.let("x", value(1))); break;
+      case 4: th.atomic(AtomicOp::Add, acc_, value(1), lit(1)); break;
+      case 5: guarded(th, depth); break;
+      case 6: guarded(th, depth); break;
+      case 7: two_facts(th); break;
+      case 8: {
+        // A counted loop up to a memory's bound (the outermost loops) or a few rounds, its counter
+        // indexing. Trip counts stay small: the interpreter runs every thread.
+        Mem mem = memory(chance(3));
+        Expr begin = chance(2) ? lit(0) : value(2) % lit(8);
+        Expr end = depth == 0 && chance(2) ? mem.bound - lit(pick(3)) : begin + value(2) % lit(6);
+        const int off = pick(3);
+        auto saved = stable_;
+        th.for_("j", begin, end, [&](Scope& th, Expr j) {
+          stable_.push_back(j);
+          if (mem.writable && chance(2))
+            mem.view[j + lit(off)] = j;
+          else
+            th.assign(sum_, sum_ + mem.view[j + lit(off)]);
+          if (chance(3)) jump(th, j);
+          if (chance(2)) stmts(th, depth + 1);
+        });
+        stable_ = saved;
+        break;
+      }
+      case 9: {
+        auto c = th.let("c", lit(0));
+        const int rounds = 1 + pick(3);
+        auto saved = stable_;
+        th.while_(c < lit(rounds), [&](Scope& th) {
+          stmts(th, depth + 1);
+          th.assign(c, c + lit(1));
+        });
+        stable_ = saved;
+        break;
+      }
+      default: {
+        auto saved = stable_;
+        th.if_(value(1) < value(1), [&](Scope& th) { stmts(th, depth + 1); });
+        stable_ = saved;
+        break;
+      }
+    }
+  }
+  /// An access under a condition on its index: right (`i < bound`, with `i >= 0` where needed),
+  /// off by one, or made stale by what runs between the condition and the access (the variable the
+  /// condition reads assigned, a let of it taken before, the element it reads stored to).
+  void guarded(Scope& th, int depth) {
+    Mem mem = memory(chance(3));
+    Var moved = any(changing_);
+    Expr i, cond_on;
+    int shape = pick(4);
+    if (shape == 0) {
+      i = cond_on = moved;
+    } else if (shape == 1) {
+      i = th.let("before", moved);  // the variable's value now; the condition reads it later
+      if (chance(2)) th.assign(moved, moved - lit(1 + pick(3)));
+      cond_on = moved;
+    } else if (shape == 2) {
+      i = cond_on = local_[lit(pick(local_len))];
+    } else {
+      i = cond_on = value(2);
+    }
+    const int slack = chance(2) ? 0 : pick(3), off = pick(3);
+    Expr cond = cond_on + lit(slack) < mem.bound;
+    if (chance(3)) cond = cond_on >= lit(0) && cond;
+    auto saved = stable_;
+    th.if_(cond, [&](Scope& th) {
+      // What runs between the condition and the access may change what i reads.
+      if (chance(2)) th.assign(moved, moved + lit(1 + pick(3)));
+      if (shape == 2 && chance(2)) local_[lit(pick(local_len))] = value(2);
+      if (chance(4)) stmt(th, depth + 1);
+      if (mem.writable && chance(2))
+        mem.view[i + lit(off)] = i;
+      else
+        th.assign(sum_, sum_ + mem.view[i + lit(off)]);
+      if (chance(3)) stmts(th, depth + 1);
+    });
+    stable_ = saved;
+  }
+  /// A row and a column under two conditions, read from the rows x cols matrix `grid2`: the proof
+  /// that scales the first condition by the row length.
+  void two_facts(Scope& th) {
+    Expr r = value(2), c = value(2);
+    const int width = 1 + pick(4), k = pick(width + 1);
+    th.if_(r >= lit(0) && c >= lit(0) && r < lit(rows) && c + lit(width) <= lit(cols),
+           [&](Scope& th) { th.assign(sum_, sum_ + grid2_[r * lit(cols) + c + lit(k)]); });
+  }
+  void jump(Scope& th, const Expr& j) {
+    bool brk = chance(2);
+    th.if_(j % lit(3) == lit(1), [&](Scope& th) { brk ? th.break_() : th.continue_(); });
+  }
+
+  std::mt19937_64 rng_;
+  Expr n_, m_;
+  View in_, w_, grid2_, acc_, shared_, local_;
+  Var sum_;
+  std::vector<Expr> stable_;
+  std::vector<Var> changing_;
+};
+
+/// One launch's outcome: a clean run with its outputs, or the kind of finding that stopped it.
+struct Outcome {
+  std::string finding;  ///< empty: ran clean; "memcheck", ...; "internal: ..." for a Vantage bug
+  std::string message;
+  std::vector<std::int32_t> out, acc;
+  bool refused = false;  ///< the launch's requirement or specialization refused these sizes
+};
+
+Outcome launch(const Kernel& k, const BoundsGen& gen, const Device& d, int n, int m) {
+  Outcome o;
+  const int len = n + 8;  // the buffer is longer than the extent: memcheck holds to the extent
+  std::vector<std::int32_t> in(static_cast<std::size_t>(len)), w(kW),
+      grid2(static_cast<std::size_t>(gen.rows * gen.cols));
+  for (int i = 0; i < len; ++i)
+    in[static_cast<std::size_t>(i)] = (i * 7 + 3) % 19 - (gen.type == ScalarType::I32 ? 5 : 0);
+  for (int i = 0; i < kW; ++i) w[static_cast<std::size_t>(i)] = (i * 5 + 1) % 13;
+  for (std::size_t i = 0; i < grid2.size(); ++i) grid2[i] = static_cast<std::int32_t>(i % 11);
+  o.out.assign(static_cast<std::size_t>(gen.blocks * gen.threads), -1);
+  o.acc.assign(kAcc, 0);
+  const Grid grid{gen.blocks, gen.threads};
+  try {
+    if (gen.type == ScalarType::U32) {
+      auto u = [](const std::vector<std::int32_t>& v) { return std::vector<std::uint32_t>(v.begin(), v.end()); };
+      auto uin = u(in), uw = u(w), ug = u(grid2), uout = u(o.out), uacc = u(o.acc);
+      k.launch(d, grid, static_cast<unsigned>(n), static_cast<unsigned>(m), std::as_const(uin), uw, std::as_const(ug),
+               uacc, uout);
+      o.out.assign(uout.begin(), uout.end());
+      o.acc.assign(uacc.begin(), uacc.end());
+    } else {
+      k.launch(d, grid, n, m, std::as_const(in), w, std::as_const(grid2), o.acc, o.out);
+    }
+  } catch (const LaunchError& e) {
+    o.refused = true;
+    o.message = e.what();
+  } catch (const CheckError& e) {
+    o.refused = true;
+    o.message = e.what();
+  } catch (const ExecutionError& e) {
+    o.finding = e.check();
+    o.message = e.what();
+  } catch (const std::exception& e) {
+    o.finding = "internal";
+    o.message = e.what();
+  }
+  return o;
+}
+
+struct Tally {
+  int ran = 0, rejected = 0, clean = 0, caught = 0, on_cpu = 0, refused = 0, nvrtc = 0;
+};
+
+/// The lowered kernel at these sizes, for a failure's message.
+std::string lowered(const Kernel& k, const BoundsGen& gen, int n) {
+  try {
+    return k.lowered(gen.specialized ? Spec{}.with_size("n", n) : Spec{});
+  } catch (const std::exception& e) {
+    return std::string("(not lowered: ") + e.what() + ")";
+  }
+}
+
+void run_seed(int seed, Tally& t) {
+  BoundsGen gen(static_cast<std::uint64_t>(seed) * 0x9e3779b97f4a7c15ULL + 11);
+  Kernel k;
+  try {
+    k = gen.build();
+  } catch (const CheckError& e) {
+    ++t.rejected;
+    if (std::getenv("VANTAGE_BOUNDS_VERBOSE")) std::printf("seed %d rejected:\n%s\n", seed, e.what());
+    return;
+  }
+  ++t.ran;
+  const int T = gen.threads * gen.blocks;
+  if (std::getenv("VANTAGE_BOUNDS_VERBOSE")) std::printf("seed %d:\n%s\n", seed, lowered(k, gen, T - 3).c_str());
+  const std::vector<std::pair<int, int>> sizes{{T - 3, 5}, {T + 9, 17}, {9, 40}};
+  // Generated CUDA for a sample: NVRTC compiles it.
+  if (nvrtc_available() && seed % 10 == 0) {
+    try {
+      Compiled c = compile(k, gen.specialized ? Spec{}.with_size("n", T - 3) : Spec{});
+      ++t.nvrtc;
+      // A warning about the program itself ("set but never used") is the user's to read.
+      EXPECT_FALSE(c.cubin.empty()) << "seed " << seed;
+      EXPECT_EQ(c.log.find("error"), std::string::npos) << "seed " << seed << ": " << c.log << "\n" << c.spec.source;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "seed " << seed << ", NVRTC: " << e.what();
+    }
+  }
+  for (auto [n, m] : sizes) {
+    Outcome a = launch(k, gen, Device::interpreter({ThreadOrder::Forward, 1, true}), n, m);
+    if (a.refused) {
+      ++t.refused;
+      continue;
+    }
+    const std::string where = "seed " + std::to_string(seed) + ", n = " + std::to_string(n) +
+                              ", m = " + std::to_string(m) + (gen.specialized ? " (n specialized)" : "");
+    if (!a.finding.empty() && a.finding != "memcheck") {
+      ADD_FAILURE() << where << ": the interpreter: " << a.message << "\n" << lowered(k, gen, n);
+      continue;
+    }
+    (a.finding.empty() ? t.clean : t.caught)++;
+    // The CPU backend on a sample (each program is an LLVM compile): the same outcome, the same
+    // results when clean.
+    if (Device::cpu_available() && seed % 4 == 0) {
+      Outcome c = launch(k, gen, Device::cpu(1), n, m);
+      ++t.on_cpu;
+      EXPECT_FALSE(c.refused) << where << ": " << c.message;
+      EXPECT_EQ(c.finding, a.finding) << where << ": the CPU backend: " << c.message << "\ninterpreter: " << a.message
+                                      << "\n"
+                                      << lowered(k, gen, n);
+      if (a.finding.empty() && c.finding.empty()) {
+        EXPECT_EQ(c.out, a.out) << where << ": the CPU backend's results differ\n" << lowered(k, gen, n);
+        EXPECT_EQ(c.acc, a.acc) << where << ": the CPU backend's atomics differ\n" << lowered(k, gen, n);
+      }
+    }
+  }
+}
+
+TEST(RandomBounds, NoAcceptedAccessLeavesItsMemoryUnchecked) {
+  int programs = 300, first = 0;
+  if (const char* env = std::getenv("VANTAGE_BOUNDS_RUNS")) programs = std::max(1, std::atoi(env));
+  if (const char* env = std::getenv("VANTAGE_BOUNDS_FIRST")) first = std::max(0, std::atoi(env));
+  Tally t;
+  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t);
+  std::printf(
+      "random bounds: %d programs (%d rejected), launches: %d clean, %d stopped by memcheck, %d refused; "
+      "%d on the CPU backend, %d compiled by NVRTC\n",
+      t.ran, t.rejected, t.clean, t.caught, t.refused, t.on_cpu, t.nvrtc);
+  // The generator aims at accepted programs, and at both outcomes.
+  EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";
+  EXPECT_GE(t.clean, programs / 4);
+  EXPECT_GE(t.caught, programs / 4);
+}
+
+}  // namespace
+}  // namespace vantage
