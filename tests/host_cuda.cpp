@@ -2,6 +2,8 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -48,7 +50,270 @@ std::string hosted(std::string source) {
   return source;
 }
 
+/// What generated code needs from CUDA to run a whole launch on host threads (run_launches_on_host).
+constexpr const char* kThreadsShim = R"(#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __noinline__
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+struct vt_host_dim3 { unsigned x = 0, y = 0, z = 1; };
+static thread_local vt_host_dim3 threadIdx, blockIdx;
+static vt_host_dim3 blockDim, gridDim;
+using std::max;
+using std::min;
+struct vt_host_warp {
+  std::unique_ptr<std::barrier<>> bar;
+  unsigned long long slot[32];
+};
+static std::barrier<>* vt_host_block;
+static std::vector<vt_host_warp>* vt_host_warps;
+static std::mutex vt_host_part_mutex;
+static std::map<std::pair<unsigned, unsigned>, std::unique_ptr<std::barrier<>>>* vt_host_parts;
+inline vt_host_warp& vt_host_my_warp() { return (*vt_host_warps)[threadIdx.x / 32]; }
+inline void __syncthreads() { vt_host_block->arrive_and_wait(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  if (mask == 0xffffffffu) return vt_host_my_warp().bar->arrive_and_wait();
+  std::barrier<>* b;
+  {
+    std::lock_guard<std::mutex> g(vt_host_part_mutex);
+    auto& p = (*vt_host_parts)[{threadIdx.x / 32, mask}];
+    if (!p) p = std::make_unique<std::barrier<>>(__builtin_popcount(mask));
+    b = p.get();
+  }
+  b->arrive_and_wait();
+}
+/// Every lane offers `v`; the result of `pick` over the warp's offers, after all have offered.
+template <class T, class F>
+auto vt_host_exchange(T v, F pick) {
+  vt_host_warp& w = vt_host_my_warp();
+  unsigned long long bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  w.slot[threadIdx.x % 32] = bits;
+  w.bar->arrive_and_wait();
+  auto r = pick(w.slot);
+  w.bar->arrive_and_wait();
+  return r;
+}
+template <class T>
+T vt_host_lane(const unsigned long long* slot, int lane) {
+  T r;
+  std::memcpy(&r, &slot[lane], sizeof(T));
+  return r;
+}
+template <class T>
+T __shfl_sync(unsigned, T v, int src, int width = 32) {
+  int lane = threadIdx.x % 32, from = (lane & ~(width - 1)) + (src & (width - 1));
+  return vt_host_exchange(v, [&](const unsigned long long* s) { return vt_host_lane<T>(s, from); });
+}
+template <class T>
+T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
+  int lane = threadIdx.x % 32, from = lane ^ mask;
+  if ((from & ~(width - 1)) != (lane & ~(width - 1))) from = lane;
+  return vt_host_exchange(v, [&](const unsigned long long* s) { return vt_host_lane<T>(s, from); });
+}
+template <class T>
+T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+  int lane = threadIdx.x % 32, from = (lane % width) + static_cast<int>(delta) < width ? lane + static_cast<int>(delta) : lane;
+  return vt_host_exchange(v, [&](const unsigned long long* s) { return vt_host_lane<T>(s, from); });
+}
+template <class T>
+T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
+  int lane = threadIdx.x % 32, from = (lane % width) - static_cast<int>(delta) >= 0 ? lane - static_cast<int>(delta) : lane;
+  return vt_host_exchange(v, [&](const unsigned long long* s) { return vt_host_lane<T>(s, from); });
+}
+inline unsigned __ballot_sync(unsigned, int pred) {
+  return vt_host_exchange(pred != 0, [](const unsigned long long* s) {
+    unsigned m = 0;
+    for (int l = 0; l < 32; ++l) m |= (s[l] & 1u) << l;
+    return m;
+  });
+}
+inline int __all_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) == 0xffffffffu; }
+inline int __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0u; }
+template <class T> T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
+template <class T> T atomicExch(T* p, T v) { return std::atomic_ref<T>(*p).exchange(v); }
+template <class T> T atomicMax(T* p, T v) {
+  std::atomic_ref<T> a(*p);
+  T old = a.load();
+  while (old < v && !a.compare_exchange_weak(old, v)) {}
+  return old;
+}
+template <class T> T atomicMin(T* p, T v) {
+  std::atomic_ref<T> a(*p);
+  T old = a.load();
+  while (v < old && !a.compare_exchange_weak(old, v)) {}
+  return old;
+}
+inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long cmp, unsigned long long v) {
+  std::atomic_ref<unsigned long long>(*p).compare_exchange_strong(cmp, v);
+  return cmp;
+}
+inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
+/// Runs `body` as a launch: the blocks in turn, every thread of a block on a host thread of its own.
+/// A thread that returns leaves its block's and its warp's barriers, as an exited GPU thread does.
+template <class F>
+void vt_host_launch(int blocks, int threads, F body) {
+  blockDim.x = static_cast<unsigned>(threads);
+  gridDim.x = static_cast<unsigned>(blocks);
+  for (int b = 0; b < blocks; ++b) {
+    std::barrier<> block(threads);
+    std::vector<vt_host_warp> warps(static_cast<std::size_t>((threads + 31) / 32));
+    for (std::size_t w = 0; w < warps.size(); ++w)
+      warps[w].bar = std::make_unique<std::barrier<>>(std::min(32, threads - 32 * static_cast<int>(w)));
+    std::map<std::pair<unsigned, unsigned>, std::unique_ptr<std::barrier<>>> parts;
+    vt_host_block = &block;
+    vt_host_warps = &warps;
+    vt_host_parts = &parts;
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+      ts.emplace_back([&, t] {
+        threadIdx.x = static_cast<unsigned>(t);
+        blockIdx.x = static_cast<unsigned>(b);
+        body();
+        vt_host_block->arrive_and_drop();
+        vt_host_my_warp().bar->arrive_and_drop();
+      });
+    for (auto& t : ts) t.join();
+  }
+}
+template <class T>
+void vt_host_print(const std::vector<T>& v) {
+  std::cout << " " << v.size();
+  for (const T& x : v) {
+    if constexpr (std::is_floating_point_v<T>) {
+      int bits;
+      std::memcpy(&bits, &x, 4);
+      std::cout << " " << bits;
+    } else {
+      std::cout << " " << +x;
+    }
+  }
+  std::cout << "\n";
+}
+)";
+
+/// A double as C++ source that reads back to the same value.
+std::string exact(double v) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+
 }  // namespace
+
+bool runs_on_host(const std::string& source) {
+  for (const char* word : {"asm(", "asm volatile", "extern __shared__", "__half", "__nv_bfloat16", "double"})
+    if (source.find(word) != std::string::npos) return false;
+  return true;
+}
+
+HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches) {
+  HostLaunches run;
+#ifndef VANTAGE_HOST_CXX
+  run.problem = "no host compiler was configured (VANTAGE_HOST_CXX)";
+  return run;
+#else
+  TempDir dir("vantage_host_threads");
+  std::ostringstream program;
+  program << kThreadsShim;
+  std::vector<std::string> sources;
+  std::vector<std::size_t> space;  // each launch's namespace
+  for (const auto& l : launches) {
+    auto it = std::find(sources.begin(), sources.end(), l.source);
+    space.push_back(static_cast<std::size_t>(it - sources.begin()));
+    if (it == sources.end()) {
+      program << "namespace vt_case_" << sources.size() << " {\n" << hosted(l.source) << "\n}\n";
+      sources.push_back(l.source);
+    }
+  }
+  program << "int main() {\n";
+  for (std::size_t i = 0; i < launches.size(); ++i) {
+    const HostLaunch& l = launches[i];
+    program << "  {\n    unsigned long long err[6] = {};\n";
+    std::string call, lengths;
+    for (std::size_t a = 0; a < l.args.size(); ++a) {
+      const HostArg& arg = l.args[a];
+      if (!call.empty()) call += ", ";
+      if (!arg.buffer) {
+        call += "static_cast<" + arg.type + ">(" + exact(arg.scalar) + ")";
+        continue;
+      }
+      program << "    std::vector<" << arg.type << "> b" << a << "{";
+      for (std::size_t k = 0; k < arg.values.size(); ++k)
+        program << (k ? ", " : "") << "static_cast<" << arg.type << ">(" << exact(arg.values[k]) << ")";
+      program << "};\n";
+      call += "b" + std::to_string(a) + ".data()";
+      lengths += ", static_cast<long long>(b" + std::to_string(a) + ".size())";
+    }
+    program << "    vt_host_launch(" << l.blocks << ", " << l.threads << ", [&] { vt_case_" << space[i]
+            << "::" << l.entry << "(" << call << lengths << ", err); });\n";
+    program << "    std::cout << \"launch " << i << " \" << (err[0] != 0) << \"\\n\";\n";
+    for (std::size_t a = 0; a < l.args.size(); ++a)
+      if (l.args[a].buffer) program << "    vt_host_print(b" << a << ");\n";
+    program << "  }\n";
+  }
+  program << "}\n";
+  const auto src = dir.path / "launches.cpp", exe = dir.path / "launches", log = dir.path / "log";
+  std::ofstream(src) << program.str();
+  std::string build = std::string("'") + VANTAGE_HOST_CXX +
+                      "' -std=c++20 -O0 -w -pthread -ffp-contract=off -fsanitize=address,undefined "
+                      "-fno-sanitize-recover=all -fno-omit-frame-pointer -o '" +
+                      exe.string() + "' '" + src.string() + "' > '" + log.string() + "' 2>&1";
+  if (std::system(build.c_str()) != 0) {
+    run.problem = "the host compiler rejected the generated code:\n" + read(log);
+    return run;
+  }
+  const auto out = dir.path / "out";
+  std::string go = "ASAN_OPTIONS=detect_leaks=0 timeout 120 '" + exe.string() + "' > '" + out.string() + "' 2> '" +
+                   log.string() + "'";
+  int rc = std::system(go.c_str());
+  std::istringstream lines(read(out));
+  for (std::string word; lines >> word;) {
+    if (word != "launch") break;
+    std::size_t index = 0;
+    int failed = 0;
+    lines >> index >> failed;
+    HostLaunchResult r;
+    r.check_failed = failed != 0;
+    for (const auto& arg : launches[index].args) {
+      if (!arg.buffer) continue;
+      std::size_t count = 0;
+      lines >> count;
+      std::vector<long long> values(count);
+      for (auto& v : values) lines >> v;
+      r.buffers.push_back(std::move(values));
+    }
+    run.results.push_back(std::move(r));
+  }
+  if (rc != 0) {
+    int status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    run.problem = "the run failed after " + std::to_string(run.results.size()) + " launches (exit status " +
+                  std::to_string(status) + (status == 124 ? ": the time limit" : "") + "):\n" + read(log);
+    return run;
+  }
+  run.ok = run.results.size() == launches.size();
+  if (!run.ok)
+    run.problem =
+        "the run printed " + std::to_string(run.results.size()) + " launches of " + std::to_string(launches.size());
+  return run;
+#endif
+}
 
 HostRun run_on_host(const std::vector<HostKernel>& kernels) {
   HostRun run;

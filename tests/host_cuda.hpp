@@ -30,4 +30,46 @@ struct HostRun {
 /// and runs it (at most 60 seconds). Without that compiler the run fails: these tests never skip.
 HostRun run_on_host(const std::vector<HostKernel>& kernels);
 
+// ---------------------------------------------------------------- whole launches, every thread
+// Generated CUDA run as a GPU would run it, on host threads: the blocks one after the other, each
+// thread of a block a std::thread, `__syncthreads` and `__syncwarp` std::barriers, shuffles and votes
+// exchanged through the warp's slots between two warp barriers, `__shared__` arrays static (one
+// block runs at a time), atomics std::atomic_ref. Built with AddressSanitizer and
+// UndefinedBehaviorSanitizer, and every buffer is allocated at exactly its length, so an access the
+// generated code makes outside a buffer, unchecked, aborts the run. For kernels of integer and f32
+// buffers without inline PTX (`runs_on_host` says).
+
+/// One argument of a launch: a buffer (its elements; its length is their count) or a scalar.
+struct HostArg {
+  std::string type;  ///< C++ type of the scalar or of the buffer's elements
+  bool buffer = false;
+  std::vector<double> values;  ///< a buffer's elements (each exact in a double)
+  double scalar = 0;
+};
+
+struct HostLaunch {
+  std::string source, entry;  ///< Specialized::source and ::entry
+  int blocks = 1, threads = 32;
+  std::vector<HostArg> args;  ///< the kernel's own parameters in order (lengths and the error record follow)
+};
+
+struct HostLaunchResult {
+  bool check_failed = false;  ///< the error record was written: an access was outside
+  /// Each buffer argument after the launch, in order: integers as values, floats as their bits.
+  std::vector<std::vector<long long>> buffers;
+};
+
+struct HostLaunches {
+  bool ok = false;
+  std::string problem;                    ///< why not: the compiler's output, or the run's (a sanitizer)
+  std::vector<HostLaunchResult> results;  ///< one per launch, in order
+};
+
+/// Whether a generated source can run on host threads: no inline PTX, dynamic shared memory or
+/// 16-bit floats.
+bool runs_on_host(const std::string& source);
+
+/// Every launch in one program (each distinct source compiled once), run at most 120 seconds.
+HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches);
+
 }  // namespace vantage::test_support

@@ -17,6 +17,7 @@
 #include <random>
 #include <utility>
 
+#include "host_cuda.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -276,15 +277,23 @@ struct Outcome {
   bool refused = false;  ///< the launch's requirement or specialization refused these sizes
 };
 
+/// The read-only inputs of a launch: `in` (`len` elements), `w` and `grid2`.
+struct Inputs {
+  std::vector<std::int32_t> in, w, grid2;
+  Inputs(const BoundsGen& gen, int len)
+      : in(static_cast<std::size_t>(len)), w(kW), grid2(static_cast<std::size_t>(gen.rows * gen.cols)) {
+    for (int i = 0; i < len; ++i)
+      in[static_cast<std::size_t>(i)] = (i * 7 + 3) % 19 - (gen.type == ScalarType::I32 ? 5 : 0);
+    for (int i = 0; i < kW; ++i) w[static_cast<std::size_t>(i)] = (i * 5 + 1) % 13;
+    for (std::size_t i = 0; i < grid2.size(); ++i) grid2[i] = static_cast<std::int32_t>(i % 11);
+  }
+};
+
 Outcome launch(const Kernel& k, const BoundsGen& gen, const Device& d, int n, int m) {
   Outcome o;
-  const int len = n + 8;  // the buffer is longer than the extent: memcheck holds to the extent
-  std::vector<std::int32_t> in(static_cast<std::size_t>(len)), w(kW),
-      grid2(static_cast<std::size_t>(gen.rows * gen.cols));
-  for (int i = 0; i < len; ++i)
-    in[static_cast<std::size_t>(i)] = (i * 7 + 3) % 19 - (gen.type == ScalarType::I32 ? 5 : 0);
-  for (int i = 0; i < kW; ++i) w[static_cast<std::size_t>(i)] = (i * 5 + 1) % 13;
-  for (std::size_t i = 0; i < grid2.size(); ++i) grid2[i] = static_cast<std::int32_t>(i % 11);
+  // The buffer is longer than the extent: memcheck holds to the extent.
+  Inputs inputs(gen, n + 8);
+  auto& [in, w, grid2] = inputs;
   o.out.assign(static_cast<std::size_t>(gen.blocks * gen.threads), -1);
   o.acc.assign(kAcc, 0);
   const Grid grid{gen.blocks, gen.threads};
@@ -315,9 +324,50 @@ Outcome launch(const Kernel& k, const BoundsGen& gen, const Device& d, int n, in
   return o;
 }
 
+/// A launch of a program's generated CUDA on host threads, and what the interpreter made of it.
+struct HostCase {
+  std::string where;
+  test_support::HostLaunch launch;
+  Outcome interpreter;
+};
+
 struct Tally {
   int ran = 0, rejected = 0, clean = 0, caught = 0, on_cpu = 0, refused = 0, nvrtc = 0;
+  std::vector<HostCase> host;
 };
+
+/// The launch of the generated CUDA at these sizes on host threads: every buffer at exactly its
+/// length (`in` at its extent), so that an unchecked access outside stops the sanitizers.
+test_support::HostLaunch host_launch(const Specialized& s, const BoundsGen& gen, int n, int m) {
+  test_support::HostLaunch l;
+  l.source = s.source;
+  l.entry = s.entry;
+  l.blocks = gen.blocks;
+  l.threads = gen.threads;
+  const std::string type = gen.type == ScalarType::U32 ? "unsigned" : "int";
+  auto scalar = [&](double v) {
+    test_support::HostArg a;
+    a.type = type;
+    a.scalar = v;
+    return a;
+  };
+  auto buffer = [&](const std::vector<std::int32_t>& v) {
+    test_support::HostArg a;
+    a.type = type;
+    a.buffer = true;
+    a.values.assign(v.begin(), v.end());
+    return a;
+  };
+  Inputs inputs(gen, n);
+  l.args = {scalar(n),
+            scalar(m),
+            buffer(inputs.in),
+            buffer(inputs.w),
+            buffer(inputs.grid2),
+            buffer(std::vector<std::int32_t>(kAcc, 0)),
+            buffer(std::vector<std::int32_t>(static_cast<std::size_t>(gen.blocks * gen.threads), -1))};
+  return l;
+}
 
 /// The lowered kernel at these sizes, for a failure's message.
 std::string lowered(const Kernel& k, const BoundsGen& gen, int n) {
@@ -342,8 +392,9 @@ void run_seed(int seed, Tally& t) {
   const int T = gen.threads * gen.blocks;
   if (std::getenv("VANTAGE_BOUNDS_VERBOSE")) std::printf("seed %d:\n%s\n", seed, lowered(k, gen, T - 3).c_str());
   const std::vector<std::pair<int, int>> sizes{{T - 3, 5}, {T + 9, 17}, {9, 40}};
-  // Generated CUDA for a sample: NVRTC compiles it.
-  if (nvrtc_available() && seed % 10 == 0) {
+  // Generated CUDA for a sample: NVRTC compiles it, and it runs on host threads (below).
+  const bool sampled = seed % 10 == 0;
+  if (nvrtc_available() && sampled) {
     try {
       Compiled c = compile(k, gen.specialized ? Spec{}.with_size("n", T - 3) : Spec{});
       ++t.nvrtc;
@@ -367,6 +418,10 @@ void run_seed(int seed, Tally& t) {
       continue;
     }
     (a.finding.empty() ? t.clean : t.caught)++;
+    if (sampled) {
+      Specialized s = specialize_for(k, gen.specialized ? Spec{}.with_size("n", n) : Spec{});
+      if (test_support::runs_on_host(s.source)) t.host.push_back({where, host_launch(s, gen, n, m), a});
+    }
     // The CPU backend on a sample (each program is an LLVM compile): the same outcome, the same
     // results when clean.
     if (Device::cpu_available() && seed % 4 == 0) {
@@ -390,10 +445,38 @@ TEST(RandomBounds, NoAcceptedAccessLeavesItsMemoryUnchecked) {
   if (const char* env = std::getenv("VANTAGE_BOUNDS_FIRST")) first = std::max(0, std::atoi(env));
   Tally t;
   for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t);
+  // The sample's generated CUDA on host threads, in one program: the interpreter's outcome (a clean
+  // run with its results, or a check that failed; the GPU code skips the access and records it).
+  int on_host = 0;
+  if (!t.host.empty()) {
+    std::vector<test_support::HostLaunch> launches;
+    for (const auto& c : t.host) launches.push_back(c.launch);
+    test_support::HostLaunches run = test_support::run_launches_on_host(launches);
+    EXPECT_TRUE(run.ok) << run.problem;
+    for (std::size_t i = 0; i < run.results.size(); ++i) {
+      const HostCase& c = t.host[i];
+      const test_support::HostLaunchResult& r = run.results[i];
+      ++on_host;
+      EXPECT_EQ(r.check_failed, !c.interpreter.finding.empty())
+          << c.where << ": generated CUDA on host threads " << (r.check_failed ? "failed a check" : "ran clean")
+          << "; the interpreter: " << (c.interpreter.message.empty() ? "clean" : c.interpreter.message);
+      if (r.check_failed || !c.interpreter.finding.empty() || r.buffers.size() != 5) continue;
+      // Both as 32-bit words (a u32 program's host run prints unsigned values).
+      auto words = [](const std::vector<long long>& v) {
+        std::vector<std::int32_t> w;
+        for (long long x : v) w.push_back(static_cast<std::int32_t>(static_cast<std::uint32_t>(x)));
+        return w;
+      };
+      EXPECT_EQ(words(r.buffers[3]), c.interpreter.acc)
+          << c.where << ": generated CUDA's atomics differ from the interpreter's";
+      EXPECT_EQ(words(r.buffers[4]), c.interpreter.out)
+          << c.where << ": generated CUDA's results differ from the interpreter's";
+    }
+  }
   std::printf(
       "random bounds: %d programs (%d rejected), launches: %d clean, %d stopped by memcheck, %d refused; "
-      "%d on the CPU backend, %d compiled by NVRTC\n",
-      t.ran, t.rejected, t.clean, t.caught, t.refused, t.on_cpu, t.nvrtc);
+      "%d on the CPU backend, %d compiled by NVRTC, %d launches of generated CUDA on host threads\n",
+      t.ran, t.rejected, t.clean, t.caught, t.refused, t.on_cpu, t.nvrtc, on_host);
   // The generator aims at accepted programs, and at both outcomes.
   EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";
   EXPECT_GE(t.clean, programs / 4);

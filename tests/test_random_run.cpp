@@ -15,6 +15,7 @@
 #include <cstring>
 #include <random>
 
+#include "host_cuda.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -450,11 +451,71 @@ struct Buffers {
   }
 };
 
+/// A program's generated CUDA launched on host threads, and the interpreter's result.
+struct HostCase {
+  int seed;
+  test_support::HostLaunch launch;
+  Buffers want;
+};
+
 /// What a run of programs did.
 struct Tally {
   int ran = 0, rejected = 0, on_cpu = 0, jumps = 0, reported = 0;
   std::int64_t statements = 0;
+  std::vector<HostCase> host;  ///< the sample for host threads (run_host)
 };
+
+/// The launch run_seed makes, of the generated CUDA on host threads.
+test_support::HostLaunch host_launch(const Specialized& s, const SafeGen& gen) {
+  test_support::HostLaunch l;
+  l.source = s.source;
+  l.entry = s.entry;
+  l.blocks = gen.blocks;
+  l.threads = gen.threads;
+  Buffers b(gen.blocks, gen.threads);
+  auto scalar = [](const char* type, double v) {
+    test_support::HostArg a;
+    a.type = type;
+    a.scalar = v;
+    return a;
+  };
+  auto buffer = [](const char* type, const auto& v) {
+    test_support::HostArg a;
+    a.type = type;
+    a.buffer = true;
+    a.values.assign(v.begin(), v.end());
+    return a;
+  };
+  l.args = {scalar("int", 5),     scalar("float", 1.5),    buffer("int", b.in), buffer("float", b.fin),
+            buffer("int", b.out), buffer("float", b.fout), buffer("int", b.acc)};
+  return l;
+}
+
+/// The sample's generated CUDA on host threads, in one program, against the interpreter's results
+/// (integers exactly, floats to the bit).
+void run_host(const Tally& t) {
+  if (t.host.empty()) return;
+  std::vector<test_support::HostLaunch> launches;
+  for (const auto& c : t.host) launches.push_back(c.launch);
+  test_support::HostLaunches run = test_support::run_launches_on_host(launches);
+  EXPECT_TRUE(run.ok) << run.problem;
+  for (std::size_t i = 0; i < run.results.size(); ++i) {
+    const HostCase& c = t.host[i];
+    const auto& r = run.results[i];
+    EXPECT_FALSE(r.check_failed) << "seed " << c.seed << ": generated CUDA on host threads failed a check";
+    ASSERT_EQ(r.buffers.size(), 5u);
+    auto ints = [](const std::vector<long long>& v) { return std::vector<int>(v.begin(), v.end()); };
+    auto bits = [](const std::vector<float>& v) {
+      std::vector<int> b(v.size());
+      std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+      return b;
+    };
+    EXPECT_EQ(ints(r.buffers[2]), c.want.out) << "seed " << c.seed << ": generated CUDA's `out` differs";
+    EXPECT_EQ(ints(r.buffers[3]), bits(c.want.fout)) << "seed " << c.seed << ": generated CUDA's `fout` differs";
+    EXPECT_EQ(ints(r.buffers[4]), c.want.acc) << "seed " << c.seed << ": generated CUDA's atomics differ";
+  }
+  std::printf("random runs: %zu programs' generated CUDA ran on host threads\n", run.results.size());
+}
 
 /// Program `seed`: built, run under two thread orders on the interpreter with every check on, on the
 /// CPU backend (every fourth seed: each is an LLVM compile), and its cost report made; any
@@ -513,6 +574,11 @@ void run_seed(int seed, Tally& t) {
       ADD_FAILURE() << "seed " << seed << ", CPU backend: " << e.what() << "\n" << k.lowered(Spec{});
     }
   }
+  // A tenth: the generated CUDA on host threads (run_host, after the last seed).
+  if (results.size() == 2 && seed % 10 == 0) {
+    Specialized s = specialize_for(k, Spec{}.with_fp_contract(false));
+    if (test_support::runs_on_host(s.source)) t.host.push_back({seed, host_launch(s, gen), results[0]});
+  }
   // The cost report follows every accepted program without failing (loops left early, calls,
   // returns, data-dependent branches: estimates, never an internal error).
   try {
@@ -533,6 +599,7 @@ TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
   if (const char* env = std::getenv("VANTAGE_RANDOM_FIRST")) first = std::max(0, std::atoi(env));
   Tally t;
   for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t);
+  run_host(t);
   EXPECT_EQ(t.reported, t.ran);
   std::printf(
       "random runs: %d programs ran under two orders (%lld thread-statements), %d also on the CPU "
