@@ -71,6 +71,11 @@ constexpr const char* kThreadsShim = R"(#include <algorithm>
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 struct vt_host_dim3 { unsigned x = 0, y = 0, z = 1; };
+struct alignas(8) int2 { int x, y; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) longlong2 { long long x, y; };
 static thread_local vt_host_dim3 threadIdx, blockIdx;
 static vt_host_dim3 blockDim, gridDim;
 using std::max;

@@ -25,6 +25,7 @@ namespace {
 
 constexpr int kW = 48;    // elements of `w` (no extent: its bound is the buffer's length)
 constexpr int kAcc = 16;  // elements of `acc` (a constant extent)
+constexpr int kVec = 8;   // elements of `sv` each thread owns
 
 class BoundsGen {
  public:
@@ -70,18 +71,26 @@ class BoundsGen {
                       th.for_("i", 0, per, [&](Scope&, Expr i) { s_t[i] = as_p(t * per + i) * lit(3); });
                     });
                   });
+              // Each thread's own kVec elements of `sv`: the destination of copy loops (vector copies).
+              auto sv = b.shared("sv", type, T * kVec);
               b.partition(
-                  out_b, thread(1), [&](Expr i) { return t + i; },
-                  [&](Scope& b, View o_t) {
-                    b.group(thread(1), [&](Scope& th) {
-                      local_ = th.local_array("l", type, local_len);
-                      th.for_("i", 0, local_len, [&](Scope&, Expr i) { local_[i] = as_p(i); });
-                      sum_ = th.let("sum", lit(0));
-                      stable_ = {as_p(t), as_p(blk), n_, m_};
-                      changing_ = {th.let("v", as_p(t) + lit(pick(5))), th.let("u", n_ - lit(1 + pick(3)))};
-                      stmts(th, 0);
-                      o_t[0] = sum_;
-                    });
+                  sv, thread(1), [&](Expr i) { return t * kVec + i; },
+                  [&](Scope& b, View sv_t) {
+                    b.partition(
+                        out_b, thread(1), [&](Expr i) { return t + i; },
+                        [&](Scope& b, View o_t) {
+                          b.group(thread(1), [&](Scope& th) {
+                            vec_ = sv_t;
+                            th.for_("i", lit(0), lit(kVec), [&](Scope&, Expr i) { vec_[i] = lit(0); });
+                            local_ = th.local_array("l", type, local_len);
+                            th.for_("i", 0, local_len, [&](Scope&, Expr i) { local_[i] = as_p(i); });
+                            sum_ = th.let("sum", lit(0));
+                            stable_ = {as_p(t), as_p(blk), n_, m_};
+                            changing_ = {th.let("v", as_p(t) + lit(pick(5))), th.let("u", n_ - lit(1 + pick(3)))};
+                            stmts(th, 0);
+                            o_t[0] = sum_;
+                          });
+                        });
                   });
             });
           });
@@ -172,7 +181,12 @@ class BoundsGen {
       case 4: th.atomic(AtomicOp::Add, acc_, value(1), lit(1)); break;
       case 5: guarded(th, depth); break;
       case 6: guarded(th, depth); break;
-      case 7: two_facts(th); break;
+      case 7:
+        if (chance(2))
+          two_facts(th);
+        else
+          copy(th);
+        break;
       case 8: {
         // A counted loop up to a memory's bound (the outermost loops) or a few rounds, its counter
         // indexing. Trip counts stay small: the interpreter runs every thread.
@@ -256,6 +270,22 @@ class BoundsGen {
     th.if_(r >= lit(0) && c >= lit(0) && r < lit(rows) && c + lit(width) <= lit(cols),
            [&](Scope& th) { th.assign(sum_, sum_ + grid2_[r * lit(cols) + c + lit(k)]); });
   }
+  /// A copy loop of 2 or 4 elements into the thread's part of `sv`, from a memory at a multiple of
+  /// the count, under a condition that keeps the whole run inside (or misses by one): lowering
+  /// makes it one vector copy only where it proves both runs inside.
+  void copy(Scope& th) {
+    const int count = chance(2) ? 2 : 4;
+    Mem src = memory(false);
+    if (src.view.name() == "l" || src.view.name() == "w") src = {in_, n_};  // vector copies need an extent
+    Expr base = (chance(4) ? value(2) : value(2) & lit(15)) * lit(count);
+    const int to = pick(kVec / count) * count, miss = chance(4) ? 1 : 0;
+    Expr cond = base + lit(count - miss) <= src.bound;
+    if (chance(2)) cond = base >= lit(0) && cond;
+    th.if_(cond, [&](Scope& th) {
+      th.for_("k", lit(0), lit(count), [&](Scope&, Expr k) { vec_[lit(to) + k] = src.view[base + k]; });
+      th.assign(sum_, sum_ + vec_[lit(to + pick(count))]);
+    });
+  }
   void jump(Scope& th, const Expr& j) {
     bool brk = chance(2);
     th.if_(j % lit(3) == lit(1), [&](Scope& th) { brk ? th.break_() : th.continue_(); });
@@ -263,7 +293,7 @@ class BoundsGen {
 
   std::mt19937_64 rng_;
   Expr n_, m_;
-  View in_, w_, grid2_, acc_, shared_, local_;
+  View in_, w_, grid2_, acc_, shared_, local_, vec_;
   Var sum_;
   std::vector<Expr> stable_;
   std::vector<Var> changing_;
