@@ -228,7 +228,7 @@ bool runs_on_host(const std::string& source) {
   return true;
 }
 
-HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches) {
+HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches, HostSanitizer sanitizer) {
   HostLaunches run;
 #ifndef VANTAGE_HOST_CXX
   run.problem = "no host compiler was configured (VANTAGE_HOST_CXX)";
@@ -276,17 +276,18 @@ HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches) {
   program << "}\n";
   const auto src = dir.path / "launches.cpp", exe = dir.path / "launches", log = dir.path / "log";
   std::ofstream(src) << program.str();
-  std::string build = std::string("'") + VANTAGE_HOST_CXX +
-                      "' -std=c++20 -O0 -w -pthread -ffp-contract=off -fsanitize=address,undefined "
-                      "-fno-sanitize-recover=all -fno-omit-frame-pointer -o '" +
-                      exe.string() + "' '" + src.string() + "' > '" + log.string() + "' 2>&1";
+  const bool thread = sanitizer == HostSanitizer::Thread;
+  std::string build = std::string("'") + VANTAGE_HOST_CXX + "' -std=c++20 -O0 -w -pthread -ffp-contract=off " +
+                      (thread ? "-fsanitize=thread,undefined -fno-sanitize=vptr " : "-fsanitize=address,undefined ") +
+                      "-fno-sanitize-recover=all -fno-omit-frame-pointer -o '" + exe.string() + "' '" + src.string() +
+                      "' > '" + log.string() + "' 2>&1";
   if (std::system(build.c_str()) != 0) {
     run.problem = "the host compiler rejected the generated code:\n" + read(log);
     return run;
   }
   const auto out = dir.path / "out";
-  std::string go = "ASAN_OPTIONS=detect_leaks=0 timeout 120 '" + exe.string() + "' > '" + out.string() + "' 2> '" +
-                   log.string() + "'";
+  std::string go = std::string(thread ? "TSAN_OPTIONS=halt_on_error=1 " : "ASAN_OPTIONS=detect_leaks=0 ") +
+                   "timeout 120 '" + exe.string() + "' > '" + out.string() + "' 2> '" + log.string() + "'";
   int rc = std::system(go.c_str());
   std::istringstream lines(read(out));
   for (std::string word; lines >> word;) {

@@ -69,7 +69,13 @@ struct HostLaunches {
 /// 16-bit floats.
 bool runs_on_host(const std::string& source);
 
+/// Which sanitizers watch the host program: AddressSanitizer (accesses outside a buffer) or
+/// ThreadSanitizer (two threads touching one element with no barrier between them: a barrier the
+/// generated code lacks). UndefinedBehaviorSanitizer watches in both.
+enum class HostSanitizer { Address, Thread };
+
 /// Every launch in one program (each distinct source compiled once), run at most 120 seconds.
-HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches);
+HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches,
+                                  HostSanitizer sanitizer = HostSanitizer::Address);
 
 }  // namespace vantage::test_support
