@@ -220,6 +220,44 @@ std::string exact(double v) {
   return text;
 }
 
+/// A host program built and run: its standard output, or why it did not build or finish.
+struct Ran {
+  bool built = false, finished = false;
+  std::string out, problem;
+};
+
+/// Builds `program` with the host compiler that built the tests and `flags`, and runs it (at most
+/// `seconds`, with `env` before the command).
+Ran build_and_run(const std::string& program, const std::string& flags, const std::string& env, int seconds) {
+  Ran r;
+#ifndef VANTAGE_HOST_CXX
+  (void)program, (void)flags, (void)env, (void)seconds;
+  r.problem = "no host compiler was configured (VANTAGE_HOST_CXX)";
+#else
+  TempDir dir("vantage_host_cuda");
+  const auto src = dir.path / "program.cpp", exe = dir.path / "program", log = dir.path / "log", out = dir.path / "out";
+  std::ofstream(src) << program;
+  std::string build = std::string("'") + VANTAGE_HOST_CXX + "' -std=c++20 -O0 -w " + flags + " -o '" + exe.string() +
+                      "' '" + src.string() + "' > '" + log.string() + "' 2>&1";
+  if (std::system(build.c_str()) != 0) {
+    r.problem = "the host compiler rejected the generated code:\n" + read(log);
+    return r;
+  }
+  r.built = true;
+  std::string go = env + " timeout " + std::to_string(seconds) + " '" + exe.string() + "' > '" + out.string() +
+                   "' 2> '" + log.string() + "'";
+  int rc = std::system(go.c_str());
+  r.out = read(out);
+  r.finished = rc == 0;
+  if (rc != 0) {
+    int status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    r.problem = "the run failed (exit status " + std::to_string(status) + (status == 124 ? ": the time limit" : "") +
+                "):\n" + read(log);
+  }
+#endif
+  return r;
+}
+
 }  // namespace
 
 bool runs_on_host(const std::string& source) {
@@ -230,11 +268,6 @@ bool runs_on_host(const std::string& source) {
 
 HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches, HostSanitizer sanitizer) {
   HostLaunches run;
-#ifndef VANTAGE_HOST_CXX
-  run.problem = "no host compiler was configured (VANTAGE_HOST_CXX)";
-  return run;
-#else
-  TempDir dir("vantage_host_threads");
   std::ostringstream program;
   program << kThreadsShim;
   std::vector<std::string> sources;
@@ -274,22 +307,17 @@ HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches, HostS
     program << "  }\n";
   }
   program << "}\n";
-  const auto src = dir.path / "launches.cpp", exe = dir.path / "launches", log = dir.path / "log";
-  std::ofstream(src) << program.str();
   const bool thread = sanitizer == HostSanitizer::Thread;
-  std::string build = std::string("'") + VANTAGE_HOST_CXX + "' -std=c++20 -O0 -w -pthread -ffp-contract=off " +
-                      (thread ? "-fsanitize=thread,undefined -fno-sanitize=vptr " : "-fsanitize=address,undefined ") +
-                      "-fno-sanitize-recover=all -fno-omit-frame-pointer -o '" + exe.string() + "' '" + src.string() +
-                      "' > '" + log.string() + "' 2>&1";
-  if (std::system(build.c_str()) != 0) {
-    run.problem = "the host compiler rejected the generated code:\n" + read(log);
+  Ran ran =
+      build_and_run(program.str(),
+                    std::string("-pthread -ffp-contract=off -fno-sanitize-recover=all -fno-omit-frame-pointer ") +
+                        (thread ? "-fsanitize=thread,undefined -fno-sanitize=vptr" : "-fsanitize=address,undefined"),
+                    thread ? "TSAN_OPTIONS=halt_on_error=1" : "ASAN_OPTIONS=detect_leaks=0", 120);
+  if (!ran.built) {
+    run.problem = ran.problem;
     return run;
   }
-  const auto out = dir.path / "out";
-  std::string go = std::string(thread ? "TSAN_OPTIONS=halt_on_error=1 " : "ASAN_OPTIONS=detect_leaks=0 ") +
-                   "timeout 120 '" + exe.string() + "' > '" + out.string() + "' 2> '" + log.string() + "'";
-  int rc = std::system(go.c_str());
-  std::istringstream lines(read(out));
+  std::istringstream lines(ran.out);
   for (std::string word; lines >> word;) {
     if (word != "launch") break;
     std::size_t index = 0;
@@ -307,10 +335,8 @@ HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches, HostS
     }
     run.results.push_back(std::move(r));
   }
-  if (rc != 0) {
-    int status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    run.problem = "the run failed after " + std::to_string(run.results.size()) + " launches (exit status " +
-                  std::to_string(status) + (status == 124 ? ": the time limit" : "") + "):\n" + read(log);
+  if (!ran.finished) {
+    run.problem = "after " + std::to_string(run.results.size()) + " launches, " + ran.problem;
     return run;
   }
   run.ok = run.results.size() == launches.size();
@@ -318,16 +344,10 @@ HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches, HostS
     run.problem =
         "the run printed " + std::to_string(run.results.size()) + " launches of " + std::to_string(launches.size());
   return run;
-#endif
 }
 
 HostRun run_on_host(const std::vector<HostKernel>& kernels) {
   HostRun run;
-#ifndef VANTAGE_HOST_CXX
-  run.problem = "no host compiler was configured (VANTAGE_HOST_CXX)";
-  return run;
-#else
-  TempDir dir("vantage_host_cuda");
   std::ostringstream program;
   program << kShim;
   for (std::size_t i = 0; i < kernels.size(); ++i)
@@ -340,28 +360,15 @@ HostRun run_on_host(const std::vector<HostKernel>& kernels) {
       program << "  { " << kernels[i].out_type << " out[1] = {}; vt_case_" << i << "::" << kernels[i].entry << "("
               << args << (args.empty() ? "" : ", ") << "out, 1, nullptr); std::cout << +out[0] << '\\n'; }\n";
   program << "}\n";
-  const auto src = dir.path / "kernels.cpp", exe = dir.path / "kernels", log = dir.path / "log";
-  std::ofstream(src) << program.str();
-  std::string build = std::string("'") + VANTAGE_HOST_CXX + "' -std=c++20 -O0 -w -fsanitize=undefined " +
-                      "-fno-sanitize-recover=all -o '" + exe.string() + "' '" + src.string() + "' > '" + log.string() +
-                      "' 2>&1";
-  if (std::system(build.c_str()) != 0) {
-    run.problem = "the host compiler rejected the generated code:\n" + read(log);
+  Ran ran = build_and_run(program.str(), "-fsanitize=undefined -fno-sanitize-recover=all", "", 60);
+  if (!ran.finished) {
+    run.problem = ran.problem;
     return run;
   }
-  const auto out = dir.path / "out";
-  std::string go = "timeout 60 '" + exe.string() + "' > '" + out.string() + "' 2> '" + log.string() + "'";
-  if (int rc = std::system(go.c_str()); rc != 0) {
-    int status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    run.problem = "the run failed (exit status " + std::to_string(status) + (status == 124 ? ": the time limit" : "") +
-                  "):\n" + read(log);
-    return run;
-  }
-  std::istringstream lines(read(out));
+  std::istringstream lines(ran.out);
   for (std::string l; std::getline(lines, l);) run.values.push_back(l);
   run.ok = true;
   return run;
-#endif
 }
 
 }  // namespace vantage::test_support

@@ -9,15 +9,16 @@
 #include <cstdlib>
 #include <random>
 
+#include "random_pick.hpp"
 #include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
 namespace {
 
-class Gen {
+class Gen : test_support::Picker {
  public:
-  explicit Gen(std::uint64_t seed) : rng_(seed) {}
+  explicit Gen(std::uint64_t seed) : Picker(seed) {}
 
   /// Threads per block the kernel declares (0: none), and its specialized parameters.
   int declared_threads = 0;
@@ -53,9 +54,6 @@ class Gen {
   }
 
  private:
-  int pick(int n) { return static_cast<int>(rng_() % static_cast<std::uint64_t>(n)); }
-  bool chance(int one_in) { return pick(one_in) == 0; }
-
   Perspective persp() {
     static const std::int64_t kCounts[] = {1, 1, 1, 2, 3, 4, 32, 32, 64, 128, 0};
     Level lv = static_cast<Level>(pick(3));
@@ -240,7 +238,6 @@ class Gen {
     }
   }
 
-  std::mt19937_64 rng_;
   std::vector<Expr> values_;
   std::vector<Var> vars_;
   std::vector<View> views_;

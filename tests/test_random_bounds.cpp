@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "host_cuda.hpp"
+#include "random_pick.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -27,9 +28,9 @@ constexpr int kW = 48;    // elements of `w` (no extent: its bound is the buffer
 constexpr int kAcc = 16;  // elements of `acc` (a constant extent)
 constexpr int kVec = 8;   // elements of `sv` each thread owns
 
-class BoundsGen {
+class BoundsGen : test_support::Picker {
  public:
-  explicit BoundsGen(std::uint64_t seed) : rng_(seed) {}
+  explicit BoundsGen(std::uint64_t seed) : Picker(seed) {}
 
   ScalarType type = ScalarType::I32;  ///< every integer of the program (i32 or u32)
   int threads = 32, blocks = 1, shared_len = 64, local_len = 8, rows = 4, cols = 8;
@@ -99,12 +100,6 @@ class BoundsGen {
   }
 
  private:
-  int pick(int n) { return static_cast<int>(rng_() % static_cast<std::uint64_t>(n)); }
-  bool chance(int one_in) { return pick(one_in) == 0; }
-  template <class T>
-  const T& any(const std::vector<T>& v) {
-    return v[static_cast<std::size_t>(pick(static_cast<int>(v.size())))];
-  }
   /// A constant of the program's type.
   Expr lit(int v) const { return type == ScalarType::U32 ? Expr(static_cast<unsigned>(v)) : Expr(v); }
   Expr as_p(const Expr& e) const { return type == ScalarType::I32 ? e : cast(type, e); }
@@ -291,7 +286,6 @@ class BoundsGen {
     th.if_(j % lit(3) == lit(1), [&](Scope& th) { brk ? th.break_() : th.continue_(); });
   }
 
-  std::mt19937_64 rng_;
   Expr n_, m_;
   View in_, w_, grid2_, acc_, shared_, local_, vec_;
   Var sum_;

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "host_cuda.hpp"
+#include "random_pick.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -25,9 +26,9 @@ constexpr int kIn = 256;   // elements of the read-only inputs (a power of two: 
 constexpr int kSlots = 4;  // elements of `out` and `fout` each thread owns
 constexpr int kAtomics = 16;
 
-class SafeGen {
+class SafeGen : test_support::Picker {
  public:
-  explicit SafeGen(std::uint64_t seed) : rng_(seed) {}
+  explicit SafeGen(std::uint64_t seed) : Picker(seed) {}
 
   int threads = 64;
   int blocks = 2;
@@ -64,13 +65,6 @@ class SafeGen {
   }
 
  private:
-  int pick(int n) { return static_cast<int>(rng_() % static_cast<std::uint64_t>(n)); }
-  bool chance(int one_in) { return pick(one_in) == 0; }
-  template <class T>
-  const T& any(const std::vector<T>& v) {
-    return v[static_cast<std::size_t>(pick(static_cast<int>(v.size())))];
-  }
-
   // ---------------------------------------------------------------- expressions
   /// An int expression made of `ints` (values the code may read here) and masked loads.
   Expr int_expr(const std::vector<Expr>& ints, int depth) {
@@ -410,7 +404,6 @@ class SafeGen {
     th.call(fn, {mine, int_expr(ints, 1)});
   }
 
-  std::mt19937_64 rng_;
   int per_thread_ = 2;
   View in_, fin_, out_, fout_, acc_, shared_, out_b_, fout_b_;
   bool shared_usable_ = false;
