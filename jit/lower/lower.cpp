@@ -1002,8 +1002,7 @@ std::string print(const Lowered& lowered) {
   std::string s = "// lowered for " + std::to_string(lowered.options.threads) + " threads per block";
   if (lowered.options.blocks) s += ", " + std::to_string(*lowered.options.blocks) + " blocks";
   s += "; shared memory " + std::to_string(lowered.shared_bytes) + " bytes\n";
-  for (const auto& f : lowered.functions) s += ir::print(*f) + "\n";
-  return s + ir::print(lowered.kernel);
+  return s + ir::print(lowered.kernel);  // the functions it calls first, once each
 }
 
 }  // namespace vantage::lower
