@@ -56,6 +56,7 @@ constexpr const char* kThreadsShim = R"(#include <algorithm>
 #include <barrier>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -198,6 +199,18 @@ void vt_host_launch(int blocks, int threads, F body) {
   }
 }
 template <class T>
+std::vector<T> vt_host_read(std::istream& in) {
+  std::size_t n = 0;
+  in >> n;
+  std::vector<T> v(n);
+  for (T& x : v) {
+    double d = 0;
+    in >> d;
+    x = static_cast<T>(d);
+  }
+  return v;
+}
+template <class T>
 void vt_host_print(const std::vector<T>& v) {
   std::cout << " " << v.size();
   for (const T& x : v) {
@@ -227,16 +240,19 @@ struct Ran {
 };
 
 /// Builds `program` with the host compiler that built the tests and `flags`, and runs it (at most
-/// `seconds`, with `env` before the command).
-Ran build_and_run(const std::string& program, const std::string& flags, const std::string& env, int seconds) {
+/// `seconds`, with `env` before the command) with the path of a file holding `input` as its argument.
+Ran build_and_run(const std::string& program, const std::string& flags, const std::string& env, int seconds,
+                  const std::string& input = "") {
   Ran r;
 #ifndef VANTAGE_HOST_CXX
-  (void)program, (void)flags, (void)env, (void)seconds;
+  (void)program, (void)flags, (void)env, (void)seconds, (void)input;
   r.problem = "no host compiler was configured (VANTAGE_HOST_CXX)";
 #else
   TempDir dir("vantage_host_cuda");
-  const auto src = dir.path / "program.cpp", exe = dir.path / "program", log = dir.path / "log", out = dir.path / "out";
+  const auto src = dir.path / "program.cpp", exe = dir.path / "program", log = dir.path / "log", out = dir.path / "out",
+             in = dir.path / "input";
   std::ofstream(src) << program;
+  std::ofstream(in) << input;
   std::string build = std::string("'") + VANTAGE_HOST_CXX + "' -std=c++20 -O0 -w " + flags + " -o '" + exe.string() +
                       "' '" + src.string() + "' > '" + log.string() + "' 2>&1";
   if (std::system(build.c_str()) != 0) {
@@ -244,8 +260,8 @@ Ran build_and_run(const std::string& program, const std::string& flags, const st
     return r;
   }
   r.built = true;
-  std::string go = env + " timeout " + std::to_string(seconds) + " '" + exe.string() + "' > '" + out.string() +
-                   "' 2> '" + log.string() + "'";
+  std::string go = env + " timeout " + std::to_string(seconds) + " '" + exe.string() + "' '" + in.string() + "' > '" +
+                   out.string() + "' 2> '" + log.string() + "'";
   int rc = std::system(go.c_str());
   r.out = read(out);
   r.finished = rc == 0;
@@ -280,7 +296,8 @@ HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches, HostS
       sources.push_back(l.source);
     }
   }
-  program << "int main() {\n";
+  program << "int main(int, char** argv) {\n  std::ifstream input(argv[1]);\n";
+  std::ostringstream input;
   for (std::size_t i = 0; i < launches.size(); ++i) {
     const HostLaunch& l = launches[i];
     program << "  {\n    unsigned long long err[6] = {};\n";
@@ -292,10 +309,11 @@ HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches, HostS
         call += "static_cast<" + arg.type + ">(" + exact(arg.scalar) + ")";
         continue;
       }
-      program << "    std::vector<" << arg.type << "> b" << a << "{";
-      for (std::size_t k = 0; k < arg.values.size(); ++k)
-        program << (k ? ", " : "") << "static_cast<" << arg.type << ">(" << exact(arg.values[k]) << ")";
-      program << "};\n";
+      // The elements come from the input file, in order: a small program compiles quickly.
+      program << "    auto b" << a << " = vt_host_read<" << arg.type << ">(input);\n";
+      input << arg.values.size();
+      for (double v : arg.values) input << " " << exact(v);
+      input << "\n";
       call += "b" + std::to_string(a) + ".data()";
       lengths += ", static_cast<long long>(b" + std::to_string(a) + ".size())";
     }
@@ -312,7 +330,7 @@ HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches, HostS
       build_and_run(program.str(),
                     std::string("-pthread -ffp-contract=off -fno-sanitize-recover=all -fno-omit-frame-pointer ") +
                         (thread ? "-fsanitize=thread,undefined -fno-sanitize=vptr" : "-fsanitize=address,undefined"),
-                    thread ? "TSAN_OPTIONS=halt_on_error=1" : "ASAN_OPTIONS=detect_leaks=0", 120);
+                    thread ? "TSAN_OPTIONS=halt_on_error=1" : "ASAN_OPTIONS=detect_leaks=0", 120, input.str());
   if (!ran.built) {
     run.problem = ran.problem;
     return run;
