@@ -4,6 +4,8 @@
 // user's line; what the CPU cannot run is refused at the user's line.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <cstring>
 
@@ -350,6 +352,64 @@ TEST(Cpu, BranchesTakenByRangesOfLanesMatchTheInterpreter) {
       }
     expect_cpu_equals_interpreter(k, Grid{2, 96}, std::vector<int>(2 * 96 * 7, 0), kk);
   }
+}
+
+/// Conditions on the thread's place in the grid, `blk * 96 + t` against k (saxpy's `i < n`): the
+/// CPU backend runs just the lanes in range where the sum cannot wrap, and keeps the mask where it
+/// can (`off + t`, off a parameter that may be near INT_MAX).
+Kernel offset_lane_ranges() {
+  KernelBuilder k("offset_lane_ranges");
+  auto kk = k.param<int>("k");
+  auto off = k.param<int>("off");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(96);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.partition(
+        out, block(1), [&](Expr i) { return blk * 96 * 6 + i; },
+        [&](Scope& g, View out_b) {
+          g.group(block(1), [&](Scope& b) {
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                out_b, thread(1), [&](Expr i) { return t * 6 + i; },
+                [&](Scope& b, View o) {
+                  b.group(thread(1), [&](Scope& th) {
+                    th.if_(blk * 96 + t < kk, [&](Scope&) { o[0] = 1; });
+                    th.if_(t + blk * 96 <= kk, [&](Scope&) { o[1] = 1; });
+                    th.if_(kk > blk * 96 + t, [&](Scope&) { o[2] = 1; });
+                    th.if_(blk * 96 + t >= kk, [&](Scope&) { o[3] = 1; });
+                    th.if_(blk * 96 + t > kk, [&](Scope&) { o[4] = 1; });
+                    th.if_(off + t < kk, [&](Scope&) { o[5] = 1; });
+                  });
+                });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(Cpu, BranchesOnThePlaceInTheGridMatchTheInterpreter) {
+  REQUIRE_CPU_BACKEND();
+  Kernel k = offset_lane_ranges();
+  const int big = std::numeric_limits<int>::max() - 40;
+  for (int kk : {-5, 0, 1, 31, 32, 33, 95, 96, 97, 130, 191, 192, 500})
+    for (int off : {0, 7, big}) {
+      std::vector<int> out(2 * 96 * 6, 0);
+      k.launch(Device::cpu(1), Grid{2, 96}, kk, off, out);
+      for (int b = 0; b < 2; ++b)
+        for (int t = 0; t < 96; ++t) {
+          const int* o = &out[static_cast<std::size_t>((b * 96 + t) * 6)];
+          const int i = b * 96 + t;
+          const int wrapped = static_cast<int>(static_cast<unsigned>(off) + static_cast<unsigned>(t));
+          ASSERT_EQ(o[0], i < kk ? 1 : 0) << "k " << kk << " thread " << i;
+          ASSERT_EQ(o[1], i <= kk ? 1 : 0) << "k " << kk << " thread " << i;
+          ASSERT_EQ(o[2], kk > i ? 1 : 0) << "k " << kk << " thread " << i;
+          ASSERT_EQ(o[3], i >= kk ? 1 : 0) << "k " << kk << " thread " << i;
+          ASSERT_EQ(o[4], i > kk ? 1 : 0) << "k " << kk << " thread " << i;
+          ASSERT_EQ(o[5], wrapped < kk ? 1 : 0) << "k " << kk << " off " << off << " thread " << i;
+        }
+      expect_cpu_equals_interpreter(k, Grid{2, 96}, std::vector<int>(2 * 96 * 6, 0), kk, off);
+    }
 }
 
 /// Reads clamped to the edges of their buffer (x[min(i + s, n - 1)], x[max(i - s, 0)], a clamp

@@ -36,6 +36,8 @@
 #include "jit/cpu/module_impl.h"
 #include "jit/cuda/emit.h"
 #include "jit/ir/eval.h"
+#include "jit/ir/mutate.h"
+#include "jit/ir/range.h"
 #include "jit/ir/visit.h"
 #include "support/log.h"
 
@@ -140,10 +142,13 @@ struct PendingCheck {
 };
 
 /// The lanes of each warp that a leaf's one `if (tid < k)` (<=, >, >=; k the same for the lanes
-/// of a warp) takes: a range, so that its thread loop runs over just those.
+/// of a warp) takes: a range, so that its thread loop runs over just those. `if (c + tid < k)`
+/// (c the same for the lanes, and c + tid proven not to wrap: saxpy's `blk * 256 + t < n`) is
+/// `tid < k - c`.
 struct LaneRange {
   ir::BinOp op;  ///< with the thread's position on the left
   ir::ExprPtr k;
+  ir::ExprPtr offset;  ///< c, or null
 };
 
 /// A memory root as the code reaches it.
@@ -515,6 +520,7 @@ class Gen {
     lane_ = b_.getInt32(0);
     tid_ = b_.CreateShl(w, 5, "", true, true);
     Value* k = b_.CreateSExt(expr(r.k), b_.getInt64Ty());
+    if (r.offset) k = b_.CreateSub(k, b_.CreateSExt(expr(r.offset), b_.getInt64Ty()));
     tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
     // The first lane past the split: k - 32 w (k + 1 - 32 w for <= and >), clamped to [0, hi].
     if (r.op == BinOp::Le || r.op == BinOp::Gt) k = b_.CreateAdd(k, b_.getInt64(1));
@@ -798,9 +804,23 @@ class Gen {
     if (!n || (n->else_body && !(as<Seq>(*n->else_body) && as<Seq>(*n->else_body)->stmts.empty()))) return std::nullopt;
     const auto* b = as<Binary>(*n->cond);
     if (!b || b->a->type != ScalarType::I32) return std::nullopt;
-    bool left = is_tid(b->a);
+    ExprPtr offset;
+    // The thread's position, or c + position with c the same for the lanes and the sum never
+    // wrapping (then the condition is an interval of lanes, as for the position alone).
+    auto position = [&](const ExprPtr& e) {
+      if (is_tid(e)) return true;
+      const auto* add = as<Binary>(*e);
+      if (!add || add->op != BinOp::Add) return false;
+      for (auto [t, c] : {std::pair{add->a, add->b}, std::pair{add->b, add->a}})
+        if (is_tid(t) && lane_invariant(c) && !wraps_with_position(c)) {
+          offset = c;
+          return true;
+        }
+      return false;
+    };
+    bool left = position(b->a);
     const ExprPtr& k = left ? b->b : b->a;
-    if ((!left && !is_tid(b->b)) || !lane_invariant(k)) return std::nullopt;
+    if ((!left && !position(b->b)) || !lane_invariant(k)) return std::nullopt;
     BinOp op = b->op;
     if (!left)
       op = op == BinOp::Lt   ? BinOp::Gt
@@ -809,7 +829,37 @@ class Gen {
            : op == BinOp::Ge ? BinOp::Le
                              : op;
     if (op != BinOp::Lt && op != BinOp::Le && op != BinOp::Gt && op != BinOp::Ge) return std::nullopt;
-    return LaneRange{op, k};
+    return LaneRange{op, k, offset};
+  }
+  /// Whether c + tid may leave i32 for a thread of the block: c's range from the launch's bounds
+  /// (the block index below the most blocks a launch may have) and the lets it reads.
+  bool wraps_with_position(const ExprPtr& c) {
+    class Defs : public ir::IRMutator {
+     public:
+      explicit Defs(Gen& g) : g_(g) {}
+      using IRMutator::mutate;
+
+     protected:
+      ExprPtr visit(const VarRef& n, const ExprPtr& self) override {
+        const ExprPtr* d = depth_ < 6 ? g_.definition(n.var.get()) : nullptr;
+        if (!d) return self;
+        ++depth_;
+        ExprPtr r = mutate(*d);
+        --depth_;
+        return r;
+      }
+
+     private:
+      Gen& g_;
+      int depth_ = 0;
+    } defs(*this);
+    ir::RangeEnv env;
+    env.thread_index = ir::Range{0, T_ - 1};
+    std::int64_t blocks = L_.options.blocks ? *L_.options.blocks : L_.options.max_blocks;
+    env.block_index = ir::Range{0, std::max<std::int64_t>(blocks, 1) - 1};
+    env.grid_blocks = ir::Range{1, std::max<std::int64_t>(blocks, 1)};
+    ir::Range r = ir::value_range(defs.mutate(c), env);
+    return r.hi > std::int64_t{INT32_MAX} - (T_ - 1);
   }
   /// Nested sequences flattened, then cut into groups (see the file's comment).
   std::vector<Group> groups(const StmtPtr& s, Frame& f) {
