@@ -68,7 +68,7 @@ Buffers& buffers() {
 struct Job {
   std::int64_t blocks = 0;
   std::int64_t shared_bytes = 0, scratch_bytes = 0;
-  const std::function<void(std::int64_t, void*, void*)>* block = nullptr;
+  const std::function<void(std::int64_t, std::int64_t, void*, void*)>* body = nullptr;
   std::atomic<std::int64_t> next{0};
   std::atomic<std::int64_t> done{0};
   std::mutex mu;
@@ -87,7 +87,7 @@ struct Job {
         ready = true;
       }
       std::int64_t last = std::min(blocks, first + chunk);
-      for (std::int64_t i = first; i < last; ++i) (*block)(i, b.shared.get(), b.scratch.get());
+      (*body)(first, last, b.shared.get(), b.scratch.get());
       if (done.fetch_add(last - first) + (last - first) == blocks) {
         std::lock_guard lock(mu);
         finished.notify_all();
@@ -147,13 +147,13 @@ class Pool {
 }  // namespace
 
 void run(std::int64_t blocks, int threads, std::int64_t shared_bytes, std::int64_t scratch_bytes,
-         const std::function<void(std::int64_t, void*, void*)>& block) {
+         const std::function<void(std::int64_t, std::int64_t, void*, void*)>& body) {
   if (blocks <= 0) return;
   auto job = std::make_shared<Job>();
   job->blocks = blocks;
   job->shared_bytes = shared_bytes;
   job->scratch_bytes = scratch_bytes;
-  job->block = &block;
+  job->body = &body;
   int helpers = static_cast<int>(std::min<std::int64_t>(std::max(threads, 1), blocks)) - 1;
   // About 16 chunks per thread: few trips to the shared counter, and still a balanced end.
   job->chunk = std::max<std::int64_t>(1, blocks / (16 * (helpers + 1)));

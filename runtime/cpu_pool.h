@@ -8,9 +8,11 @@
 
 namespace vantage::cpu_pool {
 
-/// Runs `block(b, shared, scratch)` for every b in [0, blocks) on up to `threads` host threads.
-/// `shared_bytes` and `scratch_bytes` are what one block needs (64-byte aligned buffers).
+/// Runs `body(first, last, shared, scratch)` over chunks [first, last) that together cover
+/// [0, blocks), on up to `threads` host threads; `body` runs the chunk's blocks one after the other
+/// with the thread's buffers. `shared_bytes` and `scratch_bytes` are what one block needs (64-byte
+/// aligned buffers).
 void run(std::int64_t blocks, int threads, std::int64_t shared_bytes, std::int64_t scratch_bytes,
-         const std::function<void(std::int64_t block, void* shared, void* scratch)>& block);
+         const std::function<void(std::int64_t first, std::int64_t last, void* shared, void* scratch)>& body);
 
 }  // namespace vantage::cpu_pool

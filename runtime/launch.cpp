@@ -779,13 +779,15 @@ LaunchReport run_host(const Kernel& kernel, const Device& device, const Entry& e
 LaunchReport run_cpu(const Kernel& kernel, const Device& device, const Entry& e, Prepared& p) {
   std::uint64_t record[8] = {};
   // cpu::BlockFn (jit/cpu/cpu.h, absent from a build without the CPU backend, which never gets here)
-  auto fn = reinterpret_cast<void (*)(void**, std::int64_t, std::int64_t, void*, void*, std::uint64_t*)>(e.cpu_fn);
+  auto fn = reinterpret_cast<void (*)(void**, std::int64_t, std::int64_t, std::int64_t, void*, void*, std::uint64_t*)>(
+      e.cpu_fn);
   void** args = p.pointers.data();
   const std::int64_t blocks = p.blocks;
   auto start = std::chrono::steady_clock::now();
-  cpu_pool::run(
-      p.blocks, device.host_threads(), e.cpu_shared, e.cpu_scratch,
-      [&](std::int64_t block, void* shared, void* scratch) { fn(args, block, blocks, shared, scratch, record); });
+  cpu_pool::run(p.blocks, device.host_threads(), e.cpu_shared, e.cpu_scratch,
+                [&](std::int64_t first, std::int64_t last, void* shared, void* scratch) {
+                  fn(args, first, last, blocks, shared, scratch, record);
+                });
   if (record[0]) raise_cpu(e, table_of(kernel).name, record);
   LaunchReport rep;
   rep.threads = e.block_threads * p.blocks;

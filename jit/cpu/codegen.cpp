@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -183,6 +184,8 @@ struct Frame {
 };
 
 class Gen {
+  std::optional<ir::RangeEnv> launch_env_;
+
  public:
   Gen(const lower::Lowered& l, const std::string& entry, Module::Impl& out)
       : L_(l), T_(l.options.threads), out_(out), ctx_(*out.ctx), b_(ctx_) {
@@ -247,8 +250,10 @@ class Gen {
     uniform(L_.kernel.body, nullptr);
     b_.CreateRetVoid();
 
-    // The entry: unpacks `args` (pointers to each value, as cuLaunchKernel takes them).
-    auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64, ptr, ptr, ptr}, false);
+    // The entry: unpacks `args` (pointers to each value, as cuLaunchKernel takes them), then runs
+    // the blocks [first, last) one after the other (one call per chunk of blocks: the unpacking
+    // and the call are not paid per block).
+    auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64, i64, ptr, ptr, ptr}, false);
     auto* entry = llvm::Function::Create(entry_ty, llvm::Function::ExternalLinkage, entry_name_, m);
     entry->addFnAttr(llvm::Attribute::NoUnwind);
     b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", entry));
@@ -260,8 +265,26 @@ class Gen {
       else  // as the launcher packs it: bool a byte, 16-bit floats their bits
         args.push_back(from_mem(b_.CreateLoad(memtype(kp[i].var->type), slot), kp[i].var->type));
     }
-    for (unsigned i = 1; i < 6; ++i) args.push_back(entry->getArg(i));
+    Value* first = entry->getArg(1);
+    Value* last = entry->getArg(2);
+    args.push_back(nullptr);  // the block, set in the loop
+    for (unsigned i = 3; i < 7; ++i) args.push_back(entry->getArg(i));
+    BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = BasicBlock::Create(ctx_, "blocks", entry);
+    auto* body = BasicBlock::Create(ctx_, "block", entry);
+    auto* done = BasicBlock::Create(ctx_, "blocks.done", entry);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    auto* blk = b_.CreatePHI(i64, 2, "blk");
+    blk->addIncoming(first, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(blk, last), body, done);
+    b_.SetInsertPoint(body);
+    args[kp.size()] = blk;
     b_.CreateCall(fn_, args);
+    blk->addIncoming(b_.CreateAdd(blk, b_.getInt64(1), "", true, true), body);
+    auto* latch = b_.CreateBr(head);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, no_unroll_md());
+    b_.SetInsertPoint(done);
     b_.CreateRetVoid();
     out_.scratch = scratch_bytes_;
     std::string problems;
@@ -436,6 +459,16 @@ class Gen {
     if (lanes) latch->setMetadata(llvm::LLVMContext::MD_loop, lane_loop_md());
     b_.SetInsertPoint(done);
   }
+  /// The entry's loop over a chunk of blocks is not unrolled (a copy of the whole block per trip).
+  llvm::MDNode* no_unroll_md() {
+    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})};
+    auto* temp = llvm::MDNode::getTemporary(ctx_, {}).release();
+    ops[0] = temp;
+    auto* id = llvm::MDNode::getDistinct(ctx_, ops);
+    id->replaceOperandWith(0, id);
+    llvm::MDNode::deleteTemporary(temp);
+    return id;
+  }
   void if_then(Value* cond, const std::function<void()>& then) {
     auto* t = BasicBlock::Create(ctx_, "then", fn_);
     auto* j = BasicBlock::Create(ctx_, "join", fn_);
@@ -486,7 +519,8 @@ class Gen {
           lo, hi,
           [&](Value* l) {
             Value *saved_tid = tid_, *saved_lane = lane_, *saved_warp = lane_warp_;
-            tid_ = b_.CreateOr(b_.CreateShl(w, 5, "", true, true), l, "tid");
+            // 32 w + l as an add, not an or: LLVM's scalar evolution then sees an affine position.
+            tid_ = b_.CreateAdd(b_.CreateShl(w, 5, "", true, true), l, "tid", true, true);
             lane_ = l;
             lane_warp_ = w;
             one_thread(mask, body);
@@ -495,9 +529,13 @@ class Gen {
           "lane", !few);
     };
     if (flat_ && !warp_) {
-      // One loop over the block (tid = 32 w + l still holds for the position arithmetic).
+      // One loop over the block (tid = 32 w + l still holds for the position arithmetic), over the
+      // range's threads where it has one (its bounds are the same for the whole block).
+      Value* lo = b_.getInt32(0);
+      Value* hi = b_.getInt32(static_cast<std::int32_t>(T_));
+      if (range) restrict_lanes(*range, b_.getInt32(0), lo, hi);
       loop(
-          b_.getInt32(0), b_.getInt32(static_cast<std::int32_t>(T_)),
+          lo, hi,
           [&](Value* t) {
             Value *saved_tid = tid_, *saved_lane = lane_, *saved_warp = lane_warp_;
             tid_ = t;
@@ -831,9 +869,36 @@ class Gen {
     if (op != BinOp::Lt && op != BinOp::Le && op != BinOp::Gt && op != BinOp::Ge) return std::nullopt;
     return LaneRange{op, k, offset};
   }
-  /// Whether c + tid may leave i32 for a thread of the block: c's range from the launch's bounds
-  /// (the block index below the most blocks a launch may have) and the lets it reads.
+  /// Whether the groups [i, j) of a region run as loops over the whole block (see `uniform`): one
+  /// leaf with no range, or leaves and uniform lets of which one is a range with block-uniform
+  /// bounds, the other leaves lets (a range's loop runs over fewer threads than the block).
+  bool flat_region(const std::vector<Group>& gs, std::size_t i, std::size_t j) {
+    int ranges = 0;
+    for (std::size_t k = i; k < j; ++k) {
+      const Group& g = gs[k];
+      if (g.kind != Group::Leaf) {
+        if (j != i + 1 && as<Let>(*g.stmts[0])) continue;  // a uniform let: once for the block
+        return false;
+      }
+      if (uses_warp_index(g.stmts)) return false;
+      if (auto r = lane_range(g)) {
+        if (level(r->k, *frame_) != Lvl::Uniform || (r->offset && level(r->offset, *frame_) != Lvl::Uniform))
+          return false;
+        ++ranges;
+      } else if (j != i + 1) {
+        for (const auto& x : g.stmts)
+          if (!as<Let>(*x)) return false;
+      }
+    }
+    return ranges <= 1;
+  }
+  /// Whether c + tid may leave i32 for a thread of the block.
   bool wraps_with_position(const ExprPtr& c) {
+    return ir::value_range(resolved(c), launch_env()).hi > std::int64_t{INT32_MAX} - (T_ - 1);
+  }
+  /// `e` with the values of the lets it reads put in (a few levels deep), so that range analysis
+  /// sees `blk * 256` as block_index * 256.
+  ExprPtr resolved(const ExprPtr& e) {
     class Defs : public ir::IRMutator {
      public:
       explicit Defs(Gen& g) : g_(g) {}
@@ -853,14 +918,30 @@ class Gen {
       Gen& g_;
       int depth_ = 0;
     } defs(*this);
-    ir::RangeEnv env;
-    env.thread_index = ir::Range{0, T_ - 1};
-    std::int64_t blocks = L_.options.blocks ? *L_.options.blocks : L_.options.max_blocks;
-    env.block_index = ir::Range{0, std::max<std::int64_t>(blocks, 1) - 1};
-    env.grid_blocks = ir::Range{1, std::max<std::int64_t>(blocks, 1)};
-    ir::Range r = ir::value_range(defs.mutate(c), env);
-    return r.hi > std::int64_t{INT32_MAX} - (T_ - 1);
+    return defs.mutate(e);
   }
+  /// The ranges of the positions a launch may have: threads below T, blocks below the most a
+  /// launch may have (specialization's residual guard).
+  const ir::RangeEnv& launch_env() {
+    if (!launch_env_) {
+      ir::RangeEnv env;
+      std::int64_t blocks = std::max<std::int64_t>(L_.options.blocks ? *L_.options.blocks : L_.options.max_blocks, 1);
+      env.thread_index = ir::Range{0, T_ - 1};
+      env.block_index = ir::Range{0, blocks - 1};
+      env.grid_blocks = ir::Range{1, blocks};
+      launch_env_ = std::move(env);
+    }
+    return *launch_env_;
+  }
+  /// Whether an integer +, - or * is proven never to leave its type (then LLVM is told so: nsw or
+  /// nuw, which lets its scalar evolution see `blk * 256 + t` as affine in t).
+  bool never_wraps(const Binary& n) {
+    if (n.op != BinOp::Add && n.op != BinOp::Sub && n.op != BinOp::Mul) return false;
+    if (n.a->type != n.type || n.b->type != n.type) return false;
+    auto r = as<Binary>(*resolved(make<Binary>(n.type, n.op, n.a, n.b, n.loc)));
+    return r && !ir::may_overflow(*r, launch_env());
+  }
+
   /// Nested sequences flattened, then cut into groups (see the file's comment).
   std::vector<Group> groups(const StmtPtr& s, Frame& f) {
     std::vector<StmtPtr> flat;
@@ -1214,7 +1295,18 @@ class Gen {
       b = to(b, n.b->type);
       t = want;
     }
-    if (integral(t)) return int_binary(n.op, t, n.b->type, a, b);
+    if (integral(t)) {
+      if (t == n.type && never_wraps(n)) {
+        bool sgn = !unsigned_type(t);
+        switch (n.op) {
+          case BinOp::Add: return b_.CreateAdd(a, b, "", !sgn, sgn);
+          case BinOp::Sub: return b_.CreateSub(a, b, "", !sgn, sgn);
+          case BinOp::Mul: return b_.CreateMul(a, b, "", !sgn, sgn);
+          default: break;
+        }
+      }
+      return int_binary(n.op, t, n.b->type, a, b);
+    }
     auto* f = a->getType();
     Value* r = nullptr;
     switch (n.op) {
@@ -1975,13 +2067,14 @@ class Gen {
         for (; i < j; ++i) emit(gs[i]);
         continue;
       }
-      // A region that is one leaf that never uses its warp's index is one loop over the block's
-      // threads (longer vectors, one loop for LLVM instead of one per warp).
-      if (j == i + 1 && gs[i].kind == Group::Leaf && !lane_range(gs[i]) && !uses_warp_index(gs[i].stmts)) {
+      // A region of leaves that never use their warp's index, with at most one a range of lanes
+      // whose bounds are the same for the whole block (saxpy's `let t`, then `if (blk * 256 + t < n)`),
+      // is one loop over the block's threads per leaf (longer vectors, one loop for LLVM instead of
+      // one per warp).
+      if (flat_region(gs, i, j)) {
         flat_ = true;
-        emit(gs[i]);
+        for (; i < j; ++i) emit(gs[i]);
         flat_ = false;
-        i = j;
         continue;
       }
       loop(

@@ -24,10 +24,11 @@ namespace vantage::cpu {
 
 /// The entry point of a compiled block: `args` as cuLaunchKernel takes them (pointers to each
 /// argument's value: the kernel's parameters, then one i64 length per pointer parameter), the
-/// block's index, the blocks of the launch, its shared memory, its scratch memory (per-thread
-/// values), and the error record (the same words the GPU's vt_fail writes).
-using BlockFn = void (*)(void** args, std::int64_t block, std::int64_t blocks, void* shared, void* scratch,
-                         std::uint64_t* error);
+/// blocks [first, last) to run one after the other, the blocks of the launch, the shared memory and
+/// the scratch memory (per-thread values) they reuse, and the error record (the same words the
+/// GPU's vt_fail writes).
+using BlockFn = void (*)(void** args, std::int64_t first, std::int64_t last, std::int64_t blocks, void* shared,
+                         void* scratch, std::uint64_t* error);
 
 /// A kernel as LLVM IR, not yet compiled.
 class Module {
