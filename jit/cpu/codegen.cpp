@@ -938,7 +938,8 @@ class Gen {
   bool never_wraps(const Binary& n) {
     if (n.op != BinOp::Add && n.op != BinOp::Sub && n.op != BinOp::Mul) return false;
     if (n.a->type != n.type || n.b->type != n.type) return false;
-    auto r = as<Binary>(*resolved(make<Binary>(n.type, n.op, n.a, n.b, n.loc)));
+    ExprPtr e = resolved(make<Binary>(n.type, n.op, n.a, n.b, n.loc));  // held: `r` points into it
+    const auto* r = as<Binary>(*e);
     return r && !ir::may_overflow(*r, launch_env());
   }
 
