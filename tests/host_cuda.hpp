@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vantage::test_support {
@@ -45,6 +46,21 @@ struct HostArg {
   bool buffer = false;
   std::vector<double> values;  ///< a buffer's elements (each exact in a double)
   double scalar = 0;
+
+  static HostArg of(std::string type, double value) {
+    HostArg a;
+    a.type = std::move(type);
+    a.scalar = value;
+    return a;
+  }
+  template <class T>
+  static HostArg of(std::string type, const std::vector<T>& elements) {
+    HostArg a;
+    a.type = std::move(type);
+    a.buffer = true;
+    a.values.assign(elements.begin(), elements.end());
+    return a;
+  }
 };
 
 struct HostLaunch {

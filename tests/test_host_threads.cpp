@@ -19,19 +19,10 @@ namespace {
 using test_support::HostArg;
 using test_support::HostLaunch;
 
-HostArg scalar(const char* type, double v) {
-  HostArg a;
-  a.type = type;
-  a.scalar = v;
-  return a;
-}
+HostArg scalar(const char* type, double v) { return HostArg::of(type, v); }
 template <class T>
 HostArg buffer(const std::vector<T>& v) {
-  HostArg a;
-  a.type = std::is_same_v<T, float> ? "float" : "int";
-  a.buffer = true;
-  a.values.assign(v.begin(), v.end());
-  return a;
+  return HostArg::of(std::is_same_v<T, float> ? "float" : "int", v);
 }
 /// A buffer's words as the host run prints them (floats as their bits).
 template <class T>

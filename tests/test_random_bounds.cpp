@@ -369,19 +369,8 @@ test_support::HostLaunch host_launch(const Specialized& s, const BoundsGen& gen,
   l.blocks = gen.blocks;
   l.threads = gen.threads;
   const std::string type = gen.type == ScalarType::U32 ? "unsigned" : "int";
-  auto scalar = [&](double v) {
-    test_support::HostArg a;
-    a.type = type;
-    a.scalar = v;
-    return a;
-  };
-  auto buffer = [&](const std::vector<std::int32_t>& v) {
-    test_support::HostArg a;
-    a.type = type;
-    a.buffer = true;
-    a.values.assign(v.begin(), v.end());
-    return a;
-  };
+  auto scalar = [&](double v) { return test_support::HostArg::of(type, v); };
+  auto buffer = [&](const std::vector<std::int32_t>& v) { return test_support::HostArg::of(type, v); };
   Inputs inputs(gen, n);
   l.args = {scalar(n),
             scalar(m),

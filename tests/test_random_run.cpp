@@ -466,21 +466,9 @@ test_support::HostLaunch host_launch(const Specialized& s, const SafeGen& gen) {
   l.blocks = gen.blocks;
   l.threads = gen.threads;
   Buffers b(gen.blocks, gen.threads);
-  auto scalar = [](const char* type, double v) {
-    test_support::HostArg a;
-    a.type = type;
-    a.scalar = v;
-    return a;
-  };
-  auto buffer = [](const char* type, const auto& v) {
-    test_support::HostArg a;
-    a.type = type;
-    a.buffer = true;
-    a.values.assign(v.begin(), v.end());
-    return a;
-  };
-  l.args = {scalar("int", 5),     scalar("float", 1.5),    buffer("int", b.in), buffer("float", b.fin),
-            buffer("int", b.out), buffer("float", b.fout), buffer("int", b.acc)};
+  using A = test_support::HostArg;
+  l.args = {A::of("int", 5),     A::of("float", 1.5),    A::of("int", b.in), A::of("float", b.fin),
+            A::of("int", b.out), A::of("float", b.fout), A::of("int", b.acc)};
   return l;
 }
 

@@ -184,12 +184,18 @@ struct Frame {
 };
 
 class Gen {
-  std::optional<ir::RangeEnv> launch_env_;
+  ir::RangeEnv launch_env_;  ///< for the range proofs of never_wraps and lane ranges
 
  public:
   Gen(const lower::Lowered& l, const std::string& entry, Module::Impl& out)
       : L_(l), T_(l.options.threads), out_(out), ctx_(*out.ctx), b_(ctx_) {
     entry_name_ = entry;
+    // The ranges of the positions a launch may have: threads below T, blocks below the most a
+    // launch may have (specialization's residual guard, checked at every launch).
+    std::int64_t blocks = std::max<std::int64_t>(l.options.blocks ? *l.options.blocks : l.options.max_blocks, 1);
+    launch_env_.thread_index = ir::Range{0, T_ - 1};
+    launch_env_.block_index = ir::Range{0, blocks - 1};
+    launch_env_.grid_blocks = ir::Range{1, blocks};
   }
 
   void run() {
@@ -423,16 +429,22 @@ class Gen {
   llvm::MDNode* lane_loop_md() {
     auto str = [&](const char* s) { return llvm::MDString::get(ctx_, s); };
     auto* unroll_full = llvm::MDNode::get(ctx_, {str("llvm.loop.unroll.full")});
-    llvm::Metadata* ops[] = {
-        nullptr,
+    return loop_md({
         llvm::MDNode::get(
             ctx_, {str("llvm.loop.vectorize.enable"), llvm::ConstantAsMetadata::get(llvm::ConstantInt::getTrue(ctx_))}),
         llvm::MDNode::get(ctx_, {str("llvm.loop.unroll.disable")}),
         llvm::MDNode::get(ctx_, {str("llvm.loop.vectorize.followup_vectorized"), unroll_full}),
-    };
+    });
+  }
+  /// The entry's loop over a chunk of blocks is not unrolled (a copy of the whole block per trip).
+  llvm::MDNode* no_unroll_md() {
+    return loop_md({llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})});
+  }
+  /// A loop's own id (a distinct node naming itself first) carrying `properties`.
+  llvm::MDNode* loop_md(std::vector<llvm::Metadata*> properties) {
     auto* temp = llvm::MDNode::getTemporary(ctx_, {}).release();
-    ops[0] = temp;
-    auto* id = llvm::MDNode::getDistinct(ctx_, ops);  // a loop's own id
+    properties.insert(properties.begin(), temp);
+    auto* id = llvm::MDNode::getDistinct(ctx_, properties);
     id->replaceOperandWith(0, id);
     llvm::MDNode::deleteTemporary(temp);
     return id;
@@ -458,16 +470,6 @@ class Gen {
     auto* latch = b_.CreateBr(head);
     if (lanes) latch->setMetadata(llvm::LLVMContext::MD_loop, lane_loop_md());
     b_.SetInsertPoint(done);
-  }
-  /// The entry's loop over a chunk of blocks is not unrolled (a copy of the whole block per trip).
-  llvm::MDNode* no_unroll_md() {
-    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})};
-    auto* temp = llvm::MDNode::getTemporary(ctx_, {}).release();
-    ops[0] = temp;
-    auto* id = llvm::MDNode::getDistinct(ctx_, ops);
-    id->replaceOperandWith(0, id);
-    llvm::MDNode::deleteTemporary(temp);
-    return id;
   }
   void if_then(Value* cond, const std::function<void()>& then) {
     auto* t = BasicBlock::Create(ctx_, "then", fn_);
@@ -894,7 +896,7 @@ class Gen {
   }
   /// Whether c + tid may leave i32 for a thread of the block.
   bool wraps_with_position(const ExprPtr& c) {
-    return ir::value_range(resolved(c), launch_env()).hi > std::int64_t{INT32_MAX} - (T_ - 1);
+    return ir::value_range(resolved(c), launch_env_).hi > std::int64_t{INT32_MAX} - (T_ - 1);
   }
   /// `e` with the values of the lets it reads put in (a few levels deep), so that range analysis
   /// sees `blk * 256` as block_index * 256.
@@ -920,19 +922,6 @@ class Gen {
     } defs(*this);
     return defs.mutate(e);
   }
-  /// The ranges of the positions a launch may have: threads below T, blocks below the most a
-  /// launch may have (specialization's residual guard).
-  const ir::RangeEnv& launch_env() {
-    if (!launch_env_) {
-      ir::RangeEnv env;
-      std::int64_t blocks = std::max<std::int64_t>(L_.options.blocks ? *L_.options.blocks : L_.options.max_blocks, 1);
-      env.thread_index = ir::Range{0, T_ - 1};
-      env.block_index = ir::Range{0, blocks - 1};
-      env.grid_blocks = ir::Range{1, blocks};
-      launch_env_ = std::move(env);
-    }
-    return *launch_env_;
-  }
   /// Whether an integer +, - or * is proven never to leave its type (then LLVM is told so: nsw or
   /// nuw, which lets its scalar evolution see `blk * 256 + t` as affine in t).
   bool never_wraps(const Binary& n) {
@@ -940,7 +929,7 @@ class Gen {
     if (n.a->type != n.type || n.b->type != n.type) return false;
     ExprPtr e = resolved(make<Binary>(n.type, n.op, n.a, n.b, n.loc));  // held: `r` points into it
     const auto* r = as<Binary>(*e);
-    return r && !ir::may_overflow(*r, launch_env());
+    return r && !ir::may_overflow(*r, launch_env_);
   }
 
   /// Nested sequences flattened, then cut into groups (see the file's comment).
