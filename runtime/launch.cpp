@@ -382,7 +382,7 @@ void make(Entry& e, const Kernel& kernel, const Device& device, Table& t) {
     e.alignment.assign(t.params.size(), 0);
     for (std::size_t i = 0; i < s.params.size() && i < t.params.size(); ++i) e.alignment[i] = s.params[i].alignment;
     e.dynamic_shared = s.dynamic_shared_bytes;
-    gpu::register_checks(cuda::check_tag(s.entry), t.name, s.checks);
+    gpu::register_checks(lower::check_tag(s.entry), t.name, s.checks);
     gpu::error_record(device.ordinal());  // made before the first launch, not on it
     std::int64_t shared = s.static_shared_bytes + s.dynamic_shared_bytes;
     if (shared > p.shared_per_block_optin)

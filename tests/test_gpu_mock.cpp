@@ -257,7 +257,7 @@ CUresult m_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, un
     record[3] = 5;
     record[4] = 1000;
     record[5] = 1000;
-    record[0] = cuda::check_tag(*reinterpret_cast<const std::string*>(f));
+    record[0] = lower::check_tag(*reinterpret_cast<const std::string*>(f));
   }
   return 0;
 }

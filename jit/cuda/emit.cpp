@@ -8,8 +8,6 @@
 // and is then defined. Index expressions are computed exactly, in 32 or 64 bits.
 #include "jit/cuda/emit.h"
 
-#include <xxhash.h>
-
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -242,7 +240,7 @@ class Emitter {
       // Accesses lowering could not prove inside their memory (docs/runtime.md): the first that
       // leaves records the kernel's tag, the site, the block, the thread, the index and the bound.
       char tag[32];
-      std::snprintf(tag, sizeof tag, "%lluull", static_cast<unsigned long long>(check_tag(opt_.entry)));
+      std::snprintf(tag, sizeof tag, "%lluull", static_cast<unsigned long long>(lower::check_tag(opt_.entry)));
       src << "static __device__ __noinline__ void vt_fail(unsigned long long* e, int site, long long i, long long n) "
              "{\n"
              "  if (e && atomicCAS(e, 0ull, "
@@ -1132,8 +1130,6 @@ class Emitter {
 };
 
 }  // namespace
-
-std::uint64_t check_tag(const std::string& entry) { return XXH3_64bits(entry.data(), entry.size()) | 1u; }
 
 int unroll_factor(std::int64_t trips, std::int64_t size) { return trips <= 32 && trips * size <= 1024 ? 0 : 4; }
 

@@ -35,10 +35,6 @@ struct EmitResult {
 /// `long long` length per pointer parameter, then the error record (`unsigned long long*`, or null).
 EmitResult emit(const lower::Lowered& lowered, const EmitOptions& options);
 
-/// The tag a kernel writes into its error record when an access checked as it runs fails (never 0):
-/// the runtime finds the kernel, and so the sites' builder lines, by it.
-std::uint64_t check_tag(const std::string& entry);
-
 /// The unroll policy for a loop of `trips` iterations (a constant) whose body has `size` IR nodes:
 /// 0 to unroll it fully (`#pragma unroll`), which only loops whose unrolled code stays small get, else
 /// the factor to unroll it by (`#pragma unroll 4`). The explicit factor keeps NVRTC's time flat in the

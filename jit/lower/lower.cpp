@@ -10,6 +10,8 @@
 // down to the root.
 #include "jit/lower/lower.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <set>
 #include <unordered_set>
@@ -1004,5 +1006,7 @@ std::string print(const Lowered& lowered) {
   s += "; shared memory " + std::to_string(lowered.shared_bytes) + " bytes\n";
   return s + ir::print(lowered.kernel);  // the functions it calls first, once each
 }
+
+std::uint64_t check_tag(const std::string& entry) { return XXH3_64bits(entry.data(), entry.size()) | 1u; }
 
 }  // namespace vantage::lower

@@ -59,6 +59,10 @@ struct Lowered {
   std::size_t user_params = 0;         ///< the kernel's own parameters; then one length per pointer
 };
 
+/// The tag a kernel's code writes into its error record when an access checked as it runs fails
+/// (never 0), on every backend: the runtime finds the kernel, and so its sites' builder lines, by it.
+std::uint64_t check_tag(const std::string& entry);
+
 /// Lowers a specialized kernel (jit/specialize's output) for one launch shape.
 Lowered lower(const ir::KernelNode& kernel, const Options& options);
 
