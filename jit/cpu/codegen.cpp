@@ -35,7 +35,6 @@
 
 #include "jit/cpu/cpu.h"
 #include "jit/cpu/module_impl.h"
-#include "jit/cuda/emit.h"
 #include "jit/ir/eval.h"
 #include "jit/ir/mutate.h"
 #include "jit/ir/range.h"
@@ -80,6 +79,16 @@ class Collectives {
       return std::nullopt;
     });
   }
+  /// Whether a statement exchanges values between the lanes of a warp (shuffles, votes, ballot,
+  /// mma, ldmatrix): the operations that work on a warp's 32 lanes as a whole.
+  bool lane_exchange(const StmtPtr& s) {
+    return holds(s, exchange_memo_, [](const StmtNode& x) -> std::optional<bool> {
+      if (const auto* n = as<Intrinsic>(x))
+        return warp_op(n->op) && n->op != IntrinsicOp::SyncThreads && n->op != IntrinsicOp::SyncWarp &&
+               n->op != IntrinsicOp::NamedBarrier;
+      return std::nullopt;
+    });
+  }
   static bool warp_op(IntrinsicOp op) {
     switch (op) {
       case IntrinsicOp::ShflXor:
@@ -116,7 +125,7 @@ class Collectives {
     memo[s.get()] = c;
     return c;
   }
-  std::unordered_map<const StmtNode*, bool> memo_, sync_memo_;
+  std::unordered_map<const StmtNode*, bool> memo_, sync_memo_, exchange_memo_;
 };
 
 /// How a variable is held.
@@ -216,6 +225,13 @@ class Gen {
     fn_->addParamAttr(static_cast<unsigned>(kp.size() + 3), llvm::Attribute::NoAlias);
     fn_->addFnAttr(llvm::Attribute::AlwaysInline);
     fn_->addFnAttr(llvm::Attribute::NoUnwind);
+    // Vector width. A kernel whose lanes exchange values works on whole warps (32 lanes: two 512-bit
+    // registers), and LLVM's own choice for the host serves it best. Any other kernel's thread loops
+    // are streams of loads, arithmetic and stores, which ran faster in 256-bit vectors on the 512-bit
+    // host measured (docs/cpu.md: saxpy 4 to 7%, the shared-memory sgemm 3 to 7%, where the block
+    // reduction's shuffles lost 20 to 30%). A host with vectors of 256 bits or fewer is unaffected.
+    const bool whole_warps = collectives_.lane_exchange(L_.kernel.body);
+    if (!whole_warps) fn_->addFnAttr("prefer-vector-width", "256");
     entry_bb_ = BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry_bb_);
     block_ = fn_->getArg(static_cast<unsigned>(kp.size()));
@@ -262,6 +278,7 @@ class Gen {
     auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64, i64, ptr, ptr, ptr}, false);
     auto* entry = llvm::Function::Create(entry_ty, llvm::Function::ExternalLinkage, entry_name_, m);
     entry->addFnAttr(llvm::Attribute::NoUnwind);
+    if (!whole_warps) entry->addFnAttr("prefer-vector-width", "256");
     b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", entry));
     std::vector<Value*> args;
     for (std::size_t i = 0; i < kp.size(); ++i) {
@@ -1488,7 +1505,7 @@ class Gen {
                      {llvm::PointerType::get(ctx_, 0), b_.getInt64Ty(), b_.getInt32Ty(), b_.getInt64Ty(),
                       b_.getInt32Ty(), b_.getInt64Ty(), b_.getInt64Ty()});
     if (!thread) thread = tid_ ? tid_ : b_.getInt32(0);
-    b_.CreateCall(fn, {err_, b_.getInt64(cuda::check_tag(entry_name_)), b_.getInt32(static_cast<std::int32_t>(site)),
+    b_.CreateCall(fn, {err_, b_.getInt64(lower::check_tag(entry_name_)), b_.getInt32(static_cast<std::int32_t>(site)),
                        block_, thread, index, bound});
   }
   /// A site of the CPU backend's own (atomics, copies lowering leaves unchecked).
@@ -2569,10 +2586,10 @@ class Gen {
     std::int64_t s = site(n.loc, src.name, false);
     each_warp(
         [&](Value* w) {
-          b_.CreateCall(fn,
-                        {b_.getInt32(static_cast<std::int32_t>(n.imms[0])), dst, src.base, rows,
-                         b_.getInt32(static_cast<std::int32_t>(T_)), w, b_.getInt64(bytes(src.elem)), src.bound, err_,
-                         b_.getInt64(cuda::check_tag(entry_name_)), block_, b_.getInt32(static_cast<std::int32_t>(s))});
+          b_.CreateCall(
+              fn, {b_.getInt32(static_cast<std::int32_t>(n.imms[0])), dst, src.base, rows,
+                   b_.getInt32(static_cast<std::int32_t>(T_)), w, b_.getInt64(bytes(src.elem)), src.bound, err_,
+                   b_.getInt64(lower::check_tag(entry_name_)), block_, b_.getInt32(static_cast<std::int32_t>(s))});
         },
         "lwarp");
   }
