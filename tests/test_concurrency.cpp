@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <thread>
 
 #include "kernels/paper_kernels.hpp"
+#include "runtime/cpu_pool.h"
 #include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
@@ -108,6 +111,74 @@ TEST(Concurrency, OneCacheServesManyThreads) {
   std::vector<fs::path> locks;
   for (const auto& e : fs::directory_iterator(dir.path / "locks")) locks.push_back(e.path());
   EXPECT_TRUE(locks.empty()) << "no lock file outlives the compiles";
+}
+
+// The CPU device's pool: every block of a launch runs exactly once, with buffers of the size asked
+// for, whatever the number of threads against the number of blocks, and from many launching threads
+// at once (the pool is one per process).
+TEST(Concurrency, ThePoolRunsEveryBlockOnceForAnyNumberOfThreads) {
+  auto launch = [](std::int64_t blocks, int threads) {
+    std::vector<std::atomic<int>> ran(static_cast<std::size_t>(blocks));
+    std::atomic<int> bad{0};
+    cpu_pool::run(blocks, threads, 100, 40, [&](std::int64_t first, std::int64_t last, void* shared, void* scratch) {
+      if (first < 0 || last > blocks || first >= last) ++bad;
+      if (!shared || !scratch || reinterpret_cast<std::uintptr_t>(shared) % 64 != 0 ||
+          reinterpret_cast<std::uintptr_t>(scratch) % 64 != 0)
+        ++bad;
+      for (std::int64_t b = first; b < last; ++b) {
+        std::memset(shared, static_cast<int>(b), 100);  // each thread's own: no other thread touches it
+        std::memset(scratch, static_cast<int>(b), 40);
+        ran[static_cast<std::size_t>(b)].fetch_add(1);
+      }
+    });
+    int wrong = 0;
+    for (auto& r : ran) wrong += r.load() != 1;
+    return std::pair{bad.load(), wrong};
+  };
+  std::vector<std::thread> launchers;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 3; ++t)
+    launchers.emplace_back([&, t] {
+      for (std::int64_t blocks : {1, 2, 3, 7, 31, 100, 1000, 4097})
+        for (int threads : {1, 2, 3, 4, 8}) {
+          auto [bad, wrong] = launch(blocks + t, threads);
+          if (bad || wrong) {
+            ++failures;
+            ADD_FAILURE() << blocks + t << " blocks on " << threads << " threads: " << bad << " bad chunks, " << wrong
+                          << " blocks not run exactly once";
+          }
+        }
+    });
+  for (auto& l : launchers) l.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+// A thread that is held up does not hold up its share: the others take what is left of it. Here
+// the helper's first chunk waits until the launch's last block (in the helper's own share) has run,
+// which only happens if the calling thread takes it; without that it gives up after 10 s and fails.
+TEST(Concurrency, AHeldUpThreadsShareIsTakenByTheOthers) {
+  const std::int64_t blocks = 64;
+  for (int round = 0; round < 5; ++round) {
+    std::vector<std::atomic<int>> ran(blocks);
+    std::atomic<bool> last_ran{false}, timed_out{false}, waited{false};
+    const auto caller = std::this_thread::get_id();
+    cpu_pool::run(blocks, 2, 0, 0, [&](std::int64_t first, std::int64_t last, void*, void*) {
+      if (std::this_thread::get_id() != caller && last != blocks && !waited.exchange(true)) {
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!last_ran.load()) {
+          if (std::chrono::steady_clock::now() > until) {
+            timed_out = true;
+            break;
+          }
+          std::this_thread::yield();
+        }
+      }
+      for (std::int64_t b = first; b < last; ++b) ran[static_cast<std::size_t>(b)].fetch_add(1);
+      if (last == blocks) last_ran = true;
+    });
+    ASSERT_FALSE(timed_out.load()) << "the calling thread did not take the held-up helper's blocks";
+    for (std::int64_t b = 0; b < blocks; ++b) EXPECT_EQ(ran[static_cast<std::size_t>(b)].load(), 1) << "block " << b;
+  }
 }
 
 }  // namespace
