@@ -18,6 +18,8 @@
 //    iteration, with the median ratio as `speedup`, so that both see the same machine (this VM's
 //    memory bandwidth moves with its neighbours' load). A cache-resident size pays for the pairing:
 //    the two-thread run starts with the data in the other core's cache.
+//  - BM_CpuVsPlainSaxpyPaired, BM_CpuVsPoclSaxpyPaired: the CPU backend on one thread and the plain
+//    loop (PoCL) timed back to back the same way, with cpu_over_plain (cpu_over_pocl) the median ratio.
 //  - BM_CpuCompileSgemm512: lowering to LLVM IR, the O3 pipeline and code generation through ORC,
 //    then loading (goal: at most 100 ms).
 //  - BM_CpuCacheHitSgemm512: what a second process does: a fresh cache on the same directory reads
@@ -340,8 +342,14 @@ void BM_CpuSgemm512Threads2(benchmark::State& s) { has_cpu(s) ? cpu_sgemm(s, 2) 
 /// the same machine. On this VM the memory bandwidth a thread gets moves by up to 2x within a minute
 /// with the neighbours' load (docs/performance.md), and a ratio of two benchmarks run apart moves
 /// with it. Counters: one_ms and two_ms (medians) and speedup, the median of the iterations' ratios.
+/// The counters' names: the first's time, the second's, and the ratio (first / second).
+struct PairNames {
+  const char* one = "one_ms";
+  const char* two = "two_ms";
+  const char* ratio = "speedup";
+};
 template <class One, class Two>
-void paired(benchmark::State& state, One one, Two two) {
+void paired(benchmark::State& state, One one, Two two, PairNames names = {}) {
   using clock = std::chrono::steady_clock;
   auto time = [](auto& f) {
     const auto start = clock::now();
@@ -364,9 +372,9 @@ void paired(benchmark::State& state, One one, Two two) {
     t2.push_back(b);
     ratio.push_back(a / b);
   }
-  state.counters["one_ms"] = bench::median(t1);
-  state.counters["two_ms"] = bench::median(t2);
-  state.counters["speedup"] = bench::median(ratio);
+  state.counters[names.one] = bench::median(t1);
+  state.counters[names.two] = bench::median(t2);
+  state.counters[names.ratio] = bench::median(ratio);
 }
 
 void BM_CpuSaxpyPaired(benchmark::State& state) {
@@ -389,6 +397,27 @@ void BM_CpuSaxpyPaired(benchmark::State& state) {
     };
   };
   paired(state, on(one), on(two));
+}
+/// Saxpy on one host thread, the CPU backend and the plain loop timed back to back in each iteration
+/// (the order alternating): from memory their ratio moves less with the VM's bandwidth than two
+/// benchmarks run apart. cpu_over_plain is the single-thread ratio (goal: at most 1.5).
+void BM_CpuVsPlainSaxpyPaired(benchmark::State& state) {
+  if (!has_cpu(state)) return;
+  const auto& d = saxpy_data(state);
+  Kernel k = examples::saxpy();
+  Device dev = Device::cpu(1);
+  Array y = array(d.y0), py = array(d.y0);
+  Grid grid{d.n / 256, 256};
+  k.launch(dev, grid, d.n, 3.0f, std::as_const(d.x), y);
+  dev.synchronize();
+  if (!agrees(state, y, d.want, 0)) return;
+  paired(
+      state,
+      [&] {
+        k.launch(dev, grid, d.n, 3.0f, std::as_const(d.x), y);
+        dev.synchronize();
+      },
+      [&] { plain_saxpy(d.n, 3.0f, d.x.data(), py.data()); }, {"cpu_ms", "plain_ms", "cpu_over_plain"});
 }
 void BM_PlainSaxpyPaired(benchmark::State& state) {
   const auto& d = saxpy_data(state);
@@ -668,8 +697,39 @@ void BM_PoclSgemm512(benchmark::State& state) {
   state.counters["build_ms"] = p.build_ms();
   clReleaseMemObject(A), clReleaseMemObject(B), clReleaseMemObject(C), clReleaseKernel(k);
 }
+/// Saxpy on one host thread, the CPU backend and PoCL timed back to back in each iteration (the order
+/// alternating), as BM_CpuVsPlainSaxpyPaired: cpu_over_pocl is the "no slower than PoCL"
+/// (goal: at most 1).
+void BM_CpuVsPoclSaxpyPaired(benchmark::State& state) {
+  if (!has_cpu(state)) return;
+  cl_kernel pk = nullptr;
+  if (!pocl_ready(state, pk, "saxpy")) return;
+  Pocl& p = Pocl::get();
+  const auto& d = saxpy_data(state);
+  Kernel k = examples::saxpy();
+  Device dev = Device::cpu(1);
+  Array y = array(d.y0), hx = array(inputs(d.n, 1)), hy = array(d.y0);
+  cl_mem x = p.buffer(hx), py = p.buffer(hy);
+  set(pk, 0, d.n), set(pk, 1, 3.0f), set(pk, 2, x), set(pk, 3, py);
+  Grid grid{d.n / 256, 256};
+  k.launch(dev, grid, d.n, 3.0f, std::as_const(d.x), y);
+  dev.synchronize();
+  p.run(pk, d.n, 256);
+  std::vector<float> got(d.n);
+  p.read(py, d.n * 4, got.data());
+  if (agrees(state, y, d.want, 0) && agrees(state, got, d.want, 0))
+    paired(
+        state,
+        [&] {
+          k.launch(dev, grid, d.n, 3.0f, std::as_const(d.x), y);
+          dev.synchronize();
+        },
+        [&] { p.run(pk, d.n, 256); }, {"cpu_ms", "pocl_ms", "cpu_over_pocl"});
+  clReleaseMemObject(x), clReleaseMemObject(py), clReleaseKernel(pk);
+}
 #else
 void no_pocl(benchmark::State& state) { state.SkipWithError("built without OpenCL (install ocl-icd-opencl-dev)"); }
+void BM_CpuVsPoclSaxpyPaired(benchmark::State& s) { no_pocl(s); }
 void BM_PoclSaxpy(benchmark::State& s) { no_pocl(s); }
 void BM_PoclBlockReduce(benchmark::State& s) { no_pocl(s); }
 void BM_PoclSgemm512(benchmark::State& s) { no_pocl(s); }
@@ -684,6 +744,8 @@ BENCHMARK(BM_CpuSaxpyThreads2)->Arg(kSaxpyN)->Arg(1 << 20)->Unit(benchmark::kMil
 BENCHMARK(BM_PoclSaxpy)->Arg(kSaxpyN)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CpuSaxpyPaired)->Arg(kSaxpyN)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PlainSaxpyPaired)->Arg(kSaxpyN)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuVsPlainSaxpyPaired)->Arg(kSaxpyN)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuVsPoclSaxpyPaired)->Arg(kSaxpyN)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PlainBlockReduce)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PlainBlockReduceThreads2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CpuBlockReduce)->Unit(benchmark::kMillisecond)->UseRealTime();
