@@ -354,6 +354,63 @@ TEST(Cpu, BranchesTakenByRangesOfLanesMatchTheInterpreter) {
   }
 }
 
+/// Conditions on the lane (`t % 32`, `t & 31` against k, as `lib::block_reduce`'s `lane < 1`): the
+/// CPU backend runs each warp's loop over just the lanes in range. `threads` 80 leaves the last warp
+/// 16 lanes.
+Kernel lane_of_warp_ranges(int threads) {
+  KernelBuilder k("lane_of_warp_ranges");
+  auto kk = k.param<int>("k");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(threads);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.partition(
+        out, block(1), [&](Expr i) { return blk * threads * 6 + i; },
+        [&](Scope& g, View out_b) {
+          g.group(block(1), [&](Scope& b) {
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                out_b, thread(1), [&](Expr i) { return t * 6 + i; },
+                [&](Scope& b, View o) {
+                  b.group(thread(1), [&](Scope& th) {
+                    th.if_(t % 32 < kk, [&](Scope&) { o[0] = 1; });
+                    th.if_(t % 32 <= kk, [&](Scope&) { o[1] = 1; });
+                    th.if_(kk > (t & 31), [&](Scope&) { o[2] = 1; });
+                    th.if_(t % 32 >= kk, [&](Scope&) { o[3] = 1; });
+                    th.if_((t & 31) > kk, [&](Scope&) { o[4] = 1; });
+                    th.if_(t % 32 < 1, [&](Scope&) { o[5] = t + 1; });
+                  });
+                });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(Cpu, BranchesTakenByRangesOfTheLaneMatchTheInterpreter) {
+  REQUIRE_CPU_BACKEND();
+  for (int threads : {96, 80}) {
+    Kernel k = lane_of_warp_ranges(threads);
+    for (int kk : {-5, 0, 1, 2, 15, 16, 17, 31, 32, 33, 100}) {
+      const auto n = static_cast<std::size_t>(2 * threads * 6);
+      std::vector<int> out(n, 0);
+      k.launch(Device::cpu(1), Grid{2, threads}, kk, out);
+      for (int b = 0; b < 2; ++b)
+        for (int t = 0; t < threads; ++t) {
+          const int* o = &out[static_cast<std::size_t>((b * threads + t) * 6)];
+          const int l = t % 32;
+          ASSERT_EQ(o[0], l < kk ? 1 : 0) << threads << " threads, k " << kk << " thread " << t;
+          ASSERT_EQ(o[1], l <= kk ? 1 : 0) << threads << " threads, k " << kk << " thread " << t;
+          ASSERT_EQ(o[2], kk > l ? 1 : 0) << threads << " threads, k " << kk << " thread " << t;
+          ASSERT_EQ(o[3], l >= kk ? 1 : 0) << threads << " threads, k " << kk << " thread " << t;
+          ASSERT_EQ(o[4], l > kk ? 1 : 0) << threads << " threads, k " << kk << " thread " << t;
+          ASSERT_EQ(o[5], l < 1 ? t + 1 : 0) << threads << " threads, k " << kk << " thread " << t;
+        }
+      expect_cpu_equals_interpreter(k, Grid{2, threads}, std::vector<int>(n, 0), kk);
+    }
+  }
+}
+
 /// Conditions on the thread's place in the grid, `blk * 96 + t` against k (saxpy's `i < n`): the
 /// CPU backend runs just the lanes in range where the sum cannot wrap, and keeps the mask where it
 /// can (`off + t`, off a parameter that may be near INT_MAX).

@@ -154,11 +154,12 @@ struct PendingCheck {
 /// The lanes of each warp that a leaf's one `if (tid < k)` (<=, >, >=; k the same for the lanes
 /// of a warp) takes: a range, so that its thread loop runs over just those. `if (c + tid < k)`
 /// (c the same for the lanes, and c + tid proven not to wrap: saxpy's `blk * 256 + t < n`) is
-/// `tid < k - c`.
+/// `tid < k - c`. `if (tid % 32 < k)` (or `tid & 31`: the lane) is a range of the lanes of every warp.
 struct LaneRange {
   ir::BinOp op;  ///< with the thread's position on the left
   ir::ExprPtr k;
   ir::ExprPtr offset;  ///< c, or null
+  bool lane = false;   ///< the position is the lane in the warp (tid % 32), not tid
 };
 
 /// A memory root as the code reaches it.
@@ -453,6 +454,13 @@ class Gen {
         llvm::MDNode::get(ctx_, {str("llvm.loop.vectorize.followup_vectorized"), unroll_full}),
     });
   }
+  /// A lane loop over a few lanes is not vectorized: by 16 (its trip count unknown until the loop over
+  /// warps is unrolled), its one trip became a masked gather and scatter per access.
+  llvm::MDNode* scalar_lane_md() {
+    auto str = [&](const char* s) { return llvm::MDString::get(ctx_, s); };
+    return loop_md({llvm::MDNode::get(
+        ctx_, {str("llvm.loop.vectorize.enable"), llvm::ConstantAsMetadata::get(llvm::ConstantInt::getFalse(ctx_))})});
+  }
   /// The entry's loop over a chunk of blocks is not unrolled (a copy of the whole block per trip).
   llvm::MDNode* no_unroll_md() {
     return loop_md({llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})});
@@ -467,9 +475,12 @@ class Gen {
     return id;
   }
 
-  /// `for (i = from; i < to; ++i) body(i)` with i of type `t`; `lanes`: a lane loop (above).
+  /// How a loop asks LLVM to treat it: a lane loop to vectorize, one over a few lanes not to, any
+  /// other as LLVM sees fit.
+  enum class LoopKind : std::uint8_t { Other, Lanes, FewLanes };
+  /// `for (i = from; i < to; ++i) body(i)` with i of type `t`.
   void loop(Value* from, Value* to, const std::function<void(Value*)>& body, const char* name = "i",
-            bool lanes = false) {
+            LoopKind kind = LoopKind::Other) {
     llvm::Type* t = from->getType();
     auto* counter = entry_alloca(t, name);
     b_.CreateStore(from, counter);
@@ -485,7 +496,8 @@ class Gen {
     Value* next = b_.CreateAdd(b_.CreateLoad(t, counter), llvm::ConstantInt::get(t, 1), "", true, true);
     b_.CreateStore(next, counter);
     auto* latch = b_.CreateBr(head);
-    if (lanes) latch->setMetadata(llvm::LLVMContext::MD_loop, lane_loop_md());
+    if (kind == LoopKind::Lanes) latch->setMetadata(llvm::LLVMContext::MD_loop, lane_loop_md());
+    if (kind == LoopKind::FewLanes) latch->setMetadata(llvm::LLVMContext::MD_loop, scalar_lane_md());
     b_.SetInsertPoint(done);
   }
   void if_then(Value* cond, const std::function<void()>& then) {
@@ -545,7 +557,7 @@ class Gen {
             one_thread(mask, body);
             tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
           },
-          "lane", !few);
+          "lane", few ? LoopKind::FewLanes : LoopKind::Lanes);
     };
     if (flat_ && !warp_) {
       // One loop over the block (tid = 32 w + l still holds for the position arithmetic), over the
@@ -563,7 +575,7 @@ class Gen {
             one_thread(mask, body);
             tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
           },
-          "thread", true);
+          "thread", LoopKind::Lanes);
     } else {
       each_warp(lanes, "warp");
     }
@@ -579,9 +591,10 @@ class Gen {
     Value* k = b_.CreateSExt(expr(r.k), b_.getInt64Ty());
     if (r.offset) k = b_.CreateSub(k, b_.CreateSExt(expr(r.offset), b_.getInt64Ty()));
     tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
-    // The first lane past the split: k - 32 w (k + 1 - 32 w for <= and >), clamped to [0, hi].
+    // The first lane past the split: k - 32 w (k + 1 - 32 w for <= and >; k or k + 1 for a range
+    // of lanes), clamped to [0, hi].
     if (r.op == BinOp::Le || r.op == BinOp::Gt) k = b_.CreateAdd(k, b_.getInt64(1));
-    Value* at = b_.CreateSub(k, b_.CreateShl(b_.CreateZExt(w, b_.getInt64Ty()), 5));
+    Value* at = r.lane ? k : b_.CreateSub(k, b_.CreateShl(b_.CreateZExt(w, b_.getInt64Ty()), 5));
     Value* n = b_.CreateZExt(hi, b_.getInt64Ty());
     at = b_.CreateSelect(b_.CreateICmpSLT(at, b_.getInt64(0)), b_.getInt64(0), at);
     at = b_.CreateTrunc(b_.CreateSelect(b_.CreateICmpSGT(at, n), n, at), b_.getInt32Ty());
@@ -862,10 +875,18 @@ class Gen {
     const auto* b = as<Binary>(*n->cond);
     if (!b || b->a->type != ScalarType::I32) return std::nullopt;
     ExprPtr offset;
+    bool lane = false;
     // The thread's position, or c + position with c the same for the lanes and the sum never
-    // wrapping (then the condition is an interval of lanes, as for the position alone).
+    // wrapping (then the condition is an interval of lanes, as for the position alone), or the
+    // lane (tid % 32 or tid & 31: tid is 32 w + lane in a warp's loop).
     auto position = [&](const ExprPtr& e) {
       if (is_tid(e)) return true;
+      if (const auto* m = as<Binary>(*e))
+        if (is_tid(m->a) &&
+            ((m->op == BinOp::Mod && const_int(m->b) == 32) || (m->op == BinOp::And && const_int(m->b) == 31))) {
+          lane = true;
+          return true;
+        }
       const auto* add = as<Binary>(*e);
       if (!add || add->op != BinOp::Add) return false;
       for (auto [t, c] : {std::pair{add->a, add->b}, std::pair{add->b, add->a}})
@@ -886,7 +907,7 @@ class Gen {
            : op == BinOp::Ge ? BinOp::Le
                              : op;
     if (op != BinOp::Lt && op != BinOp::Le && op != BinOp::Gt && op != BinOp::Ge) return std::nullopt;
-    return LaneRange{op, k, offset};
+    return LaneRange{op, k, offset, lane};
   }
   /// Whether the groups [i, j) of a region run as loops over the whole block (see `uniform`): one
   /// leaf with no range, or leaves and uniform lets of which one is a range with block-uniform
@@ -901,8 +922,8 @@ class Gen {
       }
       if (uses_warp_index(g.stmts)) return false;
       if (auto r = lane_range(g)) {
-        if (level(r->k, *frame_) != Lvl::Uniform || (r->offset && level(r->offset, *frame_) != Lvl::Uniform))
-          return false;
+        if (r->lane || level(r->k, *frame_) != Lvl::Uniform || (r->offset && level(r->offset, *frame_) != Lvl::Uniform))
+          return false;  // a range of lanes is one per warp, not one for the block
         ++ranges;
       } else if (j != i + 1) {
         for (const auto& x : g.stmts)
@@ -2467,7 +2488,7 @@ class Gen {
                   body();
                 tid_ = saved;
               },
-              "slane", true);
+              "slane", LoopKind::Lanes);
         },
         "swarp");
   }
