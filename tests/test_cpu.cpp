@@ -241,6 +241,22 @@ void expect_cpu_equals_interpreter(const Kernel& kernel, Grid grid, std::vector<
   }
 }
 
+/// A kernel body that gives each thread of each block `slots` ints of `out`: `body(b, blk, t, o)` in
+/// the block's scope, with blk the block, t the thread's position in it and o its slots.
+template <class Out, class Body>
+void slots_per_thread(Scope& g, Out out, int threads, int slots, Body body) {
+  auto blk = g.let("blk", g.id(block(1)));
+  g.partition(
+      out, block(1), [&](Expr i) { return blk * threads * slots + i; },
+      [&](Scope& g, View out_b) {
+        g.group(block(1), [&](Scope& b) {
+          auto t = b.let("t", b.id(thread(1)));
+          b.partition(
+              out_b, thread(1), [&](Expr i) { return t * slots + i; }, [&](Scope& b, View o) { body(b, blk, t, o); });
+        });
+      });
+}
+
 /// Shuffles of every kind with lane operands that are constants, the same for every thread and
 /// per thread; votes and ballot; float and int operands; whole warps and a last warp of 16 lanes.
 Kernel warp_ops(int threads) {
@@ -249,43 +265,33 @@ Kernel warp_ops(int threads) {
   auto out = k.param<GlobalPtr<int>>("out");
   k.block_threads(threads);
   k.body([&](Scope& g) {
-    auto blk = g.let("blk", g.id(block(1)));
-    g.partition(
-        out, block(1), [&](Expr i) { return blk * threads * 9 + i; },
-        [&](Scope& g, View out_b) {
-          g.group(block(1), [&](Scope& b) {
-            auto t = b.let("t", b.id(thread(1)));
-            b.partition(
-                out_b, thread(1), [&](Expr i) { return t * 9 + i; },
-                [&](Scope& b, View o) {
-                  b.group(warp(), [&](Scope& w) {
-                    auto lane = w.let("lane", w.id(thread(1)));
-                    auto v = w.let("v", lane * 7 + blk * 3 - 20, at(thread(1)));
-                    auto f = w.let("f", cast<float>(v) * 0.5f, at(thread(1)));
-                    auto x1 = w.shfl_xor("x1", v, lane & 7);
-                    auto x2 = w.shfl_down("x2", v, d);
-                    auto x3 = w.shfl_up("x3", v, lane % 5);
-                    auto x4 = w.shfl_idx("x4", v, 31 - lane);
-                    auto x5 = w.ballot("x5", v % 3 == 0);
-                    auto x6 = w.vote_any("x6", v > 150);
-                    auto x7 = w.vote_all("x7", v >= -20);
-                    auto x8 = w.shfl_down("x8", f, 3);
-                    auto x9 = w.shfl_xor("x9", v, 16);
-                    w.group(thread(1), [&](Scope&) {
-                      o[0] = x1;
-                      o[1] = x2;
-                      o[2] = x3;
-                      o[3] = x4;
-                      o[4] = cast<int>(x5);
-                      o[5] = cast<int>(x6);
-                      o[6] = cast<int>(x7);
-                      o[7] = cast<int>(x8 * 4.0f);
-                      o[8] = x9;
-                    });
-                  });
-                });
-          });
+    slots_per_thread(g, out, threads, 9, [&](Scope& b, Expr blk, Expr, View o) {
+      b.group(warp(), [&](Scope& w) {
+        auto lane = w.let("lane", w.id(thread(1)));
+        auto v = w.let("v", lane * 7 + blk * 3 - 20, at(thread(1)));
+        auto f = w.let("f", cast<float>(v) * 0.5f, at(thread(1)));
+        auto x1 = w.shfl_xor("x1", v, lane & 7);
+        auto x2 = w.shfl_down("x2", v, d);
+        auto x3 = w.shfl_up("x3", v, lane % 5);
+        auto x4 = w.shfl_idx("x4", v, 31 - lane);
+        auto x5 = w.ballot("x5", v % 3 == 0);
+        auto x6 = w.vote_any("x6", v > 150);
+        auto x7 = w.vote_all("x7", v >= -20);
+        auto x8 = w.shfl_down("x8", f, 3);
+        auto x9 = w.shfl_xor("x9", v, 16);
+        w.group(thread(1), [&](Scope&) {
+          o[0] = x1;
+          o[1] = x2;
+          o[2] = x3;
+          o[3] = x4;
+          o[4] = cast<int>(x5);
+          o[5] = cast<int>(x6);
+          o[6] = cast<int>(x7);
+          o[7] = cast<int>(x8 * 4.0f);
+          o[8] = x9;
         });
+      });
+    });
   });
   return k.build();
 }
@@ -308,27 +314,17 @@ Kernel lane_ranges() {
   auto out = k.param<GlobalPtr<int>>("out");
   k.block_threads(96);
   k.body([&](Scope& g) {
-    auto blk = g.let("blk", g.id(block(1)));
-    g.partition(
-        out, block(1), [&](Expr i) { return blk * 96 * 7 + i; },
-        [&](Scope& g, View out_b) {
-          g.group(block(1), [&](Scope& b) {
-            auto t = b.let("t", b.id(thread(1)));
-            b.partition(
-                out_b, thread(1), [&](Expr i) { return t * 7 + i; },
-                [&](Scope& b, View o) {
-                  b.group(thread(1), [&](Scope& th) {
-                    th.if_(t < kk, [&](Scope&) { o[0] = 1; });
-                    th.if_(t <= kk, [&](Scope&) { o[1] = 1; });
-                    th.if_(kk > t, [&](Scope&) { o[2] = 1; });
-                    th.if_(t >= kk, [&](Scope&) { o[3] = 1; });
-                    th.if_(t > kk, [&](Scope&) { o[4] = 1; });
-                    th.if_(t < 64, [&](Scope&) { o[5] = t; });
-                    th.if_(t > 31 && t < kk + blk, [&](Scope&) { o[6] = t * 2; });
-                  });
-                });
-          });
-        });
+    slots_per_thread(g, out, 96, 7, [&](Scope& b, Expr blk, Expr t, View o) {
+      b.group(thread(1), [&](Scope& th) {
+        th.if_(t < kk, [&](Scope&) { o[0] = 1; });
+        th.if_(t <= kk, [&](Scope&) { o[1] = 1; });
+        th.if_(kk > t, [&](Scope&) { o[2] = 1; });
+        th.if_(t >= kk, [&](Scope&) { o[3] = 1; });
+        th.if_(t > kk, [&](Scope&) { o[4] = 1; });
+        th.if_(t < 64, [&](Scope&) { o[5] = t; });
+        th.if_(t > 31 && t < kk + blk, [&](Scope&) { o[6] = t * 2; });
+      });
+    });
   });
   return k.build();
 }
@@ -363,26 +359,16 @@ Kernel lane_of_warp_ranges(int threads) {
   auto out = k.param<GlobalPtr<int>>("out");
   k.block_threads(threads);
   k.body([&](Scope& g) {
-    auto blk = g.let("blk", g.id(block(1)));
-    g.partition(
-        out, block(1), [&](Expr i) { return blk * threads * 6 + i; },
-        [&](Scope& g, View out_b) {
-          g.group(block(1), [&](Scope& b) {
-            auto t = b.let("t", b.id(thread(1)));
-            b.partition(
-                out_b, thread(1), [&](Expr i) { return t * 6 + i; },
-                [&](Scope& b, View o) {
-                  b.group(thread(1), [&](Scope& th) {
-                    th.if_(t % 32 < kk, [&](Scope&) { o[0] = 1; });
-                    th.if_(t % 32 <= kk, [&](Scope&) { o[1] = 1; });
-                    th.if_(kk > (t & 31), [&](Scope&) { o[2] = 1; });
-                    th.if_(t % 32 >= kk, [&](Scope&) { o[3] = 1; });
-                    th.if_((t & 31) > kk, [&](Scope&) { o[4] = 1; });
-                    th.if_(t % 32 < 1, [&](Scope&) { o[5] = t + 1; });
-                  });
-                });
-          });
-        });
+    slots_per_thread(g, out, threads, 6, [&](Scope& b, Expr, Expr t, View o) {
+      b.group(thread(1), [&](Scope& th) {
+        th.if_(t % 32 < kk, [&](Scope&) { o[0] = 1; });
+        th.if_(t % 32 <= kk, [&](Scope&) { o[1] = 1; });
+        th.if_(kk > (t & 31), [&](Scope&) { o[2] = 1; });
+        th.if_(t % 32 >= kk, [&](Scope&) { o[3] = 1; });
+        th.if_((t & 31) > kk, [&](Scope&) { o[4] = 1; });
+        th.if_(t % 32 < 1, [&](Scope&) { o[5] = t + 1; });
+      });
+    });
   });
   return k.build();
 }
@@ -421,26 +407,16 @@ Kernel offset_lane_ranges() {
   auto out = k.param<GlobalPtr<int>>("out");
   k.block_threads(96);
   k.body([&](Scope& g) {
-    auto blk = g.let("blk", g.id(block(1)));
-    g.partition(
-        out, block(1), [&](Expr i) { return blk * 96 * 6 + i; },
-        [&](Scope& g, View out_b) {
-          g.group(block(1), [&](Scope& b) {
-            auto t = b.let("t", b.id(thread(1)));
-            b.partition(
-                out_b, thread(1), [&](Expr i) { return t * 6 + i; },
-                [&](Scope& b, View o) {
-                  b.group(thread(1), [&](Scope& th) {
-                    th.if_(blk * 96 + t < kk, [&](Scope&) { o[0] = 1; });
-                    th.if_(t + blk * 96 <= kk, [&](Scope&) { o[1] = 1; });
-                    th.if_(kk > blk * 96 + t, [&](Scope&) { o[2] = 1; });
-                    th.if_(blk * 96 + t >= kk, [&](Scope&) { o[3] = 1; });
-                    th.if_(blk * 96 + t > kk, [&](Scope&) { o[4] = 1; });
-                    th.if_(off + t < kk, [&](Scope&) { o[5] = 1; });
-                  });
-                });
-          });
-        });
+    slots_per_thread(g, out, 96, 6, [&](Scope& b, Expr blk, Expr t, View o) {
+      b.group(thread(1), [&](Scope& th) {
+        th.if_(blk * 96 + t < kk, [&](Scope&) { o[0] = 1; });
+        th.if_(t + blk * 96 <= kk, [&](Scope&) { o[1] = 1; });
+        th.if_(kk > blk * 96 + t, [&](Scope&) { o[2] = 1; });
+        th.if_(blk * 96 + t >= kk, [&](Scope&) { o[3] = 1; });
+        th.if_(blk * 96 + t > kk, [&](Scope&) { o[4] = 1; });
+        th.if_(off + t < kk, [&](Scope&) { o[5] = 1; });
+      });
+    });
   });
   return k.build();
 }
