@@ -1,8 +1,8 @@
 // Vantage CPU device: the host threads a launch spreads its blocks over. A launch runs its blocks on
 // the calling thread and on up to `threads - 1` pool workers, each starting from a share of its own
 // (the same one launch after launch, so that its data stays in its core's cache) and then taking
-// what is left of the others'; it returns when every block has run. Each thread has its own shared and scratch memory,
-// grown to what the kernel needs.
+// what is left of the others'; it returns when every block has run. Each thread has its own shared
+// and scratch memory, grown to what the kernel needs.
 #pragma once
 
 #include <cstdint>

@@ -83,13 +83,11 @@ class Collectives {
   /// mma, ldmatrix): the operations that work on a warp's 32 lanes as a whole.
   bool lane_exchange(const StmtPtr& s) {
     return holds(s, exchange_memo_, [](const StmtNode& x) -> std::optional<bool> {
-      if (const auto* n = as<Intrinsic>(x))
-        return warp_op(n->op) && n->op != IntrinsicOp::SyncThreads && n->op != IntrinsicOp::SyncWarp &&
-               n->op != IntrinsicOp::NamedBarrier;
+      if (const auto* n = as<Intrinsic>(x)) return exchanges_lanes(n->op);
       return std::nullopt;
     });
   }
-  static bool warp_op(IntrinsicOp op) {
+  static bool exchanges_lanes(IntrinsicOp op) {
     switch (op) {
       case IntrinsicOp::ShflXor:
       case IntrinsicOp::ShflDown:
@@ -99,12 +97,14 @@ class Collectives {
       case IntrinsicOp::VoteAny:
       case IntrinsicOp::Ballot:
       case IntrinsicOp::MmaSync:
-      case IntrinsicOp::Ldmatrix:
-      case IntrinsicOp::SyncThreads:
-      case IntrinsicOp::SyncWarp:
-      case IntrinsicOp::NamedBarrier: return true;
+      case IntrinsicOp::Ldmatrix: return true;
       default: return false;
     }
+  }
+  /// An exchange between lanes, or a barrier.
+  static bool warp_op(IntrinsicOp op) {
+    return exchanges_lanes(op) || op == IntrinsicOp::SyncThreads || op == IntrinsicOp::SyncWarp ||
+           op == IntrinsicOp::NamedBarrier;
   }
 
  private:
@@ -454,13 +454,6 @@ class Gen {
         llvm::MDNode::get(ctx_, {str("llvm.loop.vectorize.followup_vectorized"), unroll_full}),
     });
   }
-  /// A lane loop over a few lanes is not vectorized: by 16 (its trip count unknown until the loop over
-  /// warps is unrolled), its one trip became a masked gather and scatter per access.
-  llvm::MDNode* scalar_lane_md() {
-    auto str = [&](const char* s) { return llvm::MDString::get(ctx_, s); };
-    return loop_md({llvm::MDNode::get(
-        ctx_, {str("llvm.loop.vectorize.enable"), llvm::ConstantAsMetadata::get(llvm::ConstantInt::getFalse(ctx_))})});
-  }
   /// The entry's loop over a chunk of blocks is not unrolled (a copy of the whole block per trip).
   llvm::MDNode* no_unroll_md() {
     return loop_md({llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})});
@@ -475,12 +468,9 @@ class Gen {
     return id;
   }
 
-  /// How a loop asks LLVM to treat it: a lane loop to vectorize, one over a few lanes not to, any
-  /// other as LLVM sees fit.
-  enum class LoopKind : std::uint8_t { Other, Lanes, FewLanes };
-  /// `for (i = from; i < to; ++i) body(i)` with i of type `t`.
+  /// `for (i = from; i < to; ++i) body(i)` with i of type `t`; `lanes`: a lane loop (above).
   void loop(Value* from, Value* to, const std::function<void(Value*)>& body, const char* name = "i",
-            LoopKind kind = LoopKind::Other) {
+            bool lanes = false) {
     llvm::Type* t = from->getType();
     auto* counter = entry_alloca(t, name);
     b_.CreateStore(from, counter);
@@ -496,8 +486,7 @@ class Gen {
     Value* next = b_.CreateAdd(b_.CreateLoad(t, counter), llvm::ConstantInt::get(t, 1), "", true, true);
     b_.CreateStore(next, counter);
     auto* latch = b_.CreateBr(head);
-    if (kind == LoopKind::Lanes) latch->setMetadata(llvm::LLVMContext::MD_loop, lane_loop_md());
-    if (kind == LoopKind::FewLanes) latch->setMetadata(llvm::LLVMContext::MD_loop, scalar_lane_md());
+    if (lanes) latch->setMetadata(llvm::LLVMContext::MD_loop, lane_loop_md());
     b_.SetInsertPoint(done);
   }
   void if_then(Value* cond, const std::function<void()>& then) {
@@ -557,7 +546,7 @@ class Gen {
             one_thread(mask, body);
             tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
           },
-          "lane", few ? LoopKind::FewLanes : LoopKind::Lanes);
+          "lane", !few);
     };
     if (flat_ && !warp_) {
       // One loop over the block (tid = 32 w + l still holds for the position arithmetic), over the
@@ -575,7 +564,7 @@ class Gen {
             one_thread(mask, body);
             tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
           },
-          "thread", LoopKind::Lanes);
+          "thread", true);
     } else {
       each_warp(lanes, "warp");
     }
@@ -2488,7 +2477,7 @@ class Gen {
                   body();
                 tid_ = saved;
               },
-              "slane", LoopKind::Lanes);
+              "slane", true);
         },
         "swarp");
   }
