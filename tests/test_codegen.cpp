@@ -417,6 +417,35 @@ TEST(Compile, UnsafeBlockWithInvalidCudaFailsAtTheBuilderLine) {
   }
 }
 
+// NVRTC's warnings come back beside its errors as V1102 at the user's line (a constant truncated in
+// the unsafe block, then the error that makes the compile fail).
+TEST(Compile, NvrtcWarningsAreDiagnosticsAtTheUsersLine) {
+  REQUIRE_NVRTC();
+  KernelBuilder k("warned_unsafe");
+  k.block_threads(32);
+  int line = 0;
+  k.body([&](Scope& g) {
+    g.group(thread(1), [&](Scope& th) {
+      line = __LINE__ + 1;
+      th.unsafe(thread(1), "unsigned char truncated = 1000; this_is_not_cuda();");
+    });
+  });
+  Kernel kernel = k.build();
+  try {
+    compile(kernel, Spec{});
+    FAIL() << "NVRTC accepted invalid CUDA";
+  } catch (const CompileError& e) {
+    bool warned = false, failed = false;
+    for (const Diagnostic& d : e.diagnostics()) {
+      EXPECT_EQ(static_cast<int>(d.loc.line), line) << d.code << ": " << d.message;
+      warned = warned || (d.code == "V1102" && d.message.find("truncation") != std::string::npos);
+      failed = failed || d.code == "V1101";
+    }
+    EXPECT_TRUE(warned) << e.log();
+    EXPECT_TRUE(failed) << e.log();
+  }
+}
+
 TEST(Compile, PtxTargetsTheArchitecture) {
   REQUIRE_NVRTC();
   std::string ptx = examples::saxpy().ptx(Spec{}.with_arch(Arch::SM_80));

@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "host_cuda.hpp"
@@ -28,7 +29,10 @@ constexpr int kAtomics = 16;
 
 class SafeGen : test_support::Picker {
  public:
-  explicit SafeGen(std::uint64_t seed) : Picker(seed) {}
+  /// `positions`: thread bodies are now and then put under a condition on the thread's position
+  /// (below). Off, the generator draws exactly what it drew before the option existed, so every
+  /// seed still names the program it named then.
+  explicit SafeGen(std::uint64_t seed, bool positions = false) : Picker(seed), positions_(positions) {}
 
   int threads = 64;
   int blocks = 2;
@@ -203,7 +207,8 @@ class SafeGen : test_support::Picker {
         shared_, thread(1), [&](Expr i) { return perm(t_) * per + i; },
         [&](Scope& b, View s_t) {
           mine_space_ = MemSpace::Shared;
-          b.group(thread(1), [&](Scope& th) { thread_stmts(th, s_t, per, 0); });
+          b.group(thread(1),
+                  [&](Scope& th) { on_position(th, {t_}, [&](Scope& th) { thread_stmts(th, s_t, per, 0); }); });
         });
     shared_usable_ = true;
   }
@@ -214,13 +219,15 @@ class SafeGen : test_support::Picker {
         out_b_, thread(1), [&](Expr i) { return t_ * kSlots + i; },
         [&](Scope& b, View o_t) {
           b.group(thread(1), [&](Scope& th) {
-            if (chance(2)) {
-              mine_space_ = MemSpace::Global;
-              thread_stmts(th, o_t, kSlots, 0);
-            } else {
-              auto v = th.let("v", int_expr(thread_ints(), 0));
-              o_t[v & (kSlots - 1)] = v;
-            }
+            on_position(th, {t_}, [&](Scope& th) {
+              if (chance(2)) {
+                mine_space_ = MemSpace::Global;
+                thread_stmts(th, o_t, kSlots, 0);
+              } else {
+                auto v = th.let("v", int_expr(thread_ints(), 0));
+                o_t[v & (kSlots - 1)] = v;
+              }
+            });
           });
         });
     if (chance(2))
@@ -268,7 +275,9 @@ class SafeGen : test_support::Picker {
               default: got = w.ballot("x", v > 2); break;
             }
             Expr value = got.type() == ScalarType::I32 ? Expr(got) : cast<int>(got);
-            w.group(thread(1), [&](Scope&) { o_t[lane & (kSlots - 1)] = value + v; });
+            w.group(thread(1), [&](Scope& th) {
+              on_position(th, {lane, t_}, [&](Scope&) { o_t[lane & (kSlots - 1)] = value + v; });
+            });
           });
         });
   }
@@ -337,6 +346,50 @@ class SafeGen : test_support::Picker {
   }
 
   // ---------------------------------------------------------------- thread level
+  /// `body`, or (with `positions` on, half the time) `if (position OP k) body`: the conditions the
+  /// CPU backend turns into ranges of a thread loop (docs/cpu.md). The position is the thread's
+  /// (`t`, one of `ts`), its lane (`t % 32`, `t & 31`), or an offset one (`c + t`, c the same for the block or
+  /// for the warp, up to values whose sum wraps); k is the same for the block or varies by thread;
+  /// either may be on either side.
+  void on_position(Scope& th, const std::vector<Expr>& ts, const std::function<void(Scope&)>& body) {
+    // Nothing is drawn with `positions` off (the seeds' programs stay as they were).
+    if (!positions_ || chance(2)) {
+      body(th);
+      return;
+    }
+    const Expr& t = any(ts);
+    Expr pos;
+    switch (pick(6)) {
+      case 0: pos = t; break;
+      case 1: pos = t % 32; break;
+      case 2: pos = t & 31; break;
+      case 3: pos = any(uniform_) * threads + t; break;
+      case 4:
+        pos = t + Expr(std::vector<int>{INT32_MAX - 40, INT32_MIN, -200, 96}[static_cast<std::size_t>(pick(4))]);
+        break;
+      default: pos = (t / 32) * 32 + t; break;  // an offset the same for each warp, not the block
+    }
+    Expr k;
+    switch (pick(5)) {
+      case 0: k = Expr(pick(threads + 8) - 4); break;
+      case 1:
+        k = Expr(std::vector<int>{INT32_MAX, INT32_MIN, INT32_MAX - 20, 0}[static_cast<std::size_t>(pick(4))]);
+        break;
+      case 2: k = int_expr(uniform_, 1); break;
+      case 3: k = (t / 32) * 7 + pick(40); break;      // the same for the lanes of a warp
+      default: k = int_expr(thread_ints(), 1); break;  // not the same for the lanes: no range
+    }
+    Expr cond;
+    bool left = chance(2);
+    switch (pick(4)) {
+      case 0: cond = left ? pos < k : k < pos; break;
+      case 1: cond = left ? pos <= k : k <= pos; break;
+      case 2: cond = left ? pos > k : k > pos; break;
+      default: cond = left ? pos >= k : k >= pos; break;
+    }
+    th.if_(cond, body);
+  }
+
   std::vector<Expr> thread_ints() {
     std::vector<Expr> ints = uniform_;
     ints.push_back(t_);
@@ -404,6 +457,7 @@ class SafeGen : test_support::Picker {
     th.call(fn, {mine, int_expr(ints, 1)});
   }
 
+  bool positions_ = false;
   int per_thread_ = 2;
   View in_, fin_, out_, fout_, acc_, shared_, out_b_, fout_b_;
   bool shared_usable_ = false;
@@ -500,10 +554,11 @@ void run_host(const Tally& t) {
 }
 
 /// Program `seed`: built, run under two thread orders on the interpreter with every check on, on the
-/// CPU backend (every fourth seed: each is an LLVM compile), and its cost report made; any
-/// difference or error is a test failure naming the seed.
-void run_seed(int seed, Tally& t) {
-  SafeGen gen(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dULL + 7);
+/// CPU backend (every fourth seed: each is an LLVM compile; every seed with `positions`), and its
+/// cost report made; any difference or error is a test failure naming the seed.
+void run_seed(int seed, Tally& t, bool positions = false) {
+  SafeGen gen(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dULL + 7, positions);
+  const char* label = positions ? "seed (with conditions on positions) " : "seed ";
   Kernel k;
   try {
     k = gen.build();
@@ -527,7 +582,7 @@ void run_seed(int seed, Tally& t) {
                           buf.out, buf.fout, buf.acc);
       t.statements += rep.thread_statements;
     } catch (const std::exception& e) {
-      ADD_FAILURE() << "seed " << seed << ", " << (order == ThreadOrder::Forward ? "forward" : "reverse")
+      ADD_FAILURE() << label << seed << ", " << (order == ThreadOrder::Forward ? "forward" : "reverse")
                     << " order: " << e.what() << "\n"
                     << k.lowered(Spec{});
       break;
@@ -536,24 +591,24 @@ void run_seed(int seed, Tally& t) {
   }
   if (results.size() == 2) {
     EXPECT_TRUE(results[0].same(results[1]))
-        << "seed " << seed << ": forward and reverse orders disagree (" << results[0].diff(results[1]) << ")\n"
+        << label << seed << ": forward and reverse orders disagree (" << results[0].diff(results[1]) << ")\n"
         << k.lowered(Spec{});
   }
   // The CPU backend runs a sample of them (every fourth: each is an LLVM compile), on two host
   // threads, and must give the interpreter's result to the bit.
-  if (Device::cpu_available() && results.size() == 2 && seed % 4 == 0) {
+  if (Device::cpu_available() && results.size() == 2 && (positions || seed % 4 == 0)) {
     Buffers buf(gen.blocks, gen.threads);
     const std::vector<int>& in = buf.in;
     const std::vector<float>& fin = buf.fin;
     try {
       k.launch(Device::cpu(2), Grid{gen.blocks, gen.threads}, 5, 1.5f, in, fin, buf.out, buf.fout, buf.acc);
       ++t.on_cpu;
-      EXPECT_TRUE(buf.same(results[0])) << "seed " << seed
+      EXPECT_TRUE(buf.same(results[0])) << label << seed
                                         << ": the CPU backend and the interpreter disagree (CPU vs interpreter: "
                                         << buf.diff(results[0]) << ")\n"
                                         << k.lowered(Spec{});
     } catch (const std::exception& e) {
-      ADD_FAILURE() << "seed " << seed << ", CPU backend: " << e.what() << "\n" << k.lowered(Spec{});
+      ADD_FAILURE() << label << seed << ", CPU backend: " << e.what() << "\n" << k.lowered(Spec{});
     }
   }
   // A tenth: the generated CUDA on host threads (run_host, after the last seed).
@@ -568,9 +623,9 @@ void run_seed(int seed, Tally& t) {
     CostReport r = k.report(Spec{}, {{"n", 5}, {"out", slots}, {"fout", slots}}, gen.blocks);
     ++t.reported;
     for (const auto& a : r.accesses)
-      EXPECT_TRUE(a.lanes >= 0 && a.lanes <= 32 && a.sectors >= 0 && a.wavefronts >= 0) << "seed " << seed;
+      EXPECT_TRUE(a.lanes >= 0 && a.lanes <= 32 && a.sectors >= 0 && a.wavefronts >= 0) << label << seed;
   } catch (const std::exception& e) {
-    ADD_FAILURE() << "seed " << seed << ", cost report: " << e.what() << "\n" << k.lowered(Spec{});
+    ADD_FAILURE() << label << seed << ", cost report: " << e.what() << "\n" << k.lowered(Spec{});
   }
   ++t.ran;
 }
@@ -602,6 +657,27 @@ TEST(RandomPrograms, TheSeedsThatFoundBugsRunClean) {
   for (int seed : {7648, 25548}) run_seed(seed, t);
   EXPECT_EQ(t.ran, 2);
   EXPECT_EQ(t.on_cpu, Device::cpu_available() ? 2 : 0);
+}
+
+// The same generator with thread bodies under conditions on the thread's position (`t < k`,
+// `t % 32 >= k`, `c + t <= k`, ...), which the CPU backend runs as ranges of its thread loops rather
+// than as per-thread branches: every program also runs on the CPU backend and must give the
+// interpreter's result. VANTAGE_POSITIONS_RUNS and VANTAGE_POSITIONS_FIRST set the seeds (default
+// 0 to 59).
+TEST(RandomPrograms, ConditionsOnThePositionGiveTheInterpretersResultOnTheCpu) {
+  int programs = 60, first = 0;
+  if (const char* env = std::getenv("VANTAGE_POSITIONS_RUNS")) programs = std::max(1, std::atoi(env));
+  if (const char* env = std::getenv("VANTAGE_POSITIONS_FIRST")) first = std::max(0, std::atoi(env));
+  Tally t;
+  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t, true);
+  run_host(t);
+  EXPECT_EQ(t.reported, t.ran);
+  std::printf("random runs with conditions on positions: %d programs ran, %d also on the CPU backend, %d rejected\n",
+              t.ran, t.on_cpu, t.rejected);
+  EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";
+  if (Device::cpu_available()) {
+    EXPECT_EQ(t.on_cpu, t.ran);
+  }
 }
 
 }  // namespace
