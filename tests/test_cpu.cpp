@@ -445,6 +445,61 @@ TEST(Cpu, BranchesOnThePlaceInTheGridMatchTheInterpreter) {
     }
 }
 
+/// Values that look the same for a warp's lanes and are not (`t / 16`, `t / 48`: a division by a
+/// number that is not a multiple of 32) as the bound of a range, its offset, and the part of a
+/// clamped read's index the lanes would share; beside `t / 64`, which is the same for them. The CPU
+/// backend must keep each lane's own value where the lanes differ.
+Kernel nearly_warp_invariant(int threads) {
+  KernelBuilder k("nearly_warp_invariant_" + std::to_string(threads));
+  auto kk = k.param<int>("k");
+  auto u = k.param<int>("u");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(Expr(64)));
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(threads);
+  k.body([&](Scope& g) {
+    slots_per_thread(g, out, threads, 6, [&](Scope& b, Expr, Expr t, View o) {
+      b.group(thread(1), [&](Scope& th) {
+        th.if_(t % 32 < (t / 16) * 5 + kk, [&](Scope&) { o[0] = 1; });
+        th.if_(t < (t / 16) * 20 + kk, [&](Scope&) { o[1] = 1; });
+        th.if_(t + (t / 16) * 3 < kk, [&](Scope&) { o[2] = 1; });
+        th.if_(t % 32 < (t / 48) * 9 + kk, [&](Scope&) { o[3] = 1; });
+        o[4] = x[(t / 16) * 8 + min(t % 16, u)];
+        o[5] = x[(t / 64) * 8 + min(t % 8, u)];
+      });
+    });
+  });
+  return k.build();
+}
+
+TEST(Cpu, ValuesThatDifferWithinAWarpAreKeptPerLane) {
+  REQUIRE_CPU_BACKEND();
+  std::vector<int> x(64);
+  for (int i = 0; i < 64; ++i) x[static_cast<std::size_t>(i)] = i * 3 + 1;
+  for (int threads : {96, 80}) {
+    Kernel k = nearly_warp_invariant(threads);
+    const auto n = static_cast<std::size_t>(2 * threads * 6);
+    for (int kk : {-7, 0, 3, 16, 40})
+      for (int u : {0, 5, 8}) {
+        std::vector<int> out(n, 0);
+        k.launch(Device::cpu(1), Grid{2, threads}, kk, u, x, out);
+        for (int b = 0; b < 2; ++b)
+          for (int t = 0; t < threads; ++t) {
+            const int* o = &out[static_cast<std::size_t>((b * threads + t) * 6)];
+            const auto at = [&](int i) { return x[static_cast<std::size_t>(i)]; };
+            const std::string where = std::to_string(threads) + " threads, k " + std::to_string(kk) + ", u " +
+                                      std::to_string(u) + ", thread " + std::to_string(t);
+            ASSERT_EQ(o[0], t % 32 < (t / 16) * 5 + kk ? 1 : 0) << where;
+            ASSERT_EQ(o[1], t < (t / 16) * 20 + kk ? 1 : 0) << where;
+            ASSERT_EQ(o[2], t + (t / 16) * 3 < kk ? 1 : 0) << where;
+            ASSERT_EQ(o[3], t % 32 < (t / 48) * 9 + kk ? 1 : 0) << where;
+            ASSERT_EQ(o[4], at((t / 16) * 8 + std::min(t % 16, u))) << where;
+            ASSERT_EQ(o[5], at((t / 64) * 8 + std::min(t % 8, u))) << where;
+          }
+        expect_cpu_equals_interpreter(k, Grid{2, threads}, std::vector<int>(n, 0), kk, u, x);
+      }
+  }
+}
+
 /// Reads clamped to the edges of their buffer (x[min(i + s, n - 1)], x[max(i - s, 0)], a clamp
 /// after a part the same for a warp's lanes): read the same elements as the interpreter.
 TEST(Cpu, ClampedReadsMatchTheInterpreter) {

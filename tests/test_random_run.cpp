@@ -348,9 +348,9 @@ class SafeGen : test_support::Picker {
   // ---------------------------------------------------------------- thread level
   /// `body`, or (with `positions` on, half the time) `if (position OP k) body`: the conditions the
   /// CPU backend turns into ranges of a thread loop (docs/cpu.md). The position is the thread's
-  /// (`t`, one of `ts`), its lane (`t % 32`, `t & 31`), or an offset one (`c + t`, c the same for the block or
-  /// for the warp, up to values whose sum wraps); k is the same for the block or varies by thread;
-  /// either may be on either side.
+  /// (`t`, one of `ts`), its lane (`t % 32`, `t & 31`), or an offset one (`c + t`, c the same for
+  /// the block or for the warp, up to values whose sum wraps); k is the same for the block, or for a
+  /// warp, or nearly (`t / 16`), or varies by thread; either may be on either side.
   void on_position(Scope& th, const std::vector<Expr>& ts, const std::function<void(Scope&)>& body) {
     // Nothing is drawn with `positions` off (the seeds' programs stay as they were).
     if (!positions_ || chance(2)) {
@@ -370,13 +370,14 @@ class SafeGen : test_support::Picker {
       default: pos = (t / 32) * 32 + t; break;  // an offset the same for each warp, not the block
     }
     Expr k;
-    switch (pick(5)) {
+    switch (pick(6)) {
       case 0: k = Expr(pick(threads + 8) - 4); break;
       case 1:
         k = Expr(std::vector<int>{INT32_MAX, INT32_MIN, INT32_MAX - 20, 0}[static_cast<std::size_t>(pick(4))]);
         break;
       case 2: k = int_expr(uniform_, 1); break;
       case 3: k = (t / 32) * 7 + pick(40); break;      // the same for the lanes of a warp
+      case 4: k = (t / 16) * 7 + pick(40); break;      // not: t / 16 differs within a warp
       default: k = int_expr(thread_ints(), 1); break;  // not the same for the lanes: no range
     }
     Expr cond;
