@@ -4,10 +4,10 @@
 // user's line; what the CPU cannot run is refused at the user's line.
 #include <gtest/gtest.h>
 
-#include <limits>
-
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <limits>
 
 #include "jit/ir/eval.h"
 #include "kernels/paper_kernels.hpp"
@@ -350,6 +350,55 @@ TEST(Cpu, BranchesTakenByRangesOfLanesMatchTheInterpreter) {
   }
 }
 
+/// `if`s on the thread's position against a constant, in every form, at constants on both sides of
+/// the warp boundaries: the CPU backend takes those that split at a boundary once per warp (`t < 32`,
+/// `t <= 31`, `t > 63`) and must not take the others so (`t <= 32`, `t > 0`).
+constexpr int kSplitConstants[] = {0, 1, 15, 31, 32, 33, 63, 64, 95};
+constexpr int kSplitForms = 8;
+Kernel constant_splits() {
+  KernelBuilder k("constant_splits");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(96);
+  const int slots = kSplitForms * static_cast<int>(std::size(kSplitConstants));
+  k.body([&](Scope& g) {
+    slots_per_thread(g, out, 96, slots, [&](Scope& b, Expr, Expr t, View o) {
+      b.group(thread(1), [&](Scope& th) {
+        int slot = 0;
+        for (int c : kSplitConstants) {
+          const Expr conds[kSplitForms] = {t<c, t <= c, t> c, t >= c, c > t, c >= t, c < t, c <= t};
+          for (const Expr& cond : conds) {
+            const int at = slot++;
+            th.if_(cond, [&](Scope&) { o[at] = at + 1; });
+          }
+        }
+      });
+    });
+  });
+  return k.build();
+}
+
+TEST(Cpu, BranchesOnConstantSplitsMatchTheInterpreter) {
+  REQUIRE_CPU_BACKEND();
+  Kernel k = constant_splits();
+  const int slots = kSplitForms * static_cast<int>(std::size(kSplitConstants));
+  const auto n = static_cast<std::size_t>(2 * 96 * slots);
+  std::vector<int> out(n, 0);
+  k.launch(Device::cpu(1), Grid{2, 96}, out);
+  for (int b = 0; b < 2; ++b)
+    for (int t = 0; t < 96; ++t) {
+      int slot = 0;
+      for (int c : kSplitConstants) {
+        const bool want[kSplitForms] = {t<c, t <= c, t> c, t >= c, c > t, c >= t, c < t, c <= t};
+        for (bool w : want) {
+          ASSERT_EQ(out[static_cast<std::size_t>((b * 96 + t) * slots + slot)], w ? slot + 1 : 0)
+              << "thread " << t << ", constant " << c << ", form " << slot % kSplitForms;
+          ++slot;
+        }
+      }
+    }
+  expect_cpu_equals_interpreter(k, Grid{2, 96}, std::vector<int>(n, 0));
+}
+
 /// Conditions on the lane (`t % 32`, `t & 31` against k, as `lib::block_reduce`'s `lane < 1`): the
 /// CPU backend runs each warp's loop over just the lanes in range. `threads` 80 leaves the last warp
 /// 16 lanes.
@@ -359,8 +408,13 @@ Kernel lane_of_warp_ranges(int threads) {
   auto out = k.param<GlobalPtr<int>>("out");
   k.block_threads(threads);
   k.body([&](Scope& g) {
-    slots_per_thread(g, out, threads, 6, [&](Scope& b, Expr, Expr t, View o) {
+    slots_per_thread(g, out, threads, 10, [&](Scope& b, Expr, Expr t, View o) {
       b.group(thread(1), [&](Scope& th) {
+        // Not the lane: a remainder of 64 or 16 (a range of the thread, not of every warp's lanes).
+        th.if_(t % 64 < kk, [&](Scope&) { o[6] = 1; });
+        th.if_((t & 63) >= kk, [&](Scope&) { o[7] = 1; });
+        th.if_(t % 16 < kk, [&](Scope&) { o[8] = 1; });
+        th.if_(kk <= (t & 15), [&](Scope&) { o[9] = 1; });
         th.if_(t % 32 < kk, [&](Scope&) { o[0] = 1; });
         th.if_(t % 32 <= kk, [&](Scope&) { o[1] = 1; });
         th.if_(kk > (t & 31), [&](Scope&) { o[2] = 1; });
@@ -378,12 +432,12 @@ TEST(Cpu, BranchesTakenByRangesOfTheLaneMatchTheInterpreter) {
   for (int threads : {96, 80}) {
     Kernel k = lane_of_warp_ranges(threads);
     for (int kk : {-5, 0, 1, 2, 15, 16, 17, 31, 32, 33, 100}) {
-      const auto n = static_cast<std::size_t>(2 * threads * 6);
+      const auto n = static_cast<std::size_t>(2 * threads * 10);
       std::vector<int> out(n, 0);
       k.launch(Device::cpu(1), Grid{2, threads}, kk, out);
       for (int b = 0; b < 2; ++b)
         for (int t = 0; t < threads; ++t) {
-          const int* o = &out[static_cast<std::size_t>((b * threads + t) * 6)];
+          const int* o = &out[static_cast<std::size_t>((b * threads + t) * 10)];
           const int l = t % 32;
           ASSERT_EQ(o[0], l < kk ? 1 : 0) << threads << " threads, k " << kk << " thread " << t;
           ASSERT_EQ(o[1], l <= kk ? 1 : 0) << threads << " threads, k " << kk << " thread " << t;
@@ -391,6 +445,10 @@ TEST(Cpu, BranchesTakenByRangesOfTheLaneMatchTheInterpreter) {
           ASSERT_EQ(o[3], l >= kk ? 1 : 0) << threads << " threads, k " << kk << " thread " << t;
           ASSERT_EQ(o[4], l > kk ? 1 : 0) << threads << " threads, k " << kk << " thread " << t;
           ASSERT_EQ(o[5], l < 1 ? t + 1 : 0) << threads << " threads, k " << kk << " thread " << t;
+          ASSERT_EQ(o[6], t % 64 < kk ? 1 : 0) << threads << " threads, k " << kk << " thread " << t;
+          ASSERT_EQ(o[7], (t & 63) >= kk ? 1 : 0) << threads << " threads, k " << kk << " thread " << t;
+          ASSERT_EQ(o[8], t % 16 < kk ? 1 : 0) << threads << " threads, k " << kk << " thread " << t;
+          ASSERT_EQ(o[9], kk <= (t & 15) ? 1 : 0) << threads << " threads, k " << kk << " thread " << t;
         }
       expect_cpu_equals_interpreter(k, Grid{2, threads}, std::vector<int>(n, 0), kk);
     }

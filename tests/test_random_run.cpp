@@ -348,9 +348,10 @@ class SafeGen : test_support::Picker {
   // ---------------------------------------------------------------- thread level
   /// `body`, or (with `positions` on, half the time) `if (position OP k) body`: the conditions the
   /// CPU backend turns into ranges of a thread loop (docs/cpu.md). The position is the thread's
-  /// (`t`, one of `ts`), its lane (`t % 32`, `t & 31`), or an offset one (`c + t`, c the same for
-  /// the block or for the warp, up to values whose sum wraps); k is the same for the block, or for a
-  /// warp, or nearly (`t / 16`), or varies by thread; either may be on either side.
+  /// (`t`, one of `ts`), its lane (`t % 32`, `t & 31`; or not: `t % 64`, `t & 15`), or an offset
+  /// one (`c + t`, c the same for the block or for the warp, up to values whose sum wraps); k is
+  /// the same for the block, or for a warp, or nearly (`t / 16`), or varies by thread; either may be
+  /// on either side.
   void on_position(Scope& th, const std::vector<Expr>& ts, const std::function<void(Scope&)>& body) {
     // Nothing is drawn with `positions` off (the seeds' programs stay as they were).
     if (!positions_ || chance(2)) {
@@ -359,7 +360,7 @@ class SafeGen : test_support::Picker {
     }
     const Expr& t = any(ts);
     Expr pos;
-    switch (pick(6)) {
+    switch (pick(7)) {
       case 0: pos = t; break;
       case 1: pos = t % 32; break;
       case 2: pos = t & 31; break;
@@ -367,7 +368,8 @@ class SafeGen : test_support::Picker {
       case 4:
         pos = t + Expr(std::vector<int>{INT32_MAX - 40, INT32_MIN, -200, 96}[static_cast<std::size_t>(pick(4))]);
         break;
-      default: pos = (t / 32) * 32 + t; break;  // an offset the same for each warp, not the block
+      case 5: pos = (t / 32) * 32 + t; break;  // an offset the same for each warp, not the block
+      default: pos = chance(2) ? t % (chance(2) ? 16 : 64) : t & (chance(2) ? 15 : 63); break;  // not the lane
     }
     Expr k;
     switch (pick(6)) {
