@@ -3,6 +3,7 @@
 // CI installs both.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <regex>
 
 #include "kernels/paper_kernels.hpp"
@@ -670,6 +671,121 @@ TEST(Codegen, ARowMajorAccessIsProvenByItsRowAndColumnConditionsTogether) {
   EXPECT_THROW(
       row_access("row_le_run", 64, row_le, 3).launch(Device::interpreter(), Grid{1, 256}, 2, std::as_const(m), out),
       ExecutionError);
+}
+
+// An index one below its buffer at its least (`s[t - 1]` under `t < 64`: -1 for thread 0) is not
+// proven: its upper end is inside, its lower end is not. Under `t >= 1` as well it is proven.
+TEST(Codegen, AnIndexThatCanBeMinusOneIsCheckedAndCaught) {
+  auto kernel = [](const char* name, bool from_one) {
+    KernelBuilder k(name);
+    auto x = k.param<GlobalPtr<const int>>("x", extent(64));
+    auto out = k.param<GlobalPtr<int>>("out", extent(256));
+    k.block_threads(256);
+    k.body([&](Scope& g) {
+      lib::for_each_block(g, out, 256, [&](Scope& b, Expr, View out_b) {
+        auto t = b.let("t", b.id(thread(1)));
+        b.partition(
+            out_b, thread(1), [&](Expr i) { return t + i; },
+            [&](Scope& b, View o) {
+              b.group(thread(1), [&](Scope& th) {
+                th.if_(from_one ? t >= 1 && t < 64 : t < 64, [&](Scope&) { o[0] = x[t - 1]; });
+              });
+            });
+      });
+    });
+    return k.build();
+  };
+  auto read_of_x = [](const std::string& ir) {
+    auto at = ir.find("= x[");
+    return at == std::string::npos ? std::string("(no read of x)") : ir.substr(at, ir.find('\n', at) - at);
+  };
+  Kernel below = kernel("minus_one", false), inside = kernel("from_one", true);
+  std::string below_ir = below.lowered(Spec{}), inside_ir = inside.lowered(Spec{});
+  EXPECT_NE(read_of_x(below_ir).find(" if < "), std::string::npos) << "x[t - 1] was taken as proven:\n" << below_ir;
+  EXPECT_EQ(read_of_x(inside_ir).find(" if < "), std::string::npos) << "the read is checked as it runs:\n" << inside_ir;
+  std::vector<int> x(64, 5), out(256, 0);
+  try {
+    below.launch(Device::interpreter(), Grid{1, 256}, std::as_const(x), out);
+    FAIL() << "the read of x[-1] went unnoticed";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "memcheck") << e.what();
+  }
+  inside.launch(Device::interpreter(), Grid{1, 256}, std::as_const(x), out);
+  for (int t = 0; t < 256; ++t) EXPECT_EQ(out[static_cast<std::size_t>(t)], t >= 1 && t < 64 ? 5 : 0) << t;
+}
+
+// A three-point stencil under `i >= 1 && i + 1 < n`: the left neighbour proven inside x by the first
+// condition (before, a lower end came only from the index's own range), the centre by the for_each's
+// `i < n`, and the last element under `n > 0`. The right neighbour stays checked: as far as range
+// analysis knows, i + 1 may wrap, so `i + 1 < n` proves nothing. All give the reference's result.
+TEST(Codegen, AStencilsNeighboursAreProvenByItsConditions) {
+  KernelBuilder k("stencil3");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto y = k.param<GlobalPtr<int>>("y", extent(n));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each(g, y, n, [&](Scope& th, Expr i, ElemRef yi) {
+      th.if_(i >= 1 && i + 1 < n, [&](Scope&) { yi = x[i - 1] + x[i] * 2 + x[i + 1]; });
+      th.if_(n > 0 && i == 0, [&](Scope&) { yi = x[n - 1]; });
+    });
+  });
+  Kernel kernel = k.build();
+  std::string ir = kernel.lowered(Spec{});
+  // Each read as a whole, up to its `]`: a checked one has ` if < bound` before it.
+  for (const char* read : {"x[(((blk * 256) + t) - 1)]", "x[((blk * 256) + t)]", "x[(n - 1)]"})
+    EXPECT_NE(ir.find(read), std::string::npos) << read << " is checked as it runs:\n" << ir;
+  EXPECT_NE(ir.find("x[(((blk * 256) + t) + 1) if < "), std::string::npos) << ir;
+  const int len = 1000;
+  std::vector<int> xs(len), want(len, -1);
+  for (int i = 0; i < len; ++i) xs[static_cast<std::size_t>(i)] = (i * 37) % 101 - 50;
+  for (int i = 1; i + 1 < len; ++i)
+    want[static_cast<std::size_t>(i)] =
+        xs[static_cast<std::size_t>(i - 1)] + xs[static_cast<std::size_t>(i)] * 2 + xs[static_cast<std::size_t>(i + 1)];
+  want[0] = xs[len - 1];
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(2));
+  for (const Device& d : devices) {
+    std::vector<int> got(len, -1);
+    kernel.launch(d, Grid{(len + 255) / 256, 256}, len, std::as_const(xs), got);
+    EXPECT_EQ(got, want) << d.name();
+  }
+}
+
+// A condition whose sides may wrap says nothing about exact values: `t * 64 + C < n + C` (C near
+// INT_MAX) holds for the threads whose left side wraps to a negative number, far past n. So x[t * 64]
+// stays checked, and those threads' reads are memcheck's finding, not an access nothing checks.
+TEST(Codegen, AConditionWhoseSidesMayWrapProvesNothing) {
+  const int big = std::numeric_limits<int>::max() - 999;
+  KernelBuilder k("wrapping_condition");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out", extent(256));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 256, [&](Scope& b, Expr, View out_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View o) {
+            b.group(thread(1), [&](Scope& th) { th.if_(t * 64 + big < n + big, [&](Scope&) { o[0] = x[t * 64]; }); });
+          });
+    });
+  });
+  Kernel kernel = k.build();
+  std::string ir = kernel.lowered(Spec{});
+  auto at = ir.find("= x[");
+  ASSERT_NE(at, std::string::npos) << ir;
+  EXPECT_NE(ir.substr(at, ir.find('\n', at) - at).find(" if < "), std::string::npos)
+      << "x[t * 64] was taken as proven:\n"
+      << ir;
+  std::vector<int> xs(100, 5), got(256, 0);
+  try {
+    kernel.launch(Device::interpreter(), Grid{1, 256}, 100, std::as_const(xs), got);
+    FAIL() << "the reads past x went unnoticed";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "memcheck") << e.what();
+  }
 }
 
 // sgemm rung 6 copies A and B in 16-byte vectors where K and N are multiples of 4, element by element

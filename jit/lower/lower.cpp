@@ -385,6 +385,19 @@ class BodyLowerer {
     if (auto k = const_int(bound); k && rx && rx->hi < *k) return true;
     Affine gap = affine(normal(bound));
     gap.merge(affine(normal(x)), -1);
+    return at_least_one(gap);
+  }
+  /// Whether `x >= 0` (x computed exactly, its range r) follows from r or from the conditions the
+  /// code is under: x + 1 >= 1 as above. `if (i >= 1 && i < n) x[i - 1]`: the stencil's left
+  /// neighbour.
+  bool proven_nonnegative(const ExprPtr& x, const Range& r) const {
+    if (r.lo >= 0) return true;
+    Affine gap = affine(normal(x));
+    gap.constant += 1;
+    return at_least_one(gap);
+  }
+  /// Whether an affine form is at least 1 by the conditions the code is under (proven_below).
+  bool at_least_one(const Affine& gap) const {
     auto constant = [](const Affine& a) {
       for (const auto& [atom, k] : a.terms)
         if (k != 0) return false;
@@ -400,6 +413,7 @@ class BodyLowerer {
       }
       return out;
     };
+    if (constant(gap)) return gap.constant >= 1;  // x[n - 1] below n
     std::vector<Fact> facts = usable_facts();
     for (std::size_t i = 0; i < facts.size(); ++i) {
       for (std::int64_t s1 : scales(gap, facts[i])) {
@@ -459,7 +473,7 @@ class BodyLowerer {
   bool proven_in_bounds(const MemPtr& root, const ExprPtr& first, std::int64_t count, SourceLoc l) const {
     ExprPtr ext = extent_of(root, l);
     auto r = exact_value_range(first, env_);
-    if (!ext || !r || r->lo < 0) return false;
+    if (!ext || !r || !proven_nonnegative(first, *r)) return false;
     ExprPtr last = make<Binary>(first->type, BinOp::Add, first, int_literal(first->type, count - 1, l), l);
     return proven_below(last, ext);
   }
