@@ -453,14 +453,10 @@ void run_seed(int seed, Tally& t) {
   }
 }
 
-TEST(RandomBounds, NoAcceptedAccessLeavesItsMemoryUnchecked) {
-  int programs = 300, first = 0;
-  if (const char* env = std::getenv("VANTAGE_BOUNDS_RUNS")) programs = std::max(1, std::atoi(env));
-  if (const char* env = std::getenv("VANTAGE_BOUNDS_FIRST")) first = std::max(0, std::atoi(env));
-  Tally t;
-  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t);
-  // The sample's generated CUDA on host threads, in one program: the interpreter's outcome (a clean
-  // run with its results, or a check that failed; the GPU code skips the access and records it).
+/// The sample's generated CUDA on host threads, in one program: the interpreter's outcome (a clean
+/// run with its results, or a check that failed; the GPU code skips the access and records it).
+/// Returns the number of launches.
+int run_host(const Tally& t) {
   int on_host = 0;
   if (!t.host.empty()) {
     std::vector<test_support::HostLaunch> launches;
@@ -487,6 +483,16 @@ TEST(RandomBounds, NoAcceptedAccessLeavesItsMemoryUnchecked) {
           << c.where << ": generated CUDA's results differ from the interpreter's";
     }
   }
+  return on_host;
+}
+
+TEST(RandomBounds, NoAcceptedAccessLeavesItsMemoryUnchecked) {
+  int programs = 300, first = 0;
+  if (const char* env = std::getenv("VANTAGE_BOUNDS_RUNS")) programs = std::max(1, std::atoi(env));
+  if (const char* env = std::getenv("VANTAGE_BOUNDS_FIRST")) first = std::max(0, std::atoi(env));
+  Tally t;
+  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t);
+  const int on_host = run_host(t);
   std::printf(
       "random bounds: %d programs (%d rejected), launches: %d clean, %d stopped by memcheck, %d refused; "
       "%d on the CPU backend, %d compiled by NVRTC, %d launches of generated CUDA on host threads\n",
@@ -495,6 +501,17 @@ TEST(RandomBounds, NoAcceptedAccessLeavesItsMemoryUnchecked) {
   EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";
   EXPECT_GE(t.clean, programs / 4);
   EXPECT_GE(t.caught, programs / 4);
+}
+
+// The seeds beyond the 300 CI runs that found bugs, run every time (each failed before its fix):
+//  - 22408: `let u = 58u; l[8u - u]` (l[-50]) taken as proven inside l: the proof of an index's
+//    lower end from the conditions folded 8u - 58u at u32, to 4294967246 (the proof now takes the
+//    index as written; jit/lower/lower.cpp, proven_nonnegative).
+TEST(RandomBounds, TheSeedsThatFoundBugsRunClean) {
+  Tally t;
+  for (int seed : {22408}) run_seed(seed, t);
+  run_host(t);
+  EXPECT_EQ(t.ran, 1);
 }
 
 }  // namespace

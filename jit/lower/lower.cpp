@@ -348,7 +348,8 @@ class BodyLowerer {
     Affine slack;  ///< hi - lo
     std::int64_t least = 1;
   };
-  std::vector<Fact> usable_facts() const {
+  /// `exact`: the sides as they are written, as exact sums (exact_affine), rather than normalized.
+  std::vector<Fact> usable_facts(bool exact = false) const {
     std::vector<Fact> out;
     for (const auto& f : facts_) {
       if (!f || reads_changing(f, {})) continue;  // killed by an assignment, or on memory that may change
@@ -367,8 +368,8 @@ class BodyLowerer {
       auto rlo = exact_index_range(lo, env_), rhi = exact_index_range(hi, env_);
       if (!rlo || !rlo->within(Range::of(lo->type)) || !rhi || !rhi->within(Range::of(hi->type))) continue;
       Fact fact;
-      fact.slack = affine(normal(hi));
-      fact.slack.merge(affine(normal(lo)), -1);
+      fact.slack = exact ? exact_affine(hi) : affine(normal(hi));
+      fact.slack.merge(exact ? exact_affine(lo) : affine(normal(lo)), -1);
       fact.least = strict ? 1 : 0;
       out.push_back(std::move(fact));
     }
@@ -385,19 +386,51 @@ class BodyLowerer {
     if (auto k = const_int(bound); k && rx && rx->hi < *k) return true;
     Affine gap = affine(normal(bound));
     gap.merge(affine(normal(x)), -1);
-    return at_least_one(gap);
+    return at_least_one(gap, usable_facts());
   }
-  /// Whether `x >= 0` (x computed exactly, its range r) follows from r or from the conditions the
-  /// code is under: x + 1 >= 1 as above. `if (i >= 1 && i < n) x[i - 1]`: the stencil's left
-  /// neighbour.
+  /// Whether `x >= 0` (an index, computed exactly; its range r) follows from r or from the
+  /// conditions the code is under: x + 1 >= 1 as above. `if (i >= 1 && i < n) x[i - 1]`: the
+  /// stencil's left neighbour. Here both sides are taken as written, as exact sums: the normal form
+  /// puts in the values of lets, which wrap at their own types where the index does not
+  /// (`let u = 58u; l[8u - u]` reads l[-50], while 8u - 58u folded at u32 is 4294967246).
   bool proven_nonnegative(const ExprPtr& x, const Range& r) const {
     if (r.lo >= 0) return true;
-    Affine gap = affine(normal(x));
+    Affine gap = exact_affine(x);
     gap.constant += 1;
-    return at_least_one(gap);
+    return at_least_one(gap, usable_facts(true));
   }
-  /// Whether an affine form is at least 1 by the conditions the code is under (proven_below).
-  bool at_least_one(const Affine& gap) const {
+  /// `e` as a sum of atoms times constants, in exact arithmetic: + and - of sums, * by a literal;
+  /// anything else (a constant expression included, which `affine` would fold at its type) is an
+  /// atom.
+  static Affine exact_affine(const ExprPtr& e) {
+    Affine r;
+    auto literal = [](const ExprPtr& x) -> std::optional<std::int64_t> {
+      if (const auto* l = as<Literal>(*x); l && is_integer(x->type)) return const_int(x);
+      return std::nullopt;
+    };
+    if (auto c = literal(e)) {
+      r.constant = *c;
+      return r;
+    }
+    if (const auto* b = as<Binary>(*e)) {
+      if (b->op == BinOp::Add || b->op == BinOp::Sub) {
+        r = exact_affine(b->a);
+        r.merge(exact_affine(b->b), b->op == BinOp::Add ? 1 : -1);
+        return r;
+      }
+      if (b->op == BinOp::Mul)
+        for (auto [k, x] : {std::pair{b->b, b->a}, std::pair{b->a, b->b}})
+          if (auto c = literal(k)) {
+            r = exact_affine(x);
+            r.scale(*c);
+            return r;
+          }
+    }
+    r.add(e, 1);
+    return r;
+  }
+  /// Whether an affine form is at least 1 by `facts` (proven_below).
+  bool at_least_one(const Affine& gap, const std::vector<Fact>& facts) const {
     auto constant = [](const Affine& a) {
       for (const auto& [atom, k] : a.terms)
         if (k != 0) return false;
@@ -413,8 +446,6 @@ class BodyLowerer {
       }
       return out;
     };
-    if (constant(gap)) return gap.constant >= 1;  // x[n - 1] below n
-    std::vector<Fact> facts = usable_facts();
     for (std::size_t i = 0; i < facts.size(); ++i) {
       for (std::int64_t s1 : scales(gap, facts[i])) {
         Affine rest = gap;
