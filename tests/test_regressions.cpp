@@ -377,6 +377,34 @@ TEST(Regression, AnIndexProvenOnItsExactValueIsComputedExactlyOnEveryBackend) {
   // The generated CUDA computes the sum in 64 bits too.
   EXPECT_NE(kernel.source(Spec{}).find("2147483647LL"), std::string::npos) << kernel.source(Spec{});
 }
+
+// Found by the random bounds programs (seed 20880 of a 3000-program sweep): a u32 index past 2^32,
+// `x[j + 4294967295u]` with j a loaded value of 1 to 4, is 4294967296 to 4294967299, outside x.
+// The interpreter and the CPU backend computed the sum at u32, wrapped to x[0..3], inside, and ran
+// clean, while the generated CUDA computes it in 64 bits and reported it. Lowering now rebuilds a
+// u32 index whose exact value may pass 2^32 in i64, so every backend reports it.
+TEST(Regression, AnUnsignedIndexPast2To32IsOutsideOnEveryBackend) {
+  KernelBuilder k("u32_past_wrap");
+  auto x = k.param<GlobalPtr<const unsigned>>("x", extent(8));
+  auto out = k.param<GlobalPtr<unsigned>>("out", extent(32));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    lib::for_each(g, out, 32, [&](Scope&, Expr i, ElemRef o) { o = x[x[i % 4] + Expr(4294967295u)]; });
+  });
+  Kernel kernel = k.build();
+  std::vector<unsigned> xs{1, 2, 3, 4, 50, 60, 70, 80};
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  for (const Device& d : devices) {
+    std::vector<unsigned> o(32, 0);
+    try {
+      kernel.launch(d, Grid{1, 32}, std::as_const(xs), o);
+      ADD_FAILURE() << d.name() << ": x[4294967296] was read as an element of x";
+    } catch (const ExecutionError& e) {
+      EXPECT_EQ(e.check(), "memcheck") << d.name() << ": " << e.what();
+    }
+  }
+}
 }  // namespace
 }  // namespace vantage
 

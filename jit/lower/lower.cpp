@@ -251,8 +251,8 @@ class BodyLowerer {
     ExactRanges each;
     if (!exact_index_range(e, env_, &each)) return e;  // past 64 bits: V1006, elsewhere
     // +, - and * wrap to the exact value's low bits, so a wrapped intermediate only matters where a
-    // min, max, division or remainder looks at it (a value that does not fit is out of bounds, and
-    // checked or proven not to happen).
+    // min, max, division or remainder looks at it, or where the value itself may not fit: wrapped,
+    // `l[3] + 4294967295u` (4294967298) would be l[2], inside, and its check would pass.
     std::function<bool(const ExprPtr&)> harmed = [&](const ExprPtr& x) -> bool {
       if (!x || !is_exact_index_op(*x)) return false;
       if (const auto* u = as<Unary>(*x)) return harmed(u->a);
@@ -262,7 +262,14 @@ class BodyLowerer {
           if (auto it = each.find(o.get()); it != each.end() && !it->second.within(Range::of(o->type))) return true;
       return harmed(b.a) || harmed(b.b);
     };
-    if (!harmed(e)) return e;
+    // An unsigned index whose exact value may pass 2^32 (`l[3] + 4294967295u`, a loaded u32 plus
+    // anything) would wrap to a small value, inside the buffer, where its check then passes. (A
+    // signed one passes 2^32 only through a product as large as a grid of more than 2^22 blocks
+    // indexing 1024 elements each: docs/semantics.md, the known gap.)
+    auto whole = each.find(e.get());
+    const bool wraps_inside =
+        e->type == ScalarType::U32 && whole != each.end() && whole->second.hi > Range::of(ScalarType::U32).hi;
+    if (!wraps_inside && !harmed(e)) return e;
     // Rebuilt in i64 where the exact values need it; a part whose envelope fits its type is computed
     // in it and converted.
     std::function<ExprPtr(const ExprPtr&)> in_i64 = [&](const ExprPtr& x) -> ExprPtr {
