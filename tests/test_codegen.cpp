@@ -465,18 +465,23 @@ TEST(Specialize, SharedMemoryLimitDependsOnTheArchitecture) {
 }
 
 // ------------------------------------------------------------------ NVRTC
-TEST(Compile, UnsafeBlockWithInvalidCudaFailsAtTheBuilderLine) {
-  REQUIRE_NVRTC();
-  KernelBuilder k("broken_unsafe");
+/// A kernel of one unsafe block holding `code`; `line` is set to the builder line of the block.
+Kernel unsafe_kernel(const char* name, const char* code, int& line) {
+  KernelBuilder k(name);
   k.block_threads(32);
-  int line = 0;
   k.body([&](Scope& g) {
     g.group(thread(1), [&](Scope& th) {
       line = __LINE__ + 1;
-      th.unsafe(thread(1), "this_is_not_cuda(;");
+      th.unsafe(thread(1), code);
     });
   });
-  Kernel kernel = k.build();
+  return k.build();
+}
+
+TEST(Compile, UnsafeBlockWithInvalidCudaFailsAtTheBuilderLine) {
+  REQUIRE_NVRTC();
+  int line = 0;
+  Kernel kernel = unsafe_kernel("broken_unsafe", "this_is_not_cuda(;", line);
   try {
     compile(kernel, Spec{});
     FAIL() << "NVRTC accepted invalid CUDA";
@@ -496,16 +501,8 @@ TEST(Compile, UnsafeBlockWithInvalidCudaFailsAtTheBuilderLine) {
 // the unsafe block, then the error that makes the compile fail).
 TEST(Compile, NvrtcWarningsAreDiagnosticsAtTheUsersLine) {
   REQUIRE_NVRTC();
-  KernelBuilder k("warned_unsafe");
-  k.block_threads(32);
   int line = 0;
-  k.body([&](Scope& g) {
-    g.group(thread(1), [&](Scope& th) {
-      line = __LINE__ + 1;
-      th.unsafe(thread(1), "unsigned char truncated = 1000; this_is_not_cuda();");
-    });
-  });
-  Kernel kernel = k.build();
+  Kernel kernel = unsafe_kernel("warned_unsafe", "unsigned char truncated = 1000; this_is_not_cuda();", line);
   try {
     compile(kernel, Spec{});
     FAIL() << "NVRTC accepted invalid CUDA";

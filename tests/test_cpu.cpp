@@ -353,7 +353,7 @@ TEST(Cpu, BranchesTakenByRangesOfLanesMatchTheInterpreter) {
 /// `if`s on the thread's position against a constant, in every form, at constants on both sides of
 /// the warp boundaries: the CPU backend takes those that split at a boundary once per warp (`t < 32`,
 /// `t <= 31`, `t > 63`) and must not take the others so (`t <= 32`, `t > 0`).
-constexpr int kSplitConstants[] = {0, 1, 15, 31, 32, 33, 63, 64, 95};
+constexpr int kSplitConstants[] = {0, 1, 15, 16, 31, 32, 33, 48, 63, 64, 95};
 constexpr int kSplitForms = 8;
 Kernel constant_splits() {
   KernelBuilder k("constant_splits");
