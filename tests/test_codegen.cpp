@@ -193,13 +193,14 @@ TEST(Sync, AsyncCopyIsWaitedForBeforeTheBarrier) {
   EXPECT_NE(src.find("cp.async.cg.shared.global [%0], [%1], 16;"), std::string::npos);
 }
 
-/// `body` for each thread order on the interpreter with every check on: the program's `out` (one int
-/// per thread of one block), which must not differ between the orders.
-std::vector<int> run_each_order(const Kernel& k, int threads) {
-  std::vector<int> first;
+/// A one-block launch of `k` (`args`, then `out`: one T per thread) under each thread order on the
+/// interpreter with every check on: its `out`, which must not differ between the orders.
+template <class T, class... Args>
+std::vector<T> run_each_order(const Kernel& k, int threads, const Args&... args) {
+  std::vector<T> first;
   for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse}) {
-    std::vector<int> out(static_cast<std::size_t>(threads), -1);
-    k.launch(Device::interpreter({order, 1, true}), Grid{1, threads}, out);
+    std::vector<T> out(static_cast<std::size_t>(threads), T{});
+    k.launch(Device::interpreter({order, 1, true}), Grid{1, threads}, args..., out);
     if (first.empty())
       first = out;
     else
@@ -228,7 +229,7 @@ TEST(Sync, AnAtomicAfterStoresToItsArrayWaitsForThem) {
     });
   });
   Kernel kernel = k.build();
-  std::vector<int> got = run_each_order(kernel, 64);
+  std::vector<int> got = run_each_order<int>(kernel, 64);
   for (int t = 0; t < 64; ++t) EXPECT_EQ(got[static_cast<std::size_t>(t)], 64 + (t == 0 ? 64 : t)) << t;
   EXPECT_EQ(count(specialize_for(kernel, Spec{}).source, "__syncthreads();"), 2);
 }
@@ -260,11 +261,8 @@ TEST(Sync, AnAsyncCopyOverPlainStoresWaitsForThem) {
   Kernel kernel = k.build();
   std::vector<float> xs(256);
   for (int i = 0; i < 256; ++i) xs[static_cast<std::size_t>(i)] = static_cast<float>(i) * 0.5f;
-  for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse}) {
-    std::vector<float> got(64, 0.0f);
-    kernel.launch(Device::interpreter({order, 1, true}), Grid{1, 64}, std::as_const(xs), got);
-    for (int t = 0; t < 64; ++t) EXPECT_EQ(got[static_cast<std::size_t>(t)], static_cast<float>(t) * 0.5f) << t;
-  }
+  std::vector<float> got = run_each_order<float>(kernel, 64, xs);
+  for (int t = 0; t < 64; ++t) EXPECT_EQ(got[static_cast<std::size_t>(t)], static_cast<float>(t) * 0.5f) << t;
 }
 
 TEST(Sync, GridWideDependencyIsRejected) {
@@ -815,7 +813,8 @@ TEST(Codegen, AStencilsNeighboursAreProvenByItsConditions) {
     want[static_cast<std::size_t>(i)] =
         xs[static_cast<std::size_t>(i - 1)] + xs[static_cast<std::size_t>(i)] * 2 + xs[static_cast<std::size_t>(i + 1)];
   want[0] = xs[len - 1];
-  std::vector<Device> devices{Device::interpreter()};
+  std::vector<Device> devices{Device::interpreter({ThreadOrder::Forward, 1, true}),
+                              Device::interpreter({ThreadOrder::Reverse, 1, true})};
   if (Device::cpu_available()) devices.push_back(Device::cpu(2));
   for (const Device& d : devices) {
     std::vector<int> got(len, -1);

@@ -114,30 +114,29 @@ std::int64_t Affine::coefficient(const ExprPtr& atom) const {
   return 0;
 }
 
-Affine affine(const ExprPtr& e) {
+Affine affine(const ExprPtr& e, bool exact) {
+  auto constant = [exact](const ExprPtr& x) -> std::optional<std::int64_t> {
+    if (exact && !as<Literal>(*x)) return std::nullopt;
+    return const_int(x);
+  };
   Affine r;
-  if (auto c = const_int(e)) {
+  if (auto c = constant(e)) {
     r.constant = *c;
     return r;
   }
   if (const auto* b = as<Binary>(*e)) {
     if (b->op == BinOp::Add || b->op == BinOp::Sub) {
-      r = affine(b->a);
-      r.merge(affine(b->b), b->op == BinOp::Add ? 1 : -1);
+      r = affine(b->a, exact);
+      r.merge(affine(b->b, exact), b->op == BinOp::Add ? 1 : -1);
       return r;
     }
-    if (b->op == BinOp::Mul) {
-      if (auto k = const_int(b->b)) {
-        r = affine(b->a);
-        r.scale(*k);
-        return r;
-      }
-      if (auto k = const_int(b->a)) {
-        r = affine(b->b);
-        r.scale(*k);
-        return r;
-      }
-    }
+    if (b->op == BinOp::Mul)
+      for (auto [k, x] : {std::pair{b->b, b->a}, std::pair{b->a, b->b}})
+        if (auto c = constant(k)) {
+          r = affine(x, exact);
+          r.scale(*c);
+          return r;
+        }
   }
   r.add(e, 1);
   return r;

@@ -42,6 +42,8 @@ struct Affine {
   void merge(const Affine& o, std::int64_t sign);
   std::int64_t coefficient(const ExprPtr& atom) const;
 };
-Affine affine(const ExprPtr& e);
+/// Constants folded at their type (`8u - 58u` is 4294967246), or (`exact`) only literals count as
+/// constants and + - * of them are exact (`8u - 58u` is -50, as in an index: docs/semantics.md).
+Affine affine(const ExprPtr& e, bool exact = false);
 
 }  // namespace vantage::ir

@@ -355,7 +355,7 @@ class BodyLowerer {
     Affine slack;  ///< hi - lo
     std::int64_t least = 1;
   };
-  /// `exact`: the sides as they are written, as exact sums (exact_affine), rather than normalized.
+  /// `exact`: the sides as they are written, as exact sums (`affine(x, true)`), rather than normalized.
   std::vector<Fact> usable_facts(bool exact = false) const {
     std::vector<Fact> out;
     for (const auto& f : facts_) {
@@ -375,8 +375,8 @@ class BodyLowerer {
       auto rlo = exact_index_range(lo, env_), rhi = exact_index_range(hi, env_);
       if (!rlo || !rlo->within(Range::of(lo->type)) || !rhi || !rhi->within(Range::of(hi->type))) continue;
       Fact fact;
-      fact.slack = exact ? exact_affine(hi) : affine(normal(hi));
-      fact.slack.merge(exact ? exact_affine(lo) : affine(normal(lo)), -1);
+      fact.slack = exact ? affine(hi, true) : affine(normal(hi));
+      fact.slack.merge(exact ? affine(lo, true) : affine(normal(lo)), -1);
       fact.least = strict ? 1 : 0;
       out.push_back(std::move(fact));
     }
@@ -402,39 +402,9 @@ class BodyLowerer {
   /// (`let u = 58u; l[8u - u]` reads l[-50], while 8u - 58u folded at u32 is 4294967246).
   bool proven_nonnegative(const ExprPtr& x, const Range& r) const {
     if (r.lo >= 0) return true;
-    Affine gap = exact_affine(x);
+    Affine gap = affine(x, true);
     gap.constant += 1;
     return at_least_one(gap, usable_facts(true));
-  }
-  /// `e` as a sum of atoms times constants, in exact arithmetic: + and - of sums, * by a literal;
-  /// anything else (a constant expression included, which `affine` would fold at its type) is an
-  /// atom.
-  static Affine exact_affine(const ExprPtr& e) {
-    Affine r;
-    auto literal = [](const ExprPtr& x) -> std::optional<std::int64_t> {
-      if (const auto* l = as<Literal>(*x); l && is_integer(x->type)) return const_int(x);
-      return std::nullopt;
-    };
-    if (auto c = literal(e)) {
-      r.constant = *c;
-      return r;
-    }
-    if (const auto* b = as<Binary>(*e)) {
-      if (b->op == BinOp::Add || b->op == BinOp::Sub) {
-        r = exact_affine(b->a);
-        r.merge(exact_affine(b->b), b->op == BinOp::Add ? 1 : -1);
-        return r;
-      }
-      if (b->op == BinOp::Mul)
-        for (auto [k, x] : {std::pair{b->b, b->a}, std::pair{b->a, b->b}})
-          if (auto c = literal(k)) {
-            r = exact_affine(x);
-            r.scale(*c);
-            return r;
-          }
-    }
-    r.add(e, 1);
-    return r;
   }
   /// Whether an affine form is at least 1 by `facts` (proven_below).
   bool at_least_one(const Affine& gap, const std::vector<Fact>& facts) const {
