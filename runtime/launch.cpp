@@ -625,7 +625,10 @@ const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std:
     if (p.has_extent) {
       auto ext = p.extent.eval(scalars);
       if (!ext)
-        refuse(t, i, "its extent " + p.extent_text + " is negative or does not fit 64 bits for these arguments");
+        refuse(t, i,
+               "its extent " + p.extent_text +
+                   " is negative, or its arithmetic wraps at the parameters' types, for these arguments (an "
+                   "extent past 2^31 needs i64 sizes)");
       if (*ext > a.length())
         refuse(t, i,
                "its extent " + p.extent_text + " is " + std::to_string(*ext) +

@@ -345,6 +345,57 @@ TEST(Interp, AnAccessLoweringWronglyProvedIsReportedAsAVantageBug) {
   }
 }
 
+// Every backend but the interpreter runs a vector copy as one wide load and store; the interpreter
+// runs the loop it stands for, as written, and checks that each round copies the vector's element.
+// A vector copy lowering got wrong (here: shifted by one vector) is a bug in Vantage, not a result.
+TEST(Interp, AVectorCopyThatIsNotItsLoopIsReportedAsAVantageBug) {
+  KernelBuilder k("copies_in_fours");
+  auto in = k.param<GlobalPtr<const float>>("in", extent(64));
+  auto out = k.param<GlobalPtr<float>>("out", extent(32));
+  k.block_threads(8);
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return t * 4 + i; },
+        [&](Scope& g, View mine) {
+          g.group(thread(1), [&](Scope& th) {
+            th.if_(t < 8, [&](Scope& th) { th.for_("e", 0, 4, [&](Scope&, Expr e) { mine[e] = in[t * 4 + e]; }); });
+          });
+        });
+  });
+  lower::Lowered l = pipeline::lower_for(k.build(), Spec{}).lowered;
+  std::vector<float> xs(64), got(32, 0.0f);
+  for (int i = 0; i < 64; ++i) xs[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  auto run = [&] { interp::run(l, 1, {Arg::buffer(xs.data(), 64), Arg::buffer(got.data(), 32)}, {}); };
+  run();  // as lowered: one vector copy per thread, the same as its loop
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(got[static_cast<std::size_t>(i)], static_cast<float>(i));
+  struct Shift : ir::IRMutator {
+    int copies = 0;
+    using IRMutator::mutate;
+    ir::StmtPtr mutate(const ir::StmtPtr& s) override {
+      if (s && s->kind == ir::StmtKind::VectorCopy) {
+        const auto& v = static_cast<const ir::VectorCopy&>(*s);
+        ++copies;
+        auto later = ir::make<ir::Binary>(v.src_index->type, ir::BinOp::Add, v.src_index,
+                                          ir::int_literal(v.src_index->type, 4, v.loc), v.loc);
+        return ir::make<ir::VectorCopy>(v.dst, v.dst_index, v.src, later, v.count, v.loc, v.written);
+      }
+      return IRMutator::mutate(s);
+    }
+  } shift;
+  l.kernel.body = shift.mutate(l.kernel.body);
+  ASSERT_EQ(shift.copies, 1) << lower::print(l);
+  try {
+    run();
+    FAIL() << "a vector copy of in[t*4 + 4 ..] for the loop over in[t*4 ..] went unnoticed";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("that is not its loop: round 0 copies 'in'[0] to 'out'[0], the vector "
+                                         "'in'[4] to 'out'[0]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Interp, InitcheckFindsASharedReadNothingWrote) {
   KernelBuilder k("uninit");
   auto out = k.param<GlobalPtr<float>>("out");

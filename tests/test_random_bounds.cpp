@@ -30,7 +30,10 @@ constexpr int kVec = 8;   // elements of `sv` each thread owns
 
 class BoundsGen : test_support::Picker {
  public:
-  explicit BoundsGen(std::uint64_t seed) : Picker(seed) {}
+  /// `shaped_copies`: the copy loops' rounds now and then take other shapes than `k` (below). Off,
+  /// the generator draws exactly what it drew before the option existed, so every seed still names
+  /// the program it named then.
+  explicit BoundsGen(std::uint64_t seed, bool shaped_copies = false) : Picker(seed), shaped_copies_(shaped_copies) {}
 
   ScalarType type = ScalarType::I32;  ///< every integer of the program (i32 or u32)
   int threads = 32, blocks = 1, shared_len = 64, local_len = 8, rows = 4, cols = 8;
@@ -278,15 +281,33 @@ class BoundsGen : test_support::Picker {
     Expr cond = base + lit(count - miss) <= src.bound;
     if (chance(2)) cond = base >= lit(0) && cond;
     th.if_(cond, [&](Scope& th) {
-      th.for_("k", lit(0), lit(count), [&](Scope&, Expr k) { vec_[lit(to) + k] = src.view[base + k]; });
+      th.for_("k", lit(0), lit(count), [&](Scope&, Expr k) {
+        Expr into = round(k, count, to, true);
+        vec_[lit(to) + into] = src.view[base + round(k, count, to, false)];
+      });
       th.assign(sum_, sum_ + vec_[lit(to + pick(count))]);
     });
+  }
+  /// The element round k of a copy loop reads (`into`: stores, within the run, so in the thread's
+  /// own part of `sv`): k, the one vector copy's shape, or (with `shaped_copies`, half the time) a
+  /// shape that is no vector copy although some of it looks like one: pairs swapped, reversed, a
+  /// stride, aligned ends with k once but not contiguous, a term that reads what round 0 stored.
+  Expr round(const Expr& k, int count, int to, bool into) {
+    if (!shaped_copies_ || chance(2)) return k;
+    switch (pick(into ? 2 : 5)) {
+      case 0: return k ^ lit(1);
+      case 1: return lit(count - 1) - k;
+      case 2: return k * lit(2);
+      case 3: return (k / lit(2)) * lit(count) + k;
+      default: return k + (vec_[lit(to)] & lit(1)) * lit(count);
+    }
   }
   void jump(Scope& th, const Expr& j) {
     bool brk = chance(2);
     th.if_(j % lit(3) == lit(1), [&](Scope& th) { brk ? th.break_() : th.continue_(); });
   }
 
+  bool shaped_copies_ = false;
   Expr n_, m_;
   View in_, w_, grid2_, acc_, shared_, local_, vec_;
   Var sum_;
@@ -392,8 +413,8 @@ std::string lowered(const Kernel& k, const BoundsGen& gen, int n) {
   }
 }
 
-void run_seed(int seed, Tally& t) {
-  BoundsGen gen(static_cast<std::uint64_t>(seed) * 0x9e3779b97f4a7c15ULL + 11);
+void run_seed(int seed, Tally& t, bool shaped_copies = false) {
+  BoundsGen gen(static_cast<std::uint64_t>(seed) * 0x9e3779b97f4a7c15ULL + 11, shaped_copies);
   Kernel k;
   try {
     k = gen.build();
@@ -501,6 +522,25 @@ TEST(RandomBounds, NoAcceptedAccessLeavesItsMemoryUnchecked) {
   EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";
   EXPECT_GE(t.clean, programs / 4);
   EXPECT_GE(t.caught, programs / 4);
+}
+
+// The same generator with copy loops whose rounds take other shapes than k now and then (`k ^ 1`,
+// `count - 1 - k`, `2 * k`, `(k / 2) * count + k`, `k + (sv[to] & 1) * count`): lowering must make
+// a vector copy of none of them but the ones that are the same as k, and the interpreter runs every
+// vector copy as its loop and reports one that copies other elements as a Vantage bug.
+// VANTAGE_COPIES_RUNS and VANTAGE_COPIES_FIRST set the seeds (default 0 to 99).
+TEST(RandomBounds, CopyLoopsOfOtherShapesAreCopiedAsWritten) {
+  int programs = 100, first = 0;
+  if (const char* env = std::getenv("VANTAGE_COPIES_RUNS")) programs = std::max(1, std::atoi(env));
+  if (const char* env = std::getenv("VANTAGE_COPIES_FIRST")) first = std::max(0, std::atoi(env));
+  Tally t;
+  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t, true);
+  const int on_host = run_host(t);
+  std::printf(
+      "random copies: %d programs (%d rejected), launches: %d clean, %d stopped by memcheck; %d on the CPU "
+      "backend, %d launches of generated CUDA on host threads\n",
+      t.ran, t.rejected, t.clean, t.caught, t.on_cpu, on_host);
+  EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";
 }
 
 // The seeds beyond the 300 CI runs that found bugs, run every time (each failed before its fix):

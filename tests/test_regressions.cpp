@@ -591,3 +591,97 @@ TEST(Regression, AClampedReadWhoseIndexHoldsACheckedReadCompilesOnTheCpu) {
 
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+/// Thread t's loop `for e in [0, 4): out[t * 4 + e] = in[index(t, e)]`, with `out` and `in` extents
+/// that prove the vector inside, run on the interpreter and the CPU backend against `want(t, e)`.
+void expect_copy_loop(const std::string& name, const std::function<Expr(Expr t, Expr e, View mine)>& index,
+                      const std::function<int(int t, int e, const std::vector<int>& in)>& want) {
+  KernelBuilder k(name);
+  auto in = k.param<GlobalPtr<const int>>("in", extent(256));
+  auto out = k.param<GlobalPtr<int>>("out", extent(128));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return t * 4 + i; },
+        [&](Scope& g, View mine) {
+          g.group(thread(1), [&](Scope& th) {
+            th.if_(t < 32,
+                   [&](Scope& th) { th.for_("e", 0, 4, [&](Scope&, Expr e) { mine[e] = in[index(t, e, mine)]; }); });
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  std::vector<int> xs(256);
+  for (int i = 0; i < 256; ++i) xs[static_cast<std::size_t>(i)] = 1001 + i;
+  std::vector<int> expect(128);
+  for (int t = 0; t < 32; ++t)
+    for (int e = 0; e < 4; ++e) expect[static_cast<std::size_t>(t * 4 + e)] = want(t, e, xs);
+  EXPECT_EQ(kernel.source(Spec{}).find("int4"), std::string::npos) << name << ": made one vector copy";
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  for (const Device& d : devices) {
+    std::vector<int> o(128, 0);
+    kernel.launch(d, Grid{1, 32}, std::as_const(xs), o);
+    EXPECT_EQ(o, expect) << name << " on " << d.name();
+  }
+}
+
+// `out[t * 4 + e] = in[(e / 2) * 4 + e + t * 4]` for e in [0, 4) has aligned ends and e once with
+// step 1, so lowering made it one 16-byte copy of in[t * 4 .. t * 4 + 4) on every backend, the
+// interpreter included: round 2 reads in[t * 4 + 6], not in[t * 4 + 2]. A term other than the
+// counter must now be the same in every round (it may not read the counter, or memory that may
+// change), and the interpreter runs every vector copy as its loop and checks that each round copies
+// the vector's element, so a lowering that gets this wrong fails as a Vantage bug.
+TEST(Regression, ACopyLoopWhoseOtherTermsReadTheCounterIsNotOneVector) {
+  expect_copy_loop(
+      "counter_in_a_term", [](Expr t, Expr e, View) { return (e / 2) * 4 + e + t * 4; },
+      [](int t, int e, const std::vector<int>& in) { return in[static_cast<std::size_t>((e / 2) * 4 + e + t * 4)]; });
+}
+
+// The same with a term that loads the element round 0 stores: `out[t*4 + e] = in[(out[t*4] & 3)
+// * 4 + e + 8]` reads out[t*4] again in each round, after round 0 changed it.
+TEST(Regression, ACopyLoopWhoseOtherTermsReadWhatItStoresIsNotOneVector) {
+  expect_copy_loop(
+      "stored_in_a_term", [](Expr, Expr e, View mine) { return (mine[0] & 3) * 4 + e + 8; },
+      [](int, int e, const std::vector<int>& in) {
+        // Round 0 reads out[t*4] == 0, so in[8] (1009); later rounds read in[8]'s low bits (1).
+        int first = in[8];
+        return e == 0 ? first : in[static_cast<std::size_t>((first & 3) * 4 + e + 8)];
+      });
+}
+
+// semantics.md's known gap, closed: an i32 index whose exact value passes 2^32, `x[j * 2^30]` with j
+// a loaded 4, is 4294967296, outside x. The interpreter and the CPU backend computed it at i32,
+// wrapped to x[0], inside, and ran clean (the generated CUDA computes it in 64 bits and reports it).
+// Lowering now rebuilds in i64 any index whose exact value may leave its type, signed or not, in
+// either direction (`x[j * -2^30]` is -4294967296).
+TEST(Regression, ASignedIndexPast2To32IsOutsideOnEveryBackend) {
+  for (long long scale : {1073741824LL, -1073741824LL}) {
+    KernelBuilder k("i32_past_wrap");
+    auto x = k.param<GlobalPtr<const int>>("x", extent(8));
+    auto out = k.param<GlobalPtr<int>>("out", extent(32));
+    k.block_threads(32);
+    k.body([&](Scope& g) {
+      lib::for_each(g, out, 32, [&](Scope&, Expr i, ElemRef o) { o = x[x[i % 2] * Expr(static_cast<int>(scale))]; });
+    });
+    Kernel kernel = k.build();
+    std::vector<int> xs{4, 4, 3, 4, 50, 60, 70, 80};
+    std::vector<Device> devices{Device::interpreter()};
+    if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+    for (const Device& d : devices) {
+      std::vector<int> o(32, 0);
+      try {
+        kernel.launch(d, Grid{1, 32}, std::as_const(xs), o);
+        ADD_FAILURE() << d.name() << ": x[" << 4 * scale << "] was read as an element of x";
+      } catch (const ExecutionError& e) {
+        EXPECT_EQ(e.check(), "memcheck") << d.name() << ": " << e.what();
+        EXPECT_NE(std::string(e.what()).find(std::to_string(4 * scale)), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+}  // namespace
+}  // namespace vantage

@@ -81,6 +81,30 @@ TEST(Runtime, TypedKernelsCheckTheirSignatureWhenMade) {
   EXPECT_THROW((TypedKernel<void(int, float, Buffer<const float>)>(k)), LaunchError);
 }
 
+// An extent is computed at its parameters' types, in the kernel as at launch; one that wraps (m * n
+// at i32 for m = n = 65536) would be a bound of 0 in the kernel, so the launch is refused, naming
+// the buffer and what to do.
+TEST(Runtime, AnExtentWhoseArithmeticWrapsIsRefusedNamingTheBuffer) {
+  KernelBuilder k("wrapping_extent");
+  auto m = k.param<int>("m");
+  auto n = k.param<int>("n");
+  auto a = k.param<GlobalPtr<float>>("a", extent(m * n));
+  k.block_threads(32);
+  k.body([&](Scope& g) { lib::for_each(g, a, m * n, [&](Scope&, Expr, ElemRef e) { e = 1.0f; }); });
+  Kernel kernel = k.build();
+  std::vector<float> small(4, 0.0f);
+  kernel.launch(Device::interpreter(), Grid{1, 32}, 2, 2, small);
+  EXPECT_EQ(small, std::vector<float>(4, 1.0f));
+  try {
+    kernel.launch(Device::interpreter(), Grid{1, 32}, 65536, 65536, small);
+    FAIL() << "an extent of 65536 * 65536 at i32 was accepted";
+  } catch (const LaunchError& e) {
+    EXPECT_EQ(e.param(), "a");
+    EXPECT_NE(std::string(e.what()).find("wraps at the parameters' types"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("i64 sizes"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Runtime, PrepareMakesASpecializationAheadOfItsFirstLaunch) {
   Kernel k = examples::sgemm_smem();
   std::shared_future<void> ready = prepare(k, Device::interpreter(), Spec{});

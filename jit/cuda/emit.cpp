@@ -547,7 +547,7 @@ class Emitter {
     }
     if (is_16bit_float(from)) return "static_cast<" + std::string(ctype(to)) + ">(" + widen(a, from) + ")";
     // Integer narrowing is modular (C++20); integer to float rounds to nearest.
-    return std::string("static_cast<") + ctype(to) + ">(" + a + ")";
+    return std::string("static_cast<") + ctype(to) + ">(" + unparenthesized(a) + ")";
   }
 
   std::string text(const Select& n) {

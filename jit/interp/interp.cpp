@@ -641,13 +641,50 @@ class Machine {
                                               describe(t) + " makes a misaligned " + std::to_string(n.count) +
                                                   "-element vector access at " + where(n.loc),
                                               {n.loc});
-                       for (std::int64_t k = 0; k < n.count; ++k) write(t, d, di + k, read(t, s, si + k, n.loc), n.loc);
+                       vector_copy_as_written(n, t, di, si);
                      },
                      [&](const ir::Barrier&) { throw InternalError("interp: a barrier outside lockstep"); },
                      [&](const auto& n) -> void {
                        throw InternalError(std::string("interp: ") + name_of(n.kind) + " in lowered IR");
                      },
                  });
+  }
+
+  /// A vector copy runs as the loop it stands for, the program as written (the reads, the writes
+  /// and their checks), and each round must copy the vector's element: round k from src[si + k] to
+  /// dst[di + k]. Otherwise lowering miscompiled the loop, for every backend, and that is a bug of
+  /// Vantage.
+  void vector_copy_as_written(const VectorCopy& n, Thread& t, std::int64_t di, std::int64_t si) {
+    const auto* loop = n.written ? as<For>(*n.written) : nullptr;
+    const auto* body = loop ? as<Seq>(*loop->body) : nullptr;
+    const auto* st = body && body->stmts.size() == 1 ? as<Store>(*body->stmts[0]) : nullptr;
+    const auto* ld = st && st->value ? as<Load>(*st->value) : nullptr;
+    if (!ld || st->mem.get() != n.dst.get() || ld->mem.get() != n.src.get())
+      throw InternalError("interp: the vector copy at " + where(n.loc) + " does not carry the loop it stands for");
+    Loop lp = start(*loop, t);
+    for (std::int64_t k = 0; k < n.count; ++k) {
+      V& counter = var(t, loop->var.get());
+      if (!lp.going(counter.i))
+        throw InternalError("lowering made a vector copy of " + std::to_string(n.count) + " elements at " +
+                            where(n.loc) + " of a loop with " + std::to_string(k) + " rounds");
+      std::int64_t dk = exact(st->indices[0]->type, eval(st->indices[0], t).i);
+      std::int64_t sk = exact(ld->indices[0]->type, eval(ld->indices[0], t).i);
+      if (dk != di + k || sk != si + k)
+        throw InternalError("lowering made a vector copy at " + where(n.loc) + " that is not its loop: round " +
+                            std::to_string(k) + " copies '" + n.src->name + "'[" + std::to_string(sk) + "] to '" +
+                            n.dst->name + "'[" + std::to_string(dk) + "], the vector '" + n.src->name + "'[" +
+                            std::to_string(si + k) + "] to '" + n.dst->name + "'[" + std::to_string(di + k) + "]");
+      exec_one(loop->body, t);
+      if (!lp.advance(counter.i)) {
+        if (k + 1 < n.count)
+          throw InternalError("lowering made a vector copy of " + std::to_string(n.count) + " elements at " +
+                              where(n.loc) + " of a loop with " + std::to_string(k + 1) + " rounds");
+        return;
+      }
+    }
+    if (lp.going(var(t, loop->var.get()).i))
+      throw InternalError("lowering made a vector copy of " + std::to_string(n.count) + " elements at " + where(n.loc) +
+                          " of a loop with more rounds");
   }
 
   struct Loop {

@@ -500,13 +500,18 @@ struct VectorCopy : StmtNode {
   MemPtr src;
   ExprPtr src_index;
   std::int64_t count;
-  VectorCopy(MemPtr d, ExprPtr di, MemPtr s, ExprPtr si, std::int64_t c, SourceLoc l)
+  /// The copy loop this stands for, as lowering had it (a For of one Store of a Load). Not a field:
+  /// no pass walks or rewrites it. The interpreter runs it, the program as written, and checks that
+  /// each of its rounds copies the element this vector does (docs/semantics.md).
+  StmtPtr written;
+  VectorCopy(MemPtr d, ExprPtr di, MemPtr s, ExprPtr si, std::int64_t c, SourceLoc l, StmtPtr loop = nullptr)
       : StmtNode(kKind, l),
         dst(std::move(d)),
         dst_index(std::move(di)),
         src(std::move(s)),
         src_index(std::move(si)),
-        count(c) {}
+        count(c),
+        written(std::move(loop)) {}
   auto fields() const { return std::tie(dst, dst_index, src, src_index, count); }
 };
 

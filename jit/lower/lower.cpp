@@ -262,14 +262,13 @@ class BodyLowerer {
           if (auto it = each.find(o.get()); it != each.end() && !it->second.within(Range::of(o->type))) return true;
       return harmed(b.a) || harmed(b.b);
     };
-    // An unsigned index whose exact value may pass 2^32 (`l[3] + 4294967295u`, a loaded u32 plus
-    // anything) would wrap to a small value, inside the buffer, where its check then passes. (A
-    // signed one passes 2^32 only through a product as large as a grid of more than 2^22 blocks
-    // indexing 1024 elements each: docs/semantics.md, the known gap.)
+    // An index whose exact value may leave its type would be computed wrapped: `l[3] + 4294967295u`
+    // (4294967298, a loaded u32 plus anything) as l[2], inside the buffer, where its check then
+    // passes; an i32 `blk * 1024 + t` of a grid of 2^23 blocks past 2^32 the same way, and one from
+    // 2^31 as negative, outside a buffer it is inside.
     auto whole = each.find(e.get());
-    const bool wraps_inside =
-        e->type == ScalarType::U32 && whole != each.end() && whole->second.hi > Range::of(ScalarType::U32).hi;
-    if (!wraps_inside && !harmed(e)) return e;
+    const bool wraps = whole != each.end() && !whole->second.within(Range::of(e->type));
+    if (!wraps && !harmed(e)) return e;
     // Rebuilt in i64 where the exact values need it; a part whose envelope fits its type is computed
     // in it and converted.
     std::function<ExprPtr(const ExprPtr&)> in_i64 = [&](const ExprPtr& x) -> ExprPtr {
@@ -770,15 +769,27 @@ class BodyLowerer {
     if (store->mem->space == MemSpace::Local || load->mem->space == MemSpace::Local) return nullptr;
     if (store->mem.get() == load->mem.get()) return nullptr;
     ExprPtr iv = ref(n.var, n.loc);
+    // Alignment and a unit step are properties of the index's low bits, the same on its i64 rebuild
+    // (exact_width) as on the 32-bit form it came from, so the widening casts are looked through.
+    std::function<ExprPtr(const ExprPtr&)> narrow = [&](const ExprPtr& x) -> ExprPtr {
+      if (const auto* c = as<Cast>(*x); c && c->type == ScalarType::I64 && is_integer(c->a->type)) return narrow(c->a);
+      if (const auto* b = as<Binary>(*x); b && (b->op == BinOp::Add || b->op == BinOp::Sub || b->op == BinOp::Mul))
+        return make<Binary>(b->type, b->op, narrow(b->a), narrow(b->b), b->loc);
+      return x;
+    };
+    // Element e of the vector is the loop's element e only if every other term is the same in each
+    // round: `(e / 2) * 4 + e` is aligned and has e once, but copies 0 1 6 7, and a term that loads
+    // memory the loop may store to can change between rounds.
+    const std::unordered_set<const VarNode*> counter{n.var.get()};
     auto aligned_with_unit_step = [&](const ExprPtr& idx) {
-      Affine a = affine(idx);
+      Affine a = affine(narrow(idx));
       bool has_var = false;
       if (a.constant % count != 0) return false;
       for (const auto& [atom, k] : a.terms) {
         if (equal(atom, iv)) {
           if (k != 1) return false;
           has_var = true;
-        } else if (k % count != 0) {
+        } else if (k % count != 0 || reads_changing(atom, counter)) {
           return false;
         }
       }
@@ -797,7 +808,7 @@ class BodyLowerer {
       if (p != c_.param_index.end())
         c_.out.param_alignment[p->second] = std::max(c_.out.param_alignment[p->second], static_cast<int>(bytes));
     }
-    return make<VectorCopy>(store->mem, d0, load->mem, s0, count, store->loc);
+    return make<VectorCopy>(store->mem, d0, load->mem, s0, count, store->loc, make<For>(n.var, b, e, st, body, n.loc));
   }
 
   Context& c_;
