@@ -626,3 +626,152 @@ TEST(Launch, BadArgumentsAreRefusedNamingTheParameter) {
 
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+// ---------------------------------------------------------------- shared memory reused
+// A shared array lives until the end of the scope that allocated it, and a later scope's array, or
+// a later call's, gets the same bytes (jit/ir/shared_layout). The sync pass compared accesses by
+// array, so thread t reading A[t + 1] and then storing B[t] over the same bytes got no barrier
+// between the two: on a GPU, one warp's store to B can land before another warp's read of A. The
+// interpreter kept the arrays apart and saw nothing. Now an access to reused bytes conflicts with
+// every pending access of the arrays (or calls) that held them, and the interpreter checks each
+// access against theirs (a race there says "shared memory reused").
+
+/// `out[2t] = A[(t + 1) % 64] = 10 (t + 1)`, then in a sibling scope `out[2t + 1] = B[(t + 1) % 64]
+/// = 100 (t + 1)`, A and B over the same 256 bytes.
+Kernel sibling_scopes() {
+  KernelBuilder k("sibling_scopes");
+  auto out = k.param<GlobalPtr<int>>("out", extent(256));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 128, [&](Scope& b, Expr, View ob) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          ob, thread(1), [&](Expr i) { return t * 2 + i; },
+          [&](Scope& b, View o) {
+            for (int scope = 0; scope < 2; ++scope)
+              b.group(block(1), [&](Scope& b) {
+                View s = b.shared<int>(scope == 0 ? "A" : "B", 64);
+                b.partition(
+                    s, thread(1), [&](Expr i) { return t + i; },
+                    [&](Scope& b, View mine) {
+                      b.group(thread(1), [&](Scope&) { mine[0] = t * (scope ? 100 : 10); });
+                    });
+                b.group(thread(1), [&](Scope&) { o[scope] = s[(t + 1) % 64]; });
+              });
+          });
+    });
+  });
+  return k.build();
+}
+
+/// The same through two device functions, each with a shared array of its own: their regions start
+/// at the same byte.
+Kernel two_calls() {
+  auto rotate = [](const std::string& name) {
+    FunctionBuilder f(name);
+    f.requires_perspective(block(1));
+    f.shared_budget(256);
+    auto v = f.param<int>("v");
+    auto o = f.param<GlobalPtr<int>>("o");
+    f.body([&](Scope& b) {
+      View s = b.shared<int>("s_" + name, 64);
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          s, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) { b.group(thread(1), [&](Scope&) { mine[0] = t * v; }); });
+      b.partition(
+          o, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) { b.group(thread(1), [&](Scope&) { mine[0] = s[(t + 1) % 64]; }); });
+    });
+    return f.build();
+  };
+  DeviceFunction first = rotate("first"), second = rotate("second");
+  KernelBuilder k("two_calls");
+  auto out = k.param<GlobalPtr<int>>("out", extent(64));
+  auto out2 = k.param<GlobalPtr<int>>("out2", extent(64));
+  k.block_threads(64);
+  k.shared_budget(1024);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    // Two buffers: the calls share no argument a barrier would be placed for.
+    g.partition(
+        out2, block(1), [&](Expr i) { return blk * 64 + i; },
+        [&](Scope& g, View o2) {
+          g.partition(
+              out, block(1), [&](Expr i) { return blk * 64 + i; },
+              [&](Scope& g, View o1) {
+                g.group(block(1), [&](Scope& b) {
+                  b.call(first, {Expr(10), o1});
+                  b.call(second, {Expr(100), o2});
+                });
+              });
+        });
+  });
+  return k.build();
+}
+
+int syncthreads(const std::string& source) {
+  int n = 0;
+  for (auto p = source.find("__syncthreads()"); p != std::string::npos; p = source.find("__syncthreads()", p + 1)) ++n;
+  return n;
+}
+
+void expect_reuse_race(const std::function<void()>& run) {
+  try {
+    run();
+    FAIL() << "the missing barrier at the reused shared memory went unnoticed";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "racecheck") << e.what();
+    EXPECT_NE(std::string(e.what()).find("shared memory reused"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Regression, AScopesSharedArrayOverTheBytesOfAnEndedOneWaitsForItsReads) {
+  Kernel k = sibling_scopes();
+  // A barrier after each scope's stores, and one where B takes A's bytes.
+  EXPECT_EQ(syncthreads(k.source(Spec{})), 3) << k.source(Spec{});
+  std::vector<int> want(256);
+  for (int i = 0; i < 256; ++i) want[static_cast<std::size_t>(i)] = (i % 128 / 2 + 1) % 64 * (i % 2 ? 100 : 10);
+  InterpreterOptions reverse;
+  reverse.order = ThreadOrder::Reverse;
+  std::vector<Device> devices{Device::interpreter(), Device::interpreter(reverse)};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(2));
+  for (const Device& d : devices) {
+    std::vector<int> out(256, -1);
+    k.launch(d, Grid{2, 64}, out);
+    EXPECT_EQ(out, want) << d.name();
+  }
+  // Without the barrier at the reuse (the second of three), the interpreter reports the race.
+  auto l = without_barrier(k, Spec{}, 1);
+  std::vector<int> out(256, -1);
+  expect_reuse_race([&] { interp::run(l, 2, {Arg::buffer(out.data(), 256)}, {}); });
+}
+
+TEST(Regression, ACallsSharedMemoryOverTheBytesOfAnEarlierCallsWaitsForItsReads) {
+  Kernel k = two_calls();
+  // One in each function, between its stores and reads, and one between the calls.
+  EXPECT_EQ(syncthreads(k.source(Spec{})), 3) << k.source(Spec{});
+  std::vector<int> want(64), want2(64);
+  for (int t = 0; t < 64; ++t) {
+    want[static_cast<std::size_t>(t)] = (t + 1) % 64 * 10;
+    want2[static_cast<std::size_t>(t)] = (t + 1) % 64 * 100;
+  }
+  InterpreterOptions reverse;
+  reverse.order = ThreadOrder::Reverse;
+  std::vector<Device> devices{Device::interpreter(), Device::interpreter(reverse)};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  for (const Device& d : devices) {
+    std::vector<int> out(64, -1), out2(64, -1);
+    k.launch(d, Grid{1, 64}, out, out2);
+    EXPECT_EQ(out, want) << d.name();
+    EXPECT_EQ(out2, want2) << d.name();
+  }
+  auto l = without_barrier(k, Spec{}, 0);
+  std::vector<int> out(64, -1), out2(64, -1);
+  expect_reuse_race([&] { interp::run(l, 1, {Arg::buffer(out.data(), 64), Arg::buffer(out2.data(), 64)}, {}); });
+}
+
+}  // namespace
+}  // namespace vantage

@@ -32,7 +32,10 @@ class SafeGen : test_support::Picker {
   /// `positions`: thread bodies are now and then put under a condition on the thread's position
   /// (below). Off, the generator draws exactly what it drew before the option existed, so every
   /// seed still names the program it named then.
-  explicit SafeGen(std::uint64_t seed, bool positions = false) : Picker(seed), positions_(positions) {}
+  /// `scratch`: now and then a block statement is a scope with a shared array of its own, or a call
+  /// of a function with one (scratch_pass). Off, nothing more is drawn, as for `positions`.
+  explicit SafeGen(std::uint64_t seed, bool positions = false, bool scratch = false)
+      : Picker(seed), positions_(positions), scratch_(scratch) {}
 
   int threads = 64;
   int blocks = 2;
@@ -128,6 +131,10 @@ class SafeGen : test_support::Picker {
   }
 
   void block_stmt(Scope& b, int depth) {
+    if (scratch_ && chance(3)) {
+      scratch_pass(b);
+      return;
+    }
     switch (pick(depth < 2 ? 9 : 6)) {
       case 0: uniform_.push_back(b.let("u", int_expr(uniform_, 1))); break;
       case 1: shared_pass(b); break;
@@ -345,6 +352,56 @@ class SafeGen : test_support::Picker {
         [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[items[0] & (kSlots - 1)] = items[0]; }); });
   }
 
+  /// (With `scratch`.) A scope with a shared array `x` of its own, or a call of a block(1) device
+  /// function that allocates one: each thread stores its share of x (a rotation of the threads),
+  /// then reads an element another thread stored into its slot of `out`. Scopes and calls one after
+  /// another, in loops and in branches, get the same bytes (shared memory is reused when its scope
+  /// ends, jit/ir/shared_layout), so the barrier each reuse needs is the sync pass's to place, and
+  /// the interpreter checks every access against those of the arrays that held its bytes before.
+  void scratch_pass(Scope& b) {
+    const int T = threads, per = 1 + pick(2), len = T * per, rot = pick(T), k = pick(len), mul = 1 + pick(9);
+    auto to_out = [&](Scope& b, const Expr& value) {
+      b.partition(
+          out_b_, thread(1), [&](Expr i) { return t_ * kSlots + i; },
+          [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[value & (kSlots - 1)] = value; }); });
+    };
+    if (chance(3)) {
+      FunctionBuilder f("scratch" + std::to_string(functions_++));
+      f.requires_perspective(block(1));
+      f.shared_budget(len * 4);
+      auto res = f.param<LocalPtr<int>>("res", at(thread(1)));
+      auto v = f.param<int>("v");
+      f.body([&](Scope& fb) {
+        View x = fb.shared<int>("x", len);
+        auto t = fb.let("ft", fb.id(thread(1)));
+        fb.partition(
+            x, thread(1), [&](Expr i) { return (t + rot) % T * per + i; },
+            [&](Scope& fb, View mine) {
+              fb.group(thread(1),
+                       [&](Scope& th) { th.for_("i", 0, per, [&](Scope&, Expr i) { mine[i] = t * mul + i + v; }); });
+            });
+        fb.group(thread(1), [&](Scope&) { res[0] = x[(t * 3 + k) % len]; });
+      });
+      DeviceFunction fn = f.build();
+      auto got = b.local_array("got", ScalarType::I32, 1, at(thread(1)));
+      b.call(fn, {got, int_expr(uniform_, 1)});
+      to_out(b, got[0]);
+      return;
+    }
+    b.group(block(1), [&](Scope& b) {
+      View x = b.shared<int>("x", len);
+      b.partition(
+          x, thread(1), [&](Expr i) { return (t_ + rot) % T * per + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope& th) {
+              th.for_("i", 0, per, [&](Scope&, Expr i) { mine[i] = int_expr(thread_ints(), 1) + i; });
+            });
+          });
+      auto got = b.let("got", x[(t_ * 3 + k) % len], at(thread(1)));
+      to_out(b, got);
+    });
+  }
+
   // ---------------------------------------------------------------- thread level
   /// `body`, or (with `positions` on, half the time) `if (position OP k) body`: the conditions the
   /// CPU backend turns into ranges of a thread loop (docs/cpu.md). The position is the thread's
@@ -460,7 +517,8 @@ class SafeGen : test_support::Picker {
     th.call(fn, {mine, int_expr(ints, 1)});
   }
 
-  bool positions_ = false;
+  bool positions_ = false, scratch_ = false;
+  int functions_ = 0;  ///< device functions made by scratch_pass (each named apart)
   int per_thread_ = 2;
   View in_, fin_, out_, fout_, acc_, shared_, out_b_, fout_b_;
   bool shared_usable_ = false;
@@ -559,9 +617,11 @@ void run_host(const Tally& t) {
 /// Program `seed`: built, run under two thread orders on the interpreter with every check on, on the
 /// CPU backend (every fourth seed: each is an LLVM compile; every seed with `positions`), and its
 /// cost report made; any difference or error is a test failure naming the seed.
-void run_seed(int seed, Tally& t, bool positions = false) {
-  SafeGen gen(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dULL + 7, positions);
-  const char* label = positions ? "seed (with conditions on positions) " : "seed ";
+void run_seed(int seed, Tally& t, bool positions = false, bool scratch = false) {
+  SafeGen gen(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dULL + 7, positions, scratch);
+  const char* label = positions ? "seed (with conditions on positions) "
+                      : scratch ? "seed (with scratch scopes) "
+                                : "seed ";
   Kernel k;
   try {
     k = gen.build();
@@ -681,6 +741,24 @@ TEST(RandomPrograms, ConditionsOnThePositionGiveTheInterpretersResultOnTheCpu) {
   if (Device::cpu_available()) {
     EXPECT_EQ(t.on_cpu, t.ran);
   }
+}
+
+// The same generator with block statements that are scopes with a shared array of their own, or
+// calls of functions with one (`scratch_pass`): their bytes are reused by the next such scope or
+// call, and the sync pass must place the barrier between the old array's last reads and the new
+// one's first stores (`Regression.AScopesSharedArrayOverTheBytesOfAnEndedOneWaitsForItsReads`).
+// VANTAGE_SCRATCH_RUNS and VANTAGE_SCRATCH_FIRST set the seeds (default 0 to 59).
+TEST(RandomPrograms, SharedMemoryReusedByLaterScopesAndCallsIsWaitedFor) {
+  int programs = 60, first = 0;
+  if (const char* env = std::getenv("VANTAGE_SCRATCH_RUNS")) programs = std::max(1, std::atoi(env));
+  if (const char* env = std::getenv("VANTAGE_SCRATCH_FIRST")) first = std::max(0, std::atoi(env));
+  Tally t;
+  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t, false, true);
+  run_host(t);
+  EXPECT_EQ(t.reported, t.ran);
+  std::printf("random runs with scratch scopes: %d programs ran, %d also on the CPU backend, %d rejected\n", t.ran,
+              t.on_cpu, t.rejected);
+  EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";
 }
 
 }  // namespace

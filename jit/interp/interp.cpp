@@ -73,6 +73,8 @@ struct Region {
   std::vector<Shadow> shadow;
   /// Elements a cp.async will write when its thread waits for it: until then nobody may touch them.
   std::unordered_map<std::int64_t, Access> inflight;
+  std::int64_t at = 0;          ///< shared: its first byte in the block's shared memory
+  std::vector<Region*> reused;  ///< shared: the block's other arrays over some of the same bytes
 };
 struct Ref {
   Region* region = nullptr;
@@ -156,6 +158,7 @@ struct AsyncCopy {
 struct Frame {
   std::int64_t tid = 0, bid = 0;  ///< what Builtin reads here
   std::int64_t smem = 0;          ///< shared-memory base of a device function
+  std::int64_t smem_bytes = 0;    ///< where that base is in the block's shared memory
   bool returned = false;
   VarPtr result;
   V value;
@@ -235,7 +238,7 @@ class Machine {
     for (std::int64_t t = 0; t < T_; ++t) {
       Thread& th = threads_[static_cast<std::size_t>(t)];
       th.tid = static_cast<std::int32_t>(t);
-      th.frames.push_back(Frame{t, b, 0, false, nullptr, {}});
+      th.frames.push_back(Frame{t, b, 0, 0, false, nullptr, {}});
       clock(t, t) = 1;
       all.push_back(&th);
     }
@@ -386,6 +389,36 @@ class Machine {
                              where(other.loc) + " with no barrier between them covering both threads",
                          {l, other.loc});
   }
+  /// Element i of shared array r lies over bytes another array of the block held or holds (a scope
+  /// that ended, an earlier call): every access of theirs to those bytes must be ordered before this
+  /// one as for one element (a read after their reads excepted), or the GPU's threads may see each
+  /// other's values. The interpreter keeps the arrays apart, so this is where a barrier the sync
+  /// pass left out at the reuse shows.
+  void check_reused(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l) {
+    const std::int64_t size = type_bytes(r.elem), lo = r.at + i * size, hi = lo + size;
+    for (const Region* q : r.reused) {
+      const std::int64_t qs = type_bytes(q->elem);
+      if (hi <= q->at || lo >= q->at + q->length * qs) continue;
+      const std::int64_t first = std::max<std::int64_t>(0, (lo - q->at) / qs);
+      const std::int64_t last = std::min<std::int64_t>(q->length - 1, (hi - 1 - q->at) / qs);
+      for (std::int64_t j = first; j <= last && !q->shadow.empty(); ++j) {
+        const Shadow& s = q->shadow[static_cast<std::size_t>(j)];
+        auto reuse_race = [&](const Access& a, bool wrote) {
+          throw ExecutionError("racecheck",
+                               describe(t) + (writing ? " writes " : " reads ") + element(r, i) + " at " + where(l) +
+                                   ", whose bytes are also " + element(*q, j) + ", which block " +
+                                   std::to_string(a.block) + " thread " + std::to_string(a.thread) +
+                                   (wrote ? " wrote" : " read") + " at " + where(a.loc) +
+                                   " with no barrier between them covering both threads (shared memory reused)",
+                               {l, a.loc});
+        };
+        if (s.write.block >= 0 && !ordered_before(s.write, t)) reuse_race(s.write, true);
+        if (writing)
+          for (const auto& a : s.reads)
+            if (!ordered_before(a, t)) reuse_race(a, false);
+      }
+    }
+  }
   /// An element a cp.async has not yet written (its thread has not waited for it) is off limits.
   void check_inflight(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l) {
     if (r.inflight.empty()) return;
@@ -414,6 +447,7 @@ class Machine {
           race(t, r, i, false, l, s.write, true);
         std::erase_if(s.reads, [&](const Access& a) { return a.block == block_ && a.thread == t.tid; });
         s.reads.push_back({static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic});
+        if (!r.reused.empty()) check_reused(t, r, i, false, l);
       }
     }
     ++stats_.thread_statements;
@@ -433,6 +467,7 @@ class Machine {
           if (!ordered_before(a, t) && !(atomic && a.atomic)) race(t, r, i, true, l, a, false);
         s.reads.clear();
         s.write = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic};
+        if (!r.reused.empty()) check_reused(t, r, i, true, l);
       }
     }
     store_raw(r, i, v);
@@ -730,6 +765,17 @@ class Machine {
       r->track = opt_.checks;
       r->initcheck = opt_.checks;
       r->shadow.resize(static_cast<std::size_t>(r->length));
+      // Arrays of scopes that ended, and earlier calls' arrays, leave their bytes to later ones
+      // (jit/ir/shared_layout): an access here must also be ordered after theirs (check_reused).
+      if (auto o = k_.shared_offsets.find(n.mem.get()); o != k_.shared_offsets.end()) {
+        r->at = t.frames.back().smem_bytes + o->second;
+        const std::int64_t end = r->at + r->length * type_bytes(r->elem);
+        for (auto& [other_key, q] : shared_)
+          if (r->at < q->at + q->length * type_bytes(q->elem) && q->at < end) {
+            r->reused.push_back(q.get());
+            q->reused.push_back(r.get());
+          }
+      }
       it = shared_.emplace(key, std::move(r)).first;
     }
     return {it->second.get(), 0};
@@ -963,6 +1009,7 @@ class Machine {
       fr.bid = eval(n.args[user + 1].value, *t).i;
       std::int64_t smem = eval(n.args[user + 2].value, *t).i;
       fr.smem = smem >= 0 ? t->frames.back().smem + smem + 1 : t->frames.back().smem;
+      fr.smem_bytes = t->frames.back().smem_bytes + std::max<std::int64_t>(smem, 0);
       fr.result = n.result;
       for (std::size_t i = 0; i < user && i < f.params.size(); ++i) {
         const auto& a = n.args[i];

@@ -35,6 +35,7 @@
 
 #include "jit/ir/eval.h"
 #include "jit/ir/mutate.h"
+#include "jit/ir/shared_layout.h"
 #include "jit/ir/views.h"
 #include "jit/ir/visit.h"
 
@@ -86,6 +87,10 @@ struct Access {
   std::set<std::pair<const MemNode*, const MemNode*>> tma;
   Roots waits;
   Indices read_at, store_at;
+  /// Shared memory whose bytes these accesses reuse: arrays of scopes that ended, and the regions
+  /// of earlier calls, laid out at the same place (jit/ir/shared_layout). Any access there conflicts
+  /// with any pending access of those.
+  Roots reuses;
   Indices share_at;   ///< the partition shares the stores went through (see Views::share)
   Indices moving_at;  ///< root indices of stores through shares that change between loop iterations
   Roots unshared;     ///< stored through something other than a partition (a claim, a narrower branch)
@@ -98,6 +103,7 @@ struct Access {
     unshared.insert(o.unshared.begin(), o.unshared.end());
     tma.insert(o.tma.begin(), o.tma.end());
     waits.insert(o.waits.begin(), o.waits.end());
+    reuses.insert(o.reuses.begin(), o.reuses.end());
     for (const auto& [r, es] : o.read_at)
       for (const auto& e : es) add_index(read_at, r, e);
     for (const auto& [r, es] : o.store_at)
@@ -137,7 +143,7 @@ struct State : Access {
       return true;
     };
     return reads == o.reads && stores == o.stores && writes == o.writes && async_writes == o.async_writes &&
-           tma == o.tma && waits == o.waits && opaque == o.opaque && unshared == o.unshared &&
+           tma == o.tma && waits == o.waits && opaque == o.opaque && unshared == o.unshared && reuses == o.reuses &&
            same(read_at, o.read_at) && same(store_at, o.store_at) && same(share_at, o.share_at) &&
            same(moving_at, o.moving_at);
   }
@@ -165,6 +171,7 @@ class Planner {
 
   void run(const StmtPtr& body, Perspective top) {
     views_.collect(body);
+    collect_reuse(body);
     collect_stable(body, top);
     for (const auto* v : assigned_) stable_.erase(v);
     State st;
@@ -172,6 +179,43 @@ class Planner {
   }
 
  private:
+  // ------------------------------------------------------------ shared memory reused
+  /// A shared array lives until the end of the body that allocated it, and a call's callee gets the
+  /// memory after the arrays live at the call; later arrays and calls reuse those bytes. Each call
+  /// of a function with shared memory stands for that memory as one root of its own (its region),
+  /// which the call writes. Two roots whose bytes overlap reuse each other: a thread may not store
+  /// into the new one while another still reads or writes the old (a sibling scope's `s[t + 1]`).
+  void collect_reuse(const StmtPtr& body) {
+    SharedLayout layout = layout_shared(body);
+    std::vector<std::pair<const MemNode*, SharedSlot>> slots(layout.arrays.begin(), layout.arrays.end());
+    for (const auto& [call, slot] : layout.calls) {
+      const auto& c = static_cast<const Call&>(*call);
+      auto region =
+          std::make_shared<MemNode>(-1, "the shared memory of a call of '" + c.fn->name + "'", ScalarType::U32,
+                                    MemSpace::Shared, false, 1, MemNode::Origin::Shared, c.loc);
+      regions_[call] = region.get();
+      slots.emplace_back(region.get(), slot);
+      region_nodes_.push_back(std::move(region));
+    }
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      for (std::size_t j = i + 1; j < slots.size(); ++j) {
+        const SharedSlot &a = slots[i].second, &b = slots[j].second;
+        // An array of unknown size is rejected by the checker; here it reuses whatever follows it.
+        const std::int64_t a_end = a.size_known ? a.end : INT64_MAX, b_end = b.size_known ? b.end : INT64_MAX;
+        if (a.offset < b_end && b.offset < a_end) {
+          reused_[slots[i].first].insert(slots[j].first);
+          reused_[slots[j].first].insert(slots[i].first);
+        }
+      }
+  }
+  /// The roots `a`'s accesses reuse the bytes of.
+  void add_reuses(Access& a) const {
+    if (reused_.empty()) return;
+    for (const Roots* rs : {&a.reads, &a.stores, &a.writes})
+      for (const auto* r : *rs)
+        if (auto it = reused_.find(r); it != reused_.end()) a.reuses.insert(it->second.begin(), it->second.end());
+  }
+
   // ------------------------------------------------------------ comparable indices
   /// Variables whose value is the same wherever they are visible: declared outside every loop and
   /// never assigned. Index expressions made of them (and thread ids) compare across statements.
@@ -320,6 +364,10 @@ class Planner {
     }
     void visit(const Call& n) override {
       IRVisitor::visit(n);
+      if (auto it = p_.regions_.find(&n); it != p_.regions_.end()) {
+        access.writes.insert(it->second);
+        access.opaque.insert(it->second);
+      }
       for (std::size_t i = 0; i < n.args.size(); ++i) {
         if (!n.args[i].mem) continue;
         p_.read(access, n.args[i].mem);
@@ -393,6 +441,7 @@ class Planner {
   void loads(Access& a, const ExprPtr& e) {
     AccessScan scan(*this, nullptr);
     scan.walk(e);
+    add_reuses(scan.access);
     a.merge(scan.access);
   }
 
@@ -403,6 +452,7 @@ class Planner {
     AccessScan scan(*this, s.get());
     scan.walk(s);
     Access& a = scan.access;
+    add_reuses(a);
     // Seen from outside, a group's ids mean something else, and a split branch or a claim stores
     // with fewer threads than the code around it: those indices compare with nothing out here.
     bool narrower_stores = s->kind == StmtKind::Split || s->kind == StmtKind::Claim;
@@ -439,6 +489,8 @@ class Planner {
   }
 
   bool conflicts(const Access& a, const State& st) const {
+    for (const auto* r : a.reuses)
+      if (st.reads.count(r) || st.stores.count(r) || st.writes.count(r)) return true;
     for (const auto* r : a.reads)
       if (st.writes.count(r) || (st.stores.count(r) && !own(a, st, r, true))) return true;
     for (const auto* r : a.stores) {
@@ -763,6 +815,9 @@ class Planner {
   /// Counters of loops with constant bounds: their first and last values.
   std::unordered_map<const VarNode*, std::pair<std::int64_t, std::int64_t>> loop_ranges_;
   std::set<const MemNode*> exempt_;
+  std::unordered_map<const MemNode*, Roots> reused_;             ///< roots over the same shared bytes
+  std::unordered_map<const StmtNode*, const MemNode*> regions_;  ///< the shared region of each call
+  std::vector<std::shared_ptr<const MemNode>> region_nodes_;     ///< (owned here)
   std::unordered_map<const StmtNode*, Access> summaries_;
   std::map<std::pair<const MemNode*, const MemNode*>, SourceLoc> tma_loads_;  ///< where each TMA load is
   std::map<std::pair<const StmtNode*, std::string>, std::vector<std::unique_ptr<LoopResult>>> loops_;
