@@ -366,6 +366,10 @@ class SafeGen : test_support::Picker {
           [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[value & (kSlots - 1)] = value; }); });
     };
     if (chance(3)) {
+      halo_pass(b);
+      return;
+    }
+    if (chance(3)) {
       FunctionBuilder f("scratch" + std::to_string(functions_++));
       f.requires_perspective(block(1));
       f.shared_budget(len * 4);
@@ -399,6 +403,55 @@ class SafeGen : test_support::Picker {
           });
       auto got = b.let("got", x[(t_ * 3 + k) % len], at(thread(1)));
       to_out(b, got);
+    });
+  }
+
+  /// (With `scratch`.) A scope with a shared array `x` of T + 2h elements: a few steps in random
+  /// order, each a store of the middle T through a partition (thread t at h + t), a store of one
+  /// element by one thread (a claim: in a halo, or at an edge of the middle, or inside it), or a read
+  /// by every thread of x[t + d] into its slot of `out`. The sync pass leaves out the barrier between
+  /// two steps whose elements lie apart (a halo store after the middle's), and must keep it where
+  /// they meet, at the edges included (docs/sync.md).
+  void halo_pass(Scope& b) {
+    const int T = threads, h = 1 + pick(3), len = T + 2 * h;
+    b.group(block(1), [&](Scope& b) {
+      View x = b.shared<int>("x", len);
+      // Every element is written first (initcheck), by the middle's partition and a claim each.
+      auto middle = [&](Scope& b) {
+        b.partition(
+            x, thread(1), [&](Expr i) { return t_ + h + i; },
+            [&](Scope& b, View mine) { b.group(thread(1), [&](Scope&) { mine[0] = int_expr(thread_ints(), 1); }); });
+      };
+      auto one = [&](Scope& b, int at) {
+        int first = chance(2) ? 0 : 1 << pick(threads == 32 ? 5 : 6);
+        b.claim(x, thread(1), [&](Scope& b, View only) {
+          std::vector<SplitBranch> branches;
+          if (first > 0) branches.push_back(SplitBranch(first, [](Scope&) {}));
+          branches.push_back(SplitBranch(1, [&](Scope&) { only[at] = int_expr(uniform_, 1); }));
+          b.split(Level::Thread, std::move(branches));
+        });
+      };
+      auto halo = [&] { return chance(2) ? pick(h) : T + h + pick(h); };
+      auto edge = [&] { return std::vector<int>{h - 1, h, T + h - 1, T + h}[static_cast<std::size_t>(pick(4))]; };
+      middle(b);
+      for (int j = 0; j < h; ++j) {
+        one(b, j);
+        one(b, T + h + j);
+      }
+      for (int step = 0, steps = 1 + pick(4); step < steps; ++step) {
+        switch (pick(4)) {
+          case 0: middle(b); break;
+          case 1: one(b, chance(3) ? edge() : chance(2) ? halo() : h + pick(T)); break;
+          default: {
+            const int d = pick(2 * h + 1);
+            auto got = b.let("got", x[t_ + d], at(thread(1)));
+            b.partition(
+                out_b_, thread(1), [&](Expr i) { return t_ * kSlots + i; },
+                [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[got & (kSlots - 1)] = got; }); });
+            break;
+          }
+        }
+      }
     });
   }
 

@@ -141,7 +141,7 @@ class BodyLowerer {
   BodyLowerer(Context& c, const StmtPtr& body, Pos top, Perspective sync_top) : c_(c) {
     std::vector<const StmtNode*> conflicts;
     std::vector<sync::UnwaitedTma> unwaited;
-    body_ = sync::insert(body, sync_top, &conflicts, &unwaited);
+    body_ = sync::insert(body, sync_top, &conflicts, &unwaited, c_.opt.threads);
     for (const auto& u : unwaited) {
       Diagnostic d{"V1010",
                    "this statement uses '" + u.memory +

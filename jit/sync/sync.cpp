@@ -35,6 +35,7 @@
 
 #include "jit/ir/eval.h"
 #include "jit/ir/mutate.h"
+#include "jit/ir/range.h"
 #include "jit/ir/shared_layout.h"
 #include "jit/ir/views.h"
 #include "jit/ir/visit.h"
@@ -91,6 +92,19 @@ struct Access {
   /// of earlier calls, laid out at the same place (jit/ir/shared_layout). Any access there conflicts
   /// with any pending access of those.
   Roots reuses;
+  /// Shared roots: the range every element index of these accesses lies in, unless the root is in
+  /// `unspanned` (an access of unknown elements). Accesses of ranges that cannot meet never conflict.
+  std::map<const MemNode*, Range> span;
+  Roots unspanned;
+  void add_span(const MemNode* r, const std::optional<Range>& got) {
+    if (!got || unspanned.count(r)) {
+      unspanned.insert(r);
+      span.erase(r);
+      return;
+    }
+    auto [it, fresh] = span.emplace(r, *got);
+    if (!fresh) it->second = it->second.join(*got);
+  }
   Indices share_at;   ///< the partition shares the stores went through (see Views::share)
   Indices moving_at;  ///< root indices of stores through shares that change between loop iterations
   Roots unshared;     ///< stored through something other than a partition (a claim, a narrower branch)
@@ -104,6 +118,8 @@ struct Access {
     tma.insert(o.tma.begin(), o.tma.end());
     waits.insert(o.waits.begin(), o.waits.end());
     reuses.insert(o.reuses.begin(), o.reuses.end());
+    for (const auto* r : o.unspanned) add_span(r, std::nullopt);
+    for (const auto& [r, g] : o.span) add_span(r, g);
     for (const auto& [r, es] : o.read_at)
       for (const auto& e : es) add_index(read_at, r, e);
     for (const auto& [r, es] : o.store_at)
@@ -144,6 +160,11 @@ struct State : Access {
     };
     return reads == o.reads && stores == o.stores && writes == o.writes && async_writes == o.async_writes &&
            tma == o.tma && waits == o.waits && opaque == o.opaque && unshared == o.unshared && reuses == o.reuses &&
+           unspanned == o.unspanned &&
+           std::equal(span.begin(), span.end(), o.span.begin(), o.span.end(),
+                      [](const auto& x, const auto& y) {
+                        return x.first == y.first && x.second.lo == y.second.lo && x.second.hi == y.second.hi;
+                      }) &&
            same(read_at, o.read_at) && same(store_at, o.store_at) && same(share_at, o.share_at) &&
            same(moving_at, o.moving_at);
   }
@@ -155,25 +176,20 @@ struct State : Access {
   }
 };
 
-bool intersects(const Roots& a, const Roots& b) {
-  for (const auto* x : a)
-    if (b.count(x)) return true;
-  return false;
-}
-
 /// Rounds of a loop's fixed-point iteration before the pass gives up (each adds at least one root or
 /// index to a finite set; real kernels need two or three).
 constexpr int kMaxRounds = 10000;
 
 class Planner {
  public:
-  explicit Planner(Plan& plan) : plan_(plan) {}
+  Planner(Plan& plan, std::int64_t threads) : plan_(plan), threads_(threads) {}
 
   void run(const StmtPtr& body, Perspective top) {
     views_.collect(body);
     collect_reuse(body);
     collect_stable(body, top);
     for (const auto* v : assigned_) stable_.erase(v);
+    collect_spans();
     State st;
     walk(body, st, top, &plan_);
   }
@@ -214,6 +230,59 @@ class Planner {
     for (const Roots* rs : {&a.reads, &a.stores, &a.writes})
       for (const auto* r : *rs)
         if (auto it = reused_.find(r); it != reused_.end()) a.reuses.insert(it->second.begin(), it->second.end());
+  }
+
+  // ------------------------------------------------------------ element ranges
+  /// Threads in a unit of `p` inside a launch of T threads per block (a grid: at most 2^31).
+  std::int64_t units(Perspective p) const {
+    constexpr std::int64_t kGrid = std::int64_t{1} << 31;
+    if (p.level == Level::Grid || p.count.blocks) return kGrid;
+    std::int64_t n = p.count.coeff * (p.count.threads ? threads_ : 1);
+    return p.level == Level::Block ? std::min(kGrid, n * threads_) : n;
+  }
+  /// `id(q)` in code at perspective `code`: the index of q's unit inside code's, below |code| / |q|.
+  Range id_range(Perspective q, Perspective code) const {
+    return {0, std::max<std::int64_t>(units(code) / std::max<std::int64_t>(units(q), 1), 1) - 1};
+  }
+  /// The ranges element indices of shared memory are computed in: an `id()` in an access of shared
+  /// memory is at a perspective inside a block (below T / |q|); a let stands for its value's range
+  /// (its ids counted where it was made), a loop counter of constant bounds for those. Variables
+  /// that are assigned keep their type's range.
+  void collect_spans() {
+    if (threads_ <= 0) return;
+    const Perspective inside_block = block(1);
+    span_env_.id = [this, inside_block](Perspective q) { return id_range(q, inside_block); };
+    for (const auto& [v, r] : loop_ranges_)
+      if (!assigned_.count(v)) span_env_.vars[v] = Range{r.first, r.second};
+    // Lets that read lets: a few rounds, each as narrow as the last or narrower.
+    for (int round = 0; round < 6; ++round) {
+      bool changed = false;
+      for (const auto& [v, def] : defs_) {
+        if (assigned_.count(v) || !is_integer(v->type)) continue;
+        RangeEnv env = span_env_;
+        const Perspective made = def.second;
+        env.id = [this, made](Perspective q) { return id_range(q, made); };
+        Range r = value_range(def.first, env);
+        auto it = span_env_.vars.find(v);
+        if (it == span_env_.vars.end() || it->second.lo != r.lo || it->second.hi != r.hi) {
+          span_env_.vars[v] = r;
+          changed = true;
+        }
+      }
+      if (!changed) break;
+    }
+  }
+  /// Records which elements of root r an access at root index `i` may touch.
+  void span(Access& a, const MemNode* r, const ExprPtr& i) const {
+    std::optional<Range> got;
+    if (i && threads_ > 0 && r->space == MemSpace::Shared && is_integer(i->type)) got = value_range(i, span_env_);
+    a.add_span(r, got);
+  }
+  /// Whether every element `a` touches of r lies apart from every element `st` touched.
+  static bool apart(const Access& a, const State& st, const MemNode* r) {
+    auto x = a.span.find(r), y = st.span.find(r);
+    if (x == a.span.end() || y == st.span.end()) return false;
+    return x->second.hi < y->second.lo || y->second.hi < x->second.lo;
   }
 
   // ------------------------------------------------------------ comparable indices
@@ -292,6 +361,7 @@ class Planner {
 
   void index(Access& a, Indices& at, const MemPtr& m, const std::vector<ExprPtr>& idx, const MemNode* r) const {
     ExprPtr i = idx.empty() ? nullptr : views_.root_index(m.get(), idx);
+    span(a, r, i);
     if (i && stable(i))
       add_index(at, r, i);
     else
@@ -301,15 +371,18 @@ class Planner {
     const auto* r = root(m.get());
     if (!r) return;
     a.reads.insert(r);
-    if (idx)
+    if (idx) {
       index(a, a.read_at, m, *idx, r);
-    else
+    } else {
       a.opaque.insert(r);
+      a.add_span(r, std::nullopt);
+    }
   }
   void write(Access& a, const MemPtr& m) const {
     if (const auto* r = root(m.get())) {
       a.writes.insert(r);
       a.opaque.insert(r);
+      a.add_span(r, std::nullopt);
     }
   }
   void async_write(Access& a, const MemPtr& m) const {
@@ -492,14 +565,18 @@ class Planner {
     for (const auto* r : a.reuses)
       if (st.reads.count(r) || st.stores.count(r) || st.writes.count(r)) return true;
     for (const auto* r : a.reads)
-      if (st.writes.count(r) || (st.stores.count(r) && !own(a, st, r, true))) return true;
+      if ((st.writes.count(r) || (st.stores.count(r) && !own(a, st, r, true))) && !apart(a, st, r)) return true;
     for (const auto* r : a.stores) {
-      if (st.writes.count(r) || (st.reads.count(r) && !own(a, st, r, false))) return true;
+      if ((st.writes.count(r) || (st.reads.count(r) && !own(a, st, r, false))) && !apart(a, st, r)) return true;
       // Two stores by different threads to one element: only stores through one partition share
       // hand each element to one thread.
-      if (st.stores.count(r) && (a.unshared.count(r) || st.unshared.count(r) || !one_share(a, st, r))) return true;
+      if (st.stores.count(r) && (a.unshared.count(r) || st.unshared.count(r) || !one_share(a, st, r)) &&
+          !apart(a, st, r))
+        return true;
     }
-    return intersects(a.writes, st.reads) || intersects(a.writes, st.writes) || intersects(a.writes, st.stores);
+    for (const auto* r : a.writes)
+      if ((st.reads.count(r) || st.writes.count(r) || st.stores.count(r)) && !apart(a, st, r)) return true;
+    return false;
   }
 
   /// Whether the code at `p` is one block or less, where barriers exist.
@@ -808,6 +885,8 @@ class Planner {
   }
 
   Plan& plan_;
+  std::int64_t threads_ = 0;  ///< T, or 0 when not known (no element ranges then)
+  RangeEnv span_env_;
   Views views_;
   std::set<const VarNode*> stable_, assigned_;
   /// Every let's value and the code perspective it was made at.
@@ -826,15 +905,15 @@ class Planner {
 
 }  // namespace
 
-Plan plan(const ir::StmtPtr& body, Perspective top) {
+Plan plan(const ir::StmtPtr& body, Perspective top, std::int64_t threads) {
   Plan p;
-  Planner(p).run(body, top);
+  Planner(p, threads).run(body, top);
   return p;
 }
 
 ir::StmtPtr insert(const ir::StmtPtr& body, Perspective top, std::vector<const ir::StmtNode*>* grid_conflicts,
-                   std::vector<UnwaitedTma>* tma_unwaited) {
-  Plan p = plan(body, top);
+                   std::vector<UnwaitedTma>* tma_unwaited, std::int64_t threads) {
+  Plan p = plan(body, top, threads);
   if (grid_conflicts) *grid_conflicts = p.grid_conflicts;
   if (tma_unwaited) *tma_unwaited = p.tma_unwaited;
   class Inserter : public IRMutator {

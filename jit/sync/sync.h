@@ -32,13 +32,14 @@ struct Plan {
 };
 
 /// Plans the barriers of a body that runs at perspective `top` (grid(1) for a kernel, the
-/// signature for a device function).
-Plan plan(const ir::StmtPtr& body, Perspective top);
+/// signature for a device function). With `threads` (T, the threads per block; 0: unknown), two
+/// accesses of one shared array whose elements lie in ranges that cannot meet need no barrier.
+Plan plan(const ir::StmtPtr& body, Perspective top, std::int64_t threads = 0);
 
 /// The body with an `ir::Barrier` of kind `Planned` before every statement the plan puts a barrier
 /// before (jit/lower resolves them to hardware primitives); `grid_conflicts` receives the statements
 /// that would need a barrier across blocks.
 ir::StmtPtr insert(const ir::StmtPtr& body, Perspective top, std::vector<const ir::StmtNode*>* grid_conflicts,
-                   std::vector<UnwaitedTma>* tma_unwaited = nullptr);
+                   std::vector<UnwaitedTma>* tma_unwaited = nullptr, std::int64_t threads = 0);
 
 }  // namespace vantage::sync

@@ -1,0 +1,318 @@
+// Kernels a user writes that the examples do not: a histogram in shared memory with atomics, a
+// stencil whose block loads its halo, a row softmax with two block reductions, a block scan. Each
+// runs on the interpreter under both thread orders, on the CPU backend, and (its generated CUDA, on
+// host threads) as a GPU would run it, against a plain C++ reference; NVRTC compiles each. Inputs
+// are small integers (as floats where the kernel takes floats), so that sums are exact; softmax's
+// exponentials are compared to a relative 1e-5.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+
+#include "host_cuda.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+using test_support::HostArg;
+using test_support::HostLaunch;
+
+std::vector<Device> devices() {
+  InterpreterOptions reverse;
+  reverse.order = ThreadOrder::Reverse;
+  std::vector<Device> d{Device::interpreter(), Device::interpreter(reverse)};
+  if (Device::cpu_available()) d.push_back(Device::cpu(2));
+  return d;
+}
+
+/// The generated CUDA of `k` launched on host threads: its buffers after the launch, or a failure.
+std::vector<std::vector<long long>> on_host(const Kernel& k, Spec spec, Grid g, std::vector<HostArg> args) {
+  Specialized s = specialize_for(k, spec.with_fp_contract(false));
+  if (std::getenv("VANTAGE_USER_VERBOSE")) std::printf("%s\n", s.source.c_str());
+  if (!test_support::runs_on_host(s.source)) {
+    ADD_FAILURE() << k.name() << ": generated CUDA does not run on host threads";
+    return {};
+  }
+  HostLaunch l{s.source, s.entry, static_cast<int>(g.blocks), static_cast<int>(g.threads), std::move(args)};
+  auto run = test_support::run_launches_on_host({l});
+  EXPECT_TRUE(run.ok) << k.name() << ": " << run.problem;
+  if (!run.ok || run.results.empty()) return {};
+  EXPECT_FALSE(run.results[0].check_failed) << k.name() << ": an access was outside on host threads";
+  return run.results[0].buffers;
+}
+
+std::vector<long long> words(const std::vector<int>& v) { return {v.begin(), v.end()}; }
+std::vector<long long> words(const std::vector<float>& v) {
+  std::vector<long long> out;
+  for (float x : v) {
+    std::int32_t bits;
+    std::memcpy(&bits, &x, 4);
+    out.push_back(bits);
+  }
+  return out;
+}
+
+int syncthreads(const std::string& source) {
+  int n = 0;
+  for (auto p = source.find("__syncthreads()"); p != std::string::npos; p = source.find("__syncthreads()", p + 1)) ++n;
+  return n;
+}
+
+void expect_compiles(const Kernel& k, const Spec& spec = Spec{}) {
+  if (!nvrtc_available()) return;
+  Compiled c = compile(k, spec);
+  EXPECT_FALSE(c.cubin.empty()) << k.name();
+}
+
+// ---------------------------------------------------------------- histogram
+/// 256 bins of `in[i] & 255`: each block counts its grid-stride share into shared bins with atomics,
+/// then adds them to the global bins with atomics. The zeroing, the counting and the flush each need
+/// the barrier before them; the user writes none.
+Kernel histogram() {
+  KernelBuilder k("histogram");
+  auto n = k.param<int>("n");
+  auto in = k.param<GlobalPtr<const int>>("in", extent(n));
+  auto bins = k.param<GlobalPtr<int>>("bins", extent(256));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    auto stride = g.let("stride", g.grid_blocks() * 256);
+    g.group(block(1), [&](Scope& b) {
+      View local = b.shared<int>("local", 256);
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          local, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) { b.group(thread(1), [&](Scope&) { mine[0] = 0; }); });
+      b.group(thread(1), [&](Scope& th) {
+        th.for_("i", blk * 256 + t, n, stride,
+                [&](Scope& th, Expr i) { th.atomic(AtomicOp::Add, local, in[i] & 255, 1); });
+      });
+      b.group(thread(1), [&](Scope& th) { th.atomic(AtomicOp::Add, bins, t, local[t]); });
+    });
+  });
+  return k.build();
+}
+
+TEST(UserKernels, AHistogramInSharedMemoryCountsEveryElement) {
+  Kernel k = histogram();
+  const int n = 5000;
+  std::vector<int> in(n), want(256, 0);
+  for (int i = 0; i < n; ++i) {
+    in[static_cast<std::size_t>(i)] = (i * 37 + i / 7) % 1000;
+    ++want[static_cast<std::size_t>(in[static_cast<std::size_t>(i)] & 255)];
+  }
+  for (const Device& d : devices()) {
+    std::vector<int> bins(256, 0);
+    k.launch(d, Grid{3, 256}, n, std::as_const(in), bins);
+    EXPECT_EQ(bins, want) << d.name();
+  }
+  auto host = on_host(k, Spec{}, Grid{3, 256},
+                      {HostArg::of("int", n), HostArg::of("int", in), HostArg::of("int", std::vector<int>(256, 0))});
+  if (host.size() == 2) EXPECT_EQ(host[1], words(want));
+  expect_compiles(k);
+}
+
+// ---------------------------------------------------------------- stencil with a halo
+/// y[i] = x[i - 1] + x[i] + x[i + 1] (zero outside x): each block stages its 128 elements and the one
+/// on each side in shared memory (thread 0 loads both halo elements, into s[left] and s[right]:
+/// s[0] and s[129] for the stencil), then each thread adds three.
+Kernel stencil_halo(int left = 0, int right = 129) {
+  KernelBuilder k("stencil_halo");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto y = k.param<GlobalPtr<float>>("y", extent(n));
+  k.block_threads(128);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, y, 128, [&](Scope& b, Expr blk, View y_b) {
+      View s = b.shared<float>("s", 130);
+      auto t = b.let("t", b.id(thread(1)));
+      auto base = b.let("base", blk * 128);
+      auto load = [&](Scope& th, ElemRef dst, Expr i) {
+        th.if_(
+            i >= 0 && i < n, [&](Scope&) { dst = x[i]; }, [&](Scope&) { dst = 0.0f; });
+      };
+      b.partition(
+          s, thread(1), [&](Expr i) { return t + 1 + i; },
+          [&](Scope& b, View mine) { b.group(thread(1), [&](Scope& th) { load(th, mine[0], base + t); }); });
+      for (int side = 0; side < 2; ++side)
+        b.claim(s, thread(1), [&](Scope& b, View one) {
+          b.split(
+              Level::Thread,
+              {SplitBranch(1, [&](Scope& th) { load(th, one[side ? right : left], side ? base + 128 : base - 1); })});
+        });
+      b.partition(
+          y_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(1),
+                    [&](Scope& th) { th.if_(base + t < n, [&](Scope&) { mine[0] = s[t] + s[t + 1] + s[t + 2]; }); });
+          });
+    });
+  });
+  return k.build();
+}
+
+TEST(UserKernels, AStencilThatLoadsItsHaloIsRightAtTheEdgesOfEveryBlock) {
+  Kernel k = stencil_halo();
+  // One barrier, before the sums, as by hand: the halo stores touch s[0] and s[129], apart from the
+  // middle's s[1..128] and from each other (docs/sync.md, element ranges).
+  EXPECT_EQ(syncthreads(k.source(Spec{})), 1) << k.source(Spec{});
+  for (int n : {1, 127, 128, 129, 300}) {
+    std::vector<float> x(static_cast<std::size_t>(n)), want(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>((i * 5) % 11 - 5);
+    auto at = [&](int i) { return i >= 0 && i < n ? x[static_cast<std::size_t>(i)] : 0.0f; };
+    for (int i = 0; i < n; ++i) want[static_cast<std::size_t>(i)] = at(i - 1) + at(i) + at(i + 1);
+    const std::int64_t blocks = (n + 127) / 128;
+    for (const Device& d : devices()) {
+      std::vector<float> y(static_cast<std::size_t>(n), -99.0f);
+      k.launch(d, Grid{blocks, 128}, n, std::as_const(x), y);
+      EXPECT_EQ(y, want) << d.name() << ", n = " << n;
+    }
+    if (n == 300) {
+      auto host = on_host(k, Spec{}, Grid{blocks, 128},
+                          {HostArg::of("int", n), HostArg::of("float", x),
+                           HostArg::of("float", std::vector<float>(static_cast<std::size_t>(n), -99.0f))});
+      if (host.size() == 2) EXPECT_EQ(host[1], words(want));
+    }
+  }
+  expect_compiles(k);
+}
+
+// A halo store at an edge of the middle (s[1], which thread 0 stored; s[128], thread 127's) meets
+// the middle's stores and gets a barrier before it; one just outside (s[0], s[129]) does not.
+TEST(UserKernels, AStoreBesideTheMiddleNeedsNoBarrierAndOneAtItsEdgeDoes) {
+  EXPECT_EQ(syncthreads(stencil_halo(0, 129).source(Spec{})), 1);
+  EXPECT_EQ(syncthreads(stencil_halo(1, 129).source(Spec{})), 2);
+  EXPECT_EQ(syncthreads(stencil_halo(0, 128).source(Spec{})), 2);
+  // s[0] then s[0] again by thread 0 of another split: the same element, a barrier between.
+  EXPECT_EQ(syncthreads(stencil_halo(0, 0).source(Spec{})), 2);
+  // (These read an element nothing wrote, so they do not run clean; the random programs with halos,
+  // RandomPrograms.SharedMemoryReused*, run such steps in every order under racecheck.)
+}
+
+// ---------------------------------------------------------------- row softmax
+/// y[r][c] = exp(x[r][c] - max_r) / sum_c exp(x[r][c] - max_r), one block of 128 threads per row:
+/// each thread takes columns t, t + 128, ...; the row's maximum and sum are block reductions.
+Kernel softmax() {
+  KernelBuilder k("softmax");
+  auto rows = k.param<int>("rows");
+  auto cols = k.param<int>("cols");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(rows * cols));
+  auto y = k.param<GlobalPtr<float>>("y", extent(rows * cols));
+  k.block_threads(128);
+  k.body([&](Scope& g) {
+    auto row = g.let("row", g.id(block(1)));
+    g.partition(
+        y, block(1), [&](Expr i) { return row * cols + i; },
+        [&](Scope& g, View y_row) {
+          g.group(block(1), [&](Scope& b) {
+            auto t = b.let("t", b.id(thread(1)));
+            auto in_row = [&](Expr c) { return x[row * cols + c]; };
+            auto m = b.let("m", -1e30f, at(thread(1)));
+            lib::block_strided(b, 0, cols, [&](Scope& th, Expr c) { th.assign(m, max(m, in_row(c))); });
+            auto row_max = lib::block_reduce(b, "row_max", m, lib::Op::Max);
+            auto s = b.let("s", 0.0f, at(thread(1)));
+            lib::block_strided(b, 0, cols, [&](Scope& th, Expr c) { th.assign(s, s + exp(in_row(c) - row_max)); });
+            auto total = lib::block_reduce(b, "total", s, lib::Op::Sum);
+            b.partition(
+                y_row, thread(1), [&](Expr i) { return t + i * 128; },
+                [&](Scope& b, View mine) {
+                  b.group(thread(1), [&](Scope& th) {
+                    th.for_("k", 0, (cols + 127) / 128, [&](Scope& th, Expr kk) {
+                      th.if_(t + kk * 128 < cols,
+                             [&](Scope&) { mine[kk] = exp(in_row(t + kk * 128) - row_max) / total; });
+                    });
+                  });
+                });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(UserKernels, ARowSoftmaxWithTwoBlockReductionsSumsToOne) {
+  Kernel k = softmax();
+  const int rows = 3;
+  for (int cols : {1, 100, 300}) {
+    std::vector<float> x(static_cast<std::size_t>(rows * cols)), want(x.size());
+    for (int i = 0; i < rows * cols; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>((i * 13) % 17 - 8) / 4;
+    for (int r = 0; r < rows; ++r) {
+      float m = -1e30f;
+      for (int c = 0; c < cols; ++c) m = std::max(m, x[static_cast<std::size_t>(r * cols + c)]);
+      double sum = 0;
+      for (int c = 0; c < cols; ++c)
+        sum += std::exp(static_cast<double>(x[static_cast<std::size_t>(r * cols + c)] - m));
+      for (int c = 0; c < cols; ++c)
+        want[static_cast<std::size_t>(r * cols + c)] =
+            static_cast<float>(std::exp(static_cast<double>(x[static_cast<std::size_t>(r * cols + c)] - m)) / sum);
+    }
+    for (const Device& d : devices()) {
+      std::vector<float> y(x.size(), -1.0f);
+      k.launch(d, Grid{rows, 128}, rows, cols, std::as_const(x), y);
+      for (std::size_t i = 0; i < y.size(); ++i)
+        ASSERT_NEAR(y[i], want[i], 1e-5 * want[i] + 1e-7) << d.name() << ", cols = " << cols << ", element " << i;
+    }
+  }
+  expect_compiles(k);
+}
+
+// ---------------------------------------------------------------- block scan
+/// out[i] = in[b * 256] + ... + in[i] within each block of 256 (lib::block_inclusive_scan), and the
+/// block's total in totals[b].
+Kernel block_scan() {
+  KernelBuilder k("block_scan");
+  auto n = k.param<int>("n");
+  auto in = k.param<GlobalPtr<const int>>("in", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out", extent(n));
+  auto totals = k.param<GlobalPtr<int>>("totals");
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.partition(
+        totals, block(1), [&](Expr i) { return blk + i; },
+        [&](Scope& g, View total_b) {
+          lib::for_each_block(g, out, 256, [&](Scope& b, Expr, View out_b) {
+            auto t = b.let("t", b.id(thread(1)));
+            auto i = b.let("i", blk * 256 + t);
+            auto v = b.let("v", select(i < n, in[min(i, n - 1)], 0), at(thread(1)));
+            Var total;
+            auto sum = lib::block_inclusive_scan(b, "sum", v, lib::Op::Sum, &total);
+            lib::block_store(b, out_b, n - blk * 256, sum);
+            lib::store_by_one(b, total_b, 0, total);
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(UserKernels, ABlockScanGivesEachBlocksPrefixSumsAndTotal) {
+  Kernel k = block_scan();
+  const int n = 600, blocks = 3;
+  std::vector<int> in(n), want(n), want_totals(blocks, 0);
+  for (int i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] = (i * 7) % 13 - 6;
+  for (int i = 0; i < n; ++i) {
+    want[static_cast<std::size_t>(i)] =
+        (i % 256 ? want[static_cast<std::size_t>(i - 1)] : 0) + in[static_cast<std::size_t>(i)];
+    want_totals[static_cast<std::size_t>(i / 256)] += in[static_cast<std::size_t>(i)];
+  }
+  for (const Device& d : devices()) {
+    std::vector<int> out(n, -1), totals(blocks, -1);
+    k.launch(d, Grid{blocks, 256}, n, std::as_const(in), out, totals);
+    EXPECT_EQ(out, want) << d.name();
+    EXPECT_EQ(totals, want_totals) << d.name();
+  }
+  auto host = on_host(k, Spec{}, Grid{blocks, 256},
+                      {HostArg::of("int", n), HostArg::of("int", in), HostArg::of("int", std::vector<int>(n, -1)),
+                       HostArg::of("int", std::vector<int>(blocks, -1))});
+  if (host.size() == 3) {
+    EXPECT_EQ(host[1], words(want));
+    EXPECT_EQ(host[2], words(want_totals));
+  }
+  expect_compiles(k);
+}
+
+}  // namespace
+}  // namespace vantage
