@@ -250,27 +250,28 @@ class Planner {
   /// that are assigned keep their type's range.
   void collect_spans() {
     if (threads_ <= 0) return;
-    const Perspective inside_block = block(1);
-    span_env_.id = [this, inside_block](Perspective q) { return id_range(q, inside_block); };
     for (const auto& [v, r] : loop_ranges_)
       if (!assigned_.count(v)) span_env_.vars[v] = Range{r.first, r.second};
     // Lets that read lets: a few rounds, each as narrow as the last or narrower.
+    Perspective made = block(1);
+    span_env_.id = [this, &made](Perspective q) { return id_range(q, made); };
     for (int round = 0; round < 6; ++round) {
       bool changed = false;
       for (const auto& [v, def] : defs_) {
         if (assigned_.count(v) || !is_integer(v->type)) continue;
-        RangeEnv env = span_env_;
-        const Perspective made = def.second;
-        env.id = [this, made](Perspective q) { return id_range(q, made); };
-        Range r = value_range(def.first, env);
-        auto it = span_env_.vars.find(v);
-        if (it == span_env_.vars.end() || it->second.lo != r.lo || it->second.hi != r.hi) {
-          span_env_.vars[v] = r;
+        made = def.second;
+        Range r = value_range(def.first, span_env_);
+        auto [it, fresh] = span_env_.vars.emplace(v, r);
+        if (!fresh && (it->second.lo != r.lo || it->second.hi != r.hi)) {
+          it->second = r;
           changed = true;
         }
+        changed = changed || fresh;
       }
       if (!changed) break;
     }
+    const Perspective inside_block = block(1);
+    span_env_.id = [this, inside_block](Perspective q) { return id_range(q, inside_block); };
   }
   /// Records which elements of root r an access at root index `i` may touch.
   void span(Access& a, const MemNode* r, const ExprPtr& i) const {
