@@ -15,11 +15,7 @@
 namespace vantage {
 namespace {
 
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
-}
+using test_support::count;
 
 int barriers_in(const std::string& source) {
   return count(source, "__syncthreads()") + count(source, "__syncwarp(") + count(source, "bar.sync");

@@ -12,6 +12,7 @@
 #include "jit/pipeline/pipeline.h"
 #include "kernels/paper_kernels.hpp"
 #include "kernels/runs.hpp"
+#include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -712,11 +713,7 @@ Kernel two_calls() {
   return k.build();
 }
 
-int syncthreads(const std::string& source) {
-  int n = 0;
-  for (auto p = source.find("__syncthreads()"); p != std::string::npos; p = source.find("__syncthreads()", p + 1)) ++n;
-  return n;
-}
+int syncthreads(const std::string& source) { return test_support::count(source, "__syncthreads()"); }
 
 void expect_reuse_race(const std::function<void()>& run) {
   try {

@@ -27,11 +27,7 @@ constexpr const char* kThisFile = "tests/test_regressions.cpp";
   return ::testing::AssertionFailure() << "accepted; expected " << code << " at line " << line;
 }
 
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
-}
+using test_support::count;
 
 // ------------------------------------------------------------------ code generation
 TEST(Regression, DeviceFunctionReturningHalfCompiles) {

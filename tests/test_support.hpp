@@ -18,6 +18,13 @@
 
 namespace vantage::test_support {
 
+/// How many times `what` occurs in `text` (overlapping ones too): barriers in a generated source.
+inline int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
 /// A fresh directory under /tmp named from `prefix`, removed with everything in it at scope exit.
 struct TempDir {
   std::filesystem::path path;

@@ -13,6 +13,7 @@
 #include <functional>
 
 #include "host_cuda.hpp"
+#include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -56,11 +57,7 @@ std::vector<long long> words(const std::vector<float>& v) {
   return out;
 }
 
-int syncthreads(const std::string& source) {
-  int n = 0;
-  for (auto p = source.find("__syncthreads()"); p != std::string::npos; p = source.find("__syncthreads()", p + 1)) ++n;
-  return n;
-}
+int syncthreads(const std::string& source) { return test_support::count(source, "__syncthreads()"); }
 
 void expect_compiles(const Kernel& k, const Spec& spec = Spec{}) {
   if (!nvrtc_available()) return;
