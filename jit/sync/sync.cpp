@@ -273,10 +273,12 @@ class Planner {
     const Perspective inside_block = block(1);
     span_env_.id = [this, inside_block](Perspective q) { return id_range(q, inside_block); };
   }
-  /// Records which elements of root r an access at root index `i` may touch.
+  /// Records which elements of root r an access at root index `i` (null: unknown) may touch. Only
+  /// shared arrays keep ranges; nothing is recorded for the others, which then never count as apart.
   void span(Access& a, const MemNode* r, const ExprPtr& i) const {
+    if (threads_ <= 0 || r->space != MemSpace::Shared) return;
     std::optional<Range> got;
-    if (i && threads_ > 0 && r->space == MemSpace::Shared && is_integer(i->type)) got = value_range(i, span_env_);
+    if (i && is_integer(i->type)) got = value_range(i, span_env_);
     a.add_span(r, got);
   }
   /// Whether every element `a` touches of r lies apart from every element `st` touched.
@@ -376,14 +378,14 @@ class Planner {
       index(a, a.read_at, m, *idx, r);
     } else {
       a.opaque.insert(r);
-      a.add_span(r, std::nullopt);
+      span(a, r, nullptr);
     }
   }
   void write(Access& a, const MemPtr& m) const {
     if (const auto* r = root(m.get())) {
       a.writes.insert(r);
       a.opaque.insert(r);
-      a.add_span(r, std::nullopt);
+      span(a, r, nullptr);
     }
   }
   void async_write(Access& a, const MemPtr& m) const {
