@@ -311,5 +311,176 @@ TEST(UserKernels, ABlockScanGivesEachBlocksPrefixSumsAndTotal) {
   expect_compiles(k);
 }
 
+// ---------------------------------------------------------------- matrix-vector, one warp a row
+/// y = A x for a rows x cols A: warp w of block b takes row b * (T / 32) + w, its lanes columns l,
+/// l + 32, ..., a warp reduction, and lane 0 stores the row's sum.
+Kernel gemv() {
+  KernelBuilder k("gemv");
+  auto rows = k.param<int>("rows");
+  auto cols = k.param<int>("cols");
+  auto a = k.param<GlobalPtr<const int>>("a", extent(rows * cols));
+  auto x = k.param<GlobalPtr<const int>>("x", extent(cols));
+  auto y = k.param<GlobalPtr<int>>("y", extent(rows));
+  k.block_threads(128);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.partition(
+        y, block(1), [&](Expr i) { return blk * 4 + i; },
+        [&](Scope& g, View y_b) {
+          g.group(block(1), [&](Scope& b) {
+            auto w = b.let("w", b.id(warp()));
+            b.partition(
+                y_b, warp(), [&](Expr i) { return w + i; },
+                [&](Scope& b, View y_w) {
+                  b.group(warp(), [&](Scope& wp) {
+                    auto row = wp.let("row", blk * 4 + w);
+                    wp.if_(row < rows, [&](Scope& wp) {
+                      auto lane = wp.let("lane", wp.id(thread(1)));
+                      auto part = wp.let("part", 0, at(thread(1)));
+                      wp.group(thread(1), [&](Scope& th) {
+                        th.for_("c", lane, cols, 32,
+                                [&](Scope& th, Expr c) { th.assign(part, part + a[row * cols + c] * x[c]); });
+                      });
+                      auto sum = lib::warp_reduce(wp, "sum", part, lib::Op::Sum);
+                      lib::store_by_one(wp, y_w, 0, sum);
+                    });
+                  });
+                });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(UserKernels, AMatrixVectorProductWithAWarpPerRowIsExact) {
+  Kernel k = gemv();
+  for (auto [rows, cols] : {std::pair{5, 1}, std::pair{9, 33}, std::pair{17, 100}}) {
+    std::vector<int> a(static_cast<std::size_t>(rows * cols)), x(static_cast<std::size_t>(cols)), want(rows, 0);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<int>(i * 7 % 19) - 9;
+    for (int c = 0; c < cols; ++c) x[static_cast<std::size_t>(c)] = c % 5 - 2;
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c)
+        want[static_cast<std::size_t>(r)] += a[static_cast<std::size_t>(r * cols + c)] * x[static_cast<std::size_t>(c)];
+    const std::int64_t blocks = (rows + 3) / 4;
+    for (const Device& d : devices()) {
+      std::vector<int> y(static_cast<std::size_t>(rows), -1);
+      k.launch(d, Grid{blocks, 128}, rows, cols, std::as_const(a), std::as_const(x), y);
+      EXPECT_EQ(y, want) << d.name() << ", " << rows << " x " << cols;
+    }
+  }
+  expect_compiles(k);
+}
+
+// ---------------------------------------------------------------- a sum over the whole grid
+/// total += the sum of in: each block reduces its 256 elements, and its thread 0 adds the block's
+/// sum to the one total with an atomic.
+Kernel grid_sum() {
+  KernelBuilder k("grid_sum");
+  auto n = k.param<int>("n");
+  auto in = k.param<GlobalPtr<const int>>("in", extent(n));
+  auto total = k.param<GlobalPtr<int>>("total", extent(1));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.group(block(1), [&](Scope& b) {
+      auto i = b.let("i", blk * 256 + b.id(thread(1)));
+      auto v = b.let("v", select(i < n, in[min(i, n - 1)], 0), at(thread(1)));
+      auto sum = lib::block_reduce(b, "sum", v, lib::Op::Sum);
+      b.split(Level::Thread, {SplitBranch(1, [&](Scope& th) { th.atomic(AtomicOp::Add, total, 0, sum); })});
+    });
+  });
+  return k.build();
+}
+
+TEST(UserKernels, AGridSumOfBlockReductionsAndOneAtomicPerBlockIsExact) {
+  Kernel k = grid_sum();
+  for (int n : {1, 255, 256, 1000}) {
+    std::vector<int> in(static_cast<std::size_t>(n));
+    int want = 0;
+    for (int i = 0; i < n; ++i) want += in[static_cast<std::size_t>(i)] = (i * 11) % 23 - 11;
+    for (const Device& d : devices()) {
+      std::vector<int> total{0};
+      k.launch(d, Grid{(n + 255) / 256, 256}, n, std::as_const(in), total);
+      EXPECT_EQ(total[0], want) << d.name() << ", n = " << n;
+    }
+    if (n == 1000) {
+      auto host = on_host(k, Spec{}, Grid{4, 256},
+                          {HostArg::of("int", n), HostArg::of("int", in), HostArg::of("int", std::vector<int>{0})});
+      if (host.size() == 2) EXPECT_EQ(host[1], std::vector<long long>{want});
+    }
+  }
+  expect_compiles(k);
+}
+
+// ---------------------------------------------------------------- a 3 x 3 box filter on a 2-D tile
+/// out[r][c] = the sum of in over the 3 x 3 window at (r, c) (zero outside): each block of 256
+/// threads stages a 16 x 16 tile and its one-element border, 18 x 18 elements, two per thread at
+/// most (t and t + 256), then each thread sums its window from shared memory.
+Kernel box3() {
+  KernelBuilder k("box3");
+  auto h = k.param<int>("h");
+  auto w = k.param<int>("w");
+  auto in = k.param<GlobalPtr<const int>>("in", extent(h * w));
+  auto out = k.param<GlobalPtr<int>>("out", extent(h * w));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each_tile(g, out, h, w, 16, 16, [&](Scope& b, const lib::MatrixTile& tile) {
+      View s = b.shared<int>("s", 18 * 18);
+      auto t = b.let("t", tile.thread);
+      b.partition(
+          s, thread(1), [&](Expr i) { return t + i * 256; },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope& th) {
+              th.for_("k", 0, 2, [&](Scope& th, Expr kk) {
+                auto e = th.let("e", t + kk * 256);
+                th.if_(e < 18 * 18, [&](Scope& th) {
+                  auto r = th.let("r", tile.row0 + e / 18 - 1), c = th.let("c", tile.col0 + e % 18 - 1);
+                  th.if_(
+                      r >= 0 && r < h && c >= 0 && c < w, [&](Scope&) { mine[kk] = in[r * w + c]; },
+                      [&](Scope&) { mine[kk] = 0; });
+                });
+              });
+            });
+          });
+      lib::update_own(b, tile, [&](Scope& th, ElemRef e) {
+        Expr sum = 0;
+        for (int dr = 0; dr < 3; ++dr)
+          for (int dc = 0; dc < 3; ++dc) sum = sum + s[(tile.row + dr) * 18 + tile.col + dc];
+        e = sum;
+      });
+    });
+  });
+  return k.build();
+}
+
+TEST(UserKernels, ABoxFilterOverATileWithItsBorderIsExactAtEveryEdge) {
+  Kernel k = box3();
+  // One barrier, between the staging and the sums.
+  EXPECT_EQ(syncthreads(k.source(Spec{})), 1) << k.source(Spec{});
+  for (auto [h, w] : {std::pair{1, 1}, std::pair{16, 16}, std::pair{17, 40}, std::pair{33, 5}}) {
+    std::vector<int> in(static_cast<std::size_t>(h * w)), want(in.size(), 0);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int>(i * 13 % 7) - 3;
+    for (int r = 0; r < h; ++r)
+      for (int c = 0; c < w; ++c)
+        for (int dr = -1; dr <= 1; ++dr)
+          for (int dc = -1; dc <= 1; ++dc)
+            if (r + dr >= 0 && r + dr < h && c + dc >= 0 && c + dc < w)
+              want[static_cast<std::size_t>(r * w + c)] += in[static_cast<std::size_t>((r + dr) * w + c + dc)];
+    const std::int64_t blocks = ((h + 15) / 16) * ((w + 15) / 16);
+    for (const Device& d : devices()) {
+      std::vector<int> out(in.size(), -99);
+      k.launch(d, Grid{blocks, 256}, h, w, std::as_const(in), out);
+      EXPECT_EQ(out, want) << d.name() << ", " << h << " x " << w;
+    }
+    if (h == 17) {
+      auto host = on_host(k, Spec{}, Grid{blocks, 256},
+                          {HostArg::of("int", h), HostArg::of("int", w), HostArg::of("int", in),
+                           HostArg::of("int", std::vector<int>(in.size(), -99))});
+      if (host.size() == 2) EXPECT_EQ(host[1], words(want));
+    }
+  }
+  expect_compiles(k);
+}
+
 }  // namespace
 }  // namespace vantage
