@@ -739,6 +739,64 @@ TEST(Codegen, ARowMajorAccessIsProvenByItsRowAndColumnConditionsTogether) {
       ExecutionError);
 }
 
+// The same with the row length a parameter w: `if (r >= 0 && c >= 0 && r < h && c < w) m[r * w + c]`
+// in h * w. The row's condition times w (w >= 0 from c's conditions) and the column's give the
+// upper end; r * w, a product of two numbers at least 0, the lower. Before, a product of two
+// variables proved nothing, and every access of a matrix of run-time width was checked as it ran.
+TEST(Codegen, AnAccessToARowOfVariableLengthIsProvenByItsRowAndColumnConditions) {
+  using Cond = std::function<Expr(Expr r, Expr c, Expr h, Expr w)>;
+  auto kernel = [](const char* name, const Cond& cond) {
+    KernelBuilder k(name);
+    auto h = k.param<int>("h");
+    auto w = k.param<int>("w");
+    auto m = k.param<GlobalPtr<const int>>("m", extent(h * w));
+    auto out = k.param<GlobalPtr<int>>("out", extent(256));
+    k.block_threads(256);
+    k.body([&](Scope& g) {
+      lib::for_each(g, out, 256, [&](Scope& th, Expr i, ElemRef o) {
+        auto r = th.let("r", i / 16 - 1), c = th.let("c", i % 16 - 2);
+        th.if_(
+            cond(r, c, h, w), [&](Scope&) { o = m[r * w + c]; }, [&](Scope&) { o = -1; });
+      });
+    });
+    return k.build();
+  };
+  auto read_of_m = [](const std::string& ir) {
+    auto at = ir.find("= m[");
+    return at == std::string::npos ? std::string("(no read of m)") : ir.substr(at, ir.find('\n', at) - at);
+  };
+  const Cond inside = [](Expr r, Expr c, Expr h, Expr w) { return r >= 0 && c >= 0 && r < h && c < w; };
+  std::string ir = kernel("rows_ok", inside).lowered(Spec{});
+  EXPECT_EQ(read_of_m(ir).find(" if < "), std::string::npos) << "checked as it runs:\n" << ir;
+  // A row too many, a column too many, or a side that may be negative: checked.
+  const std::vector<std::pair<const char*, Cond>> nearly{
+      {"row_le", [](Expr r, Expr c, Expr h, Expr w) { return r >= 0 && c >= 0 && r <= h && c < w; }},
+      {"col_le", [](Expr r, Expr c, Expr h, Expr w) { return r >= 0 && c >= 0 && r < h && c <= w; }},
+      {"r_any", [](Expr r, Expr c, Expr h, Expr w) { return c >= 0 && r < h && c < w; }},
+      {"c_any", [](Expr r, Expr c, Expr h, Expr w) { return r >= 0 && r < h && c < w; }}};
+  for (const auto& [name, cond] : nearly) {
+    std::string near_ir = kernel(name, cond).lowered(Spec{});
+    EXPECT_NE(read_of_m(near_ir).find(" if < "), std::string::npos) << name << ":\n" << near_ir;
+  }
+  // The proven one reads every element it should, on every backend, at sizes around the tile.
+  for (auto [h, w] : {std::pair{3, 5}, std::pair{14, 14}, std::pair{1, 1}}) {
+    std::vector<int> m(static_cast<std::size_t>(h * w)), want(256);
+    for (std::size_t e = 0; e < m.size(); ++e) m[e] = static_cast<int>(e) * 3 + 1;
+    for (int i = 0; i < 256; ++i) {
+      int r = i / 16 - 1, c = i % 16 - 2;
+      want[static_cast<std::size_t>(i)] =
+          r >= 0 && c >= 0 && r < h && c < w ? m[static_cast<std::size_t>(r * w + c)] : -1;
+    }
+    std::vector<Device> devices{Device::interpreter()};
+    if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+    for (const Device& d : devices) {
+      std::vector<int> out(256, 0);
+      kernel("rows_ok", inside).launch(d, Grid{1, 256}, h, w, std::as_const(m), out);
+      EXPECT_EQ(out, want) << d.name() << ", " << h << " x " << w;
+    }
+  }
+}
+
 // An index one below its buffer at its least (`s[t - 1]` under `t < 64`: -1 for thread 0) is not
 // proven: its upper end is inside, its lower end is not. Under `t >= 1` as well it is proven.
 TEST(Codegen, AnIndexThatCanBeMinusOneIsCheckedAndCaught) {

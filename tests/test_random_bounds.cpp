@@ -33,7 +33,8 @@ class BoundsGen : test_support::Picker {
   /// `shaped_copies`: the copy loops' rounds now and then take other shapes than `k` (below). Off,
   /// the generator draws exactly what it drew before the option existed, so every seed still names
   /// the program it named then.
-  explicit BoundsGen(std::uint64_t seed, bool shaped_copies = false) : Picker(seed), shaped_copies_(shaped_copies) {}
+  explicit BoundsGen(std::uint64_t seed, bool shaped_copies = false, bool variable_rows = false)
+      : Picker(seed), shaped_copies_(shaped_copies), variable_rows_(variable_rows) {}
 
   ScalarType type = ScalarType::I32;  ///< every integer of the program (i32 or u32)
   int threads = 32, blocks = 1, shared_len = 64, local_len = 8, rows = 4, cols = 8;
@@ -54,6 +55,7 @@ class BoundsGen : test_support::Picker {
     in_ = k.pointer_param("in", type, MemSpace::Global, true, extent(n_));
     w_ = k.pointer_param("w", type, MemSpace::Global, false);
     grid2_ = k.pointer_param("grid2", type, MemSpace::Global, true, extent(lit(rows * cols)));
+    gv_ = k.pointer_param("gv", type, MemSpace::Global, true, extent(n_ * m_));
     acc_ = k.pointer_param("acc", type, MemSpace::Global, false, extent(lit(kAcc)));
     auto out = k.pointer_param("out", type, MemSpace::Global, false);
     if (chance(4)) k.require(n_ >= lit(8) && m_ <= lit(40));
@@ -167,6 +169,10 @@ class BoundsGen : test_support::Picker {
     for (int i = 0; i < count; ++i) stmt(th, depth);
   }
   void stmt(Scope& th, int depth) {
+    if (variable_rows_ && chance(3)) {
+      row_access(th);
+      return;
+    }
     switch (pick(depth < 3 ? 11 : 5)) {
       case 0: th.assign(sum_, sum_ + read(1)); break;
       case 1: th.assign(any(changing_), value(1)); break;
@@ -302,14 +308,42 @@ class BoundsGen : test_support::Picker {
       default: return k + (vec_[lit(to)] & lit(1)) * lit(count);
     }
   }
+  /// (With `variable_rows`.) A read of the n x m row-major matrix `gv` (extent n * m, the row
+  /// length m a parameter) at row r and column c, under conditions that keep it inside (lowering
+  /// proves `r * m + c < n * m` from `r < n` times m and `c < m`) or nearly: a row or a column too
+  /// many, a side that may be negative, the next row.
+  void row_access(Scope& th) {
+    // Kept below a few rows and columns past the matrix (and, for i32, as far below 0), so that
+    // r * m fits 64 bits for a u32 m: a product of two unknown u32 values may not (V1006).
+    Expr r = value(2) % lit(40 + pick(100)), c = value(2) % lit(40 + pick(20));
+    const Expr zero = lit(0);
+    Expr cond;
+    switch (pick(7)) {
+      case 0:
+      case 1: cond = r >= zero && c >= zero && r < n_ && c < m_; break;
+      case 2: cond = r >= zero && c >= zero && r <= n_ && c < m_; break;
+      case 3: cond = r >= zero && c >= zero && r < n_ && c <= m_; break;
+      case 4: cond = c >= zero && r < n_ && c < m_; break;
+      case 5: cond = r >= zero && r < n_ && c < m_; break;
+      default: cond = r >= zero && c >= zero && r + lit(1) < n_ && c < m_; break;
+    }
+    Expr index;
+    switch (pick(4)) {
+      case 0: index = r * m_ + c; break;
+      case 1: index = m_ * r + c; break;
+      case 2: index = c + r * m_; break;
+      default: index = (r + lit(1)) * m_ + c; break;
+    }
+    th.if_(cond, [&](Scope& th) { th.assign(sum_, sum_ + gv_[index]); });
+  }
   void jump(Scope& th, const Expr& j) {
     bool brk = chance(2);
     th.if_(j % lit(3) == lit(1), [&](Scope& th) { brk ? th.break_() : th.continue_(); });
   }
 
-  bool shaped_copies_ = false;
+  bool shaped_copies_ = false, variable_rows_ = false;
   Expr n_, m_;
-  View in_, w_, grid2_, acc_, shared_, local_, vec_;
+  View in_, w_, grid2_, gv_, acc_, shared_, local_, vec_;
   Var sum_;
   std::vector<Expr> stable_;
   std::vector<Var> changing_;
@@ -323,11 +357,15 @@ struct Outcome {
   bool refused = false;  ///< the launch's requirement or specialization refused these sizes
 };
 
-/// The read-only inputs of a launch: `in` (`len` elements), `w` and `grid2`.
+/// The read-only inputs of a launch: `in` (`len` elements), `w`, `grid2` and `gv` (`cells`).
 struct Inputs {
-  std::vector<std::int32_t> in, w, grid2;
-  Inputs(const BoundsGen& gen, int len)
-      : in(static_cast<std::size_t>(len)), w(kW), grid2(static_cast<std::size_t>(gen.rows * gen.cols)) {
+  std::vector<std::int32_t> in, w, grid2, gv;
+  Inputs(const BoundsGen& gen, int len, int cells)
+      : in(static_cast<std::size_t>(len)),
+        w(kW),
+        grid2(static_cast<std::size_t>(gen.rows * gen.cols)),
+        gv(static_cast<std::size_t>(cells)) {
+    for (std::size_t i = 0; i < gv.size(); ++i) gv[i] = static_cast<std::int32_t>(i % 7 + 1);
     for (int i = 0; i < len; ++i)
       in[static_cast<std::size_t>(i)] = (i * 7 + 3) % 19 - (gen.type == ScalarType::I32 ? 5 : 0);
     for (int i = 0; i < kW; ++i) w[static_cast<std::size_t>(i)] = (i * 5 + 1) % 13;
@@ -338,21 +376,21 @@ struct Inputs {
 Outcome launch(const Kernel& k, const BoundsGen& gen, const Device& d, int n, int m) {
   Outcome o;
   // The buffer is longer than the extent: memcheck holds to the extent.
-  Inputs inputs(gen, n + 8);
-  auto& [in, w, grid2] = inputs;
+  Inputs inputs(gen, n + 8, n * m + 8);
+  auto& [in, w, grid2, gv] = inputs;
   o.out.assign(static_cast<std::size_t>(gen.blocks * gen.threads), -1);
   o.acc.assign(kAcc, 0);
   const Grid grid{gen.blocks, gen.threads};
   try {
     if (gen.type == ScalarType::U32) {
       auto u = [](const std::vector<std::int32_t>& v) { return std::vector<std::uint32_t>(v.begin(), v.end()); };
-      auto uin = u(in), uw = u(w), ug = u(grid2), uout = u(o.out), uacc = u(o.acc);
+      auto uin = u(in), uw = u(w), ug = u(grid2), ugv = u(gv), uout = u(o.out), uacc = u(o.acc);
       k.launch(d, grid, static_cast<unsigned>(n), static_cast<unsigned>(m), std::as_const(uin), uw, std::as_const(ug),
-               uacc, uout);
+               std::as_const(ugv), uacc, uout);
       o.out.assign(uout.begin(), uout.end());
       o.acc.assign(uacc.begin(), uacc.end());
     } else {
-      k.launch(d, grid, n, m, std::as_const(in), w, std::as_const(grid2), o.acc, o.out);
+      k.launch(d, grid, n, m, std::as_const(in), w, std::as_const(grid2), std::as_const(gv), o.acc, o.out);
     }
   } catch (const LaunchError& e) {
     o.refused = true;
@@ -393,12 +431,13 @@ test_support::HostLaunch host_launch(const Specialized& s, const BoundsGen& gen,
   const std::string type = gen.type == ScalarType::U32 ? "unsigned" : "int";
   auto scalar = [&](double v) { return test_support::HostArg::of(type, v); };
   auto buffer = [&](const std::vector<std::int32_t>& v) { return test_support::HostArg::of(type, v); };
-  Inputs inputs(gen, n);
+  Inputs inputs(gen, n, n * m);
   l.args = {scalar(n),
             scalar(m),
             buffer(inputs.in),
             buffer(inputs.w),
             buffer(inputs.grid2),
+            buffer(inputs.gv),
             buffer(std::vector<std::int32_t>(kAcc, 0)),
             buffer(std::vector<std::int32_t>(static_cast<std::size_t>(gen.blocks * gen.threads), -1))};
   return l;
@@ -413,8 +452,8 @@ std::string lowered(const Kernel& k, const BoundsGen& gen, int n) {
   }
 }
 
-void run_seed(int seed, Tally& t, bool shaped_copies = false) {
-  BoundsGen gen(static_cast<std::uint64_t>(seed) * 0x9e3779b97f4a7c15ULL + 11, shaped_copies);
+void run_seed(int seed, Tally& t, bool shaped_copies = false, bool variable_rows = false) {
+  BoundsGen gen(static_cast<std::uint64_t>(seed) * 0x9e3779b97f4a7c15ULL + 11, shaped_copies, variable_rows);
   Kernel k;
   try {
     k = gen.build();
@@ -491,16 +530,16 @@ int run_host(const Tally& t) {
       EXPECT_EQ(r.check_failed, !c.interpreter.finding.empty())
           << c.where << ": generated CUDA on host threads " << (r.check_failed ? "failed a check" : "ran clean")
           << "; the interpreter: " << (c.interpreter.message.empty() ? "clean" : c.interpreter.message);
-      if (r.check_failed || !c.interpreter.finding.empty() || r.buffers.size() != 5) continue;
+      if (r.check_failed || !c.interpreter.finding.empty() || r.buffers.size() != 6) continue;
       // Both as 32-bit words (a u32 program's host run prints unsigned values).
       auto words = [](const std::vector<long long>& v) {
         std::vector<std::int32_t> w;
         for (long long x : v) w.push_back(static_cast<std::int32_t>(static_cast<std::uint32_t>(x)));
         return w;
       };
-      EXPECT_EQ(words(r.buffers[3]), c.interpreter.acc)
+      EXPECT_EQ(words(r.buffers[4]), c.interpreter.acc)
           << c.where << ": generated CUDA's atomics differ from the interpreter's";
-      EXPECT_EQ(words(r.buffers[4]), c.interpreter.out)
+      EXPECT_EQ(words(r.buffers[5]), c.interpreter.out)
           << c.where << ": generated CUDA's results differ from the interpreter's";
     }
   }
@@ -538,6 +577,25 @@ TEST(RandomBounds, CopyLoopsOfOtherShapesAreCopiedAsWritten) {
   const int on_host = run_host(t);
   std::printf(
       "random copies: %d programs (%d rejected), launches: %d clean, %d stopped by memcheck; %d on the CPU "
+      "backend, %d launches of generated CUDA on host threads\n",
+      t.ran, t.rejected, t.clean, t.caught, t.on_cpu, on_host);
+  EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";
+}
+
+// The same generator with reads of a row-major matrix whose row length is a parameter, `gv[r * m +
+// c]` in n * m, under conditions that keep them inside (lowering proves those from `r < n` times m
+// and `c < m`) or nearly (a row or a column too many, a side that may be negative). A wrong proof is
+// an access outside that the interpreter reports as a Vantage bug. VANTAGE_ROWS_RUNS and
+// VANTAGE_ROWS_FIRST set the seeds (default 0 to 99).
+TEST(RandomBounds, RowsOfAVariableLengthAreReadInsideOrCaught) {
+  int programs = 100, first = 0;
+  if (const char* env = std::getenv("VANTAGE_ROWS_RUNS")) programs = std::max(1, std::atoi(env));
+  if (const char* env = std::getenv("VANTAGE_ROWS_FIRST")) first = std::max(0, std::atoi(env));
+  Tally t;
+  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t, false, true);
+  const int on_host = run_host(t);
+  std::printf(
+      "random rows: %d programs (%d rejected), launches: %d clean, %d stopped by memcheck; %d on the CPU "
       "backend, %d launches of generated CUDA on host threads\n",
       t.ran, t.rejected, t.clean, t.caught, t.on_cpu, on_host);
   EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";

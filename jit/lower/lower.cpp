@@ -354,8 +354,13 @@ class BodyLowerer {
     Affine slack;  ///< hi - lo
     std::int64_t least = 1;
   };
+  /// How a fact's sides become affine forms: normalized (lets' values put in, constants folded), as
+  /// written as exact sums (`affine(x, true)`), or as written with products of a sum and a variable
+  /// multiplied out (`products`).
+  enum class Form : std::uint8_t { Normal, Exact, Products };
   /// `exact`: the sides as they are written, as exact sums (`affine(x, true)`), rather than normalized.
-  std::vector<Fact> usable_facts(bool exact = false) const {
+  std::vector<Fact> usable_facts(bool exact = false) const { return usable_facts(exact ? Form::Exact : Form::Normal); }
+  std::vector<Fact> usable_facts(Form form) const {
     std::vector<Fact> out;
     for (const auto& f : facts_) {
       if (!f || reads_changing(f, {})) continue;  // killed by an assignment, or on memory that may change
@@ -373,9 +378,17 @@ class BodyLowerer {
       if (!is_integer(lo->type)) continue;
       auto rlo = exact_index_range(lo, env_), rhi = exact_index_range(hi, env_);
       if (!rlo || !rlo->within(Range::of(lo->type)) || !rhi || !rhi->within(Range::of(hi->type))) continue;
+      auto as_form = [&](const ExprPtr& x) {
+        switch (form) {
+          case Form::Exact: return affine(x, true);
+          case Form::Products: return products(x);
+          case Form::Normal: break;
+        }
+        return affine(normal(x));
+      };
       Fact fact;
-      fact.slack = exact ? affine(hi, true) : affine(normal(hi));
-      fact.slack.merge(exact ? affine(lo, true) : affine(normal(lo)), -1);
+      fact.slack = as_form(hi);
+      fact.slack.merge(as_form(lo), -1);
       fact.least = strict ? 1 : 0;
       out.push_back(std::move(fact));
     }
@@ -392,7 +405,100 @@ class BodyLowerer {
     if (auto k = const_int(bound); k && rx && rx->hi < *k) return true;
     Affine gap = affine(normal(bound));
     gap.merge(affine(normal(x)), -1);
-    return at_least_one(gap, usable_facts());
+    return at_least_one(gap, usable_facts()) || proven_below_by_a_variable(x, bound);
+  }
+  // ---------------------------------------------------------------- rows of a variable length
+  /// `e` as written, as an exact sum in which a product of a sum and a variable is multiplied out
+  /// (`(r0 + i) * w` is r0 * w + i * w) and every product of two atoms is one canonical atom
+  /// (`h * w` and `w * h` alike). Widening casts are left out: an integer widened to i64 is the
+  /// same number (exact_width's rebuilds).
+  Affine products(const ExprPtr& e) const {
+    const ExprPtr x = unwidened(e);
+    if (const auto* l = as<Literal>(*x); l && is_integer(l->type)) return affine(x, true);
+    if (const auto* b = as<Binary>(*x)) {
+      if (b->op == BinOp::Add || b->op == BinOp::Sub) {
+        Affine r = products(b->a);
+        r.merge(products(b->b), b->op == BinOp::Add ? 1 : -1);
+        return r;
+      }
+      if (b->op == BinOp::Mul) {
+        ExprPtr l = unwidened(b->a), r = unwidened(b->b);
+        if (as<Literal>(*l) || as<Literal>(*r)) {
+          Affine out = products(as<Literal>(*l) ? r : l);
+          out.scale(*const_int(as<Literal>(*l) ? l : r));
+          return out;
+        }
+        if (as<VarRef>(*r)) return times(products(l), r);
+        if (as<VarRef>(*l)) return times(products(r), l);
+      }
+    }
+    if (const auto* u = as<Unary>(*x); u && u->op == UnOp::Neg) {
+      Affine r = products(u->a);
+      r.scale(-1);
+      return r;
+    }
+    Affine r;
+    r.add(x, 1);
+    return r;
+  }
+  static ExprPtr unwidened(const ExprPtr& e) {
+    ExprPtr x = e;
+    while (const auto* c = as<Cast>(*x)) {
+      if (!is_integer(c->type) || !is_integer(c->a->type) || !Range::of(c->a->type).within(Range::of(c->type))) break;
+      x = c->a;
+    }
+    return x;
+  }
+  /// `a` times the variable `v`: each atom's product with v (one canonical atom per pair), and
+  /// a's constant as a multiple of v.
+  static Affine times(const Affine& a, const ExprPtr& v) {
+    Affine out;
+    if (a.constant != 0) out.add(v, a.constant);
+    for (const auto& [atom, k] : a.terms)
+      if (k != 0) out.add(product_atom(atom, v), k);
+    return out;
+  }
+  static ExprPtr product_atom(const ExprPtr& a, const ExprPtr& b) {
+    const bool swap = a->hash > b->hash;
+    return make<Binary>(ScalarType::I64, BinOp::Mul, swap ? b : a, swap ? a : b, SourceLoc{});
+  }
+  /// `x < bound` where the row length is a variable w: `if (r < h && c < w) m[r * w + c]` in h * w.
+  /// The first condition times w (h * w - r * w >= w, as w >= 0) and the second (w - c >= 1) leave
+  /// h * w - (r * w + c) >= 1. w must be a variable nothing assigns (its value the same in the
+  /// condition's product as in the index), proven at least 0 by its range or the conditions.
+  bool proven_below_by_a_variable(const ExprPtr& x, const ExprPtr& bound) const {
+    Affine gap = products(bound);
+    gap.merge(products(x), -1);
+    std::vector<ExprPtr> vars;  // the variables the gap's products have
+    for (const auto& [atom, k] : gap.terms)
+      if (const auto* m = as<Binary>(*atom); m && m->op == BinOp::Mul && m->type == ScalarType::I64 && k != 0)
+        for (const ExprPtr& f : {m->a, m->b})
+          if (const auto* v = as<VarRef>(*f); v && !reassigned_.count(v->var.get()) && is_integer(f->type) &&
+                                              std::none_of(vars.begin(), vars.end(), [&](const ExprPtr& o) { return equal(o, f); }))
+            vars.push_back(f);
+    if (vars.empty()) return false;
+    const std::vector<Fact> facts = usable_facts(Form::Products);
+    for (const ExprPtr& w : vars) {
+      auto rw = exact_value_range(w, env_);
+      Affine w_plus_one = products(w);
+      w_plus_one.constant += 1;
+      if (!(rw && rw->lo >= 0) && !at_least_one(w_plus_one, usable_facts(true))) continue;
+      for (const Fact& f : facts) {
+        Affine scaled = times(f.slack, w);
+        // The positive whole multiples of the scaled condition that cancel one of its products.
+        for (const auto& [atom, k] : scaled.terms) {
+          std::int64_t c = gap.coefficient(atom);
+          if (k == 0 || c == 0 || c % k != 0 || c / k <= 0) continue;
+          Affine rest = gap;
+          rest.merge(scaled, -(c / k));
+          rest.add(w, (c / k) * f.least);  // s * w * slack >= s * w * least
+          if (at_least_one(rest, facts)) return true;
+          bool constant = std::all_of(rest.terms.begin(), rest.terms.end(), [](const auto& t) { return t.second == 0; });
+          if (constant && rest.constant >= 1) return true;
+        }
+      }
+    }
+    return false;
   }
   /// Whether `x >= 0` (an index, computed exactly; its range r) follows from r or from the
   /// conditions the code is under: x + 1 >= 1 as above. `if (i >= 1 && i < n) x[i - 1]`: the
@@ -403,7 +509,34 @@ class BodyLowerer {
     if (r.lo >= 0) return true;
     Affine gap = affine(x, true);
     gap.constant += 1;
-    return at_least_one(gap, usable_facts(true));
+    return at_least_one(gap, usable_facts(true)) || nonnegative_by_products(x);
+  }
+  /// `x >= 0` with products multiplied out (`products`): a product of two factors each at least 0
+  /// is at least 0 and is left out (`r * w + c` under `r >= 0 && c >= 0 && c < w`), and what is left
+  /// must follow from the conditions.
+  bool nonnegative_by_products(const ExprPtr& x) const {
+    const std::vector<Fact> facts = usable_facts(Form::Products);
+    auto at_least_zero = [&](const ExprPtr& f) {
+      if (auto rf = exact_value_range(f, env_); rf && rf->lo >= 0) return true;
+      Affine g = products(f);
+      g.constant += 1;
+      return at_least_one(g, facts);
+    };
+    Affine gap = products(x), rest;
+    rest.constant = gap.constant + 1;
+    bool dropped = false;
+    for (const auto& [atom, k] : gap.terms) {
+      const auto* m = as<Binary>(*atom);
+      if (k > 0 && m && m->op == BinOp::Mul && at_least_zero(m->a) && at_least_zero(m->b)) {
+        dropped = true;
+        continue;
+      }
+      rest.add(atom, k);
+    }
+    if (!dropped) return false;
+    if (std::all_of(rest.terms.begin(), rest.terms.end(), [](const auto& t) { return t.second == 0; }))
+      return rest.constant >= 1;
+    return at_least_one(rest, facts);
   }
   /// Whether an affine form is at least 1 by `facts` (proven_below).
   bool at_least_one(const Affine& gap, const std::vector<Fact>& facts) const {
