@@ -473,8 +473,9 @@ class BodyLowerer {
     for (const auto& [atom, k] : gap.terms)
       if (const auto* m = as<Binary>(*atom); m && m->op == BinOp::Mul && m->type == ScalarType::I64 && k != 0)
         for (const ExprPtr& f : {m->a, m->b})
-          if (const auto* v = as<VarRef>(*f); v && !reassigned_.count(v->var.get()) && is_integer(f->type) &&
-                                              std::none_of(vars.begin(), vars.end(), [&](const ExprPtr& o) { return equal(o, f); }))
+          if (const auto* v = as<VarRef>(*f);
+              v && !reassigned_.count(v->var.get()) && is_integer(f->type) &&
+              std::none_of(vars.begin(), vars.end(), [&](const ExprPtr& o) { return equal(o, f); }))
             vars.push_back(f);
     if (vars.empty()) return false;
     const std::vector<Fact> facts = usable_facts(Form::Products);
@@ -493,7 +494,8 @@ class BodyLowerer {
           rest.merge(scaled, -(c / k));
           rest.add(w, (c / k) * f.least);  // s * w * slack >= s * w * least
           if (at_least_one(rest, facts)) return true;
-          bool constant = std::all_of(rest.terms.begin(), rest.terms.end(), [](const auto& t) { return t.second == 0; });
+          bool constant =
+              std::all_of(rest.terms.begin(), rest.terms.end(), [](const auto& t) { return t.second == 0; });
           if (constant && rest.constant >= 1) return true;
         }
       }
