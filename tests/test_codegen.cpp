@@ -797,6 +797,38 @@ TEST(Codegen, AnAccessToARowOfVariableLengthIsProvenByItsRowAndColumnConditions)
   }
 }
 
+// A product counts as at least 0 for an index's lower end only where it is added: `x[t % 8 - (t % 4)
+// * (t / 16)]` is -9 at its least though both factors are at least 0, so it is checked and caught
+// (upper end proven by its range, lower end not), never left unchecked.
+TEST(Codegen, AProductSubtractedFromAnIndexIsNotTakenAsAtLeastZero) {
+  KernelBuilder k("minus_product");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(16));
+  auto out = k.param<GlobalPtr<int>>("out", extent(64));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 64, [&](Scope& b, Expr, View out_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View o) {
+            b.group(thread(1), [&](Scope& th) {
+              th.if_(t % 8 >= 0 && t % 4 >= 0 && t / 16 >= 0, [&](Scope&) { o[0] = x[t % 8 - (t % 4) * (t / 16)]; });
+            });
+          });
+    });
+  });
+  Kernel kernel = k.build();
+  std::string ir = kernel.lowered(Spec{});
+  EXPECT_NE(ir.find("x[((t % 8) - ((t % 4) * (t / 16))) if < 16l]"), std::string::npos) << ir;
+  std::vector<int> xs(16, 1), o(64, 0);
+  try {
+    kernel.launch(Device::interpreter(), Grid{1, 64}, std::as_const(xs), o);
+    FAIL() << "x[-1] (thread 17) went unnoticed";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "memcheck") << e.what();
+  }
+}
+
 // An index one below its buffer at its least (`s[t - 1]` under `t < 64`: -1 for thread 0) is not
 // proven: its upper end is inside, its lower end is not. Under `t >= 1` as well it is proven.
 TEST(Codegen, AnIndexThatCanBeMinusOneIsCheckedAndCaught) {
