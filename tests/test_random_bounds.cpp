@@ -563,43 +563,35 @@ TEST(RandomBounds, NoAcceptedAccessLeavesItsMemoryUnchecked) {
   EXPECT_GE(t.caught, programs / 4);
 }
 
+/// 100 programs (seeds from 0) of one of the generator's modes; PREFIX_RUNS and PREFIX_FIRST set
+/// the number and the first seed.
+void run_mode(const char* what, const std::string& prefix, bool shaped_copies, bool variable_rows) {
+  int programs = 100, first = 0;
+  if (const char* env = std::getenv((prefix + "_RUNS").c_str())) programs = std::max(1, std::atoi(env));
+  if (const char* env = std::getenv((prefix + "_FIRST").c_str())) first = std::max(0, std::atoi(env));
+  Tally t;
+  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t, shaped_copies, variable_rows);
+  const int on_host = run_host(t);
+  std::printf(
+      "random %s: %d programs (%d rejected), launches: %d clean, %d stopped by memcheck; %d on the CPU backend, %d "
+      "launches of generated CUDA on host threads\n",
+      what, t.ran, t.rejected, t.clean, t.caught, t.on_cpu, on_host);
+  EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";
+}
+
 // The same generator with copy loops whose rounds take other shapes than k now and then (`k ^ 1`,
 // `count - 1 - k`, `2 * k`, `(k / 2) * count + k`, `k + (sv[to] & 1) * count`): lowering must make
 // a vector copy of none of them but the ones that are the same as k, and the interpreter runs every
 // vector copy as its loop and reports one that copies other elements as a Vantage bug.
 // VANTAGE_COPIES_RUNS and VANTAGE_COPIES_FIRST set the seeds (default 0 to 99).
-TEST(RandomBounds, CopyLoopsOfOtherShapesAreCopiedAsWritten) {
-  int programs = 100, first = 0;
-  if (const char* env = std::getenv("VANTAGE_COPIES_RUNS")) programs = std::max(1, std::atoi(env));
-  if (const char* env = std::getenv("VANTAGE_COPIES_FIRST")) first = std::max(0, std::atoi(env));
-  Tally t;
-  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t, true);
-  const int on_host = run_host(t);
-  std::printf(
-      "random copies: %d programs (%d rejected), launches: %d clean, %d stopped by memcheck; %d on the CPU "
-      "backend, %d launches of generated CUDA on host threads\n",
-      t.ran, t.rejected, t.clean, t.caught, t.on_cpu, on_host);
-  EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";
-}
+TEST(RandomBounds, CopyLoopsOfOtherShapesAreCopiedAsWritten) { run_mode("copies", "VANTAGE_COPIES", true, false); }
 
 // The same generator with reads of a row-major matrix whose row length is a parameter, `gv[r * m +
 // c]` in n * m, under conditions that keep them inside (lowering proves those from `r < n` times m
 // and `c < m`) or nearly (a row or a column too many, a side that may be negative). A wrong proof is
 // an access outside that the interpreter reports as a Vantage bug. VANTAGE_ROWS_RUNS and
 // VANTAGE_ROWS_FIRST set the seeds (default 0 to 99).
-TEST(RandomBounds, RowsOfAVariableLengthAreReadInsideOrCaught) {
-  int programs = 100, first = 0;
-  if (const char* env = std::getenv("VANTAGE_ROWS_RUNS")) programs = std::max(1, std::atoi(env));
-  if (const char* env = std::getenv("VANTAGE_ROWS_FIRST")) first = std::max(0, std::atoi(env));
-  Tally t;
-  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t, false, true);
-  const int on_host = run_host(t);
-  std::printf(
-      "random rows: %d programs (%d rejected), launches: %d clean, %d stopped by memcheck; %d on the CPU "
-      "backend, %d launches of generated CUDA on host threads\n",
-      t.ran, t.rejected, t.clean, t.caught, t.on_cpu, on_host);
-  EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";
-}
+TEST(RandomBounds, RowsOfAVariableLengthAreReadInsideOrCaught) { run_mode("rows", "VANTAGE_ROWS", false, true); }
 
 // The seeds beyond the 300 CI runs that found bugs, run every time (each failed before its fix):
 //  - 22408: `let u = 58u; l[8u - u]` (l[-50]) taken as proven inside l: the proof of an index's
