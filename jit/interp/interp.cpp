@@ -157,8 +157,7 @@ struct AsyncCopy {
 };
 struct Frame {
   std::int64_t tid = 0, bid = 0;  ///< what Builtin reads here
-  std::int64_t smem = 0;          ///< shared-memory base of a device function
-  std::int64_t smem_bytes = 0;    ///< where that base is in the block's shared memory
+  std::int64_t smem = 0;          ///< where a device function's shared memory starts in the block's
   bool returned = false;
   VarPtr result;
   V value;
@@ -238,7 +237,7 @@ class Machine {
     for (std::int64_t t = 0; t < T_; ++t) {
       Thread& th = threads_[static_cast<std::size_t>(t)];
       th.tid = static_cast<std::int32_t>(t);
-      th.frames.push_back(Frame{t, b, 0, 0, false, nullptr, {}});
+      th.frames.push_back(Frame{t, b, 0, false, nullptr, {}});
       clock(t, t) = 1;
       all.push_back(&th);
     }
@@ -398,10 +397,10 @@ class Machine {
     const std::int64_t size = type_bytes(r.elem), lo = r.at + i * size, hi = lo + size;
     for (const Region* q : r.reused) {
       const std::int64_t qs = type_bytes(q->elem);
-      if (hi <= q->at || lo >= q->at + q->length * qs) continue;
+      if (q->shadow.empty() || hi <= q->at || lo >= q->at + q->length * qs) continue;
       const std::int64_t first = std::max<std::int64_t>(0, (lo - q->at) / qs);
       const std::int64_t last = std::min<std::int64_t>(q->length - 1, (hi - 1 - q->at) / qs);
-      for (std::int64_t j = first; j <= last && !q->shadow.empty(); ++j) {
+      for (std::int64_t j = first; j <= last; ++j) {
         const Shadow& s = q->shadow[static_cast<std::size_t>(j)];
         auto reuse_race = [&](const Access& a, bool wrote) {
           throw ExecutionError("racecheck",
@@ -696,12 +695,14 @@ class Machine {
     const auto* ld = st && st->value ? as<Load>(*st->value) : nullptr;
     if (!ld || st->mem.get() != n.dst.get() || ld->mem.get() != n.src.get())
       throw InternalError("interp: the vector copy at " + where(n.loc) + " does not carry the loop it stands for");
+    auto rounds = [&](const std::string& how_many) {
+      return InternalError("lowering made a vector copy of " + std::to_string(n.count) + " elements at " +
+                           where(n.loc) + " of a loop with " + how_many + " rounds");
+    };
     Loop lp = start(*loop, t);
     for (std::int64_t k = 0; k < n.count; ++k) {
       V& counter = var(t, loop->var.get());
-      if (!lp.going(counter.i))
-        throw InternalError("lowering made a vector copy of " + std::to_string(n.count) + " elements at " +
-                            where(n.loc) + " of a loop with " + std::to_string(k) + " rounds");
+      if (!lp.going(counter.i)) throw rounds(std::to_string(k));
       std::int64_t dk = exact(st->indices[0]->type, eval(st->indices[0], t).i);
       std::int64_t sk = exact(ld->indices[0]->type, eval(ld->indices[0], t).i);
       if (dk != di + k || sk != si + k)
@@ -711,15 +712,11 @@ class Machine {
                             std::to_string(si + k) + "] to '" + n.dst->name + "'[" + std::to_string(di + k) + "]");
       exec_one(loop->body, t);
       if (!lp.advance(counter.i)) {
-        if (k + 1 < n.count)
-          throw InternalError("lowering made a vector copy of " + std::to_string(n.count) + " elements at " +
-                              where(n.loc) + " of a loop with " + std::to_string(k + 1) + " rounds");
+        if (k + 1 < n.count) throw rounds(std::to_string(k + 1));
         return;
       }
     }
-    if (lp.going(var(t, loop->var.get()).i))
-      throw InternalError("lowering made a vector copy of " + std::to_string(n.count) + " elements at " + where(n.loc) +
-                          " of a loop with more rounds");
+    if (lp.going(var(t, loop->var.get()).i)) throw rounds("more");
   }
 
   struct Loop {
@@ -768,7 +765,7 @@ class Machine {
       // Arrays of scopes that ended, and earlier calls' arrays, leave their bytes to later ones
       // (jit/ir/shared_layout): an access here must also be ordered after theirs (check_reused).
       if (auto o = k_.shared_offsets.find(n.mem.get()); o != k_.shared_offsets.end()) {
-        r->at = t.frames.back().smem_bytes + o->second;
+        r->at = base + o->second;
         const std::int64_t end = r->at + r->length * type_bytes(r->elem);
         for (auto& [other_key, q] : shared_)
           if (r->at < q->at + q->length * type_bytes(q->elem) && q->at < end) {
@@ -1008,8 +1005,7 @@ class Machine {
       fr.tid = eval(n.args[user].value, *t).i;
       fr.bid = eval(n.args[user + 1].value, *t).i;
       std::int64_t smem = eval(n.args[user + 2].value, *t).i;
-      fr.smem = smem >= 0 ? t->frames.back().smem + smem + 1 : t->frames.back().smem;
-      fr.smem_bytes = t->frames.back().smem_bytes + std::max<std::int64_t>(smem, 0);
+      fr.smem = t->frames.back().smem + std::max<std::int64_t>(smem, 0);
       fr.result = n.result;
       for (std::size_t i = 0; i < user && i < f.params.size(); ++i) {
         const auto& a = n.args[i];

@@ -358,8 +358,6 @@ class BodyLowerer {
   /// written as exact sums (`affine(x, true)`), or as written with products of a sum and a variable
   /// multiplied out (`products`).
   enum class Form : std::uint8_t { Normal, Exact, Products };
-  /// `exact`: the sides as they are written, as exact sums (`affine(x, true)`), rather than normalized.
-  std::vector<Fact> usable_facts(bool exact = false) const { return usable_facts(exact ? Form::Exact : Form::Normal); }
   std::vector<Fact> usable_facts(Form form) const {
     std::vector<Fact> out;
     for (const auto& f : facts_) {
@@ -405,7 +403,7 @@ class BodyLowerer {
     if (auto k = const_int(bound); k && rx && rx->hi < *k) return true;
     Affine gap = affine(normal(bound));
     gap.merge(affine(normal(x)), -1);
-    return at_least_one(gap, usable_facts()) || proven_below_by_a_variable(x, bound);
+    return at_least_one(gap, usable_facts(Form::Normal)) || proven_below_by_a_variable(x, bound);
   }
   // ---------------------------------------------------------------- rows of a variable length
   /// `e` as written, as an exact sum in which a product of a sum and a variable is multiplied out
@@ -480,23 +478,14 @@ class BodyLowerer {
     if (vars.empty()) return false;
     const std::vector<Fact> facts = usable_facts(Form::Products);
     for (const ExprPtr& w : vars) {
-      auto rw = exact_value_range(w, env_);
-      Affine w_plus_one = products(w);
-      w_plus_one.constant += 1;
-      if (!(rw && rw->lo >= 0) && !at_least_one(w_plus_one, usable_facts(true))) continue;
+      if (!at_least_zero(w, facts)) continue;
       for (const Fact& f : facts) {
-        Affine scaled = times(f.slack, w);
-        // The positive whole multiples of the scaled condition that cancel one of its products.
-        for (const auto& [atom, k] : scaled.terms) {
-          std::int64_t c = gap.coefficient(atom);
-          if (k == 0 || c == 0 || c % k != 0 || c / k <= 0) continue;
+        const Fact scaled{times(f.slack, w), 0};
+        for (std::int64_t s : scales(gap, scaled)) {
           Affine rest = gap;
-          rest.merge(scaled, -(c / k));
-          rest.add(w, (c / k) * f.least);  // s * w * slack >= s * w * least
+          rest.merge(scaled.slack, -s);
+          rest.add(w, s * f.least);  // s * w * slack >= s * w * least
           if (at_least_one(rest, facts)) return true;
-          bool constant =
-              std::all_of(rest.terms.begin(), rest.terms.end(), [](const auto& t) { return t.second == 0; });
-          if (constant && rest.constant >= 1) return true;
         }
       }
     }
@@ -511,52 +500,51 @@ class BodyLowerer {
     if (r.lo >= 0) return true;
     Affine gap = affine(x, true);
     gap.constant += 1;
-    return at_least_one(gap, usable_facts(true)) || nonnegative_by_products(x);
+    return at_least_one(gap, usable_facts(Form::Exact)) || nonnegative_by_products(x);
   }
   /// `x >= 0` with products multiplied out (`products`): a product of two factors each at least 0
   /// is at least 0 and is left out (`r * w + c` under `r >= 0 && c >= 0 && c < w`), and what is left
   /// must follow from the conditions.
   bool nonnegative_by_products(const ExprPtr& x) const {
     const std::vector<Fact> facts = usable_facts(Form::Products);
-    auto at_least_zero = [&](const ExprPtr& f) {
-      if (auto rf = exact_value_range(f, env_); rf && rf->lo >= 0) return true;
-      Affine g = products(f);
-      g.constant += 1;
-      return at_least_one(g, facts);
-    };
     Affine gap = products(x), rest;
     rest.constant = gap.constant + 1;
     bool dropped = false;
     for (const auto& [atom, k] : gap.terms) {
       const auto* m = as<Binary>(*atom);
-      if (k > 0 && m && m->op == BinOp::Mul && at_least_zero(m->a) && at_least_zero(m->b)) {
+      if (k > 0 && m && m->op == BinOp::Mul && at_least_zero(m->a, facts) && at_least_zero(m->b, facts)) {
         dropped = true;
         continue;
       }
       rest.add(atom, k);
     }
-    if (!dropped) return false;
-    if (std::all_of(rest.terms.begin(), rest.terms.end(), [](const auto& t) { return t.second == 0; }))
-      return rest.constant >= 1;
-    return at_least_one(rest, facts);
+    return dropped && at_least_one(rest, facts);
   }
-  /// Whether an affine form is at least 1 by `facts` (proven_below).
+  /// `f >= 0` by its range or by `facts` (in the `products` form).
+  bool at_least_zero(const ExprPtr& f, const std::vector<Fact>& facts) const {
+    if (auto rf = exact_value_range(f, env_); rf && rf->lo >= 0) return true;
+    Affine g = products(f);
+    g.constant += 1;
+    return at_least_one(g, facts);
+  }
+  /// The scales that cancel one of f's atoms against `rest` (a positive whole ratio).
+  static std::vector<std::int64_t> scales(const Affine& rest, const Fact& f) {
+    std::vector<std::int64_t> out;
+    for (const auto& [atom, k] : f.slack.terms) {
+      std::int64_t c = rest.coefficient(atom);
+      if (k == 0 || c == 0 || c % k != 0 || c / k <= 0) continue;
+      if (std::find(out.begin(), out.end(), c / k) == out.end()) out.push_back(c / k);
+    }
+    return out;
+  }
+  /// Whether an affine form is at least 1, by itself or by `facts` (proven_below).
   bool at_least_one(const Affine& gap, const std::vector<Fact>& facts) const {
     auto constant = [](const Affine& a) {
       for (const auto& [atom, k] : a.terms)
         if (k != 0) return false;
       return true;
     };
-    // The scales that cancel one of f's atoms against `rest` (a positive whole ratio).
-    auto scales = [](const Affine& rest, const Fact& f) {
-      std::vector<std::int64_t> out;
-      for (const auto& [atom, k] : f.slack.terms) {
-        std::int64_t c = rest.coefficient(atom);
-        if (k == 0 || c == 0 || c % k != 0 || c / k <= 0) continue;
-        if (std::find(out.begin(), out.end(), c / k) == out.end()) out.push_back(c / k);
-      }
-      return out;
-    };
+    if (constant(gap) && gap.constant >= 1) return true;  // by itself: no condition needed
     for (std::size_t i = 0; i < facts.size(); ++i) {
       for (std::int64_t s1 : scales(gap, facts[i])) {
         Affine rest = gap;
@@ -904,20 +892,13 @@ class BodyLowerer {
     if (store->mem->space == MemSpace::Local || load->mem->space == MemSpace::Local) return nullptr;
     if (store->mem.get() == load->mem.get()) return nullptr;
     ExprPtr iv = ref(n.var, n.loc);
-    // Alignment and a unit step are properties of the index's low bits, the same on its i64 rebuild
-    // (exact_width) as on the 32-bit form it came from, so the widening casts are looked through.
-    std::function<ExprPtr(const ExprPtr&)> narrow = [&](const ExprPtr& x) -> ExprPtr {
-      if (const auto* c = as<Cast>(*x); c && c->type == ScalarType::I64 && is_integer(c->a->type)) return narrow(c->a);
-      if (const auto* b = as<Binary>(*x); b && (b->op == BinOp::Add || b->op == BinOp::Sub || b->op == BinOp::Mul))
-        return make<Binary>(b->type, b->op, narrow(b->a), narrow(b->b), b->loc);
-      return x;
-    };
+    // The index as an exact sum (`products`: exact_width's widening casts looked through).
     // Element e of the vector is the loop's element e only if every other term is the same in each
     // round: `(e / 2) * 4 + e` is aligned and has e once, but copies 0 1 6 7, and a term that loads
     // memory the loop may store to can change between rounds.
     const std::unordered_set<const VarNode*> counter{n.var.get()};
     auto aligned_with_unit_step = [&](const ExprPtr& idx) {
-      Affine a = affine(narrow(idx));
+      Affine a = products(idx);
       bool has_var = false;
       if (a.constant % count != 0) return false;
       for (const auto& [atom, k] : a.terms) {
