@@ -155,8 +155,9 @@ void copy(Scope& grid, const View& out, const View& in, const ExprArg& n, Loc lo
         b.group(
             thread(1),
             [&](Scope& th) {
-              // In 64 bits, so that the comparisons cannot wrap for any grid.
-              Var first = th.let("first", cast<std::int64_t>(blk * per_block + t * v), loc);
+              // In 64 bits, so that the comparisons cannot wrap for any grid: blk * per_block itself
+              // (past 2^31 from 2^21 blocks of 256) is computed in 64 bits.
+              Var first = th.let("first", cast<std::int64_t>(blk) * per_block + cast<std::int64_t>(t * v), loc);
               Var len = th.let("len", cast<std::int64_t>(count), loc);
               Expr src = blk * per_block + t * v;
               auto one = [&](Scope&, Expr e) { out_t[IndexArg(e, loc)] = in[IndexArg(src + e, loc)]; };
@@ -201,9 +202,15 @@ void for_each(Scope& grid, const View& out, const ExprArg& n,
           s.group(
               thread(1),
               [&](Scope& th) {
-                Expr i = blk * per_block + (items == 1 ? Expr(t) : share(t, k));
+                Expr at = items == 1 ? Expr(t) : share(t, k), i = blk * per_block + at;
+                // With several items per thread, blk * per_block may pass 2^31 (2^21 blocks of 1024
+                // elements), and wrapped it could land under n: the test is then made in 64 bits. Under
+                // n, i fits an i32. (One item per thread: i is a thread's position, under 2^31.)
+                Expr inside = items == 1 ? i < count
+                                         : cast<std::int64_t>(blk) * per_block + cast<std::int64_t>(at) <
+                                               cast<std::int64_t>(count);
                 th.if_(
-                    i < count, [&](Scope& th) { body(th, i, out_t[IndexArg(k, loc)]); }, loc);
+                    inside, [&](Scope& th) { body(th, i, out_t[IndexArg(k, loc)]); }, loc);
               },
               loc);
         };

@@ -474,7 +474,8 @@ void expect_checked_store(const std::string& what, const int& line,
     });
   });
   Kernel kernel = k.build();
-  EXPECT_EQ(specialize_for(kernel, Spec{}).checks.size(), 1u) << kernel.lowered(Spec{});
+  // Not launched when proven: the CPU backend would then store far outside the buffer.
+  ASSERT_EQ(specialize_for(kernel, Spec{}).checks.size(), 1u) << kernel.lowered(Spec{});
   std::vector<Device> devices{Device::interpreter({ThreadOrder::Forward, 1, true}),
                               Device::interpreter({ThreadOrder::Reverse, 1, true})};
   if (Device::cpu_available()) devices.push_back(Device::cpu(1));
@@ -552,6 +553,113 @@ TEST(Regression, AConditionOnMemoryProvesNothingAfterAStoreToIt) {
     l[0] = n - 1u;
     th.if_(l[0] < n, [&](Scope&) { line = __LINE__, o[a] = 7; });
   });
+}
+
+// The upper-bound proof compares the index and the conditions as sums: it put in the values of
+// lets and looked through widening casts, as if the arithmetic under them were exact. Where that
+// arithmetic wraps at its own type it is not: `let w = u - 5u` is 4294967291 for u = 0, not -5, so
+// `if (u < n) o[w]` was proven inside (n - w = n - u + 5 >= 6), and the store went to x[4294967291]
+// unchecked. The same through `i64(u - 5u)`. A let's value stands for it, and a cast is seen
+// through, only where the arithmetic under it cannot wrap (found reading the proof, ninth session's
+// noted item).
+TEST(Regression, ALetOrCastOverArithmeticThatWrapsIsNotTakenAsItsExactValue) {
+  int line = 0;
+  expect_checked_store("a let of a u32 difference", line, [&](Scope& th, View o, Expr n) {
+    auto u = th.let("u", n / 64u);  // 0
+    auto w = th.let("w", u - 5u);
+    th.if_(u < n, [&](Scope&) { line = __LINE__, o[w] = 7; });
+  });
+  expect_checked_store("a u32 difference widened", line, [&](Scope& th, View o, Expr n) {
+    auto u = th.let("u", n / 64u);
+    th.if_(u < n, [&](Scope&) { line = __LINE__, o[cast(ScalarType::I64, u - 5u)] = 7; });
+  });
+}
+
+// The same in the proof for rows of a variable length (products multiplied out): `i64(r * m + (c -
+// 1u))` under `r < n && c < m` was taken as r * m + c - 1, below n * m; for r = c = 0 the u32
+// arithmetic gives 4294967295.
+TEST(Regression, ARowIndexWidenedFromArithmeticThatWrapsIsChecked) {
+  int line = 0;
+  KernelBuilder k("wrapped_row");
+  auto n = k.param<unsigned>("n");
+  auto m = k.param<unsigned>("m");
+  auto a = k.param<GlobalPtr<const unsigned>>("a", extent(n * m));
+  auto out = k.param<GlobalPtr<unsigned>>("out", extent(32));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    lib::for_each(g, out, 32, [&](Scope& s, Expr i, ElemRef o) {
+      auto r = s.let("r", cast(ScalarType::U32, i) / 64u), c = s.let("c", cast(ScalarType::U32, i) / 32u);  // 0
+      s.if_(r < n && c < m, [&](Scope&) { line = __LINE__, o = a[cast(ScalarType::I64, r * m + (c - 1u))]; });
+    });
+  });
+  Kernel kernel = k.build();
+  ASSERT_EQ(specialize_for(kernel, Spec{}).checks.size(), 1u) << kernel.lowered(Spec{});
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  for (const Device& d : devices) {
+    std::vector<unsigned> as(12, 1), o(32, 0);
+    try {
+      kernel.launch(d, Grid{1, 32}, 3u, 4u, std::as_const(as), o);
+      ADD_FAILURE() << d.name() << ": a[4294967295] was read as an element of a";
+    } catch (const ExecutionError& e) {
+      EXPECT_EQ(e.check(), "memcheck") << d.name() << ": " << e.what();
+      ASSERT_FALSE(e.locs().empty()) << e.what();
+      EXPECT_EQ(e.locs()[0].line, static_cast<std::uint32_t>(line)) << d.name() << ": " << e.what();
+    }
+  }
+}
+
+// lib::copy guarded each thread's run with `i64(blk * 1024 + t * 4) + 4 <= n`: the product was an
+// i32 and wrapped from block 2^21 on (a grid of 2^31 threads is allowed), so that block's threads
+// took the guard as true, and the proof above, taking the cast as exact, left their reads of
+// in[2^31 + ...] unchecked. The guard is now computed in 64 bits (`i64(blk) * 1024 + ...`); the
+// blocks past n copy nothing. Only the CPU backend runs 2^21 blocks in a test's time.
+TEST(Regression, LibCopyOnAGridPast2To31ElementsCopiesItsElementsAndNothingElse) {
+  if (!Device::cpu_available()) GTEST_SKIP() << "no CPU backend in this build";
+  KernelBuilder k("copy_huge_grid");
+  auto n = k.param<int>("n");
+  auto in = k.param<GlobalPtr<const float>>("in", extent(n));
+  auto out = k.param<GlobalPtr<float>>("out", extent(n));
+  k.block_threads(256);
+  k.body([&](Scope& g) { lib::copy(g, out, in, n); });
+  Kernel kernel = k.build();
+  EXPECT_EQ(specialize_for(kernel, Spec{}).checks.size(), 0u) << kernel.lowered(Spec{});
+  std::vector<float> a(4099), b(4100, -1.0f);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i) * 0.5f;
+  kernel.launch(Device::cpu(2), Grid{(1 << 21) + 1, 256}, 4099, std::as_const(a), b);
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(b[i], a[i]) << "out[" << i << "]";
+  EXPECT_EQ(b[4099], -1.0f);
+}
+
+// lib::for_each with 4 items per thread tested `blk * 1024 + t + k * 256 < n` in i32: from block
+// 2^21 on it wraps below 0 (and from 2^22 back under n, where those threads ran the body at the
+// elements of block 0), so threads far past n ran the body. With several items the test is made in
+// 64 bits.
+TEST(Regression, LibForEachOfSeveralItemsOnAGridPast2To31ElementsRunsEachElementOnce) {
+  if (!Device::cpu_available()) GTEST_SKIP() << "no CPU backend in this build";
+  KernelBuilder k("for_each_huge_grid");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto y = k.param<GlobalPtr<int>>("y", extent(n));
+  auto runs = k.param<GlobalPtr<int>>("runs", extent(n));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each(
+        g, y, n,
+        [&](Scope& th, Expr i, ElemRef o) {
+          o = x[i] * 3;
+          th.atomic(AtomicOp::Add, runs, i, 1);
+        },
+        lib::Tile{4});
+  });
+  Kernel kernel = k.build();
+  std::vector<int> xs(1000), ys(1000, 0), rs(1000, 0);
+  for (int i = 0; i < 1000; ++i) xs[static_cast<std::size_t>(i)] = i - 300;
+  kernel.launch(Device::cpu(2), Grid{(1 << 21) + 1, 256}, 1000, std::as_const(xs), ys, rs);
+  for (std::size_t i = 0; i < 1000; ++i) {
+    ASSERT_EQ(ys[i], xs[i] * 3) << "y[" << i << "]";
+    ASSERT_EQ(rs[i], 1) << "element " << i << " ran " << rs[i] << " times";
+  }
 }
 
 // ------------------------------------------------------------------ CPU backend

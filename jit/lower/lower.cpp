@@ -324,29 +324,42 @@ class BodyLowerer {
     return {b, static_cast<std::int64_t>(c_.out.checks.size()) - 1};
   }
   /// `e` with the values of unassigned lets put in and widening integer casts dropped: the form in
-  /// which two index expressions are compared as affine sums.
-  ExprPtr normal(const ExprPtr& e, int depth = 0) const {
+  /// which two index expressions are compared as affine sums. An affine sum takes + - * as exact, so
+  /// a let's value is put in, and a cast looked through, only where the arithmetic under it cannot
+  /// wrap at its own type (`exact`): `let w = u - 5u` is 4294967291 for u = 0, not -5. An extent
+  /// (`trusted`) is looked through everywhere: the launcher refuses one whose arithmetic wraps.
+  ExprPtr normal(const ExprPtr& e, bool trusted = false, int depth = 0) const {
     class Norm : public IRMutator {
      public:
-      Norm(const BodyLowerer& b, int d) : b_(b), d_(d) {}
+      Norm(const BodyLowerer& b, bool trusted, int d) : b_(b), trusted_(trusted), d_(d) {}
       using IRMutator::mutate;
 
      protected:
       ExprPtr visit(const VarRef& n, const ExprPtr& self) override {
         auto it = b_.defs_.find(n.var.get());
-        return it != b_.defs_.end() && d_ < 4 ? b_.normal(it->second, d_ + 1) : self;
+        return it != b_.defs_.end() && d_ < 4 ? b_.normal(it->second, trusted_, d_ + 1) : self;
       }
       ExprPtr visit(const Cast& n, const ExprPtr& self) override {
-        if (is_integer(n.type) && is_integer(n.a->type) && Range::of(n.a->type).within(Range::of(n.type)))
-          return mutate(n.a);
+        if (b_.widening(n, trusted_)) return mutate(n.a);
         return rebuild(n, self);
       }
 
      private:
       const BodyLowerer& b_;
+      bool trusted_;
       int d_;
-    } norm(*this, depth);
+    } norm(*this, trusted, depth);
     return norm.mutate(e);
+  }
+  /// Whether `e`, computed at its own type, is its exact value: no operation of it may wrap.
+  bool exact(const ExprPtr& e) const {
+    auto r = exact_index_range(e, env_);
+    return r && r->within(Range::of(e->type));
+  }
+  /// An integer cast that keeps the value of an operand computed exactly (or `trusted`).
+  bool widening(const Cast& c, bool trusted) const {
+    return is_integer(c.type) && is_integer(c.a->type) && Range::of(c.a->type).within(Range::of(c.type)) &&
+           (trusted || exact(c.a));
   }
   /// A condition the code is under, `hi - lo >= least`, as an affine form; none when it is not an
   /// integer comparison or its own arithmetic may wrap (then it says nothing about exact values).
@@ -401,17 +414,18 @@ class BodyLowerer {
   bool proven_below(const ExprPtr& x, const ExprPtr& bound) const {
     auto rx = exact_value_range(x, env_);
     if (auto k = const_int(bound); k && rx && rx->hi < *k) return true;
-    Affine gap = affine(normal(bound));
+    Affine gap = affine(normal(bound, true));
     gap.merge(affine(normal(x)), -1);
     return at_least_one(gap, usable_facts(Form::Normal)) || proven_below_by_a_variable(x, bound);
   }
   // ---------------------------------------------------------------- rows of a variable length
   /// `e` as written, as an exact sum in which a product of a sum and a variable is multiplied out
   /// (`(r0 + i) * w` is r0 * w + i * w) and every product of two atoms is one canonical atom
-  /// (`h * w` and `w * h` alike). Widening casts are left out: an integer widened to i64 is the
-  /// same number (exact_width's rebuilds).
-  Affine products(const ExprPtr& e) const {
-    const ExprPtr x = unwidened(e);
+  /// (`h * w` and `w * h` alike). Widening casts are left out where the operand is computed exactly
+  /// (`normal`): an integer widened to i64 is then the same number (exact_width's rebuilds).
+  Affine products(const ExprPtr& e, bool trusted = false) const {
+    const ExprPtr x = unwidened(e, trusted);
+    auto products = [&](const ExprPtr& y) { return this->products(y, trusted); };
     if (const auto* l = as<Literal>(*x); l && is_integer(l->type)) return affine(x, true);
     if (const auto* b = as<Binary>(*x)) {
       if (b->op == BinOp::Add || b->op == BinOp::Sub) {
@@ -420,7 +434,7 @@ class BodyLowerer {
         return r;
       }
       if (b->op == BinOp::Mul) {
-        ExprPtr l = unwidened(b->a), r = unwidened(b->b);
+        ExprPtr l = unwidened(b->a, trusted), r = unwidened(b->b, trusted);
         if (as<Literal>(*l) || as<Literal>(*r)) {
           Affine out = products(as<Literal>(*l) ? r : l);
           out.scale(*const_int(as<Literal>(*l) ? l : r));
@@ -439,10 +453,10 @@ class BodyLowerer {
     r.add(x, 1);
     return r;
   }
-  static ExprPtr unwidened(const ExprPtr& e) {
+  ExprPtr unwidened(const ExprPtr& e, bool trusted) const {
     ExprPtr x = e;
     while (const auto* c = as<Cast>(*x)) {
-      if (!is_integer(c->type) || !is_integer(c->a->type) || !Range::of(c->a->type).within(Range::of(c->type))) break;
+      if (!widening(*c, trusted)) break;
       x = c->a;
     }
     return x;
@@ -465,7 +479,7 @@ class BodyLowerer {
   /// h * w - (r * w + c) >= 1. w must be a variable nothing assigns (its value the same in the
   /// condition's product as in the index), proven at least 0 by its range or the conditions.
   bool proven_below_by_a_variable(const ExprPtr& x, const ExprPtr& bound) const {
-    Affine gap = products(bound);
+    Affine gap = products(bound, true);
     gap.merge(products(x), -1);
     std::vector<ExprPtr> vars;  // the variables the gap's products have
     for (const auto& [atom, k] : gap.terms)
@@ -672,8 +686,9 @@ class BodyLowerer {
     if (!reassigned_.count(n.var.get()) && is_integer(n.var->type)) {
       env_.vars[n.var.get()] = value_range(v, env_);
       // The value stands for the variable in proofs only where it means the same everywhere the
-      // variable is in scope: not where it reads a variable assigned later, or memory that may change.
-      if (!reads_changing(v, reassigned_)) defs_[n.var.get()] = v;
+      // variable is in scope: not where it reads a variable assigned later, or memory that may change;
+      // and only where it is computed exactly, as the proofs' sums take it (`normal`).
+      if (!reads_changing(v, reassigned_) && exact(v)) defs_[n.var.get()] = v;
     }
     out.push_back(make<Let>(n.var, v, std::nullopt, n.loc));
   }
@@ -937,7 +952,7 @@ class BodyLowerer {
   std::unordered_map<const MemNode*, std::int64_t> counts_;  ///< shared and local arrays: elements
   std::unordered_map<const MemNode*, std::int64_t> aligns_;  ///< shared arrays: bytes their start is aligned to
   std::vector<ExprPtr> facts_;                               ///< conditions the code is under
-  std::unordered_map<const VarNode*, ExprPtr> defs_;         ///< unassigned integer lets: their values
+  std::unordered_map<const VarNode*, ExprPtr> defs_;         ///< unassigned integer lets computed exactly: their values
 };
 
 FunctionPtr lower_function(Context& c, const FunctionNode& f);
