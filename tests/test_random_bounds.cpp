@@ -33,15 +33,17 @@ class BoundsGen : test_support::Picker {
   /// `shaped_copies`: the copy loops' rounds now and then take other shapes than `k` (below). Off,
   /// the generator draws exactly what it drew before the option existed, so every seed still names
   /// the program it named then.
-  explicit BoundsGen(std::uint64_t seed, bool shaped_copies = false, bool variable_rows = false)
-      : Picker(seed), shaped_copies_(shaped_copies), variable_rows_(variable_rows) {}
+  /// `wrapping`: guarded accesses and rows whose index is the condition's value through arithmetic
+  /// that may wrap at its type (a let of `v - 3u`, a widening cast of it).
+  explicit BoundsGen(std::uint64_t seed, bool shaped_copies = false, bool variable_rows = false, bool wrapping = false)
+      : Picker(seed), shaped_copies_(shaped_copies), variable_rows_(variable_rows), wrapping_(wrapping) {}
 
   ScalarType type = ScalarType::I32;  ///< every integer of the program (i32 or u32)
   int threads = 32, blocks = 1, shared_len = 64, local_len = 8, rows = 4, cols = 8;
   bool specialized = false;
 
   Kernel build() {
-    type = chance(2) ? ScalarType::U32 : ScalarType::I32;
+    type = chance(2) || wrapping_ ? ScalarType::U32 : ScalarType::I32;  // (only u32 wraps near 0)
     threads = chance(2) ? 32 : 64;
     blocks = 1 + pick(2);
     shared_len = threads * (1 + pick(2));
@@ -237,7 +239,7 @@ class BoundsGen : test_support::Picker {
     Mem mem = memory(chance(3));
     Var moved = any(changing_);
     Expr i, cond_on;
-    int shape = pick(4);
+    int shape = pick(wrapping_ ? 8 : 4);
     if (shape == 0) {
       i = cond_on = moved;
     } else if (shape == 1) {
@@ -246,8 +248,13 @@ class BoundsGen : test_support::Picker {
       cond_on = moved;
     } else if (shape == 2) {
       i = cond_on = local_[lit(pick(local_len))];
-    } else {
+    } else if (shape == 3) {
       i = cond_on = value(2);
+    } else {
+      // (wrapping) The condition on v, the index v - k: below k, a u32 difference wraps to near 2^32.
+      // v mostly of values nothing assigns (t, n, a counter), which the proofs may put in.
+      cond_on = chance(4) ? Expr(moved) : any(stable_) + lit(pick(3));
+      i = th.let("d", cond_on - lit(1 + pick(6)));
     }
     // off -1: one below the buffer where the index is at its least (lowering must not prove it).
     const int slack = chance(2) ? 0 : pick(3), off = chance(6) ? -1 : pick(3);
@@ -259,10 +266,11 @@ class BoundsGen : test_support::Picker {
       if (chance(2)) th.assign(moved, moved + lit(1 + pick(3)));
       if (shape == 2 && chance(2)) local_[lit(pick(local_len))] = value(2);
       if (chance(4)) stmt(th, depth + 1);
+      Expr at = shape >= 4 && shape % 2 ? cast(ScalarType::I64, i + lit(off)) : i + lit(off);
       if (mem.writable && chance(2))
-        mem.view[i + lit(off)] = i;
+        mem.view[at] = i;
       else
-        th.assign(sum_, sum_ + mem.view[i + lit(off)]);
+        th.assign(sum_, sum_ + mem.view[at]);
       if (chance(3)) stmts(th, depth + 1);
     });
     stable_ = saved;
@@ -328,11 +336,14 @@ class BoundsGen : test_support::Picker {
       default: cond = r >= zero && c >= zero && r + lit(1) < n_ && c < m_; break;
     }
     Expr index;
-    switch (pick(4)) {
+    switch (pick(wrapping_ ? 6 : 4)) {
       case 0: index = r * m_ + c; break;
       case 1: index = m_ * r + c; break;
       case 2: index = c + r * m_; break;
-      default: index = (r + lit(1)) * m_ + c; break;
+      case 3: index = (r + lit(1)) * m_ + c; break;
+      // (wrapping) In 64 bits from arithmetic at the program's type: wraps where c < k (u32).
+      case 4: index = cast(ScalarType::I64, r * m_ + (c - lit(1 + pick(2)))); break;
+      default: index = cast(ScalarType::I64, r * m_ + c); break;
     }
     th.if_(cond, [&](Scope& th) { th.assign(sum_, sum_ + gv_[index]); });
   }
@@ -341,7 +352,7 @@ class BoundsGen : test_support::Picker {
     th.if_(j % lit(3) == lit(1), [&](Scope& th) { brk ? th.break_() : th.continue_(); });
   }
 
-  bool shaped_copies_ = false, variable_rows_ = false;
+  bool shaped_copies_ = false, variable_rows_ = false, wrapping_ = false;
   Expr n_, m_;
   View in_, w_, grid2_, gv_, acc_, shared_, local_, vec_;
   Var sum_;
@@ -452,8 +463,8 @@ std::string lowered(const Kernel& k, const BoundsGen& gen, int n) {
   }
 }
 
-void run_seed(int seed, Tally& t, bool shaped_copies = false, bool variable_rows = false) {
-  BoundsGen gen(static_cast<std::uint64_t>(seed) * 0x9e3779b97f4a7c15ULL + 11, shaped_copies, variable_rows);
+void run_seed(int seed, Tally& t, bool shaped_copies = false, bool variable_rows = false, bool wrapping = false) {
+  BoundsGen gen(static_cast<std::uint64_t>(seed) * 0x9e3779b97f4a7c15ULL + 11, shaped_copies, variable_rows, wrapping);
   Kernel k;
   try {
     k = gen.build();
@@ -565,12 +576,13 @@ TEST(RandomBounds, NoAcceptedAccessLeavesItsMemoryUnchecked) {
 
 /// 100 programs (seeds from 0) of one of the generator's modes; PREFIX_RUNS and PREFIX_FIRST set
 /// the number and the first seed.
-void run_mode(const char* what, const std::string& prefix, bool shaped_copies, bool variable_rows) {
+void run_mode(const char* what, const std::string& prefix, bool shaped_copies, bool variable_rows,
+              bool wrapping = false) {
   int programs = 100, first = 0;
   if (const char* env = std::getenv((prefix + "_RUNS").c_str())) programs = std::max(1, std::atoi(env));
   if (const char* env = std::getenv((prefix + "_FIRST").c_str())) first = std::max(0, std::atoi(env));
   Tally t;
-  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t, shaped_copies, variable_rows);
+  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t, shaped_copies, variable_rows, wrapping);
   const int on_host = run_host(t);
   std::printf(
       "random %s: %d programs (%d rejected), launches: %d clean, %d stopped by memcheck; %d on the CPU backend, %d "
@@ -592,6 +604,15 @@ TEST(RandomBounds, CopyLoopsOfOtherShapesAreCopiedAsWritten) { run_mode("copies"
 // an access outside that the interpreter reports as a Vantage bug. VANTAGE_ROWS_RUNS and
 // VANTAGE_ROWS_FIRST set the seeds (default 0 to 99).
 TEST(RandomBounds, RowsOfAVariableLengthAreReadInsideOrCaught) { run_mode("rows", "VANTAGE_ROWS", false, true); }
+
+// The same generator (with rows) where guarded accesses and rows take their index through
+// arithmetic that may wrap at the program's type: `if (v + s < bound) x[w + off]` with `let w = v -
+// k`, or `x[i64(w + off)]`, and `gv[i64(r * m + (c - k))]`. For u32 below k these are near 2^32,
+// not v - k: the proofs take a let's value, or look through a cast, only where it cannot wrap.
+// VANTAGE_WRAPS_RUNS and VANTAGE_WRAPS_FIRST set the seeds (default 0 to 99).
+TEST(RandomBounds, IndicesThroughArithmeticThatWrapsAreCheckedAsTheyWrap) {
+  run_mode("wraps", "VANTAGE_WRAPS", false, true, true);
+}
 
 // The seeds beyond the 300 CI runs that found bugs, run every time (each failed before its fix):
 //  - 22408: `let u = 58u; l[8u - u]` (l[-50]) taken as proven inside l: the proof of an index's
