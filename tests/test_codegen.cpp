@@ -797,6 +797,72 @@ TEST(Codegen, AnAccessToARowOfVariableLengthIsProvenByItsRowAndColumnConditions)
   }
 }
 
+// What an index's own operations give: min(a, b) is at most a and b, and at least 0 when both are;
+// a % b is in [0, b) for a >= 0 and b >= 1. So a read clamped into [0, n - 1], or wrapped by `% n`,
+// is proven once n >= 1 is known (a requirement here), and checked where it is not (n = 0 makes
+// n - 1 = -1, and i % 0 is i) or where the dividend may be negative. Each kernel runs where it is
+// proven, at the smallest n, on every backend.
+TEST(Codegen, AClampedOrWrappedReadIsProvenWhenTheBoundIsKnownToBePositive) {
+  using Index = std::function<Expr(Expr i, Expr n)>;
+  auto kernel = [](const char* name, const Index& index, bool positive) {
+    KernelBuilder k(name);
+    auto n = k.param<int>("n");
+    auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+    auto out = k.param<GlobalPtr<int>>("out", extent(64));
+    if (positive) k.require(n >= 1);
+    k.block_threads(64);
+    k.body([&](Scope& g) {
+      lib::for_each(g, out, 64, [&](Scope& th, Expr i, ElemRef o) {
+        auto v = th.let("v", i - 20);
+        o = x[index(v, n)];
+      });
+    });
+    return k.build();
+  };
+  auto read_of_x = [](const std::string& ir) {
+    auto at = ir.find("= x[");
+    return at == std::string::npos ? std::string("(no read of x)") : ir.substr(at, ir.find('\n', at) - at);
+  };
+  const std::vector<std::pair<const char*, Index>> proven{
+      {"clamp", [](Expr v, Expr n) { return min(max(v, 0), n - 1); }},
+      {"clamp_other_way", [](Expr v, Expr n) { return max(min(v, n - 1), 0); }},
+      {"wrap", [](Expr v, Expr n) { return max(v, 0) % n; }},
+      {"wrap_offset", [](Expr v, Expr n) { return (v + 20) % n; }}};
+  for (const auto& [name, index] : proven) {
+    Kernel k = kernel(name, index, true);
+    std::string ir = k.lowered(Spec{});
+    EXPECT_EQ(read_of_x(ir).find(" if < "), std::string::npos) << name << ": checked as it runs:\n" << ir;
+    for (int n : {1, 7, 100}) {
+      std::vector<int> xs(static_cast<std::size_t>(n)), want(64);
+      for (int e = 0; e < n; ++e) xs[static_cast<std::size_t>(e)] = e * 5 + 2;
+      for (int i = 0; i < 64; ++i) {
+        int v = i - 20;
+        bool clamp = std::string(name).rfind("clamp", 0) == 0;
+        int at = clamp ? std::min(std::max(v, 0), n - 1) : std::string(name) == "wrap" ? std::max(v, 0) % n : i % n;
+        want[static_cast<std::size_t>(i)] = xs[static_cast<std::size_t>(at)];
+      }
+      std::vector<Device> devices{Device::interpreter()};
+      if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+      for (const Device& d : devices) {
+        std::vector<int> o(64, 0);
+        k.launch(d, Grid{1, 64}, n, std::as_const(xs), o);
+        EXPECT_EQ(o, want) << name << ", n = " << n << ", " << d.name();
+      }
+    }
+  }
+  // Without n >= 1, or with a dividend that may be negative, or a clamp one past: checked.
+  const std::vector<std::tuple<const char*, Index, bool>> checked{
+      {"clamp_any_n", [](Expr v, Expr n) { return min(max(v, 0), n - 1); }, false},
+      {"wrap_any_n", [](Expr v, Expr n) { return max(v, 0) % n; }, false},
+      {"wrap_negative", [](Expr v, Expr n) { return v % n; }, true},
+      {"clamp_to_n", [](Expr v, Expr n) { return min(max(v, 0), n); }, true},
+      {"clamp_no_floor", [](Expr v, Expr n) { return min(v, n - 1); }, true}};
+  for (const auto& [name, index, positive] : checked) {
+    std::string ir = kernel(name, index, positive).lowered(Spec{});
+    EXPECT_NE(read_of_x(ir).find(" if < "), std::string::npos) << name << ":\n" << ir;
+  }
+}
+
 // A product counts as at least 0 for an index's lower end only where it is added: `x[t % 8 - (t % 4)
 // * (t / 16)]` is -9 at its least though both factors are at least 0, so it is checked and caught
 // (upper end proven by its range, lower end not), never left unchecked.

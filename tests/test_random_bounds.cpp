@@ -35,8 +35,15 @@ class BoundsGen : test_support::Picker {
   /// the program it named then.
   /// `wrapping`: guarded accesses and rows whose index is the condition's value through arithmetic
   /// that may wrap at its type (a let of `v - 3u`, a widening cast of it).
-  explicit BoundsGen(std::uint64_t seed, bool shaped_copies = false, bool variable_rows = false, bool wrapping = false)
-      : Picker(seed), shaped_copies_(shaped_copies), variable_rows_(variable_rows), wrapping_(wrapping) {}
+  /// `clamps`: reads of `in` clamped or wrapped into [0, n) in many shapes (right, and one past),
+  /// half the programs requiring n >= 1; they run at n = 1 and n = 0 as well.
+  explicit BoundsGen(std::uint64_t seed, bool shaped_copies = false, bool variable_rows = false, bool wrapping = false,
+                     bool clamps = false)
+      : Picker(seed),
+        shaped_copies_(shaped_copies),
+        variable_rows_(variable_rows),
+        wrapping_(wrapping),
+        clamps_(clamps) {}
 
   ScalarType type = ScalarType::I32;  ///< every integer of the program (i32 or u32)
   int threads = 32, blocks = 1, shared_len = 64, local_len = 8, rows = 4, cols = 8;
@@ -61,6 +68,7 @@ class BoundsGen : test_support::Picker {
     acc_ = k.pointer_param("acc", type, MemSpace::Global, false, extent(lit(kAcc)));
     auto out = k.pointer_param("out", type, MemSpace::Global, false);
     if (chance(4)) k.require(n_ >= lit(8) && m_ <= lit(40));
+    if (clamps_ && chance(2)) k.require(n_ >= lit(1));
     k.block_threads(threads);
     k.body([&](Scope& g) {
       auto blk = g.let("blk", g.id(block(1)));
@@ -155,6 +163,7 @@ class BoundsGen : test_support::Picker {
   }
   /// A read in one of the forms the proofs meet: raw, clamped into the bound, or off by a constant.
   Expr read(int depth) {
+    if (clamps_ && chance(2)) return clamped(value(depth + 1));
     Mem mem = memory(false);
     Expr i = value(depth + 1);
     switch (pick(4)) {
@@ -162,6 +171,24 @@ class BoundsGen : test_support::Picker {
       case 1: return mem.view[min(max(i, lit(0)), mem.bound - lit(1))];
       case 2: return mem.view[min(i, mem.bound - lit(1 + pick(2)) + lit(pick(2)))];
       default: return mem.view[i % mem.bound];  // negative for a negative i32
+    }
+  }
+
+  /// (clamps) A read of `in` (extent n) at i clamped or wrapped into [0, n), or nearly (one past, no
+  /// floor, a dividend that may be negative): proven from the min, max and % themselves where n >= 1
+  /// is required, checked otherwise.
+  Expr clamped(const Expr& i) {
+    const Expr zero = lit(0), one = lit(1);
+    switch (pick(9)) {
+      case 0: return in_[min(max(i, zero), n_ - one)];
+      case 1: return in_[max(min(i, n_ - one), zero)];
+      case 2: return in_[max(i, zero) % n_];
+      case 3: return in_[i % n_];
+      case 4: return in_[min(i, n_ - one)];
+      case 5: return in_[min(max(i, zero), n_)];
+      case 6: return in_[max(min(i, n_), zero)];
+      case 7: return in_[min(max(i, one), n_) - one];
+      default: return in_[(max(i, zero) + lit(pick(4))) % n_];
     }
   }
 
@@ -352,7 +379,7 @@ class BoundsGen : test_support::Picker {
     th.if_(j % lit(3) == lit(1), [&](Scope& th) { brk ? th.break_() : th.continue_(); });
   }
 
-  bool shaped_copies_ = false, variable_rows_ = false, wrapping_ = false;
+  bool shaped_copies_ = false, variable_rows_ = false, wrapping_ = false, clamps_ = false;
   Expr n_, m_;
   View in_, w_, grid2_, gv_, acc_, shared_, local_, vec_;
   Var sum_;
@@ -463,8 +490,10 @@ std::string lowered(const Kernel& k, const BoundsGen& gen, int n) {
   }
 }
 
-void run_seed(int seed, Tally& t, bool shaped_copies = false, bool variable_rows = false, bool wrapping = false) {
-  BoundsGen gen(static_cast<std::uint64_t>(seed) * 0x9e3779b97f4a7c15ULL + 11, shaped_copies, variable_rows, wrapping);
+void run_seed(int seed, Tally& t, bool shaped_copies = false, bool variable_rows = false, bool wrapping = false,
+              bool clamps = false) {
+  BoundsGen gen(static_cast<std::uint64_t>(seed) * 0x9e3779b97f4a7c15ULL + 11, shaped_copies, variable_rows, wrapping,
+                clamps);
   Kernel k;
   try {
     k = gen.build();
@@ -476,7 +505,8 @@ void run_seed(int seed, Tally& t, bool shaped_copies = false, bool variable_rows
   ++t.ran;
   const int T = gen.threads * gen.blocks;
   if (std::getenv("VANTAGE_BOUNDS_VERBOSE")) std::printf("seed %d:\n%s\n", seed, lowered(k, gen, T - 3).c_str());
-  const std::vector<std::pair<int, int>> sizes{{T - 3, 5}, {T + 9, 17}, {9, 40}};
+  std::vector<std::pair<int, int>> sizes{{T - 3, 5}, {T + 9, 17}, {9, 40}};
+  if (clamps) sizes = {{T - 3, 5}, {1, 3}, {0, 2}};
   // Generated CUDA for a sample: NVRTC compiles it, and it runs on host threads (below).
   const bool sampled = seed % 10 == 0;
   if (nvrtc_available() && sampled) {
@@ -577,12 +607,13 @@ TEST(RandomBounds, NoAcceptedAccessLeavesItsMemoryUnchecked) {
 /// 100 programs (seeds from 0) of one of the generator's modes; PREFIX_RUNS and PREFIX_FIRST set
 /// the number and the first seed.
 void run_mode(const char* what, const std::string& prefix, bool shaped_copies, bool variable_rows,
-              bool wrapping = false) {
+              bool wrapping = false, bool clamps = false) {
   int programs = 100, first = 0;
   if (const char* env = std::getenv((prefix + "_RUNS").c_str())) programs = std::max(1, std::atoi(env));
   if (const char* env = std::getenv((prefix + "_FIRST").c_str())) first = std::max(0, std::atoi(env));
   Tally t;
-  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t, shaped_copies, variable_rows, wrapping);
+  for (int seed = first; seed < first + programs; ++seed)
+    run_seed(seed, t, shaped_copies, variable_rows, wrapping, clamps);
   const int on_host = run_host(t);
   std::printf(
       "random %s: %d programs (%d rejected), launches: %d clean, %d stopped by memcheck; %d on the CPU backend, %d "
@@ -612,6 +643,15 @@ TEST(RandomBounds, RowsOfAVariableLengthAreReadInsideOrCaught) { run_mode("rows"
 // VANTAGE_WRAPS_RUNS and VANTAGE_WRAPS_FIRST set the seeds (default 0 to 99).
 TEST(RandomBounds, IndicesThroughArithmeticThatWrapsAreCheckedAsTheyWrap) {
   run_mode("wraps", "VANTAGE_WRAPS", false, true, true);
+}
+
+// The same generator with reads of `in` clamped or wrapped into [0, n) (`min(max(i, 0), n - 1)`,
+// `max(min(i, n - 1), 0)`, `max(i, 0) % n`, and nearly: `i % n`, `min(i, n - 1)`, one past), half the
+// programs requiring n >= 1, run at n = 1 and n = 0 too: lowering proves the right ones from what
+// min, max and % are where n >= 1 is known, and must prove none where n = 0 can make them -1.
+// VANTAGE_CLAMPS_RUNS and VANTAGE_CLAMPS_FIRST set the seeds (default 0 to 99).
+TEST(RandomBounds, ClampedAndWrappedReadsAreProvenOnlyWhereTheBoundIsPositive) {
+  run_mode("clamps", "VANTAGE_CLAMPS", false, false, false, true);
 }
 
 // The seeds beyond the 300 CI runs that found bugs, run every time (each failed before its fix):

@@ -389,21 +389,119 @@ class BodyLowerer {
       if (!is_integer(lo->type)) continue;
       auto rlo = exact_index_range(lo, env_), rhi = exact_index_range(hi, env_);
       if (!rlo || !rlo->within(Range::of(lo->type)) || !rhi || !rhi->within(Range::of(hi->type))) continue;
-      auto as_form = [&](const ExprPtr& x) {
-        switch (form) {
-          case Form::Exact: return affine(x, true);
-          case Form::Products: return products(x);
-          case Form::Normal: break;
-        }
-        return affine(normal(x));
-      };
       Fact fact;
-      fact.slack = as_form(hi);
-      fact.slack.merge(as_form(lo), -1);
+      fact.slack = in_form(hi, form);
+      fact.slack.merge(in_form(lo, form), -1);
       fact.least = strict ? 1 : 0;
       out.push_back(std::move(fact));
     }
     return out;
+  }
+  Affine in_form(const ExprPtr& x, Form form) const {
+    switch (form) {
+      case Form::Exact: return affine(x, true);
+      case Form::Products: return products(x);
+      case Form::Normal: break;
+    }
+    return affine(normal(x));
+  }
+  // ---------------------------------------------------------------- what an atom is
+  /// Facts that hold by what the atoms of `gap` are, not by a condition: for m = min(a, b),
+  /// a - m >= 0 and b - m >= 0, and m >= 0 when a and b are at least 0 (for max the other way round,
+  /// and m >= 0 when one of them is); for q = a % b with a >= 0, q >= 0, and b - q >= 1 when b >= 1.
+  /// `x[min(max(i, 0), n - 1)]` under `require(n >= 1)`, or `x[i % n]` with i >= 0. Only atoms whose
+  /// operands are computed exactly count (their values are then the sums the form takes); a
+  /// product's factors (`products`) and a let's value for its variable are looked at too.
+  std::vector<Fact> atom_facts(const Affine& gap, Form form) const {
+    std::vector<Fact> out;
+    std::vector<ExprPtr> seen;
+    std::optional<std::vector<Fact>> conditions;  // in the products form, for the operands' signs
+    auto at_least = [&](const ExprPtr& e, std::int64_t v) {
+      if (auto r = exact_value_range(e, env_); r && r->lo >= v) return true;
+      if (!conditions) conditions = usable_facts(Form::Products);
+      Affine g = products(e);
+      g.constant += 1 - v;
+      return at_least_one(g, *conditions);
+    };
+    auto one = [&](const ExprPtr& atom) {
+      if (std::any_of(seen.begin(), seen.end(), [&](const ExprPtr& o) { return equal(o, atom); })) return;
+      seen.push_back(atom);
+      const Binary* b = operation(atom);
+      if (!b || !exact(b->a) || !exact(b->b)) return;
+      auto fact = [&](const ExprPtr& hi, const ExprPtr& lo, std::int64_t least) {
+        Fact f;
+        if (hi) f.slack = in_form(hi, form);
+        if (lo) f.slack.merge(in_form(lo, form), -1);
+        f.least = least;
+        out.push_back(std::move(f));
+      };
+      switch (b->op) {
+        case BinOp::Min:
+          fact(b->a, atom, 0);
+          fact(b->b, atom, 0);
+          if (at_least(b->a, 0) && at_least(b->b, 0)) fact(atom, nullptr, 0);
+          break;
+        case BinOp::Max:
+          fact(atom, b->a, 0);
+          fact(atom, b->b, 0);
+          if (at_least(b->a, 0) || at_least(b->b, 0)) fact(atom, nullptr, 0);
+          break;
+        case BinOp::Mod:
+          if (!at_least(b->a, 0)) break;
+          fact(atom, nullptr, 0);
+          if (at_least(b->b, 1)) fact(b->b, atom, 1);
+          break;
+        default: break;
+      }
+    };
+    for (const auto& [atom, k] : gap.terms) {
+      if (k == 0) continue;
+      one(atom);
+      if (const auto* m = as<Binary>(*atom); m && m->op == BinOp::Mul) {
+        one(m->a);
+        one(m->b);
+      }
+    }
+    return out;
+  }
+  /// The integer operation an atom computes: itself seen through widening casts, or for a let's
+  /// variable its value (`defs_`: computed exactly).
+  const Binary* operation(const ExprPtr& atom) const {
+    ExprPtr y = unwidened(atom, false);
+    if (const auto* v = as<VarRef>(*y)) {
+      auto it = defs_.find(v->var.get());
+      if (it == defs_.end()) return nullptr;
+      y = unwidened(it->second, false);
+    }
+    const auto* b = as<Binary>(*y);
+    return b && is_integer(b->type) && b->a && b->b ? b : nullptr;
+  }
+  /// `at_least_one(gap, facts)` with the facts of gap's atoms added; failing that, for a min or max
+  /// atom m = min(a, b), both cases: m is a where a <= b, and b where b <= a (up to two atoms deep).
+  /// `x[max(min(i, n - 1), 0)]`: below n as n - 1 < n and 0 < n (from n >= 1).
+  bool follows(const Affine& gap, Form form, const std::vector<Fact>& facts, int depth = 0) const {
+    std::vector<Fact> all = facts, more = atom_facts(gap, form);
+    all.insert(all.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    if (at_least_one(gap, all)) return true;
+    if (depth >= 2) return false;
+    for (const auto& [atom, k] : gap.terms) {
+      const Binary* b = operation(atom);
+      if (k == 0 || !b || (b->op != BinOp::Min && b->op != BinOp::Max) || !exact(b->a) || !exact(b->b)) continue;
+      for (const auto& [pick, other] : {std::pair{b->a, b->b}, std::pair{b->b, b->a}}) {
+        Affine g = gap;
+        g.add(atom, -k);
+        g.merge(in_form(pick, form), k);
+        Fact when;  // min: pick <= other; max: pick >= other
+        when.slack = in_form(b->op == BinOp::Min ? other : pick, form);
+        when.slack.merge(in_form(b->op == BinOp::Min ? pick : other, form), -1);
+        when.least = 0;
+        std::vector<Fact> with = facts;
+        with.push_back(std::move(when));
+        if (!follows(g, form, with, depth + 1)) return false;
+      }
+      return true;
+    }
+    return false;
   }
   /// Whether `x < bound` follows from the range of x or from the conditions the code is under whose
   /// arithmetic cannot wrap. With the gap g = bound - x as an affine form, it does when
@@ -416,7 +514,7 @@ class BodyLowerer {
     if (auto k = const_int(bound); k && rx && rx->hi < *k) return true;
     Affine gap = affine(normal(bound, true));
     gap.merge(affine(normal(x)), -1);
-    return at_least_one(gap, usable_facts(Form::Normal)) || proven_below_by_a_variable(x, bound);
+    return follows(gap, Form::Normal, usable_facts(Form::Normal)) || proven_below_by_a_variable(x, bound);
   }
   // ---------------------------------------------------------------- rows of a variable length
   /// `e` as written, as an exact sum in which a product of a sum and a variable is multiplied out
@@ -490,7 +588,8 @@ class BodyLowerer {
               std::none_of(vars.begin(), vars.end(), [&](const ExprPtr& o) { return equal(o, f); }))
             vars.push_back(f);
     if (vars.empty()) return false;
-    const std::vector<Fact> facts = usable_facts(Form::Products);
+    std::vector<Fact> facts = usable_facts(Form::Products), more = atom_facts(gap, Form::Products);
+    facts.insert(facts.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
     for (const ExprPtr& w : vars) {
       if (!at_least_zero(w, facts)) continue;
       for (const Fact& f : facts) {
@@ -514,7 +613,7 @@ class BodyLowerer {
     if (r.lo >= 0) return true;
     Affine gap = affine(x, true);
     gap.constant += 1;
-    return at_least_one(gap, usable_facts(Form::Exact)) || nonnegative_by_products(x);
+    return follows(gap, Form::Exact, usable_facts(Form::Exact)) || nonnegative_by_products(x);
   }
   /// `x >= 0` with products multiplied out (`products`): a product of two factors each at least 0
   /// is at least 0 and is left out (`r * w + c` under `r >= 0 && c >= 0 && c < w`), and what is left
@@ -532,11 +631,16 @@ class BodyLowerer {
       }
       rest.add(atom, k);
     }
-    return dropped && at_least_one(rest, facts);
+    return dropped && follows(rest, Form::Products, facts);
   }
-  /// `f >= 0` by its range or by `facts` (in the `products` form).
+  /// `f >= 0` by its range or by `facts` (in the `products` form), or as the min of two such (the
+  /// max of one).
   bool at_least_zero(const ExprPtr& f, const std::vector<Fact>& facts) const {
     if (auto rf = exact_value_range(f, env_); rf && rf->lo >= 0) return true;
+    if (const Binary* b = operation(f); b && exact(b->a) && exact(b->b)) {
+      if (b->op == BinOp::Min) return at_least_zero(b->a, facts) && at_least_zero(b->b, facts);
+      if (b->op == BinOp::Max) return at_least_zero(b->a, facts) || at_least_zero(b->b, facts);
+    }
     Affine g = products(f);
     g.constant += 1;
     return at_least_one(g, facts);
@@ -551,25 +655,45 @@ class BodyLowerer {
     }
     return out;
   }
-  /// Whether an affine form is at least 1, by itself or by `facts` (proven_below).
+  /// Whether an affine form is at least 1, by itself or by `facts` (proven_below). What is left once
+  /// the facts are taken out counts by its atoms' ranges (`t % 4 - 3 + ...` at least -3).
   bool at_least_one(const Affine& gap, const std::vector<Fact>& facts) const {
-    auto constant = [](const Affine& a) {
-      for (const auto& [atom, k] : a.terms)
-        if (k != 0) return false;
-      return true;
+    std::vector<std::pair<ExprPtr, std::optional<Range>>> ranges;  // of the atoms met, once each
+    auto range = [&](const ExprPtr& atom) -> std::optional<Range> {
+      for (const auto& [a, r] : ranges)
+        if (a.get() == atom.get()) return r;
+      ranges.emplace_back(atom, exact_value_range(atom, env_));
+      return ranges.back().second;
     };
-    if (constant(gap) && gap.constant >= 1) return true;  // by itself: no condition needed
+    // The least value of `a`, or none where an atom's range is unknown or too wide to add up.
+    auto least = [&](const Affine& a) -> std::optional<__int128> {
+      constexpr __int128 kWide = __int128{1} << 62;
+      __int128 v = a.constant;
+      for (const auto& [atom, k] : a.terms) {
+        if (k == 0) continue;
+        auto r = range(atom);
+        if (!r || r->lo < -kWide || r->hi > kWide || k > (std::int64_t{1} << 40) || k < -(std::int64_t{1} << 40))
+          return std::nullopt;
+        v += static_cast<__int128>(k) * (k > 0 ? r->lo : r->hi);
+      }
+      return v;
+    };
+    auto holds = [&](const Affine& a, std::int64_t plus) {
+      auto v = least(a);
+      return v && *v + plus >= 1;
+    };
+    if (holds(gap, 0)) return true;  // by itself: no condition needed
     for (std::size_t i = 0; i < facts.size(); ++i) {
       for (std::int64_t s1 : scales(gap, facts[i])) {
         Affine rest = gap;
         rest.merge(facts[i].slack, -s1);
-        if (constant(rest) && rest.constant + s1 * facts[i].least >= 1) return true;
+        if (holds(rest, s1 * facts[i].least)) return true;
         for (std::size_t j = 0; j < facts.size(); ++j) {
           if (j == i) continue;
           for (std::int64_t s2 : scales(rest, facts[j])) {
             Affine d = rest;
             d.merge(facts[j].slack, -s2);
-            if (constant(d) && d.constant + s1 * facts[i].least + s2 * facts[j].least >= 1) return true;
+            if (holds(d, s1 * facts[i].least + s2 * facts[j].least)) return true;
           }
         }
       }
