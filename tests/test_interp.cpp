@@ -770,13 +770,10 @@ TEST(Regression, ACallsSharedMemoryOverTheBytesOfAnEarlierCallsWaitsForItsReads)
   expect_reuse_race([&] { interp::run(l, 1, {Arg::buffer(out.data(), 64), Arg::buffer(out2.data(), 64)}, {}); });
 }
 
-// `id(thread(1))` written inline means the thread of the block outside a group of warps and the lane
-// inside it: the same text, another number. Thread t stores s[id] (its own element) and then, in a
-// warp group, reads s[id], the element of lane t % 32, which thread t % 32 stored. Taken as the
-// thread's own element, the read would need no barrier; seen from outside, a group's indices that
-// hold ids compare with nothing, and the barrier is placed (docs/sync.md, `inner_ids`).
-TEST(Sync, AnIdWrittenInlineInsideAGroupOfWarpsIsNotTheIndexItIsOutside) {
-  KernelBuilder k("inner_ids");
+/// One block of 64 threads, a shared `s` of 64 ints, `tv` the thread, `ob` the block's share of
+/// `out` (64 ints): what `body` does with them.
+Kernel one_block(const char* name, const std::function<void(Scope& b, View s, Var tv, View ob)>& body) {
+  KernelBuilder k(name);
   auto out = k.param<GlobalPtr<int>>("out", extent(64));
   k.block_threads(64);
   k.body([&](Scope& g) {
@@ -786,24 +783,18 @@ TEST(Sync, AnIdWrittenInlineInsideAGroupOfWarpsIsNotTheIndexItIsOutside) {
           g.group(block(1), [&](Scope& b) {
             auto s = b.shared<int>("s", 64);
             auto tv = b.let("tv", b.id(thread(1)));
-            b.partition(
-                s, thread(1), [&](Expr i) { return b.id(thread(1)) + i; },
-                [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = tv * 3; }); });
-            b.partition(
-                ob, thread(1), [&](Expr i) { return tv + i; },
-                [&](Scope& b, View o_t) {
-                  b.group(warp(), [&](Scope& w) {
-                    auto v = w.let("v", s[w.id(thread(1))], at(thread(1)));  // the lane's element
-                    w.group(thread(1), [&](Scope&) { o_t[0] = v; });
-                  });
-                });
+            body(b, s, tv, ob);
           });
         });
   });
-  Kernel kernel = k.build();
-  EXPECT_EQ(syncthreads(kernel.source(Spec{})), 1) << kernel.source(Spec{});
-  std::vector<int> want(64);
-  for (int t = 0; t < 64; ++t) want[static_cast<std::size_t>(t)] = t % 32 * 3;
+  return k.build();
+}
+
+/// `barriers` __syncthreads() in the CUDA, and out[t] = want(t) on every backend, both thread orders.
+void expect_runs(const Kernel& kernel, int barriers, const std::function<int(int)>& want) {
+  EXPECT_EQ(syncthreads(kernel.source(Spec{})), barriers) << kernel.source(Spec{});
+  std::vector<int> w(64);
+  for (int t = 0; t < 64; ++t) w[static_cast<std::size_t>(t)] = want(t);
   InterpreterOptions reverse;
   reverse.order = ThreadOrder::Reverse;
   std::vector<Device> devices{Device::interpreter(), Device::interpreter(reverse)};
@@ -811,8 +802,30 @@ TEST(Sync, AnIdWrittenInlineInsideAGroupOfWarpsIsNotTheIndexItIsOutside) {
   for (const Device& d : devices) {
     std::vector<int> o(64, -1);
     kernel.launch(d, Grid{1, 64}, o);
-    EXPECT_EQ(o, want) << d.name();
+    EXPECT_EQ(o, w) << d.name();
   }
+}
+
+// `id(thread(1))` written inline means the thread of the block outside a group of warps and the lane
+// inside it: the same text, another number. Thread t stores s[id] (its own element) and then, in a
+// warp group, reads s[id], the element of lane t % 32, which thread t % 32 stored. Taken as the
+// thread's own element, the read would need no barrier; seen from outside, a group's indices that
+// hold ids compare with nothing, and the barrier is placed (docs/sync.md, `inner_ids`).
+TEST(Sync, AnIdWrittenInlineInsideAGroupOfWarpsIsNotTheIndexItIsOutside) {
+  Kernel k = one_block("inner_ids", [](Scope& b, View s, Var tv, View ob) {
+    b.partition(
+        s, thread(1), [&](Expr i) { return b.id(thread(1)) + i; },
+        [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = tv * 3; }); });
+    b.partition(
+        ob, thread(1), [&](Expr i) { return tv + i; },
+        [&](Scope& b, View o_t) {
+          b.group(warp(), [&](Scope& w) {
+            auto v = w.let("v", s[w.id(thread(1))], at(thread(1)));  // the lane's element
+            w.group(thread(1), [&](Scope&) { o_t[0] = v; });
+          });
+        });
+  });
+  expect_runs(k, 1, [](int t) { return t % 32 * 3; });
 }
 
 // A thread reads back "its own" element only if one partition handed it out. In a group of warps,
@@ -821,49 +834,26 @@ TEST(Sync, AnIdWrittenInlineInsideAGroupOfWarpsIsNotTheIndexItIsOutside) {
 // but lane 31 - l stored there last. Two shares in the group's stores: not the thread's own, and the
 // barrier is placed (docs/sync.md, `one_share`).
 TEST(Sync, AThreadsOwnElementComesFromOnePartitionShare) {
-  KernelBuilder k("one_share");
-  auto out = k.param<GlobalPtr<int>>("out", extent(64));
-  k.block_threads(64);
-  k.body([&](Scope& g) {
-    g.partition(
-        out, block(1), [&](Expr i) { return i; },
-        [&](Scope& g, View ob) {
-          g.group(block(1), [&](Scope& b) {
-            auto s = b.shared<int>("s", 64);
-            auto tv = b.let("tv", b.id(thread(1)));
-            auto wv = b.let("wv", b.id(warp()));
-            auto lane = b.let("lane", tv % 32);
-            b.partition(
-                s, warp(), [&](Expr i) { return wv * 32 + i; },
-                [&](Scope& b, View s_w) {
-                  b.group(warp(), [&](Scope& w) {
-                    w.partition(
-                        s_w, thread(1), [&](Expr i) { return lane + i; },
-                        [&](Scope& w, View a) { w.group(thread(1), [&](Scope&) { a[0] = tv * 3; }); });
-                    w.partition(
-                        s_w, thread(1), [&](Expr i) { return 31 - lane + i; },
-                        [&](Scope& w, View a) { w.group(thread(1), [&](Scope&) { a[0] = tv * 5; }); });
-                  });
-                });
-            b.partition(
-                ob, thread(1), [&](Expr i) { return tv + i; },
-                [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[0] = s[wv * 32 + lane]; }); });
+  Kernel k = one_block("one_share", [](Scope& b, View s, Var tv, View ob) {
+    auto wv = b.let("wv", b.id(warp()));
+    auto lane = b.let("lane", tv % 32);
+    b.partition(
+        s, warp(), [&](Expr i) { return wv * 32 + i; },
+        [&](Scope& b, View s_w) {
+          b.group(warp(), [&](Scope& w) {
+            w.partition(
+                s_w, thread(1), [&](Expr i) { return lane + i; },
+                [&](Scope& w, View a) { w.group(thread(1), [&](Scope&) { a[0] = tv * 3; }); });
+            w.partition(
+                s_w, thread(1), [&](Expr i) { return 31 - lane + i; },
+                [&](Scope& w, View a) { w.group(thread(1), [&](Scope&) { a[0] = tv * 5; }); });
           });
         });
+    b.partition(
+        ob, thread(1), [&](Expr i) { return tv + i; },
+        [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[0] = s[wv * 32 + lane]; }); });
   });
-  Kernel kernel = k.build();
-  EXPECT_EQ(syncthreads(kernel.source(Spec{})), 1) << kernel.source(Spec{});
-  std::vector<int> want(64);
-  for (int t = 0; t < 64; ++t) want[static_cast<std::size_t>(t)] = (t / 32 * 32 + 31 - t % 32) * 5;
-  InterpreterOptions reverse;
-  reverse.order = ThreadOrder::Reverse;
-  std::vector<Device> devices{Device::interpreter(), Device::interpreter(reverse)};
-  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
-  for (const Device& d : devices) {
-    std::vector<int> o(64, -1);
-    kernel.launch(d, Grid{1, 64}, o);
-    EXPECT_EQ(o, want) << d.name();
-  }
+  expect_runs(k, 1, [](int t) { return (t / 32 * 32 + 31 - t % 32) * 5; });
 }
 
 }  // namespace
