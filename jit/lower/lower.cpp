@@ -476,13 +476,17 @@ class BodyLowerer {
     const auto* b = as<Binary>(*y);
     return b && is_integer(b->type) && b->a && b->b ? b : nullptr;
   }
+  /// `facts` and those of gap's atoms.
+  std::vector<Fact> with_atom_facts(std::vector<Fact> facts, const Affine& gap, Form form) const {
+    std::vector<Fact> more = atom_facts(gap, form);
+    facts.insert(facts.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    return facts;
+  }
   /// `at_least_one(gap, facts)` with the facts of gap's atoms added; failing that, for a min or max
   /// atom m = min(a, b), both cases: m is a where a <= b, and b where b <= a (up to two atoms deep).
   /// `x[max(min(i, n - 1), 0)]`: below n as n - 1 < n and 0 < n (from n >= 1).
   bool follows(const Affine& gap, Form form, const std::vector<Fact>& facts, int depth = 0) const {
-    std::vector<Fact> all = facts, more = atom_facts(gap, form);
-    all.insert(all.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-    if (at_least_one(gap, all)) return true;
+    if (at_least_one(gap, with_atom_facts(facts, gap, form))) return true;
     if (depth >= 2) return false;
     for (const auto& [atom, k] : gap.terms) {
       const Binary* b = operation(atom);
@@ -523,7 +527,7 @@ class BodyLowerer {
   /// (`normal`): an integer widened to i64 is then the same number (exact_width's rebuilds).
   Affine products(const ExprPtr& e, bool trusted = false) const {
     const ExprPtr x = unwidened(e, trusted);
-    auto products = [&](const ExprPtr& y) { return this->products(y, trusted); };
+    auto products = [&](const ExprPtr& y) { return this->products(y, trusted); };  // the same trust below
     if (const auto* l = as<Literal>(*x); l && is_integer(l->type)) return affine(x, true);
     if (const auto* b = as<Binary>(*x)) {
       if (b->op == BinOp::Add || b->op == BinOp::Sub) {
@@ -588,8 +592,7 @@ class BodyLowerer {
               std::none_of(vars.begin(), vars.end(), [&](const ExprPtr& o) { return equal(o, f); }))
             vars.push_back(f);
     if (vars.empty()) return false;
-    std::vector<Fact> facts = usable_facts(Form::Products), more = atom_facts(gap, Form::Products);
-    facts.insert(facts.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    const std::vector<Fact> facts = with_atom_facts(usable_facts(Form::Products), gap, Form::Products);
     for (const ExprPtr& w : vars) {
       if (!at_least_zero(w, facts)) continue;
       for (const Fact& f : facts) {
