@@ -66,6 +66,7 @@ Expr unary(ir::UnOp op, const ExprArg& a) {
 
 Expr math(ir::MathFn fn, std::vector<ExprPtr> args, SourceLoc loc) {
   ScalarType t = args.front() ? args.front()->type : ScalarType::F32;
+  if (ir::is_bit_fn(fn) && fn != ir::MathFn::Brev) t = ScalarType::I32;  // a count
   return BuilderAccess::expr(ir::make<ir::MathCall>(t, fn, std::move(args), loc));
 }
 
@@ -139,6 +140,10 @@ Expr tanh(const ExprArg& e) { return math(ir::MathFn::Tanh, {node(e.expr)}, e.lo
 Expr abs(const ExprArg& e) { return math(ir::MathFn::Abs, {node(e.expr)}, e.loc); }
 Expr floor(const ExprArg& e) { return math(ir::MathFn::Floor, {node(e.expr)}, e.loc); }
 Expr ceil(const ExprArg& e) { return math(ir::MathFn::Ceil, {node(e.expr)}, e.loc); }
+Expr popc(const ExprArg& e) { return math(ir::MathFn::Popc, {node(e.expr)}, e.loc); }
+Expr clz(const ExprArg& e) { return math(ir::MathFn::Clz, {node(e.expr)}, e.loc); }
+Expr ffs(const ExprArg& e) { return math(ir::MathFn::Ffs, {node(e.expr)}, e.loc); }
+Expr brev(const ExprArg& e) { return math(ir::MathFn::Brev, {node(e.expr)}, e.loc); }
 Expr fma(const ExprArg& a, const ExprArg& b, const ExprArg& c) {
   ScalarType t = a.expr.defined() ? a.expr.type() : ScalarType::F32;
   return math(ir::MathFn::Fma, {adapt(a, t), adapt(b, t), adapt(c, t)}, a.loc);

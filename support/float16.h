@@ -51,4 +51,37 @@ inline std::uint16_t float_to_bf16(float f) {
   x += 0x7fff + ((x >> 16) & 1);
   return static_cast<std::uint16_t>(x >> 16);
 }
+
+/// `x` rounded to f32 *to odd*: toward zero, with the last bit set when anything was cut off. A
+/// 16-bit type keeps fewer than 22 of f32's 24 bits, so rounding this to it (nearest even) gives x
+/// rounded once, as the GPU's `cvt.rn.f16.f64` does. Rounding to f32 to nearest first would not:
+/// 1 + 2^-11 + 2^-40 would become the tie 1 + 2^-11, then 1 in f16 instead of 1 + 2^-10.
+inline float to_odd_f32(double x) {
+  float f = static_cast<float>(x);
+  if (x != x || static_cast<double>(f) == x) return f;
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(x)) --u;  // rounded away from zero: one step back
+  u |= 1;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+/// The integer -m (negative) or m rounded to f32 to odd, as to_odd_f32 (exactly, whatever its size).
+inline float int_to_odd_f32(bool negative, std::uint64_t m) {
+  int s = 0;
+  while ((m >> s) >= (std::uint64_t{1} << 24)) ++s;
+  std::uint64_t kept = m >> s;
+  if (s && (m & ((std::uint64_t{1} << s) - 1))) kept |= 1;
+  float f = std::ldexp(static_cast<float>(kept), s);
+  return negative ? -f : f;
+}
+/// An f64 or an integer (its exact value; u64 as unsigned) converted to f16 or bf16 with one
+/// rounding to nearest even: what `__double2half`, `__ll2bfloat16_rn` and the rest give on the GPU.
+inline std::uint16_t to_16bit(float odd, bool bf16) { return bf16 ? float_to_bf16(odd) : float_to_half(odd); }
+inline std::uint16_t f64_to_16bit(double x, bool bf16) { return to_16bit(to_odd_f32(x), bf16); }
+inline std::uint16_t int_to_16bit(std::int64_t v, bool is_unsigned, bool bf16) {
+  bool negative = !is_unsigned && v < 0;
+  std::uint64_t m = negative ? std::uint64_t{0} - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+  return to_16bit(int_to_odd_f32(negative, m), bf16);
+}
 }  // namespace vantage::float16

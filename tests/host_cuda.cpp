@@ -13,6 +13,27 @@
 namespace vantage::test_support {
 namespace {
 
+/// CUDA's integer bit intrinsics as its documentation defines them, written with the compiler's
+/// builtins rather than jit/ir/eval, so that a run compares the generated code with eval's definition.
+constexpr const char* kBitsShim = R"(
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline unsigned __brev(unsigned x) {
+  unsigned r = 0;
+  for (int i = 0; i < 32; ++i, x >>= 1) r = (r << 1) | (x & 1u);
+  return r;
+}
+inline unsigned long long __brevll(unsigned long long x) {
+  unsigned long long r = 0;
+  for (int i = 0; i < 64; ++i, x >>= 1) r = (r << 1) | (x & 1ull);
+  return r;
+}
+)";
+
 /// What the generated code of a one-thread integer kernel needs from CUDA, on the host: thread and
 /// block 0, the device functions `min` and `max`, and what a checked access records with.
 constexpr const char* kShim = R"(#include <algorithm>
@@ -285,7 +306,7 @@ bool runs_on_host(const std::string& source) {
 HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches, HostSanitizer sanitizer) {
   HostLaunches run;
   std::ostringstream program;
-  program << kThreadsShim;
+  program << kThreadsShim << kBitsShim;
   std::vector<std::string> sources;
   std::vector<std::size_t> space;  // each launch's namespace
   for (const auto& l : launches) {
@@ -367,7 +388,7 @@ HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches, HostS
 HostRun run_on_host(const std::vector<HostKernel>& kernels) {
   HostRun run;
   std::ostringstream program;
-  program << kShim;
+  program << kShim << kBitsShim;
   for (std::size_t i = 0; i < kernels.size(); ++i)
     program << "namespace vt_case_" << i << " {\n" << hosted(kernels[i].source) << "\n}\n";
   program << "int main() {\n";

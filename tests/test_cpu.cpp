@@ -65,7 +65,9 @@ Kernel integer_ops(int* ops) {
       [](Expr x, Expr y) { return x >> y; },         [](Expr x, Expr y) { return min(x, y); },
       [](Expr x, Expr y) { return max(x, y); },      [](Expr x, Expr y) { return x ^ y; },
       [](Expr x, Expr y) { return cast<T>(x < y); }, [](Expr x, Expr) { return -x; },
-      [](Expr x, Expr) { return abs(x); },
+      [](Expr x, Expr) { return abs(x); },           [](Expr x, Expr) { return cast<T>(popc(x)); },
+      [](Expr x, Expr) { return cast<T>(clz(x)); },  [](Expr x, Expr) { return cast<T>(ffs(x)); },
+      [](Expr x, Expr) { return brev(x); },
   };
   *ops = static_cast<int>(fs.size());
   const int K = *ops;
@@ -115,6 +117,15 @@ void expect_integer_ops_as_defined(const std::vector<T>& edges) {
     ASSERT_EQ(static_cast<std::int64_t>(cpu[static_cast<std::size_t>(i * ops + 3)]),
               static_cast<std::int64_t>(static_cast<T>(want)));
   }
+  // And the bit functions (the last four operations), each a count or T's bits reversed.
+  const ir::MathFn bit_fns[] = {ir::MathFn::Popc, ir::MathFn::Clz, ir::MathFn::Ffs, ir::MathFn::Brev};
+  for (int i = 0; i < n; ++i)
+    for (int f = 0; f < 4; ++f) {
+      std::int64_t x = static_cast<std::int64_t>(a[static_cast<std::size_t>(i)]);
+      ASSERT_EQ(cpu[static_cast<std::size_t>(i * ops + ops - 4 + f)],
+                static_cast<T>(ir::eval_bits(bit_fns[f], scalar_of<T>, x)))
+          << ir::name_of(bit_fns[f]) << " of " << +a[static_cast<std::size_t>(i)];
+    }
 }
 
 TEST(Cpu, IntegerOperationsComputeWhatTheSemanticsDefine) {
@@ -122,6 +133,7 @@ TEST(Cpu, IntegerOperationsComputeWhatTheSemanticsDefine) {
   expect_integer_ops_as_defined<std::int32_t>({INT32_MIN, INT32_MIN + 1, -13, -1, 0, 1, 7, 31, 32, 33, INT32_MAX});
   expect_integer_ops_as_defined<std::uint32_t>({0, 1, 7, 31, 32, 33, 0x80000000u, UINT32_MAX});
   expect_integer_ops_as_defined<std::int64_t>({INT64_MIN, -13, -1, 0, 1, 63, 64, 65, std::int64_t{1} << 40, INT64_MAX});
+  expect_integer_ops_as_defined<std::uint64_t>({0, 1, 0x0123456789abcdefULL, std::uint64_t{1} << 63, UINT64_MAX});
 }
 
 TEST(Cpu, FloatOperationsAndConversionsMatchTheInterpreterToTheBit) {

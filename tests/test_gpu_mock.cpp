@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <set>
@@ -46,6 +47,8 @@ struct MockState {
   };
   std::vector<Encode> encodes;
   std::vector<std::vector<std::uint64_t>> map_args;  ///< the last launch's tensor maps, whole
+  /// What the next launch does to memory, given its arguments (a kernel's effect, written by hand).
+  std::function<void(const std::vector<std::uint64_t>&)> effect;
 };
 MockState& mock() {
   static MockState s;
@@ -259,6 +262,10 @@ CUresult m_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, un
     record[5] = 1000;
     record[0] = lower::check_tag(*reinterpret_cast<const std::string*>(f));
   }
+  if (mock().effect) {
+    mock().effect(mock().args);
+    mock().effect = nullptr;
+  }
   return 0;
 }
 CUresult m_occupancy(int* n, CUfunction, int, std::size_t) {
@@ -392,6 +399,32 @@ TEST(GpuMock, ALaunchPacksItsArgumentsForCuLaunchKernel) {
   EXPECT_EQ(a, 2.5f);
   EXPECT_EQ(mock().args[2], x.view().address());
   EXPECT_EQ(mock().args[3], y.view().address());
+}
+
+// test_support::launch_on, with which the user-kernel tests run on a GPU where the bundle's check has
+// one: host vectors go to buffers of the GPU, the launcher checks them as any buffers, and what the
+// kernel may change comes back (here the kernel's effect is written by hand, as saxpy's).
+TEST(GpuMock, LaunchOnStagesHostVectorsAndCopiesBackWhatTheKernelMayChange) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(0);
+  Kernel k = examples::saxpy();
+  std::vector<float> x(1000), y(1000, 2.0f);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  {
+    std::lock_guard lock(mock().mu);
+    mock().effect = [](const std::vector<std::uint64_t>& args) {
+      ASSERT_EQ(args[4], 1000u) << "x's length";
+      ASSERT_EQ(args[5], 1000u) << "y's length";
+      const auto* xs = reinterpret_cast<const float*>(args[2]);
+      auto* ys = reinterpret_cast<float*>(args[3]);
+      for (int i = 0; i < 1000; ++i) ys[i] = 2.5f * xs[i] + ys[i];
+    };
+  }
+  int before = mock().launches.load();
+  test_support::launch_on(k, d, Grid{4, 256}, 1000, 2.5f, std::as_const(x), y);
+  EXPECT_EQ(mock().launches.load(), before + 1);
+  for (std::size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], 2.5f * x[i] + 2.0f) << i;
+  EXPECT_EQ(x[999], 999.0f) << "a const vector is not copied back";
 }
 
 // The wgmma GEMM's tensor maps: made at launch from the buffers given (K-major rows, the 128-byte

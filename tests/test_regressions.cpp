@@ -614,8 +614,24 @@ TEST(Regression, ARowIndexWidenedFromArithmeticThatWrapsIsChecked) {
 // took the guard as true, and the proof above, taking the cast as exact, left their reads of
 // in[2^31 + ...] unchecked. The guard is now computed in 64 bits (`i64(blk) * 1024 + ...`); the
 // blocks past n copy nothing. Only the CPU backend runs 2^21 blocks in a test's time.
+/// The devices that run a grid of 2^21 blocks in a test's time: the CPU backend and a GPU (in the GPU
+/// bundle's check, which is built without the CPU backend).
+std::vector<Device> large_grid_devices() {
+  std::vector<Device> d;
+  if (Device::cpu_available()) d.push_back(Device::cpu(2));
+  if (Device::gpu_count() > 0) d.push_back(Device::gpu(0));
+  return d;
+}
+/// `host` in a new buffer of `d`.
+template <class T>
+DeviceBuffer<T> on(const Device& d, const std::vector<T>& host) {
+  DeviceBuffer<T> b = d.alloc<T>(static_cast<std::int64_t>(host.size()));
+  b.copy_from(host);
+  return b;
+}
+
 TEST(Regression, LibCopyOnAGridPast2To31ElementsCopiesItsElementsAndNothingElse) {
-  if (!Device::cpu_available()) GTEST_SKIP() << "no CPU backend in this build";
+  if (large_grid_devices().empty()) GTEST_SKIP() << "no CPU backend in this build and no GPU";
   KernelBuilder k("copy_huge_grid");
   auto n = k.param<int>("n");
   auto in = k.param<GlobalPtr<const float>>("in", extent(n));
@@ -624,11 +640,17 @@ TEST(Regression, LibCopyOnAGridPast2To31ElementsCopiesItsElementsAndNothingElse)
   k.body([&](Scope& g) { lib::copy(g, out, in, n); });
   Kernel kernel = k.build();
   EXPECT_EQ(specialize_for(kernel, Spec{}).checks.size(), 0u) << kernel.lowered(Spec{});
-  std::vector<float> a(4099), b(4100, -1.0f);
+  std::vector<float> a(4099);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i) * 0.5f;
-  kernel.launch(Device::cpu(2), Grid{(1 << 21) + 1, 256}, 4099, std::as_const(a), b);
-  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(b[i], a[i]) << "out[" << i << "]";
-  EXPECT_EQ(b[4099], -1.0f);
+  for (const Device& d : large_grid_devices()) {
+    std::vector<float> b(4100, -1.0f);
+    const auto in = on(d, a);
+    auto out = on(d, b);
+    kernel.launch(d, Grid{(1 << 21) + 1, 256}, 4099, in, out);
+    out.copy_to(b);
+    for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(b[i], a[i]) << d.name() << ", out[" << i << "]";
+    EXPECT_EQ(b[4099], -1.0f) << d.name();
+  }
 }
 
 // lib::for_each with 4 items per thread tested `blk * 1024 + t + k * 256 < n` in i32: from block
@@ -636,7 +658,7 @@ TEST(Regression, LibCopyOnAGridPast2To31ElementsCopiesItsElementsAndNothingElse)
 // elements of block 0), so threads far past n ran the body. With several items the test is made in
 // 64 bits.
 TEST(Regression, LibForEachOfSeveralItemsOnAGridPast2To31ElementsRunsEachElementOnce) {
-  if (!Device::cpu_available()) GTEST_SKIP() << "no CPU backend in this build";
+  if (large_grid_devices().empty()) GTEST_SKIP() << "no CPU backend in this build and no GPU";
   KernelBuilder k("for_each_huge_grid");
   auto n = k.param<int>("n");
   auto x = k.param<GlobalPtr<const int>>("x", extent(n));
@@ -653,12 +675,19 @@ TEST(Regression, LibForEachOfSeveralItemsOnAGridPast2To31ElementsRunsEachElement
         lib::Tile{4});
   });
   Kernel kernel = k.build();
-  std::vector<int> xs(1000), ys(1000, 0), rs(1000, 0);
+  std::vector<int> xs(1000);
   for (int i = 0; i < 1000; ++i) xs[static_cast<std::size_t>(i)] = i - 300;
-  kernel.launch(Device::cpu(2), Grid{(1 << 21) + 1, 256}, 1000, std::as_const(xs), ys, rs);
-  for (std::size_t i = 0; i < 1000; ++i) {
-    ASSERT_EQ(ys[i], xs[i] * 3) << "y[" << i << "]";
-    ASSERT_EQ(rs[i], 1) << "element " << i << " ran " << rs[i] << " times";
+  for (const Device& d : large_grid_devices()) {
+    std::vector<int> ys(1000, 0), rs(1000, 0);
+    const auto x = on(d, xs);
+    auto y = on(d, ys), runs = on(d, rs);
+    kernel.launch(d, Grid{(1 << 21) + 1, 256}, 1000, x, y, runs);
+    y.copy_to(ys);
+    runs.copy_to(rs);
+    for (std::size_t i = 0; i < 1000; ++i) {
+      ASSERT_EQ(ys[i], xs[i] * 3) << d.name() << ", y[" << i << "]";
+      ASSERT_EQ(rs[i], 1) << d.name() << ", element " << i << " ran " << rs[i] << " times";
+    }
   }
 }
 

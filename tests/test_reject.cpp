@@ -900,6 +900,26 @@ TEST(Reject, BitwiseOnFloat) {
   });
 }
 
+TEST(Reject, BitFunctionsOfAFloatOrABool) {
+  for (auto fn : {popc, clz, ffs, brev}) {
+    int bad = 0;
+    expect_kernel_rejected("V0702", bad, [&](KB& k) {
+      auto a = k.param<float>("a");
+      k.body([&](Scope& g) {
+        bad = __LINE__ + 1;
+        g.let("x", fn(a));
+      });
+    });
+    expect_kernel_rejected("V0702", bad, [&](KB& k) {
+      auto n = k.param<int>("n");
+      k.body([&](Scope& g) {
+        bad = __LINE__ + 1;
+        g.let("x", fn(n < 3));
+      });
+    });
+  }
+}
+
 TEST(Reject, IfOnAnInteger) {
   int bad = 0;
   expect_kernel_rejected("V0703", bad, [&](KB& k) {

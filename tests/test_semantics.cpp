@@ -3,6 +3,7 @@
 // prints for each edge case, compiled by NVRTC.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <regex>
 
 #include "host_cuda.hpp"
@@ -88,11 +89,129 @@ TEST(Semantics, ConversionsKeepTheLowBits) {
   EXPECT_EQ(ir::eval_cast(I32, ScalarType::Bool, -3), 1);
 }
 
+TEST(Semantics, BitFunctionsReadTheOperandsBitsAtItsWidth) {
+  using ir::MathFn;
+  auto bits = [](MathFn f, ScalarType t, std::int64_t v) { return ir::eval_bits(f, t, v); };
+  EXPECT_EQ(bits(MathFn::Popc, U32, 0xf0), 4);
+  EXPECT_EQ(bits(MathFn::Popc, I32, -1), 32) << "a negative i32 is 32 set bits, not 64";
+  EXPECT_EQ(bits(MathFn::Popc, I64, -1), 64);
+  EXPECT_EQ(bits(MathFn::Popc, U64, INT64_MIN), 1);
+  EXPECT_EQ(bits(MathFn::Clz, U32, 0), 32);
+  EXPECT_EQ(bits(MathFn::Clz, I64, 0), 64);
+  EXPECT_EQ(bits(MathFn::Clz, U32, 1), 31);
+  EXPECT_EQ(bits(MathFn::Clz, I32, -1), 0);
+  EXPECT_EQ(bits(MathFn::Clz, U64, 1), 63);
+  EXPECT_EQ(bits(MathFn::Ffs, I32, 0), 0);
+  EXPECT_EQ(bits(MathFn::Ffs, U32, 8), 4);
+  EXPECT_EQ(bits(MathFn::Ffs, I32, INT32_MIN), 32);
+  EXPECT_EQ(bits(MathFn::Ffs, I64, INT64_MIN), 64);
+  EXPECT_EQ(bits(MathFn::Brev, U32, 1), 0x80000000LL);
+  EXPECT_EQ(bits(MathFn::Brev, I32, 1), INT32_MIN) << "an i32 keeps its type: the top bit is the sign";
+  EXPECT_EQ(bits(MathFn::Brev, I32, 6), 0x60000000LL);
+  EXPECT_EQ(bits(MathFn::Brev, U64, 1), INT64_MIN) << "2^63, held as u64 bits";
+  EXPECT_EQ(bits(MathFn::Brev, I64, 0x0123456789abcdefLL), static_cast<std::int64_t>(0xf7b3d591e6a2c480ULL));
+  // Folding uses the same definition, and the counts' range is [0, width].
+  SourceLoc l{"t.cpp", 1, 1};
+  auto popc = ir::make<ir::MathCall>(I32, MathFn::Popc, std::vector<ir::ExprPtr>{ir::int_literal(I64, -1, l)}, l);
+  EXPECT_EQ(ir::const_int(popc), 64);
+  auto clz = ir::make<ir::MathCall>(
+      I32, MathFn::Clz, std::vector<ir::ExprPtr>{ir::ref(ir::make_var(1, "x", U64, ir::VarNode::Origin::Param, l), l)},
+      l);
+  EXPECT_EQ(ir::value_range(clz, ir::RangeEnv{}).lo, 0);
+  EXPECT_EQ(ir::value_range(clz, ir::RangeEnv{}).hi, 64);
+}
+
 TEST(Semantics, LiteralsMustFitTheirType) {
   EXPECT_TRUE(ir::fits(I32, INT32_MIN));
   EXPECT_FALSE(ir::fits(I32, 5000000000LL));
   EXPECT_FALSE(ir::fits(U32, -1));
   EXPECT_TRUE(ir::fits(U64, -1)) << "u64 literals hold bit patterns";
+}
+
+/// f64 and integers converted to f16 and bf16 with one rounding to nearest even, as the GPU's cvt.rn
+/// does (docs/semantics.md). Until the eleventh session the interpreter and the CPU backend rounded to
+/// f32 first, and a value just past a 16-bit tie became the tie, then rounded to even: the wrong way.
+TEST(Semantics, ConversionsToSixteenBitFloatsRoundOnce) {
+  KernelBuilder k("to16");
+  auto n = k.param<int>("n");
+  auto d = k.param<GlobalPtr<const double>>("d", extent(n));
+  auto q = k.param<GlobalPtr<const std::int64_t>>("q", extent(n));
+  auto u = k.param<GlobalPtr<const std::uint64_t>>("u", extent(n));
+  auto out = k.param<GlobalPtr<float>>("out", extent(n * 6));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    auto i = g.let("i", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr j) { return i * 6 + j; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) {
+            th.if_(i < n, [&](Scope&) {
+              o[0] = cast<float>(cast(ScalarType::F16, d[i]));
+              o[1] = cast<float>(cast(ScalarType::BF16, d[i]));
+              o[2] = cast<float>(cast(ScalarType::BF16, q[i]));
+              o[3] = cast<float>(cast(ScalarType::F16, q[i]));
+              o[4] = cast<float>(cast(ScalarType::BF16, cast<int>(q[i])));
+              o[5] = cast<float>(cast(ScalarType::BF16, u[i]));
+            });
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  struct Case {
+    int op;  // which of the six conversions above
+    double d;
+    std::int64_t q;
+    std::uint64_t u;
+    float want;
+  };
+  const double p = std::ldexp(1.0, -40);
+  const Case cases[] = {
+      {0, 1 + 0x1p-11 + p, 0, 0, 1 + 0x1p-10f},  // past the tie: up (f32 first made it the tie, then 1)
+      {0, 1 + 0x1p-11, 0, 0, 1.0f},              // the tie itself: to even
+      {0, 1 + 3 * 0x1p-11, 0, 0, 1 + 0x1p-9f},   // a tie whose even neighbour is above
+      {0, -(1 + 0x1p-11 + p), 0, 0, -(1 + 0x1p-10f)},
+      {0, 0x1p-25 + 0x1p-60, 0, 0, 0x1p-24f},  // past half the smallest subnormal
+      {0, 65519.99, 0, 0, 65504.0f},
+      {0, 65520.0, 0, 0, INFINITY},
+      {1, 1 + 0x1p-8 + p, 0, 0, 1 + 0x1p-7f},
+      {1, 1e300, 0, 0, INFINITY},
+      {2, 0, (1LL << 25) + (1LL << 17) + 1, 0, 0x1p25f + 0x1p18f},
+      {2, 0, (1LL << 25) + (1LL << 17), 0, 0x1p25f},
+      {2, 0, (1LL << 60) + (1LL << 52) + 1, 0, 0x1p60f + 0x1p53f},
+      {2, 0, INT64_MIN, 0, -0x1p63f},
+      {3, 0, 70000, 0, INFINITY},
+      {3, 0, -2049, 0, -2048.0f},  // f16 holds 11 bits: -2049 is a tie, to even
+      {4, 0, (1LL << 25) + (1LL << 17) + 1, 0, 0x1p25f + 0x1p18f},
+      {5, 0, 0, UINT64_MAX, 0x1p64f},
+      {5, 0, 0, (1ULL << 63) + (1ULL << 55) + 1, 0x1p63f + 0x1p56f},
+  };
+  const int N = static_cast<int>(std::size(cases));
+  std::vector<double> ds;
+  std::vector<std::int64_t> qs;
+  std::vector<std::uint64_t> us;
+  for (const Case& c : cases) {
+    ds.push_back(c.d);
+    qs.push_back(c.q);
+    us.push_back(c.u);
+  }
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));  // the GPU bundle's check
+  for (const Device& dev : devices) {
+    std::vector<float> o(static_cast<std::size_t>(N * 6));
+    test_support::launch_on(kernel, dev, Grid{1, 32}, N, std::as_const(ds), std::as_const(qs), std::as_const(us), o);
+    for (int i = 0; i < N; ++i) {
+      const Case& c = cases[i];
+      EXPECT_EQ(o[static_cast<std::size_t>(i * 6 + c.op)], c.want)
+          << dev.name() << ", case " << i << " (conversion " << c.op << " of " << c.d << ", " << c.q << ", " << c.u
+          << ")";
+    }
+  }
+  // The GPU converts with CUDA's intrinsics, each one rounding.
+  std::string src = specialize_for(kernel, Spec{}).source;
+  for (const char* f : {"__double2half(", "__double2bfloat16(", "__ll2bfloat16_rn(", "__ll2half_rn(",
+                        "__int2bfloat16_rn(", "__ull2bfloat16_rn("})
+    EXPECT_NE(src.find(f), std::string::npos) << f;
 }
 
 TEST(Semantics, FoldingNeverChangesAValue) {
@@ -465,6 +584,23 @@ TEST(GeneratedCodeRuns, IntegerOperationsComputeWhatEvalDefines) {
                 return bin(op, t, bin(BinOp::And, t, a, max), leaf_divisor ? b : bin(BinOp::Sub, t, b, 1));
               });
         }
+    }
+    // The bit functions through CUDA's intrinsics (__popc, __clzll, ...), as the host shim defines
+    // them from the compiler's builtins, against jit/ir/eval's definition.
+    const std::pair<ir::MathFn, Expr (*)(const ExprArg&)> bit_fns[] = {
+        {ir::MathFn::Popc, popc}, {ir::MathFn::Clz, clz}, {ir::MathFn::Ffs, ffs}, {ir::MathFn::Brev, brev}};
+    for (auto [fn, call] : bit_fns) {
+      ScalarType out = fn == ir::MathFn::Brev ? t : I32;
+      auto k = host_op(t, out, [call](Expr a, Expr) { return call(a); });
+      auto patterns = values;
+      for (std::int64_t v : {0x00f00000LL, 0x12345678LL, 0x0123456789abcdefLL})
+        if (ir::fits(t, v)) patterns.push_back(v);
+      for (std::int64_t a : patterns) {
+        k.calls.push_back(literal(t, a) + ", " + literal(t, 0));
+        expected.push_back(printed(out, ir::eval_bits(fn, t, a)));
+        what.push_back(std::string(type_name(t)) + " " + ir::name_of(fn) + " of " + printed(t, a));
+      }
+      kernels.push_back(std::move(k));
     }
     for (ScalarType to : kIntegers)
       if (to != t) {

@@ -6,6 +6,9 @@
 
 #include <filesystem>
 #include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
 
 #include "vantage/vantage.hpp"
 
@@ -23,6 +26,61 @@ inline int count(const std::string& text, const std::string& what) {
   int n = 0;
   for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
   return n;
+}
+
+namespace detail {
+/// A launch argument as launch_on passes it to a GPU: scalars as they are, host vectors in buffers.
+template <class T>
+struct Staged {
+  T value;
+  T& arg() { return value; }
+  void back() {}
+};
+template <class T>
+struct Staged<const std::vector<T>&> {
+  DeviceBuffer<T> buffer;
+  const DeviceBuffer<T>& arg() const { return buffer; }
+  void back() {}
+};
+template <class T>
+struct Staged<std::vector<T>&> {
+  std::vector<T>* host;
+  DeviceBuffer<T> buffer;
+  DeviceBuffer<T>& arg() { return buffer; }
+  void back() { buffer.copy_to(*host); }
+};
+template <class T>
+struct IsVector : std::false_type {};
+template <class T>
+struct IsVector<std::vector<T>> : std::true_type {};
+template <class A>
+auto stage(const Device& d, A&& a) {
+  using V = std::decay_t<A>;
+  if constexpr (IsVector<V>::value) {
+    auto b = d.alloc<typename V::value_type>(static_cast<std::int64_t>(a.size()));
+    b.copy_from(a);
+    if constexpr (std::is_lvalue_reference_v<A> && !std::is_const_v<std::remove_reference_t<A>>)
+      return Staged<V&>{&a, std::move(b)};
+    else
+      return Staged<const V&>{std::move(b)};
+  } else {
+    return Staged<V>{a};
+  }
+}
+}  // namespace detail
+
+/// `k.launch(d, g, args...)` with host vectors standing for buffers of `d`: the interpreter and the
+/// CPU backend take them as they are; on a GPU each is copied to a buffer of its own, and those the
+/// caller may change are copied back after the launch. So one test runs on every device.
+template <class... A>
+void launch_on(const Kernel& k, const Device& d, Grid g, A&&... args) {
+  if (d.kind() != DeviceKind::Gpu) {
+    k.launch(d, g, std::forward<A>(args)...);
+    return;
+  }
+  auto staged = std::make_tuple(detail::stage(d, std::forward<A>(args))...);
+  std::apply([&](auto&... s) { k.launch(d, g, s.arg()...); }, staged);
+  std::apply([](auto&... s) { (s.back(), ...); }, staged);
 }
 
 /// A fresh directory under /tmp named from `prefix`, removed with everything in it at scope exit.

@@ -1,11 +1,14 @@
 // Kernels a user writes that the examples do not: a histogram in shared memory with atomics, a
-// stencil whose block loads its halo, a row softmax with two block reductions, a block scan. Each
-// runs on the interpreter under both thread orders, on the CPU backend, and (its generated CUDA, on
-// host threads) as a GPU would run it, against a plain C++ reference; NVRTC compiles each. Inputs
+// stencil whose block loads its halo, a row softmax with two block reductions, a block scan, a
+// sparse matrix-vector product, a bitonic sort, a stream compaction with ballot and popc. Each runs
+// on the interpreter under both thread orders, on the CPU backend, on a GPU where there is one (the
+// GPU bundle's check), and (its generated CUDA, on host threads) as a GPU would run it, against a
+// plain C++ reference; NVRTC compiles each. Inputs
 // are small integers (as floats where the kernel takes floats), so that sums are exact; softmax's
 // exponentials are compared to a relative 1e-5.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,11 +30,15 @@ std::vector<Device> devices() {
   reverse.order = ThreadOrder::Reverse;
   std::vector<Device> d{Device::interpreter(), Device::interpreter(reverse)};
   if (Device::cpu_available()) d.push_back(Device::cpu(2));
+  if (Device::gpu_count() > 0) d.push_back(Device::gpu(0));  // the GPU bundle's check runs these
   return d;
 }
 
 /// The generated CUDA of `k` launched on host threads: its buffers after the launch, or a failure.
 std::vector<std::vector<long long>> on_host(const Kernel& k, Spec spec, Grid g, std::vector<HostArg> args) {
+  // The GPU bundle's check runs these tests on the GPU, on a machine whose host compiler may lack the
+  // sanitizers' libraries: it turns this part off.
+  if (const char* e = std::getenv("VANTAGE_HOST_CUDA"); e && std::string(e) == "off") return {};
   Specialized s = specialize_for(k, spec.with_fp_contract(false));
   if (std::getenv("VANTAGE_USER_VERBOSE")) std::printf("%s\n", s.source.c_str());
   if (!test_support::runs_on_host(s.source)) {
@@ -104,7 +111,7 @@ TEST(UserKernels, AHistogramInSharedMemoryCountsEveryElement) {
   }
   for (const Device& d : devices()) {
     std::vector<int> bins(256, 0);
-    k.launch(d, Grid{3, 256}, n, std::as_const(in), bins);
+    test_support::launch_on(k, d, Grid{3, 256}, n, std::as_const(in), bins);
     EXPECT_EQ(bins, want) << d.name();
   }
   auto host = on_host(k, Spec{}, Grid{3, 256},
@@ -165,7 +172,7 @@ TEST(UserKernels, AStencilThatLoadsItsHaloIsRightAtTheEdgesOfEveryBlock) {
     const std::int64_t blocks = (n + 127) / 128;
     for (const Device& d : devices()) {
       std::vector<float> y(static_cast<std::size_t>(n), -99.0f);
-      k.launch(d, Grid{blocks, 128}, n, std::as_const(x), y);
+      test_support::launch_on(k, d, Grid{blocks, 128}, n, std::as_const(x), y);
       EXPECT_EQ(y, want) << d.name() << ", n = " << n;
     }
     if (n == 300) {
@@ -248,7 +255,7 @@ TEST(UserKernels, ARowSoftmaxWithTwoBlockReductionsSumsToOne) {
     }
     for (const Device& d : devices()) {
       std::vector<float> y(x.size(), -1.0f);
-      k.launch(d, Grid{rows, 128}, rows, cols, std::as_const(x), y);
+      test_support::launch_on(k, d, Grid{rows, 128}, rows, cols, std::as_const(x), y);
       for (std::size_t i = 0; i < y.size(); ++i)
         ASSERT_NEAR(y[i], want[i], 1e-5 * want[i] + 1e-7) << d.name() << ", cols = " << cols << ", element " << i;
     }
@@ -297,7 +304,7 @@ TEST(UserKernels, ABlockScanGivesEachBlocksPrefixSumsAndTotal) {
   }
   for (const Device& d : devices()) {
     std::vector<int> out(n, -1), totals(blocks, -1);
-    k.launch(d, Grid{blocks, 256}, n, std::as_const(in), out, totals);
+    test_support::launch_on(k, d, Grid{blocks, 256}, n, std::as_const(in), out, totals);
     EXPECT_EQ(out, want) << d.name();
     EXPECT_EQ(totals, want_totals) << d.name();
   }
@@ -364,7 +371,7 @@ TEST(UserKernels, AMatrixVectorProductWithAWarpPerRowIsExact) {
     const std::int64_t blocks = (rows + 3) / 4;
     for (const Device& d : devices()) {
       std::vector<int> y(static_cast<std::size_t>(rows), -1);
-      k.launch(d, Grid{blocks, 128}, rows, cols, std::as_const(a), std::as_const(x), y);
+      test_support::launch_on(k, d, Grid{blocks, 128}, rows, cols, std::as_const(a), std::as_const(x), y);
       EXPECT_EQ(y, want) << d.name() << ", " << rows << " x " << cols;
     }
   }
@@ -400,7 +407,7 @@ TEST(UserKernels, AGridSumOfBlockReductionsAndOneAtomicPerBlockIsExact) {
     for (int i = 0; i < n; ++i) want += in[static_cast<std::size_t>(i)] = (i * 11) % 23 - 11;
     for (const Device& d : devices()) {
       std::vector<int> total{0};
-      k.launch(d, Grid{(n + 255) / 256, 256}, n, std::as_const(in), total);
+      test_support::launch_on(k, d, Grid{(n + 255) / 256, 256}, n, std::as_const(in), total);
       EXPECT_EQ(total[0], want) << d.name() << ", n = " << n;
     }
     if (n == 1000) {
@@ -469,7 +476,7 @@ TEST(UserKernels, ABoxFilterOverATileWithItsBorderIsExactAtEveryEdge) {
     const std::int64_t blocks = ((h + 15) / 16) * ((w + 15) / 16);
     for (const Device& d : devices()) {
       std::vector<int> out(in.size(), -99);
-      k.launch(d, Grid{blocks, 256}, h, w, std::as_const(in), out);
+      test_support::launch_on(k, d, Grid{blocks, 256}, h, w, std::as_const(in), out);
       EXPECT_EQ(out, want) << d.name() << ", " << h << " x " << w;
     }
     if (h == 17) {
@@ -478,6 +485,244 @@ TEST(UserKernels, ABoxFilterOverATileWithItsBorderIsExactAtEveryEdge) {
                            HostArg::of("int", std::vector<int>(in.size(), -99))});
       if (host.size() == 2) EXPECT_EQ(host[1], words(want));
     }
+  }
+  expect_compiles(k);
+}
+
+// ---------------------------------------------------------------- sparse matrix-vector, CSR
+/// y = A x for A in compressed sparse rows: thread r walks row r from row_ptr[r] to row_ptr[r + 1].
+/// The loop's bounds and the column indices come from memory, so nothing proves val[j], col[j] or
+/// x[col[j]] inside: each is checked, and a malformed matrix is reported, never read past.
+Kernel spmv_csr() {
+  KernelBuilder k("spmv_csr");
+  auto rows = k.param<int>("rows");
+  auto nnz = k.param<int>("nnz");
+  auto row_ptr = k.param<GlobalPtr<const int>>("row_ptr", extent(rows + 1));
+  auto col = k.param<GlobalPtr<const int>>("col", extent(nnz));
+  auto val = k.param<GlobalPtr<const float>>("val", extent(nnz));
+  auto x = k.param<GlobalPtr<const float>>("x");
+  auto y = k.param<GlobalPtr<float>>("y", extent(rows));
+  k.block_threads(128);
+  k.body([&](Scope& g) {
+    lib::for_each(g, y, rows, [&](Scope& th, Expr r, ElemRef yr) {
+      auto sum = th.let("sum", 0.0f);
+      th.for_("j", row_ptr[r], row_ptr[r + 1], [&](Scope& th, Expr j) { th.assign(sum, sum + val[j] * x[col[j]]); });
+      yr = sum;
+    });
+  });
+  return k.build();
+}
+
+TEST(UserKernels, ASparseMatrixVectorProductIsExactAndAMalformedMatrixIsReported) {
+  Kernel k = spmv_csr();
+  const int rows = 300, cols = 77;
+  std::vector<int> row_ptr{0}, col;
+  std::vector<float> val, x(cols), want(rows, 0.0f);
+  for (int c = 0; c < cols; ++c) x[static_cast<std::size_t>(c)] = static_cast<float>(c % 7 - 3);
+  for (int r = 0; r < rows; ++r) {
+    for (int e = 0; e < (r * 13) % 9; ++e) {
+      int c = (r * 31 + e * 17) % cols;
+      col.push_back(c);
+      val.push_back(static_cast<float>((r + e) % 5 - 2));
+      want[static_cast<std::size_t>(r)] += val.back() * x[static_cast<std::size_t>(c)];
+    }
+    row_ptr.push_back(static_cast<int>(col.size()));
+  }
+  const int nnz = static_cast<int>(col.size());
+  const Grid grid{(rows + 127) / 128, 128};
+  // The last row ends past the arrays; one column is past x.
+  std::vector<int> bad_rows = row_ptr, bad_cols = col;
+  bad_rows[rows] = nnz + 3;
+  bad_cols[5] = cols;
+  for (const Device& d : devices()) {
+    std::vector<float> y(rows, -1.0f);
+    test_support::launch_on(k, d, grid, rows, nnz, std::as_const(row_ptr), std::as_const(col), std::as_const(val),
+                            std::as_const(x), y);
+    EXPECT_EQ(y, want) << d.name();
+    for (bool rows_bad : {true, false}) {
+      try {
+        test_support::launch_on(k, d, grid, rows, nnz, std::as_const(rows_bad ? bad_rows : row_ptr),
+                                std::as_const(rows_bad ? col : bad_cols), std::as_const(val), std::as_const(x), y);
+        ADD_FAILURE() << d.name() << ": a malformed matrix was read without a report";
+      } catch (const ExecutionError& e) {
+        EXPECT_EQ(e.check(), "memcheck") << e.what();
+        // The interpreter evaluates an expression's operands left to right, so the access it names
+        // is the first the row makes past the arrays: val[j], before col[j] (until the eleventh
+        // session it named whichever operand the host compiler evaluated first).
+        std::string what = e.what();
+        if (d.kind() == DeviceKind::Interpreter)
+          EXPECT_NE(what.find(rows_bad ? "'val'[1200]" : "'x'[77]"), std::string::npos) << what;
+      }
+    }
+  }
+  auto host = on_host(
+      k, Spec{}, grid,
+      {HostArg::of("int", rows), HostArg::of("int", nnz), HostArg::of("int", row_ptr), HostArg::of("int", col),
+       HostArg::of("float", val), HostArg::of("float", x), HostArg::of("float", std::vector<float>(rows, -1.0f))});
+  if (host.size() == 7) {
+    EXPECT_EQ(host[6], words(want));
+  }
+  expect_compiles(k);
+}
+
+// ---------------------------------------------------------------- bitonic sort in shared memory
+/// Sorts each block's 512 elements: 256 threads, each the compare-exchange of one pair per step,
+/// the pair (lo, lo + j) with lo = (t / j) * 2j + t % j. The steps are loops whose counters double
+/// and halve (`for_` with a step rule); the pairs move with j, so each step needs the barrier before
+/// it, which the user does not write.
+Kernel bitonic512() {
+  KernelBuilder k("bitonic512");
+  auto in = k.param<GlobalPtr<const int>>("in");
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.partition(
+        out, block(1), [&](Expr i) { return blk * 512 + i; },
+        [&](Scope& g, View out_b) {
+          g.group(block(1), [&](Scope& b) {
+            auto t = b.let("t", b.id(thread(1)));
+            View s = b.shared<int>("s", 512);
+            b.partition(
+                s, thread(1), [&](Expr i) { return t * 2 + i; },
+                [&](Scope& b, View mine) {
+                  b.group(thread(1), [&](Scope&) {
+                    mine[0] = in[blk * 512 + t * 2];
+                    mine[1] = in[blk * 512 + t * 2 + 1];
+                  });
+                });
+            b.for_(
+                "k", 2, [](Expr kk) { return kk <= 512; }, [](Expr kk) { return kk << 1; },
+                [&](Scope& b, Expr kk) {
+                  b.for_(
+                      "j", kk / 2, [](Expr j) { return j > 0; }, [](Expr j) { return j >> 1; },
+                      [&](Scope& b, Expr j) {
+                        Expr lo = (t / j) * (j * 2) + t % j;
+                        b.partition(
+                            s, thread(1), [&](Expr i) { return lo + i * j; },
+                            [&](Scope& b, View pair) {
+                              b.group(thread(1), [&](Scope& th) {
+                                auto x = th.let("x", pair[0]), y = th.let("y", pair[1]);
+                                th.if_((x > y) == ((lo & kk) == 0), [&](Scope&) {
+                                  pair[0] = y;
+                                  pair[1] = x;
+                                });
+                              });
+                            });
+                      });
+                });
+            b.partition(
+                out_b, thread(1), [&](Expr i) { return t * 2 + i; },
+                [&](Scope& b, View o) {
+                  b.group(thread(1), [&](Scope&) {
+                    o[0] = s[t * 2];
+                    o[1] = s[t * 2 + 1];
+                  });
+                });
+          });
+        });
+  });
+  return k.build();
+}
+
+TEST(UserKernels, ABitonicSortInSharedMemorySortsEachBlock) {
+  Kernel k = bitonic512();
+  const int blocks = 3, n = blocks * 512;
+  std::vector<int> in(n);
+  for (int i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] = (i * 7919 + 13) % 1000 - 500;
+  std::vector<int> want = in;
+  for (int b = 0; b < blocks; ++b) std::sort(want.begin() + b * 512, want.begin() + (b + 1) * 512);
+  for (const Device& d : devices()) {
+    std::vector<int> out(n, 0);
+    test_support::launch_on(k, d, Grid{blocks, 256}, std::as_const(in), out);
+    EXPECT_EQ(out, want) << d.name();
+  }
+  Specialized s = specialize_for(k, Spec{});
+  EXPECT_EQ(syncthreads(s.source), 2) << "one barrier before each step and one before the write-back";
+  auto host = on_host(k, Spec{}, Grid{blocks, 256}, {HostArg::of("int", in), HostArg::of("int", std::vector<int>(n))});
+  if (host.size() == 2) {
+    EXPECT_EQ(host[1], words(want));
+  }
+  expect_compiles(k);
+}
+
+// ---------------------------------------------------------------- stream compaction with ballot
+/// Each warp keeps its elements that are not multiples of 3, packed in order at the front of its
+/// 32 outputs, and stores how many it kept: a lane's place is the number of kept lanes below it,
+/// popc(ballot & ((1 << lane) - 1)).
+Kernel warp_compact() {
+  KernelBuilder k("warp_compact");
+  auto n = k.param<int>("n");
+  auto in = k.param<GlobalPtr<const int>>("in", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out");
+  auto counts = k.param<GlobalPtr<int>>("counts");
+  k.block_threads(128);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    g.partition(
+        out, block(1), [&](Expr i) { return blk * 128 + i; },
+        [&](Scope& g, View out_b) {
+          g.partition(
+              counts, block(1), [&](Expr i) { return blk * 4 + i; },
+              [&](Scope& g, View counts_b) {
+                g.group(block(1), [&](Scope& b) {
+                  auto w = b.let("w", b.id(warp()));
+                  b.partition(
+                      out_b, warp(), [&](Expr i) { return w * 32 + i; },
+                      [&](Scope& b, View out_w) {
+                        b.partition(
+                            counts_b, warp(), [&](Expr i) { return w + i; },
+                            [&](Scope& b, View count_w) {
+                              b.group(warp(), [&](Scope& wp) {
+                                auto lane = wp.let("lane", wp.id(thread(1)));
+                                auto i = wp.let("i", blk * 128 + w * 32 + lane);
+                                auto v = wp.let("v", select(i < n, in[min(i, n - 1)], 0), at(thread(1)));
+                                auto keep = wp.let("keep", i < n && v % 3 != 0, at(thread(1)));
+                                auto mask = wp.ballot("mask", keep);
+                                auto below = (1u << cast<unsigned>(lane)) - 1u;
+                                auto slot = wp.let("slot", popc(mask & below), at(thread(1)));
+                                wp.partition(
+                                    out_w, thread(1), [&](Expr j) { return slot + j; },
+                                    [&](Scope& wp, View mine) {
+                                      wp.group(thread(1),
+                                               [&](Scope& th) { th.if_(keep, [&](Scope&) { mine[0] = v; }); });
+                                    });
+                                lib::store_by_one(wp, count_w, 0, popc(mask));
+                              });
+                            });
+                      });
+                });
+              });
+        });
+  });
+  return k.build();
+}
+
+TEST(UserKernels, AStreamCompactionWithBallotAndPopcKeepsEachWarpsElementsInOrder) {
+  Kernel k = warp_compact();
+  const int n = 300, blocks = 3;
+  std::vector<int> in(n), want(blocks * 128, -1), want_counts(blocks * 4, 0);
+  for (int i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] = (i * 7 + 1) % 11;
+  for (int w = 0; w < blocks * 4; ++w)
+    for (int l = 0; l < 32; ++l) {
+      int i = w * 32 + l;
+      if (i < n && in[static_cast<std::size_t>(i)] % 3 != 0)
+        want[static_cast<std::size_t>(w * 32 + want_counts[static_cast<std::size_t>(w)]++)] =
+            in[static_cast<std::size_t>(i)];
+    }
+  for (const Device& d : devices()) {
+    std::vector<int> out(blocks * 128, -1), counts(blocks * 4, -1);
+    test_support::launch_on(k, d, Grid{blocks, 128}, n, std::as_const(in), out, counts);
+    EXPECT_EQ(out, want) << d.name();
+    EXPECT_EQ(counts, want_counts) << d.name();
+  }
+  auto host =
+      on_host(k, Spec{}, Grid{blocks, 128},
+              {HostArg::of("int", n), HostArg::of("int", in), HostArg::of("int", std::vector<int>(blocks * 128, -1)),
+               HostArg::of("int", std::vector<int>(blocks * 4, -1))});
+  if (host.size() == 4) {
+    EXPECT_EQ(host[2], words(want));
+    EXPECT_EQ(host[3], words(want_counts));
   }
   expect_compiles(k);
 }

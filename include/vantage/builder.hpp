@@ -122,6 +122,16 @@ Expr floor(const ExprArg& e);
 Expr ceil(const ExprArg& e);
 Expr pow(const ExprArg& a, const ExprArg& b);
 Expr fma(const ExprArg& a, const ExprArg& b, const ExprArg& c);
+/// Bit functions of an integer of 32 or 64 bits (any signedness), read as its bits, as CUDA's
+/// `__popc`, `__clz`, `__ffs` and `__brev` (and their `ll` forms) compute them (docs/semantics.md):
+/// `popc` counts the set bits, `clz` the zero bits above the highest set one (the width for 0),
+/// `ffs` is 1 + the position of the lowest set bit (0 for 0); each is an `i32`. `brev` reverses the
+/// bits and has the operand's type. With `ballot`, `popc(mask & ((1u << lane) - 1u))` is a lane's
+/// place among the lanes whose predicate held.
+Expr popc(const ExprArg& e);
+Expr clz(const ExprArg& e);
+Expr ffs(const ExprArg& e);
+Expr brev(const ExprArg& e);
 
 /// A thread-local variable declared with `let`; reads like an expression, changes with `assign`.
 class Var : public Expr {

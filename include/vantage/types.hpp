@@ -77,6 +77,8 @@ constexpr bool is_integer(ScalarType t) {
 constexpr bool is_float(ScalarType t) {
   return t == ScalarType::F16 || t == ScalarType::BF16 || t == ScalarType::F32 || t == ScalarType::F64;
 }
+/// f16, bf16
+constexpr bool is_16bit_float(ScalarType t) { return t == ScalarType::F16 || t == ScalarType::BF16; }
 /// signed integers and floats
 constexpr bool is_signed(ScalarType t) { return t == ScalarType::I32 || t == ScalarType::I64 || is_float(t); }
 

@@ -505,8 +505,12 @@ class Checker {
     Perspective v = kTop;
     for (const auto& a : n.args) {
       v = meet(v, check_expr(a, here));
-      if (a && !is_float(a->type) && !(n.fn == MathFn::Abs && is_integer(a->type)))
-        error("V0702", here, std::string(name_of(n.fn)) + " is not defined for " + type_name(a->type));
+      bool defined = is_bit_fn(n.fn) ? a && is_integer(a->type)
+                                     : a && (is_float(a->type) || (n.fn == MathFn::Abs && is_integer(a->type)));
+      if (a && !defined)
+        error("V0702", here,
+              std::string(name_of(n.fn)) + " is not defined for " + type_name(a->type) +
+                  (is_bit_fn(n.fn) ? " (it takes an integer of 32 or 64 bits)" : ""));
       if (a && n.args.front() && a->type != n.args.front()->type)
         error("V0701", here, std::string(name_of(n.fn)) + " operands have different types");
     }

@@ -405,10 +405,15 @@ class Analyzer {
     return out;
   }
   const Lanes& ev(const MathCall& n, Mask m, Lanes& out) {
-    if (integral(n.type) && !n.args.empty()) {  // abs
+    if (integral(n.type) && !n.args.empty()) {  // abs or a bit function
       const Lanes& x = eval(n.args[0], m, out);
       const Mask known = m & x.known;
-      each(known, [&](int i) { out.v[i] = x.v[i] < 0 ? eval_unary(UnOp::Neg, n.type, x.v[i]) : x.v[i]; });
+      const ScalarType xt = n.args[0]->type;
+      each(known, [&](int i) {
+        out.v[i] = is_bit_fn(n.fn)                   ? eval_bits(n.fn, xt, x.v[i])
+                   : is_signed(n.type) && x.v[i] < 0 ? eval_unary(UnOp::Neg, n.type, x.v[i])
+                                                     : x.v[i];
+      });
       out.known = known;
       out.uniform = false;
       return out;

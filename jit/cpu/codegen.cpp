@@ -54,7 +54,7 @@ Lvl join(Lvl a, Lvl b) { return a == Lvl::Varying || b == Lvl::Varying ? Lvl::Va
 
 bool integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
 bool unsigned_type(ScalarType t) { return t == ScalarType::U32 || t == ScalarType::U64 || t == ScalarType::Bool; }
-bool half_type(ScalarType t) { return t == ScalarType::F16 || t == ScalarType::BF16; }
+bool half_type(ScalarType t) { return is_16bit_float(t); }
 
 [[noreturn]] void unsupported(const std::string& what, SourceLoc l) {
   throw UnsupportedOnDevice(what + " cannot run on the CPU backend", {l});
@@ -1417,6 +1417,10 @@ class Gen {
       if (fw > tw) return b_.CreateTrunc(a, type(to));
       return unsigned_type(from) ? b_.CreateZExt(a, type(to)) : b_.CreateSExt(a, type(to));
     }
+    if (from == ScalarType::F64 && half_type(to)) {  // one rounding (support/float16.h)
+      auto fn = pure("vt_cpu_f64_to_16", b_.getInt16Ty(), {b_.getDoubleTy(), b_.getInt32Ty()});
+      return from_mem(b_.CreateCall(fn, {a, b_.getInt32(to == ScalarType::BF16)}), to);
+    }
     if (is_float(from) && is_float(to)) {
       llvm::Type* ft = type(to);
       if (a->getType() != ft) a = ft->isDoubleTy() ? b_.CreateFPExt(a, ft) : b_.CreateFPTrunc(a, ft);
@@ -1428,7 +1432,12 @@ class Gen {
       auto id = unsigned_type(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
       return b_.CreateIntrinsic(id, {type(to), a->getType()}, {a});
     }
-    // Integer to float: one rounding to f32 or f64 (to a 16-bit float through f32, as the interpreter).
+    // Integer to float: one rounding (to a 16-bit float by the helper the interpreter uses too).
+    if (half_type(to) && from != ScalarType::Bool) {
+      auto fn = pure("vt_cpu_int_to_16", b_.getInt16Ty(), {b_.getInt64Ty(), b_.getInt32Ty(), b_.getInt32Ty()});
+      return from_mem(
+          b_.CreateCall(fn, {i64(a, from), b_.getInt32(unsigned_type(from)), b_.getInt32(to == ScalarType::BF16)}), to);
+    }
     if (from == ScalarType::Bool) a = b_.CreateZExt(a, b_.getInt32Ty());
     llvm::Type* ft = to == ScalarType::F64 ? b_.getDoubleTy() : b_.getFloatTy();
     Value* r = unsigned_type(from) ? b_.CreateUIToFP(a, ft) : b_.CreateSIToFP(a, ft);
@@ -1448,6 +1457,24 @@ class Gen {
     std::vector<Value*> xs;
     for (const auto& a : n.args) xs.push_back(expr(a));
     ScalarType t = n.type;
+    if (is_bit_fn(n.fn)) {
+      Value* x = xs[0];
+      llvm::Type* xt = x->getType();
+      Value* r = nullptr;
+      switch (n.fn) {
+        case MathFn::Popc: r = b_.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, x); break;
+        case MathFn::Clz:  // zero is not poison: ctlz(0) is the width
+          r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, x, b_.getFalse());
+          break;
+        case MathFn::Ffs:
+          r = b_.CreateSelect(b_.CreateICmpEQ(x, llvm::ConstantInt::get(xt, 0)), llvm::ConstantInt::get(xt, 0),
+                              b_.CreateAdd(b_.CreateBinaryIntrinsic(llvm::Intrinsic::cttz, x, b_.getTrue()),
+                                           llvm::ConstantInt::get(xt, 1)));
+          break;
+        default: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::bitreverse, x);
+      }
+      return b_.CreateZExtOrTrunc(r, b_.getInt32Ty());
+    }
     if (integral(t)) {  // abs: wraps at MIN
       Value* neg = b_.CreateSub(llvm::ConstantInt::get(xs[0]->getType(), 0), xs[0]);
       if (unsigned_type(t)) return xs[0];
@@ -1475,6 +1502,10 @@ class Gen {
       case MathFn::Floor: r = b_.CreateIntrinsic(llvm::Intrinsic::floor, {ft}, {xs[0]}); break;
       case MathFn::Ceil: r = b_.CreateIntrinsic(llvm::Intrinsic::ceil, {ft}, {xs[0]}); break;
       case MathFn::Fma: r = b_.CreateIntrinsic(llvm::Intrinsic::fma, {ft}, {xs[0], xs[1], xs[2]}); break;
+      case MathFn::Popc:
+      case MathFn::Clz:
+      case MathFn::Ffs:
+      case MathFn::Brev: throw InternalError("cpu: a bit function of a float (the checker refuses it)");
     }
     return round16(r, t);
   }

@@ -19,6 +19,11 @@ float vt_cpu_f16_to_f32(std::uint16_t h) { return float16::half_to_float(h); }
 float vt_cpu_bf16_to_f32(std::uint16_t b) { return float16::bf16_to_float(b); }
 std::uint16_t vt_cpu_f32_to_f16(float f) { return float16::float_to_half(f); }
 std::uint16_t vt_cpu_f32_to_bf16(float f) { return float16::float_to_bf16(f); }
+/// One rounding from f64, or from an integer of any size, to f16 (`bf16` 0) or bf16 (1).
+std::uint16_t vt_cpu_f64_to_16(double x, std::int32_t bf16) { return float16::f64_to_16bit(x, bf16 != 0); }
+std::uint16_t vt_cpu_int_to_16(std::int64_t v, std::int32_t is_unsigned, std::int32_t bf16) {
+  return float16::int_to_16bit(v, is_unsigned != 0, bf16 != 0);
+}
 
 /// The first failed check of a launch: the kernel's tag, then site, block, thread, index, bound.
 void vt_cpu_fail(std::uint64_t* record, std::uint64_t tag, std::int32_t site, std::int64_t block, std::int32_t thread,
@@ -87,6 +92,8 @@ const std::vector<std::pair<std::string, void*>>& helper_symbols() {
       {"vt_cpu_bf16_to_f32", reinterpret_cast<void*>(&vt_cpu_bf16_to_f32)},
       {"vt_cpu_f32_to_f16", reinterpret_cast<void*>(&vt_cpu_f32_to_f16)},
       {"vt_cpu_f32_to_bf16", reinterpret_cast<void*>(&vt_cpu_f32_to_bf16)},
+      {"vt_cpu_f64_to_16", reinterpret_cast<void*>(&vt_cpu_f64_to_16)},
+      {"vt_cpu_int_to_16", reinterpret_cast<void*>(&vt_cpu_int_to_16)},
       {"vt_cpu_fail", reinterpret_cast<void*>(&vt_cpu_fail)},
       {"vt_cpu_mma", reinterpret_cast<void*>(&vt_cpu_mma)},
       {"vt_cpu_ldmatrix", reinterpret_cast<void*>(&vt_cpu_ldmatrix)},

@@ -433,7 +433,6 @@ class Emitter {
     return std::string("(") + name_of(n.op) + a + ")";
   }
 
-  static bool is_16bit_float(ScalarType t) { return t == ScalarType::F16 || t == ScalarType::BF16; }
   /// `x` as float, for 16-bit floats computed through float.
   std::string widen(const std::string& x, ScalarType t) {
     note(t);
@@ -563,6 +562,21 @@ class Emitter {
     ScalarType t = n.type;
     std::vector<std::string> args;
     for (const auto& a : n.args) args.push_back(expr(a));
+    if (is_bit_fn(n.fn)) {
+      // CUDA's intrinsics take int or unsigned (long long) and agree on the bits: cast the operand
+      // to the one each takes, and brev's result back to the operand's type.
+      const bool wide = type_bytes(n.args[0]->type) == 8;
+      const std::string s = wide ? "long long" : "int", u = wide ? "unsigned long long" : "unsigned";
+      const std::string ll = wide ? "ll" : "";
+      switch (n.fn) {
+        case MathFn::Popc: return "__popc" + ll + "(static_cast<" + u + ">(" + args[0] + "))";
+        case MathFn::Clz: return "__clz" + ll + "(static_cast<" + s + ">(" + args[0] + "))";
+        case MathFn::Ffs: return "__ffs" + ll + "(static_cast<" + s + ">(" + args[0] + "))";
+        default:
+          return "static_cast<" + std::string(ctype(t)) + ">(__brev" + ll + "(static_cast<" + u + ">(" + args[0] +
+                 ")))";
+      }
+    }
     if (n.fn == MathFn::Abs && is_integer(t)) {
       if (!is_signed(t)) return args[0];
       if (value_range(n.args[0], env_).contains(Range::of(t).lo)) return helper("abs", t) + "(" + args[0] + ")";

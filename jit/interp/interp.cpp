@@ -37,6 +37,10 @@ double round_to(ScalarType t, double x) {
   }
 }
 bool integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
+/// A 16-bit float's bits as the value the interpreter holds.
+double from_16bit(ScalarType t, std::uint16_t bits) {
+  return t == ScalarType::F16 ? float16::half_to_float(bits) : float16::bf16_to_float(bits);
+}
 
 /// Float to integer: truncate toward zero, saturate, NaN gives 0 (PTX cvt.rzi).
 std::int64_t float_to_int(double x, ScalarType to) {
@@ -492,7 +496,12 @@ class Machine {
                                 v.i = eval_unary(n.op, n.type, a.i);
                               return v;
                             },
-                            [&](const Binary& n) { return binary(n, eval(n.a, t), eval(n.b, t)); },
+                            [&](const Binary& n) {
+                              // Left operand first (a call's arguments have no order in C++), so that
+                              // the access reported is the first the expression makes, on every build.
+                              V a = eval(n.a, t), b = eval(n.b, t);
+                              return binary(n, a, b);
+                            },
                             [&](const Cast& n) { return cast(n.a->type, n.type, eval(n.a, t)); },
                             [&](const Select& n) {
                               V c = eval(n.c, t), a = eval(n.a, t), b = eval(n.b, t);
@@ -560,10 +569,14 @@ class Machine {
     V v;
     if (integral(from) && integral(to)) {
       v.i = eval_cast(from, to, a.i);
+    } else if (from == ScalarType::F64 && is_16bit_float(to)) {
+      v.f = from_16bit(to, float16::f64_to_16bit(a.f, to == ScalarType::BF16));  // one rounding
     } else if (is_float(from) && is_float(to)) {
       v.f = round_to(to, a.f);
     } else if (is_float(from)) {
       v.i = to == ScalarType::Bool ? a.f != 0 : float_to_int(a.f, to);
+    } else if (is_16bit_float(to) && from != ScalarType::Bool) {  // one rounding, whatever the size
+      v.f = from_16bit(to, float16::int_to_16bit(a.i, !is_signed(from), to == ScalarType::BF16));
     } else if (to == ScalarType::F32 && (from == ScalarType::I64 || from == ScalarType::U64)) {
       // One rounding, as cvt.rn.f32.s64 does (through double would round twice).
       v.f = from == ScalarType::I64 ? static_cast<float>(a.i) : static_cast<float>(static_cast<std::uint64_t>(a.i));
@@ -574,8 +587,12 @@ class Machine {
   }
   static V math(const MathCall& n, const std::vector<V>& x) {
     V v;
-    if (integral(n.type)) {  // abs
-      v.i = x[0].i < 0 ? eval_unary(UnOp::Neg, n.type, x[0].i) : x[0].i;
+    if (is_bit_fn(n.fn)) {
+      v.i = eval_bits(n.fn, n.args[0]->type, x[0].i);
+      return v;
+    }
+    if (integral(n.type)) {  // abs: the identity on unsigned types (a u64 from 2^63 is held negative)
+      v.i = is_signed(n.type) && x[0].i < 0 ? eval_unary(UnOp::Neg, n.type, x[0].i) : x[0].i;
       return v;
     }
     double a = x[0].f;
@@ -593,6 +610,10 @@ class Machine {
       case MathFn::Floor: v.f = std::floor(a); break;
       case MathFn::Ceil: v.f = std::ceil(a); break;
       case MathFn::Fma: v.f = n.type == ScalarType::F64 ? std::fma(a, x[1].f, x[2].f) : a * x[1].f + x[2].f; break;
+      case MathFn::Popc:
+      case MathFn::Clz:
+      case MathFn::Ffs:
+      case MathFn::Brev: throw InternalError("interp: a bit function of a float (the checker refuses it)");
     }
     if (n.fn == MathFn::Fma && n.type == ScalarType::F32)
       v.f = std::fmaf(static_cast<float>(a), static_cast<float>(x[1].f), static_cast<float>(x[2].f));

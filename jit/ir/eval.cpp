@@ -1,6 +1,8 @@
 // Vantage integer semantics: see eval.h and docs/semantics.md.
 #include "jit/ir/eval.h"
 
+#include <bit>
+
 #include "jit/ir/visit.h"
 
 namespace vantage::ir {
@@ -120,6 +122,23 @@ std::int64_t eval_unary(UnOp op, ScalarType t, std::int64_t a, bool* overflowed)
   return 0;
 }
 
+std::int64_t eval_bits(MathFn fn, ScalarType operand, std::int64_t a) {
+  const int width = type_bytes(operand) * 8;
+  const std::uint64_t bits = width == 64 ? static_cast<std::uint64_t>(a) : static_cast<std::uint32_t>(a);
+  switch (fn) {
+    case MathFn::Popc: return std::popcount(bits);
+    case MathFn::Clz: return std::countl_zero(bits) - (64 - width);
+    case MathFn::Ffs: return bits == 0 ? 0 : std::countr_zero(bits) + 1;
+    case MathFn::Brev: {
+      std::uint64_t r = 0;
+      for (int i = 0; i < width; ++i) r |= ((bits >> i) & 1) << (width - 1 - i);
+      return wrap(operand, static_cast<__int128>(r));
+    }
+    default: break;
+  }
+  throw InternalError(std::string("eval_bits: ") + name_of(fn) + " is not a bit function");
+}
+
 std::int64_t shift_amount(ScalarType t, std::int64_t b) {
   __int128 x = exact(t, b);
   return x < 0 ? -1 : (x > 4096 ? 4096 : static_cast<std::int64_t>(x));
@@ -177,7 +196,12 @@ std::optional<Folded> fold(const ExprPtr& e) {
                 if (!c || !a || !b) return std::nullopt;
                 return c->value ? Folded{a->value, c->exact && a->exact} : Folded{b->value, c->exact && b->exact};
               },
-              [](const MathCall&) -> std::optional<Folded> { return std::nullopt; },
+              [](const MathCall& n) -> std::optional<Folded> {
+                if (!is_bit_fn(n.fn) || n.args.size() != 1 || !n.args[0]) return std::nullopt;
+                auto a = fold(n.args[0]);
+                if (!a) return std::nullopt;
+                return Folded{eval_bits(n.fn, n.args[0]->type, a->value), a->exact};
+              },
               [](const Id&) -> std::optional<Folded> { return std::nullopt; },
               [](const Builtin&) -> std::optional<Folded> { return std::nullopt; },
               [](const Load&) -> std::optional<Folded> { return std::nullopt; },

@@ -32,6 +32,9 @@ __int128 exact(ScalarType t, std::int64_t v);
 /// the exact result did not fit and was wrapped (or a division by zero was defined away).
 std::int64_t eval_binary(BinOp op, ScalarType operand, std::int64_t a, std::int64_t b, bool* overflowed = nullptr);
 std::int64_t eval_unary(UnOp op, ScalarType t, std::int64_t a, bool* overflowed = nullptr);
+/// A bit function (`is_bit_fn`) of `a`, a value of the integer type `operand` (32 or 64 bits), read as
+/// its bits: popc, clz and ffs give an i32 count, brev a value of `operand`.
+std::int64_t eval_bits(MathFn fn, ScalarType operand, std::int64_t a);
 /// A shift's amount, a value of type `t`, as eval_binary takes it: negative amounts as -1 (past every
 /// width), large ones held at 4096.
 std::int64_t shift_amount(ScalarType t, std::int64_t b);

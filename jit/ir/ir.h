@@ -72,7 +72,30 @@ enum class BinOp : std::uint8_t {
   Max,
   Pow
 };
-enum class MathFn : std::uint8_t { Sqrt, Rsqrt, Exp, Exp2, Log, Log2, Sin, Cos, Tanh, Abs, Floor, Ceil, Fma };
+enum class MathFn : std::uint8_t {
+  Sqrt,
+  Rsqrt,
+  Exp,
+  Exp2,
+  Log,
+  Log2,
+  Sin,
+  Cos,
+  Tanh,
+  Abs,
+  Floor,
+  Ceil,
+  Fma,
+  // The bit functions (docs/semantics.md): an integer operand of 32 or 64 bits, read as its bits.
+  Popc,  ///< set bits: i32
+  Clz,   ///< leading zero bits, the width for 0: i32
+  Ffs,   ///< 1 + the lowest set bit's position, 0 for 0: i32
+  Brev,  ///< the bits in reverse order: the operand's type
+};
+/// Whether `fn` is one of the bit functions (integer operands; not a float math function).
+constexpr bool is_bit_fn(MathFn fn) {
+  return fn == MathFn::Popc || fn == MathFn::Clz || fn == MathFn::Ffs || fn == MathFn::Brev;
+}
 
 // clang-format off
 #define VANTAGE_IR_INTRINSICS(X)                                                                         \

@@ -158,6 +158,8 @@ Range value_range(const ExprPtr& e, const RangeEnv& env) {
               },
               [&](const Select& n) { return fit(value_range(n.a, env).join(value_range(n.b, env))); },
               [&](const MathCall& n) {
+                if (is_bit_fn(n.fn) && n.fn != MathFn::Brev && !n.args.empty() && n.args[0])
+                  return Range{0, type_bytes(n.args[0]->type) * 8};  // a count of bits
                 if (n.fn == MathFn::Abs && !n.args.empty()) {
                   Range a = value_range(n.args[0], env);
                   __int128 m = std::max(a.hi < 0 ? -a.hi : a.hi, a.lo < 0 ? -a.lo : a.lo);
