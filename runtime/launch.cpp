@@ -751,9 +751,12 @@ LaunchReport run_host(const Kernel& kernel, const Device& device, const Entry& e
   o.seed = io.seed;
   o.checks = io.checks;
   o.max_statements = io.max_statements;
+  std::shared_ptr<CostReport> measured;
+  if (io.measure) o.measure = (measured = std::make_shared<CostReport>()).get();
   auto start = std::chrono::steady_clock::now();
   interp::Stats st = interp::run(*e.lowered, p.blocks, run_args, o);
   LaunchReport rep;
+  rep.measured = std::move(measured);
   rep.threads = e.block_threads * p.blocks;
   rep.thread_statements = st.thread_statements;
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

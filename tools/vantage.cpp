@@ -37,14 +37,16 @@ Usage:
                                 barriers, guards; exit 1 if any fails. --cache: through the kernel
                                 cache (read from it, or compile and store there)
   vantage run NAME [--size NAME=VALUE...] [--device DEVICE] [--order forward|reverse|random]
-                 [--seed S] [--check | --no-check] [--against-interpreter]
+                 [--seed S] [--check | --no-check] [--against-interpreter] [--measure]
                                 run an example (at its default sizes when no --size is given),
                                 check its result against a C++ reference, print what it did; exit 1
                                 on a wrong result or, on the interpreter, a memcheck, racecheck,
                                 synccheck or initcheck finding (--check: those checks, the default)
                                 DEVICE: interpreter (the default), cpu, cpu:THREADS, gpu, gpu:N,
                                 or best; --against-interpreter: on the CPU or a GPU, also run it on
-                                the interpreter and compare the two results
+                                the interpreter and compare the two results; --measure: on the
+                                interpreter, count every memory request and branch as it runs, in
+                                the units of `vantage report` (sectors, wavefronts, splits)
   vantage report NAME [--size NAME=VALUE...] [--blocks B] [--json] [--svg FILE] [--arch ARCH]
                  [--threads N]
                                 the static cost report of a launch (docs/report.md): per access,
@@ -226,6 +228,8 @@ int run_main(int argc, char** argv) {
       io.checks = true;
     } else if (a == "--no-check") {
       io.checks = false;
+    } else if (a == "--measure") {
+      io.measure = true;
     } else if (a.rfind("--", 0) == 0 || !name.empty()) {
       std::fprintf(stderr, "vantage run: unexpected '%s' (see vantage --help)\n", a.c_str());
       return 2;
@@ -238,6 +242,11 @@ int run_main(int argc, char** argv) {
     return 2;
   }
   if (!find(name)) return unknown(name);
+  if (io.measure && device_name != "interpreter") {
+    std::fprintf(stderr, "vantage run: --measure counts what a launch does on the interpreter only, not on '%s'\n",
+                 device_name.c_str());
+    return 2;
+  }
   std::optional<vantage::Device> chosen;
   try {
     if (device_name == "interpreter") {
@@ -288,6 +297,7 @@ int run_main(int argc, char** argv) {
                     static_cast<long long>(r.report.threads), static_cast<long long>(r.report.thread_statements),
                     r.report.seconds);
       rc |= r.ok ? 0 : 1;
+      if (r.report.measured) std::printf("%s", r.report.measured->text().c_str());
       bool host_runs = true;
       for (const auto& ex : vantage::examples::all())
         if (ex.name == name) host_runs = ex.runs_on_host();

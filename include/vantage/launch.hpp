@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <future>
+#include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -110,6 +111,9 @@ struct LaunchReport {
   std::int64_t threads = 0;
   std::int64_t thread_statements = 0;  ///< interpreter: statements executed, summed over threads
   double seconds = 0;                  ///< host devices: how long it ran (GPU launches return at once)
+  /// Interpreter with InterpreterOptions::measure: the launch's memory requests and branches as they
+  /// ran, in the units of `kernel.report` (work, span and flops left at 0); null otherwise.
+  std::shared_ptr<const CostReport> measured;
 };
 
 /// Checks the arguments, then runs the kernel on `device` (a GPU: its default stream, asynchronously).

@@ -94,6 +94,9 @@ struct CostReport {
   double span = 0;                   ///< per block: the sum over barrier intervals of its slowest warp's steps
   int sampled_blocks = 0;            ///< blocks followed (the rest take their measure from them)
   bool exact = true;                 ///< every number above exact
+  /// Counted as a launch ran on the interpreter (InterpreterOptions::measure), every request and
+  /// branch of it; work, span and flops are not counted then.
+  bool measured = false;
   double analysis_ms = 0;
 
   /// Floating-point operations per byte moved from global memory.

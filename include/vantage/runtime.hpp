@@ -29,6 +29,9 @@ struct InterpreterOptions {
   bool checks = true;      ///< racecheck and initcheck (memcheck and synccheck are always on)
   /// Thread-statements a launch may run before it stops with an ExecutionError of check "limit".
   std::int64_t max_statements = std::int64_t{1} << 31;
+  /// Measure every memory request and branch of each launch in the cost report's units
+  /// (LaunchReport::measured; docs/report.md): what `kernel.report` predicts, counted as it runs.
+  bool measure = false;
 };
 
 enum class DeviceKind : std::uint8_t { Interpreter, Cpu, Gpu };

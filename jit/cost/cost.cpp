@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "jit/ir/eval.h"
+#include "jit/ir/request_cost.h"
 
 namespace vantage::cost {
 namespace {
@@ -748,57 +749,9 @@ class Analyzer {
     return MemRef{m, Lanes::all(0)};
   }
 
-  struct Measure {
-    double metric = 0, ideal = 0;
-    int ways = 1;
-  };
-  /// Sectors (global) or wavefronts (shared) of one request, and the ideal for it.
+  using Measure = RequestCost;
   static Measure measure(const std::array<std::int64_t, kLanes>& addr, Mask known, int bytes, bool global) {
-    Measure r;
-    if (global) {
-      std::array<std::int64_t, 2 * kLanes> sec{};
-      std::array<std::int64_t, kLanes> el{};
-      int ns = 0, ne = 0;
-      each(known, [&](int i) {
-        el[static_cast<std::size_t>(ne++)] = addr[i];
-        for (std::int64_t b = addr[i] >> 5; b <= (addr[i] + bytes - 1) >> 5 && ns < 2 * kLanes; ++b)
-          sec[static_cast<std::size_t>(ns++)] = b;
-      });
-      std::sort(sec.begin(), sec.begin() + ns);
-      std::sort(el.begin(), el.begin() + ne);
-      r.metric = static_cast<double>(std::unique(sec.begin(), sec.begin() + ns) - sec.begin());
-      // The ideal: the distinct elements the lanes touch, contiguous from a sector boundary (a
-      // broadcast needs one sector, a whole warp of floats four).
-      const auto distinct = std::unique(el.begin(), el.begin() + ne) - el.begin();
-      r.ideal = std::ceil(static_cast<double>(distinct) * bytes / 32.0);
-      return r;
-    }
-    // Lanes are served in phases of 128 bytes (32 lanes of 4 bytes, 16 of 8, 8 of 16); in each, the
-    // wavefronts are the most distinct 4-byte words any one bank holds.
-    const int words = std::max(1, bytes / 4);
-    const int per_phase = kLanes / words;
-    for (int p = 0; p < words; ++p) {
-      std::array<std::array<std::int64_t, kLanes>, 32> bank;  // only the first count[b] of each are used
-      std::array<int, 32> count{};
-      int lanes = 0, worst = 0;
-      for (int i = p * per_phase; i < (p + 1) * per_phase; ++i) {
-        if (!((known >> i) & 1)) continue;
-        ++lanes;
-        for (std::int64_t x = addr[static_cast<std::size_t>(i)] >> 2;
-             x <= (addr[static_cast<std::size_t>(i)] + bytes - 1) >> 2; ++x) {
-          auto& b = bank[static_cast<std::size_t>(x & 31)];
-          int& c = count[static_cast<std::size_t>(x & 31)];
-          if (std::find(b.begin(), b.begin() + c, x) != b.begin() + c || c == kLanes) continue;  // a broadcast
-          b[static_cast<std::size_t>(c++)] = x;
-          worst = std::max(worst, c);
-        }
-      }
-      if (!lanes) continue;
-      r.metric += worst;
-      r.ideal += 1;
-      r.ways = std::max(r.ways, worst);
-    }
-    return r;
+    return request_cost(addr, known, bytes, global);
   }
 
   void access(const void* node, const MemNode* mem, const Lanes& idx, Mask m, bool write, int bytes, SourceLoc loc,

@@ -31,8 +31,12 @@ std::string kind(const AccessCost& a) {
 
 std::string CostReport::text() const {
   std::ostringstream o;
-  o << "cost of kernel " << kernel << ": " << blocks << " blocks of " << threads_per_block << " threads ("
-    << sampled_blocks << " followed)" << (exact ? "" : "; numbers marked ~ are estimates") << "\n";
+  if (measured)
+    o << "measured cost of kernel " << kernel << ": " << blocks << " blocks of " << threads_per_block
+      << " threads (every request counted as it ran on the interpreter)\n";
+  else
+    o << "cost of kernel " << kernel << ": " << blocks << " blocks of " << threads_per_block << " threads ("
+      << sampled_blocks << " followed)" << (exact ? "" : "; numbers marked ~ are estimates") << "\n";
   char line[512];
   std::snprintf(line, sizeof line, "  %-26s %-10s %-18s %12s %6s %-22s %s\n", "line", "memory", "access", "requests",
                 "lanes", "per request (ideal)", "hint");
@@ -54,6 +58,10 @@ std::string CostReport::text() const {
                   b.exact ? "" : "~", static_cast<long long>(b.divergent));
     o << line;
   }
+  if (measured) {
+    o << "  global memory " << num(global_bytes / 1e6) << " MB\n";
+    return o.str();
+  }
   o << "  global memory " << num(global_bytes / 1e6) << " MB, " << num(flops / 1e6) << " MFLOP (" << num(intensity())
     << " FLOP/byte); work " << num(work) << " warp steps, span " << num(span) << " per block; analysed in "
     << num(analysis_ms) << " ms\n";
@@ -67,6 +75,7 @@ std::string CostReport::json() const {
   j["threads_per_block"] = threads_per_block;
   j["sampled_blocks"] = sampled_blocks;
   j["exact"] = exact;
+  j["measured"] = measured;
   j["global_bytes"] = global_bytes;
   j["flops"] = flops;
   j["intensity"] = intensity();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -13,6 +14,7 @@
 #include "jit/ir/collective.h"
 #include "jit/ir/eval.h"
 #include "jit/ir/range.h"
+#include "jit/ir/request_cost.h"
 #include "jit/ir/visit.h"
 #include "support/float16.h"
 
@@ -177,6 +179,9 @@ struct Thread {
   std::int64_t groups = 0;       ///< cp.async groups committed so far
   /// A break (1) or continue (2) on its way out of the loop body; the loop clears it.
   std::int8_t jump = 0;
+  /// Measuring: where the thread is, as the iteration of each loop around it and each call it is in;
+  /// the lanes of a warp at the same place make one request of an access.
+  std::vector<std::int64_t> path;
   bool stopped() const { return exited || frames.back().returned || jump != 0; }
   /// After a loop's body: true when a break ends the loop (a continue is just cleared).
   bool take_jump() {
@@ -226,6 +231,7 @@ class Machine {
 
   Stats run() {
     for (std::int64_t b = 0; b < blocks_; ++b) run_block(b);
+    if (opt_.measure) *opt_.measure = measured();
     return stats_;
   }
 
@@ -246,6 +252,7 @@ class Machine {
       all.push_back(&th);
     }
     exec_all(k_.kernel.body, all);
+    flush_requests();
     for (const auto& [key, r] : shared_) uninitialised(*r);
     for (auto& t : threads_)
       for (const auto& [m, r] : t.locals) uninitialised(*r);
@@ -476,6 +483,135 @@ class Machine {
     store_raw(r, i, v);
   }
 
+  // ------------------------------------------------------------ measurement (Options::measure)
+  // Each thread notes its accesses and decisions under its place (its path: the iteration of each
+  // loop around it, each call it is in). The lanes of a warp at one place make one request, or one
+  // evaluation of a condition; a block's are summed when it ends.
+  bool measuring() const { return opt_.measure && !quiet_; }
+  void enter(Thread& t) {
+    if (opt_.measure) t.path.push_back(0);
+  }
+  void at(Thread& t, std::int64_t k) {
+    if (opt_.measure) t.path.back() = k;
+  }
+  void leave(Thread& t) {
+    if (opt_.measure) t.path.pop_back();
+  }
+  /// An access (or branch) of a warp at one place: the path by its hash, kept whole in the value.
+  struct Place {
+    const void* node;
+    int part;
+    std::int64_t warp;
+    std::uint64_t path;
+    bool operator==(const Place&) const = default;
+  };
+  struct PlaceHash {
+    std::size_t operator()(const Place& p) const {
+      std::uint64_t h = p.path + reinterpret_cast<std::uintptr_t>(p.node) * 0x9e3779b97f4a7c15ull +
+                        static_cast<std::uint64_t>(p.warp * 4 + p.part) * 0xbf58476d1ce4e5b9ull;
+      h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;  // splitmix64's finish: every bit moves every bit
+      h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+      return static_cast<std::size_t>(h ^ (h >> 31));
+    }
+  };
+  static std::uint64_t path_hash(const std::vector<std::int64_t>& path) {
+    std::uint64_t h = 0x243f6a8885a308d3ull;
+    for (const auto x : path) {
+      h = (h ^ static_cast<std::uint64_t>(x)) * 0xbf58476d1ce4e5b9ull;
+      h ^= h >> 29;
+    }
+    return h;
+  }
+  /// The entry of `map` for thread t at `node` (and `part`) where it is now; two paths of one hash
+  /// would be a Vantage bug to hear of.
+  template <class Map>
+  auto& entry(Map& map, const void* node, int part, const Thread& t) {
+    auto [it, fresh] = map.try_emplace(Place{node, part, t.tid / kWarpLanes, path_hash(t.path)});
+    if (fresh)
+      it->second.path = t.path;
+    else if (it->second.path != t.path)
+      throw InternalError("interp: two places of one hash in the measurement");
+    return it->second;
+  }
+  /// Element `index` of `ref` (after its checks), `bytes` of it, touched by thread t at access `node`.
+  void request(const Thread& t, const void* node, int part, const Ref& ref, std::int64_t index, int bytes, bool write,
+               SourceLoc loc) {
+    const Region& r = *ref.region;
+    if (!measuring() || r.space == MemSpace::Local) return;
+    auto [it, fresh] = sites_.try_emplace(std::make_pair(node, part));
+    if (fresh) {
+      it->second.order = next_order_++;
+      AccessCost& c = it->second.c;
+      c.loc = loc;
+      c.memory = r.name;
+      c.space = r.space;
+      c.write = write;
+      c.bytes = bytes;
+    }
+    Request& q = entry(requests_, node, part, t);
+    const int lane = t.tid % kWarpLanes;
+    q.addr[static_cast<std::size_t>(lane)] =
+        (r.space == MemSpace::Shared ? r.at : 0) + (ref.offset + index) * type_bytes(r.elem);
+    q.mask |= std::uint32_t{1} << lane;
+  }
+  /// Thread t evaluated the condition of branch or loop `node` here: `go` for the body.
+  void decision(const Thread& t, const void* node, const char* what, SourceLoc loc, bool go) {
+    if (!measuring()) return;
+    auto [it, fresh] = branch_totals_.try_emplace(node);
+    if (fresh) {
+      it->second.order = next_order_++;
+      it->second.c.loc = loc;
+      it->second.c.what = what;
+    }
+    entry(outcomes_, node, 0, t).seen |= go ? 1 : 2;
+  }
+  void flush_requests() {
+    if (!opt_.measure) return;
+    for (const auto& [place, q] : requests_) {
+      Site& s = sites_.at(std::make_pair(place.node, place.part));
+      const RequestCost c = request_cost(q.addr, q.mask, s.c.bytes, s.c.space == MemSpace::Global);
+      s.c.requests += 1;
+      s.lanes += std::popcount(q.mask);
+      s.metric += c.metric;
+      s.ideal += c.ideal;
+      s.c.conflict_ways = std::max(s.c.conflict_ways, c.ways);
+    }
+    requests_.clear();
+    for (const auto& [place, o] : outcomes_) {
+      BranchCost& b = branch_totals_.at(place.node).c;
+      ++b.executions;
+      if (o.seen == 3) ++b.divergent;  // some lanes went on and some did not
+    }
+    outcomes_.clear();
+  }
+  CostReport measured() {
+    CostReport r;
+    r.kernel = k_.kernel.name;
+    r.blocks = blocks_;
+    r.threads_per_block = T_;
+    r.sampled_blocks = static_cast<int>(std::min<std::int64_t>(blocks_, INT32_MAX));
+    r.measured = true;
+    std::vector<std::pair<int, AccessCost>> accesses;
+    for (auto& [key, s] : sites_) {
+      AccessCost c = s.c;
+      const double n = static_cast<double>(c.requests);
+      if (n > 0) {
+        c.lanes = s.lanes / n;
+        (c.space == MemSpace::Global ? c.sectors : c.wavefronts) = s.metric / n;
+        (c.space == MemSpace::Global ? c.ideal_sectors : c.ideal_wavefronts) = s.ideal / n;
+      }
+      if (c.space == MemSpace::Global) r.global_bytes += s.metric * 32.0;
+      accesses.emplace_back(s.order, std::move(c));
+    }
+    std::sort(accesses.begin(), accesses.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [order, c] : accesses) r.accesses.push_back(std::move(c));
+    std::vector<std::pair<int, BranchCost>> branches;
+    for (auto& [node, b] : branch_totals_) branches.emplace_back(b.order, b.c);
+    std::sort(branches.begin(), branches.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [order, b] : branches) r.branches.push_back(std::move(b));
+    return r;
+  }
+
   // ------------------------------------------------------------ expressions
   V eval(const ExprPtr& e, Thread& t) {
     return dispatch(*e, Overloaded{
@@ -528,7 +664,9 @@ class Machine {
                                 checked(t, n.mem, i, eval(n.bound, t).i, false, n.loc);
                               else
                                 proven(t, r, i, false, n.loc);
-                              return read(t, r, i, n.loc);
+                              V v = read(t, r, i, n.loc);
+                              request(t, &n, 0, r, i, type_bytes(n.mem->elem), false, n.loc);
+                              return v;
                             },
                         });
   }
@@ -649,26 +787,40 @@ class Machine {
                        else
                          proven(t, r, i, true, n.loc);
                        write(t, r, i, v, n.loc);
+                       request(t, &n, 0, r, i, type_bytes(n.mem->elem), true, n.loc);
                      },
                      [&](const If& n) {
-                       if (eval(n.cond, t).i)
-                         exec_one(n.then_body, t);
-                       else
-                         exec_one(n.else_body, t);
+                       const bool c = eval(n.cond, t).i != 0;
+                       decision(t, &n, "if", n.loc, c);
+                       exec_one(c ? n.then_body : n.else_body, t);
                      },
                      [&](const For& n) {
                        Loop lp = start(n, t);
-                       while (!t.stopped() && lp.going(var(t, n.var.get()).i)) {
+                       enter(t);
+                       bool go = lp.going(var(t, n.var.get()).i);
+                       for (std::int64_t k = 0;; ++k) {
+                         // Evaluation k of the condition; iteration k runs at the same place.
+                         at(t, k);
+                         decision(t, &n, "for", n.loc, go);
+                         if (!go) break;
                          exec_one(n.body, t);
                          if (t.jump && t.take_jump()) break;
-                         if (t.stopped() || !lp.advance(var(t, n.var.get()).i)) break;
+                         if (t.stopped()) break;
+                         go = lp.advance(var(t, n.var.get()).i);
                        }
+                       leave(t);
                      },
                      [&](const While& n) {
-                       while (!t.stopped() && eval(n.cond, t).i) {
+                       enter(t);
+                       for (std::int64_t k = 0; !t.stopped(); ++k) {
+                         at(t, k);
+                         const bool go = eval(n.cond, t).i != 0;
+                         decision(t, &n, "while", n.loc, go);
+                         if (!go) break;
                          exec_one(n.body, t);
                          if (t.jump && t.take_jump()) break;
                        }
+                       leave(t);
                      },
                      [&](const Jump& n) { t.jump = n.is_break ? 1 : 2; },
                      [&](const SharedAlloc& n) { t.mems[n.mem.get()] = shared(t, n); },
@@ -696,7 +848,12 @@ class Machine {
                                               describe(t) + " makes a misaligned " + std::to_string(n.count) +
                                                   "-element vector access at " + where(n.loc),
                                               {n.loc});
+                       ++quiet_;  // the loop it stands for is not what the GPU runs: the vector is
                        vector_copy_as_written(n, t, di, si);
+                       --quiet_;
+                       const int bytes = static_cast<int>(n.count * type_bytes(n.src->elem));
+                       request(t, &n, 0, s, si, bytes, false, n.loc);
+                       request(t, &n, 1, d, di, bytes, true, n.loc);
                      },
                      [&](const ir::Barrier&) { throw InternalError("interp: a barrier outside lockstep"); },
                      [&](const auto& n) -> void {
@@ -867,6 +1024,7 @@ class Machine {
           case AtomicKind::Exch: nv = x; break;
         }
         write(t, r, i, nv, n.loc, true);
+        request(t, &n, 0, r, i, type_bytes(e), true, n.loc);
         if (!n.outputs.empty()) var(t, n.outputs[0].get()) = old;
         return;
       }
@@ -884,6 +1042,8 @@ class Machine {
           d.region->inflight[i] = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), n.loc, false};
         }
         t.async.push_back(std::move(c));
+        request(t, &n, 0, s, si, static_cast<int>(n.imms[0]), false, n.loc);
+        request(t, &n, 1, d, di, static_cast<int>(n.imms[0]), true, n.loc);
         return;
       }
       case IntrinsicOp::CpAsyncCommit:
@@ -930,35 +1090,64 @@ class Machine {
     }
     if (const auto* n = as<If>(*s)) {
       std::vector<Thread*> a, b;
-      for (auto* t : ts) (eval(n->cond, *t).i ? a : b).push_back(t);
+      for (auto* t : ts) {
+        const bool c = eval(n->cond, *t).i != 0;
+        decision(*t, n, "if", n->loc, c);
+        (c ? a : b).push_back(t);
+      }
       exec_all(n->then_body, a);
       exec_all(n->else_body, b);
       return;
     }
     if (const auto* n = as<For>(*s)) {
       std::vector<std::pair<Thread*, Loop>> loops;
-      for (auto* t : ts) loops.emplace_back(t, start(*n, *t));
-      while (true) {
+      for (auto* t : ts) {
+        loops.emplace_back(t, start(*n, *t));
+        enter(*t);
+      }
+      std::vector<char> in(loops.size(), 1);  // still evaluating the condition
+      for (std::int64_t k = 0;; ++k) {
         std::vector<Thread*> act;
-        for (auto& [t, lp] : loops)
-          if (!t->stopped() && lp.going(var(*t, n->var.get()).i)) act.push_back(t);
-        if (act.empty()) return;
+        for (std::size_t i = 0; i < loops.size(); ++i) {
+          auto& [t, lp] = loops[i];
+          if (!in[i] || t->stopped()) continue;
+          const bool go = lp.going(var(*t, n->var.get()).i);
+          at(*t, k);
+          decision(*t, n, "for", n->loc, go);
+          if (go)
+            act.push_back(t);
+          else
+            in[i] = 0;
+        }
+        if (act.empty()) break;
         exec_all(n->body, act);
         no_jump(act, n->loc);
         for (auto& [t, lp] : loops)
           if (std::find(act.begin(), act.end(), t) != act.end() && !lp.advance(var(*t, n->var.get()).i))
             lp.step = 0;  // this thread's loop is over: a zero step never goes on
       }
+      for (auto* t : ts) leave(*t);
+      return;
     }
     if (const auto* n = as<While>(*s)) {
-      while (true) {
-        std::vector<Thread*> act;
-        for (auto* t : ts)
-          if (!t->stopped() && eval(n->cond, *t).i) act.push_back(t);
-        if (act.empty()) return;
-        exec_all(n->body, act);
-        no_jump(act, n->loc);
+      for (auto* t : ts) enter(*t);
+      std::vector<Thread*> act = ts;
+      for (std::int64_t k = 0;; ++k) {
+        std::vector<Thread*> go;
+        for (auto* t : act) {
+          if (t->stopped()) continue;
+          at(*t, k);
+          const bool c = eval(n->cond, *t).i != 0;
+          decision(*t, n, "while", n->loc, c);
+          if (c) go.push_back(t);
+        }
+        if (go.empty()) break;
+        exec_all(n->body, go);
+        no_jump(go, n->loc);
+        act = std::move(go);
       }
+      for (auto* t : ts) leave(*t);
+      return;
     }
     if (const auto* n = as<ir::Barrier>(*s)) return barrier(*n, ts);
     if (const auto* n = as<Call>(*s)) return call(*n, ts);
@@ -1040,9 +1229,12 @@ class Machine {
         }
       }
       t->frames.push_back(fr);
+      enter(*t);
+      at(*t, reinterpret_cast<std::intptr_t>(&n));  // a device function's accesses, per call
     }
     exec_all(f.body, ts);
     for (auto* t : ts) {
+      leave(*t);
       Frame fr = t->frames.back();
       t->frames.pop_back();
       if (fr.result) var(*t, fr.result.get()) = fr.value;
@@ -1165,6 +1357,31 @@ class Machine {
   std::map<std::pair<const MemNode*, std::int64_t>, std::unique_ptr<Region>> shared_;
   std::vector<Thread> threads_;
   std::vector<std::uint32_t> clocks_;
+  // Measuring: a block's requests and decisions by place, and the launch's totals by access and branch.
+  struct Request {
+    std::vector<std::int64_t> path;
+    std::array<std::int64_t, kWarpLanes> addr{};
+    std::uint32_t mask = 0;
+  };
+  struct Outcome {
+    std::vector<std::int64_t> path;
+    int seen = 0;  ///< bit 0: a lane went on; bit 1: a lane did not
+  };
+  struct Site {
+    AccessCost c;
+    int order = 0;
+    double lanes = 0, metric = 0, ideal = 0;
+  };
+  struct Branch {
+    BranchCost c;
+    int order = 0;
+  };
+  std::unordered_map<Place, Request, PlaceHash> requests_;
+  std::unordered_map<Place, Outcome, PlaceHash> outcomes_;
+  std::map<std::pair<const void*, int>, Site> sites_;
+  std::map<const void*, Branch> branch_totals_;
+  int next_order_ = 0;
+  int quiet_ = 0;  ///< inside a vector copy's scalar rounds, which are not what a GPU runs
 };
 
 }  // namespace

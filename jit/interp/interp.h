@@ -7,12 +7,18 @@
 // or an allocation), racecheck (two threads, one address, no barrier covering both, at least one a
 // write, not both atomic), synccheck (a barrier or warp collective reached by only some of its
 // threads) and initcheck (a read of shared or thread-local memory nothing wrote).
+//
+// Asked to (Options::measure), it also measures what the static cost report predicts
+// (docs/report.md), on every request of the launch: each warp's request of each access is the lanes
+// that made it at the same iterations of the same loops, and costs what jit/ir/request_cost says;
+// each branch and loop condition a warp evaluates splits it when its lanes disagree.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "jit/lower/lower.h"
+#include "vantage/report.hpp"
 
 namespace vantage::interp {
 
@@ -25,6 +31,9 @@ struct Options {
   /// Thread-statements one launch may execute before it stops with a "limit" error (a loop that
   /// never ends would otherwise hang the interpreter).
   std::int64_t max_statements = std::int64_t{1} << 31;
+  /// Where to put the launch's measured costs (requests, lanes, sectors, wavefronts, conflict ways per
+  /// access; evaluations and splits per branch), or null. Work, span and flops are left at 0.
+  CostReport* measure = nullptr;
 };
 
 /// One argument: a scalar (integers in `i` with the IR's representation, floats in `f`) or host

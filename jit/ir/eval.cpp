@@ -39,11 +39,6 @@ std::int64_t wrap(ScalarType t, __int128 v) {
   }
 }
 
-__int128 exact(ScalarType t, std::int64_t v) {
-  if (t == ScalarType::U64) return static_cast<__int128>(static_cast<std::uint64_t>(v));
-  return v;
-}
-
 std::int64_t eval_binary(BinOp op, ScalarType t, std::int64_t a, std::int64_t b, bool* overflowed) {
   __int128 x = exact(t, a), y = exact(t, b);
   auto result = [&](__int128 r) {

@@ -25,8 +25,11 @@ inline bool fits(ScalarType t, std::int64_t v) {
 }
 /// `v` wrapped to the width of `t` (two's complement), bool as `v != 0`.
 std::int64_t wrap(ScalarType t, __int128 v);
-/// The exact mathematical value of a represented value (u64 as unsigned).
-__int128 exact(ScalarType t, std::int64_t v);
+/// The exact mathematical value of a represented value (u64 as unsigned). Inline: the cost report
+/// and the interpreter call it for every lane.
+inline __int128 exact(ScalarType t, std::int64_t v) {
+  return t == ScalarType::U64 ? static_cast<__int128>(static_cast<std::uint64_t>(v)) : v;
+}
 
 /// The result of an integer or bool operation on values of type `operand`; `overflowed` is set when
 /// the exact result did not fit and was wrapped (or a division by zero was defined away).
