@@ -9,11 +9,15 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 
 #include "jit/ir/eval.h"
 #include "jit/ir/request_cost.h"
+#include "jit/ir/visit.h"
 
 namespace vantage::cost {
 namespace {
@@ -23,18 +27,65 @@ using namespace ir;
 constexpr int kLanes = 32;
 using Mask = std::uint32_t;
 constexpr Mask kAll = 0xffffffffu;
+/// Representatives followed at once: the middle block and three loops inside it.
+constexpr int kFrames = 4;
 
 bool integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
+__int128 gcd128(__int128 a, __int128 b) {
+  if (a < 0) a = -a;
+  if (b < 0) b = -b;
+  while (b) a = std::exchange(b, a % b);
+  return a;
+}
+__int128 type_lo(ScalarType t) {
+  switch (t) {
+    case ScalarType::I32: return INT32_MIN;
+    case ScalarType::I64: return INT64_MIN;
+    default: return 0;
+  }
+}
+__int128 type_hi(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return 1;
+    case ScalarType::I32: return INT32_MAX;
+    case ScalarType::U32: return UINT32_MAX;
+    case ScalarType::I64: return INT64_MAX;
+    default: return static_cast<__int128>(UINT64_MAX);
+  }
+}
+
+/// How a value moves over the executions that the representatives being followed stand for
+/// (docs/report.md, "Exact, and when it is an estimate"). A representative is one execution counted
+/// for many: the middle block for every block but the first and last, a long loop's second
+/// iteration for every one but the first and last. Each is a frame f whose executions lie d_f steps
+/// from the one followed, d_f in [lo_f, hi_f]. A value is followed in the one; Still, it is the same
+/// in the others; Moving, it is v + sum_f slope[f] * d_f + D in every lane, the slopes exact (no
+/// wrap), and D (when `rigid`) the same in every lane, a multiple of `grain`, within [lo, hi] when
+/// `bounded` (two values whose D has one `id` move by the same D); Erratic, anything.
+struct Motion {
+  enum Kind : std::uint8_t { Still, Moving, Erratic };
+  Kind kind = Still;
+  bool rigid = false, bounded = false;
+  std::uint32_t id = 0;
+  std::int64_t grain = 1, lo = 0, hi = 0;
+  std::array<std::int64_t, kFrames> slope{};
+};
+Motion erratic() {
+  Motion m;
+  m.kind = Motion::Erratic;
+  return m;
+}
 
 /// A value in each lane of a warp; `known` marks the lanes whose value the analysis knows (integers
-/// and bools computed from the launch's numbers; never a loaded value).
+/// and bools computed from the launch's numbers; never a loaded value); `mo` how the known lanes move.
 struct Lanes {
   // Left uninitialised (this is the analysis' inner loop): a lane's value is read only where `known`
   // has its bit, and every write sets the bit.
   std::array<std::int64_t, kLanes> v;
   Mask known = 0;
   bool uniform = false;  ///< every lane holds v[0] (and every lane is known)
-  Lanes() {}             // NOLINT: user-provided, so that Lanes{} does not zero v
+  Motion mo;
+  Lanes() {}  // NOLINT: user-provided, so that Lanes{} does not zero v
   static Lanes all(std::int64_t x) {
     Lanes l;
     l.v.fill(x);
@@ -123,16 +174,108 @@ void each(Mask m, F&& f) {
   }
 }
 
-/// Where a sampled execution stands: the reference (a loop's first iteration, the second block) or
-/// a representative counted for many (a loop's second iteration, the middle block).
-struct SampleFrame {
-  int instance = 0;
-  enum Role { Plain, Reference, Representative } role = Plain;
-  // A representative: it is `distance` steps (iterations, blocks) from the reference, and stands for
-  // the `count` executions `first`, `first + 1`, ... steps from it, each of weight `base`.
-  std::int64_t distance = 1, first = 1, count = 1;
-  double base = 1;
+/// An access as the report keys it: its node and part (a copy's source 0, destination 1).
+struct AccessAt {
+  const void* node;
+  int part;
+  SourceLoc loc;
+  const MemNode* mem;
+  bool write;
+  int bytes;
 };
+/// What a statement holds, through the functions it calls: its accesses and branches, the variables
+/// it writes, and whether it leaves its enclosing loop (a break or continue outside any loop of its
+/// own) or its function (a return).
+struct Contents {
+  std::vector<AccessAt> accesses;
+  std::vector<const StmtNode*> branches;
+  std::vector<const VarNode*> written;
+  bool jumps = false, returns = false;
+};
+Contents contents_of(const StmtNode& s) {
+  struct Scan : IRVisitor {
+    Contents c;
+    int loops = 0, calls = 0;
+    std::unordered_set<const FunctionNode*> seen;
+    using IRVisitor::visit;
+    void visit(const Load& n) override {
+      c.accesses.push_back({&n, 0, n.loc, n.mem.get(), false, type_bytes(n.mem->elem)});
+      IRVisitor::visit(n);
+    }
+    void visit(const Store& n) override {
+      c.accesses.push_back({&n, 0, n.loc, n.mem.get(), true, type_bytes(n.mem->elem)});
+      IRVisitor::visit(n);
+    }
+    void visit(const VectorCopy& n) override {
+      const int bytes = static_cast<int>(n.count * type_bytes(n.src->elem));
+      c.accesses.push_back({&n, 0, n.loc, n.src.get(), false, bytes});
+      c.accesses.push_back({&n, 1, n.loc, n.dst.get(), true, bytes});
+      IRVisitor::visit(n);
+    }
+    void visit(const Intrinsic& n) override {
+      if (n.op == IntrinsicOp::Atomic)
+        c.accesses.push_back({&n, 0, n.loc, n.mems[0].get(), true, type_bytes(n.mems[0]->elem)});
+      if (n.op == IntrinsicOp::CpAsync) {
+        c.accesses.push_back({&n, 0, n.loc, n.mems[1].get(), false, static_cast<int>(n.imms[0])});
+        c.accesses.push_back({&n, 1, n.loc, n.mems[0].get(), true, static_cast<int>(n.imms[0])});
+      }
+      for (const auto& o : n.outputs) c.written.push_back(o.get());
+      IRVisitor::visit(n);
+    }
+    void visit(const If& n) override {
+      c.branches.push_back(&n);
+      IRVisitor::visit(n);
+    }
+    void visit(const For& n) override {
+      c.branches.push_back(&n);
+      c.written.push_back(n.var.get());
+      ++loops;
+      IRVisitor::visit(n);
+      --loops;
+    }
+    void visit(const While& n) override {
+      c.branches.push_back(&n);
+      ++loops;
+      IRVisitor::visit(n);
+      --loops;
+    }
+    void visit(const Let& n) override {
+      c.written.push_back(n.var.get());
+      IRVisitor::visit(n);
+    }
+    void visit(const Assign& n) override {
+      c.written.push_back(n.var.get());
+      IRVisitor::visit(n);
+    }
+    void visit(const Jump& n) override {
+      if (!loops && !calls) c.jumps = true;
+      IRVisitor::visit(n);
+    }
+    void visit(const Return& n) override {
+      if (!calls) c.returns = true;
+      IRVisitor::visit(n);
+    }
+    void visit(const Call& n) override {
+      if (n.result) c.written.push_back(n.result.get());
+      for (const auto& p : n.fn->params)
+        if (p.var) c.written.push_back(p.var.get());
+      IRVisitor::visit(n);
+      if (seen.insert(n.fn.get()).second) {
+        const int saved = loops;
+        loops = 0;
+        ++calls;
+        walk(n.fn->body);
+        --calls;
+        loops = saved;
+      }
+    }
+    void run(const StmtNode& s) {
+      dispatch(s, [&](const auto& n) { visit(n); });
+    }
+  } scan;
+  scan.run(s);
+  return std::move(scan.c);
+}
 
 struct Site {
   AccessCost c;
@@ -142,12 +285,6 @@ struct Site {
   bool inexact = false;
   bool strided = false;  ///< the first request's lanes were evenly spaced, `stride` bytes apart
   std::int64_t stride = 0;
-  struct Seen {
-    std::array<std::int64_t, kLanes> addr{};
-    Mask mask = 0;
-  };
-  std::map<int, std::vector<Seen>> refs;  ///< per sampling instance: the reference's executions in order
-  std::map<int, std::size_t> reps;        ///< per sampling instance: the representative's executions so far
 };
 
 struct BranchSite {
@@ -167,6 +304,11 @@ struct Frame {
   std::int64_t smem = 0;
   Mask returned = 0;
   std::unordered_map<const MemNode*, MemRef> mems;
+};
+
+/// A representative being followed: the executions it stands for lie d steps from it, d in [lo, hi].
+struct Rep {
+  std::int64_t lo = 0, hi = 0;
 };
 
 class Analyzer {
@@ -194,36 +336,28 @@ class Analyzer {
   CostReport run() {
     auto start = std::chrono::steady_clock::now();
     const std::int64_t B = opt_.blocks;
-    // The blocks followed and how many each stands for: all of them when few, else the first two,
-    // the middle one (for the rest) and the last two.
-    std::vector<std::pair<std::int64_t, double>> blocks;
-    int reference = -1, representative = -1;
+    // The blocks followed and how many each stands for: all of them when few, else the first, the
+    // middle one (a representative of every block but the first and last) and the last.
+    struct Followed {
+      std::int64_t block;
+      double weight;
+      bool representative;
+    };
+    std::vector<Followed> blocks;
     if (B <= opt_.max_blocks) {
-      for (std::int64_t b = 0; b < B; ++b) blocks.push_back({b, 1.0});
+      for (std::int64_t b = 0; b < B; ++b) blocks.push_back({b, 1.0, false});
     } else {
-      blocks = {{0, 1.0}, {B / 2, static_cast<double>(B - 2)}, {B - 1, 1.0}};
-      reference = 0;
-      representative = 1;
+      blocks = {{0, 1.0, false}, {B / 2, static_cast<double>(B - 2), true}, {B - 1, 1.0, false}};
     }
-    const int block_instance = next_instance_++;
     CostReport r;
-    for (std::size_t i = 0; i < blocks.size(); ++i) {
-      SampleFrame f;
-      f.instance = block_instance;
-      f.role = static_cast<int>(i) == reference        ? SampleFrame::Reference
-               : static_cast<int>(i) == representative ? SampleFrame::Representative
-                                                       : SampleFrame::Plain;
-      // The middle block stands for blocks 1 .. B - 2: 1 .. B - 2 steps from block 0.
-      f.distance = B / 2;
-      f.first = 1;
-      f.count = B - 2;
-      f.base = 1;
-      samples_ = {f};
+    for (const Followed& f : blocks) {
+      reps_.clear();
+      if (f.representative) reps_.push_back({1 - f.block, B - 2 - f.block});
       double block_span = 0;
       std::vector<std::vector<double>> steps;  // per warp, per barrier interval
       for (std::int64_t w = 0; w * kLanes < T_; ++w) {
         interval_steps_.assign(1, 0.0);
-        run_warp(blocks[i].first, w, blocks[i].second);
+        run_warp(f.block, w, f.weight);
         steps.push_back(interval_steps_);
       }
       std::size_t intervals = 0;
@@ -234,8 +368,10 @@ class Analyzer {
           if (iv < s.size()) worst = std::max(worst, s[iv]);
         block_span += worst;
       }
-      r.span = std::max(r.span, block_span / blocks[i].second);
+      r.span = std::max(r.span, block_span / f.weight);
     }
+    reps_.clear();
+    unreached();
     r.kernel = l_.kernel.name;
     r.blocks = B;
     r.threads_per_block = T_;
@@ -243,10 +379,11 @@ class Analyzer {
     r.exact = exact_;
     r.flops = flops_;
     r.work = work_;
-    std::vector<Site*> sites;
-    for (auto& [node, s] : sites_) sites.push_back(&s);
-    std::sort(sites.begin(), sites.end(), [](const Site* a, const Site* b) { return a->order < b->order; });
-    for (Site* s : sites) {
+    std::vector<std::pair<const void*, Site*>> sites;
+    for (auto& [key, s] : sites_) sites.emplace_back(key.first, &s);
+    std::sort(sites.begin(), sites.end(),
+              [](const auto& a, const auto& b) { return a.second->order < b.second->order; });
+    for (auto [node, s] : sites) {
       AccessCost c = s->c;
       c.requests = std::llround(s->weight);
       c.lanes = s->weight > 0 ? s->lanes / s->weight : 0;
@@ -259,20 +396,20 @@ class Analyzer {
         c.ideal_wavefronts = s->weight > 0 ? s->ideal / s->weight : 0;
         c.conflict_ways = s->ways;
       }
-      c.exact = !s->inexact;
+      c.exact = !s->inexact && !tainted_.count(node);
       r.exact = r.exact && c.exact;
       c.hint = hint(c, *s);
       r.accesses.push_back(std::move(c));
     }
-    std::vector<BranchSite*> branches;
-    for (auto& [node, b] : branches_) branches.push_back(&b);
+    std::vector<std::pair<const StmtNode*, BranchSite*>> branches;
+    for (auto& [node, b] : branches_) branches.emplace_back(node, &b);
     std::sort(branches.begin(), branches.end(),
-              [](const BranchSite* a, const BranchSite* b) { return a->order < b->order; });
-    for (BranchSite* b : branches) {
+              [](const auto& a, const auto& b) { return a.second->order < b.second->order; });
+    for (auto [node, b] : branches) {
       BranchCost c = b->c;
       c.executions = std::llround(b->exec);
       c.divergent = std::llround(b->div);
-      c.exact = !b->inexact;
+      c.exact = !b->inexact && !tainted_.count(node);
       r.exact = r.exact && c.exact;
       r.branches.push_back(std::move(c));
     }
@@ -292,6 +429,36 @@ class Analyzer {
   }
 
  private:
+  /// The accesses and branches of estimates that no execution followed reached: others may, so the
+  /// report lists them, with no count, as estimates.
+  void unreached() {
+    for (const Contents* c : tainted_contents_) {
+      for (const AccessAt& a : c->accesses) {
+        if (a.mem->space == MemSpace::Local) continue;
+        auto [it, fresh] = sites_.try_emplace(std::make_pair(a.node, a.part));
+        if (!fresh) continue;
+        Site& s = it->second;
+        s.order = INT32_MAX;
+        s.c.loc = a.loc;
+        s.c.memory = a.mem->name;
+        s.c.space = a.mem->space;
+        s.c.write = a.write;
+        s.c.bytes = a.bytes;
+        s.inexact = true;
+      }
+      for (const StmtNode* b : c->branches)
+        if (!branches_.count(b)) {
+          BranchSite& site = branch(b,
+                                    b->kind == StmtKind::If    ? "if"
+                                    : b->kind == StmtKind::For ? "for"
+                                                               : "while",
+                                    b->loc);
+          site.order = INT32_MAX;
+          site.inexact = true;
+        }
+    }
+  }
+
   // ------------------------------------------------------------------ one warp
   void run_warp(std::int64_t block, std::int64_t warp, double weight) {
     vars_.clear();
@@ -306,10 +473,357 @@ class Analyzer {
     }
     f.tid.known = kAll;
     f.bid = Lanes::all(block);
+    if (!reps_.empty()) {  // the middle block: the block index moves by one per block
+      f.bid.mo.kind = Motion::Moving;
+      f.bid.mo.slope[0] = 1;
+    }
     frames_.push_back(std::move(f));
     weight_ = weight;
     loops_.clear();
+    loop_stmts_.clear();
+    bodies_.assign(1, l_.kernel.body.get());
     exec(l_.kernel.body, m);
+  }
+
+  // ------------------------------------------------------------------ motion
+  // How a result moves, from how its operands move (see Motion). Every rule is exact or gives up
+  // to a weaker kind; a result computed only from values the same in every lane moves the same in
+  // every lane whatever the operation (`loose`).
+  struct Span {
+    __int128 lo = 0, hi = 0;
+    bool bounded = true;
+  };
+  Span span(const Motion& m) const {
+    Span s;
+    if (m.kind == Motion::Erratic) s.bounded = false;
+    if (m.kind != Motion::Moving) return s;
+    for (std::size_t f = 0; f < reps_.size(); ++f) {
+      const __int128 a = static_cast<__int128>(m.slope[f]) * reps_[f].lo,
+                     b = static_cast<__int128>(m.slope[f]) * reps_[f].hi;
+      s.lo += std::min(a, b);
+      s.hi += std::max(a, b);
+    }
+    if (m.rigid) {
+      s.bounded = m.bounded;
+      s.lo += m.lo;
+      s.hi += m.hi;
+    }
+    return s;
+  }
+  /// Every move of `m` is a multiple of p (Still: it never moves).
+  static bool moves_by(const Motion& m, std::int64_t p) {
+    if (m.kind != Motion::Moving) return m.kind == Motion::Still && p > 0;
+    for (const auto x : m.slope)
+      if (x % p) return false;
+    return !m.rigid || m.grain % p == 0;
+  }
+  static std::int64_t grain(const Motion& m) {
+    std::int64_t g = m.rigid ? m.grain : 0;
+    for (const auto x : m.slope) g = std::gcd(g, x < 0 ? -x : x);
+    return g ? g : 1;
+  }
+  /// Still where nothing moves.
+  static Motion settle(Motion m) {
+    if (m.kind != Motion::Moving || m.rigid) return m;
+    for (const auto x : m.slope)
+      if (x) return m;
+    return Motion{};
+  }
+  /// A moving part the same in every lane: D of grain g within s, a fresh id.
+  Motion rigid(std::int64_t g, Span s, Motion m = {}) {
+    m.kind = Motion::Moving;
+    m.rigid = true;
+    m.id = ++next_id_;
+    m.grain = g > 0 ? g : 1;
+    m.bounded = s.bounded && s.lo >= INT64_MIN && s.hi <= INT64_MAX;
+    m.lo = m.bounded ? static_cast<std::int64_t>(s.lo) : 0;
+    m.hi = m.bounded ? static_cast<std::int64_t>(s.hi) : 0;
+    return m;
+  }
+  /// A motion every lane shares, nothing more known of it.
+  Motion loose() { return rigid(1, Span{0, 0, false}); }
+  static bool same(const Motion& a, const Motion& b) {
+    if (a.kind != b.kind) return false;
+    if (a.kind != Motion::Moving) return a.kind == Motion::Still;
+    return a.slope == b.slope && a.rigid == b.rigid && (!a.rigid || a.id == b.id);
+  }
+  /// a + sign * b, for motions of values whose sum is taken exactly.
+  Motion sum(const Motion& a, const Motion& b, int sign) {
+    if (a.kind == Motion::Erratic || b.kind == Motion::Erratic) return erratic();
+    if (b.kind == Motion::Still) return a;
+    if (a.kind == Motion::Still && sign > 0) return b;
+    Motion m;
+    m.kind = Motion::Moving;
+    for (std::size_t f = 0; f < kFrames; ++f)
+      if (__builtin_mul_overflow(b.slope[f], sign, &m.slope[f]) ||
+          __builtin_add_overflow(a.slope[f], m.slope[f], &m.slope[f]))
+        return erratic();
+    if (a.rigid && b.rigid) {
+      if (!(sign < 0 && a.id == b.id)) {  // the same D taken from itself leaves none
+        const Span sa{a.lo, a.hi, a.bounded}, sb{b.lo, b.hi, b.bounded};
+        m = rigid(std::gcd(a.grain, b.grain),
+                  Span{sign > 0 ? sa.lo + sb.lo : sa.lo - sb.hi, sign > 0 ? sa.hi + sb.hi : sa.hi - sb.lo,
+                       sa.bounded && sb.bounded},
+                  m);
+      }
+    } else if (a.rigid) {
+      m.rigid = true, m.bounded = a.bounded, m.id = a.id, m.grain = a.grain, m.lo = a.lo, m.hi = a.hi;
+    } else if (b.rigid) {
+      if (sign > 0)
+        m.rigid = true, m.bounded = b.bounded, m.id = b.id, m.grain = b.grain, m.lo = b.lo, m.hi = b.hi;
+      else
+        m = rigid(b.grain, Span{-static_cast<__int128>(b.hi), -static_cast<__int128>(b.lo), b.bounded}, m);
+    }
+    return settle(m);
+  }
+  /// c * a.
+  Motion scale(const Motion& a, std::int64_t c) {
+    if (a.kind == Motion::Still || c == 0) return Motion{};
+    if (c == 1 || a.kind == Motion::Erratic) return a;
+    Motion m = a;
+    for (auto& x : m.slope)
+      if (__builtin_mul_overflow(x, c, &x)) return erratic();
+    if (!a.rigid) return m;
+    std::int64_t g = 0;
+    if (__builtin_mul_overflow(a.grain, c < 0 ? -c : c, &g)) g = 1;
+    const __int128 x = static_cast<__int128>(a.lo) * c, y = static_cast<__int128>(a.hi) * c;
+    return rigid(g, Span{std::min(x, y), std::max(x, y), a.bounded}, m);
+  }
+  /// Whether every known lane of `x` holds one value in every execution: the same value now, moving
+  /// the same in every lane.
+  static bool uniform_always(const Lanes& x, Mask known) {
+    if (x.mo.kind == Motion::Erratic) return false;
+    if (x.uniform) return true;
+    known &= x.known;
+    if (!known) return true;
+    const std::int64_t v = x.v[static_cast<std::size_t>(std::countr_zero(known))];
+    bool same = true;
+    each(known, [&](int i) { same = same && x.v[i] == v; });
+    return same;
+  }
+  /// The one value of `x`'s known lanes in `known`, if they hold one and it does not move.
+  static std::optional<std::int64_t> constant(const Lanes& x, Mask known) {
+    if (x.mo.kind != Motion::Still || !(known & x.known)) return std::nullopt;
+    if (!uniform_always(x, known)) return std::nullopt;
+    return x.v[static_cast<std::size_t>(std::countr_zero(known & x.known))];
+  }
+  /// Whether every known lane of `r` (a value of type t) stays within t when moved by `m`.
+  bool stays_in(ScalarType t, const Lanes& r, Mask known, const Motion& m) const {
+    if (m.kind == Motion::Still) return true;
+    const Span s = span(m);
+    if (!s.bounded || !known) return s.bounded;
+    const auto [lo, hi] = extremes(t, r, known);
+    return lo + s.lo >= type_lo(t) && hi + s.hi <= type_hi(t);
+  }
+  /// The smallest and largest exact value of `x`'s lanes in `known` (not empty), of type t.
+  static std::pair<__int128, __int128> extremes(ScalarType t, const Lanes& x, Mask known) {
+    if (t == ScalarType::U64) {
+      __int128 lo = ir::exact(t, x.v[static_cast<std::size_t>(std::countr_zero(known))]), hi = lo;
+      each(known, [&](int i) {
+        const __int128 v = ir::exact(t, x.v[i]);
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      });
+      return {lo, hi};
+    }
+    // Every other type is held as its exact value (u32 zero-extended).
+    std::int64_t lo = x.v[static_cast<std::size_t>(std::countr_zero(known))], hi = lo;
+    if (known == kAll) {
+      for (const auto v : x.v) lo = std::min(lo, v), hi = std::max(hi, v);
+    } else {
+      each(known, [&](int i) { lo = std::min(lo, x.v[i]), hi = std::max(hi, x.v[i]); });
+    }
+    return {lo, hi};
+  }
+  /// Whether every known lane of x (of type t), moved by m, keeps one sign (0 counting as either).
+  bool one_sign(ScalarType t, const Lanes& x, Mask known, const Motion& m) const {
+    const Span s = span(m);
+    if (!s.bounded) return false;
+    bool ok = true;
+    each(known, [&](int i) {
+      const __int128 v = ir::exact(t, x.v[i]);
+      ok = ok && (v + s.lo >= 0 || v + s.hi <= 0);
+    });
+    return ok;
+  }
+  /// x / c (`quotient`) or x % c, c > 0, rounded down (`floor`: >> and a low mask) or toward zero (/
+  /// and %), where x (a, of type t) moves. Exact in two cases: every move is a multiple of c (the
+  /// quotient moves by D / c, the remainder stays); or the lanes lie in one block of g = gcd(c, the
+  /// moves' grain) values, which they then never leave, so that the quotient is one value in every
+  /// lane (moving as a monotone function of the lowest lane) and the remainder moves the same in
+  /// every lane (a thread's row and column from its position, when no warp straddles a row).
+  Motion divided(const Lanes& a, ScalarType t, Mask known, __int128 c, bool quotient, bool floor) {
+    const Motion& m = a.mo;
+    if (m.kind == Motion::Erratic || !(known & a.known)) return erratic();
+    known &= a.known;
+    const Span s = span(m);
+    __int128 xm = 0, xM = 0;
+    bool first = true;
+    each(known, [&](int i) {
+      const __int128 x = ir::exact(t, a.v[i]);
+      xm = first ? x : std::min(xm, x);
+      xM = first ? x : std::max(xM, x);
+      first = false;
+    });
+    if (moves_by(m, static_cast<std::int64_t>(c)) && (floor || one_sign(t, a, known, m))) {
+      if (!quotient) return Motion{};
+      Motion r = m;
+      for (auto& x : r.slope) x = static_cast<std::int64_t>(x / c);
+      if (!m.rigid) return r;
+      return rigid(static_cast<std::int64_t>(m.grain / c), Span{m.lo / c, m.hi / c, m.bounded}, r);
+    }
+    // Rounding toward zero is rounding down for values that never go below 0.
+    if (!floor && !(s.bounded && xm + s.lo >= 0)) return uniform_always(a, known) ? loose() : erratic();
+    auto fdiv = [](__int128 x, __int128 d) { return x >= 0 ? x / d : -((-x + d - 1) / d); };
+    auto fmod = [&](__int128 x, __int128 d) { return x - fdiv(x, d) * d; };
+    const __int128 g = gcd128(grain(m), c);
+    if (fdiv(xm, g) != fdiv(xM, g)) return erratic();
+    if (!s.bounded) return loose();
+    const __int128 q = fdiv(xm, c), qlo = fdiv(xm + s.lo, c), qhi = fdiv(xm + s.hi, c);
+    if (quotient) return rigid(1, Span{qlo - q, qhi - q, true});
+    if (qlo == qhi) return m;  // one quotient throughout: the remainder moves with x
+    return rigid(static_cast<std::int64_t>(g),
+                 Span{fmod(xm, g) - fmod(xm, c), c - g + fmod(xm, g) - fmod(xm, c), true});
+  }
+  /// The motion of `r`, the result of integer operation `op` on `a` and `b` (operand type t), where
+  /// one of them moves.
+  Motion binary_motion(BinOp op, ScalarType t, ScalarType bt, const Lanes& a, const Lanes& b, const Lanes& r) {
+    const Mask known = r.known;
+    if (!known) return Motion{};
+    auto fallback = [&] { return uniform_always(a, known) && uniform_always(b, known) ? loose() : erratic(); };
+    // The result equals the exact operation in every lane (nothing wrapped here), and stays in t.
+    auto exact_here = [&](auto&& f) {
+      bool ok = true;
+      if (t == ScalarType::I32 || t == ScalarType::U32) {  // exact in 64 bits
+        each(known, [&](int i) { ok = ok && f(a.v[i], b.v[i]) == r.v[i]; });
+        return ok;
+      }
+      each(known, [&](int i) { ok = ok && f(ir::exact(t, a.v[i]), ir::exact(t, b.v[i])) == ir::exact(t, r.v[i]); });
+      return ok;
+    };
+    auto held = [&](const Motion& m, auto&& f) {
+      return m.kind != Motion::Erratic && exact_here(f) && stays_in(t, r, known, m) ? m : fallback();
+    };
+    const auto ca = constant(a, known), cb = constant(b, known);
+    switch (op) {
+      case BinOp::Add: return held(sum(a.mo, b.mo, 1), [](__int128 x, __int128 y) { return x + y; });
+      case BinOp::Sub: return held(sum(a.mo, b.mo, -1), [](__int128 x, __int128 y) { return x - y; });
+      case BinOp::Mul:
+        if (cb && ir::exact(t, *cb) <= INT64_MAX)
+          return held(scale(a.mo, static_cast<std::int64_t>(ir::exact(t, *cb))),
+                      [](__int128 x, __int128 y) { return x * y; });
+        if (ca && ir::exact(t, *ca) <= INT64_MAX)
+          return held(scale(b.mo, static_cast<std::int64_t>(ir::exact(t, *ca))),
+                      [](__int128 x, __int128 y) { return x * y; });
+        return fallback();
+      case BinOp::Shl: {
+        const std::int64_t s = cb ? shift_amount(bt, *cb) : -1;
+        if (s < 0 || s >= 62) return fallback();
+        return held(scale(a.mo, std::int64_t{1} << s),
+                    [s](__int128 x, __int128) { return x * (static_cast<__int128>(1) << s); });
+      }
+      case BinOp::Div:
+      case BinOp::Mod: {
+        const __int128 c = cb ? ir::exact(t, *cb) : 0;
+        if (c <= 0 || c > INT64_MAX) return fallback();
+        return divided(a, t, known, c, op == BinOp::Div, false);
+      }
+      case BinOp::Shr: {
+        const std::int64_t s = cb ? shift_amount(bt, *cb) : -1;
+        if (s < 0 || s >= 62) return fallback();
+        return divided(a, t, known, static_cast<__int128>(1) << s, true, true);
+      }
+      case BinOp::And: {  // the low bits below a mask stay when the moves are multiples above it
+        const auto mask = cb ? cb : ca;
+        const Lanes& other = cb ? a : b;
+        if (!mask || *mask < 0 || *mask >= (std::int64_t{1} << 60)) return fallback();
+        const auto above = static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(*mask) + 1));
+        if (moves_by(other.mo, above)) return Motion{};
+        if (above == *mask + 1) return divided(other, t, known, above, false, true);  // x & (2^k - 1): x mod 2^k
+        return fallback();
+      }
+      case BinOp::Lt:
+      case BinOp::Le:
+      case BinOp::Gt:
+      case BinOp::Ge:
+      case BinOp::Eq:
+      case BinOp::Ne:
+      case BinOp::Min:
+      case BinOp::Max: {
+        // Decided in every lane over every execution when a - b keeps its side of 0 (or stays 0).
+        const Motion d = sum(a.mo, b.mo, -1);
+        const Span s = span(d);
+        Mask a_side = 0;  // Min/Max: the lanes that take a
+        bool decided = s.bounded;
+        if (decided)
+          each(known, [&](int i) {
+            const __int128 x = ir::exact(t, a.v[i]) - ir::exact(t, b.v[i]), lo = x + s.lo, hi = x + s.hi;
+            const bool lt = (hi < 0), ge = (lo >= 0), le = (hi <= 0), gt = (lo > 0), eq = (lo == 0 && hi == 0);
+            switch (op) {
+              case BinOp::Lt:
+              case BinOp::Ge: decided = decided && (lt || ge); break;
+              case BinOp::Le:
+              case BinOp::Gt: decided = decided && (le || gt); break;
+              case BinOp::Eq:
+              case BinOp::Ne: decided = decided && (eq || lt || gt); break;
+              case BinOp::Min:
+                decided = decided && (le || ge);
+                if (le) a_side |= Mask{1} << i;
+                break;
+              default:
+                decided = decided && (le || ge);
+                if (ge) a_side |= Mask{1} << i;
+                break;
+            }
+          });
+        if (op != BinOp::Min && op != BinOp::Max) return decided ? Motion{} : fallback();
+        if (decided) {
+          if (a_side == known) return a.mo;
+          if (!a_side) return b.mo;
+          if (same(a.mo, b.mo)) return a.mo;
+        }
+        if (!uniform_always(a, known) || !uniform_always(b, known)) return erratic();
+        const Span sa = span(a.mo), sb = span(b.mo);
+        if (!sa.bounded || !sb.bounded) return loose();
+        const std::size_t i = static_cast<std::size_t>(std::countr_zero(known));
+        const __int128 va = ir::exact(t, a.v[i]), vb = ir::exact(t, b.v[i]), vr = ir::exact(t, r.v[i]);
+        auto pick = [&](__int128 x, __int128 y) { return op == BinOp::Min ? std::min(x, y) : std::max(x, y); };
+        return rigid(1, Span{pick(va + sa.lo, vb + sb.lo) - vr, pick(va + sa.hi, vb + sb.hi) - vr, true});
+      }
+      case BinOp::LAnd:
+      case BinOp::LOr: {
+        const std::int64_t decides = op == BinOp::LAnd ? 0 : 1;
+        for (const Lanes* x : {&a, &b}) {
+          if (x->mo.kind != Motion::Still) continue;
+          bool all = (known & ~x->known) == 0;
+          each(known & x->known, [&](int i) { all = all && (x->v[i] != 0) == (decides != 0); });
+          if (all) return Motion{};
+        }
+        return fallback();
+      }
+      default: return fallback();
+    }
+  }
+  Motion cast_motion(ScalarType from, ScalarType to, const Lanes& a, const Lanes& r) {
+    if (to == ScalarType::Bool) {  // x != 0
+      const Span s = span(a.mo);
+      bool decided = s.bounded;
+      each(r.known, [&](int i) {
+        const __int128 x = ir::exact(from, a.v[i]);
+        decided = decided && (x + s.hi < 0 || x + s.lo > 0 || (x == 0 && s.lo == 0 && s.hi == 0));
+      });
+      return decided ? Motion{} : uniform_always(a, r.known) ? loose() : erratic();
+    }
+    // The exact value kept (a widening, or a narrowing of values that fit) keeps the motion.
+    bool kept = stays_in(to, r, r.known, a.mo);
+    each(r.known, [&](int i) { kept = kept && ir::exact(from, a.v[i]) == ir::exact(to, r.v[i]); });
+    return kept ? a.mo : uniform_always(a, r.known) ? loose() : erratic();
+  }
+  /// Per lane, a's motion where `pick_a` has the lane and b's elsewhere.
+  Motion chosen(const Lanes& a, const Lanes& b, Mask pick_a, Mask known) {
+    if ((pick_a & known) == known) return a.mo;
+    if (!(pick_a & known)) return b.mo;
+    return same(a.mo, b.mo) ? a.mo : erratic();
   }
 
   // ------------------------------------------------------------------ expressions
@@ -328,12 +842,14 @@ class Analyzer {
   static const Lanes& unknown(Lanes& out) {
     out.known = 0;
     out.uniform = false;
+    out.mo = Motion{};
     return out;
   }
-  static const Lanes& all(Lanes& out, std::int64_t x) {
+  static const Lanes& all(Lanes& out, std::int64_t x, const Motion& mo = Motion{}) {
     out.v.fill(x);
     out.known = kAll;
     out.uniform = true;
+    out.mo = mo;
     return out;
   }
   const Lanes& ev(const Literal& n, Mask, Lanes& out) { return integral(n.type) ? all(out, n.i) : unknown(out); }
@@ -344,11 +860,29 @@ class Analyzer {
   const Lanes& ev(const Unary& n, Mask m, Lanes& out) {
     const Lanes& a = eval(n.a, m, out);
     if (!integral(n.type)) return unknown(out);
-    if (a.uniform) return all(out, eval_unary(n.op, n.type, a.v[0]));
-    const Mask known = m & a.known;  // `a` may be `out`: read before writing
+    // `a` may be `out`: its motion and values are read before they are written.
+    Motion mo;
+    if (a.mo.kind != Motion::Still) {
+      if (n.op == UnOp::BitNot) {
+        mo = scale(a.mo, -1);  // ~x is -x - 1 exactly, and never leaves the type
+      } else if (n.op == UnOp::Neg) {
+        mo = scale(a.mo, -1);
+        bool ok = mo.kind != Motion::Erratic;
+        each(m & a.known, [&](int i) { ok = ok && -ir::exact(n.type, a.v[i]) >= type_lo(n.type); });
+        Lanes r;
+        r.known = m & a.known;
+        each(r.known, [&](int i) { r.v[i] = eval_unary(n.op, n.type, a.v[i]); });
+        if (!ok || !stays_in(n.type, r, r.known, mo)) mo = uniform_always(a, m) ? loose() : erratic();
+      } else {
+        mo = uniform_always(a, m) ? loose() : erratic();
+      }
+    }
+    if (a.uniform) return all(out, eval_unary(n.op, n.type, a.v[0]), mo);
+    const Mask known = m & a.known;
     each(known, [&](int i) { out.v[i] = eval_unary(n.op, n.type, a.v[i]); });
     out.known = known;
     out.uniform = false;
+    out.mo = mo;
     return out;
   }
   const Lanes& ev(const Binary& n, Mask m, Lanes& out) {
@@ -364,31 +898,48 @@ class Analyzer {
     auto one = [&](std::int64_t x, std::int64_t y) {
       return binary_op(n.op, t, x, shift ? shift_amount(n.b->type, y) : y);
     };
-    if (a.uniform && b.uniform) return all(out, one(a.v[0], b.v[0]));
+    const bool still = a.mo.kind == Motion::Still && b.mo.kind == Motion::Still;
+    if (a.uniform && b.uniform) {
+      all(out, one(a.v[0], b.v[0]));
+      if (!still) out.mo = binary_motion(n.op, t, n.b->type, a, b, out);
+      return out;
+    }
     out.known = m & a.known & b.known;
     out.uniform = false;
-    if (out.known == kAll && lanewise(n.op, t, a, b, out)) return out;
-    each(out.known, [&](int i) { out.v[i] = one(a.v[i], b.v[i]); });
-    // A known false (or true) decides && (||) whatever the other side is.
-    if (n.op == BinOp::LAnd || n.op == BinOp::LOr) {
-      const std::int64_t decides = n.op == BinOp::LAnd ? 0 : 1;
-      each(m & ~out.known, [&](int i) {
-        if (((a.known >> i) & 1 && a.v[i] == decides) || ((b.known >> i) & 1 && b.v[i] == decides)) {
-          out.v[i] = decides;
-          out.known |= Mask{1} << i;
-        }
-      });
+    if (!(out.known == kAll && lanewise(n.op, t, a, b, out))) {
+      each(out.known, [&](int i) { out.v[i] = one(a.v[i], b.v[i]); });
+      // A known false (or true) decides && (||) whatever the other side is.
+      if (n.op == BinOp::LAnd || n.op == BinOp::LOr) {
+        const std::int64_t decides = n.op == BinOp::LAnd ? 0 : 1;
+        each(m & ~out.known, [&](int i) {
+          if (((a.known >> i) & 1 && a.v[i] == decides) || ((b.known >> i) & 1 && b.v[i] == decides)) {
+            out.v[i] = decides;
+            out.known |= Mask{1} << i;
+          }
+        });
+      }
     }
+    out.mo = still ? Motion{} : binary_motion(n.op, t, n.b->type, a, b, out);
     return out;
   }
   const Lanes& ev(const Cast& n, Mask m, Lanes& out) {
     const Lanes& a = eval(n.a, m, out);
     if (!integral(n.type) || !integral(n.a->type)) return unknown(out);
-    if (a.uniform) return all(out, eval_cast(n.a->type, n.type, a.v[0]));
-    const Mask known = m & a.known;
-    each(known, [&](int i) { out.v[i] = eval_cast(n.a->type, n.type, a.v[i]); });
-    out.known = known;
-    out.uniform = false;
+    if (a.mo.kind == Motion::Still) {  // `a` may be `out`: each lane is read before it is written
+      if (a.uniform) return all(out, eval_cast(n.a->type, n.type, a.v[0]));
+      const Mask known = m & a.known;
+      each(known, [&](int i) { out.v[i] = eval_cast(n.a->type, n.type, a.v[i]); });
+      out.known = known;
+      out.uniform = false;
+      out.mo = Motion{};
+      return out;
+    }
+    Lanes r;
+    r.known = a.uniform ? kAll : m & a.known;
+    each(r.known, [&](int i) { r.v[i] = eval_cast(n.a->type, n.type, a.v[i]); });
+    r.mo = cast_motion(n.a->type, n.type, a, r);
+    r.uniform = a.uniform;
+    out = r;  // `a` may be `out`: read above
     return out;
   }
   const Lanes& ev(const Select& n, Mask m, Lanes& out) {
@@ -396,13 +947,19 @@ class Analyzer {
     const Lanes &c = eval(n.c, m, tc), &a = eval(n.a, m, ta), &b = eval(n.b, m, tb);
     out.known = 0;
     out.uniform = false;
+    Mask pick_a = 0;
     each(m & c.known, [&](int i) {
       const Lanes& pick = c.v[i] ? a : b;
+      if (c.v[i]) pick_a |= Mask{1} << i;
       if ((pick.known >> i) & 1) {
         out.v[i] = pick.v[i];
         out.known |= Mask{1} << i;
       }
     });
+    if (c.mo.kind == Motion::Still)
+      out.mo = chosen(a, b, pick_a, out.known);
+    else
+      out.mo = uniform_always(c, m) && uniform_always(a, m) && uniform_always(b, m) ? loose() : erratic();
     return out;
   }
   const Lanes& ev(const MathCall& n, Mask m, Lanes& out) {
@@ -410,6 +967,16 @@ class Analyzer {
       const Lanes& x = eval(n.args[0], m, out);
       const Mask known = m & x.known;
       const ScalarType xt = n.args[0]->type;
+      Motion mo;
+      if (x.mo.kind != Motion::Still) {
+        // abs of values that keep one sign is the value or its negation; anything else gives up.
+        const bool keeps = !is_bit_fn(n.fn) && one_sign(xt, x, known, x.mo);
+        bool negative = false;
+        each(known, [&](int i) { negative = negative || ir::exact(xt, x.v[i]) < 0; });
+        mo = keeps && (!negative || is_signed(xt)) ? (negative ? scale(x.mo, -1) : x.mo)
+             : uniform_always(x, m)                ? loose()
+                                                   : erratic();
+      }
       each(known, [&](int i) {
         out.v[i] = is_bit_fn(n.fn)                   ? eval_bits(n.fn, xt, x.v[i])
                    : is_signed(n.type) && x.v[i] < 0 ? eval_unary(UnOp::Neg, n.type, x.v[i])
@@ -417,6 +984,9 @@ class Analyzer {
       });
       out.known = known;
       out.uniform = false;
+      out.mo = mo;
+      if (mo.kind != Motion::Still && mo.kind != Motion::Erratic && !stays_in(n.type, out, known, mo))
+        out.mo = uniform_always(x, m) ? loose() : erratic();  // abs(MIN) wraps
       return out;
     }
     for (const auto& a : n.args) eval(a, m, out);
@@ -456,13 +1026,19 @@ class Analyzer {
   }
   void set(const VarNode* v, const Lanes& x, Mask m) {
     Lanes& cur = vars_[v];
-    if (m == kAll) {  // every lane replaced: known, unknown and uniform as in x
+    if (m == kAll) {  // every lane replaced: known, unknown, uniform and moving as in x
       cur = x;
       return;
     }
+    // Lanes outside m keep their values, and their motion must be x's for the two to be one.
+    const bool others = (cur.known & ~m) != 0;
     each(m & x.known, [&](int i) { cur.v[i] = x.v[i]; });
     cur.known = (cur.known & ~m) | (x.known & m);
     cur.uniform = false;
+    if (!others)
+      cur.mo = x.mo;
+    else if (x.known & m && !same(cur.mo, x.mo))
+      cur.mo = erratic();
   }
   void st(const Let& n, Mask m) {
     step();
@@ -491,6 +1067,39 @@ class Analyzer {
     }
     return it->second;
   }
+  /// A decision `s` makes (its condition, or a loop's trip count) may differ between the executions
+  /// being counted from this one (`guessed`: the lanes where it was guessed from loaded data, and
+  /// followed both ways). Everything `s` holds is then an estimate, and what it writes moves
+  /// erratically (is unknown in the guessed lanes). A break, continue or return inside changes what
+  /// runs after `s` too: the loop, function or kernel around it becomes an estimate as well.
+  void unsettled(const StmtNode& s, Mask guessed) {
+    exact_ = false;
+    const Contents& c = contents(s);
+    taint(c, guessed);
+    if (c.jumps && !loop_stmts_.empty()) taint(contents(*loop_stmts_.back()), guessed);
+    if (c.returns || (c.jumps && loop_stmts_.empty())) taint(contents(*bodies_.back()), guessed);
+  }
+  void taint(const Contents& c, Mask guessed) {
+    if (tainted_contents_.insert(&c).second) {
+      for (const AccessAt& a : c.accesses) tainted_.insert(a.node);
+      tainted_.insert(c.branches.begin(), c.branches.end());
+    }
+    for (const VarNode* v : c.written) {
+      auto it = vars_.find(v);
+      if (it == vars_.end()) continue;
+      it->second.mo = erratic();
+      it->second.known &= ~guessed;
+      if (guessed) it->second.uniform = false;
+    }
+  }
+  const Contents& contents(const StmtNode& s) {
+    auto it = contents_.find(&s);
+    if (it == contents_.end()) it = contents_.emplace(&s, contents_of(s)).first;
+    return it->second;
+  }
+  /// Whether the executions being counted from this one all take the same decision.
+  static bool settled(const Lanes& cond) { return cond.mo.kind == Motion::Still; }
+
   void st(const If& n, Mask m) {
     step();
     Lanes t;
@@ -500,6 +1109,7 @@ class Analyzer {
       if (!c.v[i]) no |= Mask{1} << i;
     });
     yes &= ~no;
+    const bool variant = !reps_.empty() && !settled(c);
     BranchSite& b = branch(&n, "if", n.loc);
     b.exec += weight_;
     if (unknown) {
@@ -512,46 +1122,73 @@ class Analyzer {
     if (yes && no) b.div += weight_;
     if (yes) exec(n.then_body, yes);
     if (no && n.else_body) exec(n.else_body, no);
+    if (unknown || variant) unsettled(n, unknown);
   }
   struct LoopState {
     Mask off = 0;     ///< lanes that left the loop (break) or this iteration (continue)
     Mask broken = 0;  ///< lanes that left the loop
   };
+  /// Iterations from `x` = end - begin with step `s` (exact values).
+  static __int128 trips_of(__int128 x, __int128 s) {
+    if (s > 0 && x > 0) return (x + s - 1) / s;
+    if (s < 0 && x < 0) return (-x + (-s) - 1) / (-s);
+    return 0;
+  }
+  /// Whether every execution being counted from this one runs the loop the same number of times.
+  bool trips_settled(const For& n, const Lanes& b, const Lanes& e, const Lanes& s, Mask m) {
+    if (s.mo.kind != Motion::Still) return false;
+    const Motion d = sum(e.mo, b.mo, -1);
+    if (d.kind == Motion::Still) return true;
+    const Span sp = span(d);
+    if (!sp.bounded) return false;
+    bool ok = true;
+    const ScalarType t = n.var->type;
+    each(m, [&](int i) {
+      const __int128 x = ir::exact(t, e.v[i]) - ir::exact(t, b.v[i]), st = ir::exact(n.step->type, s.v[i]);
+      ok = ok && trips_of(x + sp.lo, st) == trips_of(x + sp.hi, st);
+    });
+    return ok;
+  }
   void st(const For& n, Mask m) {
     step();
     Lanes b = eval(n.begin, m), e = eval(n.end, m), s = eval(n.step, m);
     BranchSite& br = branch(&n, "for", n.loc);
     const ScalarType t = n.var->type;
-    Mask known = m & b.known & e.known & s.known;
+    const Mask known = m & b.known & e.known & s.known;
+    loop_stmts_.push_back(&n);
+    loops_.push_back({});
     if (known != m) {  // bounds from loaded data: one iteration, a guess
       br.inexact = true;
-      exact_ = false;
       br.exec += weight_;
       Lanes v = b;
       v.known = m & b.known;
       v.uniform = false;
       set(n.var.get(), v, m);
       exec(n.body, m);
+      loops_.pop_back();
+      loop_stmts_.pop_back();
+      unsettled(n, m);
       return;
     }
+    const bool variant = !reps_.empty() && !trips_settled(n, b, e, s, m);
     // Trip counts per lane.
     std::array<std::int64_t, kLanes> trips{};
     std::int64_t most = 0, least = INT64_MAX;
     each(m, [&](int i) {
-      __int128 lo = ir::exact(t, b.v[i]), hi = ir::exact(t, e.v[i]), st = ir::exact(n.step->type, s.v[i]);
-      __int128 c = 0;
-      if (st > 0 && hi > lo) c = (hi - lo + st - 1) / st;
-      if (st < 0 && hi < lo) c = (lo - hi + (-st) - 1) / (-st);
+      const __int128 c = trips_of(ir::exact(t, e.v[i]) - ir::exact(t, b.v[i]), ir::exact(n.step->type, s.v[i]));
       trips[i] = c > INT32_MAX ? INT32_MAX : static_cast<std::int64_t>(c);
       most = std::max(most, trips[i]);
       least = std::min(least, trips[i]);
     });
-    auto value_at = [&](std::int64_t k, Mask active) {
+    // The counter moves as the begin does (the step is settled, or nothing is).
+    const Motion counter = s.mo.kind == Motion::Still ? b.mo : erratic();
+    auto value_at = [&](std::int64_t k, Mask active, const Motion& mo) {
       Lanes v;
       each(active, [&](int i) {
         v.v[i] = wrap(t, ir::exact(t, b.v[i]) + static_cast<__int128>(k) * ir::exact(n.step->type, s.v[i]));
       });
       v.known = active;
+      v.mo = mo;
       return v;
     };
     auto active_at = [&](std::int64_t k) {
@@ -561,64 +1198,98 @@ class Analyzer {
       });
       return a;
     };
-    // The condition is evaluated once per iteration and once more to leave.
-    br.exec += weight_ * static_cast<double>(most + 1);
-    if (most != least) br.div += weight_ * static_cast<double>(most - least);
-    loops_.push_back({});
     if (most <= opt_.max_iterations || most != least) {
-      std::int64_t limit = std::min<std::int64_t>(most, 4 * opt_.max_iterations);
-      for (std::int64_t k = 0; k < limit; ++k) {
-        Mask a = active_at(k) & ~loops_.back().broken;
-        if (!a) break;
+      // Followed iteration by iteration: evaluation k of the condition is made by the lanes still in
+      // the loop, and splits the warp when some go on and some leave.
+      const std::int64_t limit = 4 * opt_.max_iterations;
+      for (std::int64_t k = 0;; ++k) {
+        const Mask in = active_at(k - 1) & ~loops_.back().broken & ~frames_.back().returned;
+        if (!in) break;
+        const Mask go = in & active_at(k);
+        br.exec += weight_;
+        if (go && go != in) br.div += weight_;
+        if (!go) break;
+        if (k == limit) {  // a divergent loop longer than that: the rest is not followed
+          br.inexact = true;
+          unsettled(n, 0);
+          forget(contents(n));
+          break;
+        }
         loops_.back().off = loops_.back().broken;
-        set(n.var.get(), value_at(k, a), a);
-        exec(n.body, a);
-      }
-      if (limit < most) {  // a divergent loop longer than that: the rest is not followed
-        br.inexact = true;
-        exact_ = false;
+        set(n.var.get(), value_at(k, go, counter), go);
+        exec(n.body, go);
       }
     } else {
-      // Uniform and long: the first iteration (the reference), the second standing for all but the
-      // first and last (the representative), and the last.
-      const int instance = next_instance_++;
+      // Uniform and long: the first iteration, the second standing for all but the first and last
+      // (a representative: the counter moves by the step from it), and the last. What the body
+      // writes is not followed across the skipped iterations: it is unknown in the last.
       const double saved = weight_;
-      const std::int64_t picks[3] = {0, 1, most - 1};
-      const double weights[3] = {1.0, static_cast<double>(most - 2), 1.0};
+      br.exec += saved * static_cast<double>(most + 1);
+      std::optional<std::int64_t> st;
+      if (s.uniform || uniform_always(s, m)) st = s.v[static_cast<std::size_t>(std::countr_zero(m))];
       for (int p = 0; p < 3; ++p) {
-        Mask a = m & ~loops_.back().broken;
-        if (!a) break;
+        const Mask a = m & ~loops_.back().broken & ~frames_.back().returned;
+        if (a != m) break;  // lanes left it early: which iteration the others stand for is a guess
         loops_.back().off = loops_.back().broken;
-        SampleFrame f;
-        f.instance = instance;
-        f.role = p == 0 ? SampleFrame::Reference : p == 1 ? SampleFrame::Representative : SampleFrame::Plain;
-        f.distance = 1;
-        f.first = 1;
-        f.count = most - 2;
-        f.base = saved;
-        samples_.push_back(f);
-        weight_ = saved * weights[p];
-        set(n.var.get(), value_at(picks[p], a), a);
-        exec(n.body, a);
-        samples_.pop_back();
+        if (p == 1) {
+          weight_ = saved * static_cast<double>(most - 2);
+          Motion mo = counter;
+          const bool tracked = reps_.size() < kFrames && st && counter.kind != Motion::Erratic;
+          if (tracked) {
+            reps_.push_back({0, most - 3});
+            mo = sum(counter, frame_slope(reps_.size() - 1, ir::exact(n.step->type, *st)), 1);
+          }
+          set(n.var.get(), value_at(1, a, mo), a);
+          exec(n.body, a);
+          if (tracked) reps_.pop_back();
+          if (!tracked) unsettled(*n.body, 0);  // nothing says how the iterations it stands for move
+          forget(contents(*n.body));
+          weight_ = saved;
+        } else {
+          set(n.var.get(), value_at(p == 0 ? 0 : most - 1, a, counter), a);
+          exec(n.body, a);
+        }
       }
-      weight_ = saved;
-      if (loops_.back().broken) {  // a break decided by data: which iteration it happens in is a guess
+      if (m & (loops_.back().broken | frames_.back().returned)) {  // left by a break or a return
         br.inexact = true;
-        exact_ = false;
+        unsettled(n, 0);
+        forget(contents(n));
       }
     }
     loops_.pop_back();
+    loop_stmts_.pop_back();
+    if (variant) unsettled(n, 0);
+  }
+  /// The motion of a loop's counter in frame f alone: `step` per iteration.
+  Motion frame_slope(std::size_t f, __int128 step) {
+    if (step > INT64_MAX || step < INT64_MIN) return erratic();
+    Motion m;
+    m.kind = Motion::Moving;
+    m.slope[f] = static_cast<std::int64_t>(step);
+    return settle(m);
+  }
+  /// What a representative iteration wrote is not what the iterations after it see: unknown.
+  void forget(const Contents& c) {
+    for (const VarNode* v : c.written) {
+      auto it = vars_.find(v);
+      if (it == vars_.end()) continue;
+      it->second.known = 0;
+      it->second.uniform = false;
+      it->second.mo = Motion{};
+    }
   }
   void st(const While& n, Mask m) {
     step();
     BranchSite& br = branch(&n, "while", n.loc);
+    loop_stmts_.push_back(&n);
     loops_.push_back({});
-    Mask a = m;
+    Mask a = m, guessed = 0;
+    bool variant = false;
     for (int k = 0; a; ++k) {
-      if (k >= 4 * opt_.max_iterations) {
+      if (k >= 4 * opt_.max_iterations) {  // the rest is not followed
         br.inexact = true;
-        exact_ = false;
+        unsettled(n, 0);
+        forget(contents(n));
         break;
       }
       Lanes t;
@@ -630,16 +1301,21 @@ class Analyzer {
       });
       if (a & ~c.known) {  // a condition on loaded data: one more round for those lanes, then out
         br.inexact = true;
-        exact_ = false;
+        guessed |= a & ~c.known;
         if (k == 0) go |= a & ~c.known;
+      } else if (!reps_.empty() && !settled(c)) {
+        variant = true;
       }
       if (go && go != a) br.div += weight_;
       a = go & ~loops_.back().broken;
       if (!a) break;
       loops_.back().off = loops_.back().broken;
       exec(n.body, a);
+      a &= ~frames_.back().returned;
     }
     loops_.pop_back();
+    loop_stmts_.pop_back();
+    if (guessed || variant) unsettled(n, guessed);
   }
   void st(const Jump& n, Mask m) {
     step();
@@ -682,7 +1358,8 @@ class Analyzer {
       default: break;
     }
   }
-  /// A shuffle's result where its operands are known integers; unknown otherwise.
+  /// A shuffle's result where its operands are known integers; unknown otherwise. Lanes that read
+  /// other lanes' values move as those do when every lane moves the same and the lanes read stay.
   Lanes shuffle(const Intrinsic& n, const std::vector<Lanes>& a, Mask m) {
     Lanes r;
     if (a.size() < 2 || n.outputs.empty() || !integral(n.outputs[0]->type)) return r;
@@ -700,6 +1377,10 @@ class Analyzer {
         r.known |= Mask{1} << i;
       }
     });
+    if (a[0].mo.kind == Motion::Still && a[1].mo.kind == Motion::Still) return r;
+    r.mo = a[1].mo.kind == Motion::Still && a[0].mo.kind != Motion::Erratic ? a[0].mo
+           : uniform_always(a[0], m)                                        ? a[0].mo
+                                                                            : erratic();
     return r;
   }
   void st(const Call& n, Mask m) {
@@ -712,6 +1393,8 @@ class Analyzer {
     Lanes smem = eval(n.args[user + 2].value, m);
     std::int64_t off = (smem.known & m) ? smem.v[static_cast<std::size_t>(std::countr_zero(m & smem.known))] : -1;
     fr.smem = off >= 0 ? frames_.back().smem + off : frames_.back().smem;
+    // Where its shared memory starts is followed as one number: one that moves makes it an estimate.
+    if (smem.mo.kind != Motion::Still || !uniform_always(smem, m)) unsettled(n, 0);
     std::vector<std::pair<const VarNode*, Lanes>> binds;
     for (std::size_t i = 0; i < user && i < f.params.size(); ++i) {
       const auto& a = n.args[i];
@@ -722,6 +1405,7 @@ class Analyzer {
         r.offset.known &= o.known & m;
         each(r.offset.known, [&](int k) { r.offset.v[k] += o.v[k]; });
         r.offset.uniform = r.offset.uniform && o.uniform;
+        r.offset.mo = sum(r.offset.mo, o.mo, 1);
         fr.mems[p.mem.get()] = r;
       } else if (p.var) {
         binds.emplace_back(p.var.get(), eval(a.value, m));
@@ -729,11 +1413,16 @@ class Analyzer {
     }
     for (const auto& [v, x] : binds) set(v, x, m);
     std::vector<LoopState> saved_loops;
+    std::vector<const StmtNode*> saved_loop_stmts;
     std::swap(saved_loops, loops_);
+    std::swap(saved_loop_stmts, loop_stmts_);
     frames_.push_back(std::move(fr));
+    bodies_.push_back(f.body.get());
     exec(f.body, m);
+    bodies_.pop_back();
     frames_.pop_back();
     std::swap(saved_loops, loops_);
+    std::swap(saved_loop_stmts, loop_stmts_);
     if (n.result) set(n.result.get(), Lanes{}, m);
   }
   template <class N>
@@ -750,9 +1439,6 @@ class Analyzer {
   }
 
   using Measure = RequestCost;
-  static Measure measure(const std::array<std::int64_t, kLanes>& addr, Mask known, int bytes, bool global) {
-    return request_cost(addr, known, bytes, global);
-  }
 
   void access(const void* node, const MemNode* mem, const Lanes& idx, Mask m, bool write, int bytes, SourceLoc loc,
               int part = 0) {
@@ -774,7 +1460,15 @@ class Analyzer {
       s.inexact = true;
       exact_ = false;
     }
-    if (!known) return;
+    if (!known) {  // the request is made; what it costs, a guess: its bytes, contiguous
+      s.weight += weight_;
+      s.lanes += weight_ * std::popcount(m);
+      const double guess =
+          root->space == MemSpace::Global ? std::ceil(std::popcount(m) * bytes / 32.0) : std::max(1, bytes / 4);
+      s.metric += weight_ * guess;
+      s.ideal += weight_ * guess;
+      return;
+    }
     const bool global = root->space == MemSpace::Global;
     const std::int64_t eb = type_bytes(root->elem);
     std::array<std::int64_t, kLanes> addr{};
@@ -789,7 +1483,7 @@ class Analyzer {
       const __int128 lim = static_cast<__int128>(1) << 60;
       addr[i] = static_cast<std::int64_t>(a > lim ? lim : a < -lim ? -lim : a);
     });
-    const Measure here = measure(addr, known, bytes, global);
+    const Measure here = request_cost(addr, known, bytes, global);
     if (s.weight == 0 && std::popcount(known) > 1) {
       const int i0 = std::countr_zero(known), i1 = std::countr_zero(known & (known - 1));
       const std::int64_t d = (addr[i1] - addr[i0]) / (i1 - i0);
@@ -800,63 +1494,64 @@ class Analyzer {
     }
     s.weight += weight_;
     s.lanes += weight_ * std::popcount(known);
-    s.metric += weight_ * here.metric;
-    s.ideal += weight_ * here.ideal;
     s.ways = std::max(s.ways, here.ways);
-    // A representative stands for `count` executions whose addresses move from the reference's by
-    // the same amount for every lane (an affine index): their cost repeats with a period of one
-    // sector (128 bytes for the banks), so it is summed exactly over them. Any other movement makes
-    // the site an estimate.
-    const std::int64_t period = global ? 32 : 128;
-    bool innermost = true;
-    for (auto f = samples_.rbegin(); f != samples_.rend(); ++f) {
-      if (f->role == SampleFrame::Plain) continue;
-      if (f->role == SampleFrame::Reference) {
-        s.refs[f->instance].push_back({addr, known});
+    // This request stands for every execution of the representatives being followed, whose
+    // addresses are this one's moved by the same D in every lane (or the cost is a guess). A cost
+    // repeats when D moves by its period (a sector, a bank's word), so it is counted by D's residue:
+    // the slopes' residues are counted exactly over the frames' steps; a rigid part (a multiple of
+    // its grain, nothing more known) is exact only where every residue it may add costs the same.
+    const std::int64_t period = ir::period(global);
+    const Motion mo = scale(sum(idx.mo, r.offset.mo, 1), eb);
+    if (reps_.empty() || moves_by(mo, period)) {
+      s.metric += weight_ * here.metric;
+      s.ideal += weight_ * here.ideal;
+      return;
+    }
+    if (mo.kind != Motion::Moving) {
+      s.metric += weight_ * here.metric;
+      s.ideal += weight_ * here.ideal;
+      s.inexact = true;
+      exact_ = false;
+      return;
+    }
+    std::array<double, 32> dist{};  // executions by the residue of their slopes' move
+    dist[0] = 1;
+    for (std::size_t f = 0; f < reps_.size(); ++f) {
+      const std::int64_t count = reps_[f].hi - reps_[f].lo + 1;
+      const std::int64_t step = ((mo.slope[f] % period) + period) % period;
+      std::array<double, 32> next{};
+      if (step == 0) {
+        for (std::int64_t q = 0; q < period; ++q) next[q] = dist[q] * static_cast<double>(count);
       } else {
-        const std::size_t k = s.reps[f->instance]++;
-        const auto& refs = s.refs[f->instance];
-        bool ok = k < refs.size() && refs[k].mask == known;
-        std::int64_t d = 0;
-        bool first = true;
-        if (ok)
-          each(known, [&](int i) {
-            const std::int64_t di = addr[i] - refs[k].addr[i];
-            if (first) d = di;
-            first = false;
-            ok = ok && di == d;
-          });
-        // (A step too large to multiply by the count safely is no affine walk through a buffer.)
-        ok = ok && d % f->distance == 0 && std::llabs(d / f->distance) < (std::int64_t{1} << 30) &&
-             f->count < (std::int64_t{1} << 30);
-        if (ok) {
-          const std::int64_t step = d / f->distance;
-          const std::int64_t reps = period / std::gcd(((step % period) + period) % period, period);
-          double sum_m = 0, sum_i = 0;
-          for (std::int64_t r0 = 0; r0 < std::min<std::int64_t>(reps, f->count); ++r0) {
-            const std::int64_t o = f->first + r0;
-            // offsets o, o + reps, ... below first + count
-            const std::int64_t times = (f->count - r0 + reps - 1) / reps;
-            std::array<std::int64_t, kLanes> a = refs[k].addr;
-            each(known, [&](int i) { a[i] += step * o; });
-            Measure mm = measure(a, known, bytes, global);
-            sum_m += static_cast<double>(times) * mm.metric;
-            sum_i += static_cast<double>(times) * mm.ideal;
-            s.ways = std::max(s.ways, mm.ways);
-          }
-          if (innermost) {
-            s.metric += f->base * sum_m - weight_ * here.metric;
-            s.ideal += f->base * sum_i - weight_ * here.ideal;
-          } else if (std::fabs(sum_m - static_cast<double>(f->count) * here.metric) > 1e-6) {
-            ok = false;  // an outer representative whose executions would cost differently
-          }
+        std::array<double, 32> h{};  // this frame's moves by residue: P consecutive steps cover them
+        for (std::int64_t j = 0; j < std::min<std::int64_t>(count, period); ++j) {
+          const std::int64_t d = reps_[f].lo + j;
+          const std::int64_t q = ((step * (((d % period) + period) % period)) % period);
+          h[static_cast<std::size_t>(q)] += static_cast<double>((count - 1 - j) / period + 1);
         }
-        if (!ok) {
+        for (std::int64_t x = 0; x < period; ++x)
+          if (dist[x] != 0)
+            for (std::int64_t y = 0; y < period; ++y) next[(x + y) % period] += dist[x] * h[y];
+      }
+      dist = next;
+    }
+    const std::int64_t rigid_step = mo.rigid ? std::gcd(mo.grain, period) : period;
+    auto moved_cost = [&](std::int64_t q) {
+      std::array<std::int64_t, kLanes> moved = addr;
+      each(known, [&](int i) { moved[i] += q; });
+      return request_cost(moved, known, bytes, global);
+    };
+    for (std::int64_t q = 0; q < period; ++q) {
+      if (dist[q] == 0) continue;
+      const Measure c = q == 0 ? here : moved_cost(q);
+      for (std::int64_t k = rigid_step; k < period; k += rigid_step)
+        if (moved_cost((q + k) % period).metric != c.metric) {
           s.inexact = true;
           exact_ = false;
         }
-      }
-      innermost = false;
+      s.metric += dist[q] * c.metric;
+      s.ideal += dist[q] * c.ideal;
+      s.ways = std::max(s.ways, c.ways);
     }
   }
 
@@ -902,12 +1597,18 @@ class Analyzer {
   std::unordered_map<const VarNode*, Lanes> vars_;
   std::vector<Frame> frames_;
   std::vector<LoopState> loops_;
-  std::vector<SampleFrame> samples_;
+  std::vector<const StmtNode*> loop_stmts_;  ///< the loops around the statement followed, innermost last
+  std::vector<const StmtNode*> bodies_;      ///< the kernel's body and the functions called, innermost last
+  std::vector<Rep> reps_;                    ///< the representatives being followed (frame f is reps_[f])
   std::map<std::pair<const void*, int>, Site> sites_;
   std::map<const StmtNode*, BranchSite> branches_;
+  std::unordered_map<const StmtNode*, Contents> contents_;
+  std::unordered_set<const void*> tainted_;  ///< accesses and branches whose numbers are estimates
+  std::unordered_set<const Contents*> tainted_contents_;
   std::vector<double> interval_steps_;
   double weight_ = 1, flops_ = 0, work_ = 0;
-  int next_order_ = 0, next_instance_ = 0;
+  int next_order_ = 0;
+  std::uint32_t next_id_ = 0;
   bool exact_ = true;
 };
 
