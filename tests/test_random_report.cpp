@@ -111,6 +111,7 @@ class ReportGen : test_support::Picker {
         const int m = (1 << (1 + pick(4))) - 1;
         return {x.e & m, std::min<std::int64_t>(x.max, m)};
       }
+      case 6: return {x.max - x.e, x.max};  // moves the other way
       default: return x;
     }
   }
@@ -156,7 +157,8 @@ class ReportGen : test_support::Picker {
     }
     Term x = term();
     const int c = pick(static_cast<int>(x.max) + 2);
-    switch (pick(5)) {
+    switch (pick(6)) {
+      case 5: return x.e < term().e;
       case 0: return x.e < c;
       case 1: return x.e >= c;
       case 2: return x.e % any(std::vector<int>{2, 3, 4}) == 0;

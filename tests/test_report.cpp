@@ -228,6 +228,33 @@ TEST(Report, AValueCarriedAcrossIterationsIsAnEstimate) {
   EXPECT_FALSE(global_load(predicted, "x").exact);
 }
 
+// if (k >= 3 && k < 5) x[k + i], k < 10: the iterations followed (0, 1 and 9) never take the branch,
+// the ones the second stands for do (twice). The access is listed, uncounted, as an estimate.
+TEST(Report, AnAccessNoFollowedExecutionReachesIsListedAsAnEstimate) {
+  const Kernel k = looped("unreached", 32, 10, 16, [](Scope& s, Expr i, Expr kk, Var acc, View x) {
+    s.if_(kk >= 3 && kk < 5, [&](Scope& s) { s.assign(acc, acc + x[kk + i]); });
+  });
+  auto [predicted, measured] = report_and_measure(k, 1, 16);
+  EXPECT_EQ(global_load(measured, "x").requests, 2);
+  EXPECT_EQ(global_load(predicted, "x").requests, 0) << predicted.text();
+  EXPECT_FALSE(global_load(predicted, "x").exact);
+  EXPECT_NE(predicted.text().find("~"), std::string::npos);
+}
+
+// if (b / 3 < b % 4) x[i] for block b of 20: taken by blocks 1, 2, 3 and 7, none of those followed
+// (0, 10 and 19). Both sides move with the block, differently: the condition is an estimate, and so
+// is the access under it.
+TEST(Report, ABranchOnTwoValuesThatMoveDifferentlyIsAnEstimate) {
+  const Kernel k = looped("two_moves", 32, 0, 0, [](Scope& s, Expr i, Expr, Var acc, View x) {
+    auto b = s.let("b", i / 32);
+    s.if_(b / 3 < b % 4, [&](Scope& s) { s.assign(acc, acc + x[i]); });
+  });
+  auto [predicted, measured] = report_and_measure(k, 20, 0);
+  EXPECT_EQ(global_load(measured, "x").requests, 4);
+  EXPECT_FALSE(global_load(predicted, "x").exact) << predicted.text();
+  EXPECT_FALSE(predicted.exact);
+}
+
 // Where the others do move as the representative does, the report counts them exactly.
 // x[3k + i], k < 10: the warp starts 12k bytes in, on a sector boundary at k = 0 and 8 only: 4.8.
 TEST(Report, ALoopIndexMovingByAStepIsCountedExactly) {

@@ -443,8 +443,7 @@ class Analyzer {
         s.c.memory = a.mem->name;
         s.c.space = a.mem->space;
         s.c.write = a.write;
-        s.c.bytes = a.bytes;
-        s.inexact = true;
+        s.c.bytes = a.bytes;  // (an estimate: its node is tainted)
       }
       for (const StmtNode* b : c->branches)
         if (!branches_.count(b)) {
@@ -454,7 +453,6 @@ class Analyzer {
                                                                : "while",
                                     b->loc);
           site.order = INT32_MAX;
-          site.inexact = true;
         }
     }
   }
