@@ -686,7 +686,8 @@ class Analyzer {
   /// The motion of `r`, the result of integer operation `op` on `a` and `b` (operand type t), where
   /// one of them moves.
   Motion binary_motion(BinOp op, ScalarType t, ScalarType bt, const Lanes& a, const Lanes& b, const Lanes& r) {
-    const Mask known = r.known;
+    // Operands the same in every lane (r is then too) are checked in one lane.
+    const Mask known = r.uniform ? Mask{1} : r.known;
     if (!known) return Motion{};
     auto fallback = [&] { return uniform_always(a, known) && uniform_always(b, known) ? loose() : erratic(); };
     // The result equals the exact operation in every lane (nothing wrapped here), and stays in t.
