@@ -207,7 +207,9 @@ TEST(Report, ABranchOnTheLoopCounterMakesWhatItHoldsAnEstimate) {
   EXPECT_DOUBLE_EQ(global_load(measured, "x").sectors, 23.0 / 5);
   EXPECT_FALSE(global_load(predicted, "x").exact) << predicted.text();
   for (const auto& b : predicted.branches)
-    if (b.loc.line == global_load(predicted, "x").loc.line) EXPECT_FALSE(b.exact) << "the branch on k";
+    if (b.loc.line == global_load(predicted, "x").loc.line) {
+      EXPECT_FALSE(b.exact) << "the branch on k";
+    }
 }
 
 // off += k; x[off % 8 + i]: off is 0 1 3 6 10 15 21 28 36 45, so the warp starts 0 1 3 6 2 7 5 4 4 5

@@ -116,7 +116,9 @@ TEST(UserKernels, AHistogramInSharedMemoryCountsEveryElement) {
   }
   auto host = on_host(k, Spec{}, Grid{3, 256},
                       {HostArg::of("int", n), HostArg::of("int", in), HostArg::of("int", std::vector<int>(256, 0))});
-  if (host.size() == 2) EXPECT_EQ(host[1], words(want));
+  if (host.size() == 2) {
+    EXPECT_EQ(host[1], words(want));
+  }
   expect_compiles(k);
 }
 
@@ -179,7 +181,9 @@ TEST(UserKernels, AStencilThatLoadsItsHaloIsRightAtTheEdgesOfEveryBlock) {
       auto host = on_host(k, Spec{}, Grid{blocks, 128},
                           {HostArg::of("int", n), HostArg::of("float", x),
                            HostArg::of("float", std::vector<float>(static_cast<std::size_t>(n), -99.0f))});
-      if (host.size() == 2) EXPECT_EQ(host[1], words(want));
+      if (host.size() == 2) {
+        EXPECT_EQ(host[1], words(want));
+      }
     }
   }
   expect_compiles(k);
@@ -413,7 +417,9 @@ TEST(UserKernels, AGridSumOfBlockReductionsAndOneAtomicPerBlockIsExact) {
     if (n == 1000) {
       auto host = on_host(k, Spec{}, Grid{4, 256},
                           {HostArg::of("int", n), HostArg::of("int", in), HostArg::of("int", std::vector<int>{0})});
-      if (host.size() == 2) EXPECT_EQ(host[1], std::vector<long long>{want});
+      if (host.size() == 2) {
+        EXPECT_EQ(host[1], std::vector<long long>{want});
+      }
     }
   }
   expect_compiles(k);
@@ -449,7 +455,7 @@ Kernel box3() {
               });
             });
           });
-      lib::update_own(b, tile, [&](Scope& th, ElemRef e) {
+      lib::update_own(b, tile, [&](Scope&, ElemRef e) {
         Expr sum = 0;
         for (int dr = 0; dr < 3; ++dr)
           for (int dc = 0; dc < 3; ++dc) sum = sum + s[(tile.row + dr) * 18 + tile.col + dc];
@@ -483,7 +489,9 @@ TEST(UserKernels, ABoxFilterOverATileWithItsBorderIsExactAtEveryEdge) {
       auto host = on_host(k, Spec{}, Grid{blocks, 256},
                           {HostArg::of("int", h), HostArg::of("int", w), HostArg::of("int", in),
                            HostArg::of("int", std::vector<int>(in.size(), -99))});
-      if (host.size() == 2) EXPECT_EQ(host[1], words(want));
+      if (host.size() == 2) {
+        EXPECT_EQ(host[1], words(want));
+      }
     }
   }
   expect_compiles(k);
@@ -550,8 +558,9 @@ TEST(UserKernels, ASparseMatrixVectorProductIsExactAndAMalformedMatrixIsReported
         // is the first the row makes past the arrays: val[j], before col[j] (until the eleventh
         // session it named whichever operand the host compiler evaluated first).
         std::string what = e.what();
-        if (d.kind() == DeviceKind::Interpreter)
+        if (d.kind() == DeviceKind::Interpreter) {
           EXPECT_NE(what.find(rows_bad ? "'val'[1200]" : "'x'[77]"), std::string::npos) << what;
+        }
       }
     }
   }
