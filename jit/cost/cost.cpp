@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "jit/ir/eval.h"
+#include "jit/ir/range.h"
 #include "jit/ir/request_cost.h"
 #include "jit/ir/visit.h"
 
@@ -37,23 +38,6 @@ __int128 gcd128(__int128 a, __int128 b) {
   while (b) a = std::exchange(b, a % b);
   return a;
 }
-__int128 type_lo(ScalarType t) {
-  switch (t) {
-    case ScalarType::I32: return INT32_MIN;
-    case ScalarType::I64: return INT64_MIN;
-    default: return 0;
-  }
-}
-__int128 type_hi(ScalarType t) {
-  switch (t) {
-    case ScalarType::Bool: return 1;
-    case ScalarType::I32: return INT32_MAX;
-    case ScalarType::U32: return UINT32_MAX;
-    case ScalarType::I64: return INT64_MAX;
-    default: return static_cast<__int128>(UINT64_MAX);
-  }
-}
-
 /// How a value moves over the executions that the representatives being followed stand for
 /// (docs/report.md, "Exact, and when it is an estimate"). A representative is one execution counted
 /// for many: the middle block for every block but the first and last, a long loop's second
@@ -611,7 +595,7 @@ class Analyzer {
     const Span s = span(m);
     if (!s.bounded || !known) return s.bounded;
     const auto [lo, hi] = extremes(t, r, known);
-    return lo + s.lo >= type_lo(t) && hi + s.hi <= type_hi(t);
+    return lo + s.lo >= Range::of(t).lo && hi + s.hi <= Range::of(t).hi;
   }
   /// The smallest and largest exact value of `x`'s lanes in `known` (not empty), of type t.
   static std::pair<__int128, __int128> extremes(ScalarType t, const Lanes& x, Mask known) {
@@ -867,7 +851,7 @@ class Analyzer {
       } else if (n.op == UnOp::Neg) {
         mo = scale(a.mo, -1);
         bool ok = mo.kind != Motion::Erratic;
-        each(m & a.known, [&](int i) { ok = ok && -ir::exact(n.type, a.v[i]) >= type_lo(n.type); });
+        each(m & a.known, [&](int i) { ok = ok && -ir::exact(n.type, a.v[i]) >= Range::of(n.type).lo; });
         Lanes r;
         r.known = m & a.known;
         each(r.known, [&](int i) { r.v[i] = eval_unary(n.op, n.type, a.v[i]); });
