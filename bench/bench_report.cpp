@@ -148,8 +148,9 @@ void sweep(benchmark::internal::Benchmark* b) {
 }
 
 // The placement advice's CPU side against the CPU backend: BM_PlacementCpu/<kernel>/<log2 size> runs
-// the kernel on the CPU backend (one host thread) and reports the advice's estimate beside it:
-// `estimate_ms` and `ratio` (estimate / measured; goal: within 2x, 0.5 to 2).
+// the kernel on the CPU backend (one host thread) and reports the advice's estimate beside it, with
+// the CPU figures measured on this host (tune::measured_placement_model): `estimate_ms` and `ratio`
+// (estimate / measured; goal: within 2x, 0.5 to 2); `ratio_fitted` with the fitted constants.
 void BM_PlacementCpu(benchmark::State& state) {
   if (!Device::cpu_available()) {
     state.SkipWithError("no CPU backend in this build");
@@ -167,12 +168,15 @@ void BM_PlacementCpu(benchmark::State& state) {
     launch(p, cpu, a);
     total_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  PlacementModel model;
+  // The advice with the CPU figures measured on this host (once per process), and with the fitted
+  // constants beside it.
+  static const PlacementModel model = tune::measured_placement_model();
   Placement advice = p.report.placement(model);
   const double measured_ms =
       total_s * 1e3 / static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
   state.counters["estimate_ms"] = advice.cpu_ms;
   state.counters["ratio"] = advice.cpu_ms / measured_ms;
+  state.counters["ratio_fitted"] = p.report.placement(PlacementModel{}).cpu_ms / measured_ms;
   state.counters["gpu_ms"] = advice.gpu_ms;
   state.counters["steps"] = p.report.work;
   state.counters["bytes"] = p.report.global_bytes;

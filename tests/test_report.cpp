@@ -3,6 +3,7 @@
 // estimate is never called exact).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <regex>
 #include <string>
@@ -635,6 +636,45 @@ TEST(Report, PlacementModelTakesTheGpusOwnFigures) {
   const Placement on_h200 = r.placement(PlacementModel{}), on_h100 = r.placement(m);
   EXPECT_NEAR((on_h100.gpu_kernel_ms - m.gpu_launch_us * 1e-3) / (on_h200.gpu_kernel_ms - m.gpu_launch_us * 1e-3),
               4.8e12 / 3.352e12, 1e-3);
+}
+
+// The block reduction of 1024 floats, 4 blocks of 8 warps: each warp's butterfly is five shuffles
+// (160 lane exchanges), each warp arrives at the block's one barrier (32), and each warp reads the
+// seven other partials in a loop of one statement (224 steps in loops).
+TEST(Report, CountsLaneExchangesBarriersAndStepsInLoops) {
+  const CostReport r = examples::block_reduce().report(Spec{}, {{"n", 1024}}, 4);
+  EXPECT_DOUBLE_EQ(r.exchanges, 160) << r.json();
+  EXPECT_DOUBLE_EQ(r.barriers, 32);
+  EXPECT_DOUBLE_EQ(r.looped, 224);
+  EXPECT_TRUE(r.exact);
+  // And the model charges them: an exchange's cost beyond a step's shows in the CPU side.
+  PlacementModel m;
+  const double base = r.placement(m).cpu_ms;
+  m.cpu_ns_per_exchange = 10;
+  EXPECT_NEAR(r.placement(m).cpu_ms - base, 160 * 10 * 1e-6, 1e-12);
+}
+
+// The CPU side measured on this host (tune::measured_placement_model): every figure is a time, the
+// same on a second call (measured once per process), and the advice says where they come from.
+TEST(Report, PlacementModelMeasuresTheCpuBackendOnThisHost) {
+  if (!Device::cpu_available()) GTEST_SKIP() << "no CPU backend in this build: nothing to measure";
+  const PlacementModel m = tune::measured_placement_model();
+  EXPECT_EQ(m.cpu_figures, "measured");
+  for (double x : {m.cpu_launch_us, m.cpu_ns_per_step, m.cpu_ns_per_byte_cached, m.cpu_ns_per_byte}) {
+    EXPECT_TRUE(std::isfinite(x)) << x;
+    EXPECT_GT(x, 0);
+  }
+  for (double x : {m.cpu_ns_per_loop_step, m.cpu_ns_per_exchange, m.cpu_ns_per_barrier}) {
+    EXPECT_TRUE(std::isfinite(x)) << x;
+    EXPECT_GE(x, 0);
+  }
+  EXPECT_GE(m.cpu_ns_per_byte, m.cpu_ns_per_byte_cached);
+  EXPECT_LT(m.cpu_launch_us, 1e4);
+  const PlacementModel again = tune::measured_placement_model();
+  EXPECT_EQ(again.cpu_ns_per_step, m.cpu_ns_per_step);
+  const CostReport r = examples::saxpy().report(Spec{}, {{"n", 1 << 20}}, 4096);
+  EXPECT_NE(r.placement(m).text().find("measured on this host"), std::string::npos);
+  EXPECT_EQ(r.placement(PlacementModel{}).text().find("measured"), std::string::npos);
 }
 
 TEST(Report, EveryExampleHasAReport) {

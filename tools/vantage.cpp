@@ -48,14 +48,16 @@ Usage:
                                 interpreter, count every memory request and branch as it runs, in
                                 the units of `vantage report` (sectors, wavefronts, splits)
   vantage report NAME [--size NAME=VALUE...] [--blocks B] [--json] [--svg FILE] [--arch ARCH]
-                 [--threads N]
+                 [--threads N] [--fitted]
                                 the static cost report of a launch (docs/report.md): per access,
                                 global sectors or shared wavefronts per request against the ideal,
                                 with the builder line and a hint; divergent branches; global bytes,
                                 FLOPs, work and span; where the launch runs faster (the CPU backend on
                                 this host's threads, or an H200 with the copies). Sizes default to the
                                 example's first run size, blocks to what its run launches; --json for
-                                tools; --svg FILE writes the H200 roofline with the kernel on it
+                                tools; --svg FILE writes the H200 roofline with the kernel on it. The
+                                CPU side is timed on this host first (probe kernels, about a second);
+                                --fitted uses the constants fitted on the development host instead
   vantage devices               list the devices of this host and which one Device::best() picks
   vantage tune sgemm [OPTIONS]  tune sgemm rung 4 over its tile shapes on a device: every
                                 configuration compiled in parallel, checked and timed, failures
@@ -338,7 +340,7 @@ int report_main(int argc, char** argv) {
   std::map<std::string, std::int64_t> size;
   std::string name;
   std::int64_t blocks = 0;
-  bool json = false;
+  bool json = false, fitted = false;
   std::string svg;
   vantage::Spec spec;
   for (int i = 2; i < argc; ++i) {
@@ -363,6 +365,8 @@ int report_main(int argc, char** argv) {
       ++i;
     } else if (a == "--json") {
       json = true;
+    } else if (a == "--fitted") {
+      fitted = true;
     } else if (a == "--svg") {
       svg = v;
       ++i;
@@ -392,6 +396,7 @@ int report_main(int argc, char** argv) {
     vantage::PlacementModel model = vantage::Device::gpu_count() > 0
                                         ? vantage::placement_model(vantage::Device::gpu().properties(), host_threads)
                                         : vantage::placement_model({}, host_threads);
+    if (!fitted) model = vantage::tune::measured_placement_model(model);
     if (json) {
       std::printf("%s\n", r.json().c_str());
     } else {

@@ -59,7 +59,13 @@ struct PlacementModel {
   double cpu_ns_per_byte = 0.015;               ///< ... and when they do not
   double cpu_cache_bytes = 32.0 * 1024 * 1024;  ///< the last-level cache
   double cpu_launch_us = 0.2;                   ///< a launch's fixed cost (the pool, the argument checks)
-  int cpu_threads = 1;                          ///< host threads the CPU backend uses
+  double cpu_ns_per_loop_step = 0;              ///< ... a step inside a loop's cost beyond a step's
+  double cpu_ns_per_exchange = 0;               ///< ... a lane exchange's cost beyond a step's
+  double cpu_ns_per_barrier = 0;                ///< ... a barrier's, per warp, beyond a step's
+  /// Where the CPU figures come from: "fitted" (the constants above, fitted on the development host,
+  /// docs/report.md) or "measured" (tune::measured_placement_model, on this host).
+  std::string cpu_figures = "fitted";
+  int cpu_threads = 1;  ///< host threads the CPU backend uses
   std::string gpu = "H200";
   double gpu_bytes_per_s = 4.8e12;  ///< HBM bandwidth
   double gpu_flops = 6.7e13;        ///< f32 FMA peak without tensor cores
@@ -79,6 +85,7 @@ struct Placement {
   double transfer_ms = 0;    ///< the inputs to the GPU and the outputs back
   double gpu_ms = 0;         ///< the two together
   bool gpu_faster = false;
+  std::string cpu_figures;  ///< the model's: "fitted" or "measured" (on this host)
   std::string text() const;
 };
 
@@ -91,6 +98,9 @@ struct CostReport {
   double global_bytes = 0;           ///< sectors moved from and to global memory, in bytes
   double flops = 0;                  ///< floating-point operations (an fma counts 2) over the launch
   double work = 0;                   ///< warp steps (statements a warp executes) over the launch
+  double looped = 0;                 ///< of those, steps inside loops (a loop's body runs per iteration)
+  double exchanges = 0;              ///< of those, shuffles, votes and ballots (lanes exchange values)
+  double barriers = 0;               ///< of those, block barriers (each warp's arrival is one)
   double span = 0;                   ///< per block: the sum over barrier intervals of its slowest warp's steps
   int sampled_blocks = 0;            ///< blocks followed (the rest take their measure from them)
   bool exact = true;                 ///< every number above exact

@@ -120,6 +120,14 @@ struct Report {
   std::string svg_heatmap(const std::string& x, const std::string& y) const;
 };
 
+/// The placement advice's model `base` with its CPU figures measured on this host (docs/report.md):
+/// probe kernels (copies in and out of the cache, arithmetic rounds, shuffle butterflies, rounds of
+/// shared memory between barriers) timed on the CPU backend on one thread and counted by their own
+/// cost reports, and the costs of a launch, a warp step, a byte (cached or not), and a lane exchange
+/// and a barrier beyond a step solved from them. About a second the first time in a process (the
+/// figures are kept); `base` unchanged where this build has no CPU backend.
+PlacementModel measured_placement_model(PlacementModel base = {});
+
 /// Tunes `make` over `space` on `device` for `problem` (see the header comment). `make` is called
 /// on the worker threads, several at once: it must be safe to call concurrently (building kernels
 /// is; a counter it keeps must be atomic). `problem.run` and `problem.check` are called on the

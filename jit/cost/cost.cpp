@@ -363,6 +363,9 @@ class Analyzer {
     r.exact = exact_;
     r.flops = flops_;
     r.work = work_;
+    r.looped = looped_;
+    r.exchanges = exchanges_;
+    r.barriers = barriers_;
     std::vector<std::pair<const void*, Site*>> sites;
     for (auto& [key, s] : sites_) sites.emplace_back(key.first, &s);
     std::sort(sites.begin(), sites.end(),
@@ -996,8 +999,17 @@ class Analyzer {
   // ------------------------------------------------------------------ statements
   void step() {
     work_ += weight_;
+    if (looping_) looped_ += weight_;
     interval_steps_.back() += weight_;
   }
+  /// Inside a loop's body while it lives (its steps are counted as looped).
+  struct InLoop {
+    explicit InLoop(int& depth) : depth_(depth) { ++depth_; }
+    ~InLoop() { --depth_; }
+    InLoop(const InLoop&) = delete;
+    InLoop& operator=(const InLoop&) = delete;
+    int& depth_;
+  };
   void exec(const StmtPtr& s, Mask m) {
     if (!s || !(m &= ~frames_.back().returned)) return;
     if (!loops_.empty()) m &= ~loops_.back().off;
@@ -1138,6 +1150,7 @@ class Analyzer {
     BranchSite& br = branch(&n, "for", n.loc);
     const ScalarType t = n.var->type;
     const Mask known = m & b.known & e.known & s.known;
+    const InLoop in_loop(looping_);
     loop_stmts_.push_back(&n);
     loops_.push_back({});
     if (known != m) {  // bounds from loaded data: one iteration, a guess
@@ -1264,6 +1277,7 @@ class Analyzer {
   void st(const While& n, Mask m) {
     step();
     BranchSite& br = branch(&n, "while", n.loc);
+    const InLoop in_loop(looping_);
     loop_stmts_.push_back(&n);
     loops_.push_back({});
     Mask a = m, guessed = 0;
@@ -1314,7 +1328,9 @@ class Analyzer {
   }
   void st(const ir::Barrier& n, Mask) {
     step();
-    if (n.how == BarrierKind::Block) interval_steps_.push_back(0.0);
+    if (n.how != BarrierKind::Block) return;
+    barriers_ += weight_;
+    interval_steps_.push_back(0.0);
   }
   void st(const VectorCopy& n, Mask m) {
     step();
@@ -1325,6 +1341,7 @@ class Analyzer {
   }
   void st(const Intrinsic& n, Mask m) {
     step();
+    if (is_lane_exchange(n.op)) exchanges_ += weight_;
     std::vector<Lanes> args;
     for (const auto& a : n.args) args.push_back(eval(a, m));
     for (const auto& o : n.outputs) set(o.get(), shuffle(n, args, m), m);
@@ -1589,7 +1606,8 @@ class Analyzer {
   std::unordered_set<const void*> tainted_;  ///< accesses and branches whose numbers are estimates
   std::unordered_set<const Contents*> tainted_contents_;
   std::vector<double> interval_steps_;
-  double weight_ = 1, flops_ = 0, work_ = 0;
+  double weight_ = 1, flops_ = 0, work_ = 0, looped_ = 0, exchanges_ = 0, barriers_ = 0;
+  int looping_ = 0;  ///< loops around the statement followed (through calls too)
   int next_order_ = 0;
   std::uint32_t next_id_ = 0;
   bool exact_ = true;

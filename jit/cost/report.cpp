@@ -81,6 +81,9 @@ std::string CostReport::json() const {
   j["intensity"] = intensity();
   j["work"] = work;
   j["span"] = span;
+  j["looped"] = looped;
+  j["exchanges"] = exchanges;
+  j["barriers"] = barriers;
   j["analysis_ms"] = analysis_ms;
   j["accesses"] = nlohmann::json::array();
   for (const auto& a : accesses) {
@@ -125,7 +128,9 @@ Placement CostReport::placement(const PlacementModel& m) const {
   double footprint = 0;
   for (const auto& b : buffers) footprint += b.bytes;
   const double per_byte = footprint <= m.cpu_cache_bytes ? m.cpu_ns_per_byte_cached : m.cpu_ns_per_byte;
-  p.cpu_ms = ((work * m.cpu_ns_per_step + global_bytes * per_byte) / threads) * 1e-6 + m.cpu_launch_us * 1e-3;
+  const double cpu_ns = work * m.cpu_ns_per_step + looped * m.cpu_ns_per_loop_step + exchanges * m.cpu_ns_per_exchange +
+                        barriers * m.cpu_ns_per_barrier + global_bytes * per_byte;
+  p.cpu_ms = cpu_ns / threads * 1e-6 + m.cpu_launch_us * 1e-3;
   // Brent's bound in warp steps: the work spread over the issue rate, plus the span of a block once
   // per wave of blocks the GPU holds at a time.
   const double resident = std::max(1.0, std::floor(static_cast<double>(m.gpu_threads_per_sm) /
@@ -143,11 +148,13 @@ Placement CostReport::placement(const PlacementModel& m) const {
   p.transfer_ms = ((in + out) / m.pcie_bytes_per_s) * 1e3 + copies * m.transfer_us * 1e-3;
   p.gpu_ms = p.gpu_kernel_ms + p.transfer_ms;
   p.gpu_faster = p.gpu_ms < p.cpu_ms;
+  p.cpu_figures = m.cpu_figures;
   return p;
 }
 
 std::string Placement::text() const {
-  return "placement: the CPU backend " + num(cpu_ms) + " ms; the GPU " + num(gpu_ms) + " ms (kernel " +
+  const std::string how = cpu_figures == "measured" ? " (its figures measured on this host)" : "";
+  return "placement: the CPU backend " + num(cpu_ms) + " ms" + how + "; the GPU " + num(gpu_ms) + " ms (kernel " +
          num(gpu_kernel_ms) + " ms, copies " + num(transfer_ms) + " ms): run it on the " +
          (gpu_faster ? "GPU" : "CPU backend");
 }

@@ -88,18 +88,7 @@ class Collectives {
     });
   }
   static bool exchanges_lanes(IntrinsicOp op) {
-    switch (op) {
-      case IntrinsicOp::ShflXor:
-      case IntrinsicOp::ShflDown:
-      case IntrinsicOp::ShflUp:
-      case IntrinsicOp::ShflIdx:
-      case IntrinsicOp::VoteAll:
-      case IntrinsicOp::VoteAny:
-      case IntrinsicOp::Ballot:
-      case IntrinsicOp::MmaSync:
-      case IntrinsicOp::Ldmatrix: return true;
-      default: return false;
-    }
+    return is_lane_exchange(op) || op == IntrinsicOp::MmaSync || op == IntrinsicOp::Ldmatrix;
   }
   /// An exchange between lanes, or a barrier.
   static bool warp_op(IntrinsicOp op) {

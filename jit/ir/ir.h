@@ -110,6 +110,13 @@ enum class IntrinsicOp : std::uint8_t {
   VANTAGE_IR_INTRINSICS(VANTAGE_X)
 #undef VANTAGE_X
 };
+/// A shuffle, vote or ballot: the lanes of a warp exchange values (what the CPU backend runs as a
+/// permutation of the warp's lanes).
+constexpr bool is_lane_exchange(IntrinsicOp op) {
+  return op == IntrinsicOp::ShflXor || op == IntrinsicOp::ShflDown || op == IntrinsicOp::ShflUp ||
+         op == IntrinsicOp::ShflIdx || op == IntrinsicOp::VoteAll || op == IntrinsicOp::VoteAny ||
+         op == IntrinsicOp::Ballot;
+}
 
 /// Kinds of atomic read-modify-write (the imm of an Atomic intrinsic).
 using AtomicKind = target::AtomicOp;
