@@ -20,7 +20,7 @@ constexpr int kThreads = 256;
 
 /// The shortest of `runs` launches of `k` on `cpu` (after one, which compiles it), in ns: the least
 /// disturbed by whatever else the host runs.
-double median_ns(const Kernel& k, const Device& cpu, std::int64_t n, int runs, const std::vector<float>& x,
+double shortest_ns(const Kernel& k, const Device& cpu, std::int64_t n, int runs, const std::vector<float>& x,
                  std::vector<float>& out) {
   const Grid grid{std::max<std::int64_t>(1, n / kThreads), kThreads};
   k.launch(cpu, grid, static_cast<int>(n), x, out);
@@ -76,7 +76,7 @@ struct Sample {
 Sample measure(const Kernel& k, const Device& cpu, std::int64_t n, int runs) {
   std::vector<float> x(static_cast<std::size_t>(n), 1.0f), out(static_cast<std::size_t>(n));
   const CostReport r = k.report(Spec{}, {{"n", n}}, std::max<std::int64_t>(1, n / kThreads));
-  return {median_ns(k, cpu, n, runs, x, out), r.work, r.looped, r.exchanges, r.barriers, r.global_bytes};
+  return {shortest_ns(k, cpu, n, runs, x, out), r.work, r.looped, r.exchanges, r.barriers, r.global_bytes};
 }
 
 PlacementModel measure_cpu(PlacementModel m) {
