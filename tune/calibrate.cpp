@@ -21,7 +21,7 @@ constexpr int kThreads = 256;
 /// The shortest of `runs` launches of `k` on `cpu` (after one, which compiles it), in ns: the least
 /// disturbed by whatever else the host runs.
 double shortest_ns(const Kernel& k, const Device& cpu, std::int64_t n, int runs, const std::vector<float>& x,
-                 std::vector<float>& out) {
+                   std::vector<float>& out) {
   const Grid grid{std::max<std::int64_t>(1, n / kThreads), kThreads};
   k.launch(cpu, grid, static_cast<int>(n), x, out);
   std::vector<double> t;
