@@ -7,8 +7,9 @@
 // lanes or blocks, with breaks, and in while loops. Each runs on the interpreter with every request
 // measured (InterpreterOptions::measure), and every number its report calls exact must equal the
 // measurement. So that the test cannot pass by calling everything an estimate, most accesses must
-// come out exact over the sweep. VANTAGE_REPORT_RUNS overrides the number of programs (default 120),
-// VANTAGE_REPORT_FIRST the first seed; VANTAGE_REPORT_VERBOSE prints each program's two reports.
+// come out exact over the sweep. VANTAGE_REPORT_RUNS overrides the number of programs (default 120,
+// 30 under a sanitizer), VANTAGE_REPORT_FIRST the first seed; VANTAGE_REPORT_VERBOSE prints each
+// program's two reports.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -254,6 +255,14 @@ class ReportGen : test_support::Picker {
   std::int64_t rounds_ = 1;                   ///< of the loops around the statement being written
 };
 
+// The sweep's breadth belongs to the plain pass; under a sanitizer (about ten times slower) a quarter
+// of it checks the analyzer's memory safety.
+#ifdef VANTAGE_TEST_SANITIZED
+constexpr int kDefaultRuns = 30;
+#else
+constexpr int kDefaultRuns = 120;
+#endif
+
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v ? std::atoi(v) : fallback;
@@ -262,7 +271,7 @@ int env_int(const char* name, int fallback) {
 // Every number the report calls exact is the measured one, over random programs; and most accesses
 // are exact (a report that called everything an estimate would pass the first part alone).
 TEST(RandomReport, ExactNumbersAreWhatTheLaunchDoes) {
-  const int runs = env_int("VANTAGE_REPORT_RUNS", 120), first = env_int("VANTAGE_REPORT_FIRST", 0);
+  const int runs = env_int("VANTAGE_REPORT_RUNS", kDefaultRuns), first = env_int("VANTAGE_REPORT_FIRST", 0);
   const bool verbose = std::getenv("VANTAGE_REPORT_VERBOSE") != nullptr;
   InterpreterOptions io;
   io.measure = true;
