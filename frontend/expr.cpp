@@ -8,6 +8,7 @@
 #include "frontend/build_ctx.h"
 #include "frontend/handles.h"
 #include "jit/ir/eval.h"
+#include "jit/ir/mutate.h"
 #include "vantage/builder.hpp"
 
 namespace vantage {
@@ -49,19 +50,37 @@ std::pair<ExprPtr, ExprPtr> unify(const ExprArg& a, const ExprArg& b) {
   return {node(a.expr), node(b.expr)};
 }
 
+/// An operation on integer or bool literals of its own type, folded as the kernel would compute it,
+/// and x + 0, x * 1 and x / 1 on integers made x (`8 * (52 / 2 % 2)` written with C++ loop counters
+/// is 0): the IR, the generated code and every analysis of it are the smaller. What the checker
+/// must see is left alone: an operator on operands of mixed types or of a type it is not defined
+/// for (V0701, V0702), and anything ir::fold cannot fold exactly (overflow, division by zero, a
+/// shift too far).
+ExprPtr folded(const ExprPtr& e) {
+  bool typed = false;
+  if (const auto* b = ir::as<ir::Binary>(*e)) {
+    bool shift = b->op == BinOp::Shl || b->op == BinOp::Shr;
+    typed = b->a && b->b && (b->a->type == b->b->type || (shift && is_integer(b->a->type) && is_integer(b->b->type))) &&
+            ir::defined_for(b->op, b->a->type);
+  } else if (const auto* u = ir::as<ir::Unary>(*e)) {
+    typed = u->a && ir::defined_for(u->op, u->a->type);
+  }
+  return typed ? ir::fold(e) : e;
+}
+
 ScalarType type_or_i32(const ExprPtr& e) { return e ? e->type : ScalarType::I32; }
 
 Expr binary(BinOp op, const ExprArg& a, const ExprArg& b) {
   auto [x, y] = unify(a, b);
   bool to_bool = ir::is_comparison(op) || op == BinOp::LAnd || op == BinOp::LOr;
   ScalarType t = to_bool ? ScalarType::Bool : type_or_i32(x);
-  return BuilderAccess::expr(ir::make<ir::Binary>(t, op, x, y, a.loc));
+  return BuilderAccess::expr(folded(ir::make<ir::Binary>(t, op, x, y, a.loc)));
 }
 
 Expr unary(ir::UnOp op, const ExprArg& a) {
   ExprPtr x = node(a.expr);
   ScalarType t = op == ir::UnOp::Not ? ScalarType::Bool : type_or_i32(x);
-  return BuilderAccess::expr(ir::make<ir::Unary>(t, op, x, a.loc));
+  return BuilderAccess::expr(folded(ir::make<ir::Unary>(t, op, x, a.loc)));
 }
 
 Expr math(ir::MathFn fn, std::vector<ExprPtr> args, SourceLoc loc) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "reject_helpers.hpp"
@@ -605,5 +607,72 @@ TEST(Builder, ABreakInADeviceFunctionsLoopStaysInsideIt) {
     EXPECT_EQ(c.log, "");
   }
 }
+}  // namespace
+}  // namespace vantage
+
+namespace vantage {
+namespace {
+// ---------------------------------------------------------------- literal arithmetic
+/// Loop counters of the host program become literals in the kernel: `8 * (i / 2 % 2)` for i = 6 is
+/// the literal 8, and `x * 1 + 0` is x. The builder folds them as the kernel would compute them.
+TEST(Builder, LiteralArithmeticIsFoldedAsTheKernelWouldComputeIt) {
+  KernelBuilder b("folded");
+  auto n = b.param<int>("n");
+  auto x = b.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = b.param<GlobalPtr<int>>("out", extent(n));
+  b.block_threads(64);
+  b.body([&](Scope& g) {
+    auto gid = g.let("gid", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return gid + i; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) {
+            th.if_(gid < n, [&](Scope&) {
+              o[0] = x[gid] * 1 + Expr(8) * ((Expr(6) / 2) % 2) + (Expr(77) - 77) + (Expr(1) << 4) + -Expr(3);
+            });
+          });
+        });
+  });
+  Kernel k = b.build();
+  std::string ir = k.ir_text();
+  EXPECT_NE(ir.find("((x[gid] + 8) + 16) + -3"), std::string::npos) << ir;
+  for (const char* gone : {"77", " * 1", "(6 / 2)", " + 0"})
+    EXPECT_EQ(ir.find(gone), std::string::npos) << gone << "\n" << ir;
+  const int size = 150;
+  std::vector<int> xs(size);
+  for (int i = 0; i < size; ++i) xs[static_cast<std::size_t>(i)] = i * 3 - 7;
+  for (const Device& d : devices()) {
+    std::vector<int> got(size, 0);
+    k.launch(d, Grid{(size + 63) / 64, 64}, size, std::as_const(xs), got);
+    d.synchronize();
+    for (int i = 0; i < size; ++i)
+      ASSERT_EQ(got[static_cast<std::size_t>(i)], xs[static_cast<std::size_t>(i)] + 21) << i << " on " << d.name();
+  }
+}
+
+/// Folding never hides an ill-typed operator: literals of mixed types, or of a type the operator is
+/// not defined for, reach the checker as written; an overflow is not folded into a wrapped literal.
+TEST(Builder, LiteralsTheCheckerMustSeeAreNotFolded) {
+  // Outside a macro's argument, so that std::source_location gives the lines written here.
+  int line = 0;
+  auto rejects = [&](const std::string& code, const std::function<void(Scope&)>& body) {
+    return testing::rejects_kernel(
+        code, line, [&](KernelBuilder& k) { k.body(body); }, "tests/test_builder.cpp");
+  };
+  auto bool_sum = rejects("V0702", [&](Scope& g) { line = __LINE__, g.let("m", Expr(true) + Expr(true)); });
+  EXPECT_TRUE(bool_sum);
+  auto int_and = rejects("V0702", [&](Scope& g) { line = __LINE__, g.let("m", Expr(1) && Expr(2)); });
+  EXPECT_TRUE(int_and);
+  auto bool_neg = rejects("V0702", [&](Scope& g) { line = __LINE__, g.let("m", -Expr(true)); });
+  EXPECT_TRUE(bool_neg);
+  auto mixed = rejects("V0701", [&](Scope& g) { line = __LINE__, g.let("m", Expr(1) + Expr(2LL)); });
+  EXPECT_TRUE(mixed);
+  KernelBuilder b("overflow");
+  b.block_threads(32);
+  b.body([&](Scope& g) { g.let("m", Expr(2147483647) + Expr(1)); });
+  std::string ir = b.build().ir_text();
+  EXPECT_NE(ir.find("(2147483647 + 1)"), std::string::npos) << ir;
+}
+
 }  // namespace
 }  // namespace vantage

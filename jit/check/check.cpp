@@ -480,8 +480,8 @@ class Checker {
     Perspective v = check_expr(n.a, here);
     if (n.a) {
       ScalarType t = n.a->type;
-      bool ok = n.op == UnOp::Neg ? t != ScalarType::Bool : (n.op == UnOp::Not ? t == ScalarType::Bool : is_integer(t));
-      if (!ok) error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(t));
+      if (!defined_for(n.op, t))
+        error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(t));
     }
     return v;
   }
@@ -551,31 +551,8 @@ class Checker {
                 type_name(b) + " (use cast<T>())");
       return;
     }
-    bool ok = true;
-    switch (n.op) {
-      case BinOp::Add:
-      case BinOp::Sub:
-      case BinOp::Mul:
-      case BinOp::Div:
-      case BinOp::Min:
-      case BinOp::Max:
-      case BinOp::Lt:
-      case BinOp::Le:
-      case BinOp::Gt:
-      case BinOp::Ge: ok = a != ScalarType::Bool; break;
-      case BinOp::Mod: ok = is_integer(a) || a == ScalarType::F32 || a == ScalarType::F64; break;
-      case BinOp::And:
-      case BinOp::Or:
-      case BinOp::Xor: ok = is_integer(a) || a == ScalarType::Bool; break;
-      case BinOp::Shl:
-      case BinOp::Shr: ok = is_integer(a); break;
-      case BinOp::LAnd:
-      case BinOp::LOr: ok = a == ScalarType::Bool; break;
-      case BinOp::Eq:
-      case BinOp::Ne: ok = true; break;
-      case BinOp::Pow: ok = is_float(a); break;
-    }
-    if (!ok) error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(a));
+    if (!defined_for(n.op, a))
+      error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(a));
   }
 
   /// A condition or bound must not vary faster than the code's perspective.

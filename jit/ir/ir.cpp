@@ -87,6 +87,40 @@ const char* name_of(MathFn fn) {
 bool is_comparison(BinOp op) {
   return op == BinOp::Eq || op == BinOp::Ne || op == BinOp::Lt || op == BinOp::Le || op == BinOp::Gt || op == BinOp::Ge;
 }
+bool defined_for(BinOp op, ScalarType a) {
+  switch (op) {
+    case BinOp::Add:
+    case BinOp::Sub:
+    case BinOp::Mul:
+    case BinOp::Div:
+    case BinOp::Min:
+    case BinOp::Max:
+    case BinOp::Lt:
+    case BinOp::Le:
+    case BinOp::Gt:
+    case BinOp::Ge: return a != ScalarType::Bool;
+    case BinOp::Mod: return is_integer(a) || a == ScalarType::F32 || a == ScalarType::F64;
+    case BinOp::And:
+    case BinOp::Or:
+    case BinOp::Xor: return is_integer(a) || a == ScalarType::Bool;
+    case BinOp::Shl:
+    case BinOp::Shr: return is_integer(a);
+    case BinOp::LAnd:
+    case BinOp::LOr: return a == ScalarType::Bool;
+    case BinOp::Eq:
+    case BinOp::Ne: return true;
+    case BinOp::Pow: return is_float(a);
+  }
+  return false;
+}
+bool defined_for(UnOp op, ScalarType a) {
+  switch (op) {
+    case UnOp::Neg: return a != ScalarType::Bool;
+    case UnOp::Not: return a == ScalarType::Bool;
+    case UnOp::BitNot: return is_integer(a);
+  }
+  return false;
+}
 
 namespace {
 

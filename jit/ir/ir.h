@@ -132,6 +132,11 @@ const char* name_of(IntrinsicOp op);
 /// What users call an intrinsic: "sync_threads", "named_barrier", "cp_async".
 const std::string& user_name(IntrinsicOp op);
 bool is_comparison(BinOp op);
+/// Whether an operator is defined on operands of this type (both operands of a binary operator have
+/// it, a shift's amount any integer type): the typing rule the checker enforces (V0702) and that the
+/// builder keeps to when it folds literals.
+bool defined_for(BinOp op, ScalarType operand);
+bool defined_for(UnOp op, ScalarType operand);
 
 struct ExprNode;
 struct StmtNode;
