@@ -281,7 +281,8 @@ TEST(Report, ABlockIndexMovingByAStepIsCountedExactly) {
 }
 
 // Tiles of a matrix by block row and column (b / 5, b % 5) move by whole rows and tile widths, not
-// by one step per block; every tile is aligned, so each costs the same, and the report says so.
+// by one step per block; every tile is aligned, so each costs the same, and the report says so,
+// from the middle block alone.
 TEST(Report, TilesByBlockRowAndColumnAreCountedExactly) {
   const Kernel k = looped("tiles", 32, 0, 4096, [](Scope& s, Expr i, Expr, Var acc, View x) {
     auto b = s.let("b", i / 32);
@@ -290,7 +291,28 @@ TEST(Report, TilesByBlockRowAndColumnAreCountedExactly) {
   auto [predicted, measured] = report_and_measure(k, 20, 4096);
   EXPECT_TRUE(global_load(predicted, "x").exact) << predicted.text();
   EXPECT_DOUBLE_EQ(global_load(predicted, "x").sectors, 4.0);
-  EXPECT_EQ(predicted.sampled_blocks, 3);
+  EXPECT_EQ(predicted.sampled_blocks, 1);
+}
+
+// Past eight blocks the middle block is first followed for all of them. Where the first and last
+// cost what it does (saxpy over whole blocks), that is the report; where the last block differs
+// (n = 2600: its guard `i < n` holds for 40 of its 256 threads), the middle block's report would
+// call the guard an estimate, so the first and last blocks are followed apart and everything is
+// exact again.
+TEST(Report, TheMiddleBlockStandsForAllWhenTheEdgesCostTheSame) {
+  InterpreterOptions io;
+  io.measure = true;
+  io.checks = false;
+  const Device interp = Device::interpreter(io);
+  for (const std::int64_t n : {2816, 2600}) {
+    const Kernel k = examples::saxpy();
+    const CostReport r = k.report(Spec{}, {{"n", n}}, 11);
+    EXPECT_TRUE(r.exact) << n << "\n" << r.text();
+    EXPECT_EQ(r.sampled_blocks, n == 2816 ? 1 : 3) << n;
+    const auto run = examples::run_example("saxpy", {{"n", n}}, interp);
+    ASSERT_TRUE(run.ok && run.report.measured) << run.summary;
+    EXPECT_EQ(test_support::report_mismatches(r, *run.report.measured), "") << n;
+  }
 }
 
 // Signed division and remainder round toward zero (docs/semantics.md), and the report follows that:

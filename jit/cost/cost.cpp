@@ -261,6 +261,115 @@ Contents contents_of(const StmtNode& s) {
   return std::move(scan.c);
 }
 
+/// The accesses and branches whose cost may differ between blocks: an index or condition computed
+/// from the block index, through variables, loop bounds and calls, or under a condition that is
+/// (control dependence); everything inside a called function, and everything at all when a jump
+/// or return sits under such a condition. An over-approximation: it only decides whether a report
+/// that followed one block for all of them may be kept (Analyzer::block_sensitive).
+struct BlockDependence {
+  std::unordered_set<const void*> nodes;
+  bool everything = false;
+};
+BlockDependence block_dependence(const KernelNode& k) {
+  struct Scan : IRVisitor {
+    BlockDependence out;
+    std::unordered_set<const VarNode*> vars;
+    int control = 0, calls = 0;
+    bool changed = false;
+    bool depends(const ExprPtr& e) const {
+      if (!e) return false;
+      if (const auto* b = as<Builtin>(*e)) return b->which == BuiltinKind::BlockInGrid;
+      if (const auto* v = as<VarRef>(*e)) return vars.count(v->var.get()) > 0;
+      bool d = false;
+      for_each_child(
+          *e, [&](const ExprPtr& c) { d = d || depends(c); }, [](const StmtPtr&) {});
+      return d;
+    }
+    bool any(const std::vector<ExprPtr>& es) const {
+      return std::any_of(es.begin(), es.end(), [&](const ExprPtr& e) { return depends(e); });
+    }
+    void define(const VarPtr& v, bool d) {
+      if (v && (d || control || calls) && vars.insert(v.get()).second) changed = true;
+    }
+    void mark(const void* node, bool d) {
+      if (d || calls) out.nodes.insert(node);
+    }
+    using IRVisitor::visit;
+    void visit(const Load& n) override {
+      mark(&n, any(n.indices));
+      IRVisitor::visit(n);
+    }
+    void visit(const Store& n) override {
+      mark(&n, any(n.indices));
+      IRVisitor::visit(n);
+    }
+    void visit(const VectorCopy& n) override {
+      mark(&n, true);  // its indices are in its own fields; counted as varying
+      IRVisitor::visit(n);
+    }
+    void visit(const Intrinsic& n) override {
+      const bool d = any(n.args);
+      mark(&n, d);
+      IRVisitor::visit(n);
+      for (const auto& o : n.outputs) define(o, d);
+    }
+    void visit(const Let& n) override {
+      IRVisitor::visit(n);
+      define(n.var, depends(n.value));
+    }
+    void visit(const Assign& n) override {
+      IRVisitor::visit(n);
+      define(n.var, depends(n.value));
+    }
+    void under(bool d, const StmtPtr& body) {
+      control += d;
+      walk(body);
+      control -= d;
+    }
+    void visit(const If& n) override {
+      const bool d = depends(n.cond);
+      mark(&n, d);
+      walk(n.cond);
+      under(d, n.then_body);
+      under(d, n.else_body);
+    }
+    void visit(const For& n) override {
+      const bool d = depends(n.begin) || depends(n.end) || depends(n.step);
+      mark(&n, d);
+      define(n.var, d);
+      walk(n.begin), walk(n.end), walk(n.step);
+      under(d, n.body);
+    }
+    void visit(const While& n) override {
+      const bool d = depends(n.cond);
+      mark(&n, d);
+      walk(n.cond);
+      under(d, n.body);
+    }
+    void visit(const Jump& n) override {
+      if (control) out.everything = true;
+      IRVisitor::visit(n);
+    }
+    void visit(const Return& n) override {
+      if (control) out.everything = true;
+      IRVisitor::visit(n);
+    }
+    void visit(const Call& n) override {
+      IRVisitor::visit(n);
+      define(n.result, true);
+      ++calls;
+      for (const auto& p : n.fn->params) define(p.var, true);
+      walk(n.fn->body);
+      --calls;
+    }
+  } scan;
+  do {
+    scan.changed = false;
+    scan.walk(k.body);
+  } while (scan.changed);
+  return std::move(scan.out);
+}
+
 struct Site {
   AccessCost c;
   int order = 0;
@@ -297,8 +406,10 @@ struct Rep {
 
 class Analyzer {
  public:
-  Analyzer(const lower::Lowered& l, std::span<const std::int64_t> values, const Options& o)
-      : l_(l), opt_(o), T_(l.options.threads) {
+  /// `whole`: past opt_.max_blocks, the middle block stands for every block (else for all but the
+  /// first and last, which are followed apart).
+  Analyzer(const lower::Lowered& l, std::span<const std::int64_t> values, const Options& o, bool whole = false)
+      : l_(l), opt_(o), T_(l.options.threads), whole_(whole) {
     const KernelNode& k = l.kernel;
     std::vector<std::int64_t> lengths;
     for (std::size_t i = 0; i < k.params.size(); ++i) {
@@ -320,8 +431,9 @@ class Analyzer {
   CostReport run() {
     auto start = std::chrono::steady_clock::now();
     const std::int64_t B = opt_.blocks;
-    // The blocks followed and how many each stands for: all of them when few, else the first, the
-    // middle one (a representative of every block but the first and last) and the last.
+    // The blocks followed and how many each stands for: all of them when few, else the middle one
+    // for every block (`whole_`), or the first, the middle one (a representative of every block but
+    // the first and last) and the last.
     struct Followed {
       std::int64_t block;
       double weight;
@@ -330,13 +442,16 @@ class Analyzer {
     std::vector<Followed> blocks;
     if (B <= opt_.max_blocks) {
       for (std::int64_t b = 0; b < B; ++b) blocks.push_back({b, 1.0, false});
+    } else if (whole_) {
+      blocks = {{B / 2, static_cast<double>(B), true}};
     } else {
       blocks = {{0, 1.0, false}, {B / 2, static_cast<double>(B - 2), true}, {B - 1, 1.0, false}};
     }
     CostReport r;
     for (const Followed& f : blocks) {
       reps_.clear();
-      if (f.representative) reps_.push_back({1 - f.block, B - 2 - f.block});
+      if (f.representative)
+        reps_.push_back(whole_ ? Rep{-f.block, B - 1 - f.block} : Rep{1 - f.block, B - 2 - f.block});
       double block_span = 0;
       std::vector<std::vector<double>> steps;  // per warp, per barrier interval
       for (std::int64_t w = 0; w * kLanes < T_; ++w) {
@@ -413,6 +528,18 @@ class Analyzer {
     }
     r.analysis_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return r;
+  }
+
+  /// Whether an estimate of this report may be one because the middle block stood for the first
+  /// and last too: an inexact access or branch whose cost may differ between blocks.
+  bool block_sensitive() const {
+    const BlockDependence dep = block_dependence(l_.kernel);
+    if (dep.everything) return true;
+    for (const auto& [key, site] : sites_)
+      if ((site.inexact || tainted_.count(key.first)) && dep.nodes.count(key.first)) return true;
+    for (const auto& [node, b] : branches_)
+      if ((b.inexact || tainted_.count(node)) && dep.nodes.count(node)) return true;
+    return false;
   }
 
  private:
@@ -1599,6 +1726,7 @@ class Analyzer {
   std::vector<LoopState> loops_;
   std::vector<const StmtNode*> loop_stmts_;  ///< the loops around the statement followed, innermost last
   std::vector<const StmtNode*> bodies_;      ///< the kernel's body and the functions called, innermost last
+  const bool whole_;                         ///< past max_blocks, the middle block stands for every block
   std::vector<Rep> reps_;                    ///< the representatives being followed (frame f is reps_[f])
   std::map<std::pair<const void*, int>, Site> sites_;
   std::map<const StmtNode*, BranchSite> branches_;
@@ -1617,6 +1745,16 @@ class Analyzer {
 
 CostReport analyze(const lower::Lowered& lowered, std::span<const std::int64_t> values, const Options& options) {
   if (options.blocks < 1) throw InternalError("cost: a launch has at least one block");
+  // Past max_blocks, the middle block is first followed for every block: where the first and last
+  // block cost what it does, that is the whole report, in a third of the time. Where it is not all
+  // exact and an estimate may come of the edge blocks, they are followed apart instead. Either way
+  // every number called exact is (the representative's moves are checked over the blocks it stands
+  // for).
+  if (options.blocks > options.max_blocks) {
+    Analyzer whole(lowered, values, options, true);
+    CostReport r = whole.run();
+    if (r.exact || !whole.block_sensitive()) return r;
+  }
   return Analyzer(lowered, values, options).run();
 }
 
