@@ -17,7 +17,8 @@ namespace vantage::cost {
 
 struct Options {
   std::int64_t blocks = 1;
-  /// Blocks followed at most; more blocks are sampled (the first, the middle, the last).
+  /// Blocks followed at most; past them the middle block stands for all, or for all but the first
+  /// and last (followed apart) where their costs may differ and the report is not all exact.
   int max_blocks = 8;
   /// Iterations a loop is followed for at most; longer loops are sampled (first, second, last).
   int max_iterations = 4;
