@@ -12,6 +12,7 @@
 #include "jit/ir/eval.h"
 #include "kernels/paper_kernels.hpp"
 #include "kernels/runs.hpp"
+#include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -33,7 +34,7 @@ TEST(Cpu, EveryExampleGivesTheInterpretersResultToTheBit) {
   REQUIRE_CPU_BACKEND();
   for (int threads : {1, 2})
     for (const auto& ex : examples::all())
-      for (const auto& size : examples::default_sizes(ex.name)) {
+      for (const auto& size : test_support::sweep_sizes(examples::default_sizes(ex.name))) {
         if (!ex.runs_on_host()) continue;  // test_hopper.cpp: it stops at its first Hopper instruction
         auto cpu = examples::run_example(ex.name, size, Device::cpu(threads));
         EXPECT_TRUE(cpu.ok) << cpu.summary;

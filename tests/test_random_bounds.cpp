@@ -588,7 +588,11 @@ int run_host(const Tally& t) {
 }
 
 TEST(RandomBounds, NoAcceptedAccessLeavesItsMemoryUnchecked) {
+#ifdef VANTAGE_TEST_SANITIZED
+  int programs = 100, first = 0;  // under a sanitizer a third, for memory safety; the plain pass runs 300
+#else
   int programs = 300, first = 0;
+#endif
   if (const char* env = std::getenv("VANTAGE_BOUNDS_RUNS")) programs = std::max(1, std::atoi(env));
   if (const char* env = std::getenv("VANTAGE_BOUNDS_FIRST")) first = std::max(0, std::atoi(env));
   Tally t;

@@ -747,7 +747,11 @@ void run_seed(int seed, Tally& t, bool positions = false, bool scratch = false) 
 }
 
 TEST(RandomPrograms, AcceptedOnesRunCleanAndAlikeUnderTwoThreadOrders) {
+#ifdef VANTAGE_TEST_SANITIZED
+  int programs = 100, first = 0;  // under a sanitizer a third, for memory safety; the plain pass runs 300
+#else
   int programs = 300, first = 0;
+#endif
   if (const char* env = std::getenv("VANTAGE_RANDOM_RUNS")) programs = std::max(1, std::atoi(env));
   if (const char* env = std::getenv("VANTAGE_RANDOM_FIRST")) first = std::max(0, std::atoi(env));
   Tally t;
