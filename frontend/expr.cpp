@@ -51,7 +51,7 @@ std::pair<ExprPtr, ExprPtr> unify(const ExprArg& a, const ExprArg& b) {
 }
 
 /// An operation on integer or bool literals of its own type, folded as the kernel would compute it,
-/// and x + 0, x * 1 and x / 1 on integers made x (`8 * (52 / 2 % 2)` written with C++ loop counters
+/// and x + 0, x - 0, x * 1 and x / 1 on integers made x (`8 * (52 / 2 % 2)` written with C++ loop counters
 /// is 0): the IR, the generated code and every analysis of it are the smaller. What the checker
 /// must see is left alone: an operator on operands of mixed types or of a type it is not defined
 /// for (V0701, V0702), and anything ir::fold cannot fold exactly (overflow, division by zero, a
@@ -59,9 +59,7 @@ std::pair<ExprPtr, ExprPtr> unify(const ExprArg& a, const ExprArg& b) {
 ExprPtr folded(const ExprPtr& e) {
   bool typed = false;
   if (const auto* b = ir::as<ir::Binary>(*e)) {
-    bool shift = b->op == BinOp::Shl || b->op == BinOp::Shr;
-    typed = b->a && b->b && (b->a->type == b->b->type || (shift && is_integer(b->a->type) && is_integer(b->b->type))) &&
-            ir::defined_for(b->op, b->a->type);
+    typed = b->a && b->b && ir::operands_agree(b->op, b->a->type, b->b->type) && ir::defined_for(b->op, b->a->type);
   } else if (const auto* u = ir::as<ir::Unary>(*e)) {
     typed = u->a && ir::defined_for(u->op, u->a->type);
   }

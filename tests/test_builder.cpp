@@ -614,7 +614,7 @@ namespace vantage {
 namespace {
 // ---------------------------------------------------------------- literal arithmetic
 /// Loop counters of the host program become literals in the kernel: `8 * (i / 2 % 2)` for i = 6 is
-/// the literal 8, and `x * 1 + 0` is x. The builder folds them as the kernel would compute them.
+/// the literal 8, and `(x * 1 - 0) / 1 + 0` is x. The builder folds them as the kernel would compute them.
 TEST(Builder, LiteralArithmeticIsFoldedAsTheKernelWouldComputeIt) {
   KernelBuilder b("folded");
   auto n = b.param<int>("n");
@@ -628,7 +628,7 @@ TEST(Builder, LiteralArithmeticIsFoldedAsTheKernelWouldComputeIt) {
         [&](Scope& g, View o) {
           g.group(thread(1), [&](Scope& th) {
             th.if_(gid < n, [&](Scope&) {
-              o[0] = x[gid] * 1 + Expr(8) * ((Expr(6) / 2) % 2) + (Expr(77) - 77) + (Expr(1) << 4) + -Expr(3);
+              o[0] = (x[gid] * 1 - 0) / 1 + Expr(8) * ((Expr(6) / 2) % 2) + (Expr(77) - 77) + (Expr(1) << 4) + -Expr(3);
             });
           });
         });
@@ -636,7 +636,7 @@ TEST(Builder, LiteralArithmeticIsFoldedAsTheKernelWouldComputeIt) {
   Kernel k = b.build();
   std::string ir = k.ir_text();
   EXPECT_NE(ir.find("((x[gid] + 8) + 16) + -3"), std::string::npos) << ir;
-  for (const char* gone : {"77", " * 1", "(6 / 2)", " + 0"})
+  for (const char* gone : {"77", " * 1", " / 1", " - 0", "(6 / 2)", " + 0"})
     EXPECT_EQ(ir.find(gone), std::string::npos) << gone << "\n" << ir;
   const int size = 150;
   std::vector<int> xs(size);

@@ -11,6 +11,7 @@
 #include "kernels/paper_kernels.hpp"
 #include "kernels/runs.hpp"
 #include "report_oracle.hpp"
+#include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -752,12 +753,8 @@ TEST(Report, EveryExampleAgreesWithItsMeasuredRun) {
   const Device interp = Device::interpreter(io);
   for (const auto& ex : examples::all()) {
     if (!ex.runs_on_host()) continue;
-    auto sizes = examples::default_sizes(ex.name);
-#ifdef VANTAGE_TEST_SANITIZED
-    // Under a sanitizer, one size per example: memory safety is the point there; the plain pass
-    // checks every size.
-    sizes.resize(1);
-#else
+    auto sizes = test_support::sweep_sizes(examples::default_sizes(ex.name));
+#ifndef VANTAGE_TEST_SANITIZED  // and the size of many blocks in the plain pass only
     if (kManyBlocks.count(ex.name)) {
       sizes.push_back(kManyBlocks.at(ex.name));
       EXPECT_GT(examples::default_blocks(ex.name, sizes.back()), 8) << ex.name;

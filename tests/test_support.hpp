@@ -21,7 +21,6 @@
 
 namespace vantage::test_support {
 
-/// How many times `what` occurs in `text` (overlapping ones too): barriers in a generated source.
 /// The sizes a sweep over every example runs at: all its default sizes, or under a sanitizer only
 /// the first. The sanitizer is there for memory safety, and the example.run.* tests, which run under
 /// it too, run every example at every default size on the interpreter and the CPU backend; the
@@ -34,6 +33,7 @@ Sizes sweep_sizes(Sizes sizes) {
   return sizes;
 }
 
+/// How many times `what` occurs in `text` (overlapping ones too): barriers in a generated source.
 inline int count(const std::string& text, const std::string& what) {
   int n = 0;
   for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;

@@ -544,8 +544,7 @@ class Checker {
 
   void binary_types(const Binary& n, SourceLoc here) {
     ScalarType a = n.a->type, b = n.b->type;
-    bool shift = n.op == BinOp::Shl || n.op == BinOp::Shr;
-    if (a != b && !(shift && is_integer(a) && is_integer(b))) {
+    if (!operands_agree(n.op, a, b)) {
       error("V0701", here,
             std::string("operands of ") + name_of(n.op) + " have different types: " + type_name(a) + " and " +
                 type_name(b) + " (use cast<T>())");

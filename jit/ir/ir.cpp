@@ -113,6 +113,10 @@ bool defined_for(BinOp op, ScalarType a) {
   }
   return false;
 }
+bool operands_agree(BinOp op, ScalarType a, ScalarType b) {
+  const bool shift = op == BinOp::Shl || op == BinOp::Shr;
+  return a == b || (shift && is_integer(a) && is_integer(b));
+}
 bool defined_for(UnOp op, ScalarType a) {
   switch (op) {
     case UnOp::Neg: return a != ScalarType::Bool;

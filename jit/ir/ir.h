@@ -136,6 +136,9 @@ bool is_comparison(BinOp op);
 /// it, a shift's amount any integer type): the typing rule the checker enforces (V0702) and that the
 /// builder keeps to when it folds literals.
 bool defined_for(BinOp op, ScalarType operand);
+/// Whether a binary operator's operand types agree (V0701): the same type, or for a shift two integer
+/// types.
+bool operands_agree(BinOp op, ScalarType a, ScalarType b);
 bool defined_for(UnOp op, ScalarType operand);
 
 struct ExprNode;
