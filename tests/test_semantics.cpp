@@ -532,18 +532,20 @@ void expect_host_values(const std::vector<test_support::HostKernel>& kernels, co
 
 constexpr ScalarType kIntegers[] = {ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64};
 
+/// The binary operations whose integer edge cases docs/semantics.md defines, as the builder writes them.
+struct IntOp {
+  BinOp op;
+  Expr (*fn)(Expr, Expr);
+};
+const IntOp kIntOps[] = {
+    {BinOp::Add, [](Expr a, Expr b) { return a + b; }},     {BinOp::Sub, [](Expr a, Expr b) { return a - b; }},
+    {BinOp::Mul, [](Expr a, Expr b) { return a * b; }},     {BinOp::Div, [](Expr a, Expr b) { return a / b; }},
+    {BinOp::Mod, [](Expr a, Expr b) { return a % b; }},     {BinOp::Shl, [](Expr a, Expr b) { return a << b; }},
+    {BinOp::Shr, [](Expr a, Expr b) { return a >> b; }},    {BinOp::Min, [](Expr a, Expr b) { return min(a, b); }},
+    {BinOp::Max, [](Expr a, Expr b) { return max(a, b); }}, {BinOp::Xor, [](Expr a, Expr b) { return a ^ b; }},
+};
+
 TEST(GeneratedCodeRuns, IntegerOperationsComputeWhatEvalDefines) {
-  struct Case {
-    BinOp op;
-    Expr (*fn)(Expr, Expr);
-  };
-  const Case cases[] = {
-      {BinOp::Add, [](Expr a, Expr b) { return a + b; }},     {BinOp::Sub, [](Expr a, Expr b) { return a - b; }},
-      {BinOp::Mul, [](Expr a, Expr b) { return a * b; }},     {BinOp::Div, [](Expr a, Expr b) { return a / b; }},
-      {BinOp::Mod, [](Expr a, Expr b) { return a % b; }},     {BinOp::Shl, [](Expr a, Expr b) { return a << b; }},
-      {BinOp::Shr, [](Expr a, Expr b) { return a >> b; }},    {BinOp::Min, [](Expr a, Expr b) { return min(a, b); }},
-      {BinOp::Max, [](Expr a, Expr b) { return max(a, b); }}, {BinOp::Xor, [](Expr a, Expr b) { return a ^ b; }},
-  };
   std::vector<test_support::HostKernel> kernels;
   std::vector<std::string> expected, what;
   for (ScalarType t : kIntegers) {
@@ -557,7 +559,7 @@ TEST(GeneratedCodeRuns, IntegerOperationsComputeWhatEvalDefines) {
         }
       kernels.push_back(std::move(k));
     };
-    for (const auto& c : cases)
+    for (const auto& c : kIntOps)
       add(host_op(t, t, c.fn), ir::name_of(c.op), [&](std::int64_t a, std::int64_t b) { return bin(c.op, t, a, b); });
     add(host_op(t, t, [](Expr a, Expr) { return -a; }), "negation",
         [&](std::int64_t a, std::int64_t) { return ir::eval_unary(ir::UnOp::Neg, t, a); });
@@ -614,6 +616,68 @@ TEST(GeneratedCodeRuns, IntegerOperationsComputeWhatEvalDefines) {
       }
   }
   expect_host_values(kernels, expected, what, "eval");
+}
+
+/// Every operation of kIntOps, and negation, on every pair of `T`'s edge values, computed by a kernel
+/// on each device present (the interpreter, the CPU backend, a GPU), against jit/ir/eval. On a GPU this
+/// is what confirms the helpers against what PTX leaves unspecified (a zero divisor, MIN / -1, shifts
+/// past the width): the operands are the kernel's arguments, so nothing is folded at compile time.
+template <class T>
+void integer_operations_on_every_device() {
+  constexpr ScalarType t = scalar_of<T>;
+  constexpr int kOps = static_cast<int>(std::size(kIntOps)) + 1;
+  KernelBuilder k("int_ops");
+  auto n = k.param<int>("n");
+  auto a = k.param<GlobalPtr<const T>>("a", extent(n));
+  auto b = k.param<GlobalPtr<const T>>("b", extent(n));
+  auto out = k.param<GlobalPtr<T>>("out", extent(n * kOps));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    auto i = g.let("i", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr j) { return i * kOps + j; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) {
+            th.if_(i < n, [&](Scope&) {
+              for (int c = 0; c < kOps - 1; ++c) o[c] = kIntOps[c].fn(a[i], b[i]);
+              o[kOps - 1] = -a[i];
+            });
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  std::vector<T> as, bs;
+  for (std::int64_t x : edge_values(t))
+    for (std::int64_t y : edge_values(t)) {
+      as.push_back(static_cast<T>(x));
+      bs.push_back(static_cast<T>(y));
+    }
+  const int N = static_cast<int>(as.size());
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));  // the GPU bundle's check
+  for (const Device& dev : devices) {
+    std::vector<T> o(static_cast<std::size_t>(N * kOps), T{42});
+    test_support::launch_on(kernel, dev, Grid{(N + 31) / 32, 32}, N, std::as_const(as), std::as_const(bs), o);
+    int wrong = 0;
+    for (int i = 0; i < N && wrong < 10; ++i)
+      for (int c = 0; c < kOps; ++c) {
+        std::int64_t x = static_cast<std::int64_t>(as[i]), y = static_cast<std::int64_t>(bs[i]);
+        T want = static_cast<T>(c < kOps - 1 ? bin(kIntOps[c].op, t, x, y) : ir::eval_unary(ir::UnOp::Neg, t, x));
+        T got = o[static_cast<std::size_t>(i * kOps + c)];
+        if (got != want && ++wrong <= 10)
+          ADD_FAILURE() << dev.name() << ": " << type_name(t) << " "
+                        << (c < kOps - 1 ? ir::name_of(kIntOps[c].op) : "negation") << " of " << +as[i] << ", "
+                        << +bs[i] << " gave " << +got << ", not " << +want;
+      }
+  }
+}
+
+TEST(Semantics, IntegerOperationsComputeWhatEvalDefinesOnEveryDevice) {
+  integer_operations_on_every_device<std::int32_t>();
+  integer_operations_on_every_device<std::uint32_t>();
+  integer_operations_on_every_device<std::int64_t>();
+  integer_operations_on_every_device<std::uint64_t>();
 }
 
 /// The iterations docs/semantics.md ("Loops") defines: begin, begin + step, ... while before `end`
