@@ -188,9 +188,10 @@ BENCHMARK(BM_PlacementCpu)->Apply(sweep)->Unit(benchmark::kMillisecond)->UseReal
 // runs the same sweep on the GPU as a caller whose data live on the host does: the inputs copied in
 // from pinned memory, the kernel, the output copied back, waited for. Counters: `measured_ms` (the
 // median of the iterations), `kernel_ms` (the kernel alone, event-timed, median), the advice's
-// `estimate_ms` and `kernel_estimate_ms` with this GPU's own figures (placement_model), and `ratio`
-// (estimate / measured; goal: within 2x). With BM_PlacementCpu's measured times for the same points,
-// scripts/gpu/placement_pick.py says where the advice picks the device measured faster.
+// `estimate_ms` and `kernel_estimate_ms` with this GPU's own figures (placement_model, its copies and
+// launch measured: tune::measured_placement_model), and `ratio` (estimate / measured; goal: within 2x). With
+// BM_PlacementCpu's measured times for the same points, scripts/gpu/placement_pick.py says where the advice picks the
+// device measured faster.
 void BM_PlacementGpu(benchmark::State& state) {
   if (Device::gpu_count() == 0) {
     state.SkipWithError(("no GPU: " + Device::gpu_problem()).c_str());
@@ -227,7 +228,7 @@ void BM_PlacementGpu(benchmark::State& state) {
     total.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     kernel.push_back(stop.elapsed_ms(start));
   }
-  Placement advice = p.report.placement(placement_model(gpu.properties(), 1));
+  Placement advice = p.report.placement(tune::measured_placement_model(placement_model(gpu.properties(), 1)));
   state.counters["measured_ms"] = bench::median(total);
   state.counters["kernel_ms"] = bench::median(kernel);
   state.counters["estimate_ms"] = advice.gpu_ms;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -373,6 +374,34 @@ TEST(GpuMock, BuffersCopyInAndOutAndFreeThemselves) {
     EXPECT_NE(std::string(e.what()).find("CUDA_ERROR_OUT_OF_MEMORY (out of memory)"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("on GPU 0"), std::string::npos) << e.what();
   }
+}
+
+// The placement advice's GPU side measured where there is a GPU (here the mocked one, whose memory is
+// the host's): a copy's fixed cost, the bandwidth beyond it and a launch's latency replace the assumed
+// figures, and the advice says so.
+TEST(GpuMock, ThePlacementsCopiesAndLaunchAreMeasuredOnTheGpu) {
+  REQUIRE_NVRTC();
+  const int launches = mock().launches;
+  const PlacementModel assumed = placement_model(Device::gpu(0).properties(), 1);
+  ASSERT_EQ(assumed.gpu_figures, "assumed");
+  const PlacementModel m = tune::measured_placement_model(assumed);
+  EXPECT_EQ(m.gpu_figures, "measured");
+  EXPECT_GT(mock().launches, launches) << "the launch probe ran on the GPU";
+  EXPECT_TRUE(std::isfinite(m.pcie_bytes_per_s) && m.pcie_bytes_per_s > 0) << m.pcie_bytes_per_s;
+  EXPECT_TRUE(std::isfinite(m.transfer_us) && m.transfer_us > 0) << m.transfer_us;
+  EXPECT_TRUE(std::isfinite(m.gpu_launch_us) && m.gpu_launch_us > 0) << m.gpu_launch_us;
+  EXPECT_EQ(m.gpu_sms, assumed.gpu_sms) << "the data sheet's figures stay";
+  // The advice built from them names where they come from.
+  KernelBuilder k("copy");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto y = k.param<GlobalPtr<float>>("y", extent(n));
+  k.block_threads(256);
+  k.body([&](Scope& g) { lib::for_each(g, y, n, [&](Scope&, Expr i, ElemRef o) { o = x[i]; }); });
+  const Placement p = k.build().report(Spec{}, {{"n", 1 << 20}}, 4096).placement(m);
+  EXPECT_EQ(p.gpu_figures, "measured");
+  EXPECT_NE(p.text().find("copies and launch measured on this GPU"), std::string::npos) << p.text();
+  EXPECT_NEAR(p.transfer_ms, (8.0 * (1 << 20) / m.pcie_bytes_per_s) * 1e3 + 2 * m.transfer_us * 1e-3, 1e-9);
 }
 
 TEST(GpuMock, ALaunchPacksItsArgumentsForCuLaunchKernel) {

@@ -110,6 +110,52 @@ TEST(Report, TheTransposeTileHasThirtyTwoWayConflictsAndThePaddedOneNone) {
   EXPECT_TRUE(plain.exact && padded.exact);
 }
 
+// What the first H100 run showed (docs/gpu-validation.md): ptxas merges loads of adjacent shared
+// elements into wider ones, so Nsight Compute counts fewer than the kernel as written has. Such loads
+// are marked (their counts an upper bound on the GPU's), and no others; a cp.async copy's two sides
+// are marked as such (ncu counts its shared side under no store).
+TEST(Report, LoadsTheCompilerMayMergeAreMarkedAndNoOthers) {
+  const CostReport smem = examples::sgemm_smem().report(Spec{}, {{"M", 64}, {"N", 64}, {"K", 64}}, 4);
+  int as = 0, bs = 0;
+  for (const AccessCost& a : smem.accesses) {
+    EXPECT_FALSE(a.async_copy) << a.memory;
+    if (a.space != MemSpace::Shared || a.write) {
+      EXPECT_FALSE(a.compiler_may_merge) << a.memory << (a.write ? " store" : " load");
+      continue;
+    }
+    // As[row][k] moves by one element a round of the unrolled k loop; Bs[k][col] by a row.
+    if (a.memory == "As") {
+      ++as;
+      EXPECT_TRUE(a.compiler_may_merge) << smem.text();
+      EXPECT_NE(a.hint.find("the compiler may merge them"), std::string::npos) << a.hint;
+    } else {
+      ++bs;
+      EXPECT_FALSE(a.compiler_may_merge) << smem.text();
+    }
+  }
+  EXPECT_EQ(as, 1);
+  EXPECT_EQ(bs, 1);
+  EXPECT_TRUE(smem.exact) << "the counts of the kernel as written stay exact";
+  // Eight loads of consecutive elements, sum_warps[0] and then one a round.
+  const CostReport reduce = examples::block_reduce().report(Spec{}, {{"n", 4096}}, 16);
+  for (const AccessCost& a : reduce.accesses)
+    EXPECT_EQ(a.compiler_may_merge, a.space == MemSpace::Shared && !a.write) << a.memory << " line " << a.loc.line;
+  // A row and a column of a tile: nothing adjacent to merge.
+  for (const CostReport& r : {examples::transpose().report(Spec{}, {{"M", 64}, {"N", 64}}, 4),
+                              examples::transpose_padded().report(Spec{}, {{"M", 64}, {"N", 64}}, 4)})
+    for (const AccessCost& a : r.accesses) EXPECT_FALSE(a.compiler_may_merge || a.async_copy) << a.memory;
+  const CostReport async = examples::transpose_async().report(Spec{}, {{"M", 64}, {"N", 64}}, 4);
+  int sides = 0;
+  for (const AccessCost& a : async.accesses)
+    if (a.async_copy) {
+      ++sides;
+      EXPECT_EQ(a.space == MemSpace::Shared, a.write) << "global in, shared out";
+    }
+  EXPECT_EQ(sides, 2) << async.text();
+  EXPECT_NE(async.json().find("\"async_copy\": true"), std::string::npos);
+  EXPECT_NE(smem.json().find("\"compiler_may_merge\": true"), std::string::npos);
+}
+
 // out[i] = in[i + 1]: each warp's 128 bytes straddle five sectors; the stores are aligned.
 TEST(Report, AMisalignedWarpTouchesFiveSectors) {
   KernelBuilder k("shifted_copy");

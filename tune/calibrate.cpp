@@ -1,10 +1,14 @@
-// The placement advice's CPU side measured on this host (include/vantage/tune.hpp, docs/report.md):
-// probe kernels run on the CPU backend, each timed and counted by its own cost report, and the
-// model's costs (a launch, a warp step, a lane exchange and a barrier beyond a step, a byte in and out
-// of the cache) solved from them, so that the advice is this host's rather than the development
-// host's (which had AVX-512, where lane exchanges are cheap).
+// The placement advice's figures measured on this host (include/vantage/tune.hpp, docs/report.md).
+// CPU side: probe kernels run on the CPU backend, each timed and counted by its own cost report, and
+// the model's costs (a launch, a warp step, a lane exchange and a barrier beyond a step, a byte in and
+// out of the cache) solved from them, so that the advice is this host's rather than the development
+// host's (which had AVX-512, where lane exchanges are cheap). GPU side, where there is one: the
+// copies between pinned host memory and the GPU (a fixed cost and a bandwidth, each way) and a
+// launch's latency, which the data sheet does not give (the first H100 run had copies at about twice
+// the 25 GB/s assumed, docs/gpu-validation.md).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <mutex>
 #include <vector>
@@ -159,9 +163,66 @@ PlacementModel measure_cpu(PlacementModel m) {
   return m;
 }
 
+/// The median of `runs` calls of `f` (after one more, which warms it), in microseconds.
+double median_us(const std::function<void()>& f, int runs) {
+  f();
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(t.begin(), t.begin() + runs / 2, t.end());
+  return t[static_cast<std::size_t>(runs / 2)];
+}
+
+/// The GPU side's measured figures: copies of one float and of 64 MiB each way between pinned memory
+/// and GPU 0 (the fixed cost, and the bandwidth of what the large copy takes beyond it, both
+/// directions averaged, as the model has one figure for each), and a launch of a one-warp kernel,
+/// waited for, as `Kernel::launch` does.
+PlacementModel measure_gpu(PlacementModel m) {
+  const Device gpu = Device::gpu();
+  constexpr std::int64_t kBig = std::int64_t{1} << 24;  // floats: 64 MiB
+  PinnedBuffer<float> host(kBig), one(1);
+  std::fill(host.data(), host.data() + kBig, 1.0f);
+  one[0] = 1.0f;
+  DeviceBuffer<float> big = gpu.alloc<float>(kBig), small = gpu.alloc<float>(1);
+  const double fixed =
+      (median_us([&] { small.copy_from(one.span()); }, 21) + median_us([&] { small.copy_to(one.span()); }, 21)) / 2;
+  const double whole =
+      (median_us([&] { big.copy_from(host.span()); }, 5) + median_us([&] { big.copy_to(host.span()); }, 5)) / 2;
+  KernelBuilder k("probe_launch");
+  auto out = k.param<GlobalPtr<float>>("out", extent(1));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    g.partition(
+        out, thread(1), [&](Expr i) { return i; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) { th.if_(th.id(thread(1)) == 0, [&](Scope&) { o[0] = 2.0f; }); });
+        });
+  });
+  const Kernel probe = k.build();
+  const double launch = median_us([&] { probe.launch(gpu, Grid{1, 32}, small); }, 21);
+  const double bytes = static_cast<double>(kBig) * sizeof(float);
+  if (std::isfinite(fixed) && fixed > 0) m.transfer_us = fixed;
+  if (whole > fixed) m.pcie_bytes_per_s = bytes / ((whole - fixed) * 1e-6);
+  if (std::isfinite(launch) && launch > 0) m.gpu_launch_us = launch;
+  m.gpu_figures = "measured";
+  return m;
+}
+
 }  // namespace
 
 PlacementModel measured_placement_model(PlacementModel base) {
+  if (Device::gpu_count() > 0) {
+    static std::once_flag once;
+    static PlacementModel measured;
+    std::call_once(once, [] { measured = measure_gpu({}); });
+    base.transfer_us = measured.transfer_us;
+    base.pcie_bytes_per_s = measured.pcie_bytes_per_s;
+    base.gpu_launch_us = measured.gpu_launch_us;
+    base.gpu_figures = measured.gpu_figures;
+  }
   if (!Device::cpu_available()) return base;
   static std::once_flag once;
   static PlacementModel measured;

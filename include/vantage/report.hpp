@@ -31,7 +31,14 @@ struct AccessCost {
   double ideal_wavefronts = 0;  ///< shared: what the active lanes' bytes need without conflicts
   int conflict_ways = 1;        ///< shared: the worst request's lanes on one bank (distinct words)
   bool exact = true;            ///< false: sampled (an index the report could not follow exactly)
-  std::string hint;             ///< what to do about it, when anything
+  /// A shared load the CUDA compiler may merge with a neighbour's into one wider load (adjacent
+  /// elements): its requests and wavefronts, exact for the kernel as written, are an upper bound on
+  /// what a GPU counts (docs/report.md).
+  bool compiler_may_merge = false;
+  /// One side of a cp.async copy: Nsight Compute counts its global side with the loads and its shared
+  /// side under no load or store operation of its own.
+  bool async_copy = false;
+  std::string hint;  ///< what to do about it, when anything
 };
 
 /// A branch or loop whose condition may differ between the lanes of a warp.
@@ -76,6 +83,9 @@ struct PlacementModel {
   double gpu_launch_us = 5;          ///< a launch's latency
   double pcie_bytes_per_s = 2.5e10;  ///< host to device and back, each way
   double transfer_us = 10;           ///< a copy's fixed cost
+  /// Where the copies' and the launch's figures come from: "assumed" (the three above) or "measured"
+  /// (tune::measured_placement_model, on this host's GPU 0).
+  std::string gpu_figures = "assumed";
 };
 
 /// Where a launch of this size runs faster, counting the copies a GPU needs (inputs in, outputs out).
@@ -86,6 +96,7 @@ struct Placement {
   double gpu_ms = 0;         ///< the two together
   bool gpu_faster = false;
   std::string cpu_figures;  ///< the model's: "fitted" or "measured" (on this host)
+  std::string gpu_figures;  ///< the model's copies and launch: "assumed" or "measured" (on this host's GPU)
   std::string text() const;
 };
 

@@ -124,8 +124,10 @@ struct Report {
 /// probe kernels (copies in and out of the cache, arithmetic rounds, shuffle butterflies, rounds of
 /// shared memory between barriers) timed on the CPU backend on one thread and counted by their own
 /// cost reports, and the costs of a launch, a warp step, a byte (cached or not), and a lane exchange
-/// and a barrier beyond a step solved from them. About a second the first time in a process (the
-/// figures are kept); `base` unchanged where this build has no CPU backend.
+/// and a barrier beyond a step solved from them. Where there is a GPU, its side's copies (a fixed cost
+/// and a bandwidth between pinned memory and GPU 0) and a launch's latency are measured too. About a
+/// second the first time in a process (the figures are kept); each side unchanged where this build
+/// has no CPU backend or the host no GPU.
 PlacementModel measured_placement_model(PlacementModel base = {});
 
 /// Tunes `make` over `space` on `device` for `problem` (see the header comment). `make` is called

@@ -261,6 +261,201 @@ Contents contents_of(const StmtNode& s) {
   return std::move(scan.c);
 }
 
+/// An integer index as sum(coef * term) + c: a term is a loop or other variable, or any expression
+/// the form does not follow (by node). Lets whose variable is never assigned are followed through.
+struct Affine {
+  std::map<const void*, __int128> terms;
+  __int128 c = 0;
+};
+using LetValues = std::unordered_map<const VarNode*, const ExprNode*>;
+Affine affine_of(const ExprNode& e, const LetValues& lets, int depth = 0) {
+  Affine a;
+  auto opaque = [&] {
+    a.terms[&e] = 1;
+    return a;
+  };
+  if (depth > 64 || !is_integer(e.type)) return opaque();
+  if (const auto* l = as<Literal>(e)) {
+    a.c = l->i;
+    return a;
+  }
+  if (const auto* v = as<VarRef>(e)) {
+    auto it = lets.find(v->var.get());
+    if (it != lets.end()) return affine_of(*it->second, lets, depth + 1);
+    a.terms[v->var.get()] = 1;
+    return a;
+  }
+  if (const auto* c = as<Cast>(e)) return is_integer(c->a->type) ? affine_of(*c->a, lets, depth + 1) : opaque();
+  const auto* b = as<Binary>(e);
+  if (!b) return opaque();
+  Affine x = affine_of(*b->a, lets, depth + 1), y = affine_of(*b->b, lets, depth + 1);
+  auto scaled = [](Affine v, __int128 k) {
+    for (auto& [t, c] : v.terms) c *= k;
+    v.c *= k;
+    return v;
+  };
+  switch (b->op) {
+    case BinOp::Add:
+    case BinOp::Sub: {
+      const __int128 sign = b->op == BinOp::Add ? 1 : -1;
+      for (const auto& [t, c] : y.terms) x.terms[t] += sign * c;
+      x.c += sign * y.c;
+      return x;
+    }
+    case BinOp::Mul:
+      if (y.terms.empty()) return scaled(x, y.c);
+      if (x.terms.empty()) return scaled(y, x.c);
+      return opaque();
+    default: return opaque();
+  }
+}
+bool same_terms(const Affine& a, const Affine& b) {
+  auto nonzero = [](const Affine& x) {
+    std::map<const void*, __int128> m;
+    for (const auto& [t, c] : x.terms)
+      if (c != 0) m[t] = c;
+    return m;
+  };
+  return nonzero(a) == nonzero(b);
+}
+
+/// The shared-memory loads the CUDA compiler may merge with a neighbour's into one wider load, as
+/// ptxas does for adjacent elements at an alignment it can prove (the first H100 run,
+/// docs/gpu-validation.md): two loads of one shared array in one statement list (or one beside a
+/// loop's first or last iteration) whose indices differ by one element, and a load in a loop whose
+/// index moves by one element an iteration (the loop unrolled). A GPU counts fewer requests and
+/// wavefronts for them than the kernel as written has: the report's figures for them are upper
+/// bounds on what Nsight Compute counts (AccessCost::compiler_may_merge).
+std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
+  LetValues lets;
+  std::unordered_set<const VarNode*> assigned;
+  std::vector<const StmtNode*> bodies{k.body.get()};
+  {
+    struct Defs : IRVisitor {
+      LetValues* lets;
+      std::unordered_set<const VarNode*>* assigned;
+      std::vector<const StmtNode*>* bodies;
+      std::unordered_set<const FunctionNode*> seen;
+      using IRVisitor::visit;
+      void visit(const Let& n) override {
+        (*lets)[n.var.get()] = n.value.get();
+        IRVisitor::visit(n);
+      }
+      void visit(const Assign& n) override {
+        assigned->insert(n.var.get());
+        IRVisitor::visit(n);
+      }
+      void visit(const Call& n) override {
+        IRVisitor::visit(n);
+        if (seen.insert(n.fn.get()).second) {
+          bodies->push_back(n.fn->body.get());
+          walk(n.fn->body);
+        }
+      }
+    } defs;
+    defs.lets = &lets;
+    defs.assigned = &assigned;
+    defs.bodies = &bodies;
+    defs.walk(k.body);
+  }
+  for (const VarNode* v : assigned) lets.erase(v);
+  std::unordered_set<const void*> out;
+  struct Shared {
+    const Load* load;
+    Affine at;
+  };
+  // The shared loads under `s` (not inside a called function), with the loops they sit in.
+  struct Collect : IRVisitor {
+    std::vector<std::pair<const Load*, std::vector<const For*>>> loads;
+    std::vector<const For*> loops;
+    bool nested = true;  ///< into loops and branches too
+    using IRVisitor::visit;
+    void visit(const Load& n) override {
+      if (n.mem->space == MemSpace::Shared && n.indices.size() == 1) loads.push_back({&n, loops});
+      IRVisitor::visit(n);
+    }
+    void visit(const For& n) override {
+      if (!nested) return;
+      loops.push_back(&n);
+      IRVisitor::visit(n);
+      loops.pop_back();
+    }
+    void visit(const While& n) override {
+      if (nested) IRVisitor::visit(n);
+    }
+    void visit(const If& n) override {
+      if (nested) IRVisitor::visit(n);
+    }
+  };
+  auto literal = [](const ExprPtr& e) -> std::optional<std::int64_t> {
+    if (const auto* l = e ? as<Literal>(*e) : nullptr) return l->i;
+    return std::nullopt;
+  };
+  // A load's index with `loop`'s variable at `value`.
+  auto at_iteration = [](Affine a, const For& loop, std::int64_t value) {
+    auto it = a.terms.find(loop.var.get());
+    if (it != a.terms.end()) {
+      a.c += it->second * value;
+      a.terms.erase(it);
+    }
+    return a;
+  };
+  for (const StmtNode* body : bodies) {
+    // Loads in loops whose index moves by one element an iteration.
+    Collect all;
+    all.walk(StmtPtr(std::shared_ptr<const StmtNode>(), body));
+    for (const auto& [load, loops] : all.loads) {
+      const Affine a = affine_of(*load->indices[0], lets);
+      for (const For* f : loops) {
+        auto it = a.terms.find(f->var.get());
+        const auto step = literal(f->step);
+        if (it != a.terms.end() && step && (it->second * *step == 1 || it->second * *step == -1)) out.insert(load);
+      }
+    }
+    // Neighbours in one statement list: its own loads, and those of the loops in it at their first
+    // and last iterations.
+    struct Lists : IRVisitor {
+      std::vector<const Seq*> seqs;
+      using IRVisitor::visit;
+      void visit(const Seq& n) override {
+        seqs.push_back(&n);
+        IRVisitor::visit(n);
+      }
+    } lists;
+    lists.walk(StmtPtr(std::shared_ptr<const StmtNode>(), body));
+    for (const Seq* seq : lists.seqs) {
+      std::vector<Shared> here;
+      for (const StmtPtr& st : seq->stmts) {
+        if (!st) continue;
+        if (const auto* f = as<For>(*st)) {
+          Collect in;
+          in.walk(f->body);
+          const auto b = literal(f->begin), e = literal(f->end), step = literal(f->step);
+          for (const auto& [load, loops] : in.loads) {
+            if (!loops.empty()) continue;  // in a loop inside this one
+            const Affine a = affine_of(*load->indices[0], lets);
+            if (b) here.push_back({load, at_iteration(a, *f, *b)});
+            if (b && e && step == 1 && *e > *b) here.push_back({load, at_iteration(a, *f, *e - 1)});
+          }
+          continue;
+        }
+        if (as<Seq>(*st)) continue;  // a list of its own
+        Collect direct;
+        direct.nested = false;
+        direct.walk(st);
+        for (const auto& [load, loops] : direct.loads) here.push_back({load, affine_of(*load->indices[0], lets)});
+      }
+      for (std::size_t i = 0; i < here.size(); ++i)
+        for (std::size_t j = i + 1; j < here.size(); ++j) {
+          const Shared &x = here[i], &y = here[j];
+          if (x.load == y.load || x.load->mem != y.load->mem || !same_terms(x.at, y.at)) continue;
+          if (x.at.c - y.at.c == 1 || y.at.c - x.at.c == 1) out.insert({x.load, y.load});
+        }
+    }
+  }
+  return out;
+}
+
 /// The accesses and branches whose cost may differ between blocks: an index or condition computed
 /// from the block index, through variables, loop bounds and calls, or under a condition that is
 /// (control dependence); everything inside a called function, and everything at all when a jump
@@ -409,7 +604,7 @@ class Analyzer {
   /// `whole`: past opt_.max_blocks, the middle block stands for every block (else for all but the
   /// first and last, which are followed apart).
   Analyzer(const lower::Lowered& l, std::span<const std::int64_t> values, const Options& o, bool whole = false)
-      : l_(l), opt_(o), T_(l.options.threads), whole_(whole) {
+      : l_(l), opt_(o), T_(l.options.threads), whole_(whole), mergeable_(mergeable_loads(l.kernel)) {
     const KernelNode& k = l.kernel;
     std::vector<std::int64_t> lengths;
     for (std::size_t i = 0; i < k.params.size(); ++i) {
@@ -500,7 +695,12 @@ class Analyzer {
       }
       c.exact = !s->inexact && !tainted_.count(node);
       r.exact = r.exact && c.exact;
+      c.compiler_may_merge = !c.write && mergeable_.count(node) > 0;
+      c.async_copy = async_.count(node) > 0;
       c.hint = hint(c, *s);
+      if (c.compiler_may_merge)
+        c.hint += std::string(c.hint.empty() ? "" : "; ") +
+                  "next to another load of an adjacent element: the compiler may merge them (a GPU counts fewer)";
       r.accesses.push_back(std::move(c));
     }
     std::vector<std::pair<const StmtNode*, BranchSite*>> branches;
@@ -1478,6 +1678,7 @@ class Analyzer {
         break;
       case IntrinsicOp::CpAsync: {
         const int bytes = static_cast<int>(n.imms[0]);
+        async_.insert(&n);
         access(&n, n.mems[1].get(), args[1], m, false, bytes, n.loc, 0);
         access(&n, n.mems[0].get(), args[0], m, true, bytes, n.loc, 1);
         break;
@@ -1731,7 +1932,9 @@ class Analyzer {
   std::map<std::pair<const void*, int>, Site> sites_;
   std::map<const StmtNode*, BranchSite> branches_;
   std::unordered_map<const StmtNode*, Contents> contents_;
-  std::unordered_set<const void*> tainted_;  ///< accesses and branches whose numbers are estimates
+  std::unordered_set<const void*> tainted_;    ///< accesses and branches whose numbers are estimates
+  std::unordered_set<const void*> mergeable_;  ///< shared loads the compiler may merge (mergeable_loads)
+  std::unordered_set<const void*> async_;      ///< cp.async copies
   std::unordered_set<const Contents*> tainted_contents_;
   std::vector<double> interval_steps_;
   double weight_ = 1, flops_ = 0, work_ = 0, looped_ = 0, exchanges_ = 0, barriers_ = 0;

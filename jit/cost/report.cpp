@@ -105,6 +105,8 @@ std::string CostReport::json() const {
       x["conflict_ways"] = a.conflict_ways;
     }
     x["exact"] = a.exact;
+    x["compiler_may_merge"] = a.compiler_may_merge;
+    x["async_copy"] = a.async_copy;
     x["hint"] = a.hint;
     j["accesses"].push_back(std::move(x));
   }
@@ -149,13 +151,15 @@ Placement CostReport::placement(const PlacementModel& m) const {
   p.gpu_ms = p.gpu_kernel_ms + p.transfer_ms;
   p.gpu_faster = p.gpu_ms < p.cpu_ms;
   p.cpu_figures = m.cpu_figures;
+  p.gpu_figures = m.gpu_figures;
   return p;
 }
 
 std::string Placement::text() const {
   const std::string how = cpu_figures == "measured" ? " (its figures measured on this host)" : "";
+  const std::string gpu_how = gpu_figures == "measured" ? "; copies and launch measured on this GPU" : "";
   return "placement: the CPU backend " + num(cpu_ms) + " ms" + how + "; the GPU " + num(gpu_ms) + " ms (kernel " +
-         num(gpu_kernel_ms) + " ms, copies " + num(transfer_ms) + " ms): run it on the " +
+         num(gpu_kernel_ms) + " ms, copies " + num(transfer_ms) + " ms" + gpu_how + "): run it on the " +
          (gpu_faster ? "GPU" : "CPU backend");
 }
 

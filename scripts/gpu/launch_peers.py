@@ -4,10 +4,15 @@ kernel (the cubin Vantage generated, where a peer can load one), 256 launches on
 synchronize; the time per launch is the batch time over 256. Median of 21 batches after 5 warm-up
 batches. Peers missing on the machine are reported as missing, never estimated.
 
+The cubin's entry takes what every Vantage kernel takes after the user's parameters: each buffer's
+length (x, y, z) and the error word a failed check writes; the peers pass them, and the error word must
+stay 0. Each peer runs in a process of its own, so one that crashes is reported and the rest measured.
+
 usage: launch_peers.py DIR_WITH_AXPBY_CUBIN OUT_JSON
 """
 import json
 import statistics
+import subprocess
 import sys
 import time
 
@@ -40,11 +45,13 @@ def cupy_raw(d):
     x = cp.ones(N, dtype=cp.float32)
     y = cp.ones(N, dtype=cp.float32)
     z = cp.zeros(N, dtype=cp.float32)
-    args = (cp.int32(N), cp.float32(2.0), cp.float32(3.0), x, y, z)
+    err = cp.zeros(1, dtype=cp.uint64)
+    args = (cp.int32(N), cp.float32(2.0), cp.float32(3.0), x, y, z, cp.int64(N), cp.int64(N), cp.int64(N), err)
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
         us = time_batches(lambda: fn((1,), (256,), args), stream.synchronize)
-    assert float(z[0]) == 5.0, "CuPy's launch computed the wrong value"
+    assert float(z[0]) == 5.0 and float(z[N - 1]) == 5.0, "CuPy's launch computed the wrong value"
+    assert int(err[0]) == 0, "CuPy's launch set the error word"
     return us
 
 
@@ -63,7 +70,9 @@ def cuda_core(d):
     x = cp.ones(N, dtype=cp.float32)
     y = cp.ones(N, dtype=cp.float32)
     z = cp.zeros(N, dtype=cp.float32)
-    args = (np.int32(N), np.float32(2.0), np.float32(3.0), x.data.ptr, y.data.ptr, z.data.ptr)
+    err = cp.zeros(1, dtype=cp.uint64)
+    args = (np.int32(N), np.float32(2.0), np.float32(3.0), x.data.ptr, y.data.ptr, z.data.ptr, np.int64(N),
+            np.int64(N), np.int64(N), err.data.ptr)
     try:
         config = cc.LaunchConfig(grid=1, block=256)
         cc.launch(stream, config, kernel, *args)
@@ -72,7 +81,8 @@ def cuda_core(d):
         config = cc.LaunchConfig(grid=1, block=256, stream=stream)
         go = lambda: cc.launch(kernel, config, *args)
     us = time_batches(go, stream.sync)
-    assert float(z[0]) == 5.0, "cuda.core's launch computed the wrong value"
+    assert float(z[0]) == 5.0 and float(z[N - 1]) == 5.0, "cuda.core's launch computed the wrong value"
+    assert int(err[0]) == 0, "cuda.core's launch set the error word"
     return us
 
 
@@ -97,14 +107,33 @@ def numba_cuda(_d):
     return us
 
 
+PEERS = {"cupy_rawkernel": cupy_raw, "cuda_core": cuda_core, "numba_cuda": numba_cuda}
+
+
+def one(name, d):
+    """Measures one peer in this process and prints its result as JSON (run by main in a child)."""
+    try:
+        result = {"us_per_launch": PEERS[name](d)}
+    except Exception as e:  # a missing or failing peer is reported, not guessed
+        result = {"error": f"{type(e).__name__}: {e}"}
+    print(json.dumps(result), flush=True)
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--one":
+        one(sys.argv[2], sys.argv[3])
+        return
     d, out = sys.argv[1], sys.argv[2]
     results = {}
-    for name, fn in (("cupy_rawkernel", cupy_raw), ("cuda_core", cuda_core), ("numba_cuda", numba_cuda)):
+    for name in PEERS:
         try:
-            results[name] = {"us_per_launch": fn(d)}
-        except Exception as e:  # a missing or failing peer is reported, not guessed
-            results[name] = {"error": f"{type(e).__name__}: {e}"}
+            p = subprocess.run([sys.executable, __file__, "--one", name, d], capture_output=True, text=True,
+                               timeout=120)
+            lines = p.stdout.strip().splitlines()
+            results[name] = json.loads(lines[-1]) if p.returncode == 0 and lines else {
+                "error": f"exit {p.returncode}: {p.stderr.strip()[-300:]}"}
+        except subprocess.TimeoutExpired:
+            results[name] = {"error": "did not finish in 120 s"}
         print(name, results[name], flush=True)
     json.dump(results, open(out, "w"), indent=2)
     # 2: some peer could not be measured (it is reported as such, not as a failure of Vantage's).
