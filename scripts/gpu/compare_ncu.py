@@ -24,6 +24,9 @@ METRICS = {
     "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": ("global", True, "requests"),
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": ("shared", False, "wavefronts"),
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": ("shared", True, "wavefronts"),
+    # A shared request is one instruction executed by a warp.
+    "smsp__inst_executed_op_shared_ld.sum": ("shared", False, "requests"),
+    "smsp__inst_executed_op_shared_st.sum": ("shared", True, "requests"),
 }
 
 

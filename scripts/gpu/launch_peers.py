@@ -56,7 +56,11 @@ def cupy_raw(d):
 
 
 def cuda_core(d):
-    import cuda.core.experimental as cc
+    try:  # cuda.core moved out of `experimental` in its 0.4 release
+        import cuda.core as cc
+        cc.Device
+    except (ImportError, AttributeError):
+        import cuda.core.experimental as cc
     import cupy as cp  # buffers; cuda.core takes their device pointers
     import numpy as np
     dev = cc.Device()
