@@ -24,10 +24,14 @@ METRICS = {
     "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": ("global", True, "requests"),
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": ("shared", False, "wavefronts"),
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": ("shared", True, "wavefronts"),
-    # A shared request is one instruction executed by a warp.
+    # Shared instructions executed, beside the report's shared requests, for information only: ncu
+    # counts a warp's instruction when all its lanes are predicated off (an if-converted guard) and
+    # the never-taken `@!PT LDS` ptxas puts before a cp.async, which the kernel as written does not
+    # have (the second H100 run, docs/gpu-validation.md).
     "smsp__inst_executed_op_shared_ld.sum": ("shared", False, "requests"),
     "smsp__inst_executed_op_shared_st.sum": ("shared", True, "requests"),
 }
+INFORMATION = {"smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum"}
 
 
 # ncu's counters that the report counts under another operation's metric.
@@ -103,6 +107,9 @@ def main():
             ratio = hi / n if n else (1.0 if hi == 0 else float("inf"))
             off = abs(ratio - 1.0) > 0.01
             what = f"report {hi:.0f}, ncu {n:.0f}, ratio {ratio:.4f}"
+        if metric in INFORMATION:
+            print(f"{metric}: {what} (for information)")
+            continue
         mark = "" if not off else (" (the report's estimate)" if estimate.get(metric) else " DIFFERENT")
         print(f"{metric}: {what}{mark}")
         bad += off and not estimate.get(metric)
