@@ -84,6 +84,26 @@ std::string help() {
   return h.replace(at, 5, vantage::arch_names());
 }
 
+/// The help of one command: its lines of the usage above (from "  vantage CMD" to the next command),
+/// then where the options are described. Empty for a command the usage does not list.
+std::string command_help(const std::string& cmd) {
+  const std::string h = help();
+  std::string out;
+  std::size_t at = 0;
+  while ((at = h.find("\n  vantage " + cmd, at)) != std::string::npos) {
+    const std::size_t start = at + 1;
+    const char next = h[start + 10 + cmd.size()];
+    at = start;
+    if (next != ' ' && next != '\n') continue;  // "vantage llvm" is not "vantage llvm-opt"'s line
+    std::size_t end = h.find("\n  vantage ", start + 1);
+    const std::size_t blank = h.find("\n\n", start);
+    if (end == std::string::npos || blank < end) end = blank;
+    out += h.substr(start, end - start + 1);
+  }
+  if (!out.empty()) out = "usage:\n" + out + "(vantage --help: the options and the environment)\n";
+  return out;
+}
+
 const vantage::examples::Example* find(const std::string& name) {
   for (const auto& ex : vantage::examples::all())
     if (ex.name == name) return &ex;
@@ -447,6 +467,18 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
+  // `vantage CMD --help`: the command's own lines (cache and tune have helps of their own).
+  if (cmd != "cache" && cmd != "tune")
+    for (int i = 2; i < argc; ++i)
+      if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+        const std::string h = command_help(cmd == "llvm-opt" ? "llvm" : cmd);
+        if (h.empty()) {
+          std::fprintf(stderr, "vantage: unknown command '%s' (see vantage --help)\n", cmd.c_str());
+          return 2;
+        }
+        std::fputs(h.c_str(), stdout);
+        return 0;
+      }
   if (cmd == "cache") return vantage::tools::cache_main(std::vector<std::string>(argv + 2, argv + argc));
   if (cmd == "version") {
     std::printf("vantage %s\n", vantage::version());
