@@ -3,6 +3,7 @@
 // estimate is never called exact).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <regex>
@@ -154,6 +155,46 @@ TEST(Report, LoadsTheCompilerMayMergeAreMarkedAndNoOthers) {
   EXPECT_EQ(sides, 2) << async.text();
   EXPECT_NE(async.json().find("\"async_copy\": true"), std::string::npos);
   EXPECT_NE(smem.json().find("\"compiler_may_merge\": true"), std::string::npos);
+}
+
+// The marks follow an index through its lets once each: a chain of 48 lets, each doubling the one
+// before (x + x), was 2^48 walks before they were remembered.
+TEST(Report, ALongChainOfLetsInAnIndexIsFollowedOnce) {
+  KernelBuilder k("chain");
+  auto out = k.param<GlobalPtr<float>>("out", extent(256));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    g.partition(
+        out, block(1), [&](Expr i) { return i; },
+        [&](Scope& g, View out_b) {
+          g.group(block(1), [&](Scope& b) {
+            auto t = b.let("t", b.id(thread(1)));
+            View s = b.shared<float>("s", 256);
+            b.partition(
+                s, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View mine) { b.group(thread(1), [&](Scope&) { mine[0] = 1.0f; }); });
+            b.partition(
+                out_b, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View o) {
+                  b.group(thread(1), [&](Scope& th) {
+                    Expr x = th.let("x0", t);
+                    for (int i = 1; i <= 48; ++i) x = th.let("x" + std::to_string(i), x + x);
+                    o[0] = s[x & 255] + s[(x + 1) & 255];
+                  });
+                });
+          });
+        });
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const CostReport r = k.build().report(Spec{}, {}, 1);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+  int loads = 0;
+  for (const AccessCost& a : r.accesses)
+    if (a.space == MemSpace::Shared && !a.write) {
+      ++loads;
+      EXPECT_FALSE(a.compiler_may_merge) << "x & 255 and (x + 1) & 255 are not known to be adjacent";
+    }
+  EXPECT_EQ(loads, 2) << r.text();
 }
 
 // out[i] = in[i + 1]: each warp's 128 bytes straddle five sectors; the stores are aligned.

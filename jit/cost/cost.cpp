@@ -268,55 +268,74 @@ struct Affine {
   __int128 c = 0;
 };
 using LetValues = std::unordered_map<const VarNode*, const ExprNode*>;
-Affine affine_of(const ExprNode& e, const LetValues& lets, int depth = 0) {
-  Affine a;
-  auto opaque = [&] {
+/// Each expression's form, computed once (a let used twice in the next, chained, stays linear).
+/// Coefficients past 2^62 make the expression opaque, so that nothing overflows.
+class AffineOf {
+ public:
+  explicit AffineOf(const LetValues& lets) : lets_(lets) {}
+  const Affine& operator()(const ExprNode& e, int depth = 0) {
+    if (auto it = memo_.find(&e); it != memo_.end()) return it->second;
+    Affine a = compute(e, depth);
+    constexpr __int128 kBig = __int128{1} << 62;
+    bool big = a.c > kBig || a.c < -kBig;
+    for (const auto& [t, c] : a.terms) big = big || c > kBig || c < -kBig;
+    if (big) a = opaque(e);
+    return memo_.emplace(&e, std::move(a)).first->second;
+  }
+
+ private:
+  static Affine opaque(const ExprNode& e) {
+    Affine a;
     a.terms[&e] = 1;
     return a;
-  };
-  if (depth > 64 || !is_integer(e.type)) return opaque();
-  if (const auto* l = as<Literal>(e)) {
-    a.c = l->i;
-    return a;
   }
-  if (const auto* v = as<VarRef>(e)) {
-    auto it = lets.find(v->var.get());
-    if (it != lets.end()) return affine_of(*it->second, lets, depth + 1);
-    a.terms[v->var.get()] = 1;
-    return a;
-  }
-  if (const auto* c = as<Cast>(e)) return is_integer(c->a->type) ? affine_of(*c->a, lets, depth + 1) : opaque();
-  const auto* b = as<Binary>(e);
-  if (!b) return opaque();
-  Affine x = affine_of(*b->a, lets, depth + 1), y = affine_of(*b->b, lets, depth + 1);
-  auto scaled = [](Affine v, __int128 k) {
-    for (auto& [t, c] : v.terms) c *= k;
-    v.c *= k;
-    return v;
-  };
-  switch (b->op) {
-    case BinOp::Add:
-    case BinOp::Sub: {
-      const __int128 sign = b->op == BinOp::Add ? 1 : -1;
-      for (const auto& [t, c] : y.terms) x.terms[t] += sign * c;
-      x.c += sign * y.c;
-      return x;
+  Affine compute(const ExprNode& e, int depth) {
+    if (depth > 64 || !is_integer(e.type)) return opaque(e);
+    Affine a;
+    if (const auto* l = as<Literal>(e)) {
+      a.c = l->i;
+      return a;
     }
-    case BinOp::Mul:
-      if (y.terms.empty()) return scaled(x, y.c);
-      if (x.terms.empty()) return scaled(y, x.c);
-      return opaque();
-    default: return opaque();
+    if (const auto* v = as<VarRef>(e)) {
+      auto it = lets_.find(v->var.get());
+      if (it != lets_.end()) return (*this)(*it->second, depth + 1);
+      a.terms[v->var.get()] = 1;
+      return a;
+    }
+    if (const auto* c = as<Cast>(e)) return is_integer(c->a->type) ? (*this)(*c->a, depth + 1) : opaque(e);
+    const auto* b = as<Binary>(e);
+    if (!b) return opaque(e);
+    Affine x = (*this)(*b->a, depth + 1);
+    const Affine& y = (*this)(*b->b, depth + 1);
+    auto scaled = [](Affine v, __int128 k) {
+      for (auto& [t, c] : v.terms) c *= k;
+      v.c *= k;
+      return v;
+    };
+    switch (b->op) {
+      case BinOp::Add:
+      case BinOp::Sub: {
+        const __int128 sign = b->op == BinOp::Add ? 1 : -1;
+        for (const auto& [t, c] : y.terms) x.terms[t] += sign * c;
+        x.c += sign * y.c;
+        return x;
+      }
+      case BinOp::Mul:  // both sides under 2^62 in magnitude, so the product fits
+        if (y.terms.empty()) return scaled(std::move(x), y.c);
+        if (x.terms.empty()) return scaled(y, x.c);
+        return opaque(e);
+      default: return opaque(e);
+    }
   }
-}
-bool same_terms(const Affine& a, const Affine& b) {
-  auto nonzero = [](const Affine& x) {
-    std::map<const void*, __int128> m;
-    for (const auto& [t, c] : x.terms)
-      if (c != 0) m[t] = c;
-    return m;
-  };
-  return nonzero(a) == nonzero(b);
+  const LetValues& lets_;
+  std::unordered_map<const ExprNode*, Affine> memo_;
+};
+/// The index's terms that are not zero: two indices with equal ones differ by a constant.
+std::map<const void*, __int128> variable_part(const Affine& a) {
+  std::map<const void*, __int128> m;
+  for (const auto& [t, c] : a.terms)
+    if (c != 0) m[t] = c;
+  return m;
 }
 
 /// The shared-memory loads the CUDA compiler may merge with a neighbour's into one wider load, as
@@ -359,6 +378,7 @@ std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
     defs.walk(k.body);
   }
   for (const VarNode* v : assigned) lets.erase(v);
+  AffineOf affine(lets);
   std::unordered_set<const void*> out;
   struct Shared {
     const Load* load;
@@ -405,7 +425,7 @@ std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
     Collect all;
     all.walk(StmtPtr(std::shared_ptr<const StmtNode>(), body));
     for (const auto& [load, loops] : all.loads) {
-      const Affine a = affine_of(*load->indices[0], lets);
+      const Affine a = affine(*load->indices[0]);
       for (const For* f : loops) {
         auto it = a.terms.find(f->var.get());
         const auto step = literal(f->step);
@@ -433,7 +453,7 @@ std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
           const auto b = literal(f->begin), e = literal(f->end), step = literal(f->step);
           for (const auto& [load, loops] : in.loads) {
             if (!loops.empty()) continue;  // in a loop inside this one
-            const Affine a = affine_of(*load->indices[0], lets);
+            const Affine a = affine(*load->indices[0]);
             if (b) here.push_back({load, at_iteration(a, *f, *b)});
             if (b && e && step == 1 && *e > *b) here.push_back({load, at_iteration(a, *f, *e - 1)});
           }
@@ -443,13 +463,19 @@ std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
         Collect direct;
         direct.nested = false;
         direct.walk(st);
-        for (const auto& [load, loops] : direct.loads) here.push_back({load, affine_of(*load->indices[0], lets)});
+        for (const auto& [load, loops] : direct.loads) here.push_back({load, affine(*load->indices[0])});
       }
-      for (std::size_t i = 0; i < here.size(); ++i)
-        for (std::size_t j = i + 1; j < here.size(); ++j) {
-          const Shared &x = here[i], &y = here[j];
-          if (x.load == y.load || x.load->mem != y.load->mem || !same_terms(x.at, y.at)) continue;
-          if (x.at.c - y.at.c == 1 || y.at.c - x.at.c == 1) out.insert({x.load, y.load});
+      // Grouped by array and the index's variable part; then neighbours are constants one apart.
+      std::map<std::pair<const MemNode*, std::map<const void*, __int128>>, std::map<__int128, std::vector<const Load*>>>
+          groups;
+      for (const Shared& x : here) groups[{x.load->mem.get(), variable_part(x.at)}][x.at.c].push_back(x.load);
+      for (const auto& [key, by_offset] : groups)
+        for (const auto& [c, loads] : by_offset) {
+          auto next = by_offset.find(c + 1);
+          if (next == by_offset.end()) continue;
+          for (const Load* u : loads)
+            for (const Load* v : next->second)
+              if (u != v) out.insert({u, v});
         }
     }
   }
