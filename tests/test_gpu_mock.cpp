@@ -685,16 +685,29 @@ TEST(GpuMock, APreparedLaunchAllocatesNothing) {
 }  // namespace
 }  // namespace vantage
 
+// Every unaligned form is replaced, so that whatever pair a library uses (LLVM allocates with the
+// nothrow form and frees with the sized one) is malloc and free on both sides: under AddressSanitizer
+// a form left to it would pair its own allocation with the free below.
 void* operator new(std::size_t n) {
   if (vantage::g_counting) ++vantage::g_allocations;
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
+void* operator new[](std::size_t n) { return ::operator new(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  if (vantage::g_counting) ++vantage::g_allocations;
+  return std::malloc(n ? n : 1);
+}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return ::operator new(n, t); }
 // The replacements pair with the operator new above (malloc); GCC cannot see that and warns.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 #pragma GCC diagnostic pop
 
 int main(int argc, char** argv) {
