@@ -178,8 +178,8 @@ double median_us(const std::function<void()>& f, int runs) {
 
 /// The GPU side's measured figures: copies of one float and of 64 MiB each way between pinned memory
 /// and GPU 0 (the fixed cost, and the bandwidth of what the large copy takes beyond it, both
-/// directions averaged, as the model has one figure for each), and a launch of a one-warp kernel,
-/// waited for, as `Kernel::launch` does.
+/// directions averaged, as the model has one figure for each), and a launch of a one-warp kernel
+/// waited for (a GPU launch returns at once, so the wait is part of what is timed).
 PlacementModel measure_gpu(PlacementModel m) {
   const Device gpu = Device::gpu();
   constexpr std::int64_t kBig = std::int64_t{1} << 24;  // floats: 64 MiB
@@ -202,7 +202,12 @@ PlacementModel measure_gpu(PlacementModel m) {
         });
   });
   const Kernel probe = k.build();
-  const double launch = median_us([&] { probe.launch(gpu, Grid{1, 32}, small); }, 21);
+  const double launch = median_us(
+      [&] {
+        probe.launch(gpu, Grid{1, 32}, small);
+        gpu.synchronize();
+      },
+      21);
   const double bytes = static_cast<double>(kBig) * sizeof(float);
   if (std::isfinite(fixed) && fixed > 0) m.transfer_us = fixed;
   if (whole > fixed) m.pcie_bytes_per_s = bytes / ((whole - fixed) * 1e-6);
