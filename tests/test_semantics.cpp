@@ -247,6 +247,35 @@ TEST(Ranges, ArithmeticAndDivisionBounds) {
   EXPECT_FALSE(ir::may_overflow(static_cast<const ir::Binary&>(*sum), env));
 }
 
+/// A memo of exact ranges (what the bounds proofs of one body share) finds an expression again by its
+/// structure, and two variables may look alike (the same id and name, as a hand-built or transformed
+/// IR can have) with different ranges: the memo must tell them apart, or a proof would take the
+/// narrow range of one for the other.
+TEST(Ranges, TheExactMemoTellsApartVariablesThatLookAlike) {
+  SourceLoc l{"t.cpp", 1, 1};
+  auto narrow = ir::make_var(7, "i", I32, ir::VarNode::Origin::Let, l);
+  auto wide = ir::make_var(7, "i", I32, ir::VarNode::Origin::Let, l);
+  ir::ExactMemo memo;
+  ir::RangeEnv env;
+  env.exact_memo = &memo;
+  env.vars[narrow.get()] = {0, 9};
+  env.vars[wide.get()] = {0, 999};
+  auto plus_one = [&](const ir::VarPtr& v) {
+    return ir::make<ir::Binary>(I32, BinOp::Add, ir::ref(v, l), ir::int_literal(I32, 1, l), l);
+  };
+  ASSERT_TRUE(ir::equal(plus_one(narrow), plus_one(wide))) << "the two look alike to ir::equal";
+  auto a = ir::exact_value_range(plus_one(narrow), env);
+  auto b = ir::exact_value_range(plus_one(wide), env);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(static_cast<std::int64_t>(a->hi), 10);
+  EXPECT_EQ(static_cast<std::int64_t>(b->hi), 1000) << "the wide variable's range, not the memo's narrow one";
+  // The same structure again is found in the memo, and gives the same answer as without it.
+  auto again = ir::exact_value_range(plus_one(narrow), env);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(static_cast<std::int64_t>(again->hi), 10);
+  EXPECT_EQ(memo.seen.size(), 5u) << "i + 1 and i for each variable, and the literal 1 once";
+}
+
 // ------------------------------------------------------------------ generated code
 /// One thread computes `fn(a, b)` of two parameters and stores it; the source and a compile.
 struct Op {

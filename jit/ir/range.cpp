@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "jit/ir/eval.h"
+#include "jit/ir/visit.h"
 
 namespace vantage::ir {
 namespace {
@@ -190,7 +191,19 @@ namespace {
 struct Exact {
   Range value, all;
 };
+std::optional<Exact> exact_ranges_of(const ExprPtr& e, const RangeEnv& env, ExactRanges* each);
+/// exact_ranges_of through the environment's memo, where it has one (not where `each` is asked for:
+/// that needs every operation visited).
 std::optional<Exact> exact_ranges(const ExprPtr& e, const RangeEnv& env, ExactRanges* each) {
+  if (!e || !env.exact_memo || each) return exact_ranges_of(e, env, each);
+  auto& seen = env.exact_memo->seen;
+  if (auto it = seen.find(e); it != seen.end())
+    return it->second.ok ? std::optional<Exact>(Exact{it->second.value, it->second.all}) : std::nullopt;
+  auto r = exact_ranges_of(e, env, nullptr);
+  seen.emplace(e, ExactMemo::Entry{r.has_value(), r ? r->value : Range{}, r ? r->all : Range{}});
+  return r;
+}
+std::optional<Exact> exact_ranges_of(const ExprPtr& e, const RangeEnv& env, ExactRanges* each) {
   if (!e) return std::nullopt;
   if (!is_exact_index_op(*e)) {
     Range v = value_range(e, env);
@@ -215,6 +228,8 @@ std::optional<Exact> exact_ranges(const ExprPtr& e, const RangeEnv& env, ExactRa
   return Exact{v, all};
 }
 }  // namespace
+
+bool ExactMemo::Same::operator()(const ExprPtr& a, const ExprPtr& b) const { return same_expression(a, b); }
 
 std::optional<Range> exact_index_range(const ExprPtr& e, const RangeEnv& env, ExactRanges* each) {
   auto r = exact_ranges(e, env, each);

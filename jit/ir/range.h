@@ -23,12 +23,37 @@ struct Range {
   Range join(const Range& r) const { return {lo < r.lo ? lo : r.lo, hi > r.hi ? hi : r.hi}; }
 };
 
+struct ExactMemo;
+
 /// What the ranges of leaves come from.
 struct RangeEnv {
   std::unordered_map<const VarNode*, Range> vars;  ///< variables of known range (others: their type's)
   std::function<Range(Perspective)> id;            ///< the range of `id(p)` where the expression is
   std::optional<Range> thread_index, block_index;  ///< lowered IR: the ranges of the Builtin positions
   std::optional<Range> grid_blocks;                ///< the launch's blocks (Builtin BlocksInGrid)
+  /// Where exact_index_range and exact_value_range keep what they computed, if anywhere: whoever
+  /// sets it clears it whenever a range above changes.
+  ExactMemo* exact_memo = nullptr;
+};
+
+/// The exact ranges of expressions under one environment (RangeEnv::exact_memo). A bounds proof asks
+/// for the ranges of one subexpression many times over, and the guards and indices of neighbouring
+/// accesses are made of the same subexpressions: each is computed once, found again by its
+/// structure (its hash, then ir::equal, with the very same variables: two variables may look
+/// alike and have different ranges).
+struct ExactMemo {
+  struct Entry {
+    bool ok = false;  ///< whether the exact value and its intermediates fit (else no ranges)
+    Range value, all;
+  };
+  struct Hash {
+    std::size_t operator()(const ExprPtr& e) const { return static_cast<std::size_t>(e->hash); }
+  };
+  struct Same {
+    bool operator()(const ExprPtr& a, const ExprPtr& b) const;
+  };
+  std::unordered_map<ExprPtr, Entry, Hash, Same> seen;
+  void clear() { seen.clear(); }
 };
 
 /// The range of `e`'s value under the IR's semantics (a result that may overflow wraps, so its range

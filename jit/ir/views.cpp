@@ -72,9 +72,10 @@ ExprPtr Views::root_index(const MemNode* m, std::vector<ExprPtr> idx) const {
 ExprPtr Views::share(const MemNode* m) const {
   auto p = partitions_.find(m);
   if (p == partitions_.end()) return nullptr;
+  if (auto it = shares_.find(m); it != shares_.end()) return it->second;
   std::vector<ExprPtr> idx;
   for (const auto& v : p->second->index_vars) idx.push_back(ref(v, p->second->loc));
-  return root_index(m, std::move(idx));
+  return shares_[m] = root_index(m, std::move(idx));
 }
 
 bool Views::unit_stride(const MemNode* m) const {

@@ -14,8 +14,14 @@ class Views {
  public:
   /// Records every narrowing construct in `body` (and below).
   void collect(const StmtPtr& body);
-  void add(const Partition& p) { partitions_[p.dst.get()] = &p; }
-  void add(const MemNode* dst, const MemNode* src) { parents_[dst] = src; }
+  void add(const Partition& p) {
+    partitions_[p.dst.get()] = &p;
+    shares_.clear();
+  }
+  void add(const MemNode* dst, const MemNode* src) {
+    parents_[dst] = src;
+    shares_.clear();
+  }
 
   /// The memory a view names.
   const MemNode* root(const MemNode* m) const;
@@ -31,6 +37,8 @@ class Views {
  private:
   std::unordered_map<const MemNode*, const Partition*> partitions_;
   std::unordered_map<const MemNode*, const MemNode*> parents_;
+  /// share() of each view asked for (every store through a view asks, the same each time).
+  mutable std::unordered_map<const MemNode*, ExprPtr> shares_;
 };
 
 /// `constant + sum(coefficient * atom)` for an integer index, atoms compared structurally.

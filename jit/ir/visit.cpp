@@ -1,4 +1,6 @@
 // Vantage IR walks: see visit.h. The defaults are generated from the kind lists.
+#include <vector>
+
 #include "jit/ir/visit.h"
 
 namespace vantage::ir {
@@ -50,6 +52,18 @@ std::unordered_set<const VarNode*> reassigned_vars(const StmtPtr& body) {
   } scan;
   scan.walk(body);
   return scan.vars;
+}
+
+bool same_expression(const ExprPtr& a, const ExprPtr& b) {
+  if (a == b) return true;
+  if (!equal(a, b)) return false;
+  struct Vars : IRVisitor {
+    std::vector<const VarNode*> seen;
+    void visit(const VarRef& n) override { seen.push_back(n.var.get()); }
+  } va, vb;
+  va.walk(a);
+  vb.walk(b);
+  return va.seen == vb.seen;
 }
 
 }  // namespace vantage::ir

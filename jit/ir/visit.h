@@ -77,4 +77,9 @@ class IRMutator {
 /// value is not the one their let gave them, so ranges and definitions of lets do not hold for them.
 std::unordered_set<const VarNode*> reassigned_vars(const StmtPtr& body);
 
+/// Whether `a` and `b` are equal (ir::equal) and read the very same variables, so that they have one
+/// value wherever the variables have theirs: ir::equal compares variables by what they look like,
+/// and two that look alike may hold different values. What memos keyed by an expression compare.
+bool same_expression(const ExprPtr& a, const ExprPtr& b);
+
 }  // namespace vantage::ir

@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <unordered_set>
 
@@ -164,8 +165,11 @@ class BodyLowerer {
     env_.thread_index = Range{0, c_.opt.threads - 1};
     env_.block_index = Range{0, (c_.opt.blocks ? *c_.opt.blocks : c_.opt.max_blocks) - 1};
     env_.grid_blocks = c_.opt.blocks ? Range::point(*c_.opt.blocks) : Range{1, c_.opt.max_blocks};
+    env_.exact_memo = &exact_memo_;
     frames_.push_back(std::move(top));
   }
+  BodyLowerer(const BodyLowerer&) = delete;  // env_ points into it
+  BodyLowerer& operator=(const BodyLowerer&) = delete;
 
   StmtPtr run() { return block(body_); }
   /// A condition every launch meets (a kernel's requirement): a fact for the bounds proofs.
@@ -371,7 +375,18 @@ class BodyLowerer {
   /// written as exact sums (`affine(x, true)`), or as written with products of a sum and a variable
   /// multiplied out (`products`).
   enum class Form : std::uint8_t { Normal, Exact, Products };
-  std::vector<Fact> usable_facts(Form form) const {
+  /// The facts of `facts_` a proof may use, in one form. A proof asks for them many times over (each
+  /// atom's sign, each min or max case), and many proofs run under the same conditions: they are
+  /// made once per form for as long as neither the conditions nor the ranges and lets change.
+  const std::vector<Fact>& usable_facts(Form form) const {
+    FactsCache& c = facts_cache_[static_cast<std::size_t>(form)];
+    if (c.generation == generation_ && c.facts == facts_) return c.out;
+    c.out = make_usable_facts(form);
+    c.facts = facts_;
+    c.generation = generation_;
+    return c.out;
+  }
+  std::vector<Fact> make_usable_facts(Form form) const {
     std::vector<Fact> out;
     for (const auto& f : facts_) {
       if (!f || reads_changing(f, {})) continue;  // killed by an assignment, or on memory that may change
@@ -808,10 +823,19 @@ class BodyLowerer {
     for (const auto& c : n.stmts) stmt(c, out);
     facts_.resize(facts);
   }
+  /// A variable's range from here on. Ranges and lets change what proofs find: what they remember
+  /// is forgotten (the exact ranges, the usable facts). Each variable is bound once, before anything
+  /// that reads it is proven, so nothing remembered reads it yet: the forgetting only keeps the
+  /// memos right should a variable ever be bound again (no test can tell it from keeping them).
+  void bind_range(const VarNode* v, Range r) {
+    env_.vars[v] = r;
+    exact_memo_.clear();
+    ++generation_;
+  }
   void lower_stmt(const Let& n, std::vector<StmtPtr>& out) {
     ExprPtr v = lx(n.value);
     if (!reassigned_.count(n.var.get()) && is_integer(n.var->type)) {
-      env_.vars[n.var.get()] = value_range(v, env_);
+      bind_range(n.var.get(), value_range(v, env_));
       // The value stands for the variable in proofs only where it means the same everywhere the
       // variable is in scope: not where it reads a variable assigned later, or memory that may change;
       // and only where it is computed exactly, as the proofs' sums take it (`normal`).
@@ -855,7 +879,7 @@ class BodyLowerer {
     // The counter's range in the body, for the bounds of vector accesses.
     Range rb = value_range(b, env_), re = value_range(e, env_);
     if (step && *step > 0 && !reassigned_.count(n.var.get()) && is_integer(n.var->type))
-      env_.vars[n.var.get()] = Range{rb.lo, std::max(rb.lo, re.hi - 1)};
+      bind_range(n.var.get(), Range{rb.lo, std::max(rb.lo, re.hi - 1)});
     StmtPtr body = block(n.body);
     facts_.resize(facts);
     if (auto v = vector_copy(n, b, e, st, body)) {
@@ -1080,6 +1104,16 @@ class BodyLowerer {
   std::unordered_map<const MemNode*, std::int64_t> aligns_;  ///< shared arrays: bytes their start is aligned to
   std::vector<ExprPtr> facts_;                               ///< conditions the code is under
   std::unordered_map<const VarNode*, ExprPtr> defs_;         ///< unassigned integer lets computed exactly: their values
+  ExactMemo exact_memo_;                                     ///< env_'s exact ranges (bind_range clears it)
+  std::uint64_t generation_ = 0;                             ///< counts the changes of env_ and defs_
+  /// usable_facts per form: made from these conditions (kept, so that no address is reused) at
+  /// this generation.
+  struct FactsCache {
+    std::uint64_t generation = ~std::uint64_t{0};
+    std::vector<ExprPtr> facts;
+    std::vector<Fact> out;
+  };
+  mutable std::array<FactsCache, 3> facts_cache_;
 };
 
 FunctionPtr lower_function(Context& c, const FunctionNode& f);

@@ -32,6 +32,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "jit/ir/eval.h"
 #include "jit/ir/mutate.h"
@@ -46,25 +47,43 @@ namespace {
 using namespace ir;
 
 using Roots = std::set<const MemNode*>;
-using Indices = std::map<const MemNode*, std::vector<ExprPtr>>;
+/// Structurally distinct index expressions, in the order they came. Each is found by its hash
+/// first, so that n distinct indices cost n steps to gather, not n^2 comparisons: the wgmma GEMM's
+/// epilogue stores at 64 indices, and every construct around them gathers them again.
+class IndexList {
+ public:
+  void add(const ExprPtr& e) {
+    if (!contains(e)) {
+      by_hash_.emplace(e->hash, items_.size());
+      items_.push_back(e);
+    }
+  }
+  bool contains(const ExprPtr& e) const {
+    auto [lo, hi] = by_hash_.equal_range(e->hash);
+    for (auto it = lo; it != hi; ++it)
+      if (equal(items_[it->second], e)) return true;
+    return false;
+  }
+  auto begin() const { return items_.begin(); }
+  auto end() const { return items_.end(); }
+  std::size_t size() const { return items_.size(); }
+  const ExprPtr& operator[](std::size_t i) const { return items_[i]; }
 
-void add_index(Indices& m, const MemNode* r, const ExprPtr& e) {
-  auto& v = m[r];
-  for (const auto& x : v)
-    if (equal(x, e)) return;
-  v.push_back(e);
-}
+ private:
+  std::vector<ExprPtr> items_;
+  std::unordered_multimap<std::uint64_t, std::size_t> by_hash_;
+};
+using Indices = std::map<const MemNode*, IndexList>;
+
+void add_index(Indices& m, const MemNode* r, const ExprPtr& e) { m[r].add(e); }
 
 /// Every index in `a` for root r also appears in `b`.
 bool within(const Indices& a, const Indices& b, const MemNode* r) {
   auto ia = a.find(r), ib = b.find(r);
   if (ia == a.end()) return true;
   if (ib == b.end()) return false;
-  for (const auto& e : ia->second) {
-    bool found = false;
-    for (const auto& w : ib->second) found = found || equal(e, w);
-    if (!found) return false;
-  }
+  for (const auto& e : ia->second)
+    if (!ib->second.contains(e)) return false;
   return true;
 }
 
@@ -843,7 +862,7 @@ class Planner {
   /// the loops they are in, touch elements of one thread only: each index is `c * t + rest` with `t`
   /// the thread's own id in `code` (a let of id(thread(1)) made there), one `c` for all, and `rest`
   /// (constants and counters of loops with constant bounds) spanning fewer than |c| elements.
-  bool thread_disjoint(const std::vector<ExprPtr>& at, Perspective code) const {
+  bool thread_disjoint(const IndexList& at, Perspective code) const {
     const VarNode* tid = nullptr;
     std::int64_t coeff = 0, lo = INT64_MAX, hi = INT64_MIN;
     for (const auto& e : at) {
