@@ -275,6 +275,21 @@ TEST(Report, ALoopIndexThatDoesNotMoveEachIterationIsAnEstimate) {
   EXPECT_FALSE(predicted.exact);
 }
 
+// x[i + i32(u32(i - 16) % 3u)]: the first 16 lanes' i - 16 wraps to 2^32 - 16 + i as a u32, whose
+// remainder by 3 is i % 3 (2^32 - 16 is a multiple of 3), the others' (i - 16) % 3. The warp reads
+// elements 0 to 32: 5 sectors in one request, exact. Taking the cast to u32 to keep the negative
+// values as they were (only widenings do) would follow the signed remainders, -1 at lane 0.
+TEST(Report, ACastThatWrapsEachLaneIsFollowedAsItWraps) {
+  const Kernel k = looped("cast_wraps", 32, 0, 2, [](Scope& s, Expr i, Expr, Var acc, View x) {
+    s.assign(acc, acc + x[i + cast<int>(cast<unsigned>(i - 16) % 3u)]);
+  });
+  auto [predicted, measured] = report_and_measure(k, 1, 2);
+  EXPECT_EQ(global_load(measured, "x").requests, 1);
+  EXPECT_DOUBLE_EQ(global_load(measured, "x").sectors, 5.0);
+  EXPECT_DOUBLE_EQ(global_load(predicted, "x").sectors, 5.0) << predicted.text();
+  EXPECT_TRUE(global_load(predicted, "x").exact) << predicted.text();
+}
+
 // x[i + block % 2] over 20 blocks: even blocks' warps read 4 sectors, odd ones 5: 4.5. The middle
 // block (10) is even, so the report said 4 for every block but the last.
 TEST(Report, ABlockIndexThatDoesNotMoveEachBlockIsAnEstimate) {

@@ -1261,13 +1261,22 @@ class Analyzer {
     out.mo = still ? Motion{} : binary_motion(n.op, t, n.b->type, a, b, out);
     return out;
   }
+  /// A cast that leaves every value of `from` as it is held (eval_cast is the identity on it): a
+  /// widening, or bool to an integer; not from u64, which is held as its bits.
+  static bool keeps_values(ScalarType from, ScalarType to) {
+    return from != ScalarType::U64 && to != ScalarType::Bool && Range::of(from).within(Range::of(to));
+  }
   const Lanes& ev(const Cast& n, Mask m, Lanes& out) {
     const Lanes& a = eval(n.a, m, out);
     if (!integral(n.type) || !integral(n.a->type)) return unknown(out);
     if (a.mo.kind == Motion::Still) {  // `a` may be `out`: each lane is read before it is written
       if (a.uniform) return all(out, eval_cast(n.a->type, n.type, a.v[0]));
       const Mask known = m & a.known;
-      each(known, [&](int i) { out.v[i] = eval_cast(n.a->type, n.type, a.v[i]); });
+      if (keeps_values(n.a->type, n.type)) {
+        if (&a != &out) out.v = a.v;
+      } else {
+        each(known, [&](int i) { out.v[i] = eval_cast(n.a->type, n.type, a.v[i]); });
+      }
       out.known = known;
       out.uniform = false;
       out.mo = Motion{};

@@ -388,29 +388,44 @@ class BodyLowerer {
   }
   std::vector<Fact> make_usable_facts(Form form) const {
     std::vector<Fact> out;
+    if (fact_forms_generation_ != generation_) {
+      for (auto& m : fact_forms_) m.clear();
+      fact_forms_generation_ = generation_;
+    }
+    auto& forms = fact_forms_[static_cast<std::size_t>(form)];
     for (const auto& f : facts_) {
-      if (!f || reads_changing(f, {})) continue;  // killed by an assignment, or on memory that may change
-      const auto* b = as<Binary>(*f);
-      if (!b) continue;
-      ExprPtr lo, hi;
-      bool strict = true;
-      switch (b->op) {
-        case BinOp::Lt: lo = b->a, hi = b->b; break;
-        case BinOp::Le: lo = b->a, hi = b->b, strict = false; break;
-        case BinOp::Gt: lo = b->b, hi = b->a; break;
-        case BinOp::Ge: lo = b->b, hi = b->a, strict = false; break;
-        default: continue;
-      }
-      if (!is_integer(lo->type)) continue;
-      auto rlo = exact_index_range(lo, env_), rhi = exact_index_range(hi, env_);
-      if (!rlo || !rlo->within(Range::of(lo->type)) || !rhi || !rhi->within(Range::of(hi->type))) continue;
-      Fact fact;
-      fact.slack = in_form(hi, form);
-      fact.slack.merge(in_form(lo, form), -1);
-      fact.least = strict ? 1 : 0;
-      out.push_back(std::move(fact));
+      if (!f) continue;  // killed by an assignment
+      // A condition alike to one seen under these lets and ranges has the same form (the row half
+      // of a guard recurs at every column of a tile).
+      auto [it, fresh] = forms.try_emplace(f);
+      if (fresh) it->second = usable_fact(f, form);
+      if (it->second) out.push_back(*it->second);
     }
     return out;
+  }
+  /// A condition as a fact in `form`, or none where it is not an integer comparison whose sides are
+  /// computed exactly, or reads memory that may change.
+  std::optional<Fact> usable_fact(const ExprPtr& f, Form form) const {
+    if (reads_changing(f, {})) return std::nullopt;
+    const auto* b = as<Binary>(*f);
+    if (!b) return std::nullopt;
+    ExprPtr lo, hi;
+    bool strict = true;
+    switch (b->op) {
+      case BinOp::Lt: lo = b->a, hi = b->b; break;
+      case BinOp::Le: lo = b->a, hi = b->b, strict = false; break;
+      case BinOp::Gt: lo = b->b, hi = b->a; break;
+      case BinOp::Ge: lo = b->b, hi = b->a, strict = false; break;
+      default: return std::nullopt;
+    }
+    if (!is_integer(lo->type)) return std::nullopt;
+    auto rlo = exact_index_range(lo, env_), rhi = exact_index_range(hi, env_);
+    if (!rlo || !rlo->within(Range::of(lo->type)) || !rhi || !rhi->within(Range::of(hi->type))) return std::nullopt;
+    Fact fact;
+    fact.slack = in_form(hi, form);
+    fact.slack.merge(in_form(lo, form), -1);
+    fact.least = strict ? 1 : 0;
+    return fact;
   }
   Affine in_form(const ExprPtr& x, Form form) const {
     switch (form) {
@@ -1114,6 +1129,9 @@ class BodyLowerer {
     std::vector<Fact> out;
   };
   mutable std::array<FactsCache, 3> facts_cache_;
+  /// usable_fact per form of each condition met at fact_forms_generation_, found by its structure.
+  mutable std::array<std::unordered_map<ExprPtr, std::optional<Fact>, ExactMemo::Hash, ExactMemo::Same>, 3> fact_forms_;
+  mutable std::uint64_t fact_forms_generation_ = 0;
 };
 
 FunctionPtr lower_function(Context& c, const FunctionNode& f);
