@@ -380,18 +380,14 @@ class BodyLowerer {
   /// made once per form for as long as neither the conditions nor the ranges and lets change.
   const std::vector<Fact>& usable_facts(Form form) const {
     FactsCache& c = facts_cache_[static_cast<std::size_t>(form)];
-    if (c.generation == generation_ && c.facts == facts_) return c.out;
+    if (c.valid && c.facts == facts_) return c.out;
     c.out = make_usable_facts(form);
     c.facts = facts_;
-    c.generation = generation_;
+    c.valid = true;
     return c.out;
   }
   std::vector<Fact> make_usable_facts(Form form) const {
     std::vector<Fact> out;
-    if (fact_forms_generation_ != generation_) {
-      for (auto& m : fact_forms_) m.clear();
-      fact_forms_generation_ = generation_;
-    }
     auto& forms = fact_forms_[static_cast<std::size_t>(form)];
     for (const auto& f : facts_) {
       if (!f) continue;  // killed by an assignment
@@ -845,7 +841,8 @@ class BodyLowerer {
   void bind_range(const VarNode* v, Range r) {
     env_.vars[v] = r;
     exact_memo_.clear();
-    ++generation_;
+    for (auto& c : facts_cache_) c.valid = false;
+    for (auto& m : fact_forms_) m.clear();
   }
   void lower_stmt(const Let& n, std::vector<StmtPtr>& out) {
     ExprPtr v = lx(n.value);
@@ -1119,19 +1116,17 @@ class BodyLowerer {
   std::unordered_map<const MemNode*, std::int64_t> aligns_;  ///< shared arrays: bytes their start is aligned to
   std::vector<ExprPtr> facts_;                               ///< conditions the code is under
   std::unordered_map<const VarNode*, ExprPtr> defs_;         ///< unassigned integer lets computed exactly: their values
-  ExactMemo exact_memo_;                                     ///< env_'s exact ranges (bind_range clears it)
-  std::uint64_t generation_ = 0;                             ///< counts the changes of env_ and defs_
-  /// usable_facts per form: made from these conditions (kept, so that no address is reused) at
-  /// this generation.
+  // What the proofs remember under the present ranges and lets; bind_range forgets all of it.
+  ExactMemo exact_memo_;  ///< env_'s exact ranges
+  /// usable_facts per form, made from these conditions (kept, so that no address is reused).
   struct FactsCache {
-    std::uint64_t generation = ~std::uint64_t{0};
+    bool valid = false;
     std::vector<ExprPtr> facts;
     std::vector<Fact> out;
   };
   mutable std::array<FactsCache, 3> facts_cache_;
-  /// usable_fact per form of each condition met at fact_forms_generation_, found by its structure.
+  /// usable_fact per form of each condition met, found by its structure.
   mutable std::array<std::unordered_map<ExprPtr, std::optional<Fact>, ExactMemo::Hash, ExactMemo::Same>, 3> fact_forms_;
-  mutable std::uint64_t fact_forms_generation_ = 0;
 };
 
 FunctionPtr lower_function(Context& c, const FunctionNode& f);
