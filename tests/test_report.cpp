@@ -290,6 +290,20 @@ TEST(Report, ACastThatWrapsEachLaneIsFollowedAsItWraps) {
   EXPECT_TRUE(global_load(predicted, "x").exact) << predicted.text();
 }
 
+// i * 2^30 wraps in i32: lanes with i % 4 of 2 or 3 hold a negative product and read one element
+// further, so the warp reads elements 0 to 32, 5 sectors. The product followed in 64 bits is never
+// negative: 4 sectors.
+TEST(Report, AnI32ProductThatWrapsInEachLaneIsFollowedAsItWraps) {
+  const Kernel k = looped("mul_wraps", 32, 0, 1, [](Scope& s, Expr i, Expr, Var acc, View x) {
+    s.assign(acc, acc + x[i + select(i * 1073741824 < 0, 1, 0)]);
+  });
+  auto [predicted, measured] = report_and_measure(k, 1, 1);
+  EXPECT_EQ(global_load(measured, "x").requests, 1);
+  EXPECT_DOUBLE_EQ(global_load(measured, "x").sectors, 5.0);
+  EXPECT_DOUBLE_EQ(global_load(predicted, "x").sectors, 5.0) << predicted.text();
+  EXPECT_TRUE(global_load(predicted, "x").exact) << predicted.text();
+}
+
 // x[i + block % 2] over 20 blocks: even blocks' warps read 4 sectors, odd ones 5: 4.5. The middle
 // block (10) is even, so the report said 4 for every block but the last.
 TEST(Report, ABlockIndexThatDoesNotMoveEachBlockIsAnEstimate) {

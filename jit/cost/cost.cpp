@@ -140,6 +140,27 @@ inline bool lanewise(BinOp op, ScalarType t, const Lanes& a, const Lanes& b, Lan
     }
     return true;  // no larger in size than the dividend: nothing to narrow
   }
+  // +, - and * wrap (eval_binary): their result is the low bits of the same operation on the 64-bit
+  // patterns, which unsigned arithmetic gives without an overflow check in each lane. An i32 then
+  // keeps its low 32 bits.
+  using U = std::uint64_t;
+  auto wrapping = [&](auto f) {  // one loop for each type: a test inside the loop costs 1%
+    if (t == ScalarType::I32) {
+      for (int i = 0; i < kLanes; ++i) {
+        const U x = f(static_cast<U>(a.v[i]), static_cast<U>(b.v[i]));
+        r.v[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(x));
+      }
+    } else {
+      for (int i = 0; i < kLanes; ++i) r.v[i] = static_cast<I>(f(static_cast<U>(a.v[i]), static_cast<U>(b.v[i])));
+    }
+    return true;
+  };
+  switch (op) {
+    case BinOp::Add: return wrapping([](U x, U y) { return x + y; });
+    case BinOp::Sub: return wrapping([](U x, U y) { return x - y; });
+    case BinOp::Mul: return wrapping([](U x, U y) { return x * y; });
+    default: break;
+  }
   return with_signed_op(op, [&](auto f) {
     bool fallback = false;
     for (int i = 0; i < kLanes; ++i) fallback |= f(a.v[i], b.v[i], r.v[i]);
