@@ -172,8 +172,9 @@ void BM_PlacementCpu(benchmark::State& state) {
   // constants beside it.
   static const PlacementModel model = tune::measured_placement_model();
   Placement advice = p.report.placement(model);
-  // The median launch, as the probes behind the estimate take theirs (tune/calibrate.cpp): a spell
-  // in which this shared host runs everything slower moves a mean more than the median.
+  // The median launch, what a caller sees: a spell in which this shared host runs everything slower
+  // moves a mean more than the median. (The probes behind the estimate take their shortest run,
+  // tune/calibrate.cpp: the least disturbed, for figures solved from differences.)
   const double measured_ms = bench::median(times_s) * 1e3;
   state.counters["measured_ms"] = measured_ms;
   state.counters["estimate_ms"] = advice.cpu_ms;
@@ -189,9 +190,11 @@ BENCHMARK(BM_PlacementCpu)->Apply(sweep)->Unit(benchmark::kMillisecond)->UseReal
 // Its GPU side (GPU only; skipped, saying why, without one): BM_PlacementGpu/<kernel>/<log2 size>
 // runs the same sweep on the GPU as a caller whose data live on the host does: the inputs copied in
 // from pinned memory, the kernel, the output copied back, waited for. Counters: `measured_ms` (the
-// median of the iterations), `kernel_ms` (the kernel alone, event-timed, median), the advice's
-// `estimate_ms` and `kernel_estimate_ms` with this GPU's own figures (placement_model, its copies and
-// launch measured: tune::measured_placement_model), and `ratio` (estimate / measured; goal: within 2x). With
+// median of the iterations), `kernel_ms` (the kernel alone, event-timed, median), `copies_ms` (the
+// copies alone, median), the advice's `estimate_ms`, `kernel_estimate_ms` and `copies_estimate_ms`
+// with this GPU's own figures (placement_model, its copies and launch measured:
+// tune::measured_placement_model, whose figures are `model_copy_us`, `model_launch_us` and
+// `model_pcie_gbs`), and `ratio` (estimate / measured; goal: within 2x). With
 // BM_PlacementCpu's measured times for the same points, scripts/gpu/placement_pick.py says where the advice picks the
 // device measured faster.
 void BM_PlacementGpu(benchmark::State& state) {
@@ -230,11 +233,28 @@ void BM_PlacementGpu(benchmark::State& state) {
     total.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     kernel.push_back(stop.elapsed_ms(start));
   }
-  Placement advice = p.report.placement(tune::measured_placement_model(placement_model(gpu.properties(), 1)));
+  // The copies alone, as many times, against the advice's transfer estimate: with kernel_ms beside
+  // kernel_estimate_ms, what of the total each side of the estimate misses.
+  std::vector<double> copies;
+  for (std::size_t r = 0; r < total.size() && r < 200; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < dev.size(); ++i)
+      if (p.report.buffers.at(i).read) dev[i].copy_from(host[i]);
+    for (std::size_t i = 0; i < dev.size(); ++i)
+      if (p.report.buffers.at(i).written) dev[i].copy_to(host[i]);
+    copies.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const PlacementModel model = tune::measured_placement_model(placement_model(gpu.properties(), 1));
+  Placement advice = p.report.placement(model);
   state.counters["measured_ms"] = bench::median(total);
   state.counters["kernel_ms"] = bench::median(kernel);
+  state.counters["copies_ms"] = bench::median(copies);
   state.counters["estimate_ms"] = advice.gpu_ms;
   state.counters["kernel_estimate_ms"] = advice.gpu_kernel_ms;
+  state.counters["copies_estimate_ms"] = advice.transfer_ms;
+  state.counters["model_copy_us"] = model.transfer_us;
+  state.counters["model_launch_us"] = model.gpu_launch_us;
+  state.counters["model_pcie_gbs"] = model.pcie_bytes_per_s * 1e-9;
   state.counters["ratio"] = advice.gpu_ms / bench::median(total);
   state.counters["cpu_estimate_ms"] = advice.cpu_ms;
   state.SetLabel(label(p, advice));

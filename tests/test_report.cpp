@@ -793,6 +793,27 @@ TEST(Report, CountsLaneExchangesBarriersAndStepsInLoops) {
   EXPECT_NEAR(r.placement(m).cpu_ms - base, 160 * 10 * 1e-6, 1e-12);
 }
 
+// The CPU side's bytes: a CPU reads a cache line before it writes into it, so a copy into a buffer
+// the launch never reads (vec_copy's out) moves its bytes twice, in and out, where an update in place
+// (saxpy's y, read and written) moves the bytes the GPU would. 1 MiB each way: 32768 requests of 4
+// sectors (a float4 a lane).
+TEST(Report, TheCpuSideCountsTheReadBeforeAWriteToAFreshBuffer) {
+  const std::int64_t n = 1 << 18;
+  const CostReport copy = examples::vec_copy().report(Spec{}, {{"n", n}}, n / 4 / 256);
+  ASSERT_TRUE(copy.exact) << copy.text();
+  EXPECT_DOUBLE_EQ(copy.global_bytes, 2.0 * n * 4) << copy.json();
+  EXPECT_DOUBLE_EQ(copy.cpu_bytes(), 3.0 * n * 4);
+  const CostReport update = examples::saxpy().report(Spec{}, {{"n", n}}, n / 256);
+  EXPECT_DOUBLE_EQ(update.global_bytes, 3.0 * n * 4) << update.json();
+  EXPECT_DOUBLE_EQ(update.cpu_bytes(), update.global_bytes);
+  // The advice charges the CPU side for those bytes, and the GPU side for the sectors it moves.
+  PlacementModel m;
+  m.cpu_launch_us = m.cpu_ns_per_step = 0;
+  m.cpu_ns_per_byte_cached = 1;
+  EXPECT_NEAR(copy.placement(m).cpu_ms, 3.0 * n * 4 * 1e-6, 1e-9);
+  EXPECT_NEAR(update.placement(m).cpu_ms, 3.0 * n * 4 * 1e-6, 1e-9);
+}
+
 // The CPU side measured on this host (tune::measured_placement_model): every figure is a time, the
 // same on a second call (measured once per process), and the advice says where they come from.
 TEST(Report, PlacementModelMeasuresTheCpuBackendOnThisHost) {

@@ -80,24 +80,36 @@ struct Sample {
 Sample measure(const Kernel& k, const Device& cpu, std::int64_t n, int runs) {
   std::vector<float> x(static_cast<std::size_t>(n), 1.0f), out(static_cast<std::size_t>(n));
   const CostReport r = k.report(Spec{}, {{"n", n}}, std::max<std::int64_t>(1, n / kThreads));
-  return {shortest_ns(k, cpu, n, runs, x, out), r.work, r.looped, r.exchanges, r.barriers, r.global_bytes};
+  return {shortest_ns(k, cpu, n, runs, x, out), r.work, r.looped, r.exchanges, r.barriers, r.cpu_bytes()};
 }
 
 PlacementModel measure_cpu(PlacementModel m) {
   const Device cpu = Device::cpu(1);
   constexpr int kRounds = 32;
   // Straight-line thread code (one pass over the block's threads): a copy, and the same copy with
-  // eight more statements; a loop's rounds (its body runs per iteration).
+  // eight more statements. A loop's rounds (its body runs per iteration), shaped as a tile's inner
+  // loop is: an element all lanes read and one a lane each, adjacent, from shared memory, multiplied
+  // into a sum carried from round to round. (A chain of dependent multiply-adds, the probe before,
+  // priced a round of the sgemm's loop at about 1.6 times what it takes.)
   const Kernel copy = thread_probe("probe_copy", [](Scope&, Expr xi) { return xi * 2.0f; });
   const Kernel straight = thread_probe("probe_straight", [](Scope& th, Expr xi) {
     std::vector<Expr> a;
     for (int k = 0; k < 8; ++k) a.push_back(th.let("a", xi * (1.0f + 0.001f * static_cast<float>(k)) + 0.5f));
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
   });
-  const Kernel looped = thread_probe("probe_loop", [](Scope& th, Expr xi) {
-    Var acc = th.let("acc", xi);
-    th.for_("r", 0, kRounds, [&](Scope& th, Expr) { th.assign(acc, acc * 0.999f + 0.5f); });
-    return Expr(acc);
+  const Kernel looped = block_probe("probe_loop", [&](Scope& b, Expr t, Var v) {
+    View s = b.shared<float>("s", 2 * kThreads);
+    b.partition(
+        s, thread(1), [&](Expr i) { return 2 * t + i; },
+        [&](Scope& b, View mine) {
+          b.group(thread(1), [&](Scope&) {
+            mine[0] = v;
+            mine[1] = v;
+          });
+        });
+    b.group(thread(1), [&](Scope& th) {
+      th.for_("r", 0, kRounds, [&](Scope& th, Expr r) { th.assign(v, v + s[r] * s[t + r]); });
+    });
   });
   // Lane exchanges: rounds of a warp's butterfly (five shuffles and adds), against the same rounds
   // with each shuffle's value the lane's own (a let): the difference is the exchanges'.
@@ -141,13 +153,24 @@ PlacementModel measure_cpu(PlacementModel m) {
                synced = measure(neighbours(true), cpu, kBlocks, 16),
                unsynced = measure(neighbours(false), cpu, kBlocks, 16);
   // Each time less the launch is steps * s + looped steps * s_loop + bytes * b (+ exchanges and
-  // barriers): the two copies give s and the cached b, the loop s_loop, the copy from memory its b,
-  // and each pair what an exchange or a barrier adds.
+  // barriers): the two copies give s and the cached b, the copy from memory its b, the loop and the
+  // barrier pair s_loop and a barrier, the butterflies what an exchange adds.
   const double l = launch.ns;
   auto net = [&](const Sample& p) { return std::max(0.0, p.ns - l); };
   const double s = std::max(1e-3, (net(more) - net(cached)) / std::max(1.0, more.work - cached.work));
   const double bc = std::max(1e-5, (net(cached) - cached.work * s) / std::max(1.0, cached.bytes));
-  const double sl = std::max(0.0, (net(loop) - loop.work * s - loop.bytes * bc) / std::max(1.0, loop.looped));
+  // The loop probe has a barrier (before its reads) and the barrier pair has loops, so a step in a
+  // loop (sl) and a barrier (bar) come from the two together: for each, what it took beyond its
+  // steps and bytes is looped * sl + barriers * bar.
+  const double a1 = loop.looped, b1 = loop.barriers, c1 = net(loop) - loop.work * s - loop.bytes * bc;
+  const double a2 = synced.looped - unsynced.looped, b2 = synced.barriers - unsynced.barriers,
+               c2 = (synced.ns - unsynced.ns) - (synced.work - unsynced.work) * s;
+  const double det = a1 * b2 - a2 * b1;
+  double sl = 0, bar = 0;
+  if (std::abs(det) > 1e-9 * std::max(1.0, a1 * b2)) {
+    sl = std::max(0.0, (c1 * b2 - c2 * b1) / det);
+    bar = std::max(0.0, (c2 - a2 * sl) / std::max(1.0, b2));
+  }
   auto extra = [&](const Sample& with, const Sample& without, double count) {
     const double d = (with.ns - without.ns) - (with.work - without.work) * s - (with.looped - without.looped) * sl;
     return std::max(0.0, d / std::max(1.0, count));
@@ -158,7 +181,7 @@ PlacementModel measure_cpu(PlacementModel m) {
   m.cpu_ns_per_byte_cached = bc;
   m.cpu_ns_per_byte = std::max(bc, (net(memory) - memory.work * s) / std::max(1.0, memory.bytes));
   m.cpu_ns_per_exchange = extra(shuffled, unshuffled, shuffled.exchanges);
-  m.cpu_ns_per_barrier = extra(synced, unsynced, synced.barriers);
+  m.cpu_ns_per_barrier = bar;
   m.cpu_figures = "measured";
   return m;
 }

@@ -122,6 +122,10 @@ struct CostReport {
 
   /// Floating-point operations per byte moved from global memory.
   double intensity() const { return global_bytes > 0 ? flops / global_bytes : 0; }
+  /// The bytes a CPU moves for the launch's global accesses: global_bytes, and the stores to a
+  /// buffer the launch never reads once more, since a CPU reads a cache line before it writes into it
+  /// (a copy into a fresh buffer moves as many bytes as an update of one in place).
+  double cpu_bytes() const;
   /// A table: one row per access and per divergent branch, with the line, the metric, the ideal and
   /// the hint; then the kernel's totals.
   std::string text() const;

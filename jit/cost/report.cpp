@@ -124,6 +124,17 @@ std::string CostReport::json() const {
   return j.dump(2);
 }
 
+double CostReport::cpu_bytes() const {
+  double bytes = global_bytes;
+  for (const auto& b : buffers) {
+    if (!b.written || b.read) continue;
+    for (const auto& a : accesses)
+      if (a.space == MemSpace::Global && a.write && a.memory == b.name)
+        bytes += static_cast<double>(a.requests) * a.sectors * 32.0;
+  }
+  return bytes;
+}
+
 Placement CostReport::placement(const PlacementModel& m) const {
   Placement p;
   const double threads = std::max(1.0, std::min<double>(m.cpu_threads, static_cast<double>(blocks)));
@@ -131,7 +142,7 @@ Placement CostReport::placement(const PlacementModel& m) const {
   for (const auto& b : buffers) footprint += b.bytes;
   const double per_byte = footprint <= m.cpu_cache_bytes ? m.cpu_ns_per_byte_cached : m.cpu_ns_per_byte;
   const double cpu_ns = work * m.cpu_ns_per_step + looped * m.cpu_ns_per_loop_step + exchanges * m.cpu_ns_per_exchange +
-                        barriers * m.cpu_ns_per_barrier + global_bytes * per_byte;
+                        barriers * m.cpu_ns_per_barrier + cpu_bytes() * per_byte;
   p.cpu_ms = cpu_ns / threads * 1e-6 + m.cpu_launch_us * 1e-3;
   // Brent's bound in warp steps: the work spread over the issue rate, plus the span of a block once
   // per wave of blocks the GPU holds at a time.
