@@ -165,12 +165,11 @@ PlacementModel measure_cpu(PlacementModel m) {
   const double a1 = loop.looped, b1 = loop.barriers, c1 = net(loop) - loop.work * s - loop.bytes * bc;
   const double a2 = synced.looped - unsynced.looped, b2 = synced.barriers - unsynced.barriers,
                c2 = (synced.ns - unsynced.ns) - (synced.work - unsynced.work) * s;
+  // (Were the two ever alike in their counts, each is taken as if the other cost nothing.)
   const double det = a1 * b2 - a2 * b1;
-  double sl = 0, bar = 0;
-  if (std::abs(det) > 1e-9 * std::max(1.0, a1 * b2)) {
-    sl = std::max(0.0, (c1 * b2 - c2 * b1) / det);
-    bar = std::max(0.0, (c2 - a2 * sl) / std::max(1.0, b2));
-  }
+  const bool apart = std::abs(det) > 1e-6 * std::max(1.0, std::abs(a1 * b2));
+  const double sl = std::max(0.0, apart ? (c1 * b2 - c2 * b1) / det : c1 / std::max(1.0, a1));
+  const double bar = std::max(0.0, (c2 - a2 * sl) / std::max(1.0, b2));
   auto extra = [&](const Sample& with, const Sample& without, double count) {
     const double d = (with.ns - without.ns) - (with.work - without.work) * s - (with.looped - without.looped) * sl;
     return std::max(0.0, d / std::max(1.0, count));
