@@ -215,15 +215,21 @@ void BM_PlacementGpu(benchmark::State& state) {
   Stream s = Stream::default_for(gpu);
   Event start(gpu), stop(gpu);
   std::vector<double> total, kernel;
-  auto run = [&] {
-    // What the advice counts: every buffer the kernel reads copied in, every one it writes back.
+  // What the advice counts: every buffer the kernel reads copied in, every one it writes back.
+  auto copy_in = [&] {
     for (std::size_t i = 0; i < dev.size(); ++i)
       if (p.report.buffers.at(i).read) dev[i].copy_from(host[i]);
+  };
+  auto copy_out = [&] {
+    for (std::size_t i = 0; i < dev.size(); ++i)
+      if (p.report.buffers.at(i).written) dev[i].copy_to(host[i]);
+  };
+  auto run = [&] {
+    copy_in();
     start.record(s);
     launch(p, gpu, dev);
     stop.record(s);
-    for (std::size_t i = 0; i < dev.size(); ++i)
-      if (p.report.buffers.at(i).written) dev[i].copy_to(host[i]);
+    copy_out();
   };
   run();  // compiles and loads, and is checked
   if (!agrees(state, host.back(), expected(p, in))) return;
@@ -238,10 +244,8 @@ void BM_PlacementGpu(benchmark::State& state) {
   std::vector<double> copies;
   for (std::size_t r = 0; r < total.size() && r < 200; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    for (std::size_t i = 0; i < dev.size(); ++i)
-      if (p.report.buffers.at(i).read) dev[i].copy_from(host[i]);
-    for (std::size_t i = 0; i < dev.size(); ++i)
-      if (p.report.buffers.at(i).written) dev[i].copy_to(host[i]);
+    copy_in();
+    copy_out();
     copies.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   const PlacementModel model = tune::measured_placement_model(placement_model(gpu.properties(), 1));
