@@ -5,9 +5,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <map>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "kernels/paper_kernels.hpp"
 #include "kernels/runs.hpp"
@@ -260,6 +263,27 @@ std::pair<CostReport, CostReport> report_and_measure(const Kernel& kernel, int b
   CostReport measured = run.measured ? *run.measured : CostReport{};
   EXPECT_EQ(test_support::report_mismatches(predicted, measured), "") << predicted.text() << measured.text();
   return {predicted, measured};
+}
+
+// x[i * w] with w = 1, then w = 2 (assigned between the two reads): the indices are alike, but the
+// second is followed with the new w: 4 sectors, then 8 (the warp's 32 floats 8 bytes apart). The
+// analysis keeps the lanes of operations it has computed (for an unrolled tile's repeated rows and
+// columns); an assignment must forget them.
+TEST(Report, AnIndexAlikeToOneBeforeAnAssignmentIsFollowedAnew) {
+  const Kernel k = looped("alike_after_assign", 32, 0, 32, [](Scope& s, Expr i, Expr, Var acc, View x) {
+    auto w = s.let("w", 1);
+    s.assign(acc, acc + x[i * w]);
+    s.assign(w, 2);
+    s.assign(acc, acc + x[i * w]);
+  });
+  auto [predicted, measured] = report_and_measure(k, 1, 32);
+  std::vector<double> sectors;
+  for (const AccessCost& a : predicted.accesses)
+    if (a.memory == "x") {
+      EXPECT_TRUE(a.exact) << predicted.text();
+      sectors.push_back(a.sectors);
+    }
+  EXPECT_EQ(sectors, (std::vector<double>{4.0, 8.0})) << predicted.text();
 }
 
 // x[k / 2 + i], k < 10: the warp's floats start 0, 0, 1, 1, 2, 2, 3, 3, 4, 4 elements from a sector

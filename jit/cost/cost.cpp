@@ -6,11 +6,13 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -613,9 +615,15 @@ BlockDependence block_dependence(const KernelNode& k) {
   return std::move(scan.out);
 }
 
+/// Where an access or branch was first reached: the warp followed (its index among those of the
+/// report, in their order) in the high half, and a count of first reaches in the low. Warps followed
+/// apart on two threads order them as one thread following them in turn would (Analyzer::run).
+using Order = std::uint64_t;
+constexpr Order kUnreached = Order{1} << 63;  ///< after every reached one (unreached() adds its count)
+
 struct Site {
   AccessCost c;
-  int order = 0;
+  Order order = 0;
   double weight = 0, lanes = 0, metric = 0, ideal = 0;
   int ways = 1;
   bool inexact = false;
@@ -625,7 +633,7 @@ struct Site {
 
 struct BranchSite {
   BranchCost c;
-  int order = 0;
+  Order order = 0;
   double exec = 0, div = 0;
   bool inexact = false;
 };
@@ -690,27 +698,70 @@ class Analyzer {
     } else {
       blocks = {{0, 1.0, false}, {B / 2, static_cast<double>(B - 2), true}, {B - 1, 1.0, false}};
     }
-    CostReport r;
-    for (const Followed& f : blocks) {
-      reps_.clear();
+    // The warps followed, block by block; each one's steps per barrier interval, for the span.
+    struct Task {
+      std::size_t followed;
+      std::int64_t warp;
+    };
+    std::vector<Task> tasks;
+    for (std::size_t f = 0; f < blocks.size(); ++f)
+      for (std::int64_t w = 0; w * kLanes < T_; ++w) tasks.push_back({f, w});
+    std::vector<std::vector<double>> steps(tasks.size());
+    auto follow = [&](Analyzer& a, std::size_t i) {
+      const Followed& f = blocks[tasks[i].followed];
+      a.reps_.clear();
       if (f.representative)
-        reps_.push_back(whole_ ? Rep{-f.block, B - 1 - f.block} : Rep{1 - f.block, B - 2 - f.block});
-      double block_span = 0;
-      std::vector<std::vector<double>> steps;  // per warp, per barrier interval
-      for (std::int64_t w = 0; w * kLanes < T_; ++w) {
-        interval_steps_.assign(1, 0.0);
-        run_warp(f.block, w, f.weight);
-        steps.push_back(interval_steps_);
+        a.reps_.push_back(whole_ ? Rep{-f.block, B - 1 - f.block} : Rep{1 - f.block, B - 2 - f.block});
+      a.task_ = i;
+      a.next_order_ = 0;
+      a.interval_steps_.assign(1, 0.0);
+      a.run_warp(f.block, tasks[i].warp, f.weight);
+      steps[i] = std::move(a.interval_steps_);
+    };
+    // Each warp is followed on its own (run_warp starts afresh), so a second thread may follow every
+    // other one; its counts are then added in (merge), the same sums of whole numbers in another
+    // order, so that the report is the one a single thread makes. Worth a thread only when the
+    // first warp took long enough to pay for starting one (opt_.threads 0), or always (2).
+    follow(*this, 0);
+    const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const bool apart =
+        tasks.size() > 2 &&
+        (opt_.threads >= 2 || (opt_.threads == 0 && first_ms > 0.05 && std::thread::hardware_concurrency() > 1));
+    if (apart) {
+      Analyzer other(*this, Sibling{});
+      std::exception_ptr failed;
+      std::thread worker([&] {
+        try {
+          for (std::size_t i = 1; i < tasks.size(); i += 2) follow(other, i);
+        } catch (...) {
+          failed = std::current_exception();
+        }
+      });
+      try {
+        for (std::size_t i = 2; i < tasks.size(); i += 2) follow(*this, i);
+      } catch (...) {
+        worker.join();
+        throw;
       }
+      worker.join();
+      if (failed) std::rethrow_exception(failed);
+      merge(other);
+    } else {
+      for (std::size_t i = 1; i < tasks.size(); ++i) follow(*this, i);
+    }
+    CostReport r;
+    for (std::size_t f = 0; f < blocks.size(); ++f) {
+      double block_span = 0;
       std::size_t intervals = 0;
-      for (const auto& s : steps) intervals = std::max(intervals, s.size());
+      for (std::size_t i = 0; i < tasks.size(); ++i)
+        if (tasks[i].followed == f) intervals = std::max(intervals, steps[i].size());
       for (std::size_t iv = 0; iv < intervals; ++iv) {
         double worst = 0;
-        for (const auto& s : steps)
-          if (iv < s.size()) worst = std::max(worst, s[iv]);
+        for (std::size_t i = 0; i < tasks.size(); ++i)
+          if (tasks[i].followed == f && iv < steps[i].size()) worst = std::max(worst, steps[i][iv]);
         block_span += worst;
       }
-      r.span = std::max(r.span, block_span / f.weight);
+      r.span = std::max(r.span, block_span / blocks[f].weight);
     }
     reps_.clear();
     unreached();
@@ -794,13 +845,18 @@ class Analyzer {
   /// The accesses and branches of estimates that no execution followed reached: others may, so the
   /// report lists them, with no count, as estimates.
   void unreached() {
-    for (const Contents* c : tainted_contents_) {
+    std::vector<std::pair<Order, const StmtNode*>> tainted;
+    for (const auto& [node, order] : tainted_stmts_) tainted.emplace_back(order, node);
+    std::sort(tainted.begin(), tainted.end());
+    Order next = kUnreached;
+    for (const auto& [order, node] : tainted) {
+      const Contents* c = &contents(*node);
       for (const AccessAt& a : c->accesses) {
         if (a.mem->space == MemSpace::Local) continue;
         auto [it, fresh] = sites_.try_emplace(std::make_pair(a.node, a.part));
         if (!fresh) continue;
         Site& s = it->second;
-        s.order = INT32_MAX;
+        s.order = next++;
         s.c.loc = a.loc;
         s.c.memory = a.mem->name;
         s.c.space = a.mem->space;
@@ -814,14 +870,70 @@ class Analyzer {
                                     : b->kind == StmtKind::For ? "for"
                                                                : "while",
                                     b->loc);
-          site.order = INT32_MAX;
+          site.order = next++;
         }
     }
   }
 
+  /// A second analyzer of the same launch, for warps followed on another thread: what the
+  /// constructor computed is copied, nothing followed yet.
+  struct Sibling {};
+  Analyzer(const Analyzer& a, Sibling)
+      : l_(a.l_),
+        opt_(a.opt_),
+        T_(a.T_),
+        params_(a.params_),
+        lengths_(a.lengths_),
+        whole_(a.whole_),
+        mergeable_(a.mergeable_) {}
+  /// Adds in what `o` counted following other warps of the same launch. Every count is a whole
+  /// number (weights are counts of blocks and iterations), so sums are exact in any order. An access
+  /// or branch first reached by `o` keeps its place (Order), and what its first request said.
+  void merge(const Analyzer& o) {
+    for (const auto& [key, x] : o.sites_) {
+      auto [it, fresh] = sites_.try_emplace(key, x);
+      if (fresh) continue;
+      Site& s = it->second;
+      if (x.order < s.order) {
+        s.order = x.order;
+        s.strided = x.strided;
+        s.stride = x.stride;
+      }
+      s.weight += x.weight;
+      s.lanes += x.lanes;
+      s.metric += x.metric;
+      s.ideal += x.ideal;
+      s.ways = std::max(s.ways, x.ways);
+      s.inexact = s.inexact || x.inexact;
+    }
+    for (const auto& [node, x] : o.branches_) {
+      auto [it, fresh] = branches_.try_emplace(node, x);
+      if (fresh) continue;
+      BranchSite& b = it->second;
+      b.order = std::min(b.order, x.order);
+      b.exec += x.exec;
+      b.div += x.div;
+      b.inexact = b.inexact || x.inexact;
+    }
+    for (const auto& [node, order] : o.tainted_stmts_) {
+      auto [it, fresh] = tainted_stmts_.try_emplace(node, order);
+      if (!fresh) it->second = std::min(it->second, order);
+    }
+    tainted_.insert(o.tainted_.begin(), o.tainted_.end());
+    async_.insert(o.async_.begin(), o.async_.end());
+    flops_ += o.flops_;
+    work_ += o.work_;
+    looped_ += o.looped_;
+    exchanges_ += o.exchanges_;
+    barriers_ += o.barriers_;
+    exact_ = exact_ && o.exact_;
+  }
+  Order next_order() { return (static_cast<Order>(task_) << 32) | next_order_++; }
+
   // ------------------------------------------------------------------ one warp
   void run_warp(std::int64_t block, std::int64_t warp, double weight) {
     vars_.clear();
+    forget_seen();
     for (const auto& [v, x] : params_) vars_[v] = Lanes::all(x);
     frames_.clear();
     Frame f;
@@ -1192,7 +1304,56 @@ class Analyzer {
   // frame's) lanes where it is one, so that nothing is copied, or else to `out`, which it fills.
   const Lanes& eval(const ExprPtr& e, Mask m, Lanes& out) {
     if (!e) return unknown(out);
-    return dispatch(*e, [&](const auto& n) -> const Lanes& { return ev(n, m, out); });
+    if (!memoized(*e)) return dispatch(*e, [&](const auto& n) -> const Lanes& { return ev(n, m, out); });
+    // The same operation on the same values again (an unrolled tile's guards and indices repeat
+    // their row and column): found by its structure, the lanes are as computed before.
+    const Seen key{e.get(), m};
+    if (auto it = seen_.find(key); it != seen_.end()) return out = it->second;
+    const std::uint64_t effects = effects_;
+    const Lanes& r = dispatch(*e, [&](const auto& n) -> const Lanes& { return ev(n, m, out); });
+    if (effects_ == effects && seen_.size() < kSeenMost) seen_.emplace(key, r);
+    return r;
+  }
+  void forget_seen() {
+    if (!seen_.empty()) seen_.clear();  // (clearing sets every bucket, even of an empty table)
+  }
+  /// An integer operation, whose lanes `seen_` may keep.
+  static bool memoized(const ExprNode& e) {
+    switch (e.kind) {
+      case ExprKind::Unary:
+      case ExprKind::Binary:
+      case ExprKind::Cast:
+      case ExprKind::Select: return integral(e.type);
+      default: return false;
+    }
+  }
+  /// Whether two expressions compute the same from the same variables (the very same ones: the
+  /// lanes are theirs), of the kinds `seen_` keeps and their leaves.
+  static bool alike(const ExprNode* a, const ExprNode* b) {
+    if (a == b) return true;
+    if (!a || !b || a->hash != b->hash || a->kind != b->kind || a->type != b->type) return false;
+    switch (a->kind) {
+      case ExprKind::Literal: {
+        const auto &x = static_cast<const Literal&>(*a), &y = static_cast<const Literal&>(*b);
+        return x.i == y.i && std::memcmp(&x.f, &y.f, sizeof x.f) == 0;
+      }
+      case ExprKind::VarRef: return static_cast<const VarRef&>(*a).var == static_cast<const VarRef&>(*b).var;
+      case ExprKind::Builtin: return static_cast<const Builtin&>(*a).which == static_cast<const Builtin&>(*b).which;
+      case ExprKind::Unary: {
+        const auto &x = static_cast<const Unary&>(*a), &y = static_cast<const Unary&>(*b);
+        return x.op == y.op && alike(x.a.get(), y.a.get());
+      }
+      case ExprKind::Binary: {
+        const auto &x = static_cast<const Binary&>(*a), &y = static_cast<const Binary&>(*b);
+        return x.op == y.op && alike(x.a.get(), y.a.get()) && alike(x.b.get(), y.b.get());
+      }
+      case ExprKind::Cast: return alike(static_cast<const Cast&>(*a).a.get(), static_cast<const Cast&>(*b).a.get());
+      case ExprKind::Select: {
+        const auto &x = static_cast<const Select&>(*a), &y = static_cast<const Select&>(*b);
+        return alike(x.c.get(), y.c.get()) && alike(x.a.get(), y.a.get()) && alike(x.b.get(), y.b.get());
+      }
+      default: return false;
+    }
   }
   Lanes eval(const ExprPtr& e, Mask m) {
     Lanes out;
@@ -1251,8 +1412,10 @@ class Analyzer {
     const Lanes &a = eval(n.a, m, ta), &b = eval(n.b, m, tb);
     const ScalarType t = n.a->type;
     if (!integral(t)) {
-      if (is_float(n.type) && (n.op == BinOp::Add || n.op == BinOp::Sub || n.op == BinOp::Mul || n.op == BinOp::Div))
+      if (is_float(n.type) && (n.op == BinOp::Add || n.op == BinOp::Sub || n.op == BinOp::Mul || n.op == BinOp::Div)) {
         flops_ += std::popcount(m) * weight_;
+        ++effects_;
+      }
       return unknown(out);
     }
     const bool shift = n.op == BinOp::Shl || n.op == BinOp::Shr;
@@ -1361,6 +1524,7 @@ class Analyzer {
     }
     for (const auto& a : n.args) eval(a, m, out);
     flops_ += std::popcount(m) * weight_ * (n.fn == MathFn::Fma ? 2 : 1);
+    ++effects_;
     return unknown(out);
   }
   const Lanes& ev(const Id&, Mask, Lanes&) { throw InternalError("cost: an id() in lowered IR"); }
@@ -1404,6 +1568,7 @@ class Analyzer {
     for (const auto& c : n.stmts) exec(c, m);
   }
   void set(const VarNode* v, const Lanes& x, Mask m) {
+    forget_seen();  // (x is never one of its lanes: eval copies them out)
     Lanes& cur = vars_[v];
     if (m == kAll) {  // every lane replaced: known, unknown, uniform and moving as in x
       cur = x;
@@ -1440,7 +1605,7 @@ class Analyzer {
   BranchSite& branch(const StmtNode* node, const char* what, SourceLoc loc) {
     auto [it, fresh] = branches_.try_emplace(node);
     if (fresh) {
-      it->second.order = next_order_++;
+      it->second.order = next_order();
       it->second.c.loc = loc;
       it->second.c.what = what;
     }
@@ -1454,15 +1619,17 @@ class Analyzer {
   void unsettled(const StmtNode& s, Mask guessed) {
     exact_ = false;
     const Contents& c = contents(s);
-    taint(c, guessed);
-    if (c.jumps && !loop_stmts_.empty()) taint(contents(*loop_stmts_.back()), guessed);
-    if (c.returns || (c.jumps && loop_stmts_.empty())) taint(contents(*bodies_.back()), guessed);
+    taint(s, guessed);
+    if (c.jumps && !loop_stmts_.empty()) taint(*loop_stmts_.back(), guessed);
+    if (c.returns || (c.jumps && loop_stmts_.empty())) taint(*bodies_.back(), guessed);
   }
-  void taint(const Contents& c, Mask guessed) {
-    if (tainted_contents_.insert(&c).second) {
+  void taint(const StmtNode& s, Mask guessed) {
+    const Contents& c = contents(s);
+    if (tainted_stmts_.try_emplace(&s, next_order()).second) {
       for (const AccessAt& a : c.accesses) tainted_.insert(a.node);
       tainted_.insert(c.branches.begin(), c.branches.end());
     }
+    forget_seen();
     for (const VarNode* v : c.written) {
       auto it = vars_.find(v);
       if (it == vars_.end()) continue;
@@ -1650,6 +1817,7 @@ class Analyzer {
   }
   /// What a representative iteration wrote is not what the iterations after it see: unknown.
   void forget(const Contents& c) {
+    forget_seen();
     for (const VarNode* v : c.written) {
       auto it = vars_.find(v);
       if (it == vars_.end()) continue;
@@ -1801,11 +1969,13 @@ class Analyzer {
     std::vector<const StmtNode*> saved_loop_stmts;
     std::swap(saved_loops, loops_);
     std::swap(saved_loop_stmts, loop_stmts_);
+    forget_seen();  // another thread and block index, another frame
     frames_.push_back(std::move(fr));
     bodies_.push_back(f.body.get());
     exec(f.body, m);
     bodies_.pop_back();
     frames_.pop_back();
+    forget_seen();
     std::swap(saved_loops, loops_);
     std::swap(saved_loop_stmts, loop_stmts_);
     if (n.result) set(n.result.get(), Lanes{}, m);
@@ -1827,13 +1997,14 @@ class Analyzer {
 
   void access(const void* node, const MemNode* mem, const Lanes& idx, Mask m, bool write, int bytes, SourceLoc loc,
               int part = 0) {
+    ++effects_;
     MemRef r = resolve(mem);
     const MemNode* root = r.root;
     if (root->space == MemSpace::Local || !m) return;
     auto [it, fresh] = sites_.try_emplace(std::make_pair(node, part));
     Site& s = it->second;
     if (fresh) {
-      s.order = next_order_++;
+      s.order = next_order();
       s.c.loc = loc;
       s.c.memory = root->name;
       s.c.space = root->space;
@@ -1980,6 +2151,19 @@ class Analyzer {
   std::unordered_map<const VarNode*, std::int64_t> params_;
   std::vector<std::int64_t> lengths_;  ///< per user parameter: its value (a pointer's length)
   std::unordered_map<const VarNode*, Lanes> vars_;
+  /// Lanes of integer operations computed since the variables and the frame last changed, by their
+  /// structure (alike) and mask; none of those whose evaluation counted anything (`effects_`).
+  struct Seen {
+    const ExprNode* e;
+    Mask m;
+    bool operator==(const Seen& o) const { return m == o.m && alike(e, o.e); }
+  };
+  struct SeenHash {
+    std::size_t operator()(const Seen& s) const { return static_cast<std::size_t>(s.e->hash * 31 + s.m); }
+  };
+  static constexpr std::size_t kSeenMost = 4096;
+  std::unordered_map<Seen, Lanes, SeenHash> seen_;
+  std::uint64_t effects_ = 0;  ///< accesses and flops counted so far
   std::vector<Frame> frames_;
   std::vector<LoopState> loops_;
   std::vector<const StmtNode*> loop_stmts_;  ///< the loops around the statement followed, innermost last
@@ -1989,14 +2173,15 @@ class Analyzer {
   std::map<std::pair<const void*, int>, Site> sites_;
   std::map<const StmtNode*, BranchSite> branches_;
   std::unordered_map<const StmtNode*, Contents> contents_;
-  std::unordered_set<const void*> tainted_;    ///< accesses and branches whose numbers are estimates
-  std::unordered_set<const void*> mergeable_;  ///< shared loads the compiler may merge (mergeable_loads)
-  std::unordered_set<const void*> async_;      ///< cp.async copies
-  std::unordered_set<const Contents*> tainted_contents_;
+  std::unordered_set<const void*> tainted_;                   ///< accesses and branches whose numbers are estimates
+  std::unordered_set<const void*> mergeable_;                 ///< shared loads the compiler may merge (mergeable_loads)
+  std::unordered_set<const void*> async_;                     ///< cp.async copies
+  std::unordered_map<const StmtNode*, Order> tainted_stmts_;  ///< tainted statements, first when
   std::vector<double> interval_steps_;
   double weight_ = 1, flops_ = 0, work_ = 0, looped_ = 0, exchanges_ = 0, barriers_ = 0;
-  int looping_ = 0;  ///< loops around the statement followed (through calls too)
-  int next_order_ = 0;
+  int looping_ = 0;       ///< loops around the statement followed (through calls too)
+  std::size_t task_ = 0;  ///< the warp followed, its index among the report's (Order's high half)
+  std::uint32_t next_order_ = 0;
   std::uint32_t next_id_ = 0;
   bool exact_ = true;
 };

@@ -166,8 +166,11 @@ std::optional<Folded> fold(const ExprPtr& e) {
                 return Folded{v, a->exact && !over};
               },
               [](const Binary& n) -> std::optional<Folded> {
-                auto a = fold(n.a), b = fold(n.b);
-                if (!a || !b || n.op == BinOp::Pow) return std::nullopt;
+                if (n.op == BinOp::Pow) return std::nullopt;
+                auto a = fold(n.a);  // (one operand not constant settles it: the other is not looked at)
+                if (!a) return std::nullopt;
+                auto b = fold(n.b);
+                if (!b) return std::nullopt;
                 bool shift = n.op == BinOp::Shl || n.op == BinOp::Shr;
                 if (!shift && n.a->type != n.b->type) return std::nullopt;  // ill-typed: the checker says so
                 ScalarType operand = n.a->type;
@@ -187,8 +190,12 @@ std::optional<Folded> fold(const ExprPtr& e) {
                 return Folded{v, a->exact && !over};
               },
               [](const Select& n) -> std::optional<Folded> {
-                auto c = fold(n.c), a = fold(n.a), b = fold(n.b);
-                if (!c || !a || !b) return std::nullopt;
+                auto c = fold(n.c);
+                if (!c) return std::nullopt;
+                auto a = fold(n.a);
+                if (!a) return std::nullopt;
+                auto b = fold(n.b);
+                if (!b) return std::nullopt;
                 return c->value ? Folded{a->value, c->exact && a->exact} : Folded{b->value, c->exact && b->exact};
               },
               [](const MathCall& n) -> std::optional<Folded> {

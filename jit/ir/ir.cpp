@@ -297,7 +297,9 @@ std::uint64_t hash_kernel(const KernelNode& k) {
 
 namespace {
 
-/// Field-by-field equality, one overload per field type (locations always compare equal).
+/// Field-by-field equality, one overload per field type (locations always compare equal). With
+/// `Identity`, a variable equals only itself (same_expression), not one that looks alike.
+template <bool Identity>
 struct Eq {
   bool operator()(std::int64_t a, std::int64_t b) const { return a == b; }
   bool operator()(double a, double b) const { return std::memcmp(&a, &b, sizeof a) == 0; }  // -0.0 != 0.0
@@ -308,11 +310,17 @@ struct Eq {
   bool operator()(Perspective a, Perspective b) const { return a == b; }
   bool operator()(bool a, bool b) const { return a == b; }
   bool operator()(const std::optional<Perspective>& a, const std::optional<Perspective>& b) const { return a == b; }
-  bool operator()(const ExprPtr& a, const ExprPtr& b) const { return equal(a, b); }
+  bool operator()(const ExprPtr& a, const ExprPtr& b) const {
+    if constexpr (Identity) {
+      return same_expression(a, b);
+    } else {
+      return equal(a, b);
+    }
+  }
   bool operator()(const StmtPtr& a, const StmtPtr& b) const { return equal(a, b); }
   bool operator()(const VarPtr& a, const VarPtr& b) const {
     if (a == b) return true;
-    if (!a || !b) return false;
+    if (Identity || !a || !b) return false;
     return a->hash == b->hash && a->id == b->id && a->name == b->name && a->type == b->type && a->origin == b->origin;
   }
   bool operator()(const MemPtr& a, const MemPtr& b) const {
@@ -368,26 +376,32 @@ struct Eq {
 bool equal(const ExprPtr& a, const ExprPtr& b) {
   if (a == b) return true;
   if (!a || !b || a->hash != b->hash || a->kind != b->kind || a->type != b->type) return false;
-  return dispatch(*a, [&](const auto& x) -> bool { return Eq{}.fields(x, static_cast<decltype(x)>(*b)); });
+  return dispatch(*a, [&](const auto& x) -> bool { return Eq<false>{}.fields(x, static_cast<decltype(x)>(*b)); });
+}
+
+bool same_expression(const ExprPtr& a, const ExprPtr& b) {
+  if (a == b) return true;
+  if (!a || !b || a->hash != b->hash || a->kind != b->kind || a->type != b->type) return false;
+  return dispatch(*a, [&](const auto& x) -> bool { return Eq<true>{}.fields(x, static_cast<decltype(x)>(*b)); });
 }
 
 bool equal(const StmtPtr& a, const StmtPtr& b) {
   if (a == b) return true;
   if (!a || !b || a->hash != b->hash || a->kind != b->kind) return false;
-  return dispatch(*a, [&](const auto& x) -> bool { return Eq{}.fields(x, static_cast<decltype(x)>(*b)); });
+  return dispatch(*a, [&](const auto& x) -> bool { return Eq<false>{}.fields(x, static_cast<decltype(x)>(*b)); });
 }
 
 bool equal(const FunctionNode& a, const FunctionNode& b) {
   if (&a == &b) return true;
   return a.hash == b.hash && a.name == b.name && a.signature == b.signature && a.shared_budget == b.shared_budget &&
-         a.returns == b.returns && Eq{}.params(a.params, b.params) && equal(a.body, b.body);
+         a.returns == b.returns && Eq<false>{}.params(a.params, b.params) && equal(a.body, b.body);
 }
 
 bool equal(const KernelNode& a, const KernelNode& b) {
   if (&a == &b) return true;
   return a.hash == b.hash && a.name == b.name && a.threads == b.threads && a.grid_blocks == b.grid_blocks &&
-         a.grid_multiple == b.grid_multiple && a.shared_budget == b.shared_budget && Eq{}.params(a.params, b.params) &&
-         a.requirements.size() == b.requirements.size() &&
+         a.grid_multiple == b.grid_multiple && a.shared_budget == b.shared_budget &&
+         Eq<false>{}.params(a.params, b.params) && a.requirements.size() == b.requirements.size() &&
          std::equal(a.requirements.begin(), a.requirements.end(), b.requirements.begin(),
                     [](const Requirement& x, const Requirement& y) { return equal(x.cond, y.cond); }) &&
          equal(a.body, b.body);

@@ -54,16 +54,4 @@ std::unordered_set<const VarNode*> reassigned_vars(const StmtPtr& body) {
   return scan.vars;
 }
 
-bool same_expression(const ExprPtr& a, const ExprPtr& b) {
-  if (a == b) return true;
-  if (!equal(a, b)) return false;
-  struct Vars : IRVisitor {
-    std::vector<const VarNode*> seen;
-    void visit(const VarRef& n) override { seen.push_back(n.var.get()); }
-  } va, vb;
-  va.walk(a);
-  vb.walk(b);
-  return va.seen == vb.seen;
-}
-
 }  // namespace vantage::ir

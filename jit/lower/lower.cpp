@@ -337,11 +337,21 @@ class BodyLowerer {
      public:
       Norm(const BodyLowerer& b, bool trusted, int d) : b_(b), trusted_(trusted), d_(d) {}
       using IRMutator::mutate;
+      // The guards and indices of an unrolled tile repeat their rows and columns: each subexpression
+      // is put in this form once under the same lets and ranges (bind_range clears the memo).
+      ExprPtr mutate(const ExprPtr& x) override {
+        if (!x) return x;
+        auto& memo = b_.normal_memo_[trusted_ ? 1 : 0][static_cast<std::size_t>(d_)];
+        if (auto it = memo.find(x); it != memo.end()) return it->second;
+        ExprPtr r = IRMutator::mutate(x);
+        memo.emplace(x, r);
+        return r;
+      }
 
      protected:
       ExprPtr visit(const VarRef& n, const ExprPtr& self) override {
         auto it = b_.defs_.find(n.var.get());
-        return it != b_.defs_.end() && d_ < 4 ? b_.normal(it->second, trusted_, d_ + 1) : self;
+        return it != b_.defs_.end() && d_ < kNormalDepth ? b_.normal(it->second, trusted_, d_ + 1) : self;
       }
       ExprPtr visit(const Cast& n, const ExprPtr& self) override {
         if (b_.widening(n, trusted_)) return mutate(n.a);
@@ -843,6 +853,8 @@ class BodyLowerer {
     exact_memo_.clear();
     for (auto& c : facts_cache_) c.valid = false;
     for (auto& m : fact_forms_) m.clear();
+    for (auto& by_depth : normal_memo_)
+      for (auto& m : by_depth) m.clear();
   }
   void lower_stmt(const Let& n, std::vector<StmtPtr>& out) {
     ExprPtr v = lx(n.value);
@@ -1118,6 +1130,11 @@ class BodyLowerer {
   std::unordered_map<const VarNode*, ExprPtr> defs_;         ///< unassigned integer lets computed exactly: their values
   // What the proofs remember under the present ranges and lets; bind_range forgets all of it.
   ExactMemo exact_memo_;  ///< env_'s exact ranges
+  /// `normal`'s results, by trust and depth: they read defs_ and, through `exact`, env_'s ranges.
+  static constexpr int kNormalDepth = 4;
+  mutable std::array<
+      std::array<std::unordered_map<ExprPtr, ExprPtr, ExactMemo::Hash, ExactMemo::Same>, kNormalDepth + 1>, 2>
+      normal_memo_;
   /// usable_facts per form, made from these conditions (kept, so that no address is reused).
   struct FactsCache {
     bool valid = false;
