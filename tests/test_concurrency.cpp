@@ -4,16 +4,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <regex>
-#include <string>
 #include <thread>
 
 #include "kernels/paper_kernels.hpp"
-#include "kernels/runs.hpp"
 #include "runtime/cpu_pool.h"
 #include "test_support.hpp"
 #include "vantage/vantage.hpp"
@@ -183,61 +179,6 @@ TEST(Concurrency, AHeldUpThreadsShareIsTakenByTheOthers) {
     ASSERT_FALSE(timed_out.load()) << "the calling thread did not take the held-up helper's blocks";
     for (std::int64_t b = 0; b < blocks; ++b) EXPECT_EQ(ran[static_cast<std::size_t>(b)].load(), 1) << "block " << b;
   }
-}
-
-/// `r`'s numbers, every one (not its time), as text.
-std::string numbers(const CostReport& r) {
-  std::string out = r.kernel + " " + std::to_string(r.blocks) + (r.exact ? " exact" : " estimate") + "\n";
-  auto num = [&](const char* what, double v) { out += std::string(what) + "=" + std::to_string(v) + " "; };
-  num("work", r.work), num("span", r.span), num("flops", r.flops), num("bytes", r.global_bytes);
-  num("looped", r.looped), num("exchanges", r.exchanges), num("barriers", r.barriers);
-  for (const auto& a : r.accesses) {
-    out += "\n" + a.memory + (a.write ? " w " : " r ") + std::to_string(a.loc.line) + (a.exact ? " exact " : " est ");
-    num("req", static_cast<double>(a.requests)), num("lanes", a.lanes), num("sec", a.sectors);
-    num("ideal", a.ideal_sectors), num("wf", a.wavefronts), num("iwf", a.ideal_wavefronts);
-    num("ways", a.conflict_ways);
-    out += a.hint;
-  }
-  for (const auto& b : r.branches) {
-    out += "\n" + b.what + " " + std::to_string(b.loc.line) + (b.exact ? " exact " : " est ");
-    num("exec", static_cast<double>(b.executions)), num("div", static_cast<double>(b.divergent));
-  }
-  return out;
-}
-
-// The warps of a report may be followed on two threads (Kernel::report; cost.cpp, Analyzer::run)
-// (VANTAGE_REPORT_THREADS=2 always, 0 when the first warp took long enough): the report must be the one a single thread
-// makes, in every number and in its order, for every example at its default sizes and at the benchmark's large ones.
-TEST(Concurrency, TheReportFollowsWarpsOnTwoThreadsAsOnOne) {
-  static const std::regex kIntParam(R"(param (\w+): (i32|i64|u32|u64)\b)");
-  struct Restore {
-    ~Restore() { unsetenv("VANTAGE_REPORT_THREADS"); }
-  } restore;
-  int split = 0;
-  for (const auto& ex : examples::all()) {
-    Kernel kernel = ex.build();
-    const std::string all = kernel.ir_text(), head = all.substr(all.find("kernel ")),
-                      ir = head.substr(0, head.find("\n{"));
-    for (bool large : {false, true}) {
-      Spec spec = ex.spec();
-      std::map<std::string, std::int64_t> values;
-      for (auto it = std::sregex_iterator(ir.begin(), ir.end(), kIntParam); it != std::sregex_iterator(); ++it) {
-        const std::string name = (*it)[1].str();
-        if (large) spec.sizes.erase(name);
-        if (large || !spec.sizes.count(name)) values[name] = large ? (name == "n" ? (1 << 24) : 2048) : 256;
-      }
-      const std::int64_t blocks = large ? examples::default_blocks(ex.name, values) : 16;
-      setenv("VANTAGE_REPORT_THREADS", "1", 1);
-      const CostReport one = kernel.report(spec, values, blocks);
-      setenv("VANTAGE_REPORT_THREADS", "2", 1);
-      const CostReport two = kernel.report(spec, values, blocks);
-      EXPECT_EQ(numbers(one), numbers(two)) << ex.name << (large ? " (large)" : "");
-      split += one.threads_per_block > 64;  // three warps or more: followed apart
-    }
-  }
-  EXPECT_GT(split, 20) << "most examples have three warps or more, and so were followed on two threads";
-  setenv("VANTAGE_REPORT_THREADS", "3", 1);
-  EXPECT_THROW((void)examples::saxpy().report(Spec{}, {{"n", 1024}}, 4), std::invalid_argument);
 }
 
 }  // namespace

@@ -75,8 +75,6 @@ Options:
 
 Environment:
   VANTAGE_LOG   log level: trace, debug, info, warn (default), error, off
-  VANTAGE_REPORT_THREADS
-                threads that follow a report's warps: 0 (default: a second one where it pays), 1, 2
 )";
 
 /// The help text, with the architectures of the target table.

@@ -12,7 +12,6 @@
 #include <numeric>
 #include <optional>
 #include <set>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -615,9 +614,8 @@ BlockDependence block_dependence(const KernelNode& k) {
   return std::move(scan.out);
 }
 
-/// Where an access or branch was first reached: the warp followed (its index among those of the
-/// report, in their order) in the high half, and a count of first reaches in the low. Warps followed
-/// apart on two threads order them as one thread following them in turn would (Analyzer::run).
+/// When an access or branch was first reached (a count): the report lists them in that order, and
+/// after them, in the order of the estimates they are under, the ones no execution followed reached.
 using Order = std::uint64_t;
 constexpr Order kUnreached = Order{1} << 63;  ///< after every reached one (unreached() adds its count)
 
@@ -698,70 +696,27 @@ class Analyzer {
     } else {
       blocks = {{0, 1.0, false}, {B / 2, static_cast<double>(B - 2), true}, {B - 1, 1.0, false}};
     }
-    // The warps followed, block by block; each one's steps per barrier interval, for the span.
-    struct Task {
-      std::size_t followed;
-      std::int64_t warp;
-    };
-    std::vector<Task> tasks;
-    for (std::size_t f = 0; f < blocks.size(); ++f)
-      for (std::int64_t w = 0; w * kLanes < T_; ++w) tasks.push_back({f, w});
-    std::vector<std::vector<double>> steps(tasks.size());
-    auto follow = [&](Analyzer& a, std::size_t i) {
-      const Followed& f = blocks[tasks[i].followed];
-      a.reps_.clear();
-      if (f.representative)
-        a.reps_.push_back(whole_ ? Rep{-f.block, B - 1 - f.block} : Rep{1 - f.block, B - 2 - f.block});
-      a.task_ = i;
-      a.next_order_ = 0;
-      a.interval_steps_.assign(1, 0.0);
-      a.run_warp(f.block, tasks[i].warp, f.weight);
-      steps[i] = std::move(a.interval_steps_);
-    };
-    // Each warp is followed on its own (run_warp starts afresh), so a second thread may follow every
-    // other one; its counts are then added in (merge), the same sums of whole numbers in another
-    // order, so that the report is the one a single thread makes. Worth a thread only when the
-    // first warp took long enough to pay for starting one (opt_.threads 0), or always (2).
-    follow(*this, 0);
-    const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    const bool apart =
-        tasks.size() > 2 &&
-        (opt_.threads >= 2 || (opt_.threads == 0 && first_ms > 0.05 && std::thread::hardware_concurrency() > 1));
-    if (apart) {
-      Analyzer other(*this, Sibling{});
-      std::exception_ptr failed;
-      std::thread worker([&] {
-        try {
-          for (std::size_t i = 1; i < tasks.size(); i += 2) follow(other, i);
-        } catch (...) {
-          failed = std::current_exception();
-        }
-      });
-      try {
-        for (std::size_t i = 2; i < tasks.size(); i += 2) follow(*this, i);
-      } catch (...) {
-        worker.join();
-        throw;
-      }
-      worker.join();
-      if (failed) std::rethrow_exception(failed);
-      merge(other);
-    } else {
-      for (std::size_t i = 1; i < tasks.size(); ++i) follow(*this, i);
-    }
     CostReport r;
-    for (std::size_t f = 0; f < blocks.size(); ++f) {
+    for (const Followed& f : blocks) {
+      reps_.clear();
+      if (f.representative)
+        reps_.push_back(whole_ ? Rep{-f.block, B - 1 - f.block} : Rep{1 - f.block, B - 2 - f.block});
       double block_span = 0;
+      std::vector<std::vector<double>> steps;  // per warp, per barrier interval
+      for (std::int64_t w = 0; w * kLanes < T_; ++w) {
+        interval_steps_.assign(1, 0.0);
+        run_warp(f.block, w, f.weight);
+        steps.push_back(interval_steps_);
+      }
       std::size_t intervals = 0;
-      for (std::size_t i = 0; i < tasks.size(); ++i)
-        if (tasks[i].followed == f) intervals = std::max(intervals, steps[i].size());
+      for (const auto& s : steps) intervals = std::max(intervals, s.size());
       for (std::size_t iv = 0; iv < intervals; ++iv) {
         double worst = 0;
-        for (std::size_t i = 0; i < tasks.size(); ++i)
-          if (tasks[i].followed == f && iv < steps[i].size()) worst = std::max(worst, steps[i][iv]);
+        for (const auto& s : steps)
+          if (iv < s.size()) worst = std::max(worst, s[iv]);
         block_span += worst;
       }
-      r.span = std::max(r.span, block_span / blocks[f].weight);
+      r.span = std::max(r.span, block_span / f.weight);
     }
     reps_.clear();
     unreached();
@@ -875,60 +830,7 @@ class Analyzer {
     }
   }
 
-  /// A second analyzer of the same launch, for warps followed on another thread: what the
-  /// constructor computed is copied, nothing followed yet.
-  struct Sibling {};
-  Analyzer(const Analyzer& a, Sibling)
-      : l_(a.l_),
-        opt_(a.opt_),
-        T_(a.T_),
-        params_(a.params_),
-        lengths_(a.lengths_),
-        whole_(a.whole_),
-        mergeable_(a.mergeable_) {}
-  /// Adds in what `o` counted following other warps of the same launch. Every count is a whole
-  /// number (weights are counts of blocks and iterations), so sums are exact in any order. An access
-  /// or branch first reached by `o` keeps its place (Order), and what its first request said.
-  void merge(const Analyzer& o) {
-    for (const auto& [key, x] : o.sites_) {
-      auto [it, fresh] = sites_.try_emplace(key, x);
-      if (fresh) continue;
-      Site& s = it->second;
-      if (x.order < s.order) {
-        s.order = x.order;
-        s.strided = x.strided;
-        s.stride = x.stride;
-      }
-      s.weight += x.weight;
-      s.lanes += x.lanes;
-      s.metric += x.metric;
-      s.ideal += x.ideal;
-      s.ways = std::max(s.ways, x.ways);
-      s.inexact = s.inexact || x.inexact;
-    }
-    for (const auto& [node, x] : o.branches_) {
-      auto [it, fresh] = branches_.try_emplace(node, x);
-      if (fresh) continue;
-      BranchSite& b = it->second;
-      b.order = std::min(b.order, x.order);
-      b.exec += x.exec;
-      b.div += x.div;
-      b.inexact = b.inexact || x.inexact;
-    }
-    for (const auto& [node, order] : o.tainted_stmts_) {
-      auto [it, fresh] = tainted_stmts_.try_emplace(node, order);
-      if (!fresh) it->second = std::min(it->second, order);
-    }
-    tainted_.insert(o.tainted_.begin(), o.tainted_.end());
-    async_.insert(o.async_.begin(), o.async_.end());
-    flops_ += o.flops_;
-    work_ += o.work_;
-    looped_ += o.looped_;
-    exchanges_ += o.exchanges_;
-    barriers_ += o.barriers_;
-    exact_ = exact_ && o.exact_;
-  }
-  Order next_order() { return (static_cast<Order>(task_) << 32) | next_order_++; }
+  Order next_order() { return next_order_++; }
 
   // ------------------------------------------------------------------ one warp
   void run_warp(std::int64_t block, std::int64_t warp, double weight) {
@@ -2179,9 +2081,8 @@ class Analyzer {
   std::unordered_map<const StmtNode*, Order> tainted_stmts_;  ///< tainted statements, first when
   std::vector<double> interval_steps_;
   double weight_ = 1, flops_ = 0, work_ = 0, looped_ = 0, exchanges_ = 0, barriers_ = 0;
-  int looping_ = 0;       ///< loops around the statement followed (through calls too)
-  std::size_t task_ = 0;  ///< the warp followed, its index among the report's (Order's high half)
-  std::uint32_t next_order_ = 0;
+  int looping_ = 0;  ///< loops around the statement followed (through calls too)
+  Order next_order_ = 0;
   std::uint32_t next_id_ = 0;
   bool exact_ = true;
 };

@@ -22,10 +22,6 @@ struct Options {
   int max_blocks = 8;
   /// Iterations a loop is followed for at most; longer loops are sampled (first, second, last).
   int max_iterations = 4;
-  /// Threads that follow warps: 0, a second one where the host has two cores and the first warp
-  /// took long enough to pay for starting it; 1, none; 2, a second one whenever there are three
-  /// warps or more. The report is the same either way.
-  int threads = 0;
 };
 
 /// The report of one launch of `lowered` with `values[i]` for each of its user parameters (scalars;

@@ -1,7 +1,4 @@
 // Vantage kernel handles: see vantage/kernel.hpp and handles.h.
-#include <cstdlib>
-#include <string>
-
 #ifdef VANTAGE_HAVE_CPU_BACKEND
 #include "jit/cpu/cpu.h"
 #endif
@@ -127,13 +124,6 @@ CostReport Kernel::report(const Spec& spec, const std::map<std::string, std::int
   }
   cost::Options o;
   o.blocks = blocks;
-  if (const char* t = std::getenv("VANTAGE_REPORT_THREADS"); t && *t) {
-    const std::string v = t;
-    if (v != "0" && v != "1" && v != "2")
-      throw std::invalid_argument("report: VANTAGE_REPORT_THREADS is '" + v +
-                                  "'; it takes 0 (a second thread when it pays), 1 or 2");
-    o.threads = v[0] - '0';
-  }
   return cost::analyze(lk.lowered, args, o);
 }
 
