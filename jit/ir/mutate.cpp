@@ -36,9 +36,16 @@ ExprPtr fold_identity(const ExprPtr& e) {
   return e;
 }
 
+ExprPtr substituted(const ExprPtr& e, const VarMap& map);
+
 class Substituter : public IRMutator {
  public:
   explicit Substituter(const VarMap& m) : map_(m) {}
+  using IRMutator::mutate;
+  /// Expressions (a statement's too) through `substituted`, which comes back here for the kinds it
+  /// does not take itself.
+  ExprPtr mutate(const ExprPtr& e) override { return substituted(e, map_); }
+  ExprPtr mutate_node(const ExprPtr& e) { return IRMutator::mutate(e); }
 
  protected:
   ExprPtr visit(const VarRef& n, const ExprPtr& self) override {
@@ -75,10 +82,53 @@ ExprPtr fold(const ExprPtr& e) {
   return e;
 }
 
+namespace {
+/// What Substituter computes, without a mutator's machinery on the kinds an index is made of (the
+/// views of an unrolled tile substitute their element numbers into the same index dozens of times).
+ExprPtr substituted(const ExprPtr& e, const VarMap& map) {
+  if (!e) return e;
+  switch (e->kind) {
+    case ExprKind::Literal:
+    case ExprKind::Builtin:
+    case ExprKind::Id: return e;
+    case ExprKind::VarRef: {
+      auto it = map.find(static_cast<const VarRef&>(*e).var.get());
+      return it == map.end() ? e : it->second;
+    }
+    case ExprKind::Unary: {
+      const auto& n = static_cast<const Unary&>(*e);
+      ExprPtr a = substituted(n.a, map);
+      return a == n.a ? e : fold(make<Unary>(n.type, n.op, std::move(a), n.loc));
+    }
+    case ExprKind::Binary: {
+      const auto& n = static_cast<const Binary&>(*e);
+      ExprPtr a = substituted(n.a, map), b = substituted(n.b, map);
+      return a == n.a && b == n.b ? e : fold(make<Binary>(n.type, n.op, std::move(a), std::move(b), n.loc));
+    }
+    case ExprKind::Cast: {
+      const auto& n = static_cast<const Cast&>(*e);
+      ExprPtr a = substituted(n.a, map);
+      return a == n.a ? e : fold(make<Cast>(n.type, std::move(a), n.loc));
+    }
+    case ExprKind::Select: {
+      const auto& n = static_cast<const Select&>(*e);
+      ExprPtr c = substituted(n.c, map), a = substituted(n.a, map), b = substituted(n.b, map);
+      return c == n.c && a == n.a && b == n.b
+                 ? e
+                 : fold(make<Select>(n.type, std::move(c), std::move(a), std::move(b), n.loc));
+    }
+    default: {
+      Substituter s(map);
+      return s.mutate_node(e);
+    }
+  }
+}
+
+}  // namespace
+
 ExprPtr substitute(const ExprPtr& e, const VarMap& map) {
   if (map.empty()) return e;  // nothing to replace: the same tree
-  Substituter s(map);
-  return s.mutate(e);
+  return substituted(e, map);
 }
 StmtPtr substitute(const StmtPtr& s, const VarMap& map) {
   if (map.empty()) return s;

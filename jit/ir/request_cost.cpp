@@ -19,8 +19,9 @@ RequestCost request_cost(const std::array<std::int64_t, kWarpLanes>& addr, std::
       for (std::int64_t b = a >> 5; b <= (a + bytes - 1) >> 5 && ns < 2 * kWarpLanes; ++b)
         sec[static_cast<std::size_t>(ns++)] = b;
     }
-    std::sort(sec.begin(), sec.begin() + ns);
-    std::sort(el.begin(), el.begin() + ne);
+    // Lanes in address order (a row of a tile, a strided walk) need no sort.
+    if (!std::is_sorted(sec.begin(), sec.begin() + ns)) std::sort(sec.begin(), sec.begin() + ns);
+    if (!std::is_sorted(el.begin(), el.begin() + ne)) std::sort(el.begin(), el.begin() + ne);
     r.metric = static_cast<double>(std::unique(sec.begin(), sec.begin() + ns) - sec.begin());
     const auto distinct = std::unique(el.begin(), el.begin() + ne) - el.begin();
     r.ideal = std::ceil(static_cast<double>(distinct) * bytes / 32.0);

@@ -252,8 +252,13 @@ class BodyLowerer {
   /// an access computed with wrapping (min(INT_MIN + ..., 5)) leave its buffer unchecked.
   ExprPtr exact_width(const ExprPtr& e) const {
     if (!e || !is_integer(e->type) || e->type == ScalarType::I64 || !is_exact_index_op(*e)) return e;
-    ExactRanges each;
-    if (!exact_index_range(e, env_, &each)) return e;  // past 64 bits: V1006, elsewhere
+    // Each operation's envelope (its exact value and intermediates), through env_'s memo: the
+    // indices of neighbouring accesses share their subexpressions.
+    auto envelope = [&](const ExprPtr& x) -> std::optional<Range> {
+      return x && is_exact_index_op(*x) ? exact_index_range(x, env_) : std::nullopt;
+    };
+    const std::optional<Range> whole = envelope(e);
+    if (!whole) return e;  // past 64 bits: V1006, elsewhere
     // +, - and * wrap to the exact value's low bits, so a wrapped intermediate only matters where a
     // min, max, division or remainder looks at it, or where the value itself may not fit: wrapped,
     // `l[3] + 4294967295u` (4294967298) would be l[2], inside, and its check would pass.
@@ -263,21 +268,20 @@ class BodyLowerer {
       const auto& b = static_cast<const Binary&>(*x);
       if (b.op == BinOp::Min || b.op == BinOp::Max || b.op == BinOp::Div || b.op == BinOp::Mod)
         for (const ExprPtr& o : {b.a, b.b})
-          if (auto it = each.find(o.get()); it != each.end() && !it->second.within(Range::of(o->type))) return true;
+          if (auto r = envelope(o); r && !r->within(Range::of(o->type))) return true;
       return harmed(b.a) || harmed(b.b);
     };
     // An index whose exact value may leave its type would be computed wrapped: `l[3] + 4294967295u`
     // (4294967298, a loaded u32 plus anything) as l[2], inside the buffer, where its check then
     // passes; an i32 `blk * 1024 + t` of a grid of 2^23 blocks past 2^32 the same way, and one from
     // 2^31 as negative, outside a buffer it is inside.
-    auto whole = each.find(e.get());
-    const bool wraps = whole != each.end() && !whole->second.within(Range::of(e->type));
+    const bool wraps = !whole->within(Range::of(e->type));
     if (!wraps && !harmed(e)) return e;
     // Rebuilt in i64 where the exact values need it; a part whose envelope fits its type is computed
     // in it and converted.
     std::function<ExprPtr(const ExprPtr&)> in_i64 = [&](const ExprPtr& x) -> ExprPtr {
-      auto it = each.find(x.get());
-      bool fits = it == each.end() || it->second.within(Range::of(x->type));
+      auto r = envelope(x);
+      bool fits = !r || r->within(Range::of(x->type));
       if (x->type == ScalarType::I64) return x;
       if (fits || !is_exact_index_op(*x)) return fold(make<Cast>(ScalarType::I64, x, x->loc));
       if (const auto* u = as<Unary>(*x)) return make<Unary>(ScalarType::I64, u->op, in_i64(u->a), u->loc);
@@ -781,7 +785,8 @@ class BodyLowerer {
     ExprPtr ext = extent_of(root, l);
     auto r = exact_value_range(first, env_);
     if (!ext || !r || !proven_nonnegative(first, *r)) return false;
-    ExprPtr last = make<Binary>(first->type, BinOp::Add, first, int_literal(first->type, count - 1, l), l);
+    ExprPtr last =
+        count == 1 ? first : make<Binary>(first->type, BinOp::Add, first, int_literal(first->type, count - 1, l), l);
     return proven_below(last, ext);
   }
   /// Whether `e` reads a variable of `vars`, or memory whose elements may change while the kernel
@@ -845,7 +850,7 @@ class BodyLowerer {
     facts_.resize(facts);
   }
   /// A variable's range from here on. Ranges and lets change what proofs find: what they remember
-  /// is forgotten (the exact ranges, the usable facts). Each variable is bound once, before anything
+  /// is forgotten (the exact ranges, the usable facts, the normal forms). Each variable is bound once, before anything
   /// that reads it is proven, so nothing remembered reads it yet: the forgetting only keeps the
   /// memos right should a variable ever be bound again (no test can tell it from keeping them).
   void bind_range(const VarNode* v, Range r) {

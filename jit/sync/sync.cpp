@@ -33,6 +33,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "jit/ir/eval.h"
 #include "jit/ir/mutate.h"
@@ -46,22 +47,52 @@ namespace {
 
 using namespace ir;
 
-using Roots = std::set<const MemNode*>;
-/// Structurally distinct index expressions, in the order they came. Each is found by its hash
-/// first, so that n distinct indices cost n steps to gather, not n^2 comparisons: the wgmma GEMM's
-/// epilogue stores at 64 indices, and every construct around them gathers them again.
+/// Root memories, in address order as a std::set would hold them, in one vector: a statement touches
+/// a handful of arrays, and every summary and pending state holds several such sets (a set allocated
+/// a node per root in each of them).
+class Roots {
+ public:
+  bool insert(const MemNode* r) {
+    auto it = std::lower_bound(v_.begin(), v_.end(), r);
+    if (it != v_.end() && *it == r) return false;
+    v_.insert(it, r);
+    return true;
+  }
+  template <class It>
+  void insert(It first, It last) {
+    for (; first != last; ++first) insert(*first);
+  }
+  std::size_t count(const MemNode* r) const { return std::binary_search(v_.begin(), v_.end(), r) ? 1 : 0; }
+  std::size_t erase(const MemNode* r) {
+    auto it = std::lower_bound(v_.begin(), v_.end(), r);
+    if (it == v_.end() || *it != r) return 0;
+    v_.erase(it);
+    return 1;
+  }
+  auto begin() const { return v_.begin(); }
+  auto end() const { return v_.end(); }
+  bool empty() const { return v_.empty(); }
+  std::size_t size() const { return v_.size(); }
+  bool operator==(const Roots& o) const { return v_ == o.v_; }
+
+ private:
+  std::vector<const MemNode*> v_;
+};
+/// Structurally distinct index expressions, in the order they came. Each is compared by its hash
+/// first, so that gathering n distinct indices costs n^2 integer comparisons and no ir::equal
+/// between different ones: the wgmma GEMM's epilogue stores at 64 indices, and every construct
+/// around them gathers them again.
 class IndexList {
  public:
   void add(const ExprPtr& e) {
     if (!contains(e)) {
-      by_hash_.emplace(e->hash, items_.size());
+      hashes_.push_back(e->hash);
       items_.push_back(e);
     }
   }
   bool contains(const ExprPtr& e) const {
-    auto [lo, hi] = by_hash_.equal_range(e->hash);
-    for (auto it = lo; it != hi; ++it)
-      if (equal(items_[it->second], e)) return true;
+    for (std::size_t i = 0; i < hashes_.size(); ++i)
+      if (hashes_[i] == e->hash && equal(items_[i], e)) return true;
     return false;
   }
   auto begin() const { return items_.begin(); }
@@ -71,7 +102,7 @@ class IndexList {
 
  private:
   std::vector<ExprPtr> items_;
-  std::unordered_multimap<std::uint64_t, std::size_t> by_hash_;
+  std::vector<std::uint64_t> hashes_;
 };
 using Indices = std::map<const MemNode*, IndexList>;
 
@@ -915,7 +946,7 @@ class Planner {
   std::unordered_map<const VarNode*, std::pair<ExprPtr, Perspective>> defs_;
   /// Counters of loops with constant bounds: their first and last values.
   std::unordered_map<const VarNode*, std::pair<std::int64_t, std::int64_t>> loop_ranges_;
-  std::set<const MemNode*> exempt_;
+  Roots exempt_;
   std::unordered_map<const MemNode*, Roots> reused_;             ///< roots over the same shared bytes
   std::unordered_map<const StmtNode*, const MemNode*> regions_;  ///< the shared region of each call
   std::vector<std::shared_ptr<const MemNode>> region_nodes_;     ///< (owned here)
