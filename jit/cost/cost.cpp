@@ -379,6 +379,8 @@ std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
       std::vector<const StmtNode*>* bodies;
       std::unordered_set<const FunctionNode*> seen;
       using IRVisitor::visit;
+      using IRVisitor::walk;
+      void walk(const ExprPtr&) override {}  // lets, assignments and calls are statements
       void visit(const Let& n) override {
         (*lets)[n.var.get()] = n.value.get();
         IRVisitor::visit(n);
@@ -455,6 +457,7 @@ std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
         if (it != a.terms.end() && step && (it->second * *step == 1 || it->second * *step == -1)) out.insert(load);
       }
     }
+    if (all.loads.empty()) continue;  // no shared load: no neighbours either
     // Neighbours in one statement list: its own loads, and those of the loops in it at their first
     // and last iterations.
     struct Lists : IRVisitor {
@@ -1209,15 +1212,32 @@ class Analyzer {
     if (!memoized(*e)) return dispatch(*e, [&](const auto& n) -> const Lanes& { return ev(n, m, out); });
     // The same operation on the same values again (an unrolled tile's guards and indices repeat
     // their row and column): found by its structure, the lanes are as computed before.
-    const Seen key{e.get(), m};
-    if (auto it = seen_.find(key); it != seen_.end()) return out = it->second;
+    std::size_t at = seen_slot(*e, m);
+    if (seen_slots_[at].gen == seen_gen_) return out = seen_lanes_[seen_slots_[at].lanes];
     const std::uint64_t effects = effects_;
     const Lanes& r = dispatch(*e, [&](const auto& n) -> const Lanes& { return ev(n, m, out); });
-    if (effects_ == effects && seen_.size() < kSeenMost) seen_.emplace(key, r);
+    if (effects_ == effects && seen_lanes_.size() < kSeenSlots / 2) {
+      at = seen_slot(*e, m);  // (the evaluation may have filled the slot found before)
+      seen_slots_[at] = {e.get(), m, seen_gen_, static_cast<std::uint32_t>(seen_lanes_.size())};
+      seen_lanes_.push_back(r);
+    }
     return r;
   }
+  /// The slot of (e, m) in `seen_slots_`: the one holding it, or the empty one where it would go.
+  std::size_t seen_slot(const ExprNode& e, Mask m) const {
+    std::size_t at = static_cast<std::size_t>(e.hash * 31 + m) & (kSeenSlots - 1);
+    for (;; at = (at + 1) & (kSeenSlots - 1)) {
+      const SeenSlot& s = seen_slots_[at];
+      if (s.gen != seen_gen_ || (s.m == m && alike(s.e, &e))) return at;
+    }
+  }
   void forget_seen() {
-    if (!seen_.empty()) seen_.clear();  // (clearing sets every bucket, even of an empty table)
+    if (seen_lanes_.empty()) return;
+    seen_lanes_.clear();
+    if (++seen_gen_ == 0) {  // (after 2^32 forgettings: every slot's generation is stale again)
+      for (auto& s : seen_slots_) s.gen = 0;
+      seen_gen_ = 1;
+    }
   }
   /// An integer operation, whose lanes `seen_` may keep.
   static bool memoized(const ExprNode& e) {
@@ -2054,17 +2074,18 @@ class Analyzer {
   std::vector<std::int64_t> lengths_;  ///< per user parameter: its value (a pointer's length)
   std::unordered_map<const VarNode*, Lanes> vars_;
   /// Lanes of integer operations computed since the variables and the frame last changed, by their
-  /// structure (alike) and mask; none of those whose evaluation counted anything (`effects_`).
-  struct Seen {
-    const ExprNode* e;
-    Mask m;
-    bool operator==(const Seen& o) const { return m == o.m && alike(e, o.e); }
+  /// structure (alike) and mask; none of those whose evaluation counted anything (`effects_`). An
+  /// open-addressed table whose slots hold the generation they were filled in: forgetting them all
+  /// is a new generation, and their lanes are in `seen_lanes_` (at most half as many as slots).
+  struct SeenSlot {
+    const ExprNode* e = nullptr;
+    Mask m = 0;
+    std::uint32_t gen = 0, lanes = 0;
   };
-  struct SeenHash {
-    std::size_t operator()(const Seen& s) const { return static_cast<std::size_t>(s.e->hash * 31 + s.m); }
-  };
-  static constexpr std::size_t kSeenMost = 4096;
-  std::unordered_map<Seen, Lanes, SeenHash> seen_;
+  static constexpr std::size_t kSeenSlots = 4096;  // a power of two
+  std::vector<SeenSlot> seen_slots_ = std::vector<SeenSlot>(kSeenSlots);
+  std::vector<Lanes> seen_lanes_;
+  std::uint32_t seen_gen_ = 1;
   std::uint64_t effects_ = 0;  ///< accesses and flops counted so far
   std::vector<Frame> frames_;
   std::vector<LoopState> loops_;
