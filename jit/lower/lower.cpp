@@ -850,9 +850,10 @@ class BodyLowerer {
     facts_.resize(facts);
   }
   /// A variable's range from here on. Ranges and lets change what proofs find: what they remember
-  /// is forgotten (the exact ranges, the usable facts, the normal forms). Each variable is bound once, before anything
-  /// that reads it is proven, so nothing remembered reads it yet: the forgetting only keeps the
-  /// memos right should a variable ever be bound again (no test can tell it from keeping them).
+  /// is forgotten (the exact ranges, the usable facts, the normal forms). Each variable is bound
+  /// once, before anything that reads it is proven, so nothing remembered reads it yet: the
+  /// forgetting only keeps the memos right should a variable ever be bound again (no test can tell
+  /// it from keeping them).
   void bind_range(const VarNode* v, Range r) {
     env_.vars[v] = r;
     exact_memo_.clear();
