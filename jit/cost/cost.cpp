@@ -6,7 +6,6 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -833,8 +832,6 @@ class Analyzer {
     }
   }
 
-  Order next_order() { return next_order_++; }
-
   // ------------------------------------------------------------------ one warp
   void run_warp(std::int64_t block, std::int64_t warp, double weight) {
     vars_.clear();
@@ -1228,7 +1225,7 @@ class Analyzer {
     std::size_t at = static_cast<std::size_t>(e.hash * 31 + m) & (kSeenSlots - 1);
     for (;; at = (at + 1) & (kSeenSlots - 1)) {
       const SeenSlot& s = seen_slots_[at];
-      if (s.gen != seen_gen_ || (s.m == m && alike(s.e, &e))) return at;
+      if (s.gen != seen_gen_ || (s.m == m && same_expression(*s.e, e))) return at;
     }
   }
   void forget_seen() {
@@ -1246,34 +1243,6 @@ class Analyzer {
       case ExprKind::Binary:
       case ExprKind::Cast:
       case ExprKind::Select: return integral(e.type);
-      default: return false;
-    }
-  }
-  /// Whether two expressions compute the same from the same variables (the very same ones: the
-  /// lanes are theirs), of the kinds `seen_` keeps and their leaves.
-  static bool alike(const ExprNode* a, const ExprNode* b) {
-    if (a == b) return true;
-    if (!a || !b || a->hash != b->hash || a->kind != b->kind || a->type != b->type) return false;
-    switch (a->kind) {
-      case ExprKind::Literal: {
-        const auto &x = static_cast<const Literal&>(*a), &y = static_cast<const Literal&>(*b);
-        return x.i == y.i && std::memcmp(&x.f, &y.f, sizeof x.f) == 0;
-      }
-      case ExprKind::VarRef: return static_cast<const VarRef&>(*a).var == static_cast<const VarRef&>(*b).var;
-      case ExprKind::Builtin: return static_cast<const Builtin&>(*a).which == static_cast<const Builtin&>(*b).which;
-      case ExprKind::Unary: {
-        const auto &x = static_cast<const Unary&>(*a), &y = static_cast<const Unary&>(*b);
-        return x.op == y.op && alike(x.a.get(), y.a.get());
-      }
-      case ExprKind::Binary: {
-        const auto &x = static_cast<const Binary&>(*a), &y = static_cast<const Binary&>(*b);
-        return x.op == y.op && alike(x.a.get(), y.a.get()) && alike(x.b.get(), y.b.get());
-      }
-      case ExprKind::Cast: return alike(static_cast<const Cast&>(*a).a.get(), static_cast<const Cast&>(*b).a.get());
-      case ExprKind::Select: {
-        const auto &x = static_cast<const Select&>(*a), &y = static_cast<const Select&>(*b);
-        return alike(x.c.get(), y.c.get()) && alike(x.a.get(), y.a.get()) && alike(x.b.get(), y.b.get());
-      }
       default: return false;
     }
   }
@@ -1527,7 +1496,7 @@ class Analyzer {
   BranchSite& branch(const StmtNode* node, const char* what, SourceLoc loc) {
     auto [it, fresh] = branches_.try_emplace(node);
     if (fresh) {
-      it->second.order = next_order();
+      it->second.order = next_order_++;
       it->second.c.loc = loc;
       it->second.c.what = what;
     }
@@ -1547,7 +1516,7 @@ class Analyzer {
   }
   void taint(const StmtNode& s, Mask guessed) {
     const Contents& c = contents(s);
-    if (tainted_stmts_.try_emplace(&s, next_order()).second) {
+    if (tainted_stmts_.try_emplace(&s, next_order_++).second) {
       for (const AccessAt& a : c.accesses) tainted_.insert(a.node);
       tainted_.insert(c.branches.begin(), c.branches.end());
     }
@@ -1926,7 +1895,7 @@ class Analyzer {
     auto [it, fresh] = sites_.try_emplace(std::make_pair(node, part));
     Site& s = it->second;
     if (fresh) {
-      s.order = next_order();
+      s.order = next_order_++;
       s.c.loc = loc;
       s.c.memory = root->name;
       s.c.space = root->space;
@@ -2074,9 +2043,10 @@ class Analyzer {
   std::vector<std::int64_t> lengths_;  ///< per user parameter: its value (a pointer's length)
   std::unordered_map<const VarNode*, Lanes> vars_;
   /// Lanes of integer operations computed since the variables and the frame last changed, by their
-  /// structure (alike) and mask; none of those whose evaluation counted anything (`effects_`). An
-  /// open-addressed table whose slots hold the generation they were filled in: forgetting them all
-  /// is a new generation, and their lanes are in `seen_lanes_` (at most half as many as slots).
+  /// structure (ir::same_expression) and mask; none of those whose evaluation counted anything
+  /// (`effects_`). An open-addressed table whose slots hold the generation they were filled in:
+  /// forgetting them all is a new generation, and their lanes are in `seen_lanes_` (at most half
+  /// as many as slots).
   struct SeenSlot {
     const ExprNode* e = nullptr;
     Mask m = 0;

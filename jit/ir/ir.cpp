@@ -379,10 +379,15 @@ bool equal(const ExprPtr& a, const ExprPtr& b) {
   return dispatch(*a, [&](const auto& x) -> bool { return Eq<false>{}.fields(x, static_cast<decltype(x)>(*b)); });
 }
 
+bool same_expression(const ExprNode& a, const ExprNode& b) {
+  if (&a == &b) return true;
+  if (a.hash != b.hash || a.kind != b.kind || a.type != b.type) return false;
+  return dispatch(a, [&](const auto& x) -> bool { return Eq<true>{}.fields(x, static_cast<decltype(x)>(b)); });
+}
+
 bool same_expression(const ExprPtr& a, const ExprPtr& b) {
   if (a == b) return true;
-  if (!a || !b || a->hash != b->hash || a->kind != b->kind || a->type != b->type) return false;
-  return dispatch(*a, [&](const auto& x) -> bool { return Eq<true>{}.fields(x, static_cast<decltype(x)>(*b)); });
+  return a && b && same_expression(*a, *b);
 }
 
 bool equal(const StmtPtr& a, const StmtPtr& b) {

@@ -81,5 +81,6 @@ std::unordered_set<const VarNode*> reassigned_vars(const StmtPtr& body);
 /// value wherever the variables have theirs: ir::equal compares variables by what they look like,
 /// and two that look alike may hold different values. What memos keyed by an expression compare.
 bool same_expression(const ExprPtr& a, const ExprPtr& b);
+bool same_expression(const ExprNode& a, const ExprNode& b);
 
 }  // namespace vantage::ir
