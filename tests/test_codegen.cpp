@@ -285,6 +285,262 @@ TEST(Sync, GridWideDependencyIsRejected) {
   }
 }
 
+// ---------------------------------------------------------------- shares that meet (V1011)
+/// One block of 64 threads with a shared `s` of 64 ints: every thread stores its own element, then
+/// `writes` stores through a partition whose index function is `share` (of the thread, the local
+/// index and the kernel's parameter `n`), then every thread waits at a barrier s[0] times and
+/// stores s[t] to `out`. `line` receives the partition's line.
+Kernel shares_then_loop(const std::function<Expr(Expr t, Expr i, Expr n)>& share,
+                        const std::function<void(Scope&, View mine, Expr t)>& writes, int* line) {
+  KernelBuilder k("shares_then_loop");
+  auto n = k.param<int>("n");
+  auto out = k.param<GlobalPtr<int>>("out", extent(64));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 64, [&](Scope& b, Expr, View out_b) {
+      auto s = b.shared<int>("s", 64);
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          s, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = t % 3; }); });
+      *line = __LINE__ + 1;
+      b.partition(
+          s, thread(1), [&](Expr i) { return share(t, i, n); },
+          [&](Scope& b, View mine) { b.group(thread(1), [&](Scope& th) { writes(th, mine, t); }); });
+      b.for_("r", 0, s[0] + 1, [&](Scope& b, Expr) { b.sync_threads(); });
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View o) { b.group(thread(1), [&](Scope&) { o[0] = s[t]; }); });
+    });
+  });
+  return k.build();
+}
+
+/// The diagnostics of specializing `k`, or none.
+std::vector<Diagnostic> specialization_errors(const Kernel& k, const Spec& spec = Spec{}) {
+  try {
+    specialize_for(k, spec);
+  } catch (const CheckError& e) {
+    return e.diagnostics();
+  }
+  return {};
+}
+
+// Issue 33: every thread's share is element 0 (the index function forgets the thread), the threads
+// all store there, and the loop around a barrier is bounded by what they stored. On a GPU the
+// threads can read different values and wait at barriers the others never reach. A partition is
+// only a partition if its shares are apart where it is written: V1011 at the partition's line,
+// naming the element and the two threads, with the write.
+TEST(Sync, APartitionThatHandsOneElementToEveryThreadIsRejected) {
+  int line = 0;
+  const int write_line = __LINE__ + 1;
+  auto writes = [](Scope&, View mine, Expr t) { mine[0] = t + 1; };
+  Kernel k = shares_then_loop([](Expr, Expr i, Expr) { return i; }, writes, &line);
+  auto errors = specialization_errors(k);
+  ASSERT_EQ(errors.size(), 1u) << render_all(errors);
+  EXPECT_EQ(errors[0].code, "V1011");
+  EXPECT_EQ(static_cast<int>(errors[0].loc.line), line);
+  EXPECT_NE(errors[0].message.find("gives element 0 to two units (0 at [0], 1 at [0])"), std::string::npos)
+      << errors[0].message;
+  ASSERT_EQ(errors[0].notes.size(), 1u);
+  EXPECT_EQ(errors[0].notes[0].message, "both write it here");
+  EXPECT_EQ(static_cast<int>(errors[0].notes[0].loc.line), write_line);
+}
+
+// Shares that meet only in some elements are found too: pairs of threads (t / 2), a stride shorter
+// than what each thread writes (t * 2 with four elements each, in a loop), and a rotation whose
+// amount is a loop's counter, which meets for some counters only: both threads are named.
+TEST(Sync, SharesThatMeetInSomeElementsAreRejected) {
+  int line = 0;
+  struct Case {
+    std::function<Expr(Expr, Expr, Expr)> share;
+    std::function<void(Scope&, View, Expr)> writes;
+    const char* says;
+  };
+  std::vector<Case> cases{
+      {[](Expr t, Expr i, Expr) { return t / 2 + i; }, [](Scope&, View m, Expr t) { m[0] = t; },
+       "gives element 0 to two units (0 at [0], 1 at [0])"},
+      {[](Expr t, Expr i, Expr) { return (t * 2 + i) % 64; },
+       [](Scope& th, View m, Expr t) { th.for_("j", 0, 4, [&](Scope&, Expr j) { m[j] = t + j; }); },
+       "gives element 2 to two units (0 at [2], 1 at [0])"},
+      {[](Expr t, Expr i, Expr) { return (t % 32) + i; }, [](Scope&, View m, Expr t) { m[0] = t; },
+       "gives element 0 to two units (0 at [0], 32 at [0])"},
+      // A parameter moves every share alike: it is left out, and the element is 0 + 0 (n's part out).
+      {[](Expr t, Expr i, Expr n) { return (n & 7) + t / 4 + i; }, [](Scope&, View m, Expr t) { m[0] = t; },
+       "gives element 0 to two units (0 at [0], 1 at [0])"},
+  };
+  for (const auto& c : cases) {
+    auto errors = specialization_errors(shares_then_loop(c.share, c.writes, &line));
+    ASSERT_EQ(errors.size(), 1u) << render_all(errors);
+    EXPECT_EQ(errors[0].code, "V1011");
+    EXPECT_EQ(static_cast<int>(errors[0].loc.line), line);
+    EXPECT_NE(errors[0].message.find(c.says), std::string::npos) << errors[0].message;
+  }
+}
+
+// What is not found: shares that are apart (a rotation, a reflection, a stride as long as what each
+// thread writes, elements T apart), and writes that may not happen or whose element is not known
+// before the kernel runs (under a branch, at a loaded index). Those build; a race through the last
+// two is the interpreter's racecheck's to report, and the sync pass keeps the barriers it needs.
+TEST(Sync, SharesThatAreApartOrNotCertainBuild) {
+  int line = 0;
+  struct Case {
+    std::function<Expr(Expr, Expr, Expr)> share;
+    std::function<void(Scope&, View, Expr)> writes;
+  };
+  std::vector<Case> cases{
+      {[](Expr t, Expr i, Expr) { return (t + 5) % 64 + i; }, [](Scope&, View m, Expr t) { m[0] = t; }},
+      {[](Expr t, Expr i, Expr) { return 63 - t + i; }, [](Scope&, View m, Expr t) { m[0] = t; }},
+      {[](Expr t, Expr i, Expr) { return (t ^ 3) + i; }, [](Scope&, View m, Expr t) { m[0] = t; }},
+      {[](Expr t, Expr i, Expr n) { return (t + (n & 63)) % 64 + i; }, [](Scope&, View m, Expr t) { m[0] = t; }},
+      {[](Expr t, Expr i, Expr) { return (t / 2) + i; },
+       [](Scope& th, View m, Expr t) { th.if_(t % 2 == 0, [&](Scope&) { m[0] = t; }); }},
+  };
+  for (const auto& c : cases) {
+    Kernel k = shares_then_loop(c.share, c.writes, &line);
+    auto errors = specialization_errors(k);
+    EXPECT_TRUE(errors.empty()) << render_all(errors);
+    std::vector<int> got = run_each_order<int>(k, 64, 5);
+    EXPECT_EQ(got.size(), 64u);
+  }
+}
+
+// A grid's partition whose blocks' shares meet is right for one block only: the kernel builds with
+// a guard that refuses a launch of more, and a Spec of two blocks is rejected.
+TEST(Sync, AGridPartitionWhoseBlocksSharesMeetIsGuardedToOneBlock) {
+  KernelBuilder k("one_share_per_grid");
+  auto out = k.param<GlobalPtr<int>>("out", extent(64));
+  k.block_threads(64);
+  const int line = __LINE__ + 2;
+  k.body([&](Scope& g) {
+    g.partition(
+        out, block(1), [&](Expr i) { return i; },
+        [&](Scope& g, View ob) {
+          g.group(block(1), [&](Scope& b) {
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                ob, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View o) { b.group(thread(1), [&](Scope&) { o[0] = t * 2; }); });
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  Specialized s = specialize_for(kernel, Spec{});
+  bool guarded = false;
+  for (const auto& g : s.guards)
+    if (g.kind == Guard::Kind::BlocksAtMost && g.value == 1) {
+      guarded = true;
+      EXPECT_EQ(g.rule, "V1011");
+      EXPECT_EQ(static_cast<int>(g.loc.line), line);
+      EXPECT_NE(g.text.find("share of 'out'"), std::string::npos) << g.text;
+    }
+  EXPECT_TRUE(guarded);
+  std::vector<int> out1(64, -1);
+  kernel.launch(Device::interpreter(), Grid{1, 64}, out1);
+  EXPECT_EQ(out1[5], 10);
+  try {
+    kernel.launch(Device::interpreter(), Grid{2, 64}, out1);
+    FAIL() << "two blocks would both write out[0..63]";
+  } catch (const LaunchError& e) {
+    EXPECT_NE(std::string(e.what()).find("blocks <= 1"), std::string::npos) << e.what();
+  }
+  auto errors = specialization_errors(kernel, Spec{}.with_blocks(2));
+  ASSERT_EQ(errors.size(), 1u) << render_all(errors);
+  EXPECT_EQ(errors[0].code, "V1011");
+  EXPECT_EQ(static_cast<int>(errors[0].loc.line), line);
+}
+
+// The way to "last writer wins", which V1011 names: an atomic exchange, which builds, and whose read
+// gets its barrier (an exchange orders nothing by itself).
+TEST(Sync, LastWriterWinsIsAnAtomicExchangeAndItsReadWaits) {
+  KernelBuilder k("last_writer_wins");
+  auto out = k.param<GlobalPtr<int>>("out", extent(64));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 64, [&](Scope& b, Expr, View out_b) {
+      auto s = b.shared<int>("s", 1);
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          s, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope& th) { th.if_(t == 0, [&](Scope&) { mine[0] = 0; }); });
+          });
+      b.group(thread(1), [&](Scope& th) { th.atomic(AtomicOp::Exch, s, 0, t % 2 + 1); });
+      b.for_("r", 0, s[0], [&](Scope& b, Expr) { b.sync_threads(); });
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View o) { b.group(thread(1), [&](Scope&) { o[0] = s[0] * 0 + 7; }); });
+    });
+  });
+  Kernel kernel = k.build();
+  std::string src = specialize_for(kernel, Spec{}).source;
+  auto exch = src.find("atomicExch(&s[0]"), loop = src.find("for (");
+  auto bar = src.find("__syncthreads();", exch);
+  ASSERT_NE(exch, std::string::npos) << src;
+  EXPECT_LT(bar, loop) << src;
+  std::vector<int> got = run_each_order<int>(kernel, 64);
+  for (int v : got) EXPECT_EQ(v, 7);
+}
+
+// Atomics of one kind commute: a shared histogram's loop of adds needs no barrier between its
+// iterations, only one before it (after the zeroing) and one after it (before the reads). Issue
+// 33 found one in every iteration. An add after a max, or an exchange after an exchange, is
+// ordered: those do not commute.
+Kernel shared_histogram(AtomicOp second) {
+  KernelBuilder k("shared_histogram");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out", extent(64));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 64, [&](Scope& b, Expr, View out_b) {
+      auto bins = b.shared<int>("bins", 16);
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          bins, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope& th) { th.if_(t < 16, [&](Scope&) { mine[0] = 0; }); });
+          });
+      b.for_("r", 0, 4, [&](Scope& b, Expr r) {
+        b.group(thread(1), [&](Scope& th) {
+          auto i = th.let("i", r * 64 + t);
+          th.if_(i < n, [&](Scope& th) { th.atomic(AtomicOp::Add, bins, min(max(x[i], 0), 15), 1); });
+        });
+      });
+      // Every thread of a bin gives the same value: the result does not depend on their order.
+      if (second != AtomicOp::Add) b.group(thread(1), [&](Scope& th) { th.atomic(second, bins, t % 16, t % 16 % 5); });
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View o) { b.group(thread(1), [&](Scope&) { o[0] = bins[t % 16]; }); });
+    });
+  });
+  return k.build();
+}
+
+TEST(Sync, AtomicsOfOneKindNeedNoBarrierBetweenThem) {
+  Kernel k = shared_histogram(AtomicOp::Add);
+  std::string src = specialize_for(k, Spec{}).source;
+  EXPECT_EQ(count(src, "__syncthreads();"), 2) << src;
+  // Neither inside the loop (where one serves the wait before it too, but runs every iteration).
+  auto loop = src.find("for ("), adds = src.find("atomicAdd(&bins[");
+  ASSERT_NE(adds, std::string::npos) << src;
+  EXPECT_EQ(src.substr(loop, adds - loop).find("__syncthreads"), std::string::npos) << src;
+  const int n = 200;
+  std::vector<int> x(n);
+  for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = (i * 7 + 3) % 19 - 1;
+  std::vector<int> bins(16, 0);
+  for (int v : x) ++bins[static_cast<std::size_t>(std::clamp(v, 0, 15))];
+  std::vector<int> got = run_each_order<int>(k, 64, n, x);
+  for (int t = 0; t < 64; ++t) EXPECT_EQ(got[static_cast<std::size_t>(t)], bins[static_cast<std::size_t>(t % 16)]);
+  // A max or an exchange after the adds waits for them.
+  for (AtomicOp op : {AtomicOp::Max, AtomicOp::Exch}) {
+    Kernel other = shared_histogram(op);
+    EXPECT_EQ(count(specialize_for(other, Spec{}).source, "__syncthreads();"), 3)
+        << specialize_for(other, Spec{}).source;
+    run_each_order<int>(other, 64, n, x);  // racecheck would throw
+  }
+}
+
 TEST(Sync, GroupThatNoBarrierCanCoverIsRejected) {
   try {
     specialize_for(neighbours(thread(48), 96), Spec{});

@@ -856,5 +856,85 @@ TEST(Sync, AThreadsOwnElementComesFromOnePartitionShare) {
   expect_runs(k, 1, [](int t) { return (t / 32 * 32 + 31 - t % 32) * 5; });
 }
 
+// Issue 33: a block-level `while` whose condition reads s[0], which thread 0 increments in the body
+// (each thread its own element). The condition is read again after every iteration: without a
+// barrier at the end of the body, thread 1 can read s[0] before thread 0's store, and on a GPU the
+// threads then leave the loop apart and wait at barriers the others never reach. The barrier is at
+// the end of the body, one per iteration besides the one the body's store needs after the read.
+Kernel counting_while() {
+  return one_block("counting_while", [](Scope& b, View s, Var tv, View ob) {
+    b.partition(
+        s, thread(1), [&](Expr i) { return tv + i; },
+        [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = tv % 4; }); });
+    b.while_(s[0] < 10, [&](Scope& b) {
+      b.partition(
+          s, thread(1), [&](Expr i) { return tv + i; },
+          [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = s_t[0] + 1; }); });
+    });
+    b.partition(
+        ob, thread(1), [&](Expr i) { return tv + i; },
+        [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[0] = s[tv]; }); });
+  });
+}
+
+TEST(Sync, AWhileWhoseConditionReadsWhatItsBodyWroteWaitsBeforeReadingItAgain) {
+  Kernel k = counting_while();
+  std::string src = k.source(Spec{});
+  EXPECT_NE(src.find("    __syncthreads();\n  }\n"), std::string::npos) << "a barrier at the end of the body:\n" << src;
+  // Ten iterations: every thread's element grows by ten.
+  expect_runs(k, 3, [](int t) { return t % 4 + 10; });
+  for (std::uint64_t seed : {1, 2, 3}) {
+    std::vector<int> o(64, -1);
+    k.launch(Device::interpreter({ThreadOrder::Random, seed, true}), Grid{1, 64}, o);
+    EXPECT_EQ(o[63], 13) << "seed " << seed;
+  }
+  // The one at the end is the one that orders thread 0's store before the others' next reading.
+  auto l = without_barrier(k, Spec{}, 2);
+  std::vector<int> out(64, -1);
+  try {
+    interp::run(l, 1, {Arg::buffer(out.data(), 64)}, {});
+    FAIL() << "the missing barrier went unnoticed";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "racecheck") << e.what();
+    EXPECT_NE(std::string(e.what()).find("reads shared 's'[0]"), std::string::npos) << e.what();
+  }
+}
+
+// The same through a `for_` with a step rule, which is a `while` on its condition, and through a
+// `for_` whose bound is read from shared memory the body writes (read once, before the loop: the
+// store in the body waits for the threads' reading of the bound, and nothing waits at the end).
+TEST(Sync, LoopsWhoseConditionOrBoundReadsSharedMemoryTheyWriteAreOrdered) {
+  Kernel tripling = one_block("tripling", [](Scope& b, View s, Var tv, View ob) {
+    b.partition(
+        s, thread(1), [&](Expr i) { return tv + i; },
+        [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = 1; }); });
+    b.for_(
+        "q", 0, [&](Expr) { return s[0] < 100; }, [](Expr q) { return q + 1; },
+        [&](Scope& b, Expr) {
+          b.partition(
+              s, thread(1), [&](Expr i) { return tv + i; },
+              [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = s_t[0] * 3; }); });
+        });
+    b.partition(
+        ob, thread(1), [&](Expr i) { return tv + i; },
+        [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[0] = s[tv]; }); });
+  });
+  expect_runs(tripling, 3, [](int) { return 243; });
+  Kernel bounded = one_block("bounded", [](Scope& b, View s, Var tv, View ob) {
+    b.partition(
+        s, thread(1), [&](Expr i) { return tv + i; },
+        [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = 3; }); });
+    b.for_("r", 0, s[0], [&](Scope& b, Expr) {
+      b.partition(
+          s, thread(1), [&](Expr i) { return tv + i; },
+          [&](Scope& b, View s_t) { b.group(thread(1), [&](Scope&) { s_t[0] = s_t[0] + 1; }); });
+    });
+    b.partition(
+        ob, thread(1), [&](Expr i) { return tv + i; },
+        [&](Scope& b, View o_t) { b.group(thread(1), [&](Scope&) { o_t[0] = s[tv]; }); });
+  });
+  expect_runs(bounded, 2, [](int) { return 6; });
+}
+
 }  // namespace
 }  // namespace vantage

@@ -153,6 +153,38 @@ class BodyLowerer {
       if (u.load.known()) d.notes.push_back({"the TMA load is here", u.load});
       c_.out.problems.push_back(std::move(d));
     }
+    for (const auto& o : sync::overlapping_shares(body, sync_top, c_.opt.threads, c_.opt.blocks)) {
+      const auto& part = static_cast<const Partition&>(*o.partition);
+      if (o.across_blocks && !c_.opt.blocks) {
+        // Right for one block: the launcher refuses more.
+        c_.out.guards.push_back({Guard::Kind::BlocksAtMost, 1, -1,
+                                 "blocks <= 1, since every block's share of '" + o.memory + "' meets another's",
+                                 "V1011", part.loc});
+        continue;
+      }
+      auto local = [](const std::vector<std::int64_t>& at) {
+        std::string t;
+        for (std::size_t i = 0; i < at.size(); ++i) t += (i ? ", " : "") + std::to_string(at[i]);
+        return t;
+      };
+      Diagnostic d{"V1011",
+                   "partition of '" + o.memory + "' into " + part.p.str() + " gives element " +
+                       std::to_string(o.element) + " to two units (" + std::to_string(o.units[0]) + " at [" +
+                       local(o.locals[0]) + "], " + std::to_string(o.units[1]) + " at [" + local(o.locals[1]) +
+                       "]), and its body writes there: the two would race. Give each unit elements of its own, "
+                       "claim the memory for one thread, or write with atomic(AtomicOp::Exch, ...) where the last "
+                       "writer should win",
+                   part.loc,
+                   {}};
+      const SourceLoc &a = o.writes[0], &b = o.writes[1];
+      if (a.line == b.line && a.column == b.column && a.file == b.file) {
+        d.notes.push_back({"both write it here", a});
+      } else {
+        d.notes.push_back({"unit " + std::to_string(o.units[0]) + " writes it here", a});
+        d.notes.push_back({"unit " + std::to_string(o.units[1]) + " writes it here", b});
+      }
+      c_.out.problems.push_back(std::move(d));
+    }
     for (const auto* s : conflicts)
       c_.out.problems.push_back(
           {"V1001",

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "jit/ir/ir.h"
+#include "vantage/spec.hpp"
 #include "vantage/target.hpp"
 
 namespace vantage::lower {
@@ -55,8 +56,10 @@ struct Lowered {
   int barriers = 0;                    ///< hardware barriers placed automatically
   std::map<int, int> param_alignment;  ///< parameter index -> bytes a vector access needs
   std::vector<Diagnostic> problems;    ///< what cannot be lowered (grid-wide sync, barrier ids)
-  std::vector<CheckSite> checks;       ///< every access checked as it runs, by site
-  std::size_t user_params = 0;         ///< the kernel's own parameters; then one length per pointer
+  /// Residual guards lowering adds to specialization's (a grid whose blocks' shares meet: one block).
+  std::vector<Guard> guards;
+  std::vector<CheckSite> checks;  ///< every access checked as it runs, by site
+  std::size_t user_params = 0;    ///< the kernel's own parameters; then one length per pointer
 };
 
 /// The tag a kernel's code writes into its error record when an access checked as it runs fails

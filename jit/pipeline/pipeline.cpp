@@ -44,6 +44,7 @@ LoweredKernel lower_for(const Kernel& kernel, const Spec& spec) {
   lo.arch = spec.arch;
   out.lowered = lower::lower(*s.kernel, lo);
   if (!out.lowered.problems.empty()) throw CheckError(out.lowered.problems);
+  out.specialized.guards.insert(out.specialized.guards.end(), out.lowered.guards.begin(), out.lowered.guards.end());
   return out;
 }
 }  // namespace pipeline

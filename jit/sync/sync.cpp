@@ -10,10 +10,14 @@
 // loop's own barriers already serve it. A group or split at a narrower perspective counts, from
 // outside, as one statement with all the accesses inside it, and is analysed again inside.
 //
+// A `while` loop's condition is read again after every iteration: its reads are judged against what
+// the body left pending, and a conflict there gets a barrier at the end of the body (Plan::at_end).
+// Atomics of one kind that commutes with itself (add, min, max) never conflict with each other.
+//
 // Two refinements keep barriers to the hand-written minimum. Plain stores only go through memory
 // narrowed to one thread, so two stores through one partition share never need a barrier between
-// them (overlapping shares are the race the user's index function chose); stores through two
-// different shares, or through a claim, do. And a thread that only reads what it will store itself,
+// them (a partition whose shares meet where it is written is rejected: shares.cpp); stores through
+// two different shares, or through a claim, do. And a thread that only reads what it will store itself,
 // or reads back what it stored, needs no barrier between the two. That is decided by comparing root
 // index expressions made of thread ids and variables that never change, and it holds only when every
 // pending access of that memory and the new one use one and the same index expression: then the
@@ -128,11 +132,16 @@ bool has_id(const ExprPtr& e) {
   return scan.found;
 }
 
-/// What statements touch: reads, plain `stores`, other `writes` (calls with mutable pointers,
-/// atomics, async copies), and the comparable root indices of reads and stores; a root in `opaque`
-/// was also accessed at an index that cannot be compared.
+/// What statements touch: reads, plain `stores`, other `writes` (calls with mutable pointers, async
+/// copies), atomics, and the comparable root indices of reads and stores; a root in `opaque` was
+/// also accessed at an index that cannot be compared.
 struct Access {
   Roots reads, stores, writes, async_writes, opaque;
+  /// Atomics by root: a bit per AtomicKind done. Atomics of one kind that commutes with itself (add,
+  /// min, max) conflict with nothing but each other's absence: any order gives the same memory, and
+  /// a barrier between two of them orders nothing the program can see. An exchange conflicts with
+  /// every other access of its root, another exchange included (the last one's value stays).
+  std::map<const MemNode*, unsigned> atomics;
   /// TMA loads issued (destination root, mbarrier root), and the mbarriers waited on: a TMA load's
   /// data is there only after a wait on its mbarrier, and no barrier replaces that wait.
   std::set<std::pair<const MemNode*, const MemNode*>> tma;
@@ -168,6 +177,7 @@ struct Access {
     tma.insert(o.tma.begin(), o.tma.end());
     waits.insert(o.waits.begin(), o.waits.end());
     reuses.insert(o.reuses.begin(), o.reuses.end());
+    for (const auto& [r, kinds] : o.atomics) atomics[r] |= kinds;
     for (const auto* r : o.unspanned) add_span(r, std::nullopt);
     for (const auto& [r, g] : o.span) add_span(r, g);
     for (const auto& [r, es] : o.read_at)
@@ -210,7 +220,7 @@ struct State : Access {
     };
     return reads == o.reads && stores == o.stores && writes == o.writes && async_writes == o.async_writes &&
            tma == o.tma && waits == o.waits && opaque == o.opaque && unshared == o.unshared && reuses == o.reuses &&
-           unspanned == o.unspanned &&
+           atomics == o.atomics && unspanned == o.unspanned &&
            std::equal(span.begin(), span.end(), o.span.begin(), o.span.end(),
                       [](const auto& x, const auto& y) {
                         return x.first == y.first && x.second.lo == y.second.lo && x.second.hi == y.second.hi;
@@ -277,9 +287,12 @@ class Planner {
   /// The roots `a`'s accesses reuse the bytes of.
   void add_reuses(Access& a) const {
     if (reused_.empty()) return;
+    auto add = [&](const MemNode* r) {
+      if (auto it = reused_.find(r); it != reused_.end()) a.reuses.insert(it->second.begin(), it->second.end());
+    };
     for (const Roots* rs : {&a.reads, &a.stores, &a.writes})
-      for (const auto* r : *rs)
-        if (auto it = reused_.find(r); it != reused_.end()) a.reuses.insert(it->second.begin(), it->second.end());
+      for (const auto* r : *rs) add(r);
+    for (const auto& [r, kinds] : a.atomics) add(r);
   }
 
   // ------------------------------------------------------------ element ranges
@@ -505,8 +518,11 @@ class Planner {
       IRVisitor::visit(n);
       switch (n.op) {
         case IntrinsicOp::Atomic:
-          p_.read(access, n.mems[0]);
-          p_.write(access, n.mems[0]);
+          if (const auto* r = p_.root(n.mems[0].get())) {
+            access.atomics[r] |= 1u << n.imms[0];
+            access.opaque.insert(r);
+            p_.span(access, r, nullptr);
+          }
           break;
         case IntrinsicOp::Ldmatrix: p_.read(access, n.mems[1]); break;
         case IntrinsicOp::CpAsync:
@@ -616,7 +632,16 @@ class Planner {
 
   bool conflicts(const Access& a, const State& st) const {
     for (const auto* r : a.reuses)
-      if (st.reads.count(r) || st.stores.count(r) || st.writes.count(r)) return true;
+      if (st.reads.count(r) || st.stores.count(r) || st.writes.count(r) || st.atomics.count(r)) return true;
+    // An atomic and a plain access of one root, two atomics of different kinds, or an exchange.
+    for (const auto& [r, kinds] : a.atomics) {
+      auto other = st.atomics.find(r);
+      bool plain = st.reads.count(r) || st.stores.count(r) || st.writes.count(r);
+      bool mixed = other != st.atomics.end() && (other->second != kinds || !commutes(kinds));
+      if ((plain || mixed) && !apart(a, st, r)) return true;
+    }
+    for (const auto& [r, kinds] : st.atomics)
+      if ((a.reads.count(r) || a.stores.count(r) || a.writes.count(r)) && !apart(a, st, r)) return true;
     for (const auto* r : a.reads)
       if ((st.writes.count(r) || (st.stores.count(r) && !own(a, st, r, true))) && !apart(a, st, r)) return true;
     for (const auto* r : a.stores) {
@@ -630,6 +655,14 @@ class Planner {
     for (const auto* r : a.writes)
       if ((st.reads.count(r) || st.writes.count(r) || st.stores.count(r)) && !apart(a, st, r)) return true;
     return false;
+  }
+
+  /// Whether atomics of the kinds in `kinds` (one bit each) give the same memory in any order: one
+  /// kind, and not an exchange.
+  static bool commutes(unsigned kinds) {
+    return kinds == 1u << static_cast<unsigned>(AtomicKind::Add) ||
+           kinds == 1u << static_cast<unsigned>(AtomicKind::Min) ||
+           kinds == 1u << static_cast<unsigned>(AtomicKind::Max);
   }
 
   /// Whether the code at `p` is one block or less, where barriers exist.
@@ -681,7 +714,8 @@ class Planner {
       const MemNode* dst = pending.first;
       bool own_load = false;
       for (const auto& t : a.tma) own_load = own_load || t.first == dst;
-      bool used = a.reads.count(dst) || a.stores.count(dst) || (a.writes.count(dst) && !own_load);
+      bool used =
+          a.reads.count(dst) || a.stores.count(dst) || a.atomics.count(dst) || (a.writes.count(dst) && !own_load);
       if (!used) continue;
       auto at = tma_loads_.find(pending);
       rec->tma_unwaited.push_back(
@@ -718,12 +752,14 @@ class Planner {
     step(s, head, st, code, rec);
     loop(n.body, st, code, rec);
   }
+  /// The condition is evaluated before the first iteration and again after every one: the second
+  /// evaluation reads what the body left pending, so the loop iterates `body; cond` (`again`).
   void plan_stmt(const While& n, const StmtPtr& s, State& st, Perspective code, Plan* rec) {
-    hoist(s, n.body, st, code, rec);
     Access head;
     loads(head, n.cond);
+    hoist(s, n.body, st, code, rec, &head);
     step(s, head, st, code, rec);
-    loop(n.body, st, code, rec);
+    loop(n.body, st, code, rec, &head, s.get());
   }
   /// The region as a whole may store exactly what its threads read before: judge those reads
   /// against all its stores, not one store at a time.
@@ -785,25 +821,28 @@ class Planner {
   /// A wait for data from before a branch goes before it (one barrier, not one per branch). A wait
   /// for data from before a loop goes before the loop unless the loop's own barriers, the ones its
   /// back edge needs anyway, already sit where the wait would go.
-  void hoist(const StmtPtr& s, const StmtPtr& loop_body, State& st, Perspective code, Plan* rec) {
+  void hoist(const StmtPtr& s, const StmtPtr& loop_body, State& st, Perspective code, Plan* rec,
+             const Access* again = nullptr) {
     if (!conflicts(summary(s), st)) return;
     if (loop_body) {
-      const LoopResult& with_incoming = loop_result(loop_body, st, code);
-      const LoopResult& on_its_own = loop_result(loop_body, State(), code);
+      const LoopResult& with_incoming = loop_result(loop_body, st, code, again, s.get());
+      const LoopResult& on_its_own = loop_result(loop_body, State(), code, again, s.get());
       bool covered = true;
       for (const auto* stmt : with_incoming.barriers) covered = covered && on_its_own.barriers.count(stmt);
+      for (const auto* stmt : with_incoming.ends) covered = covered && on_its_own.ends.count(stmt);
       if (covered) return;
     }
     place(s, st, code, rec);
   }
 
-  /// What a whole loop does to a state: the state after it and the statements it puts barriers
-  /// before (every nested level included).
+  /// What a whole loop does to a state: the state after it, the statements it puts barriers before
+  /// and the loops it puts one at the end of (every nested level included).
   struct LoopResult {
     State in, out;
-    std::set<const StmtNode*> barriers;
+    std::set<const StmtNode*> barriers, ends;
   };
-  const LoopResult& loop_result(const StmtPtr& body, const State& in, Perspective code) {
+  const LoopResult& loop_result(const StmtPtr& body, const State& in, Perspective code, const Access* again,
+                                const StmtNode* self) {
     auto& seen = loops_[{body.get(), code.str()}];
     for (const auto& r : seen)
       if (r->in == in) return *r;
@@ -811,9 +850,10 @@ class Planner {
     r->in = in;
     Plan scratch;
     State st = in;
-    loop(body, st, code, &scratch);
+    loop(body, st, code, &scratch, again, self);
     r->out = std::move(st);
     for (const auto& [stmt, b] : scratch.before) r->barriers.insert(stmt);
+    for (const auto& [stmt, b] : scratch.at_end) r->ends.insert(stmt);
     seen.push_back(std::move(r));
     return *seen.back();
   }
@@ -824,12 +864,20 @@ class Planner {
   /// finitely many roots and indices, and the iteration ends. (Replacing it instead could cycle: an
   /// iteration's back edge turns shares into unshared stores, which changes what the next one
   /// leaves; a random program's two nested loops never reached a fixed point and hung the compile.)
-  void loop(const StmtPtr& body, State& st, Perspective code, Plan* rec) {
+  ///
+  /// A `while` loop's condition (`again`) is evaluated after every iteration too, before the next
+  /// one or the exit: it reads what the body left pending, so a conflict there gets a barrier at the
+  /// end of the body (`Plan::at_end`, keyed by the loop `self`), the last place before that read.
+  /// Without it, a thread could evaluate the condition before another thread's store in the body
+  /// that the condition reads, and the threads could disagree on leaving the loop.
+  void loop(const StmtPtr& body, State& st, Perspective code, Plan* rec, const Access* again = nullptr,
+            const StmtNode* self = nullptr) {
     State before = st;
     State head = st;
     for (int round = 0;; ++round) {
       if (round == kMaxRounds) throw InternalError("sync: a loop's state reached no fixed point");
       State out = back_edge(after(body, head, code), code);
+      if (again) evaluate_again(*again, out, code, nullptr, self);
       State next = head;
       next.merge(out);
       if (next == head) break;
@@ -840,8 +888,27 @@ class Planner {
       walk(body, out, code, rec);
     else
       out = after(body, head, code);
+    if (again) {
+      State next = back_edge(out, code);
+      evaluate_again(*again, next, code, rec, self);
+      out = std::move(next);
+    }
     st = before;
     st.merge(out);
+  }
+  /// The condition's evaluation after an iteration that left `st`: a barrier at the end of the body
+  /// where it reads what is pending, then its reads.
+  void evaluate_again(const Access& cond, State& st, Perspective code, Plan* rec, const StmtNode* self) {
+    if (conflicts(cond, st)) {
+      if (rec) {
+        if (within_block(code))
+          rec->at_end[self].push_back({code, !st.async_writes.empty()});
+        else
+          rec->grid_conflicts.push_back(self);
+      }
+      st.clear();
+    }
+    st.merge(cond);
   }
 
   /// What one iteration leaves for the next: a partition share made of values that change between
@@ -975,6 +1042,13 @@ ir::StmtPtr insert(const ir::StmtPtr& body, Perspective top, std::vector<const i
     using IRMutator::mutate;
     StmtPtr mutate(const StmtPtr& s) override {
       StmtPtr out = IRMutator::mutate(s);
+      if (auto end = s ? plan_.at_end.find(s.get()) : plan_.at_end.end(); end != plan_.at_end.end()) {
+        const auto& w = static_cast<const While&>(*out);
+        std::vector<StmtPtr> body{w.body};
+        for (const auto& b : end->second)
+          body.push_back(make<ir::Barrier>(b.over, BarrierKind::Planned, 0, 0, b.async_wait, s->loc));
+        out = make<While>(w.cond, make<Seq>(std::move(body), w.body->loc), w.loc);
+      }
       auto it = s ? plan_.before.find(s.get()) : plan_.before.end();
       if (it == plan_.before.end()) return out;
       std::vector<StmtPtr> seq;
