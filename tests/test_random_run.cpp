@@ -8,7 +8,8 @@
 // sync pass failed to place (or one lowering lost), and two thread orders giving different results
 // is the same bug seen in the data. Every program runs under forward and reverse order with every
 // check on. VANTAGE_RANDOM_RUNS overrides the number of programs (default 300), VANTAGE_RANDOM_FIRST
-// the first seed (default 0); VANTAGE_RANDOM_VERBOSE prints each program (and why one was rejected).
+// the first seed (default 0); VANTAGE_RANDOM_VERBOSE prints each program (and why one was rejected);
+// VANTAGE_RANDOM_HOST_EVERY runs one program in that many (default 10) as CUDA on host threads.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -34,8 +35,12 @@ class SafeGen : test_support::Picker {
   /// seed still names the program it named then.
   /// `scratch`: now and then a block statement is a scope with a shared array of its own, or a call
   /// of a function with one (scratch_pass). Off, nothing more is drawn, as for `positions`.
-  explicit SafeGen(std::uint64_t seed, bool positions = false, bool scratch = false)
-      : Picker(seed), positions_(positions), scratch_(scratch) {}
+  /// `loops`: now and then a block statement is a loop over shared state (loop_pass): a `while` or a
+  /// `for` with a step rule whose condition reads shared counters its body writes, a `for` whose
+  /// bound or step is read from shared memory, or a loop of atomics on a shared array; thread bodies
+  /// then also add to that array. Off, nothing more is drawn, as for `positions`.
+  explicit SafeGen(std::uint64_t seed, bool positions = false, bool scratch = false, bool loops = false)
+      : Picker(seed), positions_(positions), scratch_(scratch), loops_(loops) {}
 
   int threads = 64;
   int blocks = 2;
@@ -122,7 +127,21 @@ class SafeGen : test_support::Picker {
     out_b_ = out_b;
     fout_b_ = fout_b;
     shared_usable_ = true;
+    if (loops_) {
+      // The loops' counters (thread t's is ctl[t]) and the shared atomics, zeroed first.
+      ctl_ = b.shared<int>("ctl", threads);
+      sh_acc_ = b.shared<int>("sh_acc", kAtomics);
+      b.partition(
+          ctl_, thread(1), [&](Expr i) { return t_ + i; },
+          [&](Scope& b, View mine) { b.group(thread(1), [&](Scope&) { mine[0] = 0; }); });
+      b.partition(
+          sh_acc_, thread(1), [&](Expr i) { return t_ + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope& th) { th.if_(t_ < kAtomics, [&](Scope&) { mine[0] = 0; }); });
+          });
+    }
     block_stmts(b, 0);
+    if (loops_) loop_out(b);
   }
 
   void block_stmts(Scope& b, int depth) {
@@ -133,6 +152,10 @@ class SafeGen : test_support::Picker {
   void block_stmt(Scope& b, int depth) {
     if (scratch_ && chance(3)) {
       scratch_pass(b);
+      return;
+    }
+    if (loops_ && depth < 3 && chance(3)) {
+      loop_pass(b, depth);
       return;
     }
     switch (pick(depth < 2 ? 9 : 6)) {
@@ -455,6 +478,108 @@ class SafeGen : test_support::Picker {
     });
   }
 
+  // ---------------------------------------------------------------- loops over shared state
+  /// (With `loops`.) A block-level loop that reads shared memory where its threads decide whether to
+  /// go on: every thread must see the same value there, so the barrier between the body's last
+  /// writes and the next read of the condition is the sync pass's to place (docs/sync.md). Every
+  /// loop ends: a counter it reads only grows, by at least one per iteration, and its other shared
+  /// reads are true whatever they read (`(s[i] | 1) != 0`).
+  void loop_pass(Scope& b, int depth) {
+    const int k = pick(threads);
+    auto saved = uniform_;
+    auto body = [&](Scope& b) {
+      bool early = chance(2);
+      if (early) bump(b, k);
+      block_stmts(b, depth + 1);
+      if (!early) bump(b, k);
+    };
+    switch (pick(6)) {
+      case 0:
+      case 1: {
+        // while (ctl[k] < start + bound [&& (s[i] | 1) != 0]) { ... ctl[k] grows ... }
+        auto start = b.let("start", ctl_[k]);
+        Expr cond = ctl_[k] < start + (1 + pick(3));
+        if (chance(2)) cond = cond && (shared_[int_expr(uniform_, 1) & (shared_len - 1)] | 1) != 0;
+        b.while_(cond, body);
+        break;
+      }
+      case 2: {
+        // for (q = 1; q < (ctl[k] & 7) + 2; q = q * 2): a step rule, so a while on the condition.
+        b.for_(
+            "q", 1, [&](Expr q) { return q < (ctl_[k] & 7) + 2; }, [](Expr q) { return q * 2; },
+            [&](Scope& b, Expr q) {
+              uniform_.push_back(q);
+              body(b);
+            });
+        break;
+      }
+      case 3: {
+        // A bound read from shared memory (once, before the first iteration), which the body writes.
+        Expr bound = (ctl_[k] & 3) + (shared_[int_expr(uniform_, 1) & (shared_len - 1)] & 1) + 1;
+        b.for_("r", 0, bound, [&](Scope& b, Expr r) {
+          uniform_.push_back(r);
+          body(b);
+        });
+        break;
+      }
+      case 4: {
+        // A step read from shared memory.
+        Expr step = (shared_[int_expr(uniform_, 1) & (shared_len - 1)] & 1) + 1;
+        b.for_("r", 0, 1 + pick(5), step, [&](Scope& b, Expr r) {
+          uniform_.push_back(r);
+          body(b);
+        });
+        break;
+      }
+      default: {
+        // Atomics on a shared array, iteration after iteration, and what else the body does.
+        b.for_("r", 0, 1 + pick(4), [&](Scope& b, Expr r) {
+          uniform_.push_back(r);
+          b.group(thread(1), [&](Scope& th) { shared_atomic(th, thread_ints()); });
+          if (chance(2)) block_stmts(b, depth + 1);
+        });
+        break;
+      }
+    }
+    uniform_ = saved;
+  }
+
+  /// The loops' counters grow: every thread's by one or two through a partition (a rotation of the
+  /// threads), or counter k by one thread (a claim).
+  void bump(Scope& b, int k) {
+    const int T = threads, rot = pick(T);
+    if (chance(3)) {
+      int first = chance(2) ? 0 : 1 << pick(threads == 32 ? 5 : 6);
+      b.claim(ctl_, thread(1), [&](Scope& b, View one) {
+        std::vector<SplitBranch> branches;
+        if (first > 0) branches.push_back(SplitBranch(first, [](Scope&) {}));
+        branches.push_back(SplitBranch(1, [&](Scope&) { one[k] = one[k] + 1; }));
+        b.split(Level::Thread, std::move(branches));
+      });
+      return;
+    }
+    b.partition(
+        ctl_, thread(1), [&](Expr i) { return (t_ + rot) % T + i; },
+        [&](Scope& b, View mine) { b.group(thread(1), [&](Scope&) { mine[0] = mine[0] + 1 + (t_ & 1); }); });
+  }
+
+  /// An atomic on the shared array: adds to its first half, maxima in its second (each commutes
+  /// with itself, not with the other).
+  void shared_atomic(Scope& th, const std::vector<Expr>& ints) {
+    bool add = chance(2);
+    Expr slot = (int_expr(ints, 1) & (kAtomics / 2 - 1)) + (add ? 0 : kAtomics / 2);
+    th.atomic(add ? AtomicOp::Add : AtomicOp::Max, sh_acc_, slot, int_expr(ints, 1));
+  }
+
+  /// What the loops left: each thread stores its counter and a slot of the shared atomics.
+  void loop_out(Scope& b) {
+    b.partition(
+        out_b_, thread(1), [&](Expr i) { return t_ * kSlots + i; },
+        [&](Scope& b, View o_t) {
+          b.group(thread(1), [&](Scope&) { o_t[kSlots - 1] = ctl_[t_] * 1000 + sh_acc_[t_ & (kAtomics - 1)]; });
+        });
+  }
+
   // ---------------------------------------------------------------- thread level
   /// `body`, or (with `positions` on, half the time) `if (position OP k) body`: the conditions the
   /// CPU backend turns into ranges of a thread loop (docs/cpu.md). The position is the thread's
@@ -519,6 +644,10 @@ class SafeGen : test_support::Picker {
         case 1: mine[int_expr(ints, 1) & (len - 1)] = int_expr(ints, 0); break;
         case 2: ints.push_back(th.let("x", int_expr(ints, 0))); break;
         case 3: {
+          if (loops_ && chance(2)) {
+            shared_atomic(th, ints);
+            break;
+          }
           // Adds to the first half, maxima in the second: each commutes with itself, not with the other.
           bool add = chance(2);
           Expr slot = (int_expr(ints, 1) & (kAtomics / 2 - 1)) + (add ? 0 : kAtomics / 2);
@@ -570,10 +699,11 @@ class SafeGen : test_support::Picker {
     th.call(fn, {mine, int_expr(ints, 1)});
   }
 
-  bool positions_ = false, scratch_ = false;
+  bool positions_ = false, scratch_ = false, loops_ = false;
   int functions_ = 0;  ///< device functions made by scratch_pass (each named apart)
   int per_thread_ = 2;
   View in_, fin_, out_, fout_, acc_, shared_, out_b_, fout_b_;
+  View ctl_, sh_acc_;  ///< (with `loops`) the loops' counters and the shared atomics
   bool shared_usable_ = false;
   MemSpace mine_space_ = MemSpace::Global;  ///< where the memory thread_stmts stores to lives  ///< false inside a
                                             ///< partition or claim of `s` (its name is unusable there)
@@ -670,10 +800,11 @@ void run_host(const Tally& t) {
 /// Program `seed`: built, run under two thread orders on the interpreter with every check on, on the
 /// CPU backend (every fourth seed: each is an LLVM compile; every seed with `positions`), and its
 /// cost report made; any difference or error is a test failure naming the seed.
-void run_seed(int seed, Tally& t, bool positions = false, bool scratch = false) {
-  SafeGen gen(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dULL + 7, positions, scratch);
+void run_seed(int seed, Tally& t, bool positions = false, bool scratch = false, bool loops = false) {
+  SafeGen gen(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dULL + 7, positions, scratch, loops);
   const char* label = positions ? "seed (with conditions on positions) "
                       : scratch ? "seed (with scratch scopes) "
+                      : loops   ? "seed (with loops over shared state) "
                                 : "seed ";
   Kernel k;
   try {
@@ -727,8 +858,13 @@ void run_seed(int seed, Tally& t, bool positions = false, bool scratch = false) 
       ADD_FAILURE() << label << seed << ", CPU backend: " << e.what() << "\n" << k.lowered(Spec{});
     }
   }
-  // A tenth: the generated CUDA on host threads (run_host, after the last seed).
-  if (results.size() == 2 && seed % 10 == 0) {
+  // A tenth (VANTAGE_RANDOM_HOST_EVERY: one in that many): the generated CUDA on host threads
+  // (run_host, after the last seed).
+  static const int host_every = [] {
+    const char* env = std::getenv("VANTAGE_RANDOM_HOST_EVERY");
+    return env ? std::max(1, std::atoi(env)) : 10;
+  }();
+  if (results.size() == 2 && seed % host_every == 0) {
     Specialized s = specialize_for(k, Spec{}.with_fp_contract(false));
     if (test_support::runs_on_host(s.source)) t.host.push_back({seed, host_launch(s, gen), results[0]});
   }
@@ -815,6 +951,32 @@ TEST(RandomPrograms, SharedMemoryReusedByLaterScopesAndCallsIsWaitedFor) {
   EXPECT_EQ(t.reported, t.ran);
   std::printf("random runs with scratch scopes: %d programs ran, %d also on the CPU backend, %d rejected\n", t.ran,
               t.on_cpu, t.rejected);
+  EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";
+}
+
+// The same generator with loops over shared state (`loop_pass`): `while` loops and step-rule `for`
+// loops whose conditions read shared counters their bodies write (by every thread through a
+// partition, or by one through a claim), `for` loops whose bound or step is read from shared memory
+// the body writes, loops nested in each other, and loops of atomics on a shared array, which thread
+// bodies also add to. A barrier missing between the body's last write and the next reading of the
+// condition (issue 33's kernel) is a racecheck finding here, and on a GPU threads that leave the
+// loop apart. VANTAGE_LOOPS_RUNS and VANTAGE_LOOPS_FIRST set the seeds (default 0 to 99).
+TEST(RandomPrograms, LoopsOverSharedStateRunCleanAndAlike) {
+#ifdef VANTAGE_TEST_SANITIZED
+  int programs = 40, first = 0;
+#else
+  int programs = 100, first = 0;
+#endif
+  if (const char* env = std::getenv("VANTAGE_LOOPS_RUNS")) programs = std::max(1, std::atoi(env));
+  if (const char* env = std::getenv("VANTAGE_LOOPS_FIRST")) first = std::max(0, std::atoi(env));
+  Tally t;
+  for (int seed = first; seed < first + programs; ++seed) run_seed(seed, t, false, false, true);
+  run_host(t);
+  EXPECT_EQ(t.reported, t.ran);
+  std::printf(
+      "random runs with loops over shared state: %d programs ran (%lld thread-statements), %d also on the "
+      "CPU backend, %zu on host threads, %d rejected\n",
+      t.ran, static_cast<long long>(t.statements), t.on_cpu, t.host.size(), t.rejected);
   EXPECT_GE(t.ran, programs * 9 / 10) << t.rejected << " of " << programs << " rejected";
 }
 
