@@ -5,6 +5,8 @@
 //    and growth polynomial in D (the fixed point is memoised per input state).
 //  - BM_LowerSgemm: specialization and lowering of the shared-memory sgemm, beside BM_FrontendSgemm
 //    in bench_compile (which adds the checker and the CUDA printer).
+//  - BM_SharesEveryExample: the search for written partitions whose shares meet (V1011) over every
+//    example, beside BM_LowerEveryExample, the whole specialization and lowering it is part of.
 //  - BM_InterpBlockReduce, BM_InterpSgemmSmem: the interpreter with every check on; the counter
 //    `stmts/s` is thread-statements per second.
 #include <benchmark/benchmark.h>
@@ -72,6 +74,38 @@ void BM_LowerSgemm(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_LowerSgemm)->Unit(benchmark::kMicrosecond);
+
+/// Every example, specialized at its default Spec (threads from the kernel).
+std::vector<std::pair<std::shared_ptr<const ir::KernelNode>, std::int64_t>> specialized_examples() {
+  std::vector<std::pair<std::shared_ptr<const ir::KernelNode>, std::int64_t>> out;
+  for (const auto& e : examples::all()) {
+    Kernel k = e.build();
+    auto s = specialization::run(detail::KernelAccess::ir(k), k.obligations(), e.spec());
+    out.emplace_back(s.kernel, s.threads);
+  }
+  return out;
+}
+
+// The search for partitions whose shares meet (jit/sync/shares.cpp, V1011) over every example,
+// beside BM_LowerEveryExample, the whole lowering it is part of.
+void BM_SharesEveryExample(benchmark::State& state) {
+  auto kernels = specialized_examples();
+  std::size_t found = 0;
+  for (auto _ : state)
+    for (const auto& [k, threads] : kernels) found += sync::overlapping_shares(k->body, grid(1), threads).size();
+  state.counters["examples"] = static_cast<double>(kernels.size());
+  state.counters["found"] = static_cast<double>(found);
+}
+BENCHMARK(BM_SharesEveryExample)->Unit(benchmark::kMillisecond);
+
+void BM_LowerEveryExample(benchmark::State& state) {
+  std::vector<std::pair<Kernel, Spec>> kernels;
+  for (const auto& e : examples::all()) kernels.emplace_back(e.build(), e.spec());
+  for (auto _ : state)
+    for (const auto& [k, spec] : kernels) benchmark::DoNotOptimize(pipeline::lower_for(k, spec).lowered.barriers);
+  state.counters["examples"] = static_cast<double>(kernels.size());
+}
+BENCHMARK(BM_LowerEveryExample)->Unit(benchmark::kMillisecond);
 
 using interp::Arg;
 

@@ -347,9 +347,10 @@ TEST(Sync, APartitionThatHandsOneElementToEveryThreadIsRejected) {
   EXPECT_EQ(static_cast<int>(errors[0].notes[0].loc.line), write_line);
 }
 
-// Shares that meet only in some elements are found too: pairs of threads (t / 2), a stride shorter
-// than what each thread writes (t * 2 with four elements each, in a loop), and a rotation whose
-// amount is a loop's counter, which meets for some counters only: both threads are named.
+// Shares that meet only in some elements are found too, with the two threads named: pairs of threads
+// (t / 2), a stride shorter than what each thread writes (t * 2 with four elements each, in a loop:
+// thread 31 wraps onto element 0), the lanes of two warps (t % 32), and a share moved by a kernel
+// parameter, which moves every share alike and is left out of the comparison.
 TEST(Sync, SharesThatMeetInSomeElementsAreRejected) {
   int line = 0;
   struct Case {
@@ -362,7 +363,7 @@ TEST(Sync, SharesThatMeetInSomeElementsAreRejected) {
        "gives element 0 to two units (0 at [0], 1 at [0])"},
       {[](Expr t, Expr i, Expr) { return (t * 2 + i) % 64; },
        [](Scope& th, View m, Expr t) { th.for_("j", 0, 4, [&](Scope&, Expr j) { m[j] = t + j; }); },
-       "gives element 2 to two units (0 at [2], 1 at [0])"},
+       "gives element 0 to two units (0 at [0], 31 at [2])"},
       {[](Expr t, Expr i, Expr) { return (t % 32) + i; }, [](Scope&, View m, Expr t) { m[0] = t; },
        "gives element 0 to two units (0 at [0], 32 at [0])"},
       // A parameter moves every share alike: it is left out, and the element is 0 + 0 (n's part out).

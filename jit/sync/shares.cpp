@@ -25,14 +25,13 @@
 // So a partition this finds does hand one element to two units; one it passes may still, through
 // writes it could not follow, and then the interpreter's racecheck reports the race at run time.
 #include <algorithm>
-#include <map>
+#include <array>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "jit/ir/eval.h"
-#include "jit/ir/mutate.h"
-#include "jit/ir/range.h"
 #include "jit/ir/views.h"
 #include "jit/ir/visit.h"
 #include "jit/sync/sync.h"
@@ -81,17 +80,6 @@ struct Written {
   SourceLoc loc;
 };
 
-/// Whether a body holds a `break`, `continue` or `return`, which may skip what follows.
-bool leaves(const StmtPtr& body) {
-  struct Scan : IRVisitor {
-    bool found = false;
-    void visit(const Jump&) override { found = true; }
-    void visit(const Return&) override { found = true; }
-  } scan;
-  scan.walk(body);
-  return scan.found;
-}
-
 class Finder {
  public:
   Finder(std::int64_t threads, std::optional<std::int64_t> blocks, bool params_uniform)
@@ -103,102 +91,116 @@ class Finder {
 
   std::vector<SharedElement> run(const StmtPtr& body, Perspective top) {
     if (T_ <= 0) return {};
-    Place start;
-    start.code = top;
-    scan(body, start);
+    at_.code = top;
+    scan(body);
     for (const auto* part : order_) check(*part);
     return std::move(found_);
   }
 
  private:
   // ------------------------------------------------------------------ what the body holds
-  void scan(const StmtPtr& s, const Place& at) {
-    if (!s) return;
-    Place inner = at;
-    ++inner.depth;
-    dispatch(*s, [&](const auto& n) { scan_stmt(n, inner); });
+  /// Scans `s` at the place `at_` (changed and restored around bodies); whether it holds a
+  /// `break`, `continue` or `return`, which may skip what follows.
+  bool scan(const StmtPtr& s) {
+    if (!s) return false;
+    ++at_.depth;
+    bool leaves = dispatch(*s, [&](const auto& n) { return scan_stmt(n); });
+    --at_.depth;
+    return leaves;
   }
   template <class N>
-  void scan_stmt(const N& n, const Place& at) {
-    // Statements without bodies of their own: lets, assignments, writes.
+  bool scan_stmt(const N& n) {
+    // Statements without bodies of their own: lets, assignments, writes, jumps.
     if constexpr (std::is_same_v<N, Let>) {
-      defs_[n.var.get()] = {n.value, at.code};
+      defs_[n.var.get()] = {n.value, at_.code};
     } else if constexpr (std::is_same_v<N, Assign>) {
       assigned_.insert(n.var.get());
     } else if constexpr (std::is_same_v<N, Store>) {
-      writes_.push_back({n.mem.get(), n.indices, at, n.loc});
+      writes_.push_back({n.mem.get(), n.indices, at_, n.loc});
     } else if constexpr (std::is_same_v<N, Intrinsic>) {
-      if (n.op == IntrinsicOp::CpAsync && !n.args.empty()) writes_.push_back({n.mems[0].get(), {n.args[0]}, at, n.loc});
+      if (n.op == IntrinsicOp::CpAsync && !n.args.empty())
+        writes_.push_back({n.mems[0].get(), {n.args[0]}, at_, n.loc});
       for (const auto& o : n.outputs) assigned_.insert(o.get());
     } else if constexpr (std::is_same_v<N, Unsafe>) {
       for (const auto& o : n.outputs) assigned_.insert(o.second.get());
     }
+    return std::is_same_v<N, Jump> || std::is_same_v<N, Return>;
   }
-  void scan_stmt(const Seq& n, const Place& at) {
-    for (const auto& c : n.stmts) scan(c, at);
+  bool scan_stmt(const Seq& n) {
+    bool leaves = false;
+    for (const auto& c : n.stmts) leaves |= scan(c);
+    return leaves;
   }
-  void scan_stmt(const If& n, const Place& at) {
-    Place inner = at;
-    inner.may_skip = at.depth;
-    scan(n.then_body, inner);
-    scan(n.else_body, inner);
+  /// Scans `body` with the statements inside it possibly skipped.
+  bool skippable(const StmtPtr& body) {
+    const int saved = at_.may_skip;
+    at_.may_skip = at_.depth;
+    bool leaves = scan(body);
+    at_.may_skip = saved;
+    return leaves;
   }
-  void scan_stmt(const For& n, const Place& at) {
+  bool scan_stmt(const If& n) { return skippable(n.then_body) | skippable(n.else_body); }
+  bool scan_stmt(const While& n) { return skippable(n.body); }
+  bool scan_stmt(const For& n) {
     counters_.insert(n.var.get());
-    Place inner = at;
     auto b = const_int(n.begin), e = const_int(n.end), st = const_int(n.step);
-    if (b && e && st && *st > 0 && *e > *b && !leaves(n.body))
-      inner.loops.push_back(&n);
-    else
-      inner.may_skip = at.depth;
-    scan(n.body, inner);
+    if (!(b && e && st && *st > 0 && *e > *b)) return skippable(n.body);
+    // A loop left early skips what follows in it: known once its body is scanned (`leaving_`).
+    at_.loops.push_back(&n);
+    bool leaves = scan(n.body);
+    at_.loops.pop_back();
+    if (leaves) leaving_.insert(&n);
+    return leaves;
   }
-  void scan_stmt(const While& n, const Place& at) {
-    Place inner = at;
-    inner.may_skip = at.depth;
-    scan(n.body, inner);
+  template <class F>
+  bool with_code(Perspective code, F&& f) {
+    const Perspective saved = at_.code;
+    at_.code = code;
+    bool leaves = f();
+    at_.code = saved;
+    return leaves;
   }
-  void scan_stmt(const Group& n, const Place& at) {
-    Place inner = at;
-    inner.code = n.p;
-    scan(n.body, inner);
+  bool scan_stmt(const Group& n) {
+    return with_code(n.p, [&] { return scan(n.body); });
   }
-  void scan_stmt(const Split& n, const Place& at) {
-    const std::int64_t parent = units(at.code), unit = n.level == Level::Thread ? 1 : T_;
+  bool scan_stmt(const Split& n) {
+    const std::int64_t parent = units(at_.code), unit = n.level == Level::Thread ? 1 : T_;
     std::int64_t offset = 0;
+    bool leaves = false;
     for (std::size_t i = 0; i < n.bodies.size(); ++i) {
-      Place inner = at;
-      inner.code = {n.level, n.counts[i]};
-      if (parent > 0) inner.active.push_back({parent, offset * unit, (offset + n.counts[i]) * unit});
+      if (parent > 0) at_.active.push_back({parent, offset * unit, (offset + n.counts[i]) * unit});
+      leaves |= with_code({n.level, n.counts[i]}, [&] { return scan(n.bodies[i]); });
+      if (parent > 0) at_.active.pop_back();
       offset += n.counts[i];
-      scan(n.bodies[i], inner);
     }
+    return leaves;
   }
-  void scan_stmt(const Destruct& n, const Place& at) {
+  bool scan_stmt(const Destruct& n) {
     // The same threads, seen one level down: thread(T) in a block, block(B) in the grid.
-    Place inner = at;
-    if (at.code.level == Level::Block) inner.code = {Level::Thread, Size::T()};
-    if (at.code.level == Level::Grid) inner.code = {Level::Block, Size::B()};
-    scan(n.body, inner);
+    Perspective down = at_.code;
+    if (at_.code.level == Level::Block) down = {Level::Thread, Size::T()};
+    if (at_.code.level == Level::Grid) down = {Level::Block, Size::B()};
+    return with_code(down, [&] { return scan(n.body); });
   }
-  void scan_stmt(const Partition& n, const Place& at) {
+  bool scan_stmt(const Partition& n) {
     partitions_[n.dst.get()] = &n;
-    places_[&n] = at;
+    places_[&n] = at_;
     order_.push_back(&n);
-    leaves_[&n] = leaves(n.body);
-    scan(n.body, at);
+    bool leaves = scan(n.body);
+    if (leaves) leaving_partitions_.insert(&n);
+    return leaves;
   }
-  void scan_stmt(const Claim& n, const Place& at) {
+  bool scan_stmt(const Claim& n) {
     parents_[n.dst.get()] = n.src.get();
-    scan(n.body, at);
+    return scan(n.body);
   }
-  void scan_stmt(const Lower& n, const Place& at) {
+  bool scan_stmt(const Lower& n) {
     parents_[n.dst.get()] = n.src.get();
-    scan(n.body, at);
+    return scan(n.body);
   }
-  void scan_stmt(const Async& n, const Place& at) {
+  bool scan_stmt(const Async& n) {
     parents_[n.dst.get()] = n.src.get();
-    scan(n.body, at);
+    return scan(n.body);
   }
 
   /// The partitions between a write's view and `part`'s (innermost first), if it writes through
@@ -235,9 +237,16 @@ class Finder {
   }
 
   // ------------------------------------------------------------------ evaluation
+  /// Values of local indices and loop counters: a handful, looked up by a scan.
+  using Values = std::vector<std::pair<const VarNode*, std::int64_t>>;
+  static const std::int64_t* find(const Values& values, const VarNode* var) {
+    for (const auto& [v, x] : values)
+      if (v == var) return &x;
+    return nullptr;
+  }
   struct Frame {
     std::int64_t position;
-    const std::unordered_map<const VarNode*, std::int64_t>* values;  ///< local indices and counters
+    const Values* values;
   };
   Value eval(const ExprPtr& e, Perspective code, const Frame& f, int depth = 0) {
     if (!e || depth > 64) return {};
@@ -253,8 +262,7 @@ class Finder {
                             },
                             [&](const VarRef& n) -> Value {
                               const VarNode* var = n.var.get();
-                              if (auto it = f.values->find(var); it != f.values->end())
-                                return Value::known(it->second, true);
+                              if (const std::int64_t* x = find(*f.values, var)) return Value::known(*x, true);
                               // A kernel's parameters are the same for every thread; a function's may not be.
                               if (var->origin == VarNode::Origin::Param)
                                 return params_uniform_ ? Value{Value::Uniform, 0} : Value{};
@@ -338,9 +346,7 @@ class Finder {
   }
 
   // ------------------------------------------------------------------ the search
-  using Values = std::unordered_map<const VarNode*, std::int64_t>;
-
-  /// The values each counter of `loops` takes (its first ones), as scenarios.
+  /// The values each counter of `loops[from..]` takes (its first ones), as scenarios.
   static std::vector<Values> scenarios(const std::vector<const For*>& loops, std::size_t from = 0) {
     std::vector<Values> out{{}};
     for (std::size_t i = from; i < loops.size(); ++i) {
@@ -351,104 +357,151 @@ class Finder {
         for (std::int64_t v = *b, k = 0; v < *e && k < kMaxCounterValues; v += *st, ++k) {
           if (next.size() >= static_cast<std::size_t>(kMaxLocal)) break;
           next.push_back(s);
-          next.back()[loop->var.get()] = v;
+          next.back().emplace_back(loop->var.get(), v);
         }
       out = std::move(next);
     }
     return out;
   }
 
+  /// At most this many local index dimensions are followed (a partition takes one or two).
+  static constexpr std::size_t kMaxDims = 3;
+  using Local = std::array<std::int64_t, kMaxDims>;
+
   /// The index in `part`'s own view that the thread at `position` writes with `w` (through the
-  /// partitions of `chain`), or nullopt where it is not certain.
-  std::optional<std::vector<std::int64_t>> local_index(const Written& w, const std::vector<const Partition*>& chain,
-                                                       std::int64_t position, const Values& values) {
-    std::vector<std::int64_t> idx;
-    for (const auto& e : w.index) {
-      Value v = eval(e, w.place.code, Frame{position, &values});
-      if (v.kind != Value::Const && v.kind != Value::Known) return std::nullopt;
-      idx.push_back(v.v);
+  /// partitions of `chain`, innermost first), or false where it is not certain. `values` holds the
+  /// counters, then one slot per index variable of the chain's partitions (overwritten here).
+  bool local_index(const Written& w, const std::vector<const Partition*>& chain, std::int64_t position, Values& values,
+                   std::size_t counters, Local& idx, std::size_t& dims) {
+    dims = w.index.size();
+    if (dims > kMaxDims) return false;
+    for (std::size_t d = 0; d < dims; ++d) {
+      Value v = eval(w.index[d], w.place.code, Frame{position, &values});
+      if (v.kind != Value::Const && v.kind != Value::Known) return false;
+      idx[d] = v.v;
     }
     for (const auto* q : chain) {
-      Values bound = values;
-      if (q->index_vars.size() != idx.size()) return std::nullopt;
-      for (std::size_t d = 0; d < idx.size(); ++d) bound[q->index_vars[d].get()] = idx[d];
-      Value v = eval(q->index, places_.at(q).code, Frame{position, &bound});
-      if (v.kind != Value::Const && v.kind != Value::Known) return std::nullopt;
-      idx = {v.v};
+      if (q->index_vars.size() != dims) return false;
+      values.resize(counters);
+      for (std::size_t d = 0; d < dims; ++d) values.emplace_back(q->index_vars[d].get(), idx[d]);
+      Value v = eval(q->index, places_.at(q).code, Frame{position, &values});
+      if (v.kind != Value::Const && v.kind != Value::Known) return false;
+      idx[0] = v.v;
+      dims = 1;
     }
-    return idx;
+    values.resize(counters);
+    return true;
   }
+
+  /// An element one unit writes: where it is in the search (the unit of the code, the block, the
+  /// unit), and where it comes from (the write, its local index).
+  struct Entry {
+    std::int64_t code_unit, block, element, unit;
+    std::uint32_t write;
+    std::uint32_t dims;
+    Local local;
+  };
 
   void check(const Partition& part) {
     const Place& place = places_.at(&part);
     const std::int64_t code_units = units(place.code), per_unit = units(part.p);
-    const std::int64_t positions = blocks_ * T_;
+    // A grid's partition is searched over two blocks; one inside a block, over one.
+    const std::int64_t positions = (code_units > 0 && code_units <= T_ ? 1 : blocks_) * T_;
     if (per_unit <= 0) return;                                          // a grid-wide share: one unit
     if (code_units > positions) return;                                 // a unit of several blocks: not searched
     if (per_unit >= (code_units > 0 ? code_units : positions)) return;  // one unit in the code
-    if (leaves_.at(&part)) return;  // a write after a break, continue or return may not happen
-    // The writes through the partition's view that every unit certainly makes.
-    std::vector<std::pair<const Written*, std::vector<const Partition*>>> certain;
+    if (leaving_partitions_.count(&part)) return;  // a write after a break, continue or return may not happen
+    if (part.index_vars.size() > kMaxDims) return;
+    // The writes through the partition's view that every unit certainly makes, with the values the
+    // counters of the loops between them and the partition take.
+    struct Certain {
+      const Written* write;
+      std::vector<const Partition*> chain;
+      std::vector<Values> inner;
+    };
+    std::vector<Certain> certain;
     for (const auto& w : writes_) {
       if (w.place.may_skip >= place.depth || w.index.empty()) continue;
-      if (auto chain = through(w.view, part)) certain.emplace_back(&w, std::move(*chain));
+      bool left = false;  // in a loop inside the partition that is left early
+      for (std::size_t l = place.loops.size(); l < w.place.loops.size(); ++l)
+        left |= leaving_.count(w.place.loops[l]) > 0;
+      if (left) continue;
+      if (auto chain = through(w.view, part))
+        certain.push_back({&w, std::move(*chain), scenarios(w.place.loops, place.loops.size())});
     }
     if (certain.empty()) return;
     const Affine index = affine(part.index);
     std::int64_t budget = kMaxEvaluations;
-    std::optional<SharedElement> across;  // two units in different blocks (of a grid's partition)
-    struct First {
-      std::int64_t unit, block;
-      const Written* write;
-      std::vector<std::int64_t> local;
-    };
-    auto report = [&](const First& a, const First& b, std::int64_t element) {
+    std::vector<Entry> entries;
+    auto report = [&](const Entry& a, const Entry& b) {
       SharedElement s;
       s.partition = &part;
       s.memory = part.src->name;
       s.units = {a.unit, b.unit};
-      s.element = element;
-      s.locals = {a.local, b.local};
-      s.writes = {a.write->loc, b.write->loc};
+      s.element = a.element;
+      s.locals = {std::vector<std::int64_t>(a.local.begin(), a.local.begin() + a.dims),
+                  std::vector<std::int64_t>(b.local.begin(), b.local.begin() + b.dims)};
+      s.writes = {certain[a.write].write->loc, certain[b.write].write->loc};
       s.across_blocks = a.block != b.block;
       return s;
     };
+    auto by_place = [](const Entry& a, const Entry& b) {
+      return std::tie(a.code_unit, a.block, a.element, a.unit) < std::tie(b.code_unit, b.block, b.element, b.unit);
+    };
+    auto by_element = [](const Entry& a, const Entry& b) {
+      return std::tie(a.code_unit, a.element, a.block, a.unit) < std::tie(b.code_unit, b.element, b.block, b.unit);
+    };
     for (const auto& outer : scenarios(place.loops)) {
-      // (unit of the code, block, element) -> who got it first; and without the block, for a
-      // grid's partition, whose units in two blocks may meet.
-      std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, First> in_block;
-      std::map<std::pair<std::int64_t, std::int64_t>, First> in_code;
-      for (std::int64_t unit_start = 0; unit_start < positions; unit_start += per_unit) {
-        if (!runs(place, unit_start)) continue;
-        const std::int64_t code_unit = code_units > 0 ? unit_start / code_units : 0;
-        const std::int64_t unit = (code_units > 0 ? unit_start % code_units : unit_start) / per_unit;
-        for (const auto& [w, chain] : certain)
-          for (const auto& inner : scenarios(w->place.loops, place.loops.size()))
-            for (std::int64_t x = unit_start; x < unit_start + per_unit; ++x) {
-              if (!runs(w->place, x)) continue;
-              if (--budget < 0) {
-                if (across) found_.push_back(*across);
-                return;
-              }
-              Values values = outer;
-              values.insert(inner.begin(), inner.end());
-              auto local = local_index(*w, chain, x, values);
-              if (!local || local->size() != part.index_vars.size()) continue;
-              for (std::size_t d = 0; d < local->size(); ++d) values[part.index_vars[d].get()] = (*local)[d];
-              auto e = element(index, place.code, Frame{x, &values});
-              if (!e) continue;
-              First at{unit, x / T_, w, *local};
-              auto [it, fresh] = in_block.emplace(std::make_tuple(code_unit, at.block, *e), at);
-              if (!fresh && it->second.unit != unit) {
-                found_.push_back(report(it->second, at, *e));
-                return;
-              }
-              auto [jt, first] = in_code.emplace(std::make_pair(code_unit, *e), at);
-              if (!first && jt->second.block != at.block && !across) across = report(jt->second, at, *e);
-            }
+      entries.clear();
+      for (std::uint32_t wi = 0; wi < certain.size(); ++wi) {
+        const Certain& c = certain[wi];
+        for (const auto& inner : c.inner) {
+          Values values = outer;
+          values.insert(values.end(), inner.begin(), inner.end());
+          const std::size_t counters = values.size();
+          for (std::int64_t x = 0; x < positions; ++x) {
+            if (!runs(place, x) || !runs(c.write->place, x)) continue;
+            if (--budget < 0) break;
+            Entry at{code_units > 0 ? x / code_units : 0,
+                     x / T_,
+                     0,
+                     (code_units > 0 ? x % code_units : x) / per_unit,
+                     wi,
+                     0,
+                     {}};
+            std::size_t dims = 0;
+            if (!local_index(*c.write, c.chain, x, values, counters, at.local, dims)) continue;
+            if (dims != part.index_vars.size()) continue;
+            at.dims = static_cast<std::uint32_t>(dims);
+            for (std::size_t d = 0; d < dims; ++d) values.emplace_back(part.index_vars[d].get(), at.local[d]);
+            auto e = element(index, place.code, Frame{x, &values});
+            values.resize(counters);
+            if (!e) continue;
+            at.element = *e;
+            entries.push_back(at);
+          }
+        }
       }
+      // Two units of one unit of the code, in one block, with one element.
+      std::sort(entries.begin(), entries.end(), by_place);
+      for (std::size_t i = 1; i < entries.size(); ++i) {
+        const Entry &a = entries[i - 1], &b = entries[i];
+        if (a.code_unit == b.code_unit && a.block == b.block && a.element == b.element && a.unit != b.unit) {
+          found_.push_back(report(a, b));
+          return;
+        }
+      }
+      // Two units of a grid's partition in two blocks.
+      std::sort(entries.begin(), entries.end(), by_element);
+      for (std::size_t i = 1; i < entries.size(); ++i) {
+        const Entry &a = entries[i - 1], &b = entries[i];
+        if (a.code_unit == b.code_unit && a.element == b.element && a.block != b.block) {
+          found_.push_back(report(a, b));
+          return;
+        }
+      }
+      if (budget < 0) return;
     }
-    if (across) found_.push_back(*across);
   }
   /// Whether the code at `place` runs on the thread at `position` (split branches).
   static bool runs(const Place& place, std::int64_t position) {
@@ -467,7 +520,9 @@ class Finder {
   std::unordered_map<const MemNode*, const Partition*> partitions_;
   std::unordered_map<const MemNode*, const MemNode*> parents_;
   std::unordered_map<const Partition*, Place> places_;
-  std::unordered_map<const Partition*, bool> leaves_;
+  std::set<const Partition*> leaving_partitions_;  ///< partitions whose bodies hold a jump or return
+  std::set<const For*> leaving_;                   ///< constant loops whose bodies hold one
+  Place at_;                                       ///< where the scan is
   std::vector<const Partition*> order_;
   std::vector<Written> writes_;
   std::vector<SharedElement> found_;
