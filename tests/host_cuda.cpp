@@ -339,7 +339,7 @@ HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches, HostS
       lengths += ", static_cast<long long>(b" + std::to_string(a) + ".size())";
     }
     program << "    vt_host_launch(" << l.blocks << ", " << l.threads << ", [&] { vt_case_" << space[i]
-            << "::" << l.entry << "(" << call << lengths << ", err); });\n";
+            << "::" << l.entry << "(" << call << (l.hidden ? lengths + ", err" : "") << "); });\n";
     program << "    std::cout << \"launch " << i << " \" << (err[0] != 0) << \"\\n\";\n";
     for (std::size_t a = 0; a < l.args.size(); ++a)
       if (l.args[a].buffer) program << "    vt_host_print(b" << a << ");\n";

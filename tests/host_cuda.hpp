@@ -67,6 +67,9 @@ struct HostLaunch {
   std::string source, entry;  ///< Specialized::source and ::entry
   int blocks = 1, threads = 32;
   std::vector<HostArg> args;  ///< the kernel's own parameters in order (lengths and the error record follow)
+  /// Whether the kernel takes the lengths and error record Vantage's kernels take after their own
+  /// parameters; false for plain CUDA (a hand-written twin, bench/twins).
+  bool hidden = true;
 };
 
 struct HostLaunchResult {

@@ -1,0 +1,48 @@
+// Hand-written twins of the copy and the two plain transposes (examples/kernels/paper_kernels.cpp):
+// the same work per thread, tile shape, thread count and block order as each Vantage kernel, with no
+// check but the bounds a block at the edge needs. Baselines for measurement (bench/twins/twins.hpp);
+// the transpose staged by cp.async is in async.cu (inline PTX, which the host-thread runs of these
+// twins cannot compile).
+
+// vec_copy: out = in (n floats), each of 256 threads per block copying 4 consecutive floats with one
+// 16-byte load and store, the last thread of the array the n % 4 left one by one.
+extern "C" __global__ void __launch_bounds__(256)
+    twin_vec_copy(int n, const float* __restrict__ in, float* __restrict__ out) {
+  const long long first = static_cast<long long>(blockIdx.x) * 1024 + threadIdx.x * 4;
+  if (first + 4 <= n) {
+    *reinterpret_cast<float4*>(&out[first]) = *reinterpret_cast<const float4*>(&in[first]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (first + e < n) out[first + e] = in[first + e];
+  }
+}
+
+// The transposes: out (N x M) = in (M x N)^T through a 32 x (32 + PAD) shared tile, 1,024 threads per
+// block, block b writing tile (b / ceil(M / 32), b % ceil(M / 32)) of out, which is the transposed
+// tile of in (read row by row: coalesced), then written row by row from the tile's columns.
+template <int PAD>
+__device__ __forceinline__ void twin_transpose(int M, int N, const float* __restrict__ in, float* __restrict__ out) {
+  constexpr int TILE = 32;
+  __shared__ float tile[TILE * (TILE + PAD)];
+  const int tiles_per_row = (M + TILE - 1) / TILE;
+  const int brow = blockIdx.x / tiles_per_row, bcol = blockIdx.x % tiles_per_row;
+  const int t = threadIdx.x, tr = t / TILE, tc = t % TILE;
+  // in's element (bcol * 32 + tr, brow * 32 + tc) into tile[tr][tc].
+  const int r = bcol * TILE + tr, c = brow * TILE + tc;
+  if (r < M && c < N) tile[tr * (TILE + PAD) + tc] = in[static_cast<long long>(r) * N + c];
+  __syncthreads();
+  // out's element (brow * 32 + tr, bcol * 32 + tc) = in(bcol * 32 + tc, brow * 32 + tr) = tile[tc][tr].
+  const int orow = brow * TILE + tr, ocol = bcol * TILE + tc;
+  if (orow < N && ocol < M) out[static_cast<long long>(orow) * M + ocol] = tile[tc * (TILE + PAD) + tr];
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+    twin_transpose(int M, int N, const float* __restrict__ in, float* __restrict__ out) {
+  twin_transpose<0>(M, N, in, out);
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+    twin_transpose_padded(int M, int N, const float* __restrict__ in, float* __restrict__ out) {
+  twin_transpose<1>(M, N, in, out);
+}

@@ -1,0 +1,78 @@
+// Hand-written twins of the block reduction and the look-back scan (examples/kernels/paper_kernels.cpp):
+// the same algorithm, thread count and shuffles as each Vantage kernel, with no check but the bounds
+// the last block needs. Baselines for measurement (bench/twins/twins.hpp).
+
+// block_reduce: out[b] = the sum of x[256 b .. 256 b + 255] (zeros past n): a shuffle tree in each
+// warp, the eight warps' sums through shared memory, and thread 0 writes the block's sum.
+extern "C" __global__ void __launch_bounds__(256)
+    twin_block_reduce(int n, const float* __restrict__ x, float* __restrict__ out) {
+  constexpr int T = 256, WARPS = T / 32;
+  __shared__ float warps[WARPS];
+  const int t = threadIdx.x, i = blockIdx.x * T + t;
+  float sum = i < n ? x[i] : 0.0f;
+#pragma unroll
+  for (int d = 16; d >= 1; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+  if (t % 32 == 0) warps[t / 32] = sum;
+  __syncthreads();
+  if (t == 0) {
+    float total = warps[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) total += warps[w];
+    out[blockIdx.x] = total;
+  }
+}
+
+// scan_lookback: y = the inclusive prefix sums of x (n ints), one pass with decoupled look-back. A
+// block of 256 scans its elements (shuffles in each warp, then the warps' totals scanned by every
+// warp), thread 0 publishes the block's sum in its descriptor word (status in bits 62..63: 1 its
+// own sum, 2 the sum of everything up to its end; the value in the low 32 bits), reads the words of
+// earlier blocks until an inclusive one, publishes its own inclusive sum, and hands the prefix to
+// the block through shared memory. `desc` holds one zeroed word per block.
+__device__ __forceinline__ int twin_warp_inclusive_scan(int v, int lane) {
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int up = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d) v += up;
+  }
+  return v;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    twin_scan_lookback(int n, const int* __restrict__ x, int* __restrict__ y, unsigned long long* __restrict__ desc) {
+  constexpr int T = 256, WARPS = T / 32;
+  constexpr unsigned long long kAggregate = 1ull << 62, kInclusive = 2ull << 62;
+  __shared__ int warps[WARPS];
+  __shared__ int prefix_s;
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32, blk = blockIdx.x, i = blk * T + t;
+  int v = twin_warp_inclusive_scan(i < n ? x[i] : 0, lane);
+  if (lane == 31) warps[warp] = v;
+  __syncthreads();
+  int total = 0;
+#pragma unroll
+  for (int w = 0; w < WARPS; ++w) total += warps[w];
+  const int before_warp =
+      __shfl_sync(0xffffffffu, twin_warp_inclusive_scan(warps[min(lane, WARPS - 1)], lane), max(warp - 1, 0));
+  if (warp > 0) v += before_warp;
+  if (t == 0) {
+    const unsigned long long sum = static_cast<unsigned>(total);
+    if (blk == 0) {
+      atomicExch(&desc[0], kInclusive | sum);
+      prefix_s = 0;
+    } else {
+      atomicExch(&desc[blk], kAggregate | sum);
+      int before = 0;
+      for (int j = blk - 1;;) {
+        const unsigned long long d = atomicAdd(&desc[j], 0ull);  // a read that sees the latest word
+        const unsigned long long status = d >> 62;
+        if (status == 0) continue;
+        before += static_cast<int>(static_cast<unsigned>(d & 0xffffffffu));
+        if (status == 2) break;
+        --j;
+      }
+      atomicExch(&desc[blk], kInclusive | static_cast<unsigned>(before + total));
+      prefix_s = before;
+    }
+  }
+  __syncthreads();
+  if (i < n) y[i] = prefix_s + v;
+}
