@@ -225,6 +225,9 @@ struct MemoryKeyHash {
     mix(static_cast<std::uint64_t>(spec.blocks.value_or(-1)));
     mix(static_cast<std::uint64_t>(spec.arch) * 4 + static_cast<std::uint64_t>(output) * 2 + spec.fp_contract);
     for (const auto& [name, v] : spec.sizes) mix(static_cast<std::uint64_t>(v) + name.size());
+    for (const auto& [name, a] : spec.assume)
+      mix(static_cast<std::uint64_t>(a.min) ^ (static_cast<std::uint64_t>(a.max) << 1) ^
+          (static_cast<std::uint64_t>(a.multiple) << 40) ^ name.size());
     return static_cast<std::size_t>(h);
   }
   std::size_t operator()(const MemoryKey& k) const { return hash(*k.kernel, k.spec, k.output); }
@@ -235,7 +238,7 @@ struct MemoryKeyEqual {
   static bool same(const ir::KernelNode* ka, const Spec& a, Output oa, const ir::KernelNode* kb, const Spec& b,
                    Output ob) {
     if (oa != ob || a.threads != b.threads || a.blocks != b.blocks || a.arch != b.arch ||
-        a.fp_contract != b.fp_contract || a.sizes != b.sizes)
+        a.fp_contract != b.fp_contract || a.sizes != b.sizes || a.assume != b.assume)
       return false;
     return ka == kb || ir::equal(*ka, *kb);  // the hash matched; equal structure, not just equal hashes
   }

@@ -276,7 +276,8 @@ void for_each_tile(Scope& grid, const View& m, const ExprArg& rows, const ExprAr
     return;
   }
   const Expr R = rows.expr, C = cols.expr;
-  Var per_row = grid.let("tiles_per_row", (C + (tile_cols - 1)) / tile_cols, loc);
+  // At least one, so that every block's row of tiles is at least 0 whatever the number of columns.
+  Var per_row = grid.let("tiles_per_row", max((C + (tile_cols - 1)) / tile_cols, 1), loc);
   Var brow = grid.let("brow", grid.id(block(1), loc) / per_row, loc);
   Var bcol = grid.let("bcol", grid.id(block(1), loc) % per_row, loc);
   grid.partition(
@@ -409,31 +410,45 @@ void copy_tile_impl(Scope& b, const View& dst, const View& src, const ExprArg& s
         },
         loc);
   };
-  // The source index is clamped into the matrix whatever the condition says.
-  auto source = [&](const Expr& r, const Expr& c) { return min(r, R - 1) * C + min(c, C - 1); };
+  // The source element is read only inside the matrix (a branch, not a select, which would read it
+  // anyway): there lowering proves the read inside `src` from the branch's condition, as a CUDA
+  // programmer's `r < R && c < C ? src[r * C + c] : 0` needs no check.
+  // The row and column in 64 bits: `c0 + c_in` cannot wrap, so a column past the matrix is never
+  // taken for one inside it, and the proof has the ranges it needs.
+  auto source = [&](const Expr& r, const Expr& c) { return r * cast<std::int64_t>(C) + c; };
+  auto inside = [&](const Expr& r, const Expr& c) { return r < cast<std::int64_t>(R) && c < cast<std::int64_t>(C); };
   if (!how.async) {
     each(b, dst, [&](Scope& th, View mine, int l, Expr r_in, Expr c_in) {
-      Var r = th.let(dst.name() + "_row", r0 + r_in, loc);
-      Var c = th.let(dst.name() + "_col", c0 + c_in, loc);
-      mine[IndexArg(l, loc)] = select(r < R && c < C, src[IndexArg(source(r, c), loc)], zero_of(src.elem(), loc));
+      Var r = th.let(dst.name() + "_row", cast<std::int64_t>(r0) + cast<std::int64_t>(r_in), loc);
+      Var c = th.let(dst.name() + "_col", cast<std::int64_t>(c0) + cast<std::int64_t>(c_in), loc);
+      if (how.zeros)
+        th.if_(
+            inside(r, c), [&](Scope&) { mine[IndexArg(l, loc)] = src[IndexArg(source(r, c), loc)]; },
+            [&](Scope&) { mine[IndexArg(l, loc)] = zero_of(src.elem(), loc); }, loc);
+      else
+        th.if_(
+            inside(r, c), [&](Scope&) { mine[IndexArg(l, loc)] = src[IndexArg(source(r, c), loc)]; }, loc);
     });
     return;
   }
-  // Asynchronous: zeros past the edges by plain stores, then one cp.async per element inside (async
+  // Asynchronous: zeros past the edges by plain stores (unless not wanted), then one cp.async per element inside (async
   // memory takes only async copies), each thread waiting for its own before the barrier the sync pass
   // places ahead of the first read by another thread.
-  each(b, dst, [&](Scope& th, View mine, int l, Expr r_in, Expr c_in) {
-    th.if_(
-        !(r0 + r_in < R && c0 + c_in < C), [&](Scope&) { mine[IndexArg(l, loc)] = zero_of(src.elem(), loc); }, loc);
-  });
+  auto row = [&](const Expr& r_in) { return cast<std::int64_t>(r0) + cast<std::int64_t>(r_in); };
+  auto col = [&](const Expr& c_in) { return cast<std::int64_t>(c0) + cast<std::int64_t>(c_in); };
+  if (how.zeros)
+    each(b, dst, [&](Scope& th, View mine, int l, Expr r_in, Expr c_in) {
+      th.if_(
+          !inside(row(r_in), col(c_in)), [&](Scope&) { mine[IndexArg(l, loc)] = zero_of(src.elem(), loc); }, loc);
+    });
   b.async(
       dst,
       [&](Scope& b, View dst_async) {
         each(b, dst_async, [&](Scope& th, View mine, int l, Expr r_in, Expr c_in) {
-          Var r = th.let(dst.name() + "_row", r0 + r_in, loc);
-          Var c = th.let(dst.name() + "_col", c0 + c_in, loc);
+          Var r = th.let(dst.name() + "_row", row(r_in), loc);
+          Var c = th.let(dst.name() + "_col", col(c_in), loc);
           th.if_(
-              r < R && c < C, [&](Scope& th) { th.cp_async(mine, l, src, source(r, c), bytes, loc); }, loc);
+              inside(r, c), [&](Scope& th) { th.cp_async(mine, l, src, source(r, c), bytes, loc); }, loc);
         });
         b.group(
             thread(1),

@@ -229,6 +229,8 @@ Table::Table(const Kernel& kernel) {
                             ") is not an integer expression over the kernel's parameters");
     }
     if (p.specialized && p.var) specialized.push_back(static_cast<int>(i));
+    if (!p.specialized && p.var && is_integer(p.var->type) && classified.size() < 32)
+      classified.push_back(static_cast<int>(i));
     params.push_back(std::move(c));
   }
   for (const auto& r : k.requirements) {
@@ -280,17 +282,31 @@ Table& table_of(const Kernel& kernel) {
 namespace {
 
 bool same_key(const Entry& e, const Device& device, std::int64_t threads, const Table& t,
-              std::span<const std::int64_t> values) {
-  if (e.kind != device.kind() || e.ordinal != device.ordinal() || e.threads != threads) return false;
+              std::span<const std::int64_t> values, std::uint64_t classes) {
+  if (e.kind != device.kind() || e.ordinal != device.ordinal() || e.threads != threads || e.classes != classes)
+    return false;
   for (std::size_t k = 0; k < t.specialized.size(); ++k)
     if (e.values[k] != values[k]) return false;
   return true;
 }
 
-Entry* find(Table& t, const Device& device, std::int64_t threads, std::span<const std::int64_t> values) {
+Entry* find(Table& t, const Device& device, std::int64_t threads, std::span<const std::int64_t> values,
+            std::uint64_t classes) {
   for (Entry* e = t.head.load(std::memory_order_acquire); e; e = e->next)
-    if (same_key(*e, device, threads, t, values)) return e;
+    if (same_key(*e, device, threads, t, values, classes)) return e;
   return nullptr;
+}
+
+/// The size class of a value (Table::classified): 0 none, 1 [0, 2^30], 2 that and a multiple of 16.
+std::uint64_t class_of(std::int64_t value) {
+  auto a = Assumption::of(value);
+  return !a ? 0 : a->multiple == 16 ? 2 : 1;
+}
+/// The assumption of a class.
+Assumption assumption_of(std::uint64_t code) {
+  Assumption a;
+  if (code == 2) a.multiple = 16;
+  return a;
 }
 
 #ifdef VANTAGE_HAVE_CPU_BACKEND
@@ -352,6 +368,9 @@ void make(Entry& e, const Kernel& kernel, const Device& device, Table& t) {
   spec.arch = device.properties().arch;
   for (std::size_t i = 0; i < t.specialized.size(); ++i)
     spec.sizes[k.params[static_cast<std::size_t>(t.specialized[i])].name] = e.values[i];
+  for (std::size_t i = 0; i < t.classified.size(); ++i)
+    if (std::uint64_t code = (e.classes >> (2 * i)) & 3)
+      spec.assume[k.params[static_cast<std::size_t>(t.classified[i])].name] = assumption_of(code);
   try {
     if (device.kind() == DeviceKind::Cpu) {
       make_cpu(e, kernel, t, spec);
@@ -425,14 +444,15 @@ void make(Entry& e, const Kernel& kernel, const Device& device, Table& t) {
 
 /// The entry for this key, and whether this call created it (then the caller must fill it).
 std::pair<Entry*, bool> claim(Table& t, const Device& device, std::int64_t threads,
-                              std::span<const std::int64_t> values) {
+                              std::span<const std::int64_t> values, std::uint64_t classes) {
   std::lock_guard lock(t.mu);
-  if (Entry* e = find(t, device, threads, values)) return {e, false};
+  if (Entry* e = find(t, device, threads, values, classes)) return {e, false};
   auto* e = new Entry;
   e->kind = device.kind();
   e->ordinal = device.ordinal();
   e->threads = threads;
   e->values.assign(values.begin(), values.end());
+  e->classes = classes;
   e->done = e->promise.get_future().share();
   e->next = t.head.load(std::memory_order_relaxed);
   t.head.store(e, std::memory_order_release);
@@ -464,8 +484,8 @@ void fill(Entry& e, const Kernel& kernel, const Device& device, Table& t) {
 
 /// The entry for this key, made by this thread or another; rethrows the error of a failed one.
 Entry& entry_for(Table& t, const Kernel& kernel, const Device& device, std::int64_t threads,
-                 std::span<const std::int64_t> values) {
-  auto [e, created] = claim(t, device, threads, values);
+                 std::span<const std::int64_t> values, std::uint64_t classes) {
+  auto [e, created] = claim(t, device, threads, values, classes);
   if (created)
     fill(*e, kernel, device, t);
   else
@@ -581,13 +601,17 @@ const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std:
   for (std::size_t k = 0; k < t.specialized.size(); ++k)
     values[k] = out.scalars[static_cast<std::size_t>(t.specialized[k])];
   std::span<const std::int64_t> key(values.data(), t.specialized.size());
+  // Automatic specialization: the variant for the size classes of these arguments.
+  std::uint64_t classes = 0;
+  for (std::size_t k = 0; k < t.classified.size(); ++k)
+    classes |= class_of(out.scalars[static_cast<std::size_t>(t.classified[k])]) << (2 * k);
 
-  Entry* e = find(t, device, threads, key);
+  Entry* e = find(t, device, threads, key, classes);
   if (e && e->state.load(std::memory_order_acquire) == Entry::kReady) {
     t.launches.fetch_add(1, std::memory_order_relaxed);
   } else {
     ++t.misses;
-    e = &entry_for(t, kernel, device, threads, key);
+    e = &entry_for(t, kernel, device, threads, key, classes);
   }
 
   for (const Guard& g : e->guards)
@@ -857,7 +881,15 @@ std::shared_future<void> prepare(const Kernel& kernel, const Device& device, con
           name, "kernel '" + t.name + "': parameter '" + name + "' is specialized; give its value in Spec::sizes");
     values.push_back(it->second);
   }
-  auto [e, created] = runtime::claim(t, device, threads, values);
+  // The size classes the Spec's assumptions name (a class's assumption exactly; none otherwise).
+  std::uint64_t classes = 0;
+  for (std::size_t i = 0; i < t.classified.size(); ++i) {
+    auto it = spec.assume.find(k.params[static_cast<std::size_t>(t.classified[i])].name);
+    if (it == spec.assume.end()) continue;
+    for (std::uint64_t code : {1, 2})
+      if (it->second == runtime::assumption_of(code)) classes |= code << (2 * i);
+  }
+  auto [e, created] = runtime::claim(t, device, threads, values, classes);
   if (created) {
     ++t.misses;
     // Made on a worker; the task holds the kernel (and so its table and the entry) until it is done.
@@ -865,6 +897,18 @@ std::shared_future<void> prepare(const Kernel& kernel, const Device& device, con
         [kernel, device, e = e] { runtime::fill(*e, kernel, device, runtime::table_of(kernel)); });
   }
   return e->done;
+}
+
+Spec launch_spec(const Kernel& kernel, Spec spec, const std::map<std::string, std::int64_t>& values) {
+  const runtime::Table& t = runtime::table_of(kernel);
+  const ir::KernelNode& k = detail::KernelAccess::ir(kernel);
+  for (int i : t.classified) {
+    const std::string& name = k.params[static_cast<std::size_t>(i)].name;
+    auto it = values.find(name);
+    if (it == values.end()) continue;
+    if (std::uint64_t code = runtime::class_of(it->second)) spec.assume[name] = runtime::assumption_of(code);
+  }
+  return spec;
 }
 
 std::int64_t best_threads(const Kernel& kernel, const Device& device, Spec spec) {

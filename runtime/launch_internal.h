@@ -77,6 +77,7 @@ struct Entry {
   int ordinal = 0;
   std::int64_t threads = 0;
   std::vector<std::int64_t> values;  ///< the specialized parameters' values, in parameter order
+  std::uint64_t classes = 0;         ///< the size classes of the classified parameters (Table::classified)
   // The outcome.
   std::atomic<int> state{kMaking};
   std::promise<void> promise;
@@ -121,6 +122,10 @@ struct Table : detail::KernelSlot {
   std::int64_t declared_threads = 0;
   std::vector<ParamCheck> params;
   std::vector<int> specialized;  ///< indices of the specialized scalar parameters
+  /// Indices of the integer scalar parameters a launch's value puts in a size class (automatic
+  /// specialization: Assumption::of), two bits each in Entry::classes: 0 none, 1 [0, 2^30], 2 that
+  /// and a multiple of 16. At most 32.
+  std::vector<int> classified;
   std::vector<RequirementCheck> requirements;
   std::vector<TensorMapCheck> maps;
   std::mutex mu;  ///< taken only to insert an entry

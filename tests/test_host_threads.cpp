@@ -122,6 +122,42 @@ std::vector<Case> cases() {
     c.want = words(C);
     out.push_back(std::move(c));
   }
+  {
+    // 64-bit products of widened 32-bit values: the printer computes one in int where its value
+    // fits (t + 1 times 100000), and keeps 64 bits where only its operands do (t + 40000 times
+    // 60000 passes 2^31, in a let or a comparison), which an int would overflow
+    // (UndefinedBehaviorSanitizer stops the run).
+    KernelBuilder b("wide_products");
+    auto dst = b.param<GlobalPtr<int>>("out", extent(64));
+    b.block_threads(64);
+    b.body([&](Scope& g) {
+      lib::for_each_block(g, dst, 64, [&](Scope& b, Expr, View o) {
+        auto t = b.let("t", b.id(thread(1)));
+        auto small = b.let("small", cast<std::int64_t>(t + 1) * cast<std::int64_t>(Expr(100000)));
+        auto large = b.let("large", cast<std::int64_t>(t + 40000) * cast<std::int64_t>(Expr(60000)));
+        b.partition(
+            o, thread(1), [&](Expr i) { return t + i; },
+            [&](Scope& b, View mine) {
+              b.group(thread(1), [&](Scope&) {
+                // Compared without a let: 64 bits too, though both sides' operands fit an int.
+                Expr over = cast<std::int64_t>(t + 40000) * cast<std::int64_t>(Expr(60000));
+                mine[0] = cast<int>(large % std::int64_t{1000003}) + cast<int>(small % std::int64_t{977}) +
+                          select(over < std::int64_t{2000000000}, 1, 0);
+              });
+            });
+      });
+    });
+    Kernel kernel = b.build();
+    Grid g{1, 64};
+    std::vector<int> got(64, -1);
+    Case c = make("wide_products", kernel, g);
+    EXPECT_NE(c.launch.source.find("int small = (t + 1) * 100000;"), std::string::npos) << c.launch.source;
+    EXPECT_NE(c.launch.source.find("long long large"), std::string::npos) << c.launch.source;
+    c.launch.args = {buffer(got)};
+    kernel.launch(interp, g, got);
+    c.want = words(got);
+    out.push_back(std::move(c));
+  }
   return out;
 }
 

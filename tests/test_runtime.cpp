@@ -105,9 +105,46 @@ TEST(Runtime, AnExtentWhoseArithmeticWrapsIsRefusedNamingTheBuffer) {
   }
 }
 
+// Automatic specialization: a launch uses the variant for the size classes of its integer arguments
+// (a value in [0, 2^30], and a multiple of 16 or not; none outside), compiled the first time a class
+// is seen; each variant gives the right result, and the same class finds its variant again.
+TEST(Runtime, ALaunchUsesTheVariantForTheSizeClassesOfItsArguments) {
+  KernelBuilder b("shifted_copy");
+  auto n = b.param<int>("n");
+  auto shift = b.param<int>("shift");
+  auto x = b.param<GlobalPtr<const int>>("x", extent(n));
+  auto y = b.param<GlobalPtr<int>>("y", extent(n));
+  b.block_threads(64);
+  b.body([&](Scope& g) { lib::for_each(g, y, n, [&](Scope&, Expr i, ElemRef e) { e = x[i] + shift; }); });
+  Kernel k = b.build();
+  std::vector<int> in(100), out(100);
+  for (int i = 0; i < 100; ++i) in[static_cast<std::size_t>(i)] = i * 3;
+  const auto& cin = in;
+  auto run = [&](int count, int s) {
+    std::fill(out.begin(), out.end(), -1);
+    k.launch(Device::interpreter(), Grid{2, 64}, count, s, cin, out);
+    for (int i = 0; i < count; ++i) EXPECT_EQ(out[static_cast<std::size_t>(i)], i * 3 + s) << count << " " << s;
+  };
+  run(100, 5);   // n: [0, 2^30]; shift: [0, 2^30]
+  run(100, -5);  // shift: no class
+  run(96, 32);   // both multiples of 16
+  run(100, 7);   // the first variant again
+  LaunchStats st = launch_stats(k);
+  EXPECT_EQ(st.compiles, 3);
+  EXPECT_EQ(st.launches, 1) << "the fourth launch found the first one's variant";
+  // launch_spec names a launch's classes: prepare makes that variant, which a launch then finds.
+  Spec s = launch_spec(k, Spec{}, {{"n", 100}, {"shift", -9}, {"other", 1}});
+  ASSERT_EQ(s.assume.size(), 1u);
+  EXPECT_EQ(s.assume.at("n"), *Assumption::of(100));
+  prepare(k, Device::interpreter(), launch_spec(k, Spec{}, {{"n", 48}, {"shift", 48}})).get();
+  EXPECT_EQ(launch_stats(k).compiles, 3) << "n and shift multiples of 16: the third variant";
+}
+
 TEST(Runtime, PrepareMakesASpecializationAheadOfItsFirstLaunch) {
   Kernel k = examples::sgemm_smem();
-  std::shared_future<void> ready = prepare(k, Device::interpreter(), Spec{});
+  // The variant a launch with M = N = K = 40 uses (their size class: launch_spec).
+  std::shared_future<void> ready =
+      prepare(k, Device::interpreter(), launch_spec(k, Spec{}, {{"M", 40}, {"N", 40}, {"K", 40}}));
   ready.get();
   LaunchStats before = launch_stats(k);
   EXPECT_EQ(before.compiles, 1);

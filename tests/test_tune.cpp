@@ -63,6 +63,7 @@ struct AffineProblem {
     for (int i = 0; i < kN; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i % 97) * 0.5f;
     problem.key = "n=" + std::to_string(kN);
     problem.run = [this](const Kernel& k, const Device& d, Grid g) { k.launch(d, g, kN, std::as_const(x), y); };
+    problem.sizes = {{"n", kN}};
     problem.check = [this](std::string& why) {
       for (int i = 0; i < kN; ++i)
         if (y[static_cast<std::size_t>(i)] != 2.0f * x[static_cast<std::size_t>(i)] + 1.0f) {

@@ -71,7 +71,9 @@ Usage:
 Options:
   --arch ARCH                             target: ARCHS (default sm_90)
   --threads N                             threads per block when the kernel leaves it open
-  --size NAME=VALUE                       value of a specialized parameter (repeatable)
+  --size NAME=VALUE                       value of a specialized parameter, or a launch's value of
+                                          another integer one: its size class picks the variant, as
+                                          a launch's would (repeatable)
 
 Environment:
   VANTAGE_LOG   log level: trace, debug, info, warn (default), error, off
@@ -156,6 +158,23 @@ bool parse_spec(int argc, char** argv, int first, vantage::Spec& spec, std::vect
   return true;
 }
 
+/// `spec` for `kernel`, where `--size NAME=VALUE` of a parameter the kernel does not specialize names
+/// the launch's value: the variant is the one for its size class (docs/runtime.md, automatic
+/// specialization), as a launch with that value would get.
+vantage::Spec with_launch_sizes(const vantage::Kernel& kernel, vantage::Spec spec) {
+  std::map<std::string, std::int64_t> launch;
+  for (auto it = spec.sizes.begin(); it != spec.sizes.end();) {
+    // A parameter launch_spec classifies (0 is in a class) is an unspecialized integer one.
+    if (vantage::launch_spec(kernel, {}, {{it->first, 0}}).assume.count(it->first)) {
+      launch.insert(*it);
+      it = spec.sizes.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return vantage::launch_spec(kernel, std::move(spec), launch);
+}
+
 /// Through the kernel cache (`--cache`): the entry is read or stored there, so that `vantage cache
 /// export` can ship it.
 int cache_one(const vantage::examples::Example& ex, const vantage::Spec& spec) {
@@ -173,9 +192,10 @@ int cache_one(const vantage::examples::Example& ex, const vantage::Spec& spec) {
 }
 
 int compile_one(const vantage::examples::Example& ex, const vantage::Spec& spec, bool through_cache) {
-  if (through_cache) return cache_one(ex, ex.spec(spec));
+  if (through_cache) return cache_one(ex, with_launch_sizes(ex.build(), ex.spec(spec)));
   try {
-    auto c = vantage::compile(ex.build(), ex.spec(spec));
+    auto k = ex.build();
+    auto c = vantage::compile(k, with_launch_sizes(k, ex.spec(spec)));
     std::printf("%-16s %-7s cubin %7zu B  %7.1f ms  barriers %d  shared %lld B", ex.name.c_str(),
                 vantage::arch_name(spec.arch), c.cubin.size(), c.compile_ms, c.spec.barriers,
                 static_cast<long long>(c.spec.static_shared_bytes + c.spec.dynamic_shared_bytes));
@@ -526,7 +546,8 @@ int main(int argc, char** argv) {
     if (!ex) return unknown(names[0]);
     try {
       auto k = ex->build();
-      const vantage::Spec full = ex->spec(spec);  // its default sizes where none is given
+      // Its default sizes where none is given; a size it does not specialize picks a size class.
+      const vantage::Spec full = with_launch_sizes(k, ex->spec(spec));
       std::string text = cmd == "cuda"       ? k.source(full)
                          : cmd == "lower"    ? k.lowered(full)
                          : cmd == "llvm"     ? k.llvm_ir(full)

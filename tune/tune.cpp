@@ -339,7 +339,9 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
       auto t0 = Clock::now();
       try {
         Candidate c = make(report.results[b.index].config);
-        Spec spec = c.spec.value_or(Spec{}.with_threads(c.grid.threads).with_arch(device.properties().arch));
+        Spec spec = launch_spec(
+            c.kernel, c.spec.value_or(Spec{}.with_threads(c.grid.threads).with_arch(device.properties().arch)),
+            problem.sizes);
         prepare(c.kernel, device, spec).get();
         b.candidate = std::move(c);
       } catch (...) {

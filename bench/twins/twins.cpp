@@ -17,19 +17,22 @@
 namespace vantage::twins {
 
 const std::vector<Twin>& all() {
+  const std::map<std::string, std::int64_t> gemm{{"M", 4096}, {"N", 4096}, {"K", 4096}};
+  const std::map<std::string, std::int64_t> matrix{{"M", 8192}, {"N", 8192}};
+  const std::map<std::string, std::int64_t> vector{{"n", std::int64_t{1} << 26}};
   static const std::vector<Twin> kTwins = {
-      {"sgemm_smem", "sgemm.cu", "twin_sgemm_smem", {}},
-      {"sgemm_reg1d", "sgemm.cu", "twin_sgemm_reg1d", {}},
-      {"sgemm_reg2d", "sgemm.cu", "twin_sgemm_reg2d", {}},
-      {"sgemm_vec", "sgemm.cu", "twin_sgemm_vec", {{"N", 4096}, {"K", 4096}}},
-      {"sgemm_warptile", "sgemm.cu", "twin_sgemm_warptile", {}},
-      {"mma_tf32", "mma.cu", "twin_mma_tf32", {}},
-      {"vec_copy", "copy.cu", "twin_vec_copy", {}},
-      {"transpose", "copy.cu", "twin_transpose", {}},
-      {"transpose_padded", "copy.cu", "twin_transpose_padded", {}},
-      {"transpose_async", "async.cu", "twin_transpose_async", {}},
-      {"block_reduce", "reduce_scan.cu", "twin_block_reduce", {}},
-      {"scan_lookback", "reduce_scan.cu", "twin_scan_lookback", {}},
+      {"sgemm_smem", "sgemm.cu", "twin_sgemm_smem", gemm},
+      {"sgemm_reg1d", "sgemm.cu", "twin_sgemm_reg1d", gemm},
+      {"sgemm_reg2d", "sgemm.cu", "twin_sgemm_reg2d", gemm},
+      {"sgemm_vec", "sgemm.cu", "twin_sgemm_vec", gemm},
+      {"sgemm_warptile", "sgemm.cu", "twin_sgemm_warptile", gemm},
+      {"mma_tf32", "mma.cu", "twin_mma_tf32", gemm},
+      {"vec_copy", "copy.cu", "twin_vec_copy", vector},
+      {"transpose", "copy.cu", "twin_transpose", matrix},
+      {"transpose_padded", "copy.cu", "twin_transpose_padded", matrix},
+      {"transpose_async", "async.cu", "twin_transpose_async", matrix},
+      {"block_reduce", "reduce_scan.cu", "twin_block_reduce", vector},
+      {"scan_lookback", "reduce_scan.cu", "twin_scan_lookback", vector},
   };
   return kTwins;
 }
@@ -260,8 +263,15 @@ Row compare(const Twin& twin, const std::string& twins_dir, Arch arch) {
   for (const auto& e : examples::all())
     if (e.name == twin.example) example = &e;
   if (!example) throw std::runtime_error("no example '" + twin.example + "'");
+  // At its benchmark sizes, as the launcher compiles it: the specialized parameters' values, and for
+  // the others the size classes those values are in (automatic specialization).
   Spec spec = example->spec(Spec{}.with_arch(arch));
-  for (const auto& [name, value] : twin.sizes) spec.sizes[name] = value;
+  for (const auto& [name, value] : twin.sizes) {
+    if (example->sizes.count(name))
+      spec.sizes[name] = value;
+    else if (auto a = Assumption::of(value))
+      spec.assume[name] = *a;
+  }
   Row row;
   row.twin = twin;
   Compiled c = compile(example->build(), spec);

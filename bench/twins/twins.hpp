@@ -20,7 +20,9 @@ struct Twin {
   std::string example;  ///< the name in examples::all()
   std::string file;     ///< the twin's source, relative to bench/twins/
   std::string entry;    ///< the twin's kernel
-  /// The benchmark sizes the example is compiled at (its specialized parameters; the twin's macros).
+  /// The benchmark sizes: the example is compiled at them as the launcher would (its specialized
+  /// parameters' values, the others' size classes: Assumption::of); the twin gets them as macros
+  /// (TWIN_N, ...).
   std::map<std::string, std::int64_t> sizes;
 };
 /// Every example with a twin, in a stable order.

@@ -775,7 +775,8 @@ Kernel transpose_tiled(const char* name, int pad, bool async) {
     // Block (i, j) writes tile (i, j) of out, which is tile (j, i) of in transposed.
     lib::for_each_tile(g, out, N, M, kTile, kTile, [&](Scope& b, const lib::MatrixTile& o) {
       auto tile = b.shared<float>("tile", kTile * (kTile + pad));
-      lib::copy_tile(b, tile, in, M, N, o.col0, o.row0, kTile, kTile, {pad, async});  // coalesced reads
+      // Coalesced reads; the tile's elements past the matrix are never read, so they need no zeros.
+      lib::copy_tile(b, tile, in, M, N, o.col0, o.row0, kTile, kTile, {pad, async, false});
       // out(row0 + r, col0 + c) = in(col0 + c, row0 + r) = tile[c][r]: a warp (fixed r, 32 values of c)
       // reads a column of the tile, 32 rows apart: one bank unpadded, 32 banks with a pad of 1.
       lib::update_own(b, o, [&](Scope&, ElemRef e) { e = tile[o.col * (kTile + pad) + o.row]; });

@@ -158,6 +158,7 @@ int tune_sgemm_main(const std::vector<std::string>& args, const std::string& pro
   tune::Problem problem;
   problem.key = "M=N=K=" + std::to_string(n) + " alpha=1 beta=0";
   problem.run = [&](const Kernel& k, const Device& d, Grid g) { k.launch(d, g, n, n, n, 1.0f, 0.0f, cA, cB, C); };
+  problem.sizes = {{"M", n}, {"N", n}, {"K", n}};
   problem.check = [&](std::string& why) {
     std::vector<float> got = C.to_vector();
     for (std::size_t i = 0; i < got.size(); ++i)

@@ -146,8 +146,14 @@ struct LaunchStats {
 LaunchStats launch_stats(const Kernel& kernel);
 
 /// Compiles and loads the specialization of `spec` for `device` in the background, so that the first
-/// launch finds it ready. The future holds the error, if making it failed.
+/// launch finds it ready. The future holds the error, if making it failed. A launch uses the variant
+/// for the size classes of its integer arguments (automatic specialization, docs/runtime.md): give
+/// `spec` those (`launch_spec`) to prepare the one a launch will find.
 std::shared_future<void> prepare(const Kernel& kernel, const Device& device, const Spec& spec);
+
+/// `spec` with the assumptions a launch makes of the kernel's unspecialized integer parameters when
+/// `values` holds their arguments (by name; others are left out): the variant such a launch uses.
+Spec launch_spec(const Kernel& kernel, Spec spec, const std::map<std::string, std::int64_t>& values);
 
 /// For a kernel that leaves its threads per block open: the count, among 64, 128, 256, 512 and 1024
 /// that the kernel's rules accept and `device` allows, that keeps the most of a multiprocessor busy

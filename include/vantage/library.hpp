@@ -112,16 +112,21 @@ void stage_tile(Scope& block, const View& dst, const View& src, const ExprArg& s
 /// How `copy_tile` copies: rows of the shared tile `tile_cols + pad` elements apart (a pad of 1 keeps
 /// a column of 32 floats in 32 banks), and by `cp.async` (each thread's copies are waited for by
 /// that thread before the barrier ahead of the first read by another) or by plain loads and stores.
+/// `zeros`: the tile's elements past the matrix's edges are zeros; off, they are left as they were
+/// (for a kernel that never reads them: with cp.async, no plain stores then need a barrier before
+/// the copies).
 struct TileCopy {
   int pad = 0;
   bool async = false;
+  bool zeros = true;
 };
 
 /// `stage_tile` with padding and asynchronous copies: dst (tile_rows x (tile_cols + pad) elements)
 /// receives the tile at (row0, col0) of the row-major src (src_rows x src_cols), element (r, c) at
-/// dst[r * (tile_cols + pad) + c], zeros past the matrix's edges, striped over the block's threads.
-/// At block(1). The reads are clamped into the matrix (and, async, issued only inside it); the
-/// padding elements are not written.
+/// dst[r * (tile_cols + pad) + c], zeros past the matrix's edges (unless `how.zeros` is off),
+/// striped over the block's threads. At block(1). An element is read only inside the matrix (and
+/// lowering proves the read inside `src` from that condition); the padding elements are not
+/// written.
 void copy_tile(Scope& block, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
                const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, TileCopy how = {},
                std::source_location loc = std::source_location::current());

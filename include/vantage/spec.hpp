@@ -16,12 +16,35 @@
 
 namespace vantage {
 
+/// What a variant may assume of an integer scalar parameter it is not specialized on: its value
+/// lies in [min, max] and is a multiple of `multiple`. Lowering proves with these facts (a loop step
+/// that cannot wrap, arithmetic that fits 32 bits, a read inside its buffer); the launcher checks
+/// them as guards. `Assumption::of(v)` is the class the launcher puts a launch's value in when it
+/// picks a variant by itself (automatic specialization, docs/runtime.md).
+struct Assumption {
+  std::int64_t min = 0;
+  std::int64_t max = kMaxSize;
+  std::int64_t multiple = 1;
+
+  /// The largest value a size class holds: a size up to this has room to grow by a tile without
+  /// leaving an i32.
+  static constexpr std::int64_t kMaxSize = std::int64_t{1} << 30;
+  /// [0, kMaxSize], a multiple of 16 where `value` is one; nothing for a value outside.
+  static std::optional<Assumption> of(std::int64_t value);
+  bool holds(std::int64_t value) const { return value >= min && value <= max && value % multiple == 0; }
+  /// "0 <= n <= 1073741824 && n % 16 == 0".
+  std::string str(const std::string& name) const;
+  friend bool operator==(const Assumption&, const Assumption&) = default;
+};
+
 /// What one compiled variant is specialized on: the launch shape, the values of the size
-/// parameters marked `specialize`, the target and the compiler's float contraction.
+/// parameters marked `specialize`, what it assumes of the others, the target and the compiler's
+/// float contraction.
 struct Spec {
   std::int64_t threads = 0;                   ///< threads per block; 0 takes the kernel's declared count
   std::optional<std::int64_t> blocks;         ///< the grid, when a rule needs it; otherwise guarded at launch
   std::map<std::string, std::int64_t> sizes;  ///< specialized parameter values by name
+  std::map<std::string, Assumption> assume;   ///< what the variant assumes of other integer parameters
   Arch arch = Arch::SM_90;
   /// Let NVRTC contract `a * b + c` into one fused multiply-add (its default, and CUDA's). Off, every
   /// float operation rounds on its own, as the interpreter computes it (docs/semantics.md).
@@ -37,6 +60,10 @@ struct Spec {
   }
   Spec& with_size(const std::string& name, std::int64_t v) {
     sizes[name] = v;
+    return *this;
+  }
+  Spec& with_assumption(const std::string& name, Assumption a) {
+    assume[name] = a;
     return *this;
   }
   Spec& with_arch(Arch a) {
@@ -75,10 +102,13 @@ struct Guard {
     BlocksEqual,        ///< grid blocks == value
     ParamEquals,        ///< scalar parameter `param` == value (specialized sizes)
     BlocksAtMost,       ///< grid blocks <= value (every thread index must fit an i32)
+    ParamAtLeast,       ///< scalar parameter `param` >= value (an assumption)
+    ParamAtMost,        ///< scalar parameter `param` <= value (an assumption)
+    ParamMultipleOf,    ///< scalar parameter `param` % value == 0 (an assumption)
   };
   Kind kind;
   std::int64_t value = 0;
-  int param = -1;    ///< parameter index for ParamEquals
+  int param = -1;    ///< parameter index for ParamEquals and the assumptions
   std::string text;  ///< human-readable predicate
   std::string rule;  ///< the checker rule it comes from, if any
   SourceLoc loc;

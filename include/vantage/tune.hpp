@@ -61,6 +61,9 @@ struct Problem {
   std::string key;
   /// One launch of a candidate with the problem's arguments; the tuner times it (and synchronizes).
   std::function<void(const Kernel&, const Device&, Grid)> run;
+  /// The integer arguments `run` passes, by parameter name: the tuner compiles the variant a launch
+  /// with them uses (launch_spec), not a second one at the first launch.
+  std::map<std::string, std::int64_t> sizes;
   /// Whether the output of the last `run` is right; `why` says what is wrong. Empty: not checked.
   std::function<bool(std::string& why)> check;
 };

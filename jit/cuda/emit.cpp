@@ -324,6 +324,8 @@ class Emitter {
     env_ = RangeEnv();
     env_.thread_index = Range{0, opt_.threads - 1};
     env_.block_index = Range{0, (opt_.blocks ? *opt_.blocks : opt_.max_blocks) - 1};
+    // The parameters' ranges the variant assumes (Spec::assume).
+    for (const auto& [v, r] : lowered_->options.param_ranges) env_.vars[v] = Range{r.first, r.second};
     reassigned_ = reassigned_vars(body);
   }
 
@@ -425,7 +427,37 @@ class Emitter {
     }
     throw InternalError("emit: literal of an unknown type");
   }
-  std::string text(const VarRef& n) { return name(n.var); }
+  std::string text(const VarRef& n) {
+    // A 64-bit variable held in an int (narrowed_): widened where it is read, so that every
+    // expression keeps its 64-bit meaning and NVCC sees a sign-extended 32-bit value.
+    if (narrowed_.count(n.var.get())) return "static_cast<long long>(" + name(n.var) + ")";
+    return name(n.var);
+  }
+
+  /// The value of the i64 expression `e` computed in int, where that is exact: its parts are 32-bit
+  /// values widened (casts from i32, literals, narrowed variables) and every operation's range,
+  /// and the result's, fit an int (so no int operation can overflow). Nothing otherwise.
+  std::optional<std::string> narrow32(const ExprPtr& e, int depth = 0) {
+    if (!e || e->type != ScalarType::I64 || depth > 8) return std::nullopt;
+    const Range i32 = Range::of(ScalarType::I32);
+    if (auto k = const_int(e); k && i32.contains(*k)) return int_text(ScalarType::I32, *k);
+    if (const auto* v = as<VarRef>(*e)) {
+      if (narrowed_.count(v->var.get())) return name(v->var);
+      return std::nullopt;
+    }
+    if (const auto* c = as<Cast>(*e)) {
+      if (c->a->type == ScalarType::I32) return expr(c->a);
+      return std::nullopt;
+    }
+    const auto* b = as<Binary>(*e);
+    if (!b || !(b->op == BinOp::Add || b->op == BinOp::Sub || b->op == BinOp::Mul)) return std::nullopt;
+    if (!value_range(e, env_).within(i32) || !value_range(b->a, env_).within(i32) ||
+        !value_range(b->b, env_).within(i32))
+      return std::nullopt;
+    auto x = narrow32(b->a, depth + 1), y = narrow32(b->b, depth + 1);
+    if (!x || !y) return std::nullopt;
+    return "(" + *x + " " + name_of(b->op) + " " + *y + ")";
+  }
   std::string text(const Unary& n) {
     std::string a = expr(n.a);
     if (n.op == UnOp::Neg && is_signed(n.type) && is_integer(n.type) && may_overflow(n, env_))
@@ -444,8 +476,13 @@ class Emitter {
   }
 
   std::string text(const Binary& n) {
-    std::string a = expr(n.a), b = expr(n.b);
     ScalarType t = n.a->type;
+    // A comparison of 64-bit values that are 32-bit values widened, and 64-bit arithmetic whose
+    // value fits an int: done in int (one instruction where 64 bits take two or three).
+    if (t == ScalarType::I64 && (n.op == BinOp::Lt || n.op == BinOp::Le || n.op == BinOp::Gt || n.op == BinOp::Ge ||
+                                 n.op == BinOp::Eq || n.op == BinOp::Ne))
+      if (auto x = narrow32(n.a), y = narrow32(n.b); x && y) return "(" + *x + " " + name_of(n.op) + " " + *y + ")";
+    std::string a = expr(n.a), b = expr(n.b);
     bool integer = is_integer(n.type);
     switch (n.op) {
       case BinOp::Add:
@@ -462,6 +499,13 @@ class Emitter {
       case BinOp::Mod:
         if (integer) {
           Range d = value_range(n.b, env_);
+          // Both operands provably non-negative and the divisor positive: an unsigned division, the
+          // same value without the sign's corrections (`block / tiles_per_row`).
+          if (is_signed(n.type) && d.lo >= 1 && value_range(n.a, env_).lo >= 0 && !const_int(n.b)) {
+            const std::string u = n.type == ScalarType::I64 ? "unsigned long long" : "unsigned";
+            return "static_cast<" + std::string(ctype(n.type)) + ">(static_cast<" + u + ">(" + unparenthesized(a) +
+                   ")" + (n.op == BinOp::Div ? " / " : " % ") + "static_cast<" + u + ">(" + unparenthesized(b) + "))";
+          }
           bool min_by_minus_one =
               is_signed(n.type) && d.contains(-1) && value_range(n.a, env_).contains(Range::of(n.type).lo);
           if (min_by_minus_one) return helper(n.op == BinOp::Div ? "div" : "mod", n.type) + "(" + a + ", " + b + ")";
@@ -644,7 +688,79 @@ class Emitter {
     return "0";
   }
 
+  /// A 64-bit sum whose products share a factor, as composing a block's partition with a thread's
+  /// gives (`brow * 32 * M + bcol * 32 + tr * M + tc`), with those products as one: their other
+  /// factors summed in int where that sum fits (`(brow * 32 + tr) * M`), one widening multiply where
+  /// there were several. Nothing where no two products share a factor.
+  std::optional<std::string> factored_sum(const ExprPtr& e) {
+    std::vector<ExprPtr> terms;
+    std::function<bool(const ExprPtr&)> flatten = [&](const ExprPtr& x) {
+      const auto* b = as<Binary>(*x);
+      if (b && b->op == BinOp::Add && b->type == ScalarType::I64 && is_exact_index_op(*x))
+        return flatten(b->a) && flatten(b->b);
+      terms.push_back(x);
+      return terms.size() <= 16;
+    };
+    if (!flatten(e) || terms.size() < 2) return std::nullopt;
+    // Each product's factor that is not a constant, and its other factor.
+    struct Product {
+      ExprPtr factor, other;
+    };
+    auto product = [](const ExprPtr& x) -> std::optional<Product> {
+      const auto* b = as<Binary>(*x);
+      if (!b || b->op != BinOp::Mul || b->type != ScalarType::I64) return std::nullopt;
+      if (!const_int(b->b)) return Product{b->b, b->a};
+      if (!const_int(b->a)) return Product{b->a, b->b};
+      return std::nullopt;
+    };
+    std::vector<bool> used(terms.size(), false);
+    std::vector<std::string> parts;
+    bool shared = false;
+    for (std::size_t i = 0; i < terms.size(); ++i) {
+      if (used[i]) continue;
+      auto p = product(terms[i]);
+      if (!p) continue;
+      ExprPtr sum = p->other;
+      std::vector<std::size_t> group{i};
+      for (std::size_t j = i + 1; j < terms.size(); ++j) {
+        auto q = used[j] ? std::nullopt : product(terms[j]);
+        if (!q || !ir::equal(q->factor, p->factor)) continue;
+        sum = make<Binary>(ScalarType::I64, BinOp::Add, sum, q->other, e->loc);
+        group.push_back(j);
+      }
+      if (group.size() < 2) continue;
+      auto narrow = narrow32(sum);
+      if (!narrow) continue;
+      for (auto g : group) used[g] = true;
+      parts.push_back("static_cast<long long>" + (narrow->front() == '(' ? *narrow : "(" + *narrow + ")") + " * " +
+                      exact_index(p->factor, ScalarType::I64));
+      shared = true;
+    }
+    if (!shared) return std::nullopt;
+    // The other terms: those that are 32-bit values summed in int where that sum fits, as one.
+    ExprPtr rest;
+    std::vector<std::size_t> in_rest;
+    for (std::size_t i = 0; i < terms.size(); ++i) {
+      if (used[i] || !narrow32(terms[i])) continue;
+      ExprPtr next = rest ? make<Binary>(ScalarType::I64, BinOp::Add, rest, terms[i], e->loc) : terms[i];
+      if (!narrow32(next)) continue;
+      rest = next;
+      in_rest.push_back(i);
+    }
+    if (in_rest.size() >= 2) {
+      for (auto i : in_rest) used[i] = true;
+      parts.push_back("static_cast<long long>(" + unparenthesized(*narrow32(rest)) + ")");
+    }
+    for (std::size_t i = 0; i < terms.size(); ++i)
+      if (!used[i]) parts.push_back(exact_index(terms[i], ScalarType::I64));
+    std::string out = "(";
+    for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? " + " : "") + parts[i];
+    return out + ")";
+  }
+
   std::string exact_index(const ExprPtr& e, ScalarType w) {
+    if (w == ScalarType::I64)
+      if (auto f = factored_sum(e)) return *f;
     // In a 64-bit index, a part whose value and intermediates fit 32 bits is computed in int and
     // widened once: `static_cast<long long>(row * 32 + tr) * K` rather than four 64-bit operations.
     if (w == ScalarType::I64 && is_exact_index_op(*e))
@@ -653,6 +769,8 @@ class Emitter {
         return "static_cast<long long>(" + unparenthesized(exact_index(e, ScalarType::I32)) + ")";
     if (!is_exact_index_op(*e)) {
       if (auto k = const_int(e)) return int_text(w, static_cast<std::int64_t>(exact(e->type, *k)));
+      if (const auto* v = as<VarRef>(*e); v && narrowed_.count(v->var.get()))
+        return w == ScalarType::I32 ? name(v->var) : "static_cast<long long>(" + name(v->var) + ")";
       std::string v = expr(e);
       return e->type == w ? v : "static_cast<" + std::string(ctype(w)) + ">(" + v + ")";
     }
@@ -732,6 +850,15 @@ class Emitter {
     ind();
     // A loop's value of the iteration (Scope::for_ with a step rule) that its body may not use.
     if (n.var->origin == VarNode::Origin::Loop) out_ << "[[maybe_unused]] ";
+    // A 64-bit value that fits an int and is computed from 32-bit ones: held in an int (text(VarRef)).
+    if (!reassigned_.count(n.var.get()) && n.var->type == ScalarType::I64 &&
+        value_range(n.value, env_).within(Range::of(ScalarType::I32)))
+      if (auto narrow = narrow32(n.value)) {
+        out_ << "int " << name(n.var) << " = " << unparenthesized(*narrow) << ";\n";
+        env_.vars[n.var.get()] = value_range(n.value, env_);
+        narrowed_.insert(n.var.get());
+        return;
+      }
     out_ << ctype(n.var->type) << " " << name(n.var) << " = " << expr(n.value) << ";\n";
     if (!reassigned_.count(n.var.get()) && is_integer(n.var->type)) env_.vars[n.var.get()] = value_range(n.value, env_);
   }
@@ -1129,6 +1256,7 @@ class Emitter {
   std::set<std::string> taken_;
   RangeEnv env_;
   std::unordered_set<const VarNode*> reassigned_;
+  std::unordered_set<const VarNode*> narrowed_;  ///< i64 lets held in an int (emit(Let))
   const lower::Lowered* lowered_ = nullptr;
   std::unordered_map<const FunctionNode*, std::string> fn_names_;
   std::int64_t kernel_smem_ = 0;

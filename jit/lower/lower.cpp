@@ -197,6 +197,7 @@ class BodyLowerer {
     env_.thread_index = Range{0, c_.opt.threads - 1};
     env_.block_index = Range{0, (c_.opt.blocks ? *c_.opt.blocks : c_.opt.max_blocks) - 1};
     env_.grid_blocks = c_.opt.blocks ? Range::point(*c_.opt.blocks) : Range{1, c_.opt.max_blocks};
+    for (const auto& [v, r] : c_.opt.param_ranges) env_.vars[v] = Range{r.first, r.second};
     env_.exact_memo = &exact_memo_;
     frames_.push_back(std::move(top));
   }

@@ -37,6 +37,8 @@ struct Options {
   std::optional<std::int64_t> blocks;   ///< the grid, when fixed
   std::int64_t max_blocks = INT32_MAX;  ///< the most blocks a launch may have (a residual guard)
   Arch arch = Arch::SM_90;
+  /// The ranges the variant assumes of kernel parameters (Spec::assume), by variable.
+  std::unordered_map<const ir::VarNode*, std::pair<std::int64_t, std::int64_t>> param_ranges;
 };
 
 /// An access checked as it runs (a Load or Store with a bound): where, and what it touches.

@@ -22,6 +22,8 @@ std::string entry_name(const Kernel& k, const Spec& spec, std::int64_t threads) 
   std::string key = std::to_string(k.structural_hash()) + "/" + std::to_string(threads) + "/" +
                     std::to_string(spec.blocks.value_or(-1)) + "/" + arch_name(spec.arch);
   for (const auto& [name, v] : spec.sizes) key += "/" + name + "=" + std::to_string(v);
+  for (const auto& [name, a] : spec.assume)
+    key += "/" + name + ":" + std::to_string(a.min) + ":" + std::to_string(a.max) + ":" + std::to_string(a.multiple);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%08llx",
                 static_cast<unsigned long long>(XXH3_64bits(key.data(), key.size()) & 0xffffffffULL));
@@ -42,6 +44,7 @@ LoweredKernel lower_for(const Kernel& kernel, const Spec& spec) {
   lo.blocks = s.blocks;
   lo.max_blocks = s.max_blocks;
   lo.arch = spec.arch;
+  lo.param_ranges = s.param_ranges;
   out.lowered = lower::lower(*s.kernel, lo);
   if (!out.lowered.problems.empty()) throw CheckError(out.lowered.problems);
   out.specialized.guards.insert(out.specialized.guards.end(), out.lowered.guards.begin(), out.lowered.guards.end());

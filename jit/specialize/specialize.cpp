@@ -7,6 +7,7 @@
 #include "jit/ir/eval.h"
 #include "jit/ir/mutate.h"
 #include "jit/ir/printer.h"
+#include "jit/ir/range.h"
 #include "jit/ir/visit.h"
 #include "jit/target/target.h"
 
@@ -219,6 +220,53 @@ Result run(const KernelNode& k, const std::vector<Obligation>& obligations, cons
     }
     r.params.push_back(std::move(info));
   }
+  // What the variant assumes of unspecialized integer parameters: guards the launcher checks, facts
+  // lowering proves with, and the parameters' ranges.
+  std::vector<ExprPtr> assumed;
+  for (const auto& [name, a] : spec.assume) {
+    std::size_t i = 0;
+    while (i < k.params.size() && k.params[i].name != name) ++i;
+    const ParamNode* p = i < k.params.size() ? &k.params[i] : nullptr;
+    if (!p || p->mem || !p->var || !is_integer(p->var->type) || p->specialized) {
+      errors.push_back({"V1005",
+                        "the Spec assumes " + a.str(name) + ", but '" + name +
+                            "' is not an unspecialized integer "
+                            "parameter of '" +
+                            k.name + "'",
+                        k.loc,
+                        {}});
+      continue;
+    }
+    const Range type = Range::of(p->var->type);
+    if (a.multiple < 1 || a.min > a.max || !type.contains(a.min) || !type.contains(a.max)) {
+      errors.push_back(
+          {"V1005",
+           "the Spec's assumption " + a.str(name) + " does not fit '" + name + "' (" + type_name(p->var->type) + ")",
+           p->loc,
+           {}});
+      continue;
+    }
+    const int index = static_cast<int>(i);
+    const std::string why = "the variant's assumption " + a.str(name);
+    r.guards.push_back({Guard::Kind::ParamAtLeast, a.min, index, name + " >= " + std::to_string(a.min), why, p->loc});
+    r.guards.push_back({Guard::Kind::ParamAtMost, a.max, index, name + " <= " + std::to_string(a.max), why, p->loc});
+    if (a.multiple > 1)
+      r.guards.push_back({Guard::Kind::ParamMultipleOf, a.multiple, index,
+                          name + " % " + std::to_string(a.multiple) + " == 0", why, p->loc});
+    r.param_ranges[p->var.get()] = {a.min, a.max};
+    const ScalarType t = p->var->type;
+    auto lit = [&](std::int64_t v) { return make<Literal>(t, v, static_cast<double>(v), p->loc); };
+    ExprPtr v = ref(p->var, p->loc);
+    ExprPtr cond =
+        make<Binary>(ScalarType::Bool, BinOp::LAnd, make<Binary>(ScalarType::Bool, BinOp::Ge, v, lit(a.min), p->loc),
+                     make<Binary>(ScalarType::Bool, BinOp::Le, v, lit(a.max), p->loc), p->loc);
+    if (a.multiple > 1)
+      cond = make<Binary>(ScalarType::Bool, BinOp::LAnd, cond,
+                          make<Binary>(ScalarType::Bool, BinOp::Eq,
+                                       make<Binary>(t, BinOp::Mod, v, lit(a.multiple), p->loc), lit(0), p->loc),
+                          p->loc);
+    assumed.push_back(cond);
+  }
   if (!errors.empty()) throw CheckError(std::move(errors));
 
   auto out = std::make_shared<KernelNode>(k);
@@ -239,6 +287,7 @@ Result run(const KernelNode& k, const std::vector<Obligation>& obligations, cons
     }
     out->requirements.push_back({c, req.loc});
   }
+  for (const auto& c : assumed) out->requirements.push_back({c, c->loc});
   if (!errors.empty()) throw CheckError(std::move(errors));
   for (std::size_t i = 0; i < out->params.size(); ++i) {
     auto& p = out->params[i];

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "jit/ir/ir.h"
@@ -18,6 +20,8 @@ struct Result {
   std::int64_t max_blocks = 0;         ///< the most blocks a launch may have (ids fit an i32)
   std::vector<Guard> guards;
   std::vector<ParamInfo> params;
+  /// The ranges the Spec's assumptions give unspecialized parameters (their variables).
+  std::unordered_map<const ir::VarNode*, std::pair<std::int64_t, std::int64_t>> param_ranges;
 };
 
 /// Throws CheckError when the numbers break a rule or the Spec does not fit the kernel.
