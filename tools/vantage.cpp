@@ -32,10 +32,12 @@ Usage:
   vantage cuda NAME [OPTIONS]   print the generated CUDA C++ of an example
   vantage ptx NAME [OPTIONS]    print the PTX NVRTC makes of it
   vantage llvm NAME [OPTIONS]   print the LLVM IR the CPU backend makes of it (llvm-opt: after O3)
-  vantage compile [NAME...] [OPTIONS] [--cache]
+  vantage compile [NAME...] [OPTIONS] [--cache] [--runs]
                                 compile examples (all when none named) to cubins; print size, time,
                                 barriers, guards; exit 1 if any fails. --cache: through the kernel
-                                cache (read from it, or compile and store there)
+                                cache (read from it, or compile and store there); --runs: the
+                                variants each example's runs launch (its default sizes' values and
+                                size classes), not its plain one
   vantage run NAME [--size NAME=VALUE...] [--device DEVICE] [--order forward|reverse|random]
                  [--seed S] [--check | --no-check] [--against-interpreter] [--measure]
                                 run an example (at its default sizes when no --size is given),
@@ -119,11 +121,15 @@ int unknown(const std::string& name) {
 
 /// Parses --arch, --threads, --size; returns false (after a message) on a bad option.
 bool parse_spec(int argc, char** argv, int first, vantage::Spec& spec, std::vector<std::string>& names,
-                bool* through_cache = nullptr) {
+                bool* through_cache = nullptr, bool* runs = nullptr) {
   for (int i = first; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--cache" && through_cache) {
       *through_cache = true;
+      continue;
+    }
+    if (a == "--runs" && runs) {
+      *runs = true;
       continue;
     }
     auto value = [&]() -> std::string {
@@ -525,16 +531,35 @@ int main(int argc, char** argv) {
   if (cmd == "cuda" || cmd == "ptx" || cmd == "compile" || cmd == "lower" || cmd == "llvm" || cmd == "llvm-opt") {
     vantage::Spec spec;
     std::vector<std::string> names;
-    bool through_cache = false;
-    if (!parse_spec(argc, argv, 2, spec, names, cmd == "compile" ? &through_cache : nullptr)) return 2;
+    bool through_cache = false, runs = false;
+    if (!parse_spec(argc, argv, 2, spec, names, cmd == "compile" ? &through_cache : nullptr,
+                    cmd == "compile" ? &runs : nullptr))
+      return 2;
     if (cmd == "compile") {
       int rc = 0;
+      // --runs: the variants the example's runs launch (each default size's values and classes).
+      auto one = [&](const vantage::examples::Example& ex) {
+        if (!runs) return compile_one(ex, spec, through_cache);
+        int r = 0;
+        std::vector<std::map<std::string, std::int64_t>> sizes;
+        try {
+          sizes = vantage::examples::default_sizes(ex.name);
+        } catch (const std::invalid_argument&) {
+          return compile_one(ex, spec, through_cache);  // no run: its plain variant
+        }
+        for (const auto& size : sizes) {
+          vantage::Spec s = spec;
+          for (const auto& [k, v] : size) s.sizes[k] = v;
+          r |= compile_one(ex, s, through_cache);
+        }
+        return r;
+      };
       if (names.empty())
-        for (const auto& ex : vantage::examples::all()) rc |= compile_one(ex, spec, through_cache);
+        for (const auto& ex : vantage::examples::all()) rc |= one(ex);
       for (const auto& n : names) {
         const auto* ex = find(n);
         if (!ex) return unknown(n);
-        rc |= compile_one(*ex, spec, through_cache);
+        rc |= one(*ex);
       }
       return rc;
     }
