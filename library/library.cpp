@@ -507,6 +507,21 @@ Var warp_inclusive_scan(Scope& warp, std::string name, const ExprArg& value, Op 
   return v;
 }
 
+Var read_below(Scope& s, std::string name, const View& src, const ExprArg& index, const ExprArg& count,
+               const ExprArg& otherwise, Loc loc) {
+  // The index as the thread's value here: an id() in it keeps its meaning inside the group below.
+  Var at = s.let(name + "_at", index, loc);
+  Var v = s.let(name, otherwise, vantage::at(thread(1)), loc);
+  s.group(
+      thread(1),
+      [&](Scope& th) {
+        th.if_(
+            at < count.expr, [&](Scope& th) { th.assign(v, src[IndexArg(at, loc)], loc); }, loc);
+      },
+      loc);
+  return v;
+}
+
 Var block_reduce(Scope& b, std::string name, const ExprArg& value, Op op, Loc loc) {
   Var v = b.let(name + "_part", value, at(thread(1)), loc);
   auto threads = warps_block(b, "block_reduce", loc);

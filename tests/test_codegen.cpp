@@ -712,6 +712,10 @@ TEST(Specialize, AnAssumptionOfASizeBecomesGuardsAndTheRangesLoweringProvesWith)
   Specialized assumed = specialize_for(k, Spec{}.with_assumption("K", *Assumption::of(4096)));
   EXPECT_NE(assumed.source.find("kb += 32"), std::string::npos) << assumed.source;
   EXPECT_NE(assumed.source.find("int As_col = kb + tc;"), std::string::npos) << assumed.source;
+  // And NVCC is told (its own divisions and loops then need no corrections for a negative).
+  EXPECT_NE(assumed.source.find("__builtin_assume(K >= 0 && K <= 1073741824);"), std::string::npos) << assumed.source;
+  EXPECT_NE(assumed.source.find("__builtin_assume(K % 16 == 0);"), std::string::npos) << assumed.source;
+  EXPECT_EQ(general.source.find("__builtin_assume"), std::string::npos) << general.source;
   EXPECT_NE(assumed.entry, general.entry);
   int found = 0;
   for (const Guard& g : assumed.guards) {
@@ -719,9 +723,12 @@ TEST(Specialize, AnAssumptionOfASizeBecomesGuardsAndTheRangesLoweringProvesWith)
     ++found;
     std::vector<std::int64_t> at{0, 0, 4096, 0, 0, 0, 0, 0};
     EXPECT_TRUE(g.accepts(1, at)) << g.text;
-    if (g.kind == Guard::Kind::ParamAtLeast) EXPECT_FALSE(g.accepts(1, std::vector<std::int64_t>{0, 0, -16}));
-    if (g.kind == Guard::Kind::ParamAtMost)
+    if (g.kind == Guard::Kind::ParamAtLeast) {
+      EXPECT_FALSE(g.accepts(1, std::vector<std::int64_t>{0, 0, -16}));
+    }
+    if (g.kind == Guard::Kind::ParamAtMost) {
       EXPECT_FALSE(g.accepts(1, std::vector<std::int64_t>{0, 0, (std::int64_t{1} << 30) + 1}));
+    }
     if (g.kind == Guard::Kind::ParamMultipleOf) {
       EXPECT_EQ(g.text, "K % 16 == 0");
       EXPECT_FALSE(g.accepts(1, std::vector<std::int64_t>{0, 0, 4100}));
@@ -785,17 +792,28 @@ TEST(Codegen, SixtyFourBitArithmeticOfThirtyTwoBitValuesIsDoneInThirtyTwoBits) {
       auto d = b.let("d", max(n, 1));
       b.partition(
           o, thread(1), [&](Expr i) { return t + i; },
-          [&](Scope& b, View mine) { b.group(thread(1), [&](Scope&) { mine[0] = (t - 16) / d + t / d; }); });
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope&) {
+              mine[0] = (t - 16) / d + t / d + select(t % 8 < 2, 100, 0) + select((t - 16) % 8 < -3, 1000, 0);
+            });
+          });
     });
   });
   Kernel kernel = k.build();
   std::string s2 = specialize_for(kernel, Spec{}).source;
   EXPECT_NE(s2.find("((t - 16) / d)"), std::string::npos) << s2;
   EXPECT_NE(s2.find("static_cast<int>(static_cast<unsigned>(t) / static_cast<unsigned>(d))"), std::string::npos) << s2;
+  // In a comparison, a non-negative value modulo a power of two is a mask; a value that may be
+  // negative keeps its remainder (-13 % 8 is -5, -13 & 7 is 3).
+  EXPECT_NE(s2.find("((t & 7) < 2)"), std::string::npos) << s2;
+  EXPECT_NE(s2.find("(((t - 16) % 8) < (-3))"), std::string::npos) << s2;
   for (int nv : {1, 3, 7}) {
     std::vector<int> got(32);
     kernel.launch(Device::interpreter(), Grid{1, 32}, nv, got);
-    for (int t = 0; t < 32; ++t) EXPECT_EQ(got[static_cast<std::size_t>(t)], (t - 16) / nv + t / nv) << t;
+    for (int t = 0; t < 32; ++t)
+      EXPECT_EQ(got[static_cast<std::size_t>(t)],
+                (t - 16) / nv + t / nv + (t % 8 < 2 ? 100 : 0) + ((t - 16) % 8 < -3 ? 1000 : 0))
+          << t;
   }
 }
 

@@ -264,6 +264,38 @@ TEST(Library, BlockReduceNeedsOneBarrierWhereItsPrimitiveFormHasThree) {
   }
 }
 
+// lib::read_below reads an element only below the count (a branch): the read is proven and
+// unchecked, where a select of a clamped read (which reads anyway) is checked; the last block's
+// threads past n get the default.
+TEST(Library, ReadBelowReadsOnlyBelowTheCountAndNeedsNoCheck) {
+  KernelBuilder k("read_below");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out", extent(256));
+  k.block_threads(128);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 128, [&](Scope& b, Expr blk, View o) {
+      Var v = lib::read_below(b, "v", x, blk * 128 + b.id(thread(1)), n, -7);
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          o, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) { b.group(thread(1), [&](Scope&) { mine[0] = v * 2; }); });
+    });
+  });
+  Kernel kernel = k.build();
+  std::string src = specialize_for(kernel, Spec{}).source;
+  EXPECT_EQ(count(src, "vt_ld(x"), 0) << src;
+  EXPECT_NE(src.find("if (v_at < n) {"), std::string::npos) << src;
+  for (int nv : {0, 1, 130, 256}) {
+    std::vector<int> in(static_cast<std::size_t>(nv)), got(256, 0);
+    for (int i = 0; i < nv; ++i) in[static_cast<std::size_t>(i)] = i + 1;
+    for (const Device& d : devices()) {
+      kernel.launch(d, Grid{2, 128}, nv, std::as_const(in), got);
+      for (int i = 0; i < 256; ++i) EXPECT_EQ(got[static_cast<std::size_t>(i)], i < nv ? 2 * (i + 1) : -14) << i;
+    }
+  }
+}
+
 TEST(Library, SgemmSmemIsItsPrimitiveFormWithoutItsChecks) {
   // The same barriers and shared memory, and the same result to the bit on the interpreter; but the
   // library reads A and B only inside the matrices (a branch), where lowering proves every access,

@@ -874,7 +874,10 @@ TEST(Report, EveryExampleHasAReport) {
     CostReport r = kernel.report(spec, values, 16);
     EXPECT_FALSE(r.accesses.empty()) << ex.name;
     EXPECT_EQ(r.blocks, 16) << ex.name;
-    for (const auto& a : r.accesses) EXPECT_GE(a.sectors + a.wavefronts, 1.0) << ex.name << " " << a.memory;
+    // An access that runs costs at least a sector or a wavefront (one under a branch no thread of
+    // this launch takes, as sgemm_vec's element-by-element edge path at these sizes, makes no request).
+    for (const auto& a : r.accesses)
+      if (a.requests > 0) EXPECT_GE(a.sectors + a.wavefronts, 1.0) << ex.name << " " << a.memory;
   }
 }
 

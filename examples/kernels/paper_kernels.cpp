@@ -308,13 +308,15 @@ Kernel block_reduce() {
   KernelBuilder k("block_reduce");
   auto n = k.param<int>("n");
   auto x = k.param<GlobalPtr<const float>>("x", extent(n));
-  auto out = k.param<GlobalPtr<float>>("out");
+  const Expr sums = (n + kThreads - 1) / kThreads;  // one per block with elements
+  auto out = k.param<GlobalPtr<float>>("out", extent(sums));
   k.block_threads(kThreads);
   k.body([&](Scope& g) {
     lib::for_each_block(g, out, [&](Scope& b, Expr blk, View out_b) {
       Expr idx = blk * kThreads + b.id(thread(1));
-      Var sum = lib::block_reduce(b, "sum", select(idx < n, x[min(idx, n - 1)], 0.0f), lib::Op::Sum);
-      lib::store_by_one(b, out_b, 0, sum);
+      Var v = lib::read_below(b, "v", x, idx, n, 0.0f);  // read only below n: proven, unchecked
+      Var sum = lib::block_reduce(b, "sum", v, lib::Op::Sum);
+      b.if_(blk < sums, [&](Scope& b) { lib::store_by_one(b, out_b, 0, sum); });
     });
   });
   return k.build();
@@ -461,61 +463,24 @@ Kernel sgemm_reg1d(const Reg1dShape& sh, const std::string& name) {
   k.block_threads(T);
   k.shared_budget((BM * BK + BK * BN) * 4);
   k.body([&](Scope& g) {
-    auto nbn = g.let("nbn", (N + BN - 1) / BN);
-    auto brow = g.let("brow", g.id(block(1)) / nbn);
-    auto bcol = g.let("bcol", g.id(block(1)) % nbn);
-    g.partition(
-        C, block(1), [&](Expr i) { return brow * BM * N + bcol * BN + i; },
-        [&](Scope& g, View C_blk) {
-          g.group(block(1), [&](Scope& b) {
-            auto As = b.shared<float>("As", BM * BK);
-            auto Bs = b.shared<float>("Bs", BK * BN);
-            auto t = b.let("t", b.id(thread(1)));
-            auto tr = b.let("tr", t / BN);  // the thread's rows: tr * TM .. tr * TM + TM - 1
-            auto tc = b.let("tc", t % BN);
-            auto acc = b.local_array("acc", ScalarType::F32, TM, at(thread(1)));
-            for (int i = 0; i < TM; ++i) acc[i] = 0.0f;
-            b.for_("kb", 0, K, BK, [&](Scope& b, Expr kb) {
-              // Each thread stages BM * BK / T elements of A and BK * BN / T of B, striped by T so
-              // that neighbouring threads read neighbouring elements; zeros past the edges.
-              b.partition(
-                  As, thread(1), [&](Expr i) { return t + i * T; },
-                  [&](Scope& b, View As_t) {
-                    b.group(thread(1), [&](Scope& th) {
-                      for (int l = 0; l < BM * BK / T; ++l) {
-                        auto r = th.let("a_row", brow * BM + (t + l * T) / BK);
-                        auto c = th.let("a_col", kb + (t + l * T) % BK);
-                        As_t[l] = select(r < M && c < K, A[min(r, M - 1) * K + min(c, K - 1)], 0.0f);
-                      }
-                    });
-                  });
-              b.partition(
-                  Bs, thread(1), [&](Expr i) { return t + i * T; },
-                  [&](Scope& b, View Bs_t) {
-                    b.group(thread(1), [&](Scope& th) {
-                      for (int l = 0; l < BK * BN / T; ++l) {
-                        auto r = th.let("b_row", kb + (t + l * T) / BN);
-                        auto c = th.let("b_col", bcol * BN + (t + l * T) % BN);
-                        Bs_t[l] = select(r < K && c < N, B[min(r, K - 1) * N + min(c, N - 1)], 0.0f);
-                      }
-                    });
-                  });
-              b.for_("kk", 0, BK, [&](Scope& b, Expr kk) {
-                auto bv = b.let("b_val", Bs[kk * BN + tc]);
-                for (int i = 0; i < TM; ++i) acc[i] = acc[i] + As[(tr * TM + i) * BK + kk] * bv;
-              });
-            });
-            b.partition(
-                C_blk, thread(1), [&](Expr i) { return tr * TM * N + tc + i * N; },
-                [&](Scope& b, View C_t) {
-                  b.group(thread(1), [&](Scope& th) {
-                    for (int i = 0; i < TM; ++i)
-                      th.if_(brow * BM + tr * TM + i < M && bcol * BN + tc < N,
-                             [&](Scope&) { C_t[i] = alpha * acc[i] + beta * C_t[i]; });
-                  });
-                });
-          });
+    lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
+      auto tr = b.let("tr", c.thread / BN);  // the thread's rows: tr * TM .. tr * TM + TM - 1
+      auto tc = b.let("tc", c.thread % BN);
+      auto acc = b.local_array("acc", ScalarType::F32, TM, at(thread(1)));
+      for (int i = 0; i < TM; ++i) acc[i] = 0.0f;
+      auto As = b.shared<float>("As", BM * BK), Bs = b.shared<float>("Bs", BK * BN);
+      b.for_("kb", 0, K, BK, [&](Scope& b, Expr kb) {
+        // Striped by T, so that neighbouring threads read neighbouring elements; zeros past the edges.
+        lib::stage_tile(b, As, A, M, K, c.row0, kb, BM, BK);
+        lib::stage_tile(b, Bs, B, K, N, kb, c.col0, BK, BN);
+        b.for_("kk", 0, BK, [&](Scope& b, Expr kk) {
+          auto bv = b.let("b_val", Bs[kk * BN + tc]);
+          for (int i = 0; i < TM; ++i) acc[i] = acc[i] + As[(tr * TM + i) * BK + kk] * bv;
         });
+      });
+      lib::update_sub_tile(b, c, tr * TM, tc, TM, 1, 1, 1,
+                           [&](Scope&, int i, int, ElemRef e) { e = alpha * acc[i] + beta * e; });
+    });
   });
   return k.build();
 }
@@ -601,10 +566,12 @@ Kernel sgemm_vec(const std::string& name) {
                 th.if_(
                     r < rows && col + 4 <= cols,
                     [&](Scope& th) { th.for_("v", 0, 4, [&](Scope&, Expr v) { mine[v] = src[r * cols + col + v]; }); },
-                    [&](Scope&) {
+                    [&](Scope& th) {
+                      // At the edge, element by element, each read only inside the matrix.
                       for (int v = 0; v < 4; ++v)
-                        mine[v] = select(r < rows && col + v < cols,
-                                         src[min(r, rows - 1) * cols + min(col + v, cols - 1)], 0.0f);
+                        th.if_(
+                            r < rows && col + v < cols, [&](Scope&) { mine[v] = src[r * cols + col + v]; },
+                            [&](Scope&) { mine[v] = 0.0f; });
                     });
               });
             });

@@ -145,6 +145,14 @@ Var warp_reduce(Scope& warp, std::string name, const ExprArg& value, Op op,
 Var warp_inclusive_scan(Scope& warp, std::string name, const ExprArg& value, Op op,
                         std::source_location loc = std::source_location::current());
 
+/// Each thread's `src[index]` where `index < count`, `otherwise` elsewhere, as a variable of the
+/// thread (at thread(1)), at block(1) or any code: the element is read only below `count` (a branch,
+/// where a select would read it anyway), so lowering proves the read inside `src` (of at least
+/// `count` elements) and no check runs, as in CUDA's `i < n ? x[i] : 0`. `index` is the thread's,
+/// as it reads where this is called (an id() in it keeps that meaning).
+Var read_below(Scope& scope, std::string name, const View& src, const ExprArg& index, const ExprArg& count,
+               const ExprArg& otherwise, std::source_location loc = std::source_location::current());
+
 /// `value` (one per thread) combined over the whole block, as one value of the block (a variable
 /// living at block(1), so it may bound a loop or guard a barrier): each warp reduces with shuffles,
 /// lane 0 of each writes its warp's result into shared memory (T / 32 elements, allocated here), and

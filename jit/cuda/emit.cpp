@@ -387,6 +387,18 @@ class Emitter {
            << "u - static_cast<unsigned>(__cvta_generic_to_shared(vt_smem_raw)) % " << align << "u) % " << align
            << "u);\n";
     out_ << "  (void)vt_tid;\n  (void)vt_bid;\n  (void)vt_err;\n";
+    // What the variant assumes of its parameters (Spec::assume, checked by the launcher), told NVCC
+    // too: its own division by a constant, and its loops, then need no corrections for a negative.
+    for (const auto& p : k.params) {
+      if (!p.var) continue;
+      auto r = lowered_->options.param_ranges.find(p.var.get());
+      if (r == lowered_->options.param_ranges.end()) continue;
+      const std::string v = name(p.var);
+      out_ << "  __builtin_assume(" << v << " >= " << int_text(p.var->type, r->second.first) << " && " << v
+           << " <= " << int_text(p.var->type, r->second.second) << ");\n";
+      if (auto m = lowered_->options.param_multiples.find(p.var.get()); m != lowered_->options.param_multiples.end())
+        out_ << "  __builtin_assume(" << v << " % " << int_text(p.var->type, m->second) << " == 0);\n";
+    }
     out_ << body.str() << "}\n";
   }
 
@@ -475,13 +487,28 @@ class Emitter {
     return (t == ScalarType::F16 ? "__float2half(" : "__float2bfloat16(") + x + ")";
   }
 
+  /// `x % 2^k` of a value that cannot be negative, as the mask `x & (2^k - 1)`; nothing otherwise.
+  /// Only in comparisons (`t % 32 < 1`, lane 0's test): in an address NVCC then takes `col % 8 + 8`
+  /// for `col | 8` and loses the immediate offset of each shared load.
+  std::optional<std::string> masked(const ExprPtr& e) {
+    const auto* m = as<Binary>(*e);
+    if (!m || m->op != BinOp::Mod || !is_integer(m->type) || !is_signed(m->type)) return std::nullopt;
+    auto k = const_int(m->b);
+    if (!k || *k < 2 || (*k & (*k - 1)) != 0 || value_range(m->a, env_).lo < 0) return std::nullopt;
+    return "(" + expr(m->a) + " & " + int_text(m->type, *k - 1) + ")";
+  }
+
   std::string text(const Binary& n) {
     ScalarType t = n.a->type;
+    const bool compare = n.op == BinOp::Lt || n.op == BinOp::Le || n.op == BinOp::Gt || n.op == BinOp::Ge ||
+                         n.op == BinOp::Eq || n.op == BinOp::Ne;
     // A comparison of 64-bit values that are 32-bit values widened, and 64-bit arithmetic whose
     // value fits an int: done in int (one instruction where 64 bits take two or three).
-    if (t == ScalarType::I64 && (n.op == BinOp::Lt || n.op == BinOp::Le || n.op == BinOp::Gt || n.op == BinOp::Ge ||
-                                 n.op == BinOp::Eq || n.op == BinOp::Ne))
+    if (t == ScalarType::I64 && compare)
       if (auto x = narrow32(n.a), y = narrow32(n.b); x && y) return "(" + *x + " " + name_of(n.op) + " " + *y + ")";
+    if (compare && is_integer(t))
+      if (auto x = masked(n.a), y = masked(n.b); x || y)
+        return "(" + x.value_or(expr(n.a)) + " " + name_of(n.op) + " " + y.value_or(expr(n.b)) + ")";
     std::string a = expr(n.a), b = expr(n.b);
     bool integer = is_integer(n.type);
     switch (n.op) {
@@ -499,8 +526,9 @@ class Emitter {
       case BinOp::Mod:
         if (integer) {
           Range d = value_range(n.b, env_);
-          // Both operands provably non-negative and the divisor positive: an unsigned division, the
-          // same value without the sign's corrections (`block / tiles_per_row`).
+          // Both operands provably non-negative and the divisor a positive value known only at run
+          // time: an unsigned division, the same value without the sign's corrections (`block /
+          // tiles_per_row`).
           if (is_signed(n.type) && d.lo >= 1 && value_range(n.a, env_).lo >= 0 && !const_int(n.b)) {
             const std::string u = n.type == ScalarType::I64 ? "unsigned long long" : "unsigned";
             return "static_cast<" + std::string(ctype(n.type)) + ">(static_cast<" + u + ">(" + unparenthesized(a) +

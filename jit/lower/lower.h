@@ -39,6 +39,7 @@ struct Options {
   Arch arch = Arch::SM_90;
   /// The ranges the variant assumes of kernel parameters (Spec::assume), by variable.
   std::unordered_map<const ir::VarNode*, std::pair<std::int64_t, std::int64_t>> param_ranges;
+  std::unordered_map<const ir::VarNode*, std::int64_t> param_multiples;  ///< and what each is a multiple of
 };
 
 /// An access checked as it runs (a Load or Store with a bound): where, and what it touches.

@@ -45,6 +45,7 @@ LoweredKernel lower_for(const Kernel& kernel, const Spec& spec) {
   lo.max_blocks = s.max_blocks;
   lo.arch = spec.arch;
   lo.param_ranges = s.param_ranges;
+  lo.param_multiples = s.param_multiples;
   out.lowered = lower::lower(*s.kernel, lo);
   if (!out.lowered.problems.empty()) throw CheckError(out.lowered.problems);
   out.specialized.guards.insert(out.specialized.guards.end(), out.lowered.guards.begin(), out.lowered.guards.end());

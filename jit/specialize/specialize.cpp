@@ -254,6 +254,7 @@ Result run(const KernelNode& k, const std::vector<Obligation>& obligations, cons
       r.guards.push_back({Guard::Kind::ParamMultipleOf, a.multiple, index,
                           name + " % " + std::to_string(a.multiple) + " == 0", why, p->loc});
     r.param_ranges[p->var.get()] = {a.min, a.max};
+    if (a.multiple > 1) r.param_multiples[p->var.get()] = a.multiple;
     const ScalarType t = p->var->type;
     auto lit = [&](std::int64_t v) { return make<Literal>(t, v, static_cast<double>(v), p->loc); };
     ExprPtr v = ref(p->var, p->loc);

@@ -22,6 +22,7 @@ struct Result {
   std::vector<ParamInfo> params;
   /// The ranges the Spec's assumptions give unspecialized parameters (their variables).
   std::unordered_map<const ir::VarNode*, std::pair<std::int64_t, std::int64_t>> param_ranges;
+  std::unordered_map<const ir::VarNode*, std::int64_t> param_multiples;  ///< where one is more than 1
 };
 
 /// Throws CheckError when the numbers break a rule or the Spec does not fit the kernel.
