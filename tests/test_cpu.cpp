@@ -4,6 +4,8 @@
 // user's line; what the CPU cannot run is refused at the user's line.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -760,6 +762,25 @@ TEST(Cpu, WhatTheCpuCannotRunIsRefusedAtTheUsersLine) {
     ASSERT_FALSE(e.locs().empty());
     EXPECT_EQ(static_cast<int>(e.locs()[0].line), line) << e.what();
   }
+}
+
+// A kernel held in a static that was made before the CPU backend started (a program's table of
+// kernels, say) is destroyed at exit after the backend: unloading its code must not wait on the
+// backend's lock then. It hung the process before the backend's JIT lived to the end of it. The test
+// runs in a fresh process (the threadsafe death-test style re-runs only this test), so that nothing
+// started the backend first, with an alarm that ends a hang.
+[[noreturn]] void hold_a_kernel_until_exit() {
+  ::alarm(20);
+  static const Kernel held = examples::saxpy();
+  std::vector<float> x(300, 1.0f), y(300, 2.0f);
+  held.launch(Device::cpu(1), Grid{2, 256}, 300, 3.0f, std::as_const(x), y);
+  std::exit(y[299] == 5.0f ? 0 : 3);
+}
+
+TEST(Cpu, AKernelHeldUntilTheProcessExitsLetsItExit) {
+  REQUIRE_CPU_BACKEND();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(hold_a_kernel_until_exit(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

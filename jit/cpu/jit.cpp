@@ -100,18 +100,21 @@ llvm::Expected<std::unique_ptr<llvm::orc::LLJIT>> make_jit() {
 }
 
 /// The process's JIT, made on first use (a failure is a ToolchainError, and the next use tries again).
+// The JIT and its lock live to the end of the process, never destroyed: code loaded into it is
+// unloaded when the last kernel holding it goes, which for a kernel held in a static is at exit,
+// possibly after any static of this file would have been destroyed.
 llvm::orc::LLJIT& jit() {
-  static std::unique_ptr<llvm::orc::LLJIT> j = [] {
+  static llvm::orc::LLJIT* j = [] {
     auto made = make_jit();
     if (!made) throw ToolchainError("LLVM ORC could not start: " + message(made.takeError()));
-    return std::move(*made);
+    return made->release();
   }();
   return *j;
 }
 
 std::mutex& jit_mutex() {
-  static std::mutex m;
-  return m;
+  static auto* m = new std::mutex;
+  return *m;
 }
 
 }  // namespace
