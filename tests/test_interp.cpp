@@ -435,6 +435,20 @@ TEST(Interp, EveryExampleRunsCleanUnderEveryThreadOrder) {
       }
 }
 
+// The grid the speed benchmarks and the report assume for an example (examples::default_grid) is the
+// one its run launches.
+TEST(Interp, EachExampleRunLaunchesItsDefaultGrid) {
+  for (const auto& ex : examples::all()) {
+    if (!ex.runs_on_host()) continue;
+    for (const auto& size : examples::default_sizes(ex.name)) {
+      const Grid g = examples::default_grid(ex.name, size);
+      auto r = examples::run_example(ex.name, size, interp());
+      EXPECT_EQ(r.report.threads, g.blocks * g.threads) << ex.name << " " << r.summary;
+    }
+  }
+  EXPECT_THROW(examples::default_grid("no_such_example", {}), std::invalid_argument);
+}
+
 // ---------------------------------------------------------------- cp.async, ldmatrix, the limit
 /// 64 threads copy 4 floats each into shared memory with cp.async, then each thread writes the
 /// element its neighbour copied (the sync pass puts a barrier that also waits for the copies).

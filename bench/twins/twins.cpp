@@ -258,31 +258,46 @@ Code analyse(const std::vector<char>& cubin, const std::string& function) {
   return analyse_text(dump(cubin), function);
 }
 
+const Twin* find(const std::string& example) {
+  for (const auto& t : all())
+    if (t.example == example) return &t;
+  return nullptr;
+}
+
+Spec variant_spec(const examples::Example& example, const std::map<std::string, std::int64_t>& sizes, Arch arch) {
+  Spec spec = example.spec(Spec{}.with_arch(arch));
+  for (const auto& [name, value] : sizes) {
+    if (example.sizes.count(name))
+      spec.sizes[name] = value;
+    else if (auto a = Assumption::of(value))
+      spec.assume[name] = *a;
+  }
+  return spec;
+}
+
+std::vector<char> compile_twin(const Twin& twin, const std::map<std::string, std::int64_t>& sizes,
+                               const std::string& twins_dir, Arch arch) {
+  std::string source;
+  for (const auto& [name, value] : sizes) source += "#define TWIN_" + name + " " + std::to_string(value) + "\n";
+  source += read_file(twins_dir + "/" + twin.file);
+  // Float contraction as the examples have it (Spec's default).
+  return nvrtc::compile(source, twin.file, nvrtc::canonical_options(arch, Output::Cubin, Spec{}.fp_contract)).cubin;
+}
+
 Row compare(const Twin& twin, const std::string& twins_dir, Arch arch) {
   const examples::Example* example = nullptr;
   for (const auto& e : examples::all())
     if (e.name == twin.example) example = &e;
   if (!example) throw std::runtime_error("no example '" + twin.example + "'");
-  // At its benchmark sizes, as the launcher compiles it: the specialized parameters' values, and for
-  // the others the size classes those values are in (automatic specialization).
-  Spec spec = example->spec(Spec{}.with_arch(arch));
-  for (const auto& [name, value] : twin.sizes) {
-    if (example->sizes.count(name))
-      spec.sizes[name] = value;
-    else if (auto a = Assumption::of(value))
-      spec.assume[name] = *a;
-  }
+  // At its benchmark sizes, as the launcher compiles it.
+  Spec spec = variant_spec(*example, twin.sizes, arch);
   Row row;
   row.twin = twin;
   Compiled c = compile(example->build(), spec);
   row.checks = static_cast<int>(c.spec.checks.size());
   row.proven = row.checks == 0;
   row.vantage = analyse(c.cubin, c.spec.entry);
-  std::string source;
-  for (const auto& [name, value] : twin.sizes) source += "#define TWIN_" + name + " " + std::to_string(value) + "\n";
-  source += read_file(twins_dir + "/" + twin.file);
-  auto r = nvrtc::compile(source, twin.file, nvrtc::canonical_options(arch, Output::Cubin, spec.fp_contract));
-  row.hand = analyse(r.cubin, twin.entry);
+  row.hand = analyse(compile_twin(twin, twin.sizes, twins_dir, arch), twin.entry);
   return row;
 }
 

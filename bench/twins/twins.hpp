@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/paper_kernels.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage::twins {
@@ -27,6 +28,18 @@ struct Twin {
 };
 /// Every example with a twin, in a stable order.
 const std::vector<Twin>& all();
+/// The twin of example `name`, or null where it has none.
+const Twin* find(const std::string& example);
+
+/// The Spec the launcher compiles example `example` with at `sizes`: its specialized parameters'
+/// values, and for the others the size classes those values are in (automatic specialization).
+Spec variant_spec(const examples::Example& example, const std::map<std::string, std::int64_t>& sizes,
+                  Arch arch = Arch::SM_90);
+/// The twin's cubin for `arch` at `sizes` (given to its source as macros TWIN_NAME), compiled by
+/// NVRTC from its source in `twins_dir` (bench/twins). Throws ToolchainError without NVRTC,
+/// CompileError when NVRTC rejects it.
+std::vector<char> compile_twin(const Twin& twin, const std::map<std::string, std::int64_t>& sizes,
+                               const std::string& twins_dir, Arch arch = Arch::SM_90);
 
 /// What one kernel's machine code spends.
 struct Code {

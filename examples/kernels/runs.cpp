@@ -407,6 +407,19 @@ std::int64_t default_blocks(const std::string& name, const Size& size) {
   return blocks_of(name, size);
 }
 
+Grid default_grid(const std::string& name, const Size& size) {
+  static const std::map<std::string, std::int64_t> kThreads = {
+      {"saxpy", 256},         {"vec_copy", 256},        {"block_load_copy", 128},   {"block_reduce", 256},
+      {"sgemm_naive", 256},   {"sgemm_coalesced", 256}, {"sgemm_smem", 1024},       {"sgemm_reg1d", 512},
+      {"sgemm_reg2d", 256},   {"sgemm_vec", 256},       {"sgemm_warptile", 128},    {"mma_tf32", 128},
+      {"scan_lookback", 256}, {"transpose", 1024},      {"transpose_padded", 1024}, {"transpose_async", 1024},
+      {"warp_mma", 32},       {"gemm_wgmma_bf16", 384}, {"mma_tf32_naive", 32},
+  };
+  auto it = kThreads.find(name);
+  if (it == kThreads.end()) throw std::invalid_argument("no grid is defined for example '" + name + "'");
+  return Grid{default_blocks(name, size), it->second};
+}
+
 RunResult run_kernel(const std::string& name, const Kernel& kernel, const Size& size, const Device& device) {
   const Case& c = find(name);
   Size full = c.sizes.front();

@@ -25,6 +25,8 @@ struct RunResult {
 std::vector<std::map<std::string, std::int64_t>> default_sizes(const std::string& name);
 /// The blocks its run launches at `size` (what `vantage report` assumes unless told).
 std::int64_t default_blocks(const std::string& name, const std::map<std::string, std::int64_t>& size);
+/// The grid its run launches at `size`: default_blocks blocks of the threads the kernel declares.
+Grid default_grid(const std::string& name, const std::map<std::string, std::int64_t>& size);
 /// Runs example `name` at `size` (missing entries take the first default) on `device`.
 RunResult run_example(const std::string& name, const std::map<std::string, std::int64_t>& size, const Device& device);
 /// Runs `kernel` (a variant of example `name`, e.g. with a barrier removed) the same way.

@@ -1,0 +1,609 @@
+// The GPU speed of Vantage's kernels beside their hand-written twins (bench/twins) and the copy
+// bandwidth, in one run. Each benchmark is one row: `speed/<example>/<sizes>` times the example's
+// kernel as a user launches it (Kernel launch: argument checks, the variant for the sizes' classes),
+// its twin launched raw (cuLaunchKernel) on the same buffers and grid, and, for kernels bound by
+// memory, a device-to-device copy of as many bytes as the kernel reads. Every launch is event-timed
+// on the default stream after an L2 flush (a memset of twice the L2), the sides interleaved after
+// warm-ups; the figures are medians of --reps launches (default 25). Before any timing the kernel's
+// result is checked against a reference (sampled for the GEMMs) and equal, bit for bit, to its
+// twin's: inputs are small integers (quarters in bf16), so every sum is exact in any order.
+//
+// Counters: vantage_ms (the median; the benchmark's time), vantage_min_ms, vantage_max_ms, twin_ms,
+// speed_of_twin (twin_ms / vantage_ms: 1 is the twin's speed), TFLOPs or GBps, and for kernels bound
+// by memory copy_ms and of_copy (the kernel's bandwidth over the copy's). cuBLAS and CUB are timed by
+// their own programs in the same GPU check (scripts/gpu/cublas_gemm.py, bench/twins/cub_scan.cu);
+// scripts/gpu/speed_table.py sets them all side by side.
+//
+// Without a GPU every row is skipped, saying why. Other modes, which need no GPU:
+//   --prepare DIR   compile every row's twin into DIR (NAME.cubin) and every row's Vantage variant
+//                   into the kernel cache (the GPU bundle carries both); exits 1 if one fails.
+//   --small         run every row's kernel at a small size on a host device (the CPU backend, else the
+//                   interpreter) through the same setup and checks; exits 1 if one is wrong.
+//   --twins DIR     where the GPU run finds the twins' cubins (else: NVRTC from the sources).
+//   --reps N        timed launches per side (at least 5).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench_stats.hpp"
+#include "kernels/paper_kernels.hpp"
+#include "kernels/runs.hpp"
+#include "runtime/driver.h"
+#include "runtime/gpu.h"
+#include "twins/twins.hpp"
+#include "vantage/vantage.hpp"
+
+namespace {
+
+using namespace vantage;
+using Size = std::map<std::string, std::int64_t>;
+
+struct Options {
+  int reps = 25;
+  std::string twins_dir;  ///< prepared cubins; empty: compile from VANTAGE_TWINS_DIR
+} options;
+
+enum class Shape { Gemm, Wgmma, Copy, Transpose, Reduce, Scan };
+
+/// One row: an example at one size.
+struct Case {
+  std::string example;
+  Shape shape;
+  Size size;
+  /// "sgemm_vec/4096" (M = N = K), "scan_lookback/n=2^28", "transpose/8192x8192".
+  std::string label() const {
+    auto pow2 = [](std::int64_t v) {
+      int k = 0;
+      while ((std::int64_t{1} << k) < v) ++k;
+      return (std::int64_t{1} << k) == v && k > 12 ? "2^" + std::to_string(k) : std::to_string(v);
+    };
+    std::string s = example + "/";
+    if (size.count("K")) {
+      const std::int64_t M = size.at("M"), N = size.at("N"), K = size.at("K");
+      return s + std::to_string(M) + (M == N && N == K ? "" : "x" + std::to_string(N) + "x" + std::to_string(K));
+    }
+    if (size.count("M")) return s + std::to_string(size.at("M")) + "x" + std::to_string(size.at("N"));
+    return s + "n=" + pow2(size.at("n"));
+  }
+  /// The twin's cubin file name.
+  std::string file() const {
+    std::string s = example;
+    for (const auto& [k, v] : size) s += "_" + k + std::to_string(v);
+    return s + ".cubin";
+  }
+};
+
+Size square(std::int64_t n) { return {{"M", n}, {"N", n}, {"K", n}}; }
+
+/// The rows at the sizes: GEMMs at 1024, 2048, 4096 (bf16: 4096, 8192); copies and transposes
+/// at 8192 x 8192 floats; the reduction at 2^26; the scan at 2^24 to 2^28.
+std::vector<Case> speed_cases() {
+  std::vector<Case> c;
+  for (const char* ex : {"sgemm_smem", "sgemm_reg1d", "sgemm_reg2d", "sgemm_vec", "sgemm_warptile", "mma_tf32"})
+    for (std::int64_t n : {1024, 2048, 4096}) c.push_back({ex, Shape::Gemm, square(n)});
+  for (std::int64_t n : {4096, 8192}) c.push_back({"gemm_wgmma_bf16", Shape::Wgmma, square(n)});
+  c.push_back({"vec_copy", Shape::Copy, {{"n", std::int64_t{1} << 26}}});
+  for (const char* ex : {"transpose", "transpose_padded", "transpose_async"})
+    c.push_back({ex, Shape::Transpose, {{"M", 8192}, {"N", 8192}}});
+  c.push_back({"block_reduce", Shape::Reduce, {{"n", std::int64_t{1} << 26}}});
+  for (int k : {24, 26, 28}) c.push_back({"scan_lookback", Shape::Scan, {{"n", std::int64_t{1} << k}}});
+  return c;
+}
+
+/// The same rows at sizes a host device runs in seconds, some that the tiles do not divide.
+std::vector<Case> small_cases() {
+  std::vector<Case> c;
+  for (const auto& r : speed_cases()) {
+    if (r.shape == Shape::Wgmma) continue;  // Hopper instructions: a GPU only
+    Case s = r;
+    switch (r.shape) {
+      case Shape::Gemm: s.size = {{"M", 70}, {"N", 68}, {"K", 36}}; break;
+      case Shape::Transpose: s.size = {{"M", 70}, {"N", 45}}; break;
+      case Shape::Scan: s.size = {{"n", 5000}}; break;
+      default: s.size = {{"n", 4099}}; break;
+    }
+    if (std::none_of(c.begin(), c.end(), [&](const Case& o) { return o.label() == s.label(); })) c.push_back(s);
+  }
+  return c;
+}
+
+const examples::Example& example_of(const std::string& name) {
+  for (const auto& e : examples::all())
+    if (e.name == name) return e;
+  throw std::invalid_argument("no example '" + name + "'");
+}
+
+/// Each example built once, so that its variants share one table of loaded code.
+const Kernel& kernel_of(const std::string& name) {
+  static std::map<std::string, Kernel> built;
+  auto it = built.find(name);
+  if (it == built.end()) it = built.emplace(name, example_of(name).build()).first;
+  return it->second;
+}
+
+/// Small integers in [-5, 5] as T.
+template <class T>
+std::vector<T> small_ints(std::int64_t n, int seed) {
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<T>((i * 7 + seed * 13) % 11 - 5);
+  return v;
+}
+
+/// A row's buffers on one device, its arguments (in the kernel's order; the twin takes the same), what
+/// it moves, and its checks.
+struct Workload {
+  std::vector<LaunchArg> args;
+  std::vector<std::shared_ptr<void>> owned;   ///< the DeviceBuffers the arguments point into
+  std::function<void()> reset;                ///< before each launch, untimed (the scan's zeroed words)
+  std::function<void()> restore;              ///< the output back to its state before the first launch
+  std::function<std::vector<char>()> output;  ///< the output's bytes
+  std::function<std::string()> check;         ///< "" when the output is the reference's; else the first difference
+  double flops = 0, bytes = 0;                ///< per launch: the math, and the bytes a kernel must move
+  std::int64_t copy_bytes = 0;                ///< the bytes the copy baseline copies (0: none)
+};
+
+template <class T>
+std::shared_ptr<DeviceBuffer<T>> upload(const Device& d, const std::vector<T>& host) {
+  auto b = std::make_shared<DeviceBuffer<T>>(d.alloc<T>(static_cast<std::int64_t>(host.size())));
+  b->copy_from(host);
+  return b;
+}
+
+template <class T>
+std::vector<char> bytes_of(const DeviceBuffer<T>& b) {
+  std::vector<char> out(static_cast<std::size_t>(b.size()) * sizeof(T));
+  b.copy_to(std::span<T>(reinterpret_cast<T*>(out.data()), static_cast<std::size_t>(b.size())));
+  return out;
+}
+
+template <class T>
+std::vector<T> values_of(const std::vector<char>& bytes) {
+  std::vector<T> v(bytes.size() / sizeof(T));
+  std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+std::string differs(std::int64_t at, double got, double want) {
+  char b[160];
+  std::snprintf(b, sizeof b, "element %lld is %.9g, the reference %.9g", static_cast<long long>(at), got, want);
+  return b;
+}
+
+/// Rows and columns to check of an M x N result: corners, edges and a spread in between.
+std::vector<std::pair<std::int64_t, std::int64_t>> samples(std::int64_t M, std::int64_t N) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> s;
+  for (std::int64_t i = 0; i < 16; ++i)
+    for (std::int64_t j = 0; j < 16; ++j)
+      s.emplace_back(std::min(M - 1, (i * 7919 + j * 131) % M), std::min(N - 1, (j * 6007 + i * 17) % N));
+  s.emplace_back(0, 0);
+  s.emplace_back(M - 1, N - 1);
+  s.emplace_back(0, N - 1);
+  s.emplace_back(M - 1, 0);
+  return s;
+}
+
+Workload gemm(const Device& d, const Size& s) {
+  const std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
+  const float alpha = 1.5f, beta = 0.5f;
+  Workload w;
+  auto A = small_ints<float>(M * K, 1), B = small_ints<float>(K * N, 2), C = small_ints<float>(M * N, 3);
+  auto a = upload(d, A), b = upload(d, B), c = upload(d, C);
+  w.owned = {a, b, c};
+  w.args = {LaunchArg(static_cast<int>(M)),
+            LaunchArg(static_cast<int>(N)),
+            LaunchArg(static_cast<int>(K)),
+            LaunchArg(alpha),
+            LaunchArg(beta),
+            LaunchArg(std::as_const(*a)),
+            LaunchArg(std::as_const(*b)),
+            LaunchArg(*c)};
+  w.restore = [c, C] { c->copy_from(C); };
+  w.output = [c] { return bytes_of(*c); };
+  w.check = [c, A = std::move(A), B = std::move(B), C = std::move(C), M, N, K, alpha, beta] {
+    const auto got = values_of<float>(bytes_of(*c));
+    for (auto [r, col] : samples(M, N)) {
+      double acc = 0;
+      for (std::int64_t p = 0; p < K; ++p)
+        acc += static_cast<double>(A[static_cast<std::size_t>(r * K + p)]) * B[static_cast<std::size_t>(p * N + col)];
+      const std::int64_t i = r * N + col;
+      const double want = alpha * acc + beta * C[static_cast<std::size_t>(i)];
+      if (got[static_cast<std::size_t>(i)] != want) return differs(i, got[static_cast<std::size_t>(i)], want);
+    }
+    return std::string();
+  };
+  w.flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  w.bytes = 4.0 * static_cast<double>(M * K + K * N + 2 * M * N);
+  return w;
+}
+
+Workload wgmma(const Device& d, const Size& s) {
+  const std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
+  auto quarter = [](std::int64_t i, int seed) { return static_cast<float>((i * 7 + seed * 3) % 9 - 4) / 4.0f; };
+  auto bf16 = [](float f) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return bfloat16{static_cast<std::uint16_t>(bits >> 16)};  // exact: a quarter's low half is zero
+  };
+  std::vector<bfloat16> A(static_cast<std::size_t>(M * K)), Bt(static_cast<std::size_t>(N * K));
+  for (std::size_t i = 0; i < A.size(); ++i) A[i] = bf16(quarter(static_cast<std::int64_t>(i), 1));
+  for (std::size_t i = 0; i < Bt.size(); ++i) Bt[i] = bf16(quarter(static_cast<std::int64_t>(i), 2));
+  Workload w;
+  auto a = upload(d, A), b = upload(d, Bt);
+  auto c = upload(d, std::vector<float>(static_cast<std::size_t>(M * N), -1.0f));
+  w.owned = {a, b, c};
+  w.args = {LaunchArg(static_cast<int>(M)), LaunchArg(static_cast<int>(N)), LaunchArg(static_cast<int>(K)),
+            LaunchArg(std::as_const(*a)),   LaunchArg(std::as_const(*b)),   LaunchArg(*c)};
+  w.restore = [c] { c->zero(); };
+  w.output = [c] { return bytes_of(*c); };
+  w.check = [c, quarter, M, N, K] {
+    const auto got = values_of<float>(bytes_of(*c));
+    for (auto [r, col] : samples(M, N)) {
+      double acc = 0;
+      for (std::int64_t p = 0; p < K; ++p) acc += static_cast<double>(quarter(r * K + p, 1)) * quarter(col * K + p, 2);
+      const std::int64_t i = r * N + col;
+      if (got[static_cast<std::size_t>(i)] != acc) return differs(i, got[static_cast<std::size_t>(i)], acc);
+    }
+    return std::string();
+  };
+  w.flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  w.bytes = 2.0 * static_cast<double>(M * K + N * K) + 4.0 * static_cast<double>(M * N);
+  return w;
+}
+
+/// out = in (Copy) or in transposed (Transpose): the output compared with the input element by element.
+Workload copy_like(const Device& d, const Size& s, bool transpose) {
+  const std::int64_t M = transpose ? s.at("M") : 1, N = transpose ? s.at("N") : s.at("n"), n = M * N;
+  auto in = small_ints<float>(n, 5);
+  auto i = upload(d, in);
+  auto o = upload(d, std::vector<float>(static_cast<std::size_t>(n), -9.0f));
+  Workload w;
+  w.owned = {i, o};
+  if (transpose)
+    w.args = {LaunchArg(static_cast<int>(M)), LaunchArg(static_cast<int>(N)), LaunchArg(std::as_const(*i)),
+              LaunchArg(*o)};
+  else
+    w.args = {LaunchArg(static_cast<int>(n)), LaunchArg(std::as_const(*i)), LaunchArg(*o)};
+  w.restore = [o, n] { o->copy_from(std::vector<float>(static_cast<std::size_t>(n), -9.0f)); };
+  w.output = [o] { return bytes_of(*o); };
+  w.check = [o, in = std::move(in), M, N, transpose] {
+    const auto got = values_of<float>(bytes_of(*o));
+    for (std::int64_t r = 0; r < M; ++r)
+      for (std::int64_t c = 0; c < N; ++c) {
+        const std::int64_t at = transpose ? c * M + r : r * N + c;
+        const float want = in[static_cast<std::size_t>(r * N + c)];
+        if (got[static_cast<std::size_t>(at)] != want) return differs(at, got[static_cast<std::size_t>(at)], want);
+      }
+    return std::string();
+  };
+  w.bytes = 8.0 * static_cast<double>(n);
+  w.copy_bytes = 4 * n;
+  return w;
+}
+
+Workload reduce(const Device& d, const Size& s) {
+  const std::int64_t n = s.at("n"), blocks = (n + 255) / 256;
+  auto x = small_ints<float>(n, 4);
+  auto xb = upload(d, x);
+  auto o = upload(d, std::vector<float>(static_cast<std::size_t>(blocks), -9.0f));
+  Workload w;
+  w.owned = {xb, o};
+  w.args = {LaunchArg(static_cast<int>(n)), LaunchArg(std::as_const(*xb)), LaunchArg(*o)};
+  w.restore = [o, blocks] { o->copy_from(std::vector<float>(static_cast<std::size_t>(blocks), -9.0f)); };
+  w.output = [o] { return bytes_of(*o); };
+  w.check = [o, x = std::move(x), n, blocks] {
+    const auto got = values_of<float>(bytes_of(*o));
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      double want = 0;
+      for (std::int64_t i = b * 256; i < std::min(n, b * 256 + 256); ++i) want += x[static_cast<std::size_t>(i)];
+      if (got[static_cast<std::size_t>(b)] != want) return differs(b, got[static_cast<std::size_t>(b)], want);
+    }
+    return std::string();
+  };
+  w.bytes = 4.0 * static_cast<double>(n + blocks);
+  w.copy_bytes = 4 * n;
+  return w;
+}
+
+Workload scan(const Device& d, const Size& s) {
+  const std::int64_t n = s.at("n"), blocks = (n + 255) / 256;
+  std::vector<int> x(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = static_cast<int>((i * 7919) % 201) - 100;
+  auto xb = upload(d, x);
+  auto y = upload(d, std::vector<int>(static_cast<std::size_t>(n), -1));
+  auto desc = std::make_shared<DeviceBuffer<std::uint64_t>>(d.alloc<std::uint64_t>(blocks));
+  desc->zero();
+  Workload w;
+  w.owned = {xb, y, desc};
+  w.args = {LaunchArg(static_cast<int>(n)), LaunchArg(std::as_const(*xb)), LaunchArg(*y), LaunchArg(*desc)};
+  w.reset = [desc] { desc->zero(); };  // the scan needs its words zero at launch
+  w.restore = [y, n] { y->copy_from(std::vector<int>(static_cast<std::size_t>(n), -1)); };
+  w.output = [y] { return bytes_of(*y); };
+  w.check = [y, x = std::move(x), n] {
+    const auto got = values_of<int>(bytes_of(*y));
+    std::uint32_t sum = 0;  // wrapping, as the kernel's i32 additions
+    for (std::int64_t i = 0; i < n; ++i) {
+      sum += static_cast<std::uint32_t>(x[static_cast<std::size_t>(i)]);
+      if (got[static_cast<std::size_t>(i)] != static_cast<int>(sum))
+        return differs(i, got[static_cast<std::size_t>(i)], static_cast<int>(sum));
+    }
+    return std::string();
+  };
+  w.bytes = 8.0 * static_cast<double>(n);
+  w.copy_bytes = 4 * n;
+  return w;
+}
+
+Workload workload(const Case& c, const Device& d) {
+  switch (c.shape) {
+    case Shape::Gemm: return gemm(d, c.size);
+    case Shape::Wgmma: return wgmma(d, c.size);
+    case Shape::Copy: return copy_like(d, c.size, false);
+    case Shape::Transpose: return copy_like(d, c.size, true);
+    case Shape::Reduce: return reduce(d, c.size);
+    case Shape::Scan: return scan(d, c.size);
+  }
+  throw std::logic_error("unknown shape");
+}
+
+/// The twin's cubin for a row: prepared (--twins DIR), else compiled from its source.
+std::vector<char> twin_cubin(const Case& c, const twins::Twin& t) {
+  if (!options.twins_dir.empty()) {
+    std::ifstream in(options.twins_dir + "/" + c.file(), std::ios::binary);
+    if (!in) throw std::runtime_error("no prepared twin " + options.twins_dir + "/" + c.file());
+    return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+  }
+#ifdef VANTAGE_TWINS_DIR
+  return twins::compile_twin(t, c.size, VANTAGE_TWINS_DIR);
+#else
+  throw std::runtime_error("no twin sources in this build; give --twins DIR");
+#endif
+}
+
+/// A twin loaded on the GPU, launched raw with the row's arguments packed as CUDA lays them out.
+class RawTwin {
+ public:
+  RawTwin(const std::vector<char>& cubin, const std::string& entry, const std::vector<LaunchArg>& args, Grid grid)
+      : grid_(grid) {
+    const driver::Table& drv = driver::table();
+    gpu::make_current(0);
+    driver::check(drv.module_load_data(&module_, cubin.data()), "cuModuleLoadData", entry);
+    driver::check(drv.module_get_function(&function_, module_, entry.c_str()), "cuModuleGetFunction", entry);
+    slots_.resize(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const LaunchArg& a = args[i];
+      auto& slot = slots_[i];
+      if (a.is_buffer()) {
+        const std::uint64_t p = a.address();
+        std::memcpy(slot.data(), &p, 8);
+      } else if (a.type() == ScalarType::F32) {
+        const float f = static_cast<float>(a.float_value());
+        std::memcpy(slot.data(), &f, 4);
+      } else if (a.type() == ScalarType::I32) {
+        const int v = static_cast<int>(a.int_value());
+        std::memcpy(slot.data(), &v, 4);
+      } else {
+        throw std::invalid_argument("a twin argument of a type the speed bench does not pack");
+      }
+      pointers_.push_back(slot.data());
+    }
+  }
+  ~RawTwin() {
+    if (module_) driver::table().module_unload(module_);
+  }
+  RawTwin(const RawTwin&) = delete;
+  RawTwin& operator=(const RawTwin&) = delete;
+  void launch() {
+    driver::check(driver::table().launch_kernel(function_, static_cast<unsigned>(grid_.blocks), 1, 1,
+                                                static_cast<unsigned>(grid_.threads), 1, 1, 0, nullptr,
+                                                pointers_.data(), nullptr),
+                  "cuLaunchKernel", "twin");
+  }
+
+ private:
+  Grid grid_;
+  driver::CUmodule module_ = nullptr;
+  driver::CUfunction function_ = nullptr;
+  std::vector<std::array<char, 8>> slots_;
+  std::vector<void*> pointers_;
+};
+
+/// One side of a row: a name and how to launch it once.
+struct Side {
+  std::string name;
+  std::function<void()> launch;
+  std::vector<double> ms;
+};
+
+void BM_Speed(benchmark::State& state, const Case& c) {
+  if (Device::gpu_count() == 0) return state.SkipWithError(("no GPU: " + Device::gpu_problem()).c_str());
+  const Device gpu = Device::gpu(0);
+  const Kernel& kernel = kernel_of(c.example);
+  const Grid grid = examples::default_grid(c.example, c.size);
+  Workload w = workload(c, gpu);
+  const Stream stream = Stream::default_for(gpu);
+  const driver::Table& drv = driver::table();
+
+  std::vector<Side> sides;
+  sides.push_back({"vantage", [&] { vantage::launch(kernel, stream, grid, w.args); }, {}});
+  std::unique_ptr<RawTwin> twin;
+  if (const twins::Twin* t = twins::find(c.example)) {
+    twin = std::make_unique<RawTwin>(twin_cubin(c, *t), t->entry, w.args, grid);
+    sides.push_back({"twin", [&] { twin->launch(); }, {}});
+  }
+  std::shared_ptr<DeviceBuffer<char>> copy_dst;
+  if (w.copy_bytes > 0) {
+    copy_dst = std::make_shared<DeviceBuffer<char>>(gpu.alloc<char>(w.copy_bytes));
+    const std::uint64_t src = w.args[c.shape == Shape::Transpose ? 2 : 1].address();
+    sides.push_back({"copy",
+                     [&, src] {
+                       driver::check(
+                           drv.memcpy_dtod(copy_dst->view().address(), src, static_cast<std::size_t>(w.copy_bytes)),
+                           "cuMemcpyDtoD", "the copy baseline");
+                     },
+                     {}});
+  }
+
+  // Right first: the kernel against the reference, and its twin's output equal to it, bit for bit.
+  auto run_once = [&](Side& s) {
+    if (w.reset) w.reset();
+    s.launch();
+    gpu.synchronize();
+  };
+  run_once(sides[0]);
+  if (std::string why = w.check(); !why.empty())
+    return state.SkipWithError((c.label() + ": Vantage's result is wrong: " + why).c_str());
+  if (twin) {
+    const std::vector<char> mine = w.output();
+    w.restore();
+    run_once(sides[1]);
+    if (w.output() != mine) return state.SkipWithError((c.label() + ": the twin's result differs").c_str());
+  }
+
+  // The L2 flushed before each launch: a memset of twice its size, queued ahead of the start event.
+  const std::int64_t flush_bytes = std::max<std::int64_t>(2 * gpu.properties().l2_bytes, std::int64_t{64} << 20);
+  DeviceBuffer<char> flush = gpu.alloc<char>(flush_bytes);
+  Event start(gpu), stop(gpu);
+  auto timed = [&](Side& s) {
+    if (w.reset) w.reset();
+    driver::check(drv.memset_d8(flush.view().address(), 0, static_cast<std::size_t>(flush_bytes)), "cuMemsetD8",
+                  "the L2 flush");
+    start.record(stream);
+    s.launch();
+    stop.record(stream);
+    stop.synchronize();
+    return static_cast<double>(stop.elapsed_ms(start));
+  };
+  for (auto _ : state) {
+    for (int r = 0; r < 3; ++r)
+      for (auto& s : sides) timed(s);  // warm-ups
+    for (int r = 0; r < options.reps; ++r)
+      for (auto& s : sides) s.ms.push_back(timed(s));
+    state.SetIterationTime(bench::median(sides[0].ms) * 1e-3);
+  }
+  const double vantage_ms = bench::median(sides[0].ms);
+  state.counters["vantage_ms"] = vantage_ms;
+  state.counters["vantage_min_ms"] = *std::min_element(sides[0].ms.begin(), sides[0].ms.end());
+  state.counters["vantage_max_ms"] = *std::max_element(sides[0].ms.begin(), sides[0].ms.end());
+  // Accesses still checked as the variant runs (0: every one proven at these sizes).
+  state.counters["checks"] = static_cast<double>(
+      specialize_for(kernel, twins::variant_spec(example_of(c.example), c.size, gpu.properties().arch)).checks.size());
+  if (w.flops > 0) state.counters["TFLOPs"] = w.flops / (vantage_ms * 1e-3) * 1e-12;
+  state.counters["GBps"] = w.bytes / (vantage_ms * 1e-3) * 1e-9;
+  for (const auto& s : sides) {
+    if (s.name == "twin") {
+      state.counters["twin_ms"] = bench::median(s.ms);
+      state.counters["speed_of_twin"] = bench::median(s.ms) / vantage_ms;
+    } else if (s.name == "copy") {
+      const double copy_ms = bench::median(s.ms);
+      state.counters["copy_ms"] = copy_ms;
+      state.counters["copy_GBps"] = 2.0 * static_cast<double>(w.copy_bytes) / (copy_ms * 1e-3) * 1e-9;
+      state.counters["of_copy"] = (w.bytes / vantage_ms) / (2.0 * static_cast<double>(w.copy_bytes) / copy_ms);
+    }
+  }
+  state.SetLabel(c.label());
+}
+
+/// --prepare DIR: every row's twin compiled into DIR, every row's Vantage variant into the kernel cache.
+int prepare(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  int failed = 0;
+  for (const auto& c : speed_cases()) {
+    try {
+      const examples::Example& ex = example_of(c.example);
+      auto entry = KernelCache::global().get(kernel_of(c.example), twins::variant_spec(ex, c.size));
+      std::printf("%-28s vantage %7zu B (%s)", c.label().c_str(), entry->cubin.size(), entry->origin.c_str());
+      if (const twins::Twin* t = twins::find(c.example)) {
+        const auto cubin = twins::compile_twin(*t, c.size, VANTAGE_TWINS_DIR, ex.arch.value_or(Arch::SM_90));
+        std::ofstream(dir + "/" + c.file(), std::ios::binary)
+            .write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
+        std::printf("  twin %7zu B", cubin.size());
+      }
+      std::printf("\n");
+    } catch (const std::exception& e) {
+      std::printf("%-28s FAILED: %s\n", c.label().c_str(), e.what());
+      failed = 1;
+    }
+  }
+  return failed;
+}
+
+/// --small: every row's kernel at a small size on a host device, through the same setup and checks.
+int small() {
+  const Device d = Device::cpu_available() ? Device::cpu() : Device::interpreter();
+  int failed = 0;
+  for (const auto& c : small_cases()) {
+    std::string why;
+    try {
+      Workload w = workload(c, d);
+      if (w.reset) w.reset();
+      vantage::launch(kernel_of(c.example), d, examples::default_grid(c.example, c.size), w.args);
+      why = w.check();
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    std::printf("%-28s on %s: %s\n", c.label().c_str(), d.name().c_str(), why.empty() ? "right" : why.c_str());
+    failed |= !why.empty();
+  }
+  return failed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> rest{argv[0]};
+  std::string prepare_dir;
+  bool run_small = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* flag) -> std::optional<std::string> {
+      const std::string f = flag;
+      if (a == f && i + 1 < argc) return std::string(argv[++i]);
+      if (a.rfind(f + "=", 0) == 0) return a.substr(f.size() + 1);
+      return std::nullopt;
+    };
+    if (auto v = value("--prepare")) {
+      prepare_dir = *v;
+    } else if (auto t = value("--twins")) {
+      options.twins_dir = *t;
+    } else if (auto r = value("--reps")) {
+      options.reps = std::max(5, std::atoi(r->c_str()));
+    } else if (a == "--small") {
+      run_small = true;
+    } else if (a == "--help" || a == "-h") {
+      std::puts(
+          "usage: vantage_bench_speed [--twins DIR] [--reps N] [benchmark options]\n"
+          "       vantage_bench_speed --prepare DIR | --small\n"
+          "Times each example on the GPU beside its hand-written twin and the copy bandwidth (event timing,\n"
+          "L2 flushed, medians of N launches, default 25), after checking both results. --prepare compiles\n"
+          "the twins into DIR and the examples' variants into the kernel cache (no GPU needed); --small runs\n"
+          "every row at a small size on a host device through the same checks. Rows: --benchmark_list_tests.");
+      return 0;
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  if (!prepare_dir.empty()) return prepare(prepare_dir);
+  if (run_small) return small();
+  int n = static_cast<int>(rest.size());
+  for (const auto& c : speed_cases())
+    benchmark::RegisterBenchmark(("speed/" + c.label()).c_str(), [c](benchmark::State& s) { BM_Speed(s, c); })
+        ->Iterations(1)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  benchmark::Initialize(&n, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
