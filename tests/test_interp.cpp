@@ -452,9 +452,9 @@ TEST(Interp, EachExampleRunLaunchesItsDefaultGrid) {
 // ---------------------------------------------------------------- cp.async, ldmatrix, the limit
 /// 64 threads copy 4 floats each into shared memory with cp.async, then each thread writes the
 /// element its neighbour copied (the sync pass puts a barrier that also waits for the copies).
-Kernel async_neighbours(bool explicit_wait) {
+Kernel async_neighbours(bool explicit_wait, int offset = 0) {
   KernelBuilder k("async_neighbours");
-  auto x = k.param<GlobalPtr<const float>>("x", extent(Expr(256)));
+  auto x = k.param<GlobalPtr<const float>>("x", extent(Expr(256 + offset)));
   auto out = k.param<GlobalPtr<float>>("out", extent(Expr(64)));
   k.block_threads(64);
   k.grid_blocks(1);
@@ -470,7 +470,7 @@ Kernel async_neighbours(bool explicit_wait) {
                   s_async, thread(1), [&](Expr i) { return t * 4 + i; },
                   [&](Scope& b, View s_t) {
                     b.group(thread(1), [&](Scope& th) {
-                      th.cp_async(s_t, 0, x, t * 4, 16);
+                      th.cp_async(s_t, 0, x, t * 4 + offset, 16);
                       th.cp_async_commit();
                       if (explicit_wait) th.cp_async_wait(0);
                     });
@@ -516,6 +516,23 @@ TEST(Interp, ReadingACpAsyncDestinationBeforeTheWaitIsReported) {
     EXPECT_NE(std::string(e.what()).find("has not written yet"), std::string::npos) << e.what();
     ASSERT_EQ(e.locs().size(), 2u);
   }
+}
+
+// A 16-byte cp.async needs both addresses 16-byte aligned: on the interpreter a misaligned one is a
+// memcheck error naming the line, and the specialization has the launch check the source's address.
+TEST(Interp, AMisalignedSixteenByteCpAsyncIsAMemcheckErrorAndTheLaunchChecksTheSource) {
+  std::vector<float> x(257, 1.0f), out(64, 0.0f);
+  try {
+    async_neighbours(true, 1).launch(interp(), Grid{1, 64}, std::as_const(x), out);
+    FAIL() << "a copy from x[1] of 16 bytes went unnoticed";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "memcheck") << e.what();
+    EXPECT_NE(std::string(e.what()).find("misaligned 16-byte cp.async"), std::string::npos) << e.what();
+  }
+  Specialized s = specialize_for(async_neighbours(true), Spec{});
+  ASSERT_FALSE(s.params.empty());
+  EXPECT_EQ(s.params[0].name, "x");
+  EXPECT_EQ(s.params[0].alignment, 16);
 }
 
 TEST(Interp, LdmatrixGivesEachLaneItsFragment) {

@@ -1120,12 +1120,28 @@ class Emitter {
         ind();
         out_ << "asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(" << n.imms[0] << ") : \"memory\");\n";
         break;
-      case IntrinsicOp::CpAsync:
+      case IntrinsicOp::CpAsync: {
+        // Checked where lowering could not prove a side inside its memory (imms 1 and 2: the sites,
+        // args 2 and 3: the bounds): a copy that would leave it is reported and not made.
+        std::string guard;
+        if (n.imms.size() > 2) {
+          uses_checks_ = true;
+          const std::int64_t count = n.imms[0] / type_bytes(n.mems[0]->elem);
+          for (std::size_t side = 0; side < 2; ++side) {
+            if (n.imms[1 + side] < 0) continue;
+            const std::string i = index(n.args[side], n.loc), bound = expr(n.args[2 + side]);
+            ind();
+            out_ << guard << "if (!((" << i << ") >= 0 && (" << i << ") + " << count << " <= (" << bound
+                 << "))) vt_fail(vt_err, " << n.imms[1 + side] << ", " << i << ", " << bound << ");\n";
+            guard = "else ";
+          }
+        }
         ind();
-        out_ << "asm volatile(\"cp.async." << (n.imms[0] == 16 ? "cg" : "ca") << ".shared.global [%0], [%1], "
+        out_ << guard << "asm volatile(\"cp.async." << (n.imms[0] == 16 ? "cg" : "ca") << ".shared.global [%0], [%1], "
              << n.imms[0] << ";\" :: \"r\"(static_cast<unsigned>(__cvta_generic_to_shared(" << addr(0, n.args[0])
              << "))), \"l\"(" << addr(1, n.args[1]) << ") : \"memory\");\n";
         break;
+      }
       case IntrinsicOp::CpAsyncCommit:
         ind();
         out_ << "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n";

@@ -1034,6 +1034,13 @@ class Machine {
         std::int64_t di = exact(n.args[0]->type, eval(n.args[0], t).i);
         std::int64_t si = exact(n.args[1]->type, eval(n.args[1], t).i);
         std::int64_t count = n.imms[0] / type_bytes(n.mems[0]->elem);
+        // As on the GPU, a copy of more than one element needs both addresses aligned to its size.
+        if (count > 1 && ((d.offset + di) % count != 0 || (s.offset + si) % count != 0))
+          throw ExecutionError("memcheck",
+                               describe(t) + " makes a misaligned " + std::to_string(n.imms[0]) + "-byte cp.async ('" +
+                                   n.mems[1]->name + "'[" + std::to_string(si) + "] to '" + n.mems[0]->name + "'[" +
+                                   std::to_string(di) + "]) at " + where(n.loc),
+                               {n.loc});
         AsyncCopy c{d, di, {}, n.loc, -1};
         for (std::int64_t k = 0; k < count; ++k) c.values.push_back(read(t, s, si + k, n.loc));
         for (std::int64_t k = 0; k < count; ++k) {

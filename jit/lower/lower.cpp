@@ -1280,10 +1280,37 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
       fragment(0);
       at(1, 0);
       break;
-    case IntrinsicOp::CpAsync:
+    case IntrinsicOp::CpAsync: {
       at(0, 0);
       at(1, 1);
+      // A copy of 8 or 16 bytes needs its source aligned to that: the launch checks the buffer's
+      // address, as for a vector copy (shared arrays start at multiples of 16 bytes).
+      const int bytes = n.imms.empty() ? 0 : static_cast<int>(n.imms[0]);
+      if (auto p = c_.param_index.find(mems[1].get()); bytes > 4 && p != c_.param_index.end())
+        c_.out.param_alignment[p->second] = std::max(c_.out.param_alignment[p->second], bytes);
+      // Each side's elements proven inside its memory, or checked as the copy runs: then the bounds
+      // follow the indices (args 2 and 3) and the sites the size (imms 1 and 2; -1 where proven).
+      const std::int64_t count = std::max<std::int64_t>(1, bytes / type_bytes(mems[0]->elem));
+      std::array<std::int64_t, 2> sites{-1, -1};
+      std::array<ExprPtr, 2> bounds;
+      for (std::size_t side = 0; side < 2; ++side) {
+        if (proven_in_bounds(mems[side], args[side], count, l)) continue;
+        bounds[side] = bound_of(mems[side], l);
+        if (!bounds[side]) throw InternalError("lower: no bound for memory '" + mems[side]->name + "'");
+        c_.out.checks.push_back({l, mems[side]->name, side == 0});
+        sites[side] = static_cast<std::int64_t>(c_.out.checks.size()) - 1;
+      }
+      if (sites[0] >= 0 || sites[1] >= 0) {
+        std::vector<std::int64_t> imms = n.imms;
+        for (std::size_t side = 0; side < 2; ++side) {
+          args.push_back(bounds[side] ? bounds[side] : int_literal(ScalarType::I64, 0, l));
+          imms.push_back(sites[side]);
+        }
+        out.push_back(make<Intrinsic>(n.op, std::move(args), std::move(mems), n.outputs, std::move(imms), l));
+        return;
+      }
       break;
+    }
     case IntrinsicOp::TmaLoad2D: {
       // args: column, row, the barrier's slot, the destination's first element (both resolved).
       at(0, 3);
