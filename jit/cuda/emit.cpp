@@ -1317,7 +1317,11 @@ class Emitter {
 
 }  // namespace
 
-int unroll_factor(std::int64_t trips, std::int64_t size) { return trips <= 32 && trips * size <= 1024 ? 0 : 4; }
+int unroll_factor(std::int64_t trips, std::int64_t size) {
+  constexpr int kFactor = 4;
+  // A loop of no more trips than the factor costs no more unrolled than the factor would make it.
+  return trips <= kFactor || (trips <= 32 && trips * size <= 1024) ? 0 : kFactor;
+}
 
 EmitResult emit(const lower::Lowered& lowered, const EmitOptions& options) { return Emitter(options).run(lowered); }
 

@@ -36,9 +36,10 @@ struct EmitResult {
 EmitResult emit(const lower::Lowered& lowered, const EmitOptions& options);
 
 /// The unroll policy for a loop of `trips` iterations (a constant) whose body has `size` IR nodes:
-/// 0 to unroll it fully (`#pragma unroll`), which only loops whose unrolled code stays small get, else
-/// the factor to unroll it by (`#pragma unroll 4`). The explicit factor keeps NVRTC's time flat in the
-/// trip count: left to itself NVRTC fully unrolls some long loops too (bench/bench_compile.cpp).
+/// 0 to unroll it fully (`#pragma unroll`), which loops whose unrolled code stays small get, and loops
+/// of at most 4 trips (no larger than the factor would make them: sgemm rung 8's two steps of 4 k
+/// each, whose body is large), else the factor to unroll it by (`#pragma unroll 4`). The explicit factor keeps NVRTC's
+/// time flat in the trip count: left to itself NVRTC fully unrolls some long loops too (bench/bench_compile.cpp).
 int unroll_factor(std::int64_t trips, std::int64_t size);
 
 }  // namespace vantage::cuda
