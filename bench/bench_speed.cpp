@@ -90,7 +90,8 @@ Size square(std::int64_t n) { return {{"M", n}, {"N", n}, {"K", n}}; }
 /// at 8192 x 8192 floats; the reduction at 2^26; the scan at 2^24 to 2^28.
 std::vector<Case> speed_cases() {
   std::vector<Case> c;
-  for (const char* ex : {"sgemm_smem", "sgemm_reg1d", "sgemm_reg2d", "sgemm_vec", "sgemm_warptile", "mma_tf32"})
+  for (const char* ex :
+       {"sgemm_smem", "sgemm_reg1d", "sgemm_reg2d", "sgemm_vec", "sgemm_warptile", "sgemm_pipelined", "mma_tf32"})
     for (std::int64_t n : {1024, 2048, 4096}) c.push_back({ex, Shape::Gemm, square(n)});
   for (std::int64_t n : {4096, 8192}) c.push_back({"gemm_wgmma_bf16", Shape::Wgmma, square(n)});
   c.push_back({"vec_copy", Shape::Copy, {{"n", std::int64_t{1} << 26}}});

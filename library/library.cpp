@@ -320,17 +320,32 @@ void update_own(Scope& b, const MatrixTile& tile, const std::function<void(Scope
 void update_sub_tile(Scope& b, const MatrixTile& tile, const ExprArg& row, const ExprArg& col, int tm, int tn,
                      int row_step, int col_step, const std::function<void(Scope& th, int i, int j, ElemRef e)>& body,
                      Loc loc) {
-  if (tm < 1 || tn < 1 || row_step < 1 || col_step < 1) {
+  update_sub_tile(b, tile, row, col, SubTile{tm, tn, row_step, col_step, 0, 0}, body, loc);
+}
+
+void update_sub_tile(Scope& b, const MatrixTile& tile, const ExprArg& row, const ExprArg& col, const SubTile& shape,
+                     const std::function<void(Scope& th, int i, int j, ElemRef e)>& body, Loc loc) {
+  const int tm = shape.tm, tn = shape.tn, row_step = shape.row_step, col_step = shape.col_step;
+  const int group = shape.col_group == 0 ? tn : shape.col_group;
+  if (tm < 1 || tn < 1 || row_step < 1 || col_step < 1 || group < 1 || tn % group != 0 ||
+      (group < tn && shape.group_step < group * col_step)) {
     b.diagnose("V0913",
-               "lib::update_sub_tile needs at least 1 x 1 elements per thread and steps of at least 1, not " +
+               "lib::update_sub_tile needs at least 1 x 1 elements per thread, steps of at least 1, and column groups "
+               "that divide the columns and do not overlap, not " +
                    std::to_string(tm) + " x " + std::to_string(tn) + " with steps " + std::to_string(row_step) +
-                   " and " + std::to_string(col_step),
+                   " and " + std::to_string(col_step) + " in groups of " + std::to_string(group) + " " +
+                   std::to_string(shape.group_step) + " apart",
                loc);
     return;
   }
   const Expr r = row.expr, c = col.expr;
+  // Column j's offset from `col`, for a constant j and for the partition's index.
+  auto column = [&](int j) { return col_step * (j % group) + shape.group_step * (j / group); };
+  auto column_of = [&](const Expr& j) {
+    return group == tn ? col_step * j : col_step * (j % group) + shape.group_step * (j / group);
+  };
   b.partition(
-      tile.view, thread(1), [&](Expr i) { return (r + row_step * (i / tn)) * tile.cols + c + col_step * (i % tn); },
+      tile.view, thread(1), [&](Expr i) { return (r + row_step * (i / tn)) * tile.cols + c + column_of(i % tn); },
       [&](Scope& b, View mine) {
         b.group(
             thread(1),
@@ -338,7 +353,7 @@ void update_sub_tile(Scope& b, const MatrixTile& tile, const ExprArg& row, const
               for (int i = 0; i < tm; ++i)
                 for (int j = 0; j < tn; ++j)
                   th.if_(
-                      tile.row0 + r + row_step * i < tile.rows && tile.col0 + c + col_step * j < tile.cols,
+                      tile.row0 + r + row_step * i < tile.rows && tile.col0 + c + column(j) < tile.cols,
                       [&](Scope& th) { body(th, i, j, mine[IndexArg(i * tn + j, loc)]); }, loc);
             },
             loc);
@@ -471,6 +486,80 @@ void stage_tile(Scope& b, const View& dst, const View& src, const ExprArg& src_r
 void copy_tile(Scope& b, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
                const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, TileCopy how, Loc loc) {
   copy_tile_impl(b, dst, src, src_rows, src_cols, row0, col0, tile_rows, tile_cols, nullptr, how, "copy_tile", loc);
+}
+
+void start_tile_copy(Scope& b, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
+                     const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, Loc loc) {
+  auto threads = b.block_threads();
+  if (!threads || tile_rows < 1 || tile_cols < 4 || tile_cols % 4 != 0 || type_bytes(src.elem()) != 4) {
+    b.diagnose("V0913",
+               "lib::start_tile_copy needs the kernel's block size (block_threads() before body()), a tile whose rows "
+               "are a multiple of 4 elements, and elements of 4 bytes (16-byte copies), not a " +
+                   std::to_string(tile_rows) + " x " + std::to_string(tile_cols) + " tile of " + type_name(src.elem()),
+               loc);
+    return;
+  }
+  const std::int64_t T = *threads, vectors = std::int64_t{tile_rows} * tile_cols / 4, rounds = (vectors + T - 1) / T;
+  const Expr R = cast<std::int64_t>(src_rows.expr), C = cast<std::int64_t>(src_cols.expr);
+  Var t = b.let(dst.name() + "_t", b.id(thread(1), loc), loc);
+  // Round l's vector is t + l * T; element i of the thread's share is element i % 4 of its vector
+  // i / 4.
+  auto vector = [&](std::int64_t l) { return l == 0 ? Expr(t) : t + l * T; };
+  b.partition(
+      dst, thread(1), [&](Expr i) { return rounds == 1 ? t * 4 + i : (i / 4 * T + t) * 4 + i % 4; },
+      [&](Scope& b, View mine) {
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              // Each round's place in the matrix (64 bits: nothing wraps), and whether its vector is
+              // one aligned copy.
+              std::vector<Var> rows, cols;
+              std::vector<Expr> whole;
+              auto inside = [&](std::size_t l, int e) { return rows[l] < R && cols[l] + e < C; };
+              for (std::int64_t l = 0; l < rounds; ++l) {
+                const Expr first = vector(l) * 4;
+                rows.push_back(th.let(dst.name() + "_row",
+                                      cast<std::int64_t>(row0.expr) + cast<std::int64_t>(first / tile_cols), loc));
+                cols.push_back(th.let(dst.name() + "_col",
+                                      cast<std::int64_t>(col0.expr) + cast<std::int64_t>(first % tile_cols), loc));
+                // Aligned: the row's length and the tile's first column multiples of 4 (a
+                // vector's column is the tile's plus a multiple of 4).
+                whole.push_back(rows.back() < R && cols.back() + 4 <= C && C % 4 == 0 &&
+                                cast<std::int64_t>(col0.expr) % 4 == 0);
+              }
+              // The last round's threads past the tile copy nothing.
+              auto each_round = [&](Scope& th, const std::function<void(Scope&, std::size_t)>& one) {
+                for (std::int64_t l = 0; l < rounds; ++l) {
+                  const auto at = static_cast<std::size_t>(l);
+                  if ((l + 1) * T <= vectors)
+                    one(th, at);
+                  else
+                    th.if_(
+                        vector(l) < vectors, [&](Scope& th) { one(th, at); }, loc);
+                }
+              };
+              // One branch per vector, as by hand: the 16-byte copy, or each element's copy or zero
+              // (async memory takes only copies, so each copy opens the thread's share as such).
+              auto copy = [&](Scope& th, std::int64_t at, const Expr& from, int bytes) {
+                th.async(
+                    mine, [&](Scope& th, View mine_async) { th.cp_async(mine_async, at, src, from, bytes, loc); }, loc);
+              };
+              each_round(th, [&](Scope& th, std::size_t l) {
+                const std::int64_t at = static_cast<std::int64_t>(l) * 4;
+                th.if_(
+                    whole[l], [&](Scope& th) { copy(th, at, rows[l] * C + cols[l], 16); },
+                    [&](Scope& th) {
+                      for (int e = 0; e < 4; ++e)
+                        th.if_(
+                            inside(l, e), [&](Scope& th) { copy(th, at + e, rows[l] * C + cols[l] + e, 4); },
+                            [&](Scope&) { mine[IndexArg(at + e, loc)] = zero_of(src.elem(), loc); }, loc);
+                    },
+                    loc);
+              });
+            },
+            loc);
+      },
+      loc);
 }
 
 void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,

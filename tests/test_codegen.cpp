@@ -54,6 +54,10 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       {"sgemm_reg2d", 2},
       {"sgemm_vec", 2},
       {"sgemm_warptile", 2},  // the same two per K step
+      // One per K step: after each thread waited for its copies of the tile, before the multiply
+      // (which also frees the other slot for the next tile's copies); the two slots' steps are
+      // written once each, and one more before the loop waits for nothing the tiles need.
+      {"sgemm_pipelined", 2},
       {"vec_copy", 0},
       {"mma_tf32", 2},       // per K step, as sgemm_smem
       {"scan_lookback", 2},  // after the warps' totals are published, after the first thread's look-back

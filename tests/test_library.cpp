@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
 #include "kernels/paper_kernels.hpp"
 #include "kernels/runs.hpp"
@@ -606,7 +607,7 @@ namespace vantage {
 namespace {
 // The tile helpers refuse what they cannot do, at the caller's line.
 TEST(Library, TileHelpersRefuseWhatTheyCannotDoAtTheCallersLine) {
-  int async_line = 0, steps_line = 0;
+  int async_line = 0, steps_line = 0, groups_line = 0, started_line = 0;
   KernelBuilder k("bad_tiles");
   auto m = k.param<GlobalPtr<const half>>("m", extent(64 * 64));
   auto out = k.param<GlobalPtr<half>>("out", extent(64 * 64));
@@ -618,14 +619,68 @@ TEST(Library, TileHelpersRefuseWhatTheyCannotDoAtTheCallersLine) {
       lib::copy_tile(b, s, m, 64, 64, c.row0, c.col0, 16, 16, {0, true});  // cp.async moves 4 or 8 bytes
       steps_line = __LINE__ + 1;
       lib::update_sub_tile(b, c, c.row, c.col, 1, 1, 0, 1, [&](Scope&, int, int, ElemRef e) { e = s[0]; });
+      groups_line = __LINE__ + 1;  // two groups of 4 columns, 2 apart: they overlap
+      lib::update_sub_tile(b, c, c.row, c.col, lib::SubTile{1, 8, 1, 1, 4, 2},
+                           [&](Scope&, int, int, ElemRef e) { e = s[0]; });
+      started_line = __LINE__ + 1;  // 16-byte copies of 2-byte elements
+      lib::start_tile_copy(b, s, m, 64, 64, c.row0, c.col0, 16, 16);
     });
   });
   try {
     k.build();
     FAIL() << "accepted";
   } catch (const CheckError& e) {
-    EXPECT_TRUE(testing::has_diag(e, "V0913", async_line, "tests/test_library.cpp")) << render_all(e.diagnostics());
-    EXPECT_TRUE(testing::has_diag(e, "V0913", steps_line, "tests/test_library.cpp")) << render_all(e.diagnostics());
+    for (int line : {async_line, steps_line, groups_line, started_line})
+      EXPECT_TRUE(testing::has_diag(e, "V0913", line, "tests/test_library.cpp")) << line << render_all(e.diagnostics());
+  }
+}
+
+// lib::start_tile_copy starts the copies and leaves the waiting to the caller: a 16-byte cp.async
+// per vector wholly inside a matrix whose rows are a multiple of 4 elements, element by element with
+// zeros past the edges otherwise, for tiles of one and of several rounds of the block's threads, on
+// every host device and at sizes the tiles do not divide.
+TEST(Library, StartTileCopyCopiesTheTileAndZerosPastTheMatrix) {
+  for (int tile_rows : {8, 16}) {  // 8 x 16: 32 vectors, one per thread; 16 x 16: two rounds
+    KernelBuilder k("started_copy");
+    auto R = k.param<int>("R"), C = k.param<int>("C"), col0 = k.param<int>("col0");
+    auto m = k.param<GlobalPtr<const float>>("m", extent(R * C));
+    auto out = k.param<GlobalPtr<float>>("out", extent(Expr(tile_rows * 16)));
+    k.block_threads(32);
+    k.body([&](Scope& g) {
+      lib::for_each_block(g, out, tile_rows * 16, [&](Scope& b, Expr, View out_b) {
+        auto s = b.shared<float>("s", tile_rows * 16);
+        lib::start_tile_copy(b, s, m, R, C, 3, col0, tile_rows, 16);  // the tile at row 3
+        b.group(thread(1), [&](Scope& th) {
+          th.cp_async_commit();
+          th.cp_async_wait(0);
+        });
+        auto t = b.let("t", b.id(thread(1)));
+        b.partition(
+            out_b, thread(1), [&](Expr i) { return t + i * 32; },
+            [&](Scope& b, View mine) {
+              b.group(thread(1), [&](Scope&) {
+                for (int l = 0; l < tile_rows * 16 / 32; ++l) mine[l] = s[t + l * 32];
+              });
+            });
+      });
+    });
+    Kernel kernel = k.build();
+    // Rows of 24 (16-byte copies), of 22 (element by element), a matrix the tile runs past, and a
+    // tile at a column that is no multiple of 4 (element by element: a vector there is misaligned).
+    for (auto [rows, cols, c0] :
+         std::vector<std::tuple<int, int, int>>{{40, 24, 4}, {40, 22, 4}, {9, 13, 4}, {40, 24, 2}})
+      for (const Device& d : devices()) {
+        std::vector<float> src(static_cast<std::size_t>(rows * cols));
+        for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i + 1);
+        std::vector<float> got(static_cast<std::size_t>(tile_rows * 16), -1.0f), want(got.size(), 0.0f);
+        for (int r = 0; r < tile_rows; ++r)
+          for (int c = 0; c < 16; ++c)
+            if (3 + r < rows && c0 + c < cols)
+              want[static_cast<std::size_t>(r * 16 + c)] = src[(3 + r) * cols + c0 + c];
+        kernel.launch(d, Grid{1, 32}, rows, cols, c0, std::as_const(src), got);
+        EXPECT_EQ(got, want) << tile_rows << " rows, " << rows << " x " << cols << " at column " << c0 << " on "
+                             << d.name();
+      }
   }
 }
 }  // namespace

@@ -901,6 +901,7 @@ const std::map<std::string, std::map<std::string, std::int64_t>> kManyBlocks = {
     {"sgemm_reg2d", {{"M", 200}, {"N", 150}, {"K", 19}}},
     {"sgemm_vec", {{"M", 200}, {"N", 152}, {"K", 20}}},
     {"sgemm_warptile", {{"M", 200}, {"N", 150}, {"K", 19}}},
+    {"sgemm_pipelined", {{"M", 400}, {"N", 300}, {"K", 12}}},
     {"mma_tf32", {{"M", 100}, {"N", 70}, {"K", 19}}},
     {"transpose", {{"M", 100}, {"N", 70}}},
     {"transpose_padded", {{"M", 100}, {"N", 70}}},

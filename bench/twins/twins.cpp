@@ -26,6 +26,7 @@ const std::vector<Twin>& all() {
       {"sgemm_reg2d", "sgemm.cu", "twin_sgemm_reg2d", gemm},
       {"sgemm_vec", "sgemm.cu", "twin_sgemm_vec", gemm},
       {"sgemm_warptile", "sgemm.cu", "twin_sgemm_warptile", gemm},
+      {"sgemm_pipelined", "async.cu", "twin_sgemm_pipelined", gemm},
       {"mma_tf32", "mma.cu", "twin_mma_tf32", gemm},
       {"vec_copy", "copy.cu", "twin_vec_copy", vector},
       {"transpose", "copy.cu", "twin_transpose", matrix},

@@ -344,6 +344,14 @@ const std::map<std::string, Case>& cases() {
       {"sgemm_warptile",
        {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, tiles_of(s, 64, 64, 128)); },
         {{{"M", 70}, {"N", 65}, {"K", 19}}, {{"M", 64}, {"N", 64}, {"K", 16}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
+      // Rung 8's 128 x 128 tiles: K = 19 takes the element-by-element copies (rows of A not a
+      // multiple of 4), 36 the 16-byte ones; 260 columns end in a partial tile.
+      {"sgemm_pipelined",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, tiles_of(s, 128, 128, 256)); },
+        {{{"M", 70}, {"N", 65}, {"K", 19}},
+         {{"M", 128}, {"N", 128}, {"K", 16}},
+         {{"M", 130}, {"N", 260}, {"K", 36}},
+         {{"M", 5}, {"N", 3}, {"K", 2}}}}},
       // Small integers: exact in tf32, and every product and sum exact in f32.
       {"mma_tf32",
        {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, tiles_of(s, 32, 32, 128)); },
@@ -383,6 +391,8 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
     b = ceil_div(at("M") * at("N"), 256);
   else if (name == "sgemm_smem" || name == "mma_tf32" || name.rfind("transpose", 0) == 0)
     b = tiles(32, 32);
+  else if (name == "sgemm_pipelined")
+    b = tiles(128, 128);
   else if (name.rfind("sgemm_", 0) == 0)
     b = tiles(64, 64);
   else if (name == "gemm_wgmma_bf16")
@@ -413,7 +423,7 @@ Grid default_grid(const std::string& name, const Size& size) {
       {"sgemm_naive", 256},   {"sgemm_coalesced", 256}, {"sgemm_smem", 1024},       {"sgemm_reg1d", 512},
       {"sgemm_reg2d", 256},   {"sgemm_vec", 256},       {"sgemm_warptile", 128},    {"mma_tf32", 128},
       {"scan_lookback", 256}, {"transpose", 1024},      {"transpose_padded", 1024}, {"transpose_async", 1024},
-      {"warp_mma", 32},       {"gemm_wgmma_bf16", 384}, {"mma_tf32_naive", 32},
+      {"warp_mma", 32},       {"gemm_wgmma_bf16", 384}, {"mma_tf32_naive", 32},     {"sgemm_pipelined", 256},
   };
   auto it = kThreads.find(name);
   if (it == kThreads.end()) throw std::invalid_argument("no grid is defined for example '" + name + "'");

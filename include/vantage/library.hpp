@@ -98,6 +98,19 @@ void update_sub_tile(Scope& block, const MatrixTile& tile, const ExprArg& row, c
                      int row_step, int col_step, const std::function<void(Scope& th, int i, int j, ElemRef e)>& body,
                      std::source_location loc = std::source_location::current());
 
+/// The shape of a thread's elements for `update_sub_tile`: tm x tn of them, element (i, j) at tile row
+/// `row + row_step * i` and column `col + col_step * (j % col_group) + group_step * (j / col_group)`
+/// (col_group 0: tn, one group). Groups let a lane hold two runs of 4 columns 32 apart, so that a
+/// quarter warp's 16-byte shared reads of a row meet no bank twice (the sgemm ladder's rung 8).
+struct SubTile {
+  int tm = 1, tn = 1;
+  int row_step = 1, col_step = 1;
+  int col_group = 0, group_step = 0;
+};
+void update_sub_tile(Scope& block, const MatrixTile& tile, const ExprArg& row, const ExprArg& col, const SubTile& shape,
+                     const std::function<void(Scope& th, int i, int j, ElemRef e)>& body,
+                     std::source_location loc = std::source_location::current());
+
 /// At block(1): copies the tile_rows x tile_cols tile at (row0, col0) of the row-major matrix `src`
 /// (src_rows x src_cols) into shared `dst` (row-major, tile_rows x tile_cols), zeros past the
 /// matrix's edges, striped over the block's threads (consecutive threads, consecutive columns).
@@ -130,6 +143,19 @@ struct TileCopy {
 void copy_tile(Scope& block, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
                const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, TileCopy how = {},
                std::source_location loc = std::source_location::current());
+
+/// At block(1): starts copying the tile_rows x tile_cols tile at (row0, col0) of the row-major `src`
+/// (src_rows x src_cols, elements of 4 bytes) into shared `dst` (row-major, tile_rows x tile_cols) by
+/// `cp.async`, 16 bytes at a time, and does not wait: committing the copies and waiting for them are
+/// the caller's, so that a pipeline works on one tile while the next one arrives (the sgemm ladder's
+/// rung 8). Thread t copies the tile's vectors of 4 elements t, t + T, ... (tile_cols a multiple of
+/// 4). A vector wholly inside the matrix, at a column that is a multiple of 4 of a matrix whose rows
+/// are a multiple of 4 elements long, is one 16-byte copy (`src` must then be 16-byte aligned, which the launch
+/// checks); otherwise each element inside is copied alone and each outside is zero (plain stores, made before the
+/// copies by the same thread). An element is read only inside the matrix.
+void start_tile_copy(Scope& block, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
+                     const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols,
+                     std::source_location loc = std::source_location::current());
 
 /// The associative operations the reductions and scans know.
 enum class Op : std::uint8_t { Sum, Min, Max };
