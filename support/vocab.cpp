@@ -1,6 +1,9 @@
 // Vantage public vocabulary: levels, sizes, perspectives, scalar types and memory spaces
 // (vantage/types.hpp), and diagnostics and the exceptions that carry them (vantage/diagnostics.hpp).
 #include <fstream>
+#include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "vantage/diagnostics.hpp"
 #include "vantage/types.hpp"
@@ -102,6 +105,18 @@ std::string source_line(const SourceLoc& loc) {
   return out + "^\n";
 }
 
+/// The diagnostics without repeats: a statement the user's C++ loop built many times, each breaking
+/// the same rule, is reported once (the same code, message, line and notes).
+std::vector<Diagnostic> distinct(std::vector<Diagnostic> ds) {
+  std::vector<Diagnostic> out;
+  std::unordered_set<std::string> seen;
+  for (auto& d : ds) {
+    std::string key = d.render(false);
+    if (seen.insert(std::move(key)).second) out.push_back(std::move(d));
+  }
+  return out;
+}
+
 std::string summary(const std::vector<Diagnostic>& ds) {
   std::string s = std::to_string(ds.size()) + " error(s)\n";
   return s + render_all(ds, false);
@@ -121,7 +136,9 @@ std::string render_all(const std::vector<Diagnostic>& diagnostics, bool with_sou
   return out;
 }
 
-CheckError::CheckError(std::vector<Diagnostic> diagnostics)
+CheckError::CheckError(std::vector<Diagnostic> diagnostics) : CheckError(distinct(std::move(diagnostics)), 0) {}
+
+CheckError::CheckError(std::vector<Diagnostic> diagnostics, int)
     : std::runtime_error(summary(diagnostics)), diagnostics_(std::move(diagnostics)) {}
 
 bool CheckError::has(std::string_view code) const {

@@ -341,6 +341,43 @@ TEST(Reject, OriginalNameUsedInsideItsPartition) {
   }
 }
 
+// A statement the user's C++ loop builds eight times, each breaking the same rule at the same line,
+// is reported once; a second line breaking it is reported too.
+TEST(Reject, AnErrorRepeatedByACxxLoopIsReportedOnce) {
+  int looped = 0, other = 0;
+  KernelBuilder k("repeats");
+  k.block_threads(128);
+  auto y = k.param<GlobalPtr<float>>("y");
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        y, thread(1), [&](Expr i) { return t * 8 + i; },
+        [&](Scope& g, View y_t) {
+          g.group(thread(1), [&](Scope&) {
+            for (int i = 0; i < 8; ++i) {
+              looped = __LINE__ + 1;
+              y_t[i] = y[t + 1];
+            }
+            other = __LINE__ + 1;
+            y_t[0] = y[t + 2];
+          });
+        });
+  });
+  try {
+    k.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    int at_loop = 0, at_other = 0;
+    for (const auto& d : e.diagnostics()) {
+      at_loop += d.code == "V0302" && static_cast<int>(d.loc.line) == looped;
+      at_other += d.code == "V0302" && static_cast<int>(d.loc.line) == other;
+    }
+    EXPECT_EQ(at_loop, 1) << render_all(e.diagnostics());
+    EXPECT_EQ(at_other, 1) << render_all(e.diagnostics());
+    EXPECT_EQ(std::string(e.what()).rfind("2 error(s)", 0), 0u) << e.what();
+  }
+}
+
 TEST(Reject, PartitionFromCodeAtAnotherPerspective) {
   int bad = 0;
   expect_kernel_rejected("V0303", bad, [&](KB& k) {

@@ -47,12 +47,14 @@ struct Diagnostic {
 /// Thrown by `build()` when a kernel or device function does not check; carries every diagnostic.
 class CheckError : public std::runtime_error {
  public:
+  /// Repeats (the same code, message, line and notes) are kept once.
   explicit CheckError(std::vector<Diagnostic> diagnostics);
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
   /// True when some diagnostic has this code.
   bool has(std::string_view code) const;
 
  private:
+  CheckError(std::vector<Diagnostic> distinct, int);
   std::vector<Diagnostic> diagnostics_;
 };
 
