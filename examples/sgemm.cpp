@@ -1,21 +1,27 @@
-// Example: the shared-memory sgemm end to end, as scripts/demo runs it. Builds and checks the
-// kernel, specializes it for the launch (sync placed, CUDA C++ emitted), compiles the CUDA with NVRTC
-// into the kernel cache, runs it on the best device of this host (a GPU if there is one, else the
-// CPU backend, else the interpreter), checks C = alpha A B + beta C against a reference in double,
-// and prints a report: the time of each stage, where each compiled artifact came from (a cache hit
-// or a compile), and GFLOP/s. A second run in a new process shows the cache hits.
+// Example: an sgemm end to end, as scripts/demo runs it. Builds and checks the kernel, specializes it
+// for the launch (sync placed, CUDA C++ emitted), compiles the CUDA with NVRTC into the kernel cache,
+// runs it on the best device of this host (a GPU if there is one, else the CPU backend, else the
+// interpreter), checks C = alpha A B + beta C against a reference in double, and prints a report:
+// the time of each stage, where each compiled artifact came from (a cache hit or a compile), and
+// GFLOP/s. A second run in a new process shows the cache hits. The kernel: on a GPU, the tuner's
+// best shape of sgemm rung 8 for this size (tuned once, the results stored for the next run); on a
+// host device, rung 3 (shared-memory tiles of 32 x 32).
 //
-//   example_sgemm [--size N] [--device DEVICE] [--runs R]
+//   example_sgemm [--size N] [--device DEVICE] [--runs R] [--kernel auto|smem|tuned]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "kernels/paper_kernels.hpp"
+#include "kernels/tuning.hpp"
 
 namespace {
 
@@ -41,10 +47,14 @@ std::string cache_delta(const CacheStats& a, const CacheStats& b) {
 
 int usage(const char* why) {
   std::fprintf(stderr,
-               "%s\nusage: example_sgemm [--size N] [--device DEVICE] [--runs R]\n"
+               "%s\nusage: example_sgemm [--size N] [--device DEVICE] [--runs R] [--kernel auto|smem|tuned]\n"
                "  --size N        M = N = K (default 512)\n"
                "  --device DEVICE best (default), gpu, cpu, cpu:THREADS or interpreter\n"
-               "  --runs R        timed launches after the first (default 10; 1 on the interpreter)\n",
+               "  --runs R        timed launches after the first (default 10; 1 on the interpreter)\n"
+               "  --kernel K      smem: rung 3 (32 x 32 shared-memory tiles); tuned: the best shape of rung 8\n"
+               "                  (cp.async double-buffered, 8 x 8 per thread) the tuner finds for this size\n"
+               "                  and device, its results stored for the next run; auto (default): tuned on a\n"
+               "                  GPU, smem on a host device\n",
                why);
   return 2;
 }
@@ -53,7 +63,7 @@ int usage(const char* why) {
 
 int main(int argc, char** argv) {
   int n = 512, runs = -1;
-  std::string device_name = "best";
+  std::string device_name = "best", which = "auto";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -65,6 +75,9 @@ int main(int argc, char** argv) {
       if (n <= 0 || n > 8192) return usage("--size must be between 1 and 8192");
     } else if (a == "--device") {
       device_name = v;
+    } else if (a == "--kernel") {
+      which = v;
+      if (which != "auto" && which != "smem" && which != "tuned") return usage("--kernel is auto, smem or tuned");
     } else if (a == "--runs") {
       runs = std::atoi(v);
       if (runs < 1) return usage("--runs must be at least 1");
@@ -76,11 +89,6 @@ int main(int argc, char** argv) {
     KernelCache& cache = KernelCache::global();
     CacheStats s0 = cache.stats();
 
-    // 1. Build and check (the perspective checker runs in build()).
-    auto t = Clock::now();
-    Kernel kernel = examples::sgemm_smem();
-    double build_ms = ms_since(t);
-
     Device dev = device_name == "best"          ? Device::best()
                  : device_name == "gpu"         ? Device::gpu(0)
                  : device_name == "interpreter" ? Device::interpreter()
@@ -88,10 +96,39 @@ int main(int argc, char** argv) {
                      ? Device::cpu(device_name.size() > 4 ? std::atoi(device_name.c_str() + 4) : 0)
                      : throw LaunchError("--device", "unknown device '" + device_name + "'");
     if (runs < 0) runs = dev.kind() == DeviceKind::Interpreter ? 1 : 10;
+    if (which == "auto") which = dev.is_gpu() ? "tuned" : "smem";
+
+    // 0. With --kernel tuned: the tuner picks rung 8's tile shape for this size on this device (every
+    //    shape built, compiled, checked and timed the first time; the stored results after that).
+    std::string chosen = "shared-memory tiles of 32x32: rung 3", tuned_how;
+    Grid grid{static_cast<std::int64_t>((n + 31) / 32) * ((n + 31) / 32), 32 * 32};
+    std::optional<tune::Candidate> pick;
+    if (which == "tuned") {
+      const std::map<std::string, std::int64_t> size{{"M", n}, {"N", n}, {"K", n}};
+      auto t0 = Clock::now();
+      tune::Report r = examples::tune_example("sgemm_pipelined", size, dev, tune::Options{});
+      const tune::Result* best = r.best();
+      if (!best) throw std::runtime_error("the tuner measured no shape of sgemm_pipelined");
+      for (const auto& e : examples::all())
+        if (e.name == "sgemm_pipelined") pick = e.candidate(best->config, size);
+      grid = pick->grid;
+      chosen = "sgemm rung 8, cp.async double-buffered, " + tune::to_string(best->config);
+      char how[256];
+      std::snprintf(how, sizeof how,
+                    "the fastest of %zu shapes of rung 8 on this device at this size (%d measured now, %d from "
+                    "stored results, %d failed), in %.0f ms",
+                    r.results.size(), r.measured, r.reused, r.failed, ms_since(t0));
+      tuned_how = how;
+    }
+
+    // 1. Build and check (the perspective checker runs in build()).
+    auto t = Clock::now();
+    Kernel kernel = pick ? pick->kernel : examples::sgemm_smem();
+    double build_ms = ms_since(t);
 
     // 2. Specialize for the launch: sync placed, CUDA C++ emitted, the rules re-checked with numbers.
     Spec spec;
-    spec.threads = 32 * 32;
+    spec.threads = grid.threads;
     spec.arch = dev.is_gpu() ? dev.properties().arch : Arch::SM_90;
     t = Clock::now();
     Specialized sp = specialize_for(kernel, spec);
@@ -139,8 +176,6 @@ int main(int argc, char** argv) {
     c.copy_from(C0);
     const auto& ca = a;
     const auto& cb = b;
-    const std::int64_t blocks = static_cast<std::int64_t>((n + 31) / 32) * ((n + 31) / 32);
-    Grid grid{blocks, 32 * 32};
     CacheStats s3 = cache.stats();
     t = Clock::now();
     kernel.launch(dev, grid, n, n, n, alpha, beta, ca, cb, c);
@@ -167,9 +202,13 @@ int main(int argc, char** argv) {
     double median_ms = times[times.size() / 2];
     double gflops = 2.0 * n * n * static_cast<double>(n) / (median_ms * 1e6);
 
-    std::printf("sgemm %dx%dx%d (shared-memory tiles of 32x32) on %s\n", n, n, n, dev.name().c_str());
+    std::printf("sgemm %dx%dx%d (%s) on %s\n", n, n, n, chosen.c_str(), dev.name().c_str());
     if (!dev.is_gpu()) std::printf("  (no GPU: %s)\n", Device::gpu_problem().c_str());
-    std::printf("  build + check      %8.2f ms  perspectives checked\n", build_ms);
+    if (!tuned_how.empty()) std::printf("  chosen by the tuner: %s\n", tuned_how.c_str());
+    if (pick)
+      std::printf("  build + check                 perspectives checked as the tuner built each shape\n");
+    else
+      std::printf("  build + check      %8.2f ms  perspectives checked\n", build_ms);
     std::printf("  specialize         %8.2f ms  %d barriers placed, %zu bytes of CUDA C++, %zu launch guard%s\n",
                 specialize_ms, sp.barriers, sp.source.size(), sp.guards.size(), sp.guards.size() == 1 ? "" : "s");
     std::printf("  CUDA -> cubin      %8.2f ms  %s; cache: %s\n", nvrtc_ms, nvrtc_what.c_str(),

@@ -61,10 +61,12 @@ Usage:
                                 CPU side is timed on this host first (probe kernels, about a second);
                                 --fitted uses the constants fitted on the development host instead
   vantage devices               list the devices of this host and which one Device::best() picks
-  vantage tune sgemm [OPTIONS]  tune sgemm rung 4 over its tile shapes on a device: every
-                                configuration compiled in parallel, checked and timed, failures
-                                scored as infinitely slow, results stored for the next run; a
-                                table, CSV and an SVG heatmap (see vantage tune sgemm --help)
+  vantage tune NAME [OPTIONS]   tune an example over its configuration space (the sgemm rungs
+                                sgemm_smem, sgemm_reg1d, sgemm_reg2d and sgemm_pipelined; "sgemm"
+                                is sgemm_reg1d) on a device: every configuration compiled in
+                                parallel, checked and timed, failures scored as infinitely slow,
+                                results stored for the next run; a table, CSV and an SVG heatmap
+                                (see vantage tune NAME --help)
   vantage cache COMMAND         the on-disk kernel cache: path, ls, stat, verify, prune, clear,
                                 export, import (see vantage cache --help)
   vantage version               print the version and the NVRTC found
@@ -517,16 +519,8 @@ int main(int argc, char** argv) {
   }
   if (cmd == "run") return run_main(argc, argv);
   if (cmd == "report") return report_main(argc, argv);
-  if (cmd == "tune") {
-    if (argc < 3 || std::string(argv[2]) != "sgemm") {
-      bool help = argc >= 3 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"));
-      std::fprintf(help ? stdout : stderr,
-                   "usage: vantage tune sgemm [OPTIONS]   (see vantage tune sgemm --help)\nthe tuners: sgemm (rung 4 "
-                   "of the sgemm ladder over BM, BN, BK and TM)\n");
-      return help ? 0 : 2;
-    }
-    return vantage::examples::tune_sgemm_main(std::vector<std::string>(argv + 3, argv + argc), "vantage tune sgemm");
-  }
+  if (cmd == "tune")
+    return vantage::examples::tune_main(std::vector<std::string>(argv + 2, argv + argc), "vantage tune");
   if (cmd == "devices") return devices_main();
   if (cmd == "cuda" || cmd == "ptx" || cmd == "compile" || cmd == "lower" || cmd == "llvm" || cmd == "llvm-opt") {
     vantage::Spec spec;

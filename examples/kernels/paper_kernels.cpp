@@ -3,6 +3,8 @@
 // the builder version uses the layout `mma.sync.m16n8k8` really has.
 #include "kernels/paper_kernels.hpp"
 
+#include <stdexcept>
+
 namespace vantage::examples {
 
 // PRIMITIVE FORM saxpy
@@ -622,6 +624,10 @@ Kernel sgemm_warptile(const std::string& name) {
 Kernel sgemm_pipelined(const PipelinedShape& sh, const std::string& name) {
   const int BM = sh.bm, BN = sh.bn, BK = sh.bk;
   constexpr int TM = 8, TN = 8, WM = 32, WN = 64;  // a lane: 8 x 8 of C; a warp: 4 x 8 lanes
+  if (BM < WM || BM % WM != 0 || BN < WN || BN % WN != 0 || BK < 4 || BK % 4 != 0 || BM / WM * (BN / WN) > 32)
+    throw std::invalid_argument("sgemm_pipelined: a " + std::to_string(BM) + " x " + std::to_string(BN) + " x " +
+                                std::to_string(BK) +
+                                " tile; BM is a multiple of 32, BN of 64, BK of 4, and there are at most 32 warps");
   const int T = BM / WM * (BN / WN) * 32;
   KernelBuilder k(!name.empty() ? name : "sgemm_pipelined");
   auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
@@ -952,6 +958,80 @@ Kernel gemm_wgmma_bf16() {
   return k.build();
 }
 
+namespace {
+// ---------------------------------------------------------------- the tunable sgemm rungs
+using Size = std::map<std::string, std::int64_t>;
+
+/// A candidate: the kernel, one block of `threads` per bm x bn tile of C.
+tune::Candidate gemm_candidate(Kernel k, const Size& s, std::int64_t bm, std::int64_t bn, std::int64_t threads) {
+  const std::int64_t blocks = (s.at("M") + bm - 1) / bm * ((s.at("N") + bn - 1) / bn);
+  return {std::move(k), Grid{std::max<std::int64_t>(blocks, 1), threads}, std::nullopt};
+}
+int value(const tune::Config& c, const char* k) { return static_cast<int>(c.at(k)); }
+
+/// Rung 3: the tile (tile x tile threads).
+tune::Space smem_space() {
+  tune::Space s;
+  s.param("TILE", {8, 16, 32});
+  return s;
+}
+tune::Candidate smem_candidate(const tune::Config& c, const Size& s) {
+  const int tile = value(c, "TILE");
+  return gemm_candidate(sgemm_smem(tile, "sgemm_smem_" + std::to_string(tile)), s, tile, tile, tile * tile);
+}
+
+/// Rung 4: BM x BN block tiles, K by BK, TM rows of one column per thread.
+tune::Space reg1d_space() {
+  tune::Space s;
+  s.param("BM", {32, 64, 128}).param("BN", {32, 64, 128}).param("BK", {8, 16}).param("TM", {4, 8, 16});
+  s.constraint([](const tune::Config& c) {
+    std::int64_t bm = c.at("BM"), bn = c.at("BN"), bk = c.at("BK"), tm = c.at("TM");
+    std::int64_t threads = bm * bn / tm;
+    return bm % tm == 0 && threads >= 32 && threads <= 1024 && (bm * bk) % threads == 0 && (bk * bn) % threads == 0 &&
+           (bm * bk + bk * bn) * 4 <= 48 * 1024;
+  });
+  return s;
+}
+tune::Candidate reg1d_candidate(const tune::Config& c, const Size& s) {
+  Reg1dShape sh{value(c, "BM"), value(c, "BN"), value(c, "BK"), value(c, "TM")};
+  return gemm_candidate(sgemm_reg1d(sh), s, sh.bm, sh.bn, std::int64_t{sh.bm} * sh.bn / sh.tm);
+}
+
+/// Rung 5: BM x BN block tiles, K by BK, TM x TN per thread.
+tune::Space reg2d_space() {
+  tune::Space s;
+  s.param("BM", {32, 64, 128}).param("BN", {32, 64, 128}).param("BK", {8, 16}).param("TM", {4, 8}).param("TN", {4, 8});
+  s.constraint([](const tune::Config& c) {
+    std::int64_t bm = c.at("BM"), bn = c.at("BN"), bk = c.at("BK"), tm = c.at("TM"), tn = c.at("TN");
+    if (bm % tm != 0 || bn % tn != 0) return false;
+    std::int64_t threads = bm / tm * (bn / tn);
+    return threads >= 32 && threads <= 1024 && (bm * bk) % threads == 0 && (bk * bn) % threads == 0 &&
+           (bm * bk + bk * bn) * 4 <= 48 * 1024;
+  });
+  return s;
+}
+tune::Candidate reg2d_candidate(const tune::Config& c, const Size& s) {
+  Reg2dShape sh{value(c, "BM"), value(c, "BN"), value(c, "BK"), value(c, "TM"), value(c, "TN")};
+  return gemm_candidate(sgemm_reg2d(sh), s, sh.bm, sh.bn, std::int64_t{sh.bm} / sh.tm * (sh.bn / sh.tn));
+}
+
+/// Rung 8: BM x BN block tiles in 32 x 64 warp tiles, K by BK, two slots of shared memory.
+tune::Space pipelined_space() {
+  tune::Space s;
+  s.param("BM", {64, 128, 256}).param("BN", {64, 128, 256}).param("BK", {8, 16, 32});
+  s.constraint([](const tune::Config& c) {
+    std::int64_t bm = c.at("BM"), bn = c.at("BN"), bk = c.at("BK");
+    std::int64_t threads = bm / 32 * (bn / 64) * 32;
+    return threads <= 1024 && 2 * (bm * bk + bk * bn) * 4 <= 48 * 1024;
+  });
+  return s;
+}
+tune::Candidate pipelined_candidate(const tune::Config& c, const Size& s) {
+  PipelinedShape sh{value(c, "BM"), value(c, "BN"), value(c, "BK")};
+  return gemm_candidate(sgemm_pipelined(sh), s, sh.bm, sh.bn, std::int64_t{sh.bm} / 32 * (sh.bn / 64) * 32);
+}
+}  // namespace
+
 const std::vector<Example>& all() {
   static const std::vector<Example> kAll = {
       {"saxpy", "y = a*x + y, 256 threads per block", saxpy},
@@ -961,11 +1041,27 @@ const std::vector<Example>& all() {
       {"block_reduce", "block sum: shared-memory tree, then warp shuffles", block_reduce},
       {"sgemm_naive", "sgemm rung 1: one C element per thread, uncoalesced", sgemm_naive},
       {"sgemm_coalesced", "sgemm rung 2: one C element per thread, coalesced", sgemm_coalesced},
-      {"sgemm_smem", "sgemm rung 3: 32x32 tiles staged in shared memory", [] { return sgemm_smem(32); }},
-      {"sgemm_reg1d", "sgemm rung 4: 64x64 block tiles, 8 rows of C per thread (1-D register blocking)",
-       [] { return sgemm_reg1d(); }},
-      {"sgemm_reg2d", "sgemm rung 5: 64x64 block tiles, 4x4 of C per thread (2-D register blocking)",
-       [] { return sgemm_reg2d(); }},
+      {"sgemm_smem",
+       "sgemm rung 3: 32x32 tiles staged in shared memory",
+       [] { return sgemm_smem(32); },
+       {},
+       std::nullopt,
+       smem_space,
+       smem_candidate},
+      {"sgemm_reg1d",
+       "sgemm rung 4: 64x64 block tiles, 8 rows of C per thread (1-D register blocking)",
+       [] { return sgemm_reg1d(); },
+       {},
+       std::nullopt,
+       reg1d_space,
+       reg1d_candidate},
+      {"sgemm_reg2d",
+       "sgemm rung 5: 64x64 block tiles, 4x4 of C per thread (2-D register blocking)",
+       [] { return sgemm_reg2d(); },
+       {},
+       std::nullopt,
+       reg2d_space,
+       reg2d_candidate},
       {"sgemm_vec",
        "sgemm rung 6: rung 5 with 16-byte vector loads of A and B (N and K specialized)",
        [] { return sgemm_vec(); },
@@ -974,7 +1070,11 @@ const std::vector<Example>& all() {
        [] { return sgemm_warptile(); }},
       {"sgemm_pipelined",
        "sgemm rung 8: 128x128 block tiles, 8x8 of C per thread, cp.async double-buffered 16-byte copies",
-       [] { return sgemm_pipelined(); }},
+       [] { return sgemm_pipelined(); },
+       {},
+       std::nullopt,
+       pipelined_space,
+       pipelined_candidate},
       {"vec_copy", "each thread copies 4 floats with one 16-byte load and store", vec_copy},
       {"mma_tf32", "tf32 tensor-core GEMM: 32x32 block tiles, four warps of two m16n8k8 mma.sync, any size", mma_tf32},
       {"scan_lookback", "single-pass inclusive scan of ints, decoupled look-back across blocks of 256", scan_lookback},

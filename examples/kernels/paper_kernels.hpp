@@ -73,8 +73,8 @@ Kernel sgemm_vec(const std::string& name = "");
 /// threads; any M, N and K.
 Kernel sgemm_warptile(const std::string& name = "");
 /// sgemm rung 8's shape: a bm x bn block tile (bm a multiple of 32, bn of 64) in warp tiles of 32 x 64,
-/// each lane computing 8 x 8 of C; k stepped by bk (a multiple of 4), with (bm * bk / 4) and
-/// (bk * bn / 4) multiples of the thread count (bm / 32 * bn / 64 * 32).
+/// each lane computing 8 x 8 of C, bm / 32 * bn / 64 * 32 threads (at most 1024); k stepped by bk (a
+/// multiple of 4). Another shape throws std::invalid_argument.
 struct PipelinedShape {
   int bm = 128, bn = 128, bk = 8;
 };
@@ -131,6 +131,13 @@ struct Example {
   /// Whether it runs on the interpreter and the CPU backend (wgmma and TMA do not: they stop at
   /// the first such instruction with UnsupportedOnDevice).
   bool runs_on_host() const { return !arch; }
+  /// An example whose shape can be tuned (`vantage tune NAME`, kernels/tuning.hpp): its space of
+  /// configurations, and the kernel and grid of one configuration for a problem of sizes `size` (its
+  /// run's names: M, N, K). Null for the others.
+  std::function<tune::Space()> space = nullptr;
+  std::function<tune::Candidate(const tune::Config&, const std::map<std::string, std::int64_t>& size)> candidate =
+      nullptr;
+  bool tunable() const { return space && candidate; }
 };
 /// Every example kernel, in a stable order.
 const std::vector<Example>& all();

@@ -1,6 +1,7 @@
-// The sgemm tuner that examples/tune_sgemm and `vantage tune sgemm` run: rung 4 of the sgemm ladder
-// (1-D register blocking) over its block tile, K step and rows per thread, measured through
-// vantage::tune on one device, with the result of every configuration checked.
+// The tuner that `vantage tune NAME` and examples/tune_sgemm run: an example that declares a
+// configuration space (Example::space and Example::candidate: the sgemm rungs 3, 4, 5 and 8) tuned
+// through vantage::tune on one device, on its workload (kernels/workloads.hpp), with the result of
+// every configuration checked.
 #pragma once
 
 #include <optional>
@@ -11,18 +12,22 @@
 
 namespace vantage::examples {
 
-/// BM, BN, BK, TM of `sgemm_reg1d` where the shape is valid: 32..1024 threads, BM % TM == 0, the
-/// tiles staged in whole rounds of the block's threads, 48 KiB of shared memory at most.
-tune::Space sgemm_space();
-/// The kernel and grid of one configuration for an M x N matrix C.
-tune::Candidate sgemm_candidate(const tune::Config& c, int M, int N);
-
 /// A device by name: interpreter, cpu, cpu:THREADS, gpu, gpu:N or best; nullopt with `error` set.
 std::optional<Device> device_named(const std::string& name, std::string& error);
 
-/// `PROGRAM [--size N] [--device DEVICE] [--budget SECONDS] [--compile-threads N] [--csv FILE]
-/// [--svg FILE] [--results DIR] [--fresh] [--help]`: tunes, prints the table and the best
-/// configuration, writes the CSV and the heatmap. Exit status 0 when a configuration was measured.
-int tune_sgemm_main(const std::vector<std::string>& args, const std::string& program);
+/// The examples `vantage tune` can tune, in examples::all()'s order.
+std::vector<std::string> tunable_examples();
+
+/// Tunes example `name` ("sgemm": rung 4, sgemm_reg1d) on one device at one size and returns the
+/// report; throws std::invalid_argument for an example that is not tunable or a size it lacks.
+/// `size` holds M, N and K.
+tune::Report tune_example(const std::string& name, const std::map<std::string, std::int64_t>& size,
+                          const Device& device, const tune::Options& options);
+
+/// `PROGRAM NAME [--size N | --size M=..] [--device DEVICE] [--budget SECONDS] [--compile-threads N]
+/// [--csv FILE] [--svg FILE] [--results DIR] [--fresh] [--help]`: tunes, prints the table and the
+/// best configuration, writes the CSV and the heatmap. Exit status 0 when a configuration was
+/// measured, 1 when none was, 2 for a bad command line.
+int tune_main(const std::vector<std::string>& args, const std::string& program);
 
 }  // namespace vantage::examples

@@ -1,0 +1,255 @@
+// Example workloads: see workloads.hpp.
+#include "kernels/workloads.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+namespace vantage::examples {
+namespace {
+
+using Size = std::map<std::string, std::int64_t>;
+
+template <class T>
+std::vector<T> small_ints(std::int64_t n, int seed) {
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<T>((i * 7 + seed * 13) % 11 - 5);
+  return v;
+}
+
+template <class T>
+std::shared_ptr<DeviceBuffer<T>> upload(const Device& d, const std::vector<T>& host) {
+  auto b = std::make_shared<DeviceBuffer<T>>(d.alloc<T>(static_cast<std::int64_t>(host.size())));
+  b->copy_from(host);
+  return b;
+}
+
+template <class T>
+std::vector<char> bytes_of(const DeviceBuffer<T>& b) {
+  std::vector<char> out(static_cast<std::size_t>(b.size()) * sizeof(T));
+  b.copy_to(std::span<T>(reinterpret_cast<T*>(out.data()), static_cast<std::size_t>(b.size())));
+  return out;
+}
+
+template <class T>
+std::vector<T> values_of(const std::vector<char>& bytes) {
+  std::vector<T> v(bytes.size() / sizeof(T));
+  std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+std::string differs(std::int64_t at, double got, double want) {
+  char b[160];
+  std::snprintf(b, sizeof b, "element %lld is %.9g, the reference %.9g", static_cast<long long>(at), got, want);
+  return b;
+}
+
+/// Rows and columns to check of an M x N result: corners, edges and a spread in between.
+std::vector<std::pair<std::int64_t, std::int64_t>> samples(std::int64_t M, std::int64_t N) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> s;
+  for (std::int64_t i = 0; i < 16; ++i)
+    for (std::int64_t j = 0; j < 16; ++j)
+      s.emplace_back(std::min(M - 1, (i * 7919 + j * 131) % M), std::min(N - 1, (j * 6007 + i * 17) % N));
+  s.emplace_back(0, 0);
+  s.emplace_back(M - 1, N - 1);
+  s.emplace_back(0, N - 1);
+  s.emplace_back(M - 1, 0);
+  return s;
+}
+
+Workload gemm(const Device& d, const Size& s) {
+  const std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
+  // beta 0: every launch leaves the same C (a tuner or a benchmark launches many times); C is still
+  // read, as the kernels read it for any beta.
+  const float alpha = 1.5f, beta = 0.0f;
+  Workload w;
+  auto A = small_ints<float>(M * K, 1), B = small_ints<float>(K * N, 2), C = small_ints<float>(M * N, 3);
+  auto a = upload(d, A), b = upload(d, B), c = upload(d, C);
+  w.owned = {a, b, c};
+  w.args = {LaunchArg(static_cast<int>(M)),
+            LaunchArg(static_cast<int>(N)),
+            LaunchArg(static_cast<int>(K)),
+            LaunchArg(alpha),
+            LaunchArg(beta),
+            LaunchArg(std::as_const(*a)),
+            LaunchArg(std::as_const(*b)),
+            LaunchArg(*c)};
+  w.restore = [c, C] { c->copy_from(C); };
+  w.output = [c] { return bytes_of(*c); };
+  w.check = [c, A = std::move(A), B = std::move(B), C = std::move(C), M, N, K, alpha, beta] {
+    const auto got = values_of<float>(bytes_of(*c));
+    for (auto [r, col] : samples(M, N)) {
+      double acc = 0;
+      for (std::int64_t p = 0; p < K; ++p)
+        acc += static_cast<double>(A[static_cast<std::size_t>(r * K + p)]) * B[static_cast<std::size_t>(p * N + col)];
+      const std::int64_t i = r * N + col;
+      const double want = alpha * acc + beta * C[static_cast<std::size_t>(i)];
+      if (got[static_cast<std::size_t>(i)] != want) return differs(i, got[static_cast<std::size_t>(i)], want);
+    }
+    return std::string();
+  };
+  w.flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  w.bytes = 4.0 * static_cast<double>(M * K + K * N + 2 * M * N);
+  return w;
+}
+
+Workload wgmma(const Device& d, const Size& s) {
+  const std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
+  auto quarter = [](std::int64_t i, int seed) { return static_cast<float>((i * 7 + seed * 3) % 9 - 4) / 4.0f; };
+  auto bf16 = [](float f) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return bfloat16{static_cast<std::uint16_t>(bits >> 16)};  // exact: a quarter's low half is zero
+  };
+  std::vector<bfloat16> A(static_cast<std::size_t>(M * K)), Bt(static_cast<std::size_t>(N * K));
+  for (std::size_t i = 0; i < A.size(); ++i) A[i] = bf16(quarter(static_cast<std::int64_t>(i), 1));
+  for (std::size_t i = 0; i < Bt.size(); ++i) Bt[i] = bf16(quarter(static_cast<std::int64_t>(i), 2));
+  Workload w;
+  auto a = upload(d, A), b = upload(d, Bt);
+  auto c = upload(d, std::vector<float>(static_cast<std::size_t>(M * N), -1.0f));
+  w.owned = {a, b, c};
+  w.args = {LaunchArg(static_cast<int>(M)), LaunchArg(static_cast<int>(N)), LaunchArg(static_cast<int>(K)),
+            LaunchArg(std::as_const(*a)),   LaunchArg(std::as_const(*b)),   LaunchArg(*c)};
+  w.restore = [c] { c->zero(); };
+  w.output = [c] { return bytes_of(*c); };
+  w.check = [c, quarter, M, N, K] {
+    const auto got = values_of<float>(bytes_of(*c));
+    for (auto [r, col] : samples(M, N)) {
+      double acc = 0;
+      for (std::int64_t p = 0; p < K; ++p) acc += static_cast<double>(quarter(r * K + p, 1)) * quarter(col * K + p, 2);
+      const std::int64_t i = r * N + col;
+      if (got[static_cast<std::size_t>(i)] != acc) return differs(i, got[static_cast<std::size_t>(i)], acc);
+    }
+    return std::string();
+  };
+  w.flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  w.bytes = 2.0 * static_cast<double>(M * K + N * K) + 4.0 * static_cast<double>(M * N);
+  return w;
+}
+
+/// out = in (Copy) or in transposed (Transpose): the output compared with the input element by element.
+Workload copy_like(const Device& d, const Size& s, bool transpose) {
+  const std::int64_t M = transpose ? s.at("M") : 1, N = transpose ? s.at("N") : s.at("n"), n = M * N;
+  auto in = small_ints<float>(n, 5);
+  auto i = upload(d, in);
+  auto o = upload(d, std::vector<float>(static_cast<std::size_t>(n), -9.0f));
+  Workload w;
+  w.owned = {i, o};
+  if (transpose)
+    w.args = {LaunchArg(static_cast<int>(M)), LaunchArg(static_cast<int>(N)), LaunchArg(std::as_const(*i)),
+              LaunchArg(*o)};
+  else
+    w.args = {LaunchArg(static_cast<int>(n)), LaunchArg(std::as_const(*i)), LaunchArg(*o)};
+  w.restore = [o, n] { o->copy_from(std::vector<float>(static_cast<std::size_t>(n), -9.0f)); };
+  w.output = [o] { return bytes_of(*o); };
+  w.check = [o, in = std::move(in), M, N, transpose] {
+    const auto got = values_of<float>(bytes_of(*o));
+    for (std::int64_t r = 0; r < M; ++r)
+      for (std::int64_t c = 0; c < N; ++c) {
+        const std::int64_t at = transpose ? c * M + r : r * N + c;
+        const float want = in[static_cast<std::size_t>(r * N + c)];
+        if (got[static_cast<std::size_t>(at)] != want) return differs(at, got[static_cast<std::size_t>(at)], want);
+      }
+    return std::string();
+  };
+  w.bytes = 8.0 * static_cast<double>(n);
+  w.copy_bytes = 4 * n;
+  w.input = transpose ? 2 : 1;
+  return w;
+}
+
+Workload reduce(const Device& d, const Size& s) {
+  const std::int64_t n = s.at("n"), blocks = (n + 255) / 256;
+  auto x = small_ints<float>(n, 4);
+  auto xb = upload(d, x);
+  auto o = upload(d, std::vector<float>(static_cast<std::size_t>(blocks), -9.0f));
+  Workload w;
+  w.owned = {xb, o};
+  w.args = {LaunchArg(static_cast<int>(n)), LaunchArg(std::as_const(*xb)), LaunchArg(*o)};
+  w.restore = [o, blocks] { o->copy_from(std::vector<float>(static_cast<std::size_t>(blocks), -9.0f)); };
+  w.output = [o] { return bytes_of(*o); };
+  w.check = [o, x = std::move(x), n, blocks] {
+    const auto got = values_of<float>(bytes_of(*o));
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      double want = 0;
+      for (std::int64_t i = b * 256; i < std::min(n, b * 256 + 256); ++i) want += x[static_cast<std::size_t>(i)];
+      if (got[static_cast<std::size_t>(b)] != want) return differs(b, got[static_cast<std::size_t>(b)], want);
+    }
+    return std::string();
+  };
+  w.bytes = 4.0 * static_cast<double>(n + blocks);
+  w.copy_bytes = 4 * n;
+  w.input = 1;
+  return w;
+}
+
+Workload scan(const Device& d, const Size& s) {
+  const std::int64_t n = s.at("n"), blocks = (n + 255) / 256;
+  std::vector<int> x(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = static_cast<int>((i * 7919) % 201) - 100;
+  auto xb = upload(d, x);
+  auto y = upload(d, std::vector<int>(static_cast<std::size_t>(n), -1));
+  auto desc = std::make_shared<DeviceBuffer<std::uint64_t>>(d.alloc<std::uint64_t>(blocks));
+  desc->zero();
+  Workload w;
+  w.owned = {xb, y, desc};
+  w.args = {LaunchArg(static_cast<int>(n)), LaunchArg(std::as_const(*xb)), LaunchArg(*y), LaunchArg(*desc)};
+  w.reset = [desc] { desc->zero(); };  // the scan needs its words zero at launch
+  w.restore = [y, n] { y->copy_from(std::vector<int>(static_cast<std::size_t>(n), -1)); };
+  w.output = [y] { return bytes_of(*y); };
+  w.check = [y, x = std::move(x), n] {
+    const auto got = values_of<int>(bytes_of(*y));
+    std::uint32_t sum = 0;  // wrapping, as the kernel's i32 additions
+    for (std::int64_t i = 0; i < n; ++i) {
+      sum += static_cast<std::uint32_t>(x[static_cast<std::size_t>(i)]);
+      if (got[static_cast<std::size_t>(i)] != static_cast<int>(sum))
+        return differs(i, got[static_cast<std::size_t>(i)], static_cast<int>(sum));
+    }
+    return std::string();
+  };
+  w.bytes = 8.0 * static_cast<double>(n);
+  w.copy_bytes = 4 * n;
+  w.input = 1;
+  return w;
+}
+
+enum class Shape { None, Gemm, Wgmma, Copy, Transpose, Reduce, Scan };
+
+Shape shape_of(const std::string& name) {
+  if (name == "gemm_wgmma_bf16") return Shape::Wgmma;
+  if (name == "mma_tf32" || (name.rfind("sgemm_", 0) == 0)) return Shape::Gemm;
+  if (name == "vec_copy") return Shape::Copy;
+  if (name.rfind("transpose", 0) == 0) return Shape::Transpose;
+  if (name == "block_reduce") return Shape::Reduce;
+  if (name == "scan_lookback") return Shape::Scan;
+  return Shape::None;
+}
+
+}  // namespace
+
+bool has_workload(const std::string& name) { return shape_of(name) != Shape::None; }
+
+Workload make_workload(const std::string& name, const Size& size, const Device& d) {
+  const Shape shape = shape_of(name);
+  const std::string needs[] = {"", "M N K", "M N K", "n", "M N", "n", "n"};
+  const std::string& want = needs[static_cast<int>(shape)];
+  for (const char* k : {"M", "N", "K", "n"})
+    if (want.find(k) != std::string::npos && !size.count(k))
+      throw std::invalid_argument("example '" + name + "' needs the size " + k + " (it takes " + want + ")");
+  switch (shape) {
+    case Shape::Gemm: return gemm(d, size);
+    case Shape::Wgmma: return wgmma(d, size);
+    case Shape::Copy: return copy_like(d, size, false);
+    case Shape::Transpose: return copy_like(d, size, true);
+    case Shape::Reduce: return reduce(d, size);
+    case Shape::Scan: return scan(d, size);
+    case Shape::None: break;
+  }
+  throw std::invalid_argument("example '" + name +
+                              "' has no workload (the GEMMs, vec_copy, the transposes, "
+                              "block_reduce and scan_lookback have)");
+}
+
+}  // namespace vantage::examples

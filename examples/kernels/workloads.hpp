@@ -1,0 +1,40 @@
+// Example workloads: an example's buffers on one device at one size, made once and launched many
+// times (the GPU speed benchmark, the tuner), with the arguments in the kernel's order and a check of
+// the output against a reference. The inputs are small integers (quarters in bf16), so that every
+// sum is exact in any order and the checks compare for equality. Unlike a run (runs.hpp), which
+// copies in, launches once and copies back, a workload leaves its buffers on the device.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vantage/vantage.hpp"
+
+namespace vantage::examples {
+
+struct Workload {
+  std::vector<LaunchArg> args;               ///< in the kernel's parameter order
+  std::vector<std::shared_ptr<void>> owned;  ///< the DeviceBuffers the arguments point into
+  /// Before each launch (the scan's words, zero at launch); null where a launch needs nothing. Every
+  /// workload's launch, after its reset, leaves the same output (a GEMM's beta is 0).
+  std::function<void()> reset;
+  std::function<void()> restore;              ///< the output back to its state before the first launch
+  std::function<std::vector<char>()> output;  ///< the output's bytes
+  std::function<std::string()> check;         ///< "" when the output is the reference's, else the first difference
+  double flops = 0, bytes = 0;                ///< per launch: the math, and the bytes the kernel must move
+  std::int64_t copy_bytes = 0;                ///< kernels bound by memory: the bytes of their input (0: none)
+  int input = -1;                             ///< ...and which argument that input is
+};
+
+/// Whether example `name` has a workload: the GEMMs (sgemm rungs, mma_tf32, gemm_wgmma_bf16), the
+/// copy, the transposes, the block reduction and the scan.
+bool has_workload(const std::string& name);
+/// Example `name`'s workload at `size` (its run's size names: M, N, K or n) on `device`. Throws
+/// std::invalid_argument for an example without one or a size it lacks.
+Workload make_workload(const std::string& name, const std::map<std::string, std::int64_t>& size, const Device& device);
+
+}  // namespace vantage::examples
