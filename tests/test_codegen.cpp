@@ -1470,3 +1470,54 @@ TEST(Codegen, ACpAsyncThatCannotBeProvenInsideIsCheckedAsItRuns) {
 }
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+// A loop that copies 4 elements between memory and a thread's registers (a local array) becomes one
+// 16-byte vector load or store where lowering proves the vector inside the buffer and aligned, as a
+// copy between two memories does; the local array is declared aligned to the vector. Each thread
+// loads 4 ints, reverses them in registers, and stores them back as a vector.
+TEST(Codegen, VectorCopiesBetweenMemoryAndRegistersAreOneLoadOrStore) {
+  KernelBuilder k("reverse4");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(Expr(4 * 128)));
+  auto y = k.param<GlobalPtr<int>>("y", extent(Expr(4 * 128)));
+  k.block_threads(128);
+  k.grid_blocks(1);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, y, 4 * 128, [&](Scope& b, Expr, View y_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          y_b, thread(1), [&](Expr i) { return t * 4 + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope& th) {
+              auto in = th.local_array("in", ScalarType::I32, 4, at(thread(1)));
+              auto out = th.local_array("out", ScalarType::I32, 4, at(thread(1)));
+              th.for_("v", 0, 4, [&](Scope&, Expr v) { in[v] = x[t * 4 + v]; });
+              for (int v = 0; v < 4; ++v) out[v] = in[3 - v];
+              th.for_("w", 0, 4, [&](Scope&, Expr w) { mine[w] = out[w]; });
+            });
+          });
+    });
+  });
+  Kernel kernel = k.build();
+  Specialized s = specialize_for(kernel, Spec{});
+  EXPECT_NE(s.source.find("alignas(16) int in[4];"), std::string::npos) << s.source;
+  EXPECT_NE(s.source.find("alignas(16) int out[4];"), std::string::npos) << s.source;
+  EXPECT_NE(s.source.find("*reinterpret_cast<int4*>(&in[0]) = *reinterpret_cast<const int4*>(&x["), std::string::npos)
+      << s.source;
+  EXPECT_NE(s.source.find("= *reinterpret_cast<const int4*>(&out[0]);"), std::string::npos) << s.source;
+  EXPECT_TRUE(s.checks.empty()) << s.source;
+  if (nvrtc_available()) EXPECT_FALSE(compile(kernel, Spec{}).cubin.empty());
+  std::vector<int> xs(512), want(512);
+  for (int i = 0; i < 512; ++i) xs[static_cast<std::size_t>(i)] = i * 3 - 7;
+  for (int i = 0; i < 512; ++i) want[static_cast<std::size_t>(i)] = xs[static_cast<std::size_t>(i / 4 * 4 + 3 - i % 4)];
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(2));
+  for (const Device& d : devices) {
+    std::vector<int> ys(512, -1);
+    kernel.launch(d, Grid{1, 128}, std::as_const(xs), ys);
+    EXPECT_EQ(ys, want) << d.name();
+  }
+}
+}  // namespace
+}  // namespace vantage

@@ -207,6 +207,19 @@ class Emitter {
   explicit Emitter(const EmitOptions& o) : opt_(o) {}
 
   EmitResult run(const lower::Lowered& lowered) {
+    // Thread-local arrays a vector copy reads or writes are declared aligned to the vector.
+    struct Vectors : IRVisitor {
+      std::unordered_map<const MemNode*, std::int64_t>& align;
+      explicit Vectors(std::unordered_map<const MemNode*, std::int64_t>& a) : align(a) {}
+      void visit(const VectorCopy& n) override {
+        const std::int64_t bytes = n.count * type_bytes(n.src->elem);
+        for (const MemNode* m : {n.dst.get(), n.src.get()})
+          if (m->space == MemSpace::Local) align[m] = std::max(align[m], bytes);
+        IRVisitor::visit(n);
+      }
+    } vectors(local_align_);
+    for (const auto& f : lowered.functions) vectors.walk(f->body);
+    vectors.walk(lowered.kernel.body);
     lowered_ = &lowered;
     name_functions(lowered.functions);
     for (const auto& f : lowered.functions) function(*f);
@@ -1017,6 +1030,7 @@ class Emitter {
   }
   void emit(const LocalAlloc& n, const StmtPtr&) {
     ind();
+    if (auto a = local_align_.find(n.mem.get()); a != local_align_.end()) out_ << "alignas(" << a->second << ") ";
     out_ << ctype(n.mem->elem) << " " << name(n.mem) << "[" << n.count << "];\n";
   }
   void emit(const Call& n, const StmtPtr&) {
@@ -1311,6 +1325,8 @@ class Emitter {
   std::string helper_text_;
   bool uses_checks_ = false;
   bool uses_wgmma_ = false, uses_setmaxnreg_ = false;
+  std::unordered_map<const MemNode*, std::int64_t>
+      local_align_;  ///< local arrays vector copies use: their vector's bytes
   bool uses_half_ = false, uses_bf16_ = false, uses_tf32_ = false, uses_select_ = false, uses_and_ = false,
        uses_or_ = false;
 };

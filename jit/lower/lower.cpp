@@ -1118,7 +1118,9 @@ class BodyLowerer {
     if (t != load->mem->elem) return nullptr;
     std::int64_t bytes = count * type_bytes(t);
     if ((bytes != 8 && bytes != 16) || (type_bytes(t) != 4 && type_bytes(t) != 8)) return nullptr;
-    if (store->mem->space == MemSpace::Local || load->mem->space == MemSpace::Local) return nullptr;
+    // Between memory and a thread's registers (a local array, declared aligned to the vector), or
+    // between two memories; not between two local arrays (register moves).
+    if (store->mem->space == MemSpace::Local && load->mem->space == MemSpace::Local) return nullptr;
     if (store->mem.get() == load->mem.get()) return nullptr;
     ExprPtr iv = ref(n.var, n.loc);
     // The index as an exact sum (`products`: exact_width's widening casts looked through).
