@@ -100,7 +100,8 @@ std::vector<Case> speed_cases() {
   for (const char* ex : {"transpose", "transpose_padded", "transpose_async"})
     c.push_back({ex, Shape::Transpose, {{"M", 8192}, {"N", 8192}}});
   c.push_back({"block_reduce", Shape::Reduce, {{"n", std::int64_t{1} << 26}}});
-  for (int k : {24, 26, 28}) c.push_back({"scan_lookback", Shape::Scan, {{"n", std::int64_t{1} << k}}});
+  for (const char* ex : {"scan_lookback", "scan_tiled"})
+    for (int k : {24, 26, 28}) c.push_back({ex, Shape::Scan, {{"n", std::int64_t{1} << k}}});
   return c;
 }
 

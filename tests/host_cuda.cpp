@@ -240,7 +240,9 @@ void vt_host_print(const std::vector<T>& v) {
       std::memcpy(&bits, &x, 4);
       std::cout << " " << bits;
     } else {
-      std::cout << " " << +x;
+      // As the reader takes them: 64-bit words past LLONG_MAX (a scan's status bits) as their
+      // two's complement, which the reader parses (it stopped at the first such word before).
+      std::cout << " " << static_cast<long long>(x);
     }
   }
   std::cout << "\n";

@@ -61,6 +61,7 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       {"vec_copy", 0},
       {"mma_tf32", 2},       // per K step, as sgemm_smem
       {"scan_lookback", 2},  // after the warps' totals are published, after the first thread's look-back
+      {"scan_tiled", 2},     // the same
       {"transpose", 1},
       {"transpose_padded", 1},  // between writing the tile and reading its columns
       // As by hand: the tile's elements past the matrix are never read, so the copy writes no zeros

@@ -76,3 +76,70 @@ extern "C" __global__ void __launch_bounds__(256)
   __syncthreads();
   if (i < n) y[i] = prefix_s + v;
 }
+
+// scan_tiled: the same look-back with 8 ints per thread (2048 per block of 256): each thread loads its
+// 8 consecutive items as two 16-byte vectors where all are inside n (one by one, zeros past n,
+// otherwise), scans them in registers, the threads' totals are scanned over the block (shuffles in
+// each warp, the warps' totals through shared memory), thread 0 looks back, and each thread stores
+// its 8 results as two vectors where all are inside n.
+extern "C" __global__ void __launch_bounds__(256)
+    twin_scan_tiled(int n, const int* __restrict__ x, int* __restrict__ y, unsigned long long* __restrict__ desc) {
+  constexpr int T = 256, WARPS = T / 32, ITEMS = 8;
+  constexpr unsigned long long kAggregate = 1ull << 62, kInclusive = 2ull << 62;
+  __shared__ int warps[WARPS];
+  __shared__ int prefix_s;
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32, blk = blockIdx.x;
+  const long long first = static_cast<long long>(blk) * T * ITEMS + t * ITEMS;
+  int items[ITEMS];
+  if (first + ITEMS <= n) {
+    *reinterpret_cast<int4*>(&items[0]) = *reinterpret_cast<const int4*>(&x[first]);
+    *reinterpret_cast<int4*>(&items[4]) = *reinterpret_cast<const int4*>(&x[first + 4]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < ITEMS; ++e) items[e] = first + e < n ? x[first + e] : 0;
+  }
+#pragma unroll
+  for (int e = 1; e < ITEMS; ++e) items[e] += items[e - 1];
+  const int mine = items[ITEMS - 1];
+  int upto = twin_warp_inclusive_scan(mine, lane);
+  if (lane == 31) warps[warp] = upto;
+  __syncthreads();
+  int total = 0;
+#pragma unroll
+  for (int w = 0; w < WARPS; ++w) total += warps[w];
+  const int before_warp =
+      __shfl_sync(0xffffffffu, twin_warp_inclusive_scan(warps[min(lane, WARPS - 1)], lane), max(warp - 1, 0));
+  if (warp > 0) upto += before_warp;
+  if (t == 0) {
+    const unsigned long long sum = static_cast<unsigned>(total);
+    if (blk == 0) {
+      atomicExch(&desc[0], kInclusive | sum);
+      prefix_s = 0;
+    } else {
+      atomicExch(&desc[blk], kAggregate | sum);
+      int before = 0;
+      for (int j = blk - 1;;) {
+        const unsigned long long d = atomicAdd(&desc[j], 0ull);
+        const unsigned long long status = d >> 62;
+        if (status == 0) continue;
+        before += static_cast<int>(static_cast<unsigned>(d & 0xffffffffu));
+        if (status == 2) break;
+        --j;
+      }
+      atomicExch(&desc[blk], kInclusive | static_cast<unsigned>(before + total));
+      prefix_s = before;
+    }
+  }
+  __syncthreads();
+  const int before_me = prefix_s + upto - mine;
+#pragma unroll
+  for (int e = 0; e < ITEMS; ++e) items[e] += before_me;
+  if (first + ITEMS <= n) {
+    *reinterpret_cast<int4*>(&y[first]) = *reinterpret_cast<const int4*>(&items[0]);
+    *reinterpret_cast<int4*>(&y[first + 4]) = *reinterpret_cast<const int4*>(&items[4]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < ITEMS; ++e)
+      if (first + e < n) y[first + e] = items[e];
+  }
+}

@@ -34,6 +34,7 @@ const std::vector<Twin>& all() {
       {"transpose_async", "async.cu", "twin_transpose_async", matrix},
       {"block_reduce", "reduce_scan.cu", "twin_block_reduce", vector},
       {"scan_lookback", "reduce_scan.cu", "twin_scan_lookback", vector},
+      {"scan_tiled", "reduce_scan.cu", "twin_scan_tiled", vector},
   };
   return kTwins;
 }

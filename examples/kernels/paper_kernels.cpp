@@ -800,6 +800,101 @@ Kernel scan_lookback() {
   return k.build();
 }
 
+Kernel scan_tiled() {
+  constexpr int T = 256, ITEMS = 8, TILE = T * ITEMS;
+  KernelBuilder k("scan_tiled");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto y = k.param<GlobalPtr<int>>("y", extent(n));
+  auto desc = k.param<GlobalPtr<std::uint64_t>>("desc", extent((n + (TILE - 1)) / TILE));  // zero at launch
+  k.block_threads(T);
+  k.require(n > 0);
+  constexpr int kAggregate = 1, kInclusive = 2;  // a block's word, as scan_lookback's
+  auto word = [](int status, const Expr& value) {
+    return (cast<std::uint64_t>(status) << 62) | cast<std::uint64_t>(cast<std::uint32_t>(value));
+  };
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, y, TILE, [&](Scope& b, Expr blk, View y_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      // The thread's 8 items: x[first .. first + 7], two 16-byte loads where all 8 are inside.
+      auto first = b.let("first", cast<std::int64_t>(blk) * TILE + cast<std::int64_t>(t * ITEMS));
+      auto items = b.local_array("items", ScalarType::I32, ITEMS, at(thread(1)));
+      b.group(thread(1), [&](Scope& th) {
+        th.if_(
+            first + ITEMS <= cast<std::int64_t>(n),
+            [&](Scope& th) {
+              for (int h = 0; h < ITEMS; h += 4)
+                th.for_("v", 0, 4, [&](Scope&, Expr v) { items[h + v] = x[first + h + cast<std::int64_t>(v)]; });
+            },
+            [&](Scope& th) {
+              for (int e = 0; e < ITEMS; ++e)
+                th.if_(
+                    first + e < cast<std::int64_t>(n), [&](Scope&) { items[e] = x[first + e]; },
+                    [&](Scope&) { items[e] = 0; });
+            });
+      });
+      // Their inclusive scan in registers, then the threads' totals scanned over the block.
+      for (int e = 1; e < ITEMS; ++e) items[e] = items[e] + items[e - 1];
+      auto mine = b.let("mine", items[ITEMS - 1]);
+      Var total;
+      Var upto = lib::block_inclusive_scan(b, "upto", mine, lib::Op::Sum, &total);
+      // The first thread publishes the block's sum and looks back, as in scan_lookback.
+      auto prefix_s = b.shared<int>("prefix_s", 1);
+      b.claim(prefix_s, thread(1), [&](Scope& b, View one) {
+        b.split(Level::Thread,
+                {{1, [&](Scope& th) {
+                    th.if_(
+                        blk == 0,
+                        [&](Scope& th) {
+                          th.atomic(AtomicOp::Exch, desc, blk, word(kInclusive, total));
+                          one[0] = 0;
+                        },
+                        [&](Scope& th) {
+                          th.atomic(AtomicOp::Exch, desc, blk, word(kAggregate, total));
+                          auto before = th.let("before", 0);
+                          auto j = th.let("j", blk - 1);
+                          auto looking = th.let("looking", true);
+                          th.while_(looking, [&](Scope& th) {
+                            auto d = th.atomic("d", AtomicOp::Add, desc, j, cast<std::uint64_t>(0));  // a read
+                            auto status = th.let("status", cast<int>(d >> 62));
+                            th.if_(status != 0, [&](Scope& th) {
+                              th.assign(before, before + cast<int>(cast<std::uint32_t>(d & 0xffffffffu)));
+                              th.if_(
+                                  status == kInclusive, [&](Scope& th) { th.assign(looking, false); },
+                                  [&](Scope& th) { th.assign(j, j - 1); });
+                            });
+                          });
+                          th.atomic(AtomicOp::Exch, desc, blk, word(kInclusive, before + total));
+                          one[0] = before;
+                        });
+                  }}});
+      });
+      // Everything before the thread's first item, then its 8 results, two 16-byte stores where all
+      // 8 are inside.
+      auto before_me = b.let("before_me", prefix_s[0] + upto - mine);
+      auto out = b.local_array("out", ScalarType::I32, ITEMS, at(thread(1)));
+      for (int e = 0; e < ITEMS; ++e) out[e] = items[e] + before_me;
+      b.partition(
+          y_b, thread(1), [&](Expr i) { return t * ITEMS + i; },
+          [&](Scope& b, View y_t) {
+            b.group(thread(1), [&](Scope& th) {
+              th.if_(
+                  first + ITEMS <= cast<std::int64_t>(n),
+                  [&](Scope& th) {
+                    for (int h = 0; h < ITEMS; h += 4)
+                      th.for_("w", 0, 4, [&](Scope&, Expr w) { y_t[h + w] = out[h + w]; });
+                  },
+                  [&](Scope& th) {
+                    for (int e = 0; e < ITEMS; ++e)
+                      th.if_(first + e < cast<std::int64_t>(n), [&](Scope&) { y_t[e] = out[e]; });
+                  });
+            });
+          });
+    });
+  });
+  return k.build();
+}
+
 namespace {
 Kernel transpose_tiled(const char* name, int pad, bool async) {
   constexpr int kTile = 32;
@@ -1078,6 +1173,8 @@ const std::vector<Example>& all() {
       {"vec_copy", "each thread copies 4 floats with one 16-byte load and store", vec_copy},
       {"mma_tf32", "tf32 tensor-core GEMM: 32x32 block tiles, four warps of two m16n8k8 mma.sync, any size", mma_tf32},
       {"scan_lookback", "single-pass inclusive scan of ints, decoupled look-back across blocks of 256", scan_lookback},
+      {"scan_tiled", "the look-back scan with 8 ints per thread in 16-byte loads and stores, 2048 per block",
+       scan_tiled},
       {"transpose", "out = in^T through a 32x32 shared tile (column reads: 32-way bank conflicts)", transpose},
       {"transpose_padded", "the same through a 32x33 tile (no bank conflicts)", transpose_padded},
       {"transpose_async", "the padded transpose with the tile staged by cp.async", transpose_async},

@@ -105,6 +105,13 @@ Kernel mma_tf32();
 /// increasing chunks, and the interpreter runs them in order.
 Kernel scan_lookback();
 
+/// The same scan with 8 ints per thread (2048 per block): each thread loads its 8 consecutive items
+/// as two 16-byte vectors where all are inside n (one by one, zeros past n, in the last block),
+/// scans them in registers, the threads' totals are scanned over the block, the first thread looks
+/// back as scan_lookback's does, and each thread stores its 8 results as two vectors. `desc` holds
+/// ceil(n / 2048) words, zero at launch; n > 0.
+Kernel scan_tiled();
+
 /// out (N x M) = in (M x N) transposed, through a 32 x 32 shared tile per block (1024 threads): reads
 /// and writes of global memory coalesced, the tile written by rows and read by columns. `transpose`
 /// keeps the tile 32 x 32, so a warp's column read hits one bank 32 times; `transpose_padded` pads

@@ -115,8 +115,9 @@ RunResult run_vec_copy(const Kernel& k, const Size& s, const Device& d) {
   return finish(ok, "vec_copy n=" + std::to_string(n) + " (exact)", why, rep, as_doubles(out));
 }
 
-RunResult run_scan_lookback(const Kernel& k, const Size& s, const Device& d) {
-  std::int64_t n = s.at("n"), blocks = std::max<std::int64_t>(1, ceil_div(n, 256));
+/// The look-back scans: `per_block` items per block of 256 threads (1 or 8 per thread).
+RunResult run_scan(const Kernel& k, const Size& s, const Device& d, std::int64_t per_block) {
+  std::int64_t n = s.at("n"), blocks = std::max<std::int64_t>(1, ceil_div(n, per_block));
   std::vector<int> x(static_cast<std::size_t>(n)), y(x.size(), -1), want(x.size());
   std::vector<std::uint64_t> desc(static_cast<std::size_t>(blocks), 0);  // zero at launch, as it needs
   std::uint32_t sum = 0;                                                 // wrapping, as the kernel's i32 additions do
@@ -136,7 +137,7 @@ RunResult run_scan_lookback(const Kernel& k, const Size& s, const Device& d) {
                                   : "y[" + std::to_string(first_bad) +
                                         "] = " + std::to_string(y[static_cast<std::size_t>(first_bad)]) + ", want " +
                                         std::to_string(want[static_cast<std::size_t>(first_bad)]);
-  return finish(first_bad < 0, "scan_lookback n=" + std::to_string(n) + " (exact)", why, rep, as_doubles(y));
+  return finish(first_bad < 0, k.name() + " n=" + std::to_string(n) + " (exact)", why, rep, as_doubles(y));
 }
 
 RunResult run_transpose(const Kernel& k, const Size& s, const Device& d) {
@@ -356,7 +357,14 @@ const std::map<std::string, Case>& cases() {
       {"mma_tf32",
        {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, tiles_of(s, 32, 32, 128)); },
         {{{"M", 70}, {"N", 45}, {"K", 19}}, {{"M", 64}, {"N", 64}, {"K", 32}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
-      {"scan_lookback", {run_scan_lookback, {{{"n", 1000}}, {{"n", 256}}, {{"n", 1}}, {{"n", 5000}}}}},
+      {"scan_lookback",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_scan(k, s, d, 256); },
+        {{{"n", 1000}}, {{"n", 256}}, {{"n", 1}}, {{"n", 5000}}}}},
+      // 2048 per block: 5000 ends in a partial vector of a partial block, 2048 is one whole block,
+      // 20483 is ten blocks whose last looks back over nine.
+      {"scan_tiled",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_scan(k, s, d, 2048); },
+        {{{"n", 5000}}, {{"n", 2048}}, {{"n", 1}}, {{"n", 20483}}}}},
       {"transpose", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"transpose_padded", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"transpose_async", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
@@ -383,6 +391,8 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
   std::int64_t b = 1;
   if (name == "saxpy" || name == "scan_lookback" || name == "block_reduce")
     b = ceil_div(at("n"), 256);
+  else if (name == "scan_tiled")
+    b = ceil_div(at("n"), 2048);
   else if (name == "vec_copy")
     b = ceil_div(at("n"), 1024);
   else if (name == "block_load_copy")
@@ -424,6 +434,7 @@ Grid default_grid(const std::string& name, const Size& size) {
       {"sgemm_reg2d", 256},   {"sgemm_vec", 256},       {"sgemm_warptile", 128},    {"mma_tf32", 128},
       {"scan_lookback", 256}, {"transpose", 1024},      {"transpose_padded", 1024}, {"transpose_async", 1024},
       {"warp_mma", 32},       {"gemm_wgmma_bf16", 384}, {"mma_tf32_naive", 32},     {"sgemm_pipelined", 256},
+      {"scan_tiled", 256},
   };
   auto it = kThreads.find(name);
   if (it == kThreads.end()) throw std::invalid_argument("no grid is defined for example '" + name + "'");

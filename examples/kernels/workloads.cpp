@@ -223,7 +223,7 @@ Shape shape_of(const std::string& name) {
   if (name == "vec_copy") return Shape::Copy;
   if (name.rfind("transpose", 0) == 0) return Shape::Transpose;
   if (name == "block_reduce") return Shape::Reduce;
-  if (name == "scan_lookback") return Shape::Scan;
+  if (name == "scan_lookback" || name == "scan_tiled") return Shape::Scan;
   return Shape::None;
 }
 
@@ -249,7 +249,7 @@ Workload make_workload(const std::string& name, const Size& size, const Device& 
   }
   throw std::invalid_argument("example '" + name +
                               "' has no workload (the GEMMs, vec_copy, the transposes, "
-                              "block_reduce and scan_lookback have)");
+                              "block_reduce and the scans have)");
 }
 
 }  // namespace vantage::examples

@@ -1128,8 +1128,9 @@ class BodyLowerer {
     // round: `(e / 2) * 4 + e` is aligned and has e once, but copies 0 1 6 7, and a term that loads
     // memory the loop may store to can change between rounds.
     const std::unordered_set<const VarNode*> counter{n.var.get()};
+    // Lets are put in (`normal`): `x[first + v]` with `let first = blk * 2048 + t * 8` is aligned.
     auto aligned_with_unit_step = [&](const ExprPtr& idx) {
-      Affine a = products(idx);
+      Affine a = products(normal(idx));
       bool has_var = false;
       if (a.constant % count != 0) return false;
       for (const auto& [atom, k] : a.terms) {
