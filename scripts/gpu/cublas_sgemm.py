@@ -25,7 +25,7 @@ def main():
     ap.add_argument("--flush", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    modes = mode.split(",")
+    modes = args.mode.split(",")
     for m in modes:
         if m not in ("fp32", "tf32", "bf16"):
             ap.error(f"unknown mode '{m}' (fp32, tf32 or bf16)")
