@@ -11,6 +11,7 @@
 
 #include "host_cuda.hpp"
 #include "kernels/paper_kernels.hpp"
+#include "kernels/runs.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -101,7 +102,7 @@ std::vector<Case> cases() {
   for (const auto& [name, kernel] :
        {std::pair{"transpose", examples::transpose()}, std::pair{"transpose_padded", examples::transpose_padded()}}) {
     const int M = 40, N = 70;
-    Grid g{((N + 31) / 32) * ((M + 31) / 32), 1024};
+    Grid g = examples::default_grid(name, {{"M", M}, {"N", N}});
     auto in = small_floats(M * N, 4);
     std::vector<float> t(static_cast<std::size_t>(M * N), -1.0f);
     Case c = make(name, kernel, g);

@@ -18,31 +18,39 @@ extern "C" __global__ void __launch_bounds__(256)
   }
 }
 
-// The transposes: out (N x M) = in (M x N)^T through a 32 x (32 + PAD) shared tile, 1,024 threads per
-// block, block b writing tile (b / ceil(M / 32), b % ceil(M / 32)) of out, which is the transposed
-// tile of in (read row by row: coalesced), then written row by row from the tile's columns.
+// The transposes: out (N x M) = in (M x N)^T through a 32 x (32 + PAD) shared tile, 256 threads per
+// block (32 x 8, each moving 4 elements 8 rows apart), block b writing tile (b / ceil(M / 32),
+// b % ceil(M / 32)) of out, which is the transposed tile of in (read row by row: coalesced), then
+// written row by row from the tile's columns.
 template <int PAD>
 __device__ __forceinline__ void twin_transpose(int M, int N, const float* __restrict__ in, float* __restrict__ out) {
-  constexpr int TILE = 32;
+  constexpr int TILE = 32, ROWS = 8;
   __shared__ float tile[TILE * (TILE + PAD)];
   const int tiles_per_row = (M + TILE - 1) / TILE;
   const int brow = blockIdx.x / tiles_per_row, bcol = blockIdx.x % tiles_per_row;
   const int t = threadIdx.x, tr = t / TILE, tc = t % TILE;
-  // in's element (bcol * 32 + tr, brow * 32 + tc) into tile[tr][tc].
-  const int r = bcol * TILE + tr, c = brow * TILE + tc;
-  if (r < M && c < N) tile[tr * (TILE + PAD) + tc] = in[static_cast<long long>(r) * N + c];
+  // in's elements (bcol * 32 + tr + 8 i, brow * 32 + tc) into tile[tr + 8 i][tc].
+#pragma unroll
+  for (int i = 0; i < TILE; i += ROWS) {
+    const int r = bcol * TILE + tr + i, c = brow * TILE + tc;
+    if (r < M && c < N) tile[(tr + i) * (TILE + PAD) + tc] = in[static_cast<long long>(r) * N + c];
+  }
   __syncthreads();
-  // out's element (brow * 32 + tr, bcol * 32 + tc) = in(bcol * 32 + tc, brow * 32 + tr) = tile[tc][tr].
-  const int orow = brow * TILE + tr, ocol = bcol * TILE + tc;
-  if (orow < N && ocol < M) out[static_cast<long long>(orow) * M + ocol] = tile[tc * (TILE + PAD) + tr];
+  // out's element (brow * 32 + tr + 8 i, bcol * 32 + tc) = in(bcol * 32 + tc, brow * 32 + tr + 8 i)
+  // = tile[tc][tr + 8 i].
+#pragma unroll
+  for (int i = 0; i < TILE; i += ROWS) {
+    const int orow = brow * TILE + tr + i, ocol = bcol * TILE + tc;
+    if (orow < N && ocol < M) out[static_cast<long long>(orow) * M + ocol] = tile[tc * (TILE + PAD) + tr + i];
+  }
 }
 
-extern "C" __global__ void __launch_bounds__(1024)
+extern "C" __global__ void __launch_bounds__(256)
     twin_transpose(int M, int N, const float* __restrict__ in, float* __restrict__ out) {
   twin_transpose<0>(M, N, in, out);
 }
 
-extern "C" __global__ void __launch_bounds__(1024)
+extern "C" __global__ void __launch_bounds__(256)
     twin_transpose_padded(int M, int N, const float* __restrict__ in, float* __restrict__ out) {
   twin_transpose<1>(M, N, in, out);
 }

@@ -77,11 +77,11 @@ extern "C" __global__ void __launch_bounds__(256)
   if (i < n) y[i] = prefix_s + v;
 }
 
-// scan_tiled: the same look-back with 8 ints per thread (2048 per block of 256): each thread loads its
+// scan_tiled: a look-back scan with 8 ints per thread (2048 per block of 256): each thread loads its
 // 8 consecutive items as two 16-byte vectors where all are inside n (one by one, zeros past n,
 // otherwise), scans them in registers, the threads' totals are scanned over the block (shuffles in
-// each warp, the warps' totals through shared memory), thread 0 looks back, and each thread stores
-// its 8 results as two vectors where all are inside n.
+// each warp, the warps' totals through shared memory), the first warp looks back 32 blocks at a time,
+// and each thread stores its 8 results as two vectors where all are inside n.
 extern "C" __global__ void __launch_bounds__(256)
     twin_scan_tiled(int n, const int* __restrict__ x, int* __restrict__ y, unsigned long long* __restrict__ desc) {
   constexpr int T = 256, WARPS = T / 32, ITEMS = 8;
@@ -110,22 +110,35 @@ extern "C" __global__ void __launch_bounds__(256)
   const int before_warp =
       __shfl_sync(0xffffffffu, twin_warp_inclusive_scan(warps[min(lane, WARPS - 1)], lane), max(warp - 1, 0));
   if (warp > 0) upto += before_warp;
-  if (t == 0) {
-    const unsigned long long sum = static_cast<unsigned>(total);
-    if (blk == 0) {
-      atomicExch(&desc[0], kInclusive | sum);
-      prefix_s = 0;
-    } else {
-      atomicExch(&desc[blk], kAggregate | sum);
-      int before = 0;
-      for (int j = blk - 1;;) {
-        const unsigned long long d = atomicAdd(&desc[j], 0ull);
-        const unsigned long long status = d >> 62;
-        if (status == 0) continue;
-        before += static_cast<int>(static_cast<unsigned>(d & 0xffffffffu));
-        if (status == 2) break;
-        --j;
+  // The first warp looks back over 32 blocks at a time: lane l reads the word of block base - l, the
+  // warp waits until its whole window is published, then sums the words up to the nearest inclusive
+  // one (the lowest such lane), or all 32 and moves the window 32 blocks back.
+  if (warp == 0) {
+    int before = 0;
+    if (blk > 0) {
+      if (lane == 0) atomicExch(&desc[blk], kAggregate | static_cast<unsigned>(total));
+      int base = blk - 1;
+      __syncwarp();
+      for (;;) {
+        const int j = base - lane;
+        unsigned long long d = atomicAdd(&desc[max(j, 0)], 0ull);
+        int status = j >= 0 ? static_cast<int>(d >> 62) : 2;
+        while (__ballot_sync(0xffffffffu, status == 0) != 0u) {  // until the whole window is published
+          d = atomicAdd(&desc[max(j, 0)], 0ull);
+          status = j >= 0 ? static_cast<int>(d >> 62) : 2;
+        }
+        const unsigned done = __ballot_sync(0xffffffffu, status == 2);
+        const int last = done != 0u ? __ffs(done) - 1 : 31;
+        int window = lane <= last && j >= 0 ? static_cast<int>(static_cast<unsigned>(d)) : 0;
+#pragma unroll
+        for (int m = 16; m >= 1; m /= 2) window += __shfl_xor_sync(0xffffffffu, window, m);
+        before += window;
+        if (done != 0u) break;
+        base -= 32;
       }
+    }
+    __syncwarp();
+    if (lane == 0) {
       atomicExch(&desc[blk], kInclusive | static_cast<unsigned>(before + total));
       prefix_s = before;
     }

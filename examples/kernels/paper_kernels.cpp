@@ -809,6 +809,8 @@ Kernel scan_tiled() {
   auto desc = k.param<GlobalPtr<std::uint64_t>>("desc", extent((n + (TILE - 1)) / TILE));  // zero at launch
   k.block_threads(T);
   k.require(n > 0);
+  // n + 2047 does not wrap, so that the tiles' count is exact (and desc's extent with it).
+  k.require(n <= std::numeric_limits<int>::max() - (TILE - 1));
   constexpr int kAggregate = 1, kInclusive = 2;  // a block's word, as scan_lookback's
   auto word = [](int status, const Expr& value) {
     return (cast<std::uint64_t>(status) << 62) | cast<std::uint64_t>(cast<std::uint32_t>(value));
@@ -838,36 +840,63 @@ Kernel scan_tiled() {
       auto mine = b.let("mine", items[ITEMS - 1]);
       Var total;
       Var upto = lib::block_inclusive_scan(b, "upto", mine, lib::Op::Sum, &total);
-      // The first thread publishes the block's sum and looks back, as in scan_lookback.
+      // The first warp publishes the block's sum and looks back over 32 blocks at a time: each lane
+      // reads one predecessor's word (blk - 1 - lane, then 32 further back), the warp waits until
+      // every word of its window is published, then sums the words up to the nearest block whose
+      // word holds its inclusive prefix (the lowest such lane), or all 32 and goes on further back.
       auto prefix_s = b.shared<int>("prefix_s", 1);
-      b.claim(prefix_s, thread(1), [&](Scope& b, View one) {
-        b.split(Level::Thread,
-                {{1, [&](Scope& th) {
-                    th.if_(
-                        blk == 0,
-                        [&](Scope& th) {
-                          th.atomic(AtomicOp::Exch, desc, blk, word(kInclusive, total));
-                          one[0] = 0;
-                        },
-                        [&](Scope& th) {
-                          th.atomic(AtomicOp::Exch, desc, blk, word(kAggregate, total));
-                          auto before = th.let("before", 0);
-                          auto j = th.let("j", blk - 1);
-                          auto looking = th.let("looking", true);
-                          th.while_(looking, [&](Scope& th) {
-                            auto d = th.atomic("d", AtomicOp::Add, desc, j, cast<std::uint64_t>(0));  // a read
-                            auto status = th.let("status", cast<int>(d >> 62));
-                            th.if_(status != 0, [&](Scope& th) {
-                              th.assign(before, before + cast<int>(cast<std::uint32_t>(d & 0xffffffffu)));
-                              th.if_(
-                                  status == kInclusive, [&](Scope& th) { th.assign(looking, false); },
-                                  [&](Scope& th) { th.assign(j, j - 1); });
-                            });
-                          });
-                          th.atomic(AtomicOp::Exch, desc, blk, word(kInclusive, before + total));
-                          one[0] = before;
-                        });
-                  }}});
+      b.claim(prefix_s, warp(), [&](Scope& b, View pw) {
+        b.split(
+            Level::Thread,
+            {{32, [&](Scope& w) {
+                auto lane = w.let("lane", w.id(thread(1)));
+                auto before = w.let("before", 0);
+                // A block of the tiles (a grid of more blocks than tiles has nothing to publish).
+                auto tiles = (n + (TILE - 1)) / TILE;
+                w.if_(blk > 0 && blk < tiles, [&](Scope& w) {
+                  w.claim(pw, thread(1), [&](Scope& w, View) {
+                    w.split(Level::Thread,
+                            {{1, [&](Scope& th) { th.atomic(AtomicOp::Exch, desc, blk, word(kAggregate, total)); }}});
+                  });
+                  auto base = w.let("base", blk - 1);
+                  auto looking = w.let("looking", true);
+                  w.while_(looking, [&](Scope& w) {
+                    // Lanes past block 0 read its word and count as an inclusive 0 (the index is also
+                    // at most blk, which j < blk keeps anyway).
+                    auto j = w.let("j", base - lane);
+                    auto at_j = min(max(j, 0), blk);
+                    auto d = w.atomic("d", AtomicOp::Add, desc, at_j, cast<std::uint64_t>(0));  // a read
+                    auto status = w.let("status", select(j >= 0, cast<int>(d >> 62), kInclusive));
+                    // Until every word of the window is published.
+                    auto waiting = w.let("waiting", w.ballot("unpublished", status == 0));
+                    w.while_(waiting != 0u, [&](Scope& w) {
+                      auto again = w.atomic("again", AtomicOp::Add, desc, at_j, cast<std::uint64_t>(0));
+                      w.assign(d, again);
+                      w.assign(status, select(j >= 0, cast<int>(again >> 62), kInclusive));
+                      w.assign(waiting, w.ballot("unpublished_yet", status == 0));
+                    });
+                    {  // the window: the words up to the nearest inclusive one, or all 32
+                      auto done = w.ballot("done", status == kInclusive);
+                      auto last = w.let("last", select(done != 0u, ffs(done) - 1, 31));
+                      auto mine_d = select(lane <= last && j >= 0, cast<int>(cast<std::uint32_t>(d & 0xffffffffu)), 0);
+                      auto window = lib::warp_reduce(w, "window", mine_d, lib::Op::Sum);
+                      auto sum = w.shfl_idx("window_sum", window, 0);
+                      w.assign(before, before + sum);
+                      w.if_(
+                          done != 0u, [&](Scope& w) { w.assign(looking, false); },
+                          [&](Scope& w) { w.assign(base, base - 32); });
+                    }
+                  });
+                });
+                w.claim(pw, thread(1), [&](Scope& w, View one) {
+                  w.split(Level::Thread, {{1, [&](Scope& th) {
+                                             th.if_(blk < tiles, [&](Scope& th) {
+                                               th.atomic(AtomicOp::Exch, desc, blk, word(kInclusive, before + total));
+                                             });
+                                             one[0] = before;
+                                           }}});
+                });
+              }}});
       });
       // Everything before the thread's first item, then its 8 results, two 16-byte stores where all
       // 8 are inside.
@@ -897,13 +926,15 @@ Kernel scan_tiled() {
 
 namespace {
 Kernel transpose_tiled(const char* name, int pad, bool async) {
-  constexpr int kTile = 32;
+  // 32 x 8 threads a 32 x 32 tile: each thread moves 4 elements, 8 rows apart, so that each has
+  // several loads in flight and a barrier waits for 256 threads rather than 1,024.
+  constexpr int kTile = 32, kRows = 8;
   KernelBuilder k(name);
   auto M = k.param<int>("M");
   auto N = k.param<int>("N");
   auto in = k.param<GlobalPtr<const float>>("in", extent(M * N));  // M x N
   auto out = k.param<GlobalPtr<float>>("out", extent(M * N));      // N x M
-  k.block_threads(kTile * kTile);
+  k.block_threads(kTile * kRows);
   k.shared_budget(kTile * (kTile + pad) * 4);
   k.body([&](Scope& g) {
     // Block (i, j) writes tile (i, j) of out, which is tile (j, i) of in transposed.
@@ -911,9 +942,11 @@ Kernel transpose_tiled(const char* name, int pad, bool async) {
       auto tile = b.shared<float>("tile", kTile * (kTile + pad));
       // Coalesced reads; the tile's elements past the matrix are never read, so they need no zeros.
       lib::copy_tile(b, tile, in, M, N, o.col0, o.row0, kTile, kTile, {pad, async, false});
-      // out(row0 + r, col0 + c) = in(col0 + c, row0 + r) = tile[c][r]: a warp (fixed r, 32 values of c)
-      // reads a column of the tile, 32 rows apart: one bank unpadded, 32 banks with a pad of 1.
-      lib::update_own(b, o, [&](Scope&, ElemRef e) { e = tile[o.col * (kTile + pad) + o.row]; });
+      // out(row0 + r, col0 + c) = in(col0 + c, row0 + r) = tile[c][r], for the thread's rows
+      // r = t / 32 + 8 i: a warp (fixed r, 32 values of c) reads a column of the tile, 32 rows apart:
+      // one bank unpadded, 32 banks with a pad of 1.
+      lib::update_sub_tile(b, o, o.row, o.col, lib::SubTile{kTile / kRows, 1, kRows, 1},
+                           [&](Scope&, int i, int, ElemRef e) { e = tile[o.col * (kTile + pad) + o.row + kRows * i]; });
     });
   });
   return k.build();

@@ -148,8 +148,8 @@ RunResult run_transpose(const Kernel& k, const Size& s, const Device& d) {
     for (std::int64_t c = 0; c < N; ++c)
       want[static_cast<std::size_t>(c * M + r)] = in[static_cast<std::size_t>(r * N + c)];
   Staged sin(d, in), sout(d, out);
-  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(N, 32) * ceil_div(M, 32)), 1024}, static_cast<int>(M),
-                      static_cast<int>(N), sin.read_only(), sout.arg());
+  auto rep =
+      k.launch(d, default_grid(k.name(), s), static_cast<int>(M), static_cast<int>(N), sin.read_only(), sout.arg());
   sout.fetch();
   std::string why;
   bool ok = close(out, want, 0, why);
@@ -429,11 +429,11 @@ std::int64_t default_blocks(const std::string& name, const Size& size) {
 
 Grid default_grid(const std::string& name, const Size& size) {
   static const std::map<std::string, std::int64_t> kThreads = {
-      {"saxpy", 256},         {"vec_copy", 256},        {"block_load_copy", 128},   {"block_reduce", 256},
-      {"sgemm_naive", 256},   {"sgemm_coalesced", 256}, {"sgemm_smem", 1024},       {"sgemm_reg1d", 512},
-      {"sgemm_reg2d", 256},   {"sgemm_vec", 256},       {"sgemm_warptile", 128},    {"mma_tf32", 128},
-      {"scan_lookback", 256}, {"transpose", 1024},      {"transpose_padded", 1024}, {"transpose_async", 1024},
-      {"warp_mma", 32},       {"gemm_wgmma_bf16", 384}, {"mma_tf32_naive", 32},     {"sgemm_pipelined", 256},
+      {"saxpy", 256},         {"vec_copy", 256},        {"block_load_copy", 128},  {"block_reduce", 256},
+      {"sgemm_naive", 256},   {"sgemm_coalesced", 256}, {"sgemm_smem", 1024},      {"sgemm_reg1d", 512},
+      {"sgemm_reg2d", 256},   {"sgemm_vec", 256},       {"sgemm_warptile", 128},   {"mma_tf32", 128},
+      {"scan_lookback", 256}, {"transpose", 256},       {"transpose_padded", 256}, {"transpose_async", 256},
+      {"warp_mma", 32},       {"gemm_wgmma_bf16", 384}, {"mma_tf32_naive", 32},    {"sgemm_pipelined", 256},
       {"scan_tiled", 256},
   };
   auto it = kThreads.find(name);
