@@ -34,6 +34,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "bench_stats.hpp"
@@ -58,11 +60,14 @@ struct Options {
 
 enum class Shape { Gemm, Wgmma, Copy, Transpose, Reduce, Scan };
 
-/// One row: an example at one size.
+/// One row: an example, or a variant of it (another shape of the same kernel, with the example's
+/// workload and no twin), at one size.
 struct Case {
   std::string example;
   Shape shape;
   Size size;
+  std::string variant = {};  // empty: the example itself
+  const std::string& name() const { return variant.empty() ? example : variant; }
   /// "sgemm_vec/4096" (M = N = K), "scan_lookback/n=2^28", "transpose/8192x8192".
   std::string label() const {
     auto pow2 = [](std::int64_t v) {
@@ -70,7 +75,7 @@ struct Case {
       while ((std::int64_t{1} << k) < v) ++k;
       return (std::int64_t{1} << k) == v && k > 12 ? "2^" + std::to_string(k) : std::to_string(v);
     };
-    std::string s = example + "/";
+    std::string s = name() + "/";
     if (size.count("K")) {
       const std::int64_t M = size.at("M"), N = size.at("N"), K = size.at("K");
       return s + std::to_string(M) + (M == N && N == K ? "" : "x" + std::to_string(N) + "x" + std::to_string(K));
@@ -88,6 +93,52 @@ struct Case {
 
 Size square(std::int64_t n) { return {{"M", n}, {"N", n}, {"K", n}}; }
 
+/// Other shapes of an example, timed beside it to choose its default: scan_tiled with more items a
+/// thread or other block sizes, sgemm_pipelined in the shapes the tuner picked on an H100.
+struct Variant {
+  std::string name, example;
+  Shape shape;
+  Size size;
+  std::function<Kernel()> build;
+  std::function<Grid(const Size&)> grid;
+};
+const std::vector<Variant>& variants() {
+  static const std::vector<Variant> kAll = [] {
+    std::vector<Variant> v;
+    for (auto [threads, items] : {std::pair{256, 16}, {128, 16}, {512, 8}, {128, 8}}) {
+      const std::string name = "scan_tiled_t" + std::to_string(threads) + "_i" + std::to_string(items);
+      v.push_back({name,
+                   "scan_tiled",
+                   Shape::Scan,
+                   {{"n", std::int64_t{1} << 28}},
+                   [=] { return examples::scan_tiled(threads, items, name); },
+                   [=](const Size& s) {
+                     const std::int64_t tile = std::int64_t{threads} * items;
+                     return Grid{std::max<std::int64_t>(1, (s.at("n") + tile - 1) / tile), threads};
+                   }});
+    }
+    for (auto [bm, bn, bk] : {std::tuple{64, 128, 16}, {128, 256, 16}}) {
+      const std::string name =
+          "sgemm_pipelined_" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk);
+      v.push_back({name, "sgemm_pipelined", Shape::Gemm, square(4096),
+                   [=] {
+                     return examples::sgemm_pipelined(examples::PipelinedShape{bm, bn, bk}, name);
+                   },
+                   [=](const Size& s) {
+                     const std::int64_t blocks = (s.at("M") + bm - 1) / bm * ((s.at("N") + bn - 1) / bn);
+                     return Grid{std::max<std::int64_t>(1, blocks), std::int64_t{bm} / 32 * (bn / 64) * 32};
+                   }});
+    }
+    return v;
+  }();
+  return kAll;
+}
+const Variant* variant_of(const std::string& name) {
+  for (const auto& v : variants())
+    if (v.name == name) return &v;
+  return nullptr;
+}
+
 /// The rows at the sizes: GEMMs at 1024, 2048, 4096 (bf16: 4096, 8192); copies and transposes
 /// at 8192 x 8192 floats; the reduction at 2^26; the scan at 2^24 to 2^28.
 std::vector<Case> speed_cases() {
@@ -95,13 +146,15 @@ std::vector<Case> speed_cases() {
   for (const char* ex :
        {"sgemm_smem", "sgemm_reg1d", "sgemm_reg2d", "sgemm_vec", "sgemm_warptile", "sgemm_pipelined", "mma_tf32"})
     for (std::int64_t n : {1024, 2048, 4096}) c.push_back({ex, Shape::Gemm, square(n)});
-  for (std::int64_t n : {4096, 8192}) c.push_back({"gemm_wgmma_bf16", Shape::Wgmma, square(n)});
+  for (const char* ex : {"gemm_wgmma_bf16", "gemm_wgmma_bf16_wide"})
+    for (std::int64_t n : {4096, 8192}) c.push_back({ex, Shape::Wgmma, square(n)});
   c.push_back({"vec_copy", Shape::Copy, {{"n", std::int64_t{1} << 26}}});
   for (const char* ex : {"transpose", "transpose_padded", "transpose_async"})
     c.push_back({ex, Shape::Transpose, {{"M", 8192}, {"N", 8192}}});
   c.push_back({"block_reduce", Shape::Reduce, {{"n", std::int64_t{1} << 26}}});
   for (const char* ex : {"scan_lookback", "scan_tiled"})
     for (int k : {24, 26, 28}) c.push_back({ex, Shape::Scan, {{"n", std::int64_t{1} << k}}});
+  for (const auto& v : variants()) c.push_back({v.example, v.shape, v.size, v.name});
   return c;
 }
 
@@ -128,13 +181,22 @@ const examples::Example& example_of(const std::string& name) {
   throw std::invalid_argument("no example '" + name + "'");
 }
 
-/// Each example built once, so that its variants share one table of loaded code.
-const Kernel& kernel_of(const std::string& name) {
+/// Each example (or variant) built once, so that its specializations share one table of loaded code.
+const Kernel& kernel_of(const Case& c) {
   static std::map<std::string, Kernel> built;
-  auto it = built.find(name);
-  if (it == built.end()) it = built.emplace(name, example_of(name).build()).first;
+  auto it = built.find(c.name());
+  if (it == built.end()) {
+    const Variant* v = variant_of(c.name());
+    it = built.emplace(c.name(), v ? v->build() : example_of(c.example).build()).first;
+  }
   return it->second;
 }
+Grid grid_of(const Case& c) {
+  const Variant* v = variant_of(c.name());
+  return v ? v->grid(c.size) : examples::default_grid(c.example, c.size);
+}
+/// The twin of a row: the example's, not a variant's.
+const twins::Twin* twin_of(const Case& c) { return c.variant.empty() ? twins::find(c.example) : nullptr; }
 
 /// Small integers in [-5, 5] as T.
 Workload workload(const Case& c, const Device& d) { return examples::make_workload(c.example, c.size, d); }
@@ -211,8 +273,8 @@ struct Side {
 void BM_Speed(benchmark::State& state, const Case& c) {
   if (Device::gpu_count() == 0) return state.SkipWithError(("no GPU: " + Device::gpu_problem()).c_str());
   const Device gpu = Device::gpu(0);
-  const Kernel& kernel = kernel_of(c.example);
-  const Grid grid = examples::default_grid(c.example, c.size);
+  const Kernel& kernel = kernel_of(c);
+  const Grid grid = grid_of(c);
   Workload w = workload(c, gpu);
   const Stream stream = Stream::default_for(gpu);
   const driver::Table& drv = driver::table();
@@ -220,7 +282,7 @@ void BM_Speed(benchmark::State& state, const Case& c) {
   std::vector<Side> sides;
   sides.push_back({"vantage", [&] { vantage::launch(kernel, stream, grid, w.args); }, {}});
   std::unique_ptr<RawTwin> twin;
-  if (const twins::Twin* t = twins::find(c.example)) {
+  if (const twins::Twin* t = twin_of(c)) {
     twin = std::make_unique<RawTwin>(twin_cubin(c, *t), t->entry, w.args, grid);
     sides.push_back({"twin", [&] { twin->launch(); }, {}});
   }
@@ -304,9 +366,9 @@ int prepare(const std::string& dir) {
   for (const auto& c : speed_cases()) {
     try {
       const examples::Example& ex = example_of(c.example);
-      auto entry = KernelCache::global().get(kernel_of(c.example), twins::variant_spec(ex, c.size));
+      auto entry = KernelCache::global().get(kernel_of(c), twins::variant_spec(ex, c.size));
       std::printf("%-28s vantage %7zu B (%s)", c.label().c_str(), entry->cubin.size(), entry->origin.c_str());
-      if (const twins::Twin* t = twins::find(c.example)) {
+      if (const twins::Twin* t = twin_of(c)) {
         const auto cubin = twins::compile_twin(*t, c.size, VANTAGE_TWINS_DIR, ex.arch.value_or(Arch::SM_90));
         std::ofstream(dir + "/" + c.file(), std::ios::binary)
             .write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
@@ -330,7 +392,7 @@ int small() {
     try {
       Workload w = workload(c, d);
       if (w.reset) w.reset();
-      vantage::launch(kernel_of(c.example), d, examples::default_grid(c.example, c.size), w.args);
+      vantage::launch(kernel_of(c), d, grid_of(c), w.args);
       why = w.check();
     } catch (const std::exception& e) {
       why = e.what();

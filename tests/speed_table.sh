@@ -19,11 +19,18 @@ row() {  # row NAME COUNTERS...
   echo ,
   row scan_lookback/n=2^28 '"vantage_ms": 1.0, "vantage_min_ms": 0.9, "vantage_max_ms": 1.1, "checks": 4, "GBps": 2147, "twin_ms": 1.0, "speed_of_twin": 1.0, "copy_ms": 0.8, "copy_GBps": 2684, "of_copy": 0.8'
   echo ,
+  row gemm_wgmma_bf16/4096 '"vantage_ms": 0.3, "vantage_min_ms": 0.29, "vantage_max_ms": 0.31, "checks": 0, "TFLOPs": 458.1'
+  echo ,
+  row gemm_wgmma_bf16_wide/4096 '"vantage_ms": 0.2, "vantage_min_ms": 0.19, "vantage_max_ms": 0.21, "checks": 0, "TFLOPs": 687.2'
+  echo ,
   printf '{"name": "speed/vec_copy/n=2^26/iterations:1/manual_time", "error_occurred": true, "error_message": "no GPU"}'
   echo ']}'
 } > "$dir/speed.json"
 echo '{"n": 268435456, "log2n": 28, "scan_ms": 1.2, "copy_ms": 0.8}' > "$dir/cub.jsonl"
-echo '{"mode": "fp32", "n": 4096, "ms": 4.0, "TFLOPs": 34.4, "out": "f32"}' > "$dir/cublas.jsonl"
+{
+  echo '{"mode": "fp32", "n": 4096, "ms": 4.0, "TFLOPs": 34.4, "out": "f32"}'
+  echo '{"mode": "bf16", "n": 4096, "ms": 0.19, "TFLOPs": 723.4, "out": "f32"}'
+} > "$dir/cublas.jsonl"
 set +e
 python3 "$src/scripts/gpu/speed_table.py" "$dir/speed.json" --cub "$dir/cub.jsonl" --cublas "$dir/cublas.jsonl" > "$dir/out.txt"
 rc=$?
@@ -39,5 +46,7 @@ grep -q '^MET .*scan at 2^28 at least CUB.*: 1.200' "$dir/out.txt" || fail "CUB'
 grep -q '^MISSED .*scan at 2^28 at least 0.90 of the copy.*: 0.800' "$dir/out.txt" || fail "the scan's copy goal"
 grep -q '^UNMEASURED .*wgmma GEMM .* 8192' "$dir/out.txt" || fail "an unmeasured goal"
 grep -q '^NOT RUN    speed/vec_copy/n=2^26.*no GPU' "$dir/out.txt" || fail "the row that did not run"
-grep -q '^goals: 1 of 9 met; 4 rows measured, 1 not$' "$dir/out.txt" || fail "the count"
+grep -q '^| gemm_wgmma_bf16 | 4096 | 0.3000 .* | cuBLAS bf16 | 0.1900 | 0.633 |' "$dir/out.txt" || fail "the bf16 baseline"
+grep -q '^MET .*best bf16 wgmma GEMM .* 4096^3 (gemm_wgmma_bf16_wide): 0.950' "$dir/out.txt" || fail "the best wgmma GEMM"
+grep -q '^goals: 2 of 9 met; 6 rows measured, 1 not$' "$dir/out.txt" || fail "the count"
 echo "speed_table.sh: ok"

@@ -72,6 +72,7 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       {"transpose_async", 1},
       // After one thread initialises the mbarriers; the pipeline itself runs on mbarriers.
       {"gemm_wgmma_bf16", 1},
+      {"gemm_wgmma_bf16_wide", 1},
   };
   ASSERT_EQ(kMinimum.size(), examples::all().size()) << "every example needs its hand-written count";
   for (const auto& ex : examples::all()) {

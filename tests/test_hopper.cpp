@@ -20,10 +20,10 @@ namespace {
 
 constexpr const char* kThisFile = "tests/test_hopper.cpp";
 
-const examples::Example& gemm_example() {
+const examples::Example& gemm_example(const std::string& name = "gemm_wgmma_bf16") {
   for (const auto& ex : examples::all())
-    if (ex.name == "gemm_wgmma_bf16") return ex;
-  throw std::logic_error("no gemm_wgmma_bf16 example");
+    if (ex.name == name) return ex;
+  throw std::logic_error("no " + name + " example");
 }
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
@@ -37,35 +37,41 @@ void expect_function_rejected(const std::string& code, const int& line,
   EXPECT_TRUE(testing::rejects_function(code, line, make, kThisFile));
 }
 
-TEST(Hopper, TheWgmmaGemmCompilesForSm90aWithEveryHopperInstructionItNames) {
+TEST(Hopper, TheWgmmaGemmsCompileForSm90aWithEveryHopperInstructionTheyName) {
   REQUIRE_NVRTC();
-  const auto& ex = gemm_example();
-  Compiled c = compile(ex.build(), ex.spec());
-  ASSERT_FALSE(c.cubin.empty());
-  EXPECT_EQ(c.log, "") << "NVRTC (and ptxas, which warns when setmaxnreg cannot be honoured) said something";
-  const std::string& src = c.spec.source;
-  EXPECT_TRUE(contains(src, "__launch_bounds__(384, 1)")) << "setmaxnreg needs the register count at entry";
-  EXPECT_TRUE(contains(src, "const __grid_constant__ vt_tensor_map A_map"));
-  EXPECT_TRUE(contains(src, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"));
-  EXPECT_TRUE(contains(src, "mbarrier.arrive.expect_tx.shared::cta.b64"));
-  EXPECT_TRUE(contains(src, "setmaxnreg.dec.sync.aligned.u32 40"));
-  EXPECT_TRUE(contains(src, "setmaxnreg.inc.sync.aligned.u32 232"));
-  EXPECT_TRUE(contains(src, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"));
-  EXPECT_TRUE(contains(src, "% 1024u")) << "the shared base is aligned for the swizzled tiles";
-  if (!examples::find_cuobjdump().empty()) {
-    std::string sass = examples::sass(c.cubin);
-    for (const char* op : {"HGMMA.64x128x16.F32.BF16", "UTMALDG.2D", "USETMAXREG", "SYNCS"})
-      EXPECT_TRUE(contains(sass, op)) << op << " is not in the SASS";
-  }
-  // Everywhere else the target table refuses it before NVRTC is asked, naming the instruction.
-  for (Arch arch : {Arch::SM_80, Arch::SM_90}) {
-    Spec s = ex.spec();
-    s.arch = arch;
-    try {
-      compile(ex.build(), s);
-      ADD_FAILURE() << "compiled for " << arch_name(arch);
-    } catch (const CheckError& e) {
-      EXPECT_TRUE(e.has("V1008")) << render_all(e.diagnostics());
+  for (const auto& [name, n] : {std::pair<std::string, int>{"gemm_wgmma_bf16", 128}, {"gemm_wgmma_bf16_wide", 256}}) {
+    SCOPED_TRACE(name);
+    const auto& ex = gemm_example(name);
+    const std::string shape = "64x" + std::to_string(n) + "x16";
+    Compiled c = compile(ex.build(), ex.spec());
+    ASSERT_FALSE(c.cubin.empty());
+    EXPECT_EQ(c.log, "") << "NVRTC (and ptxas, which warns when setmaxnreg cannot be honoured) said something";
+    const std::string& src = c.spec.source;
+    EXPECT_TRUE(contains(src, "__launch_bounds__(384, 1)")) << "setmaxnreg needs the register count at entry";
+    EXPECT_TRUE(contains(src, "const __grid_constant__ vt_tensor_map A_map"));
+    EXPECT_TRUE(contains(src, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"));
+    EXPECT_TRUE(contains(src, "mbarrier.arrive.expect_tx.shared::cta.b64"));
+    EXPECT_TRUE(contains(src, "setmaxnreg.dec.sync.aligned.u32 40"));
+    EXPECT_TRUE(contains(src, "setmaxnreg.inc.sync.aligned.u32 232"));
+    EXPECT_TRUE(contains(src, "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32.bf16.bf16"));
+    EXPECT_TRUE(contains(src, "% 1024u")) << "the shared base is aligned for the swizzled tiles";
+    if (!examples::find_cuobjdump().empty()) {
+      std::string sass = examples::sass(c.cubin);
+      for (const std::string& op :
+           {"HGMMA." + shape + ".F32.BF16", std::string("UTMALDG.2D"), std::string("USETMAXREG"), std::string("SYNCS")})
+        EXPECT_TRUE(contains(sass, op)) << op << " is not in the SASS";
+      EXPECT_FALSE(contains(sass, "STL")) << "the accumulators spill";
+    }
+    // Everywhere else the target table refuses it before NVRTC is asked, naming the instruction.
+    for (Arch arch : {Arch::SM_80, Arch::SM_90}) {
+      Spec s = ex.spec();
+      s.arch = arch;
+      try {
+        compile(ex.build(), s);
+        ADD_FAILURE() << "compiled for " << arch_name(arch);
+      } catch (const CheckError& e) {
+        EXPECT_TRUE(e.has("V1008")) << render_all(e.diagnostics());
+      }
     }
   }
 }

@@ -800,16 +800,19 @@ Kernel scan_lookback() {
   return k.build();
 }
 
-Kernel scan_tiled() {
-  constexpr int T = 256, ITEMS = 8, TILE = T * ITEMS;
-  KernelBuilder k("scan_tiled");
+Kernel scan_tiled(int T, int ITEMS, const std::string& name) {
+  if (T < 64 || T > 1024 || T % 32 != 0 || ITEMS < 4 || ITEMS % 4 != 0 || ITEMS > 32)
+    throw std::invalid_argument("scan_tiled: " + std::to_string(T) + " threads of " + std::to_string(ITEMS) +
+                                " items; threads are a multiple of 32 from 64 to 1024, items a multiple of 4 up to 32");
+  const int TILE = T * ITEMS;
+  KernelBuilder k(!name.empty() ? name : "scan_tiled");
   auto n = k.param<int>("n");
   auto x = k.param<GlobalPtr<const int>>("x", extent(n));
   auto y = k.param<GlobalPtr<int>>("y", extent(n));
   auto desc = k.param<GlobalPtr<std::uint64_t>>("desc", extent((n + (TILE - 1)) / TILE));  // zero at launch
   k.block_threads(T);
   k.require(n > 0);
-  // n + 2047 does not wrap, so that the tiles' count is exact (and desc's extent with it).
+  // n + TILE - 1 does not wrap, so that the tiles' count is exact (and desc's extent with it).
   k.require(n <= std::numeric_limits<int>::max() - (TILE - 1));
   constexpr int kAggregate = 1, kInclusive = 2;  // a block's word, as scan_lookback's
   auto word = [](int status, const Expr& value) {
@@ -818,7 +821,7 @@ Kernel scan_tiled() {
   k.body([&](Scope& g) {
     lib::for_each_block(g, y, TILE, [&](Scope& b, Expr blk, View y_b) {
       auto t = b.let("t", b.id(thread(1)));
-      // The thread's 8 items: x[first .. first + 7], two 16-byte loads where all 8 are inside.
+      // The thread's items: x[first .. first + ITEMS - 1], 16-byte loads where all are inside.
       auto first = b.let("first", cast<std::int64_t>(blk) * TILE + cast<std::int64_t>(t * ITEMS));
       auto items = b.local_array("items", ScalarType::I32, ITEMS, at(thread(1)));
       b.group(thread(1), [&](Scope& th) {
@@ -898,8 +901,8 @@ Kernel scan_tiled() {
                 });
               }}});
       });
-      // Everything before the thread's first item, then its 8 results, two 16-byte stores where all
-      // 8 are inside.
+      // Everything before the thread's first item, then its results, 16-byte stores where all are
+      // inside.
       auto before_me = b.let("before_me", prefix_s[0] + upto - mine);
       auto out = b.local_array("out", ScalarType::I32, ITEMS, at(thread(1)));
       for (int e = 0; e < ITEMS; ++e) out[e] = items[e] + before_me;
@@ -1001,13 +1004,16 @@ Kernel vec_copy() {
 }
 // END FORM
 
-Kernel gemm_wgmma_bf16() {
-  // C (f32, M x N) = A (bf16, M x K) * Bt^T (Bt: bf16, N x K), both operands K-major as wgmma reads
-  // them. 128 x 128 tiles of C, 64-deep K steps, 4 pipeline slots. Warpgroups 0 and 1 consume (64
-  // rows of C each, four m64n128k16 wgmma per step); warpgroup 2 produces (one thread issues the TMA
-  // loads). The slots are a loop: slot s = kt % 4 is used in round kt / 4, whose parity the waits name.
-  constexpr int BM = 128, BN = 128, BK = 64, kStages = 4, T = 384;
-  KernelBuilder k("gemm_wgmma_bf16");
+namespace {
+// C (f32, M x N) = A (bf16, M x K) * Bt^T (Bt: bf16, N x K), both operands K-major as wgmma reads
+// them. 128 x BN tiles of C, 64-deep K steps, 4 pipeline slots. Warpgroups 0 and 1 consume (64 rows
+// of C each, four m64nBNk16 wgmma per step, BN / 2 accumulators a thread); warpgroup 2 produces (one
+// thread issues the TMA loads). The slots are a loop: slot s = kt % 4 is used in round kt / 4, whose
+// parity the waits name. BN is 128 (rung 1) or 256 (rung 2: each B tile read from shared memory
+// serves twice the product, as the A tile does).
+Kernel wgmma_gemm(const char* name, int BN) {
+  constexpr int BM = 128, BK = 64, kStages = 4, T = 384;
+  KernelBuilder k(name);
   auto M = k.param<int>("M", specialize);
   auto N = k.param<int>("N", specialize);
   auto K = k.param<int>("K", specialize);
@@ -1085,6 +1091,10 @@ Kernel gemm_wgmma_bf16() {
   });
   return k.build();
 }
+}  // namespace
+
+Kernel gemm_wgmma_bf16() { return wgmma_gemm("gemm_wgmma_bf16", 128); }
+Kernel gemm_wgmma_bf16_wide() { return wgmma_gemm("gemm_wgmma_bf16_wide", 256); }
 
 namespace {
 // ---------------------------------------------------------------- the tunable sgemm rungs
@@ -1207,7 +1217,7 @@ const std::vector<Example>& all() {
       {"mma_tf32", "tf32 tensor-core GEMM: 32x32 block tiles, four warps of two m16n8k8 mma.sync, any size", mma_tf32},
       {"scan_lookback", "single-pass inclusive scan of ints, decoupled look-back across blocks of 256", scan_lookback},
       {"scan_tiled", "the look-back scan with 8 ints per thread in 16-byte loads and stores, 2048 per block",
-       scan_tiled},
+       [] { return scan_tiled(); }},
       {"transpose", "out = in^T through a 32x32 shared tile (column reads: 32-way bank conflicts)", transpose},
       {"transpose_padded", "the same through a 32x33 tile (no bank conflicts)", transpose_padded},
       {"transpose_async", "the padded transpose with the tile staged by cp.async", transpose_async},
@@ -1216,6 +1226,11 @@ const std::vector<Example>& all() {
        "warpgroups",
        gemm_wgmma_bf16,
        {{"M", 256}, {"N", 256}, {"K", 256}},
+       Arch::SM_90a},
+      {"gemm_wgmma_bf16_wide",
+       "the bf16 wgmma GEMM on 128 x 256 tiles (m64n256k16): a quarter fewer tile loads per product",
+       gemm_wgmma_bf16_wide,
+       {{"M", 256}, {"N", 512}, {"K", 256}},
        Arch::SM_90a},
   };
   return kAll;

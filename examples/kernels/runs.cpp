@@ -228,7 +228,7 @@ RunResult run_sgemm(const Kernel& k, const Size& s, const Device& d, Grid g) {
 /// bf16; their products and sums are exact in f32 too, so the result is bit-exact in any order. Only a
 /// GPU of sm_90 runs it; the interpreter and the CPU backend stop at its first Hopper instruction
 /// (UnsupportedOnDevice), which this lets through to the caller.
-RunResult run_wgmma_gemm(const Kernel& k, const Size& s, const Device& d) {
+RunResult run_wgmma_gemm(const Kernel& k, const Size& s, const Device& d, std::int64_t bn) {
   std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
   auto quarter = [](std::int64_t i, int seed) { return static_cast<float>((i * 7 + seed * 3) % 9 - 4) / 4.0f; };
   auto bf16 = [](float f) {
@@ -250,8 +250,8 @@ RunResult run_wgmma_gemm(const Kernel& k, const Size& s, const Device& d) {
     }
   Staged sA(d, A), sB(d, Bt);
   Staged sC(d, C);
-  auto rep = k.launch(d, Grid{(M / 128) * (N / 128), 384}, static_cast<int>(M), static_cast<int>(N),
-                      static_cast<int>(K), sA.read_only(), sB.read_only(), sC.arg());
+  auto rep = k.launch(d, Grid{(M / 128) * (N / bn), 384}, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K),
+                      sA.read_only(), sB.read_only(), sC.arg());
   sC.fetch();
   std::string why;
   bool ok = close(C, want, 0.0, why);
@@ -372,10 +372,16 @@ const std::map<std::string, Case>& cases() {
       // Multiples of the 128 x 128 tile and the 64-deep K step (the kernel requires them); K = 64 is
       // one pipeline step, 576 wraps the 4 slots twice.
       {"gemm_wgmma_bf16",
-       {run_wgmma_gemm,
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_wgmma_gemm(k, s, d, 128); },
         {{{"M", 256}, {"N", 256}, {"K", 256}},
          {{"M", 128}, {"N", 384}, {"K", 64}},
          {{"M", 384}, {"N", 128}, {"K", 576}}}}},
+      // The same on 128 x 256 tiles.
+      {"gemm_wgmma_bf16_wide",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_wgmma_gemm(k, s, d, 256); },
+        {{{"M", 256}, {"N", 512}, {"K", 256}},
+         {{"M", 128}, {"N", 768}, {"K", 64}},
+         {{"M", 384}, {"N", 256}, {"K", 576}}}}},
       // The naive mma kernel tiles C in 16x8 and K in 8 with no edge handling and requires multiples.
       {"mma_tf32_naive",
        {run_mma_naive,
@@ -407,6 +413,8 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
     b = tiles(64, 64);
   else if (name == "gemm_wgmma_bf16")
     b = tiles(128, 128);
+  else if (name == "gemm_wgmma_bf16_wide")
+    b = tiles(128, 256);
   else if (name == "mma_tf32_naive")
     b = (at("M") / 16) * (at("N") / 8);
   return std::max<std::int64_t>(1, b);
@@ -429,12 +437,28 @@ std::int64_t default_blocks(const std::string& name, const Size& size) {
 
 Grid default_grid(const std::string& name, const Size& size) {
   static const std::map<std::string, std::int64_t> kThreads = {
-      {"saxpy", 256},         {"vec_copy", 256},        {"block_load_copy", 128},  {"block_reduce", 256},
-      {"sgemm_naive", 256},   {"sgemm_coalesced", 256}, {"sgemm_smem", 1024},      {"sgemm_reg1d", 512},
-      {"sgemm_reg2d", 256},   {"sgemm_vec", 256},       {"sgemm_warptile", 128},   {"mma_tf32", 128},
-      {"scan_lookback", 256}, {"transpose", 256},       {"transpose_padded", 256}, {"transpose_async", 256},
-      {"warp_mma", 32},       {"gemm_wgmma_bf16", 384}, {"mma_tf32_naive", 32},    {"sgemm_pipelined", 256},
+      {"saxpy", 256},
+      {"vec_copy", 256},
+      {"block_load_copy", 128},
+      {"block_reduce", 256},
+      {"sgemm_naive", 256},
+      {"sgemm_coalesced", 256},
+      {"sgemm_smem", 1024},
+      {"sgemm_reg1d", 512},
+      {"sgemm_reg2d", 256},
+      {"sgemm_vec", 256},
+      {"sgemm_warptile", 128},
+      {"mma_tf32", 128},
+      {"scan_lookback", 256},
+      {"transpose", 256},
+      {"transpose_padded", 256},
+      {"transpose_async", 256},
+      {"warp_mma", 32},
+      {"gemm_wgmma_bf16", 384},
+      {"mma_tf32_naive", 32},
+      {"sgemm_pipelined", 256},
       {"scan_tiled", 256},
+      {"gemm_wgmma_bf16_wide", 384},
   };
   auto it = kThreads.find(name);
   if (it == kThreads.end()) throw std::invalid_argument("no grid is defined for example '" + name + "'");

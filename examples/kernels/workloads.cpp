@@ -218,7 +218,7 @@ Workload scan(const Device& d, const Size& s) {
 enum class Shape { None, Gemm, Wgmma, Copy, Transpose, Reduce, Scan };
 
 Shape shape_of(const std::string& name) {
-  if (name == "gemm_wgmma_bf16") return Shape::Wgmma;
+  if (name.rfind("gemm_wgmma_bf16", 0) == 0) return Shape::Wgmma;
   if (name == "mma_tf32" || (name.rfind("sgemm_", 0) == 0)) return Shape::Gemm;
   if (name == "vec_copy") return Shape::Copy;
   if (name.rfind("transpose", 0) == 0) return Shape::Transpose;

@@ -48,8 +48,8 @@ def main():
     def baseline(r):
         """(name, its ms, the kernel's speed over it) for a row."""
         ex, size = r["example"], r["size"]
-        if ex.startswith("sgemm") or ex in ("mma_tf32", "gemm_wgmma_bf16"):
-            mode = "tf32" if ex == "mma_tf32" else "bf16" if ex == "gemm_wgmma_bf16" else "fp32"
+        if ex.startswith(("sgemm", "gemm_wgmma")) or ex == "mma_tf32":
+            mode = "tf32" if ex == "mma_tf32" else "bf16" if ex.startswith("gemm_wgmma") else "fp32"
             c = cublas.get((mode, int(size)))
             if c:
                 return f"cuBLAS {mode}" + (" (bf16 out)" if c.get("out") == "bf16" else ""), c["ms"], c["ms"] / r["vantage_ms"]
@@ -99,9 +99,10 @@ def main():
     goal("the best sgemm at least 0.90 of cuBLAS fp32 at 4096^3" + (f" ({best['example']})" if best else ""),
          fp32["ms"] / best["vantage_ms"] if best and fp32 else None, 0.90)
     for n in (4096, 8192):
-        w = next((r for r in rows if r["example"] == "gemm_wgmma_bf16" and r["size"] == str(n)), None)
+        ws = [r for r in rows if r["example"].startswith("gemm_wgmma") and r["size"] == str(n)]
+        w = min(ws, key=lambda r: r["vantage_ms"]) if ws else None
         c = cublas.get(("bf16", n))
-        goal(f"the bf16 wgmma GEMM at least 0.90 of cuBLAS bf16 at {n}^3",
+        goal(f"the best bf16 wgmma GEMM at least 0.90 of cuBLAS bf16 at {n}^3" + (f" ({w['example']})" if w else ""),
              c["ms"] / w["vantage_ms"] if w and c else None, 0.90)
     scans = [r for r in rows if r["example"].startswith("scan_") and r["size"] == "n=2^28"]
     s = min(scans, key=lambda r: r["vantage_ms"]) if scans else None
