@@ -94,7 +94,8 @@ struct Case {
 Size square(std::int64_t n) { return {{"M", n}, {"N", n}, {"K", n}}; }
 
 /// Other shapes of an example, timed beside it to choose its default: scan_tiled with more items a
-/// thread or other block sizes, sgemm_pipelined in the shapes the tuner picked on an H100.
+/// thread or other block sizes, the wgmma GEMMs' tiles in groups of rows, sgemm_pipelined in the shape
+/// the tuner picked on an H100.
 struct Variant {
   std::string name, example;
   Shape shape;
@@ -105,7 +106,7 @@ struct Variant {
 const std::vector<Variant>& variants() {
   static const std::vector<Variant> kAll = [] {
     std::vector<Variant> v;
-    for (auto [threads, items] : {std::pair{256, 16}, {128, 16}, {512, 8}, {128, 8}}) {
+    for (auto [threads, items] : {std::pair{512, 8}, {1024, 8}, {512, 12}, {512, 4}, {1024, 4}}) {
       const std::string name = "scan_tiled_t" + std::to_string(threads) + "_i" + std::to_string(items);
       v.push_back({name,
                    "scan_tiled",
@@ -117,7 +118,16 @@ const std::vector<Variant>& variants() {
                      return Grid{std::max<std::int64_t>(1, (s.at("n") + tile - 1) / tile), threads};
                    }});
     }
-    for (auto [bm, bn, bk] : {std::tuple{64, 128, 16}, {128, 256, 16}}) {
+    for (auto [bn, group] : {std::pair{256, 8}, {256, 16}, {128, 8}}) {
+      const std::string name = "gemm_wgmma_bf16" + std::string(bn == 256 ? "_wide" : "") + "_g" + std::to_string(group);
+      for (std::int64_t n : {4096, 8192})
+        v.push_back({name, bn == 256 ? "gemm_wgmma_bf16_wide" : "gemm_wgmma_bf16", Shape::Wgmma, square(n),
+                     [=] { return examples::wgmma_gemm(name, bn, group); },
+                     [=](const Size& s) {
+                       return Grid{s.at("M") / 128 * (s.at("N") / bn), 384};
+                     }});
+    }
+    for (auto [bm, bn, bk] : {std::tuple{64, 128, 16}}) {
       const std::string name =
           "sgemm_pipelined_" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk);
       v.push_back({name, "sgemm_pipelined", Shape::Gemm, square(4096),

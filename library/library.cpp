@@ -266,20 +266,36 @@ void grid_stride(Scope& grid, const View& out, const ExprArg& n,
       loc);
 }
 
-void for_each_tile(Scope& grid, const View& m, const ExprArg& rows, const ExprArg& cols, int tile_rows, int tile_cols,
-                   const std::function<void(Scope& block, const MatrixTile& tile)>& body, Loc loc) {
-  if (tile_rows < 1 || tile_cols < 1) {
+namespace {
+void tiles_in_order(Scope& grid, const View& m, const ExprArg& rows, const ExprArg& cols, int tile_rows, int tile_cols,
+                    int group_rows, const std::function<void(Scope& block, const MatrixTile& tile)>& body, Loc loc) {
+  if (tile_rows < 1 || tile_cols < 1 || group_rows < 1) {
     grid.diagnose("V0913",
-                  "lib::for_each_tile needs tiles of at least 1 x 1, not " + std::to_string(tile_rows) + " x " +
-                      std::to_string(tile_cols),
+                  "lib::for_each_tile needs tiles of at least 1 x 1 and groups of at least one row, not " +
+                      std::to_string(tile_rows) + " x " + std::to_string(tile_cols) + " in groups of " +
+                      std::to_string(group_rows),
                   loc);
     return;
   }
   const Expr R = rows.expr, C = cols.expr;
   // At least one, so that every block's row of tiles is at least 0 whatever the number of columns.
   Var per_row = grid.let("tiles_per_row", max((C + (tile_cols - 1)) / tile_cols, 1), loc);
-  Var brow = grid.let("brow", grid.id(block(1), loc) / per_row, loc);
-  Var bcol = grid.let("bcol", grid.id(block(1), loc) % per_row, loc);
+  Var brow, bcol;
+  if (group_rows == 1) {
+    brow = grid.let("brow", grid.id(block(1), loc) / per_row, loc);
+    bcol = grid.let("bcol", grid.id(block(1), loc) % per_row, loc);
+  } else {
+    // Block b: group b / (G * per_row), whose first tile row is that times G; the group's rows (G, or
+    // what is left of the matrix's, at least one) are walked down each column in turn.
+    Var per_group = grid.let("tiles_per_group", per_row * group_rows, loc);
+    Var bid = grid.let("bid", grid.id(block(1), loc), loc);
+    Var first = grid.let("first_row", bid / per_group * group_rows, loc);
+    Var tile_rows_all = grid.let("tile_rows_all", (R + (tile_rows - 1)) / tile_rows, loc);
+    Var in_group = grid.let("rows_in_group", max(min(tile_rows_all - first, group_rows), 1), loc);
+    Var local = grid.let("in_group", bid % per_group, loc);
+    brow = grid.let("brow", first + local % in_group, loc);
+    bcol = grid.let("bcol", local / in_group, loc);
+  }
   grid.partition(
       m, block(1), [&](Expr i) { return brow * tile_rows * C + bcol * tile_cols + i; },
       [&](Scope& g, View share) {
@@ -299,6 +315,19 @@ void for_each_tile(Scope& grid, const View& m, const ExprArg& rows, const ExprAr
             loc);
       },
       loc);
+}
+
+}  // namespace
+
+void for_each_tile(Scope& grid, const View& m, const ExprArg& rows, const ExprArg& cols, int tile_rows, int tile_cols,
+                   const std::function<void(Scope& block, const MatrixTile& tile)>& body, Loc loc) {
+  tiles_in_order(grid, m, rows, cols, tile_rows, tile_cols, 1, body, loc);
+}
+
+void for_each_tile_grouped(Scope& grid, const View& m, const ExprArg& rows, const ExprArg& cols, int tile_rows,
+                           int tile_cols, int group_rows,
+                           const std::function<void(Scope& block, const MatrixTile& tile)>& body, Loc loc) {
+  tiles_in_order(grid, m, rows, cols, tile_rows, tile_cols, group_rows, body, loc);
 }
 
 void update_own(Scope& b, const MatrixTile& tile, const std::function<void(Scope& th, ElemRef e)>& body, Loc loc) {

@@ -565,6 +565,59 @@ TEST(Library, StageTileCopiesATileInRoundsWithZerosPastTheEdges) {
     }
   }
 }
+
+// lib::for_each_tile_grouped: every tile once, in the grouped order (block b of group b / (G * tiles
+// per row) walks down the group's rows, column by column), with a last group of fewer rows, on every
+// backend; groups of 0 rows are refused at the caller's line.
+TEST(Library, GroupedTilesCoverEveryTileOnceInTheGroupedOrder) {
+  constexpr int G = 3;
+  KernelBuilder k("grouped_tiles");
+  auto rows = k.param<int>("rows");
+  auto cols = k.param<int>("cols");
+  auto out = k.param<GlobalPtr<int>>("out", extent(rows * cols));
+  k.block_threads(16);
+  k.body([&](Scope& g) {
+    auto blk = g.let("blk", g.id(block(1)));
+    lib::for_each_tile_grouped(g, out, rows, cols, 4, 4, G, [&](Scope& b, const lib::MatrixTile& c) {
+      lib::update_own(b, c, [&](Scope&, ElemRef e) { e = blk; });
+    });
+  });
+  Kernel kernel = k.build();
+  for (auto [R, C] : {std::pair{16, 16}, std::pair{30, 13}, std::pair{4, 9}, std::pair{50, 5}}) {
+    const int tr = (R + 3) / 4, tc = (C + 3) / 4;
+    std::vector<int> want(static_cast<std::size_t>(R * C), -1);
+    for (int b = 0; b < tr * tc; ++b) {
+      const int first = b / (G * tc) * G, in_group = std::min(tr - first, G), local = b % (G * tc);
+      const int brow = first + local % in_group, bcol = local / in_group;
+      for (int r = brow * 4; r < std::min(R, brow * 4 + 4); ++r)
+        for (int c = bcol * 4; c < std::min(C, bcol * 4 + 4); ++c) {
+          ASSERT_EQ(want[static_cast<std::size_t>(r * C + c)], -1) << "tile of block " << b << " taken twice";
+          want[static_cast<std::size_t>(r * C + c)] = b;
+        }
+    }
+    ASSERT_EQ(std::count(want.begin(), want.end(), -1), 0) << "a tile no block takes";
+    for (const Device& d : devices()) {
+      std::vector<int> got(want.size(), -1);
+      kernel.launch(d, Grid{tr * tc, 16}, R, C, got);
+      d.synchronize();
+      EXPECT_EQ(got, want) << R << " x " << C << " on " << d.name();
+    }
+  }
+  int line = 0;
+  KernelBuilder bad("no_groups");
+  auto o = bad.param<GlobalPtr<int>>("o", extent(64));
+  bad.block_threads(16);
+  bad.body([&](Scope& g) {
+    line = __LINE__ + 1;
+    lib::for_each_tile_grouped(g, o, 8, 8, 4, 4, 0, [&](Scope&, const lib::MatrixTile&) {});
+  });
+  try {
+    bad.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0913", line, "tests/test_library.cpp")) << render_all(e.diagnostics());
+  }
+}
 }  // namespace
 }  // namespace vantage
 

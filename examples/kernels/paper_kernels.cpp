@@ -1004,14 +1004,13 @@ Kernel vec_copy() {
 }
 // END FORM
 
-namespace {
 // C (f32, M x N) = A (bf16, M x K) * Bt^T (Bt: bf16, N x K), both operands K-major as wgmma reads
 // them. 128 x BN tiles of C, 64-deep K steps, 4 pipeline slots. Warpgroups 0 and 1 consume (64 rows
 // of C each, four m64nBNk16 wgmma per step, BN / 2 accumulators a thread); warpgroup 2 produces (one
 // thread issues the TMA loads). The slots are a loop: slot s = kt % 4 is used in round kt / 4, whose
-// parity the waits name. BN is 128 (rung 1) or 256 (rung 2: each B tile read from shared memory
-// serves twice the product, as the A tile does).
-Kernel wgmma_gemm(const char* name, int BN) {
+// parity the waits name. BN is 128 (rung 1) or 256 (rung 2: a quarter fewer tile loads per product).
+Kernel wgmma_gemm(const std::string& name, int BN, int group_rows) {
+  if (BN != 128 && BN != 256) throw std::invalid_argument("wgmma_gemm: BN is 128 or 256, not " + std::to_string(BN));
   constexpr int BM = 128, BK = 64, kStages = 4, T = 384;
   KernelBuilder k(name);
   auto M = k.param<int>("M", specialize);
@@ -1026,7 +1025,7 @@ Kernel wgmma_gemm(const char* name, int BN) {
   TensorMap a_map = k.tensor_map("A_map", A, M, K, BM, BK);
   TensorMap b_map = k.tensor_map("Bt_map", Bt, N, K, BN, BK);
   k.body([&](Scope& g) {
-    lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
+    lib::for_each_tile_grouped(g, C, M, N, BM, BN, group_rows, [&](Scope& b, const lib::MatrixTile& c) {
       View As = b.shared_aligned("As", ScalarType::BF16, kStages * BM * BK, 1024);
       View Bs = b.shared_aligned("Bs", ScalarType::BF16, kStages * BN * BK, 1024);
       View full = b.shared<std::uint64_t>("full", kStages);    // slot s holds data: TMA completes it
@@ -1091,10 +1090,9 @@ Kernel wgmma_gemm(const char* name, int BN) {
   });
   return k.build();
 }
-}  // namespace
 
-Kernel gemm_wgmma_bf16() { return wgmma_gemm("gemm_wgmma_bf16", 128); }
-Kernel gemm_wgmma_bf16_wide() { return wgmma_gemm("gemm_wgmma_bf16_wide", 256); }
+Kernel gemm_wgmma_bf16() { return wgmma_gemm("gemm_wgmma_bf16", 128, 1); }
+Kernel gemm_wgmma_bf16_wide() { return wgmma_gemm("gemm_wgmma_bf16_wide", 256, 1); }
 
 namespace {
 // ---------------------------------------------------------------- the tunable sgemm rungs

@@ -151,6 +151,10 @@ struct Example {
 const std::vector<Example>& all();
 /// The bf16 wgmma GEMM for sm_90a (TMA, an mbarrier pipeline, warp specialization).
 Kernel gemm_wgmma_bf16();
+/// The same on 128 x 256 tiles (m64n256k16).
 Kernel gemm_wgmma_bf16_wide();
+/// Either, named `name`, on 128 x `bn` tiles (128 or 256) taken in groups of `group_rows` tile rows
+/// (lib::for_each_tile_grouped; 1: row by row).
+Kernel wgmma_gemm(const std::string& name, int bn, int group_rows);
 
 }  // namespace vantage::examples

@@ -83,6 +83,15 @@ void for_each_tile(Scope& grid, const View& m, const ExprArg& rows, const ExprAr
                    const std::function<void(Scope& block, const MatrixTile& tile)>& body,
                    std::source_location loc = std::source_location::current());
 
+/// The same, with the blocks taken through the tiles in groups of `group_rows` tile rows: block b is
+/// in group g = b / (group_rows * tiles per row), whose tiles it walks down each column of the
+/// group's rows before the next column, so that the blocks running at one time share rows of A and
+/// columns of B in L2 (a GEMM's tile order). group_rows = 1 is the row-major order above.
+void for_each_tile_grouped(Scope& grid, const View& m, const ExprArg& rows, const ExprArg& cols, int tile_rows,
+                           int tile_cols, int group_rows,
+                           const std::function<void(Scope& block, const MatrixTile& tile)>& body,
+                           std::source_location loc = std::source_location::current());
+
 /// At block(1): the thread's own element of the tile, `body(th, e)` at thread(1) with e the element,
 /// when it is inside the matrix (edge tiles are partial).
 void update_own(Scope& block, const MatrixTile& tile, const std::function<void(Scope& th, ElemRef e)>& body,
