@@ -106,7 +106,7 @@ struct Variant {
 const std::vector<Variant>& variants() {
   static const std::vector<Variant> kAll = [] {
     std::vector<Variant> v;
-    for (auto [threads, items] : {std::pair{512, 8}, {1024, 8}, {512, 12}, {512, 4}, {1024, 4}}) {
+    for (auto [threads, items] : {std::pair{256, 8}, {512, 8}, {768, 8}, {512, 12}, {1024, 12}}) {
       const std::string name = "scan_tiled_t" + std::to_string(threads) + "_i" + std::to_string(items);
       v.push_back({name,
                    "scan_tiled",
@@ -118,7 +118,7 @@ const std::vector<Variant>& variants() {
                      return Grid{std::max<std::int64_t>(1, (s.at("n") + tile - 1) / tile), threads};
                    }});
     }
-    for (auto [bn, group] : {std::pair{256, 8}, {256, 16}, {128, 8}}) {
+    for (auto [bn, group] : {std::pair{256, 1}, {256, 4}, {256, 8}, {256, 32}}) {
       const std::string name = "gemm_wgmma_bf16" + std::string(bn == 256 ? "_wide" : "") + "_g" + std::to_string(group);
       for (std::int64_t n : {4096, 8192})
         v.push_back({name, bn == 256 ? "gemm_wgmma_bf16_wide" : "gemm_wgmma_bf16", Shape::Wgmma, square(n),

@@ -106,7 +106,7 @@ TEST(Twins, PlainTwinsComputeTheirExamplesResultsOnHostThreads) {
       {"transpose_padded", "copy.cu", {{"M", 70}, {"N", 45}}, {}},
       {"block_reduce", "reduce_scan.cu", {{"n", 1000}}, {}},
       {"scan_lookback", "reduce_scan.cu", {{"n", 1000}}, {}},
-      {"scan_tiled", "reduce_scan.cu", {{"n", 5000}}, {}},
+      {"scan_tiled", "reduce_scan.cu", {{"n", 20000}}, {}},
   };
   using A = test_support::HostArg;
   std::vector<test_support::HostLaunch> launches;

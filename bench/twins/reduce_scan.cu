@@ -77,14 +77,14 @@ extern "C" __global__ void __launch_bounds__(256)
   if (i < n) y[i] = prefix_s + v;
 }
 
-// scan_tiled: a look-back scan with 8 ints per thread (2048 per block of 256): each thread loads its
+// scan_tiled: a look-back scan with 8 ints per thread (8192 per block of 1024): each thread loads its
 // 8 consecutive items as two 16-byte vectors where all are inside n (one by one, zeros past n,
 // otherwise), scans them in registers, the threads' totals are scanned over the block (shuffles in
 // each warp, the warps' totals through shared memory), the first warp looks back 32 blocks at a time,
 // and each thread stores its 8 results as two vectors where all are inside n.
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(1024)
     twin_scan_tiled(int n, const int* __restrict__ x, int* __restrict__ y, unsigned long long* __restrict__ desc) {
-  constexpr int T = 256, WARPS = T / 32, ITEMS = 8;
+  constexpr int T = 1024, WARPS = T / 32, ITEMS = 8;
   constexpr unsigned long long kAggregate = 1ull << 62, kInclusive = 2ull << 62;
   __shared__ int warps[WARPS];
   __shared__ int prefix_s;

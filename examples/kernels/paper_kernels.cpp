@@ -1092,7 +1092,7 @@ Kernel wgmma_gemm(const std::string& name, int BN, int group_rows) {
 }
 
 Kernel gemm_wgmma_bf16() { return wgmma_gemm("gemm_wgmma_bf16", 128, 1); }
-Kernel gemm_wgmma_bf16_wide() { return wgmma_gemm("gemm_wgmma_bf16_wide", 256, 1); }
+Kernel gemm_wgmma_bf16_wide() { return wgmma_gemm("gemm_wgmma_bf16_wide", 256, 16); }
 
 namespace {
 // ---------------------------------------------------------------- the tunable sgemm rungs
@@ -1214,7 +1214,7 @@ const std::vector<Example>& all() {
       {"vec_copy", "each thread copies 4 floats with one 16-byte load and store", vec_copy},
       {"mma_tf32", "tf32 tensor-core GEMM: 32x32 block tiles, four warps of two m16n8k8 mma.sync, any size", mma_tf32},
       {"scan_lookback", "single-pass inclusive scan of ints, decoupled look-back across blocks of 256", scan_lookback},
-      {"scan_tiled", "the look-back scan with 8 ints per thread in 16-byte loads and stores, 2048 per block",
+      {"scan_tiled", "the look-back scan with 8 ints per thread in 16-byte loads and stores, 8192 per block of 1024",
        [] { return scan_tiled(); }},
       {"transpose", "out = in^T through a 32x32 shared tile (column reads: 32-way bank conflicts)", transpose},
       {"transpose_padded", "the same through a 32x33 tile (no bank conflicts)", transpose_padded},
@@ -1226,7 +1226,7 @@ const std::vector<Example>& all() {
        {{"M", 256}, {"N", 256}, {"K", 256}},
        Arch::SM_90a},
       {"gemm_wgmma_bf16_wide",
-       "the bf16 wgmma GEMM on 128 x 256 tiles (m64n256k16): a quarter fewer tile loads per product",
+       "the bf16 wgmma GEMM on 128 x 256 tiles (m64n256k16), taken in groups of 16 tile rows for L2",
        gemm_wgmma_bf16_wide,
        {{"M", 256}, {"N", 512}, {"K", 256}},
        Arch::SM_90a},

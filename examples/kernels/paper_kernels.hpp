@@ -105,13 +105,13 @@ Kernel mma_tf32();
 /// increasing chunks, and the interpreter runs them in order.
 Kernel scan_lookback();
 
-/// The same scan with `items` ints per thread (by default 8 on 256 threads, 2048 per block): each
+/// The same scan with `items` ints per thread (by default 8 on 1024 threads, 8192 per block): each
 /// thread loads its consecutive items as 16-byte vectors where all are inside n (one by one, zeros
 /// past n, in the last block), scans them in registers, the threads' totals are scanned over the
 /// block, the first warp looks back over 32 blocks at a time, and each thread stores its results as
 /// vectors. `desc` holds ceil(n / (threads * items)) words, zero at launch; n > 0. Threads: a
 /// multiple of 32 from 64 to 1024; items: a multiple of 4 up to 32.
-Kernel scan_tiled(int threads = 256, int items = 8, const std::string& name = "");
+Kernel scan_tiled(int threads = 1024, int items = 8, const std::string& name = "");
 
 /// out (N x M) = in (M x N) transposed, through a 32 x 32 shared tile per block (1024 threads): reads
 /// and writes of global memory coalesced, the tile written by rows and read by columns. `transpose`
@@ -151,7 +151,8 @@ struct Example {
 const std::vector<Example>& all();
 /// The bf16 wgmma GEMM for sm_90a (TMA, an mbarrier pipeline, warp specialization).
 Kernel gemm_wgmma_bf16();
-/// The same on 128 x 256 tiles (m64n256k16).
+/// Rung 2: the same on 128 x 256 tiles (m64n256k16), taken in groups of 16 tile rows, so that the
+/// blocks running at one time share their rows of A and columns of Bt in L2.
 Kernel gemm_wgmma_bf16_wide();
 /// Either, named `name`, on 128 x `bn` tiles (128 or 256) taken in groups of `group_rows` tile rows
 /// (lib::for_each_tile_grouped; 1: row by row).

@@ -116,7 +116,7 @@ RunResult run_vec_copy(const Kernel& k, const Size& s, const Device& d) {
 }
 
 /// The look-back scans: `per_block` items per block of 256 threads (1 or 8 per thread).
-RunResult run_scan(const Kernel& k, const Size& s, const Device& d, std::int64_t per_block) {
+RunResult run_scan(const Kernel& k, const Size& s, const Device& d, std::int64_t per_block, std::int64_t threads) {
   std::int64_t n = s.at("n"), blocks = std::max<std::int64_t>(1, ceil_div(n, per_block));
   std::vector<int> x(static_cast<std::size_t>(n)), y(x.size(), -1), want(x.size());
   std::vector<std::uint64_t> desc(static_cast<std::size_t>(blocks), 0);  // zero at launch, as it needs
@@ -128,7 +128,7 @@ RunResult run_scan(const Kernel& k, const Size& s, const Device& d, std::int64_t
   }
   Staged sx(d, x), sy(d, y);
   Staged sdesc(d, desc);
-  auto rep = k.launch(d, Grid{blocks, 256}, static_cast<int>(n), sx.read_only(), sy.arg(), sdesc.arg());
+  auto rep = k.launch(d, Grid{blocks, threads}, static_cast<int>(n), sx.read_only(), sy.arg(), sdesc.arg());
   sy.fetch();
   std::int64_t first_bad = -1;
   for (std::int64_t i = 0; i < n && first_bad < 0; ++i)
@@ -358,13 +358,13 @@ const std::map<std::string, Case>& cases() {
        {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, tiles_of(s, 32, 32, 128)); },
         {{{"M", 70}, {"N", 45}, {"K", 19}}, {{"M", 64}, {"N", 64}, {"K", 32}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
       {"scan_lookback",
-       {[](const Kernel& k, const Size& s, const Device& d) { return run_scan(k, s, d, 256); },
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_scan(k, s, d, 256, 256); },
         {{{"n", 1000}}, {{"n", 256}}, {{"n", 1}}, {{"n", 5000}}}}},
-      // 2048 per block: 5000 ends in a partial vector of a partial block, 2048 is one whole block,
-      // 20483 is ten blocks whose last looks back over nine.
+      // 8192 per block of 1024: 5000 ends in a partial vector of a partial block, 8192 is one whole
+      // block, 80003 is ten blocks whose last looks back over nine.
       {"scan_tiled",
-       {[](const Kernel& k, const Size& s, const Device& d) { return run_scan(k, s, d, 2048); },
-        {{{"n", 5000}}, {{"n", 2048}}, {{"n", 1}}, {{"n", 20483}}}}},
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_scan(k, s, d, 8192, 1024); },
+        {{{"n", 5000}}, {{"n", 8192}}, {{"n", 1}}, {{"n", 80003}}}}},
       {"transpose", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"transpose_padded", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"transpose_async", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
@@ -398,7 +398,7 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
   if (name == "saxpy" || name == "scan_lookback" || name == "block_reduce")
     b = ceil_div(at("n"), 256);
   else if (name == "scan_tiled")
-    b = ceil_div(at("n"), 2048);
+    b = ceil_div(at("n"), 8192);
   else if (name == "vec_copy")
     b = ceil_div(at("n"), 1024);
   else if (name == "block_load_copy")
@@ -457,7 +457,7 @@ Grid default_grid(const std::string& name, const Size& size) {
       {"gemm_wgmma_bf16", 384},
       {"mma_tf32_naive", 32},
       {"sgemm_pipelined", 256},
-      {"scan_tiled", 256},
+      {"scan_tiled", 1024},
       {"gemm_wgmma_bf16_wide", 384},
   };
   auto it = kThreads.find(name);
