@@ -1,0 +1,234 @@
+// How the CUDA C++ emitter prints intrinsics: shuffles and votes, atomics, cp.async, mma,
+// ldmatrix, wgmma, mbarriers and TMA. See emitter.h.
+#include "jit/cuda/emitter.h"
+
+namespace vantage::cuda::detail {
+
+void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
+  auto arg = [&](std::size_t i) { return expr(n.args[i]); };
+  auto out = [&](ScalarType t) {
+    ind();
+    out_ << ctype(t) << " " << name(n.outputs[0]) << " = ";
+  };
+  auto addr = [&](std::size_t mem, const ExprPtr& idx) { return "&" + access(n.mems[mem], {idx}, n.loc); };
+  switch (n.op) {
+    case IntrinsicOp::SyncThreads:
+    case IntrinsicOp::SyncWarp:
+    case IntrinsicOp::NamedBarrier: throw InternalError("emit: a barrier intrinsic that was not lowered");
+    case IntrinsicOp::ShflXor:
+    case IntrinsicOp::ShflDown:
+    case IntrinsicOp::ShflUp:
+    case IntrinsicOp::ShflIdx: {
+      static const char* const kFns[] = {"__shfl_xor_sync", "__shfl_down_sync", "__shfl_up_sync", "__shfl_sync"};
+      int k = static_cast<int>(n.op) - static_cast<int>(IntrinsicOp::ShflXor);
+      out(n.outputs[0]->type);
+      out_ << kFns[k] << "(0xffffffffu, " << arg(0) << ", " << arg(1) << ");\n";
+      break;
+    }
+    case IntrinsicOp::VoteAll:
+      out(ScalarType::Bool);
+      out_ << "__all_sync(0xffffffffu, " << arg(0) << ") != 0;\n";
+      break;
+    case IntrinsicOp::VoteAny:
+      out(ScalarType::Bool);
+      out_ << "__any_sync(0xffffffffu, " << arg(0) << ") != 0;\n";
+      break;
+    case IntrinsicOp::Ballot:
+      out(ScalarType::U32);
+      out_ << "__ballot_sync(0xffffffffu, " << arg(0) << ");\n";
+      break;
+    case IntrinsicOp::Atomic: atomic(n); break;
+    case IntrinsicOp::MmaSync: mma(n); break;
+    case IntrinsicOp::Ldmatrix: {
+      int count = static_cast<int>(n.imms[0]);
+      std::string d = name(n.mems[0]);
+      ind();
+      out_ << "asm volatile(\"ldmatrix.sync.aligned.m8n8.x" << count << ".shared.b16 {";
+      for (int i = 0; i < count; ++i) out_ << (i ? ", " : "") << "%" << i;
+      out_ << "}, [%" << count << "];\" : ";
+      for (int i = 0; i < count; ++i) out_ << (i ? ", " : "") << "\"=r\"(" << d << "[" << i << "])";
+      out_ << " : \"r\"(static_cast<unsigned>(__cvta_generic_to_shared(" << addr(1, n.args[0]) << "))));\n";
+      break;
+    }
+    case IntrinsicOp::Wgmma: wgmma(n); break;
+    case IntrinsicOp::WgmmaFence:
+      ind();
+      out_ << "asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n";
+      break;
+    case IntrinsicOp::WgmmaCommit:
+      ind();
+      out_ << "asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n";
+      break;
+    case IntrinsicOp::WgmmaWait:
+      ind();
+      out_ << "asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(" << n.imms[0] << ") : \"memory\");\n";
+      break;
+    case IntrinsicOp::CpAsync: {
+      // Checked where lowering could not prove a side inside its memory (imms 1 and 2: the sites,
+      // args 2 and 3: the bounds): a copy that would leave it is reported and not made.
+      std::string guard;
+      if (n.imms.size() > 2) {
+        uses_checks_ = true;
+        const std::int64_t count = n.imms[0] / type_bytes(n.mems[0]->elem);
+        for (std::size_t side = 0; side < 2; ++side) {
+          if (n.imms[1 + side] < 0) continue;
+          const std::string i = index(n.args[side], n.loc), bound = expr(n.args[2 + side]);
+          ind();
+          out_ << guard << "if (!((" << i << ") >= 0 && (" << i << ") + " << count << " <= (" << bound
+               << "))) vt_fail(vt_err, " << n.imms[1 + side] << ", " << i << ", " << bound << ");\n";
+          guard = "else ";
+        }
+      }
+      ind();
+      out_ << guard << "asm volatile(\"cp.async." << (n.imms[0] == 16 ? "cg" : "ca") << ".shared.global [%0], [%1], "
+           << n.imms[0] << ";\" :: \"r\"(static_cast<unsigned>(__cvta_generic_to_shared(" << addr(0, n.args[0])
+           << "))), \"l\"(" << addr(1, n.args[1]) << ") : \"memory\");\n";
+      break;
+    }
+    case IntrinsicOp::CpAsyncCommit:
+      ind();
+      out_ << "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n";
+      break;
+    case IntrinsicOp::CpAsyncWait:
+      ind();
+      out_ << "asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(" << n.imms[0] << ") : \"memory\");\n";
+      break;
+    case IntrinsicOp::TmaLoad2D: {
+      // args: column, row, the mbarrier's slot (resolved), the destination's first element.
+      const TensorMapNode& m = lowered_->kernel.tensor_maps.at(static_cast<std::size_t>(n.imms[0]));
+      ind();
+      out_ << "asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
+              "[%1, {%2, %3}], [%4];\" :: \"r\"("
+           << smem(n, 0, n.args[3]) << "), \"l\"(reinterpret_cast<unsigned long long>(&" << name(&m, m.name)
+           << ")), \"r\"(" << arg(0) << "), \"r\"(" << arg(1) << "), \"r\"(" << smem(n, 1, n.args[2])
+           << ") : \"memory\");\n";
+      break;
+    }
+    case IntrinsicOp::MbarrierInit:
+      // The fence makes the initialised barrier visible to TMA (the async proxy).
+      ind();
+      out_ << "asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\\n\\tfence.proxy.async.shared::cta;\" :: \"r\"("
+           << smem(n, 0, n.args[1]) << "), \"r\"(" << arg(0) << ") : \"memory\");\n";
+      break;
+    case IntrinsicOp::MbarrierArrive:
+      ind();
+      out_ << "asm volatile(\"{ .reg .b64 vt_state; mbarrier.arrive.shared::cta.b64 vt_state, [%0]; }\" :: \"r\"("
+           << smem(n, 0, n.args[0]) << ") : \"memory\");\n";
+      break;
+    case IntrinsicOp::MbarrierExpectTx:
+      ind();
+      out_ << "asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"("
+           << smem(n, 0, n.args[0]) << "), \"r\"(" << n.imms[0] << ") : \"memory\");\n";
+      break;
+    case IntrinsicOp::MbarrierWait:
+      ind();
+      out_ << "asm volatile(\"{ .reg .pred vt_p; vt_wait: mbarrier.try_wait.parity.shared::cta.b64 vt_p, [%0], %1; "
+              "@!vt_p bra vt_wait; }\" :: \"r\"("
+           << smem(n, 0, n.args[1]) << "), \"r\"(" << arg(0) << ") : \"memory\");\n";
+      break;
+    case IntrinsicOp::SetMaxNreg:
+      uses_setmaxnreg_ = true;
+      ind();
+      out_ << "asm volatile(\"setmaxnreg." << (n.imms[1] ? "inc" : "dec") << ".sync.aligned.u32 " << n.imms[0]
+           << ";\");\n";
+      break;
+  }
+}
+
+auto Emitter::smem(const Intrinsic& n, std::size_t mem, const ExprPtr& index) -> std::string {
+  return "static_cast<unsigned>(__cvta_generic_to_shared(" + address(n, mem, index) + "))";
+}
+
+auto Emitter::address(const Intrinsic& n, std::size_t mem, const ExprPtr& index) -> std::string {
+  return "&" + access(n.mems[mem], {index}, n.loc);
+}
+
+void Emitter::atomic(const Intrinsic& n) {
+  static const char* const kFns[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicExch"};
+  auto op = static_cast<AtomicKind>(n.imms[0]);
+  ScalarType t = n.mems[0]->elem;
+  const char* fn = kFns[static_cast<int>(op)];
+  const std::string address = "&" + access(n.mems[0], {n.args[0]}, n.loc), value = expr(n.args[1]);
+  std::string call;
+  switch (target::atomic_support(op, t)) {
+    case target::AtomicSupport::Native: call = std::string(fn) + "(" + address + ", " + value + ")"; break;
+    case target::AtomicSupport::AsUnsigned64:
+      if (t == ScalarType::F64) {
+        call = "__longlong_as_double(static_cast<long long>(" + std::string(fn) +
+               "(reinterpret_cast<unsigned long long*>(" + address +
+               "), static_cast<unsigned long long>(__double_as_longlong(" + value + ")))))";
+      } else {
+        call = "static_cast<" + std::string(ctype(t)) + ">(" + fn + "(reinterpret_cast<unsigned long long*>(" +
+               address + "), static_cast<unsigned long long>(" + value + ")))";
+      }
+      break;
+    case target::AtomicSupport::None: throw InternalError("emit: an atomic the checker should have rejected");
+  }
+  const bool checked = n.args.size() > 2 && n.imms.size() > 1;
+  const bool result = !n.outputs.empty();
+  if (!checked) {
+    ind();
+    if (result) out_ << ctype(t) << " " << name(n.outputs[0]) << " = ";
+    out_ << call << ";\n";
+    return;
+  }
+  uses_checks_ = true;
+  const std::string i = index(n.args[0], n.loc), bound = expr(n.args[2]);
+  const std::string inside = "(" + i + ") >= 0 && (" + i + ") < (" + bound + ")";
+  const std::string fail = std::to_string(n.imms[1]) + ", " + i + ", " + bound;
+  ind();
+  if (result) {
+    // One initialized variable, as the unchecked form has (NVRTC warns about one set in a branch and
+    // never read).
+    out_ << ctype(t) << " " << name(n.outputs[0]) << " = (" << inside << ") ? " << call << " : vt_fail_zero<"
+         << ctype(t) << ">(vt_err, " << fail << ");\n";
+  } else {
+    out_ << "if (" << inside << ") " << call << "; else vt_fail(vt_err, " << fail << ");\n";
+  }
+}
+
+void Emitter::mma(const Intrinsic& n) {
+  auto kind = static_cast<MmaShape>(n.imms[0]);
+  std::string d = name(n.mems[0]), a = name(n.mems[1]), b = name(n.mems[2]), c = name(n.mems[3]);
+  ind();
+  if (kind == MmaShape::TF32_M16N8K8) {
+    uses_tf32_ = true;
+    out_ << "asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+            "{%8, %9}, {%10, %11, %12, %13};\" : \"=f\"("
+         << d << "[0]), \"=f\"(" << d << "[1]), \"=f\"(" << d << "[2]), \"=f\"(" << d << "[3]) : ";
+    for (int i = 0; i < 4; ++i) out_ << "\"r\"(vt_tf32(" << a << "[" << i << "])), ";
+    for (int i = 0; i < 2; ++i) out_ << "\"r\"(vt_tf32(" << b << "[" << i << "])), ";
+  } else {
+    const char* t = kind == MmaShape::F16_M16N8K16 ? "f16" : "bf16";
+    out_ << "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32." << t << "." << t
+         << ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\" : \"=f\"(" << d
+         << "[0]), \"=f\"(" << d << "[1]), \"=f\"(" << d << "[2]), \"=f\"(" << d << "[3]) : ";
+    for (int i = 0; i < 4; ++i) out_ << "\"r\"(*reinterpret_cast<const unsigned*>(&" << a << "[" << 2 * i << "])), ";
+    for (int i = 0; i < 2; ++i) out_ << "\"r\"(*reinterpret_cast<const unsigned*>(&" << b << "[" << 2 * i << "])), ";
+  }
+  for (int i = 0; i < 4; ++i) out_ << (i ? ", " : "") << "\"f\"(" << c << "[" << i << "])";
+  out_ << ");\n";
+}
+
+void Emitter::wgmma(const Intrinsic& n) {
+  uses_wgmma_ = true;
+  int width = static_cast<int>(n.imms[0]);
+  int regs = width / 2;
+  std::string acc = name(n.mems[0]);
+  const char* t = n.mems[1]->elem == ScalarType::BF16 ? "bf16" : "f16";
+  ind();
+  out_ << "asm volatile(\"{ wgmma.mma_async.sync.aligned.m64n" << width << "k16.f32." << t << "." << t << " {";
+  for (int i = 0; i < regs; ++i) out_ << (i ? ", " : "") << "%" << i;
+  out_ << "}, %" << regs << ", %" << regs + 1 << ", 1, 1, 1, 0, 0; }\" : ";
+  for (int i = 0; i < regs; ++i) out_ << (i ? ", " : "") << "\"+f\"(" << acc << "[" << i << "])";
+  out_ << " : \"l\"(vt_wgmma_desc(" << address(n, 1, n.args[0]) << ")), \"l\"(vt_wgmma_desc("
+       << address(n, 2, n.args[1]) << ")) : \"memory\");\n";
+}
+
+auto Emitter::vector_type(ScalarType t, std::int64_t count) -> std::string {
+  bool fp = is_float(t);
+  if (type_bytes(t) == 4) return std::string(fp ? "float" : "int") + std::to_string(count);
+  return std::string(fp ? "double" : "longlong") + std::to_string(count);
+}
+
+}  // namespace vantage::cuda::detail
