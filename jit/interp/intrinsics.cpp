@@ -1,0 +1,183 @@
+// The interpreter's intrinsics: lane exchanges and votes, atomics, cp.async, ldmatrix and mma, and
+// the Hopper instructions it stops at. See machine.h.
+#include "jit/interp/machine.h"
+
+namespace vantage::interp::detail {
+
+void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
+  switch (n.op) {
+    case IntrinsicOp::Atomic: {
+      Ref r = mem(t, n.mems[0].get(), n.loc);
+      std::int64_t i = exact(n.args[0]->type, eval(n.args[0], t).i);
+      if (n.args.size() < 3) proven(t, r, i, true, n.loc);  // a third argument is the bound it is checked against
+      V x = eval(n.args[1], t);
+      V old = read(t, r, i, n.loc, true);
+      V nv = old;
+      ScalarType e = n.mems[0]->elem;
+      bool fl = is_float(e);
+      switch (static_cast<AtomicKind>(n.imms[0])) {
+        case AtomicKind::Add:
+          if (fl)
+            nv.f = round_to(e, old.f + x.f);
+          else
+            nv.i = eval_binary(BinOp::Add, e, old.i, x.i);
+          break;
+        case AtomicKind::Min:
+          if (fl)
+            nv.f = std::fmin(old.f, x.f);
+          else
+            nv.i = eval_binary(BinOp::Min, e, old.i, x.i);
+          break;
+        case AtomicKind::Max:
+          if (fl)
+            nv.f = std::fmax(old.f, x.f);
+          else
+            nv.i = eval_binary(BinOp::Max, e, old.i, x.i);
+          break;
+        case AtomicKind::Exch: nv = x; break;
+      }
+      write(t, r, i, nv, n.loc, true);
+      request(t, &n, 0, r, i, type_bytes(e), true, n.loc);
+      if (!n.outputs.empty()) var(t, n.outputs[0].get()) = old;
+      return;
+    }
+    case IntrinsicOp::CpAsync: {
+      // The source is read now; the destination is written when this thread waits for the copy.
+      Ref d = mem(t, n.mems[0].get(), n.loc), s = mem(t, n.mems[1].get(), n.loc);
+      std::int64_t di = exact(n.args[0]->type, eval(n.args[0], t).i);
+      std::int64_t si = exact(n.args[1]->type, eval(n.args[1], t).i);
+      std::int64_t count = n.imms[0] / type_bytes(n.mems[0]->elem);
+      // As on the GPU, a copy of more than one element needs both addresses aligned to its size.
+      if (count > 1 && ((d.offset + di) % count != 0 || (s.offset + si) % count != 0))
+        throw ExecutionError("memcheck",
+                             describe(t) + " makes a misaligned " + std::to_string(n.imms[0]) + "-byte cp.async ('" +
+                                 n.mems[1]->name + "'[" + std::to_string(si) + "] to '" + n.mems[0]->name + "'[" +
+                                 std::to_string(di) + "]) at " + where(n.loc),
+                             {n.loc});
+      AsyncCopy c{d, di, {}, n.loc, -1};
+      for (std::int64_t k = 0; k < count; ++k) c.values.push_back(read(t, s, si + k, n.loc));
+      for (std::int64_t k = 0; k < count; ++k) {
+        std::int64_t i = check_bounds(t, d, di + k, n.loc, "writes");
+        check_inflight(t, *d.region, i, true, n.loc);
+        d.region->inflight[i] = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), n.loc, false};
+      }
+      t.async.push_back(std::move(c));
+      request(t, &n, 0, s, si, static_cast<int>(n.imms[0]), false, n.loc);
+      request(t, &n, 1, d, di, static_cast<int>(n.imms[0]), true, n.loc);
+      return;
+    }
+    case IntrinsicOp::CpAsyncCommit:
+      for (auto& c : t.async)
+        if (c.group < 0) c.group = t.groups;
+      ++t.groups;
+      return;
+    case IntrinsicOp::CpAsyncWait: {
+      // cp.async.wait_group N: every committed group but the newest N is complete.
+      std::int64_t keep = n.imms.empty() ? 0 : n.imms[0];
+      complete_async(t, t.groups - keep);
+      return;
+    }
+    default: break;
+  }
+  throw UnsupportedOnDevice(std::string(user_name(n.op)) + " cannot run on the interpreter", {n.loc});
+}
+
+void Machine::warp_op(const Intrinsic& n, const std::vector<Thread*>& ts) {
+  std::map<std::int64_t, std::vector<Thread*>> warps;
+  for (auto* t : ts) warps[t->tid / 32].push_back(t);
+  for (auto& [w, lanes] : warps) {
+    std::int64_t first = w * 32, last = std::min(T_, first + 32);
+    if (static_cast<std::int64_t>(lanes.size()) != last - first) {
+      std::vector<bool> here(32, false);
+      for (auto* t : lanes) here[static_cast<std::size_t>(t->tid - first)] = true;
+      for (std::int64_t u = first; u < last; ++u)
+        if (!here[static_cast<std::size_t>(u - first)])
+          diverged(user_name(n.op), n.loc, threads_[static_cast<std::size_t>(u)]);
+    }
+    std::sort(lanes.begin(), lanes.end(), [](Thread* a, Thread* b) { return a->tid < b->tid; });
+    stats_.thread_statements += static_cast<std::int64_t>(lanes.size());
+    if (n.op == IntrinsicOp::MmaSync) {
+      mma(n, lanes);
+      continue;
+    }
+    if (n.op == IntrinsicOp::Ldmatrix) {
+      ldmatrix(n, lanes);
+      continue;
+    }
+    std::vector<V> x, y;
+    for (auto* t : lanes) x.push_back(eval(n.args[0], *t));
+    if (n.args.size() > 1)
+      for (auto* t : lanes) y.push_back(eval(n.args[1], *t));
+    std::size_t size = lanes.size();
+    std::uint32_t ballot = 0;
+    for (std::size_t l = 0; l < size; ++l)
+      if (x[l].i) ballot |= 1u << l;
+    for (std::size_t l = 0; l < size; ++l) {
+      V out;
+      auto lane = [&](std::int64_t src) {
+        return src >= 0 && src < static_cast<std::int64_t>(size) ? x[static_cast<std::size_t>(src)] : x[l];
+      };
+      auto li = static_cast<std::int64_t>(l);
+      switch (n.op) {
+        case IntrinsicOp::ShflXor: out = lane(li ^ (y[l].i & 31)); break;
+        case IntrinsicOp::ShflDown: out = lane(li + y[l].i); break;
+        case IntrinsicOp::ShflUp: out = lane(li - y[l].i); break;
+        case IntrinsicOp::ShflIdx: out = lane(y[l].i & 31); break;
+        case IntrinsicOp::VoteAll: out.i = ballot == (size == 32 ? 0xffffffffu : ((1u << size) - 1)); break;
+        case IntrinsicOp::VoteAny: out.i = ballot != 0; break;
+        case IntrinsicOp::Ballot: out.i = ballot; break;
+        default: throw InternalError("interp: not a warp operation");
+      }
+      var(*lanes[l], n.outputs[0].get()) = out;
+    }
+  }
+}
+
+void Machine::ldmatrix(const Intrinsic& n, const std::vector<Thread*>& lanes) {
+  if (lanes.size() != 32) diverged("ldmatrix", n.loc, *lanes.front());
+  const int count = static_cast<int>(n.imms[0]);
+  const std::int64_t eb = type_bytes(n.mems[1]->elem);
+  std::vector<std::array<unsigned char, 16>> rows(static_cast<std::size_t>(8 * count));
+  for (int l = 0; l < 8 * count; ++l) {
+    Thread& t = *lanes[static_cast<std::size_t>(l)];
+    Ref src = mem(t, n.mems[1].get(), n.loc);
+    std::int64_t first = exact(n.args[0]->type, eval(n.args[0], t).i);
+    if (((src.offset + first) * eb) % 16 != 0)
+      throw ExecutionError("memcheck",
+                           describe(t) + " gives ldmatrix a row address (" + element(*src.region, src.offset + first) +
+                               ") that is not 16-byte aligned, at " + where(n.loc),
+                           {n.loc});
+    for (std::int64_t k = 0; k < 16 / eb; ++k) read(t, src, first + k, n.loc);  // the checks
+    std::memcpy(rows[static_cast<std::size_t>(l)].data(), src.region->data + (src.offset + first) * eb, 16);
+  }
+  for (int l = 0; l < 32; ++l) {
+    Thread& t = *lanes[static_cast<std::size_t>(l)];
+    Ref dst = mem(t, n.mems[0].get(), n.loc);
+    for (int m = 0; m < count; ++m) {
+      std::uint32_t word;
+      std::memcpy(&word, rows[static_cast<std::size_t>(8 * m + l / 4)].data() + 4 * (l % 4), 4);
+      V v;
+      v.i = word;
+      write(t, dst, m, v, n.loc);
+    }
+  }
+}
+
+void Machine::mma(const Intrinsic& n, const std::vector<Thread*>& lanes) {
+  if (lanes.size() != 32) diverged("mma_sync", n.loc, *lanes.front());
+  auto shape = static_cast<MmaShape>(n.imms[0]);
+  ir::mma_sync(
+      shape,
+      [&](int l, int operand, int i) {
+        Thread& t = *lanes[static_cast<std::size_t>(l)];
+        return read(t, mem(t, n.mems[static_cast<std::size_t>(operand)].get(), n.loc), i, n.loc).f;
+      },
+      [&](int l, int i, float value) {
+        Thread& t = *lanes[static_cast<std::size_t>(l)];
+        V v;
+        v.f = value;
+        write(t, mem(t, n.mems[0].get(), n.loc), i, v, n.loc);
+      });
+}
+
+}  // namespace vantage::interp::detail

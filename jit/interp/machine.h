@@ -1,0 +1,374 @@
+// The reference interpreter's machine, shared by the files that define it: interp.cpp (blocks,
+// threads and statements), memory.cpp (values, variables, memory and its checks), eval.cpp
+// (expressions), intrinsics.cpp (lane exchanges, atomics, cp.async, mma and the other intrinsics),
+// measure.cpp (counting requests and branches as they run). Private to jit/interp.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "jit/interp/interp.h"
+#include "jit/ir/collective.h"
+#include "jit/ir/eval.h"
+#include "jit/ir/range.h"
+#include "jit/ir/request_cost.h"
+#include "jit/ir/visit.h"
+#include "support/float16.h"
+
+namespace vantage::interp::detail {
+
+using namespace ir;
+
+// ------------------------------------------------------------------ scalar values
+struct V {
+  std::int64_t i = 0;
+  double f = 0;
+};
+
+/// A float value rounded to what type `t` holds.
+double round_to(ScalarType t, double x);
+bool integral(ScalarType t);
+/// A 16-bit float's bits as the value the interpreter holds.
+double from_16bit(ScalarType t, std::uint16_t bits);
+
+/// Float to integer: truncate toward zero, saturate, NaN gives 0 (PTX cvt.rzi).
+std::int64_t float_to_int(double x, ScalarType to);
+
+// ------------------------------------------------------------------ memory
+struct Access {
+  std::int32_t block = -1, thread = -1;
+  std::uint32_t clock = 0;
+  SourceLoc loc;
+  bool atomic = false;
+};
+struct Shadow {
+  Access write;
+  std::vector<Access> reads;
+  Access uninit;  ///< the first read before any write (initcheck, reported when the block ends)
+  bool init = false;
+};
+struct Region {
+  std::string name;
+  ScalarType elem = ScalarType::F32;
+  MemSpace space = MemSpace::Global;
+  unsigned char* data = nullptr;
+  std::int64_t length = 0;  ///< elements that may be touched
+  bool track = true;        ///< racecheck (off for memory nothing writes)
+  bool initcheck = false;
+  std::vector<unsigned char> own;  ///< storage of shared and local arrays
+  std::vector<Shadow> shadow;
+  /// Elements a cp.async will write when its thread waits for it: until then nobody may touch them.
+  std::unordered_map<std::int64_t, Access> inflight;
+  std::int64_t at = 0;          ///< shared: its first byte in the block's shared memory
+  std::vector<Region*> reused;  ///< shared: the block's other arrays over some of the same bytes
+};
+struct Ref {
+  Region* region = nullptr;
+  std::int64_t offset = 0;
+};
+
+V load_raw(const Region& r, std::int64_t i);
+void store_raw(Region& r, std::int64_t i, V v);
+
+// ------------------------------------------------------------------ threads
+/// A cp.async in flight: the source was read when it was issued; the destination is written when
+/// its thread waits for it (docs/semantics.md).
+struct AsyncCopy {
+  Ref dst;
+  std::int64_t index = 0;
+  std::vector<V> values;
+  SourceLoc loc;
+  std::int64_t group = -1;  ///< the commit group, -1 while uncommitted
+};
+struct Frame {
+  std::int64_t tid = 0, bid = 0;  ///< what Builtin reads here
+  std::int64_t smem = 0;          ///< where a device function's shared memory starts in the block's
+  bool returned = false;
+  VarPtr result;
+  V value;
+};
+struct Thread {
+  std::int32_t tid = 0;  ///< threadIdx.x
+  bool exited = false;
+  std::vector<V> vars;
+  std::vector<Frame> frames;
+  std::unordered_map<const MemNode*, Ref> mems;
+  std::unordered_map<const MemNode*, std::unique_ptr<Region>> locals;
+  std::vector<AsyncCopy> async;  ///< cp.async copies issued and not yet complete, oldest first
+  std::int64_t groups = 0;       ///< cp.async groups committed so far
+  /// A break (1) or continue (2) on its way out of the loop body; the loop clears it.
+  std::int8_t jump = 0;
+  /// Measuring: where the thread is, as the iteration of each loop around it and each call it is in;
+  /// the lanes of a warp at the same place make one request of an access.
+  std::vector<std::int64_t> path;
+  bool stopped() const { return exited || frames.back().returned || jump != 0; }
+  /// After a loop's body: true when a break ends the loop (a continue is just cleared).
+  bool take_jump() {
+    bool brk = jump == 1;
+    jump = 0;
+    return brk;
+  }
+};
+
+std::string where(const SourceLoc& l);
+
+class Machine {
+ public:
+  Machine(const lower::Lowered& k, std::int64_t blocks, const std::vector<Arg>& args, const Options& o)
+      : k_(k), blocks_(blocks), opt_(o), rng_(o.seed) {
+    T_ = k.options.threads;
+    if (args.size() != k.user_params)
+      throw InternalError("interp: " + std::to_string(args.size()) + " arguments for " + std::to_string(k.user_params) +
+                          " parameters");
+    std::vector<std::int64_t> lengths;  // each pointer's elements: the hidden length parameters
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const ParamNode& p = k.kernel.params[i];
+      if (p.var) {
+        V v;
+        if (is_float(p.var->type))
+          v.f = round_to(p.var->type, args[i].f);
+        else
+          v.i = args[i].i;
+        params_[p.var.get()] = v;
+        continue;
+      }
+      auto r = std::make_unique<Region>();
+      r->name = p.name;
+      r->elem = p.mem->elem;
+      r->space = MemSpace::Global;
+      r->data = static_cast<unsigned char*>(args[i].data);
+      r->length = args[i].extent >= 0 ? std::min(args[i].extent, args[i].length) : args[i].length;
+      r->track = opt_.checks && !p.mem->is_const;
+      if (r->track) r->shadow.resize(static_cast<std::size_t>(r->length));
+      globals_[p.mem.get()] = r.get();
+      lengths.push_back(r->length);
+      regions_.push_back(std::move(r));
+    }
+    for (std::size_t i = args.size(), j = 0; i < k.kernel.params.size() && j < lengths.size(); ++i, ++j)
+      params_[k.kernel.params[i].var.get()].i = lengths[j];
+  }
+
+  Stats run();
+
+ private:
+  // ------------------------------------------------------------ blocks and clocks
+  void run_block(std::int64_t b);
+  void uninitialised(const Region& r);
+  std::uint32_t& clock(std::int64_t of, std::int64_t about);
+  /// Every thread in `members` has seen everything any of them did before.
+  void join(const std::vector<Thread*>& members);
+
+  std::vector<Thread*> ordered(std::vector<Thread*> ts);
+
+  // ------------------------------------------------------------ which statements are collective
+  bool collective(const StmtPtr& s);
+
+  // ------------------------------------------------------------ variables and memory
+  int slot(const VarNode* v);
+  V& var(Thread& t, const VarNode* v);
+  V read_var(Thread& t, const VarNode* v);
+  Ref mem(Thread& t, const MemNode* m, SourceLoc l);
+
+  std::string describe(const Thread& t) const;
+  std::string element(const Region& r, std::int64_t i) const;
+
+  /// The element at `ref + index` after memcheck.
+  std::int64_t check_bounds(Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, const char* what);
+  /// An access lowering could not prove inside its memory: index against its bound (what the GPU
+  /// and CPU code check as they run).
+  void checked(Thread& t, const MemPtr& m, std::int64_t index, std::int64_t bound, bool writing, SourceLoc l);
+  /// An access lowering proved inside its memory, so no backend checks it: the interpreter does,
+  /// and an index outside is a wrong proof (a bug in Vantage that the GPU and CPU code would turn
+  /// into an access outside the buffer), never the user's error.
+  void proven(Thread& t, const Ref& ref, std::int64_t index, bool writing, SourceLoc l);
+  bool ordered_before(const Access& a, const Thread& t);
+  [[noreturn]] void race(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l,
+                         const Access& other, bool other_writes) {
+    throw ExecutionError("racecheck",
+                         describe(t) + (writing ? " writes " : " reads ") + element(r, i) + " at " + where(l) +
+                             ", which block " + std::to_string(other.block) + " thread " +
+                             std::to_string(other.thread) + (other_writes ? " wrote" : " read") + " at " +
+                             where(other.loc) + " with no barrier between them covering both threads",
+                         {l, other.loc});
+  }
+  /// Element i of shared array r lies over bytes another array of the block held or holds (a scope
+  /// that ended, an earlier call): every access of theirs to those bytes must be ordered before this
+  /// one as for one element (a read after their reads excepted), or the GPU's threads may see each
+  /// other's values. The interpreter keeps the arrays apart, so this is where a barrier the sync
+  /// pass left out at the reuse shows.
+  void check_reused(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l);
+  /// An element a cp.async has not yet written (its thread has not waited for it) is off limits.
+  void check_inflight(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l);
+  V read(Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, bool atomic = false);
+  void write(Thread& t, const Ref& ref, std::int64_t index, V v, SourceLoc l, bool atomic = false);
+
+  // ------------------------------------------------------------ measurement (Options::measure)
+  // Each thread notes its accesses and decisions under its place (its path: the iteration of each
+  // loop around it, each call it is in). The lanes of a warp at one place make one request, or one
+  // evaluation of a condition; a block's are summed when it ends.
+  bool measuring() const { return opt_.measure && !quiet_; }
+  void enter(Thread& t);
+  void at(Thread& t, std::int64_t k);
+  void leave(Thread& t);
+  /// An access (or branch) of a warp at one place: the path by its hash, kept whole in the value.
+  struct Place {
+    const void* node;
+    int part;
+    std::int64_t warp;
+    std::uint64_t path;
+    bool operator==(const Place&) const = default;
+  };
+  struct PlaceHash {
+    std::size_t operator()(const Place& p) const {
+      std::uint64_t h = p.path + reinterpret_cast<std::uintptr_t>(p.node) * 0x9e3779b97f4a7c15ull +
+                        static_cast<std::uint64_t>(p.warp * 4 + p.part) * 0xbf58476d1ce4e5b9ull;
+      h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;  // splitmix64's finish: every bit moves every bit
+      h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+      return static_cast<std::size_t>(h ^ (h >> 31));
+    }
+  };
+  static std::uint64_t path_hash(const std::vector<std::int64_t>& path);
+  /// The entry of `map` for thread t at `node` (and `part`) where it is now; two paths of one hash
+  /// would be a Vantage bug to hear of.
+  template <class Map>
+  auto& entry(Map& map, const void* node, int part, const Thread& t) {
+    auto [it, fresh] = map.try_emplace(Place{node, part, t.tid / kWarpLanes, path_hash(t.path)});
+    if (fresh)
+      it->second.path = t.path;
+    else if (it->second.path != t.path)
+      throw InternalError("interp: two places of one hash in the measurement");
+    return it->second;
+  }
+  /// Element `index` of `ref` (after its checks), `bytes` of it, touched by thread t at access `node`.
+  void request(const Thread& t, const void* node, int part, const Ref& ref, std::int64_t index, int bytes, bool write,
+               SourceLoc loc);
+  /// Thread t evaluated the condition of branch or loop `node` here: `go` for the body.
+  void decision(const Thread& t, const void* node, const char* what, SourceLoc loc, bool go);
+  void flush_requests();
+  CostReport measured();
+
+  // ------------------------------------------------------------ expressions
+  V eval(const ExprPtr& e, Thread& t);
+  static std::int64_t exact(ScalarType t, std::int64_t v);
+
+  static V binary(const Binary& n, V a, V b);
+  static V cast(ScalarType from, ScalarType to, V a);
+  static V math(const MathCall& n, const std::vector<V>& x);
+
+  // ------------------------------------------------------------ one thread
+  void exec_one(const StmtPtr& s, Thread& t);
+
+  /// A vector copy runs as the loop it stands for, the program as written (the reads, the writes
+  /// and their checks), and each round must copy the vector's element: round k from src[si + k] to
+  /// dst[di + k]. Otherwise lowering miscompiled the loop, for every backend, and that is a bug of
+  /// Vantage.
+  void vector_copy_as_written(const VectorCopy& n, Thread& t, std::int64_t di, std::int64_t si);
+
+  struct Loop {
+    std::int64_t end = 0, step = 0;
+    ScalarType type = ScalarType::I32;
+    bool going(std::int64_t v) const { return step > 0 ? v < end : step < 0 && v > end; }
+    /// The next value; false when the loop is over (the counter never passes `end`).
+    bool advance(std::int64_t& v) const {
+      __int128 left = step > 0 ? ir::exact(type, end) - ir::exact(type, v) : ir::exact(type, v) - ir::exact(type, end);
+      __int128 by = step > 0 ? step : -static_cast<__int128>(step);
+      if (left <= by) {
+        v = end;
+        return false;
+      }
+      v = wrap(type, ir::exact(type, v) + (step > 0 ? by : -by));
+      return true;
+    }
+  };
+  Loop start(const For& n, Thread& t);
+
+  Ref shared(Thread& t, const SharedAlloc& n);
+  Ref local(Thread& t, const LocalAlloc& n);
+
+  /// Completes the thread's cp.async copies of groups below `group` (all of them when `group` is
+  /// INT64_MAX, uncommitted ones included): their destinations are written now, by this thread.
+  void complete_async(Thread& t, std::int64_t group);
+
+  void intrinsic_one(const Intrinsic& n, Thread& t);
+
+  // ------------------------------------------------------------ threads in lockstep
+  void exec_all(const StmtPtr& s, const std::vector<Thread*>& in);
+
+  /// break and continue are thread(1) code's (the checker's V0212), never in a loop with collectives.
+  static void no_jump(const std::vector<Thread*>& ts, SourceLoc l);
+
+  /// The threads of the block that have not exited.
+  std::vector<Thread*> live();
+
+  [[noreturn]] void diverged(const std::string& what, SourceLoc l, const Thread& missing) {
+    throw ExecutionError("synccheck",
+                         what + " at " + where(l) + " is reached by some of the threads it covers but not by " +
+                             describe(missing) + " (block " + std::to_string(block_) + ")",
+                         {l});
+  }
+
+  void barrier(const ir::Barrier& b, const std::vector<Thread*>& ts);
+
+  void call(const Call& n, const std::vector<Thread*>& ts);
+
+  void warp_op(const Intrinsic& n, const std::vector<Thread*>& ts);
+
+  /// ldmatrix.sync.aligned.m8n8.x{1,2,4}.shared.b16: lane 8m + r gives the address of row r of
+  /// matrix m (16 bytes, 16-byte aligned); lane l receives, in register m, the two b16 elements of
+  /// row l / 4 of matrix m at columns 2 (l % 4) and 2 (l % 4) + 1.
+  void ldmatrix(const Intrinsic& n, const std::vector<Thread*>& lanes);
+
+  /// mma.sync (jit/ir/collective): the fragments read and D written with every check.
+  void mma(const Intrinsic& n, const std::vector<Thread*>& lanes);
+
+  const lower::Lowered& k_;
+  std::int64_t blocks_, T_ = 0, block_ = 0;
+  Options opt_;
+  std::mt19937_64 rng_;
+  Stats stats_;
+  std::vector<std::unique_ptr<Region>> regions_;
+  std::unordered_map<const MemNode*, Region*> globals_;
+  std::unordered_map<const VarNode*, V> params_;
+  std::unordered_map<const VarNode*, int> slots_;
+  std::unordered_map<const StmtNode*, bool> collective_;
+  std::map<std::pair<const MemNode*, std::int64_t>, std::unique_ptr<Region>> shared_;
+  std::vector<Thread> threads_;
+  std::vector<std::uint32_t> clocks_;
+  // Measuring: a block's requests and decisions by place, and the launch's totals by access and branch.
+  struct Request {
+    std::vector<std::int64_t> path;
+    std::array<std::int64_t, kWarpLanes> addr{};
+    std::uint32_t mask = 0;
+  };
+  struct Outcome {
+    std::vector<std::int64_t> path;
+    int seen = 0;  ///< bit 0: a lane went on; bit 1: a lane did not
+  };
+  struct Site {
+    AccessCost c;
+    int order = 0;
+    double lanes = 0, metric = 0, ideal = 0;
+  };
+  struct Branch {
+    BranchCost c;
+    int order = 0;
+  };
+  std::unordered_map<Place, Request, PlaceHash> requests_;
+  std::unordered_map<Place, Outcome, PlaceHash> outcomes_;
+  std::map<std::pair<const void*, int>, Site> sites_;
+  std::map<const void*, Branch> branch_totals_;
+  int next_order_ = 0;
+  int quiet_ = 0;  ///< inside a vector copy's scalar rounds, which are not what a GPU runs
+};
+
+}  // namespace vantage::interp::detail
