@@ -1,0 +1,427 @@
+// Lowering's body lowerer, shared by the files that define it: lower.cpp (positions, statements,
+// calls, the kernel), prove.cpp (the bounds proofs: facts, affine forms, what is proven inside its
+// buffer), intrinsics.cpp (each intrinsic's operands and checks). Private to jit/lower.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "jit/ir/eval.h"
+#include "jit/ir/mutate.h"
+#include "jit/ir/printer.h"
+#include "jit/ir/range.h"
+#include "jit/ir/shared_layout.h"
+#include "jit/ir/views.h"
+#include "jit/ir/visit.h"
+#include "jit/lower/lower.h"
+#include "jit/sync/sync.h"
+#include "jit/target/target.h"
+
+namespace vantage::lower::detail {
+
+using namespace ir;
+
+ExprPtr lit(std::int64_t v, SourceLoc l);
+ExprPtr bin(BinOp op, const ExprPtr& a, const ExprPtr& b, SourceLoc l);
+bool is_zero(const ExprPtr& e);
+
+/// Hardware ids of named barriers: the user's ids are reserved, id 0 is __syncthreads, and every
+/// size of automatic barrier unit gets its own range `base + threadIdx.x / n`, so that no two units
+/// of threads that can run at the same time ever share an id.
+class BarrierIds {
+ public:
+  BarrierIds(std::int64_t threads, std::set<std::int64_t> reserved, int count)
+      : threads_(threads), used_(std::move(reserved)), count_(count) {
+    used_.insert(0);
+  }
+  std::optional<std::int64_t> base(std::int64_t unit) {
+    if (auto it = bases_.find(unit); it != bases_.end()) return it->second;
+    std::int64_t need = threads_ / unit;
+    for (std::int64_t b = 1; b + need <= count_; ++b) {
+      bool free = true;
+      for (std::int64_t id = b; id < b + need; ++id) free = free && !used_.count(id);
+      if (!free) continue;
+      for (std::int64_t id = b; id < b + need; ++id) used_.insert(id);
+      bases_[unit] = b;
+      return b;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::int64_t threads_;
+  std::set<std::int64_t> used_;
+  int count_;
+  std::map<std::int64_t, std::int64_t> bases_;
+};
+
+/// The user's named-barrier ids in a body and the functions it calls.
+std::set<std::int64_t> user_barrier_ids(const StmtPtr& body);
+
+/// What the whole lowering shares: the options, the results, the barrier ids of the block and the
+/// functions lowered so far.
+struct Context {
+  Options opt;
+  Lowered& out;
+  std::optional<BarrierIds> ids;
+  std::unordered_map<const FunctionNode*, FunctionPtr> functions;
+  std::unordered_map<const MemNode*, int> param_index;
+  std::unordered_map<const MemNode*, ExprPtr> extents;  ///< kernel pointer parameters with an extent
+  /// Every pointer parameter (kernel or function): the hidden i64 parameter holding its length.
+  std::unordered_map<const MemNode*, VarPtr> lengths;
+  int next_var = 1 << 30;  ///< ids of the hidden variables (after every id a builder gives)
+};
+
+/// Appends to `params` one hidden i64 length parameter per pointer parameter, recorded in `c`.
+void add_lengths(Context& c, std::vector<ParamNode>& params, SourceLoc l);
+
+struct Pos {
+  ExprPtr block;   ///< block offset inside the unit (when the unit spans blocks)
+  ExprPtr thread;  ///< thread offset inside the unit (inside the block when in_block)
+  bool in_block = false;
+  bool thread_below_t = true;  ///< `thread` < T (false in a split branch wider than a block)
+  Perspective code;
+  std::int64_t replicas = 1;  ///< units of `code` running this code at once in one block
+};
+
+struct ViewInfo {
+  MemPtr src;
+  bool partition = false;
+  std::vector<VarPtr> vars;
+  ExprPtr index;  ///< lowered where the partition is
+};
+
+class BodyLowerer {
+ public:
+  BodyLowerer(Context& c, const StmtPtr& body, Pos top, Perspective sync_top) : c_(c) {
+    std::vector<const StmtNode*> conflicts;
+    std::vector<sync::UnwaitedTma> unwaited;
+    body_ = sync::insert(body, sync_top, &conflicts, &unwaited, c_.opt.threads);
+    for (const auto& u : unwaited) {
+      Diagnostic d{"V1010",
+                   "this statement uses '" + u.memory +
+                       "' while a TMA load into it may still be in flight; wait on its mbarrier '" + u.mbarrier +
+                       "' first (a barrier does not wait for TMA)",
+                   u.use->loc,
+                   {}};
+      if (u.load.known()) d.notes.push_back({"the TMA load is here", u.load});
+      c_.out.problems.push_back(std::move(d));
+    }
+    for (const auto& o : sync::overlapping_shares(body, sync_top, c_.opt.threads, c_.opt.blocks)) {
+      const auto& part = static_cast<const Partition&>(*o.partition);
+      if (o.across_blocks && !c_.opt.blocks) {
+        // Right for one block: the launcher refuses more.
+        c_.out.guards.push_back({Guard::Kind::BlocksAtMost, 1, -1,
+                                 "blocks <= 1, since every block's share of '" + o.memory + "' meets another's",
+                                 "V1011", part.loc});
+        continue;
+      }
+      auto local = [](const std::vector<std::int64_t>& at) {
+        std::string t;
+        for (std::size_t i = 0; i < at.size(); ++i) t += (i ? ", " : "") + std::to_string(at[i]);
+        return t;
+      };
+      Diagnostic d{"V1011",
+                   "partition of '" + o.memory + "' into " + part.p.str() + " gives element " +
+                       std::to_string(o.element) + " to two units (" + std::to_string(o.units[0]) + " at [" +
+                       local(o.locals[0]) + "], " + std::to_string(o.units[1]) + " at [" + local(o.locals[1]) +
+                       "]), and its body writes there: the two would race. Give each unit elements of its own, "
+                       "claim the memory for one thread, or write with atomic(AtomicOp::Exch, ...) where the last "
+                       "writer should win",
+                   part.loc,
+                   {}};
+      const SourceLoc &a = o.writes[0], &b = o.writes[1];
+      if (a.line == b.line && a.column == b.column && a.file == b.file) {
+        d.notes.push_back({"both write it here", a});
+      } else {
+        d.notes.push_back({"unit " + std::to_string(o.units[0]) + " writes it here", a});
+        d.notes.push_back({"unit " + std::to_string(o.units[1]) + " writes it here", b});
+      }
+      c_.out.problems.push_back(std::move(d));
+    }
+    for (const auto* s : conflicts)
+      c_.out.problems.push_back(
+          {"V1001",
+           "this statement touches memory that threads of other blocks wrote or read just before; a GPU cannot "
+           "synchronize a whole grid inside a kernel (split the kernel, or narrow the memory to one block first)",
+           s->loc,
+           {}});
+    layout_ = layout_shared(body_);
+    reassigned_ = reassigned_vars(body_);
+    env_.thread_index = Range{0, c_.opt.threads - 1};
+    env_.block_index = Range{0, (c_.opt.blocks ? *c_.opt.blocks : c_.opt.max_blocks) - 1};
+    env_.grid_blocks = c_.opt.blocks ? Range::point(*c_.opt.blocks) : Range{1, c_.opt.max_blocks};
+    for (const auto& [v, r] : c_.opt.param_ranges) env_.vars[v] = Range{r.first, r.second};
+    env_.exact_memo = &exact_memo_;
+    frames_.push_back(std::move(top));
+  }
+  BodyLowerer(const BodyLowerer&) = delete;  // env_ points into it
+  BodyLowerer& operator=(const BodyLowerer&) = delete;
+
+  StmtPtr run() { return block(body_); }
+  /// A condition every launch meets (a kernel's requirement): a fact for the bounds proofs.
+  void assume(const ExprPtr& cond) { add_facts(cond); }
+  std::int64_t peak() const { return layout_.peak; }
+  std::int64_t shared_align() const { return layout_.align; }
+
+ private:
+  // ------------------------------------------------------------------ positions
+  std::int64_t T() const { return c_.opt.threads; }
+  std::int64_t units(Perspective p) const {
+    std::int64_t n = p.count.coeff * (p.count.threads ? T() : 1);
+    if (p.level == Level::Block) n *= T();
+    return n;
+  }
+  ExprPtr linear(const Pos& p, SourceLoc l) const {
+    if (p.in_block || is_zero(p.block)) return p.thread;
+    return bin(BinOp::Add, bin(BinOp::Mul, p.block, lit(T(), l), l), p.thread, l);
+  }
+  ExprPtr id_of(Perspective q, SourceLoc l) const {
+    const Pos& p = frames_.back();
+    std::int64_t n = q.count.coeff;
+    if (q.level == Level::Grid) return lit(0, l);
+    if (q.level == Level::Block) {
+      if (p.in_block) return lit(0, l);
+      ExprPtr b = p.thread_below_t ? p.block : bin(BinOp::Div, linear(p, l), lit(T(), l), l);
+      return n == 1 ? b : bin(BinOp::Div, b, lit(n, l), l);
+    }
+    ExprPtr pos = linear(p, l);
+    return n == 1 ? pos : bin(BinOp::Div, pos, lit(n, l), l);
+  }
+
+  // ------------------------------------------------------------------ expressions and accesses
+  class ExprLowerer : public IRMutator {
+   public:
+    explicit ExprLowerer(BodyLowerer& b) : b_(b) {}
+    using IRMutator::mutate;
+
+   protected:
+    ExprPtr visit(const Id& n, const ExprPtr&) override { return b_.id_of(n.p, n.loc); }
+    ExprPtr visit(const Load& n, const ExprPtr&) override {
+      std::vector<ExprPtr> idx;
+      for (const auto& i : n.indices) idx.push_back(mutate(i));
+      auto [root, resolved] = b_.resolve(n.mem, std::move(idx), n.loc);
+      ExprPtr flat = b_.exact_width(resolved);
+      auto [bound, site] = b_.check(root, flat, false, n.loc);
+      return make<Load>(n.type, root, std::vector<ExprPtr>{flat}, bound, site, n.loc);
+    }
+    ExprPtr visit(const Builtin& n, const ExprPtr& e) override {
+      if (n.which == BuiltinKind::BlocksInGrid) return e;  // the launch's grid, read as it runs
+      throw InternalError("lower: the input is already lowered");
+    }
+
+   private:
+    BodyLowerer& b_;
+  };
+
+  ExprPtr lx(const ExprPtr& e);
+
+  std::pair<MemPtr, ExprPtr> resolve(MemPtr m, std::vector<ExprPtr> idx, SourceLoc l) const;
+  /// An index as every backend must compute it. Index arithmetic is exact (docs/semantics.md): where
+  /// the value or an intermediate of its exact part may leave its type's range, that part is
+  /// rebuilt in i64 (leaves converted), so that a backend computing in the IR's types computes the
+  /// exact value. Otherwise a bound proven on the exact value (min(t + INT_MAX, 5) is 5) would let
+  /// an access computed with wrapping (min(INT_MIN + ..., 5)) leave its buffer unchecked.
+  ExprPtr exact_width(const ExprPtr& e) const;
+
+  /// Whether `m[i]` is `root[base + i]`, so a pointer to m[0] can stand for m.
+  bool unit_stride(const MemNode* m) const;
+
+  // ------------------------------------------------------------------ facts and bounds
+  /// The number of elements of root memory, when the IR says.
+  ExprPtr extent_of(const MemPtr& root, SourceLoc l) const;
+  /// What an access to root memory must stay below: the declared extent or the array's count, else
+  /// the pointer's length (a hidden parameter), as an i64.
+  ExprPtr bound_of(const MemPtr& root, SourceLoc l) const;
+  /// The bound an access at `index` needs checked as it runs, and its site; {null, -1} when lowering
+  /// proves it inside.
+  std::pair<ExprPtr, std::int64_t> check(const MemPtr& root, const ExprPtr& index, bool write, SourceLoc l) const;
+  /// `e` with the values of unassigned lets put in and widening integer casts dropped: the form in
+  /// which two index expressions are compared as affine sums. An affine sum takes + - * as exact, so
+  /// a let's value is put in, and a cast looked through, only where the arithmetic under it cannot
+  /// wrap at its own type (`exact`): `let w = u - 5u` is 4294967291 for u = 0, not -5. An extent
+  /// (`trusted`) is looked through everywhere: the launcher refuses one whose arithmetic wraps.
+  ExprPtr normal(const ExprPtr& e, bool trusted = false, int depth = 0) const;
+  /// Whether `e`, computed at its own type, is its exact value: no operation of it may wrap.
+  bool exact(const ExprPtr& e) const;
+  /// An integer cast that keeps the value of an operand computed exactly (or `trusted`).
+  bool widening(const Cast& c, bool trusted) const;
+  /// A condition the code is under, `hi - lo >= least`, as an affine form; none when it is not an
+  /// integer comparison or its own arithmetic may wrap (then it says nothing about exact values).
+  struct Fact {
+    Affine slack;  ///< hi - lo
+    std::int64_t least = 1;
+  };
+  /// How a fact's sides become affine forms: normalized (lets' values put in, constants folded), as
+  /// written as exact sums (`affine(x, true)`), or as written with products of a sum and a variable
+  /// multiplied out (`products`).
+  enum class Form : std::uint8_t { Normal, Exact, Products };
+  /// The facts of `facts_` a proof may use, in one form. A proof asks for them many times over (each
+  /// atom's sign, each min or max case), and many proofs run under the same conditions: they are
+  /// made once per form for as long as neither the conditions nor the ranges and lets change.
+  const std::vector<Fact>& usable_facts(Form form) const;
+  std::vector<Fact> make_usable_facts(Form form) const;
+  /// A condition as a fact in `form`, or none where it is not an integer comparison whose sides are
+  /// computed exactly, or reads memory that may change.
+  std::optional<Fact> usable_fact(const ExprPtr& f, Form form) const;
+  Affine in_form(const ExprPtr& x, Form form) const;
+  // ---------------------------------------------------------------- what an atom is
+  /// Facts that hold by what the atoms of `gap` are, not by a condition: for m = min(a, b),
+  /// a - m >= 0 and b - m >= 0, and m >= 0 when a and b are at least 0 (for max the other way round,
+  /// and m >= 0 when one of them is); for q = a % b with a >= 0, q >= 0, and b - q >= 1 when b >= 1.
+  /// `x[min(max(i, 0), n - 1)]` under `require(n >= 1)`, or `x[i % n]` with i >= 0. Only atoms whose
+  /// operands are computed exactly count (their values are then the sums the form takes); a
+  /// product's factors (`products`) and a let's value for its variable are looked at too.
+  std::vector<Fact> atom_facts(const Affine& gap, Form form) const;
+  /// The integer operation an atom computes: itself seen through widening casts, or for a let's
+  /// variable its value (`defs_`: computed exactly).
+  const Binary* operation(const ExprPtr& atom) const;
+  /// `facts` and those of gap's atoms.
+  std::vector<Fact> with_atom_facts(std::vector<Fact> facts, const Affine& gap, Form form) const;
+  /// `at_least_one(gap, facts)` with the facts of gap's atoms added; failing that, for a min or max
+  /// atom m = min(a, b), both cases: m is a where a <= b, and b where b <= a (up to two atoms deep).
+  /// `x[max(min(i, n - 1), 0)]`: below n as n - 1 < n and 0 < n (from n >= 1).
+  bool follows(const Affine& gap, Form form, const std::vector<Fact>& facts, int depth = 0) const;
+  /// Whether `x < bound` follows from the range of x or from the conditions the code is under whose
+  /// arithmetic cannot wrap. With the gap g = bound - x as an affine form, it does when
+  /// g = s1 * (hi1 - lo1) + s2 * (hi2 - lo2) + d for one or two such conditions, scales s1, s2 > 0 and
+  /// a constant d, and s1 * least1 + s2 * least2 + d >= 1 (least: 1 for `<`, 0 for `<=`). One condition
+  /// at scale 1: `if (i < n) x[i]`; with constants, `if (t < 128) s[t + 128]` in 256. Two, the first
+  /// scaled by a row length: `if (r < M && c + 4 <= K) a[r * K + c + 3]` in M * K.
+  bool proven_below(const ExprPtr& x, const ExprPtr& bound) const;
+  // ---------------------------------------------------------------- rows of a variable length
+  /// `e` as written, as an exact sum in which a product of a sum and a variable is multiplied out
+  /// (`(r0 + i) * w` is r0 * w + i * w) and every product of two atoms is one canonical atom
+  /// (`h * w` and `w * h` alike). Widening casts are left out where the operand is computed exactly
+  /// (`normal`): an integer widened to i64 is then the same number (exact_width's rebuilds).
+  Affine products(const ExprPtr& e, bool trusted = false) const;
+  ExprPtr unwidened(const ExprPtr& e, bool trusted) const;
+  /// `a` times the variable `v`: each atom's product with v (one canonical atom per pair), and
+  /// a's constant as a multiple of v.
+  static Affine times(const Affine& a, const ExprPtr& v);
+  static ExprPtr product_atom(const ExprPtr& a, const ExprPtr& b);
+  /// `x < bound` where the row length is a variable w: `if (r < h && c < w) m[r * w + c]` in h * w.
+  /// The first condition times w (h * w - r * w >= w, as w >= 0) and the second (w - c >= 1) leave
+  /// h * w - (r * w + c) >= 1. w must be a variable nothing assigns (its value the same in the
+  /// condition's product as in the index), proven at least 0 by its range or the conditions.
+  bool proven_below_by_a_variable(const ExprPtr& x, const ExprPtr& bound) const;
+  /// Whether `x >= 0` (an index, computed exactly; its range r) follows from r or from the
+  /// conditions the code is under: x + 1 >= 1 as above. `if (i >= 1 && i < n) x[i - 1]`: the
+  /// stencil's left neighbour. Here both sides are taken as written, as exact sums: the normal form
+  /// puts in the values of lets, which wrap at their own types where the index does not
+  /// (`let u = 58u; l[8u - u]` reads l[-50], while 8u - 58u folded at u32 is 4294967246).
+  bool proven_nonnegative(const ExprPtr& x, const Range& r) const;
+  /// `x >= 0` with products multiplied out (`products`): a product of two factors each at least 0
+  /// is at least 0 and is left out (`r * w + c` under `r >= 0 && c >= 0 && c < w`), and what is left
+  /// must follow from the conditions.
+  bool nonnegative_by_products(const ExprPtr& x) const;
+  /// `f >= 0` by its range or by `facts` (in the `products` form), or as the min of two such (the
+  /// max of one).
+  bool at_least_zero(const ExprPtr& f, const std::vector<Fact>& facts) const;
+  /// The scales that cancel one of f's atoms against `rest` (a positive whole ratio).
+  static std::vector<std::int64_t> scales(const Affine& rest, const Fact& f);
+  /// Whether an affine form is at least 1, by itself or by `facts` (proven_below). What is left once
+  /// the facts are taken out counts by its atoms' ranges (`t % 4 - 3 + ...` at least -3).
+  bool at_least_one(const Affine& gap, const std::vector<Fact>& facts) const;
+  /// An mbarrier slot: proven inside its array, or the kernel is refused (V1009). A barrier operation
+  /// has no value to skip to, so it is never checked as it runs.
+  void slot_in_bounds(const MemPtr& root, const ExprPtr& index, const std::string& view, SourceLoc l);
+  /// A tile in the 128-byte swizzle layout (rows of 128 bytes in groups of 8, each group on a 1024-byte
+  /// boundary) read or written through an address, not an index: `elems` elements from `first`,
+  /// less a column offset of at most `max_col` elements (wgmma's K step) inside the first row. The
+  /// array must be aligned to 1024 bytes, the group start a multiple of 1024 bytes, and the whole
+  /// tile proven inside the array (V1009).
+  void swizzled_tile(const MemPtr& root, const ExprPtr& first, std::int64_t elems, std::int64_t max_col,
+                     const std::string& what, const std::string& view, SourceLoc l);
+
+  bool proven_in_bounds(const MemPtr& root, const ExprPtr& first, std::int64_t count, SourceLoc l) const;
+  /// Whether `e` reads a variable of `vars`, or memory whose elements may change while the kernel
+  /// runs (any but the kernel's const global pointer parameters, which the launcher keeps apart from
+  /// every buffer it writes): its value at one statement need not be its value at a later one.
+  bool reads_changing(const ExprPtr& e, const std::unordered_set<const VarNode*>& vars) const;
+  /// Facts that read one of `vars` stop holding (the variables are assigned here, or in a loop about
+  /// to run). They are cleared in place, so that the scopes' saved counts stay right; a fact cleared
+  /// inside a branch stays cleared after it, where the variable may have changed.
+  void kill_facts(const std::unordered_set<const VarNode*>& vars);
+  void add_facts(const ExprPtr& cond);
+
+  // ------------------------------------------------------------------ statements
+  StmtPtr block(const StmtPtr& s);
+  StmtPtr scoped(Pos next, const StmtPtr& body);
+  void stmt(const StmtPtr& s, std::vector<StmtPtr>& out);
+
+  void lower_stmt(const Seq& n, std::vector<StmtPtr>& out);
+  /// A variable's range from here on. Ranges and lets change what proofs find: what they remember
+  /// is forgotten (the exact ranges, the usable facts, the normal forms). Each variable is bound
+  /// once, before anything that reads it is proven, so nothing remembered reads it yet: the
+  /// forgetting only keeps the memos right should a variable ever be bound again (no test can tell
+  /// it from keeping them).
+  void bind_range(const VarNode* v, Range r);
+  void lower_stmt(const Let& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const Assign& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const Store& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const If& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const For& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const While& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const Group& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const Split& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const Destruct& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const Partition& n, std::vector<StmtPtr>& out);
+  void view(const MemPtr& dst, const MemPtr& src, const StmtPtr& body, std::vector<StmtPtr>& out);
+  void lower_stmt(const Claim& n, std::vector<StmtPtr>& out) { view(n.dst, n.src, n.body, out); }
+  void lower_stmt(const Lower& n, std::vector<StmtPtr>& out) { view(n.dst, n.src, n.body, out); }
+  void lower_stmt(const Async& n, std::vector<StmtPtr>& out) { view(n.dst, n.src, n.body, out); }
+  void lower_stmt(const SharedAlloc& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const LocalAlloc& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const Call& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const Unsafe& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const Jump& n, std::vector<StmtPtr>& out) { out.push_back(make<Jump>(n.is_break, n.loc)); }
+  void lower_stmt(const Return& n, std::vector<StmtPtr>& out) { out.push_back(make<Return>(lx(n.value), n.loc)); }
+  void lower_stmt(const ir::Barrier& n, std::vector<StmtPtr>& out);
+  void lower_stmt(const VectorCopy&, std::vector<StmtPtr>&);
+
+  /// `for i in [0, N): dst[a + i] = src[b + i]` (lowered) with N elements of 8 or 16 bytes in total,
+  /// a and b provably multiples of N and both ranges proven in bounds, becomes one vector copy. The
+  /// pointer parameters involved then need that alignment, which the signature records.
+  StmtPtr vector_copy(const For& n, const ExprPtr& b, const ExprPtr& e, const ExprPtr& st, const StmtPtr& body);
+
+  Context& c_;
+  StmtPtr body_;
+  SharedLayout layout_;
+  std::unordered_set<const VarNode*> reassigned_;
+  RangeEnv env_;
+  std::vector<Pos> frames_;
+  std::unordered_map<const MemNode*, ViewInfo> views_;
+  std::unordered_map<const MemNode*, std::int64_t> counts_;  ///< shared and local arrays: elements
+  std::unordered_map<const MemNode*, std::int64_t> aligns_;  ///< shared arrays: bytes their start is aligned to
+  std::vector<ExprPtr> facts_;                               ///< conditions the code is under
+  std::unordered_map<const VarNode*, ExprPtr> defs_;         ///< unassigned integer lets computed exactly: their values
+  // What the proofs remember under the present ranges and lets; bind_range forgets all of it.
+  ExactMemo exact_memo_;  ///< env_'s exact ranges
+  /// `normal`'s results, by trust and depth: they read defs_ and, through `exact`, env_'s ranges.
+  static constexpr int kNormalDepth = 4;
+  mutable std::array<
+      std::array<std::unordered_map<ExprPtr, ExprPtr, ExactMemo::Hash, ExactMemo::Same>, kNormalDepth + 1>, 2>
+      normal_memo_;
+  /// usable_facts per form, made from these conditions (kept, so that no address is reused).
+  struct FactsCache {
+    bool valid = false;
+    std::vector<ExprPtr> facts;
+    std::vector<Fact> out;
+  };
+  mutable std::array<FactsCache, 3> facts_cache_;
+  /// usable_fact per form of each condition met, found by its structure.
+  mutable std::array<std::unordered_map<ExprPtr, std::optional<Fact>, ExactMemo::Hash, ExactMemo::Same>, 3> fact_forms_;
+};
+
+FunctionPtr lower_function(Context& c, const FunctionNode& f);
+
+}  // namespace vantage::lower::detail
