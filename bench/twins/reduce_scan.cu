@@ -37,6 +37,21 @@ __device__ __forceinline__ int twin_warp_inclusive_scan(int v, int lane) {
   return v;
 }
 
+// The block's inclusive scan of each thread's `v`: shuffles in each warp, the warps' totals through
+// `warps` (a barrier), then scanned by every warp; `total` gets the block's sum.
+template <int WARPS>
+__device__ __forceinline__ int twin_block_inclusive_scan(int v, int lane, int warp, int* warps, int& total) {
+  v = twin_warp_inclusive_scan(v, lane);
+  if (lane == 31) warps[warp] = v;
+  __syncthreads();
+  total = 0;
+#pragma unroll
+  for (int w = 0; w < WARPS; ++w) total += warps[w];
+  const int before_warp =
+      __shfl_sync(0xffffffffu, twin_warp_inclusive_scan(warps[min(lane, WARPS - 1)], lane), max(warp - 1, 0));
+  return warp > 0 ? v + before_warp : v;
+}
+
 extern "C" __global__ void __launch_bounds__(256)
     twin_scan_lookback(int n, const int* __restrict__ x, int* __restrict__ y, unsigned long long* __restrict__ desc) {
   constexpr int T = 256, WARPS = T / 32;
@@ -44,15 +59,8 @@ extern "C" __global__ void __launch_bounds__(256)
   __shared__ int warps[WARPS];
   __shared__ int prefix_s;
   const int t = threadIdx.x, lane = t % 32, warp = t / 32, blk = blockIdx.x, i = blk * T + t;
-  int v = twin_warp_inclusive_scan(i < n ? x[i] : 0, lane);
-  if (lane == 31) warps[warp] = v;
-  __syncthreads();
-  int total = 0;
-#pragma unroll
-  for (int w = 0; w < WARPS; ++w) total += warps[w];
-  const int before_warp =
-      __shfl_sync(0xffffffffu, twin_warp_inclusive_scan(warps[min(lane, WARPS - 1)], lane), max(warp - 1, 0));
-  if (warp > 0) v += before_warp;
+  int total;
+  const int v = twin_block_inclusive_scan<WARPS>(i < n ? x[i] : 0, lane, warp, warps, total);
   if (t == 0) {
     const unsigned long long sum = static_cast<unsigned>(total);
     if (blk == 0) {
@@ -101,15 +109,8 @@ extern "C" __global__ void __launch_bounds__(1024)
 #pragma unroll
   for (int e = 1; e < ITEMS; ++e) items[e] += items[e - 1];
   const int mine = items[ITEMS - 1];
-  int upto = twin_warp_inclusive_scan(mine, lane);
-  if (lane == 31) warps[warp] = upto;
-  __syncthreads();
-  int total = 0;
-#pragma unroll
-  for (int w = 0; w < WARPS; ++w) total += warps[w];
-  const int before_warp =
-      __shfl_sync(0xffffffffu, twin_warp_inclusive_scan(warps[min(lane, WARPS - 1)], lane), max(warp - 1, 0));
-  if (warp > 0) upto += before_warp;
+  int total;
+  const int upto = twin_block_inclusive_scan<WARPS>(mine, lane, warp, warps, total);
   // The first warp looks back over 32 blocks at a time: lane l reads the word of block base - l, the
   // warp waits until its whole window is published, then sums the words up to the nearest inclusive
   // one (the lowest such lane), or all 32 and moves the window 32 blocks back.
