@@ -566,6 +566,36 @@ TEST(Library, StageTileCopiesATileInRoundsWithZerosPastTheEdges) {
   }
 }
 
+// examples::scan_tiled in the shapes the GPU's speed rows time (threads x items a thread): the
+// inclusive sums at sizes the tiles do not divide, one of them past the look-back's window of 32
+// blocks, on every backend and under both thread orders of the interpreter.
+TEST(Library, TheTiledScanIsRightInEveryShape) {
+  for (auto [threads, items] : {std::pair{64, 4}, {128, 8}, {512, 12}, {256, 16}}) {
+    Kernel k = examples::scan_tiled(threads, items, "scan_tiled_shape");
+    const int tile = threads * items;
+    std::vector<int> sizes = {1, tile - 1, 3 * tile + 5};
+    if (tile <= 256) sizes.push_back(33 * tile + 1);
+    for (int n : sizes) {
+      std::vector<int> x(static_cast<std::size_t>(n)), want(x.size());
+      std::uint32_t sum = 0;
+      for (int i = 0; i < n; ++i) {
+        x[static_cast<std::size_t>(i)] = (i * 7919) % 201 - 100;
+        sum += static_cast<std::uint32_t>(x[static_cast<std::size_t>(i)]);
+        want[static_cast<std::size_t>(i)] = static_cast<int>(sum);
+      }
+      const int blocks = (n + tile - 1) / tile;
+      for (const Device& d : devices()) {
+        std::vector<int> y(x.size(), -1);
+        std::vector<std::uint64_t> desc(static_cast<std::size_t>(blocks), 0);
+        k.launch(d, Grid{blocks, threads}, n, std::as_const(x), y, desc);
+        d.synchronize();
+        EXPECT_EQ(y, want) << threads << " x " << items << ", n = " << n << " on " << d.name();
+      }
+    }
+  }
+  EXPECT_THROW(examples::scan_tiled(96, 6), std::invalid_argument);  // items not a multiple of 4
+}
+
 // lib::for_each_tile_grouped: every tile once, in the grouped order (block b of group b / (G * tiles
 // per row) walks down the group's rows, column by column), with a last group of fewer rows, on every
 // backend; groups of 0 rows are refused at the caller's line.
