@@ -11,8 +11,8 @@
 #include <fstream>
 #include <string>
 
-#include "runtime/driver.h"
-#include "runtime/gpu.h"
+#include "backend/driver.h"
+#include "backend/gpu.h"
 #include "runtime/launch_internal.h"
 #include "vantage/vantage.hpp"
 
@@ -95,7 +95,7 @@ void BM_RawCuLaunchKernel(benchmark::State& state) {
   runtime::Prepared p;
   const runtime::Entry& e = runtime::prepare(k, d, Grid{1, 256}, args, p);  // the same function, packed once
   const driver::Table& drv = driver::table();
-  auto fn = static_cast<driver::CUfunction>(e.function);
+  auto fn = static_cast<driver::CUfunction>(e.exec->function);
   auto stream = static_cast<driver::CUstream>(s.native());
   for (auto _ : state) {
     for (int i = 0; i < kBatch; ++i) drv.launch_kernel(fn, 1, 1, 1, 256, 1, 1, 0, stream, p.pointers.data(), nullptr);

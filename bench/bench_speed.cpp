@@ -38,12 +38,12 @@
 #include <utility>
 #include <vector>
 
+#include "backend/driver.h"
+#include "backend/gpu.h"
 #include "bench_stats.hpp"
 #include "kernels/paper_kernels.hpp"
 #include "kernels/runs.hpp"
 #include "kernels/workloads.hpp"
-#include "runtime/driver.h"
-#include "runtime/gpu.h"
 #include "twins/twins.hpp"
 #include "vantage/vantage.hpp"
 

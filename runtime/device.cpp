@@ -7,12 +7,10 @@
 #include <mutex>
 #include <thread>
 
+#include "backend/backend.h"
+#include "backend/driver.h"
+#include "backend/gpu.h"
 #include "jit/target/target.h"
-#ifdef VANTAGE_HAVE_CPU_BACKEND
-#include "jit/cpu/cpu.h"
-#endif
-#include "runtime/driver.h"
-#include "runtime/gpu.h"
 #include "support/log.h"
 #include "vantage/compile.hpp"
 #include "vantage/diagnostics.hpp"
@@ -74,20 +72,6 @@ std::string size_text(std::size_t bytes) { return std::to_string(bytes) + " byte
 
 }  // namespace
 
-const char* device_kind_name(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::Interpreter: return "interpreter";
-    case DeviceKind::Cpu: return "CPU";
-    case DeviceKind::Gpu: return "GPU";
-  }
-  return "device";
-}
-
-double DeviceProperties::memory_bandwidth_gbs() const {
-  // Double data rate: two transfers per clock over the bus.
-  return 2.0 * memory_clock_khz * 1e3 * (memory_bus_bits / 8.0) / 1e9;
-}
-
 PlacementModel placement_model(const DeviceProperties& g, int cpu_threads) {
   PlacementModel m;
   m.cpu_threads = std::max(1, cpu_threads);
@@ -109,13 +93,7 @@ PlacementModel placement_model(const DeviceProperties& g, int cpu_threads) {
 // ---------------------------------------------------------------- devices
 Device Device::interpreter(InterpreterOptions options) { return Device(DeviceKind::Interpreter, 0, options); }
 
-bool Device::cpu_available() {
-#ifdef VANTAGE_HAVE_CPU_BACKEND
-  return true;
-#else
-  return false;
-#endif
-}
+bool Device::cpu_available() { return backend::cpu_available(); }
 
 Device Device::cpu(int threads) {
   if (!cpu_available()) throw ToolchainError("this build of Vantage has no CPU backend (VANTAGE_CPU_BACKEND=OFF)");
@@ -173,11 +151,7 @@ std::string Device::name() const {
 
 std::string Device::toolchain() const {
   std::string v = std::string("vantage ") + version() + "; ";
-  if (kind_ == DeviceKind::Gpu) return v + compiler_fingerprint();
-#ifdef VANTAGE_HAVE_CPU_BACKEND
-  if (kind_ == DeviceKind::Cpu) return v + cpu::host_fingerprint();
-#endif
-  return v + device_kind_name(kind_);
+  return v + backend::for_kind(kind_).toolchain();
 }
 
 const DeviceProperties& Device::properties() const {

@@ -21,26 +21,11 @@
 #include <optional>
 #include <thread>
 
-#ifdef VANTAGE_HAVE_CPU_BACKEND
-#include "jit/cpu/cpu.h"
-#endif
-#include <xxhash.h>
-
-#include <cctype>
-#include <cstdio>
-#include <map>
-
-#include "jit/cuda/emit.h"
-#include "jit/interp/interp.h"
-#include "jit/ir/eval.h"
-#include "jit/ir/printer.h"
-#include "jit/pipeline/handles.h"
-#include "jit/pipeline/pipeline.h"
-#include "runtime/cpu_pool.h"
-#include "runtime/driver.h"
-#include "runtime/gpu.h"
+#include "backend/backend.h"
+#include "backend/driver.h"
+#include "backend/gpu.h"
+#include "jit/pipeline/signature.h"
 #include "runtime/launch_internal.h"
-#include "support/float16.h"
 #include "support/log.h"
 #include "vantage/cache.hpp"
 
@@ -112,154 +97,11 @@ class Pool {
 
 }  // namespace
 
-// ---------------------------------------------------------------- extents as programs
-namespace {
-bool integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
-}  // namespace
-
-bool ExtentProgram::compile(const ir::ExprPtr& e, const std::vector<ir::ParamNode>& params) {
-  using namespace ir;
-  if (!e) return false;
-  return dispatch(*e,
-                  Overloaded{
-                      [&](const Literal& n) {
-                        if (!integral(n.type)) return false;
-                        ops.push_back({Op::Const, {}, n.type, n.type, -1, n.i});
-                        return true;
-                      },
-                      [&](const VarRef& n) {
-                        for (std::size_t i = 0; i < params.size(); ++i)
-                          if (params[i].var.get() == n.var.get() && is_integer(n.type)) {
-                            ops.push_back({Op::Param, {}, n.type, n.type, static_cast<int>(i), 0});
-                            return true;
-                          }
-                        return false;
-                      },
-                      [&](const Unary& n) {
-                        if (!compile(n.a, params)) return false;
-                        ops.push_back({Op::Unary, static_cast<std::uint8_t>(n.op), n.type, n.type, -1, 0});
-                        return true;
-                      },
-                      [&](const Binary& n) {
-                        if (!integral(n.type) || !integral(n.a->type) || !compile(n.a, params) || !compile(n.b, params))
-                          return false;
-                        ops.push_back({Op::Binary, static_cast<std::uint8_t>(n.op), n.a->type, n.type, -1, 0});
-                        return true;
-                      },
-                      [&](const Cast& n) {
-                        if (!integral(n.type) || !integral(n.a->type) || !compile(n.a, params)) return false;
-                        ops.push_back({Op::Cast, {}, n.type, n.a->type, -1, 0});
-                        return true;
-                      },
-                      [](const auto&) { return false; },
-                  }) &&
-         ops.size() <= kMaxOps;
-}
-
-std::vector<int> ExtentProgram::params() const {
-  std::vector<int> out;
-  for (const Op& op : ops)
-    if (op.code == Op::Param && std::find(out.begin(), out.end(), op.param) == out.end()) out.push_back(op.param);
-  return out;
-}
-
-std::optional<std::int64_t> ExtentProgram::eval(std::span<const std::int64_t> scalars) const {
-  std::int64_t stack[kMaxOps];
-  ScalarType types[kMaxOps];
-  int top = 0;
-  bool wrapped = false;
-  for (const Op& op : ops) {
-    switch (op.code) {
-      case Op::Const:
-        types[top] = op.type;
-        stack[top++] = op.value;
-        break;
-      case Op::Param:
-        types[top] = op.type;
-        stack[top++] = scalars[static_cast<std::size_t>(op.param)];
-        break;
-      case Op::Unary:
-        stack[top - 1] = ir::eval_unary(static_cast<ir::UnOp>(op.op), op.type, stack[top - 1], &wrapped);
-        break;
-      case Op::Binary: {
-        std::int64_t b = stack[--top];
-        stack[top - 1] = ir::eval_binary(static_cast<ir::BinOp>(op.op), op.type, stack[top - 1], b, &wrapped);
-        types[top - 1] = op.result;
-        break;
-      }
-      case Op::Cast:
-        stack[top - 1] = ir::eval_cast(op.result, op.type, stack[top - 1], &wrapped);
-        types[top - 1] = op.type;
-        break;
-    }
-  }
-  if (wrapped || top != 1) return std::nullopt;
-  __int128 v = ir::exact(types[0], stack[0]);
-  if (v < 0 || v > INT64_MAX) return std::nullopt;
-  return static_cast<std::int64_t>(v);
-}
-
 // ---------------------------------------------------------------- the table
-Entry::~Entry() {
-  if (module) {
-    try {
-      gpu::make_current(ordinal);
-      driver::table().module_unload(static_cast<driver::CUmodule>(module));
-    } catch (...) {  // a destructor never throws
-    }
-  }
-}
-
-Table::Table(const Kernel& kernel) {
-  const ir::KernelNode& k = detail::KernelAccess::ir(kernel);
-  name = k.name;
-  declared_threads = k.threads.value_or(0);
-  for (std::size_t i = 0; i < k.params.size(); ++i) {
-    const ir::ParamNode& p = k.params[i];
-    ParamCheck c;
-    c.name = p.name;
-    c.pointer = p.mem != nullptr;
-    c.type = p.var ? p.var->type : p.mem->elem;
-    c.is_const = p.mem && p.mem->is_const;
-    if (p.extent) {
-      c.extent_text = ir::print(p.extent);
-      c.has_extent = c.extent.compile(p.extent, k.params);
-      if (!c.has_extent)
-        throw InternalError("launch: the extent of '" + p.name + "' (" + c.extent_text +
-                            ") is not an integer expression over the kernel's parameters");
-    }
-    if (p.specialized && p.var) specialized.push_back(static_cast<int>(i));
-    if (!p.specialized && p.var && is_integer(p.var->type) && classified.size() < 32)
-      classified.push_back(static_cast<int>(i));
-    params.push_back(std::move(c));
-  }
-  for (const auto& r : k.requirements) {
-    RequirementCheck c;
-    c.text = ir::print(r.cond);
-    c.loc = r.loc;
-    if (!c.program.compile(r.cond, k.params))
-      throw InternalError("launch: the requirement " + c.text + " is not an integer condition on the parameters");
-    c.params = c.program.params();
-    requirements.push_back(std::move(c));
-  }
+Table::Table(const Kernel& kernel) : pipeline::Signature(pipeline::signature_of(kernel)) {
   if (params.size() > kMaxParams)
     throw LaunchError("", "kernel '" + name + "' has " + std::to_string(params.size()) +
                               " parameters; a launch takes at most " + std::to_string(kMaxParams));
-  for (const auto& m : k.tensor_maps) {
-    TensorMapCheck c;
-    c.name = m.name;
-    for (std::size_t i = 0; i < k.params.size(); ++i)
-      if (k.params[i].mem == m.mem) c.param = static_cast<int>(i);
-    c.rows_text = ir::print(m.rows);
-    c.cols_text = ir::print(m.cols);
-    if (!c.rows.compile(m.rows, k.params) || !c.cols.compile(m.cols, k.params))
-      throw InternalError("launch: the shape of tensor map '" + m.name + "' is not an integer expression");
-    c.box_rows = m.box_rows;
-    c.box_cols = m.box_cols;
-    c.elem = m.mem->elem;
-    c.loc = m.loc;
-    maps.push_back(std::move(c));
-  }
   if (maps.size() > kMaxTensorMaps)
     throw LaunchError("", "kernel '" + name + "' has " + std::to_string(maps.size()) +
                               " tensor maps; a launch takes at most " + std::to_string(kMaxTensorMaps));
@@ -274,9 +116,8 @@ Table::~Table() {
 }
 
 Table& table_of(const Kernel& kernel) {
-  const detail::KernelData& d = detail::KernelAccess::data(kernel);
-  std::call_once(d.launch_once, [&] { d.launch = std::make_unique<Table>(kernel); });
-  return static_cast<Table&>(*d.launch);
+  return static_cast<Table&>(detail::kernel_slot(
+      kernel, [](const Kernel& k) -> std::unique_ptr<detail::KernelSlot> { return std::make_unique<Table>(k); }));
 }
 
 namespace {
@@ -309,131 +150,25 @@ Assumption assumption_of(std::uint64_t code) {
   return a;
 }
 
-#ifdef VANTAGE_HAVE_CPU_BACKEND
-/// Identical kernels (the same lowered IR) share their loaded code: one symbol per content.
-std::shared_ptr<cpu::Loaded> load_cpu(const std::vector<char>& object, const std::string& entry) {
-  static std::mutex mu;
-  static std::map<std::string, std::weak_ptr<cpu::Loaded>> loaded;
-  std::lock_guard lock(mu);
-  if (auto it = loaded.find(entry); it != loaded.end())
-    if (auto l = it->second.lock()) return l;
-  auto l = std::make_shared<cpu::Loaded>(cpu::load(object, entry));
-  loaded[entry] = l;
-  return l;
-}
-#endif
-
-/// The CPU backend: lowered, as LLVM IR, compiled for this host (through the cache: a second
-/// process skips LLVM), loaded through ORC.
-void make_cpu(Entry& e, const Kernel& kernel, Table& t, const Spec& spec) {
-#ifdef VANTAGE_HAVE_CPU_BACKEND
-  auto lowered = pipeline::lower_for(kernel, spec);
-  e.guards = std::move(lowered.specialized.guards);
-  e.block_threads = lowered.specialized.threads;
-  e.alignment.assign(t.params.size(), 0);
-  for (const auto& [i, bytes] : lowered.lowered.param_alignment) e.alignment[static_cast<std::size_t>(i)] = bytes;
-  std::string text = lower::print(lowered.lowered);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
-  std::string base;
-  for (char c : t.name) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  std::string entry = "vt_cpu_" + base + "_" + hex;
-  cpu::Module m = cpu::generate(lowered.lowered, entry);
-  e.cpu_scratch = m.scratch_bytes();
-  e.cpu_shared = lowered.lowered.shared_bytes;
-  e.sites = lowered.lowered.checks;
-  e.sites.insert(e.sites.end(), m.extra_sites().begin(), m.extra_sites().end());
-  std::string ir = m.ir(), origin;
-  auto object = KernelCache::global().artifact(
-      "cpu-object", {ir, cpu::host_fingerprint(), "O3"}, [&] { return cpu::compile(std::move(m), 3); }, &origin);
-  auto code = load_cpu(*object, entry);
-  e.cpu_fn = reinterpret_cast<void*>(code->fn());
-  e.cpu_code = std::move(code);
-  logging::get().debug("cpu: kernel '{}' ({} threads per block): object from {}, {} bytes of scratch", t.name,
-                       e.block_threads, origin, e.cpu_scratch);
-#else
-  (void)e;
-  (void)kernel;
-  (void)t;
-  (void)spec;
-  throw ToolchainError("this build of Vantage has no CPU backend");
-#endif
+/// The device as the backends see it.
+backend::Target target_of(const Device& device) {
+  return {device.kind(), device.ordinal(), &device.properties(), device.name()};
 }
 
-/// Compiles (or reads from the cache) and loads the specialization of `e` on its device.
+/// Makes the specialization of `e` on its device through the device's backend: compiled (or read
+/// from the cache) and loaded.
 void make(Entry& e, const Kernel& kernel, const Device& device, Table& t) {
-  const ir::KernelNode& k = detail::KernelAccess::ir(kernel);
   Spec spec;
   spec.threads = e.threads;
   spec.arch = device.properties().arch;
   for (std::size_t i = 0; i < t.specialized.size(); ++i)
-    spec.sizes[k.params[static_cast<std::size_t>(t.specialized[i])].name] = e.values[i];
+    spec.sizes[t.params[static_cast<std::size_t>(t.specialized[i])].name] = e.values[i];
   for (std::size_t i = 0; i < t.classified.size(); ++i)
     if (std::uint64_t code = (e.classes >> (2 * i)) & 3)
-      spec.assume[k.params[static_cast<std::size_t>(t.classified[i])].name] = assumption_of(code);
+      spec.assume[t.params[static_cast<std::size_t>(t.classified[i])].name] = assumption_of(code);
   try {
-    if (device.kind() == DeviceKind::Cpu) {
-      make_cpu(e, kernel, t, spec);
-      return;
-    }
-    if (device.is_host()) {
-      auto lowered = pipeline::lower_for(kernel, spec);
-      e.guards = std::move(lowered.specialized.guards);
-      e.block_threads = lowered.specialized.threads;
-      e.alignment.assign(t.params.size(), 0);
-      for (const auto& [i, bytes] : lowered.lowered.param_alignment) e.alignment[static_cast<std::size_t>(i)] = bytes;
-      e.lowered = std::make_unique<lower::Lowered>(std::move(lowered.lowered));
-      return;
-    }
-    std::shared_ptr<const CachedKernel> c;
-    try {
-      c = KernelCache::global().get(kernel, spec);
-    } catch (const CheckError& err) {
-      // Hopper-only instructions (wgmma) need the arch-specific target of the same GPU.
-      if (!err.has("V1008") || spec.arch != Arch::SM_90) throw;
-      spec.arch = Arch::SM_90a;
-      c = KernelCache::global().get(kernel, spec);
-    }
-    const DeviceProperties& p = device.properties();
-    const Specialized& s = c->spec;
-    e.guards = s.guards;
-    e.block_threads = s.threads;
-    e.alignment.assign(t.params.size(), 0);
-    for (std::size_t i = 0; i < s.params.size() && i < t.params.size(); ++i) e.alignment[i] = s.params[i].alignment;
-    e.dynamic_shared = s.dynamic_shared_bytes;
-    gpu::register_checks(lower::check_tag(s.entry), t.name, s.checks);
-    gpu::error_record(device.ordinal());  // made before the first launch, not on it
-    std::int64_t shared = s.static_shared_bytes + s.dynamic_shared_bytes;
-    if (shared > p.shared_per_block_optin)
-      throw LaunchError("", "kernel '" + t.name + "' needs " + std::to_string(shared) +
-                                " bytes of shared memory per block; " + device.name() + " allows " +
-                                std::to_string(p.shared_per_block_optin));
-    if (s.threads > p.max_threads_per_block)
-      throw LaunchError("grid.threads", "kernel '" + t.name + "' runs " + std::to_string(s.threads) +
-                                            " threads per block; " + device.name() + " allows " +
-                                            std::to_string(p.max_threads_per_block));
-    gpu::make_current(device.ordinal());
-    const driver::Table& d = driver::table();
-    driver::CUmodule module = nullptr;
-    driver::check(d.module_load_data(&module, c->cubin.data()), "cuModuleLoadData",
-                  "kernel '" + t.name + "' (" + arch_name(s.arch) + ") on " + device.name());
-    e.module = module;
-    driver::CUfunction fn = nullptr;
-    driver::check(d.module_get_function(&fn, module, s.entry.c_str()), "cuModuleGetFunction", s.entry);
-    e.function = fn;
-    int regs = 0;
-    driver::check(d.func_get_attribute(&regs, driver::kFuncNumRegs, fn), "cuFuncGetAttribute", s.entry);
-    e.registers = regs;
-    if (static_cast<std::int64_t>(regs) * s.threads > p.registers_per_block)
-      throw LaunchError("grid.threads", "kernel '" + t.name + "' uses " + std::to_string(regs) +
-                                            " registers per thread; " + std::to_string(s.threads) +
-                                            " threads per block need " +
-                                            std::to_string(static_cast<std::int64_t>(regs) * s.threads) + ", and " +
-                                            device.name() + " has " + std::to_string(p.registers_per_block));
-    if (e.dynamic_shared > 0)
-      driver::check(d.func_set_attribute(fn, driver::kFuncMaxDynamicShared, static_cast<int>(e.dynamic_shared)),
-                    "cuFuncSetAttribute",
-                    s.entry + " (dynamic shared memory " + std::to_string(e.dynamic_shared) + ")");
+    e.exec = backend::for_kind(device.kind()).make(kernel, std::move(spec), target_of(device));
+    e.exec->alignment.resize(t.params.size(), 0);
   } catch (const CheckError& err) {
     if (!err.has("V1004")) throw;
     // The launch shape is what the kernel's rules refuse: name it.
@@ -613,8 +348,7 @@ const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std:
     ++t.misses;
     e = &entry_for(t, kernel, device, threads, key, classes);
   }
-
-  for (const Guard& g : e->guards)
+  for (const Guard& g : e->exec->guards)
     if (!g.accepts(grid.blocks, scalars))
       throw LaunchError(g.kind == Guard::Kind::ParamEquals ? t.params[static_cast<std::size_t>(g.param)].name
                                                            : std::string("grid.blocks"),
@@ -659,7 +393,7 @@ const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std:
                    " elements, but the buffer given holds " + std::to_string(a.length()));
       out.extents[i] = *ext;
     }
-    if (int al = e->alignment[i]; al > 0 && a.address() % static_cast<std::uint64_t>(al) != 0)
+    if (int al = e->exec->alignment[i]; al > 0 && a.address() % static_cast<std::uint64_t>(al) != 0)
       refuse(t, i,
              "its vector accesses need " + std::to_string(al) +
                  "-byte alignment, and the buffer given is not aligned (address % " + std::to_string(al) + " = " +
@@ -733,7 +467,7 @@ const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std:
     out.pointers[k] = &out.slots[k];
     ++k;
   }
-  out.slots[k] = device.is_gpu() ? reinterpret_cast<std::uint64_t>(gpu::error_record(device.ordinal())) : 0;
+  out.slots[k] = reinterpret_cast<std::uint64_t>(e->exec->error_record);  // GPUs only; 0 on the host
   out.pointers[k] = &out.slots[k];
   ++k;
   for (std::size_t m = 0; m < t.maps.size(); ++m) {
@@ -748,99 +482,22 @@ const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std:
 
 namespace {
 
-LaunchReport run_host(const Kernel& kernel, const Device& device, const Entry& e, const Prepared& p,
-                      std::span<const LaunchArg> args) {
-  const Table& t = table_of(kernel);
-  std::vector<interp::Arg> run_args(args.size());
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const LaunchArg& a = args[i];
-    interp::Arg& r = run_args[i];
-    if (!t.params[i].pointer) {
-      r.i = a.int_value();
-      r.f = a.float_value();
-      if (a.type() == ScalarType::F16) r.f = float16::half_to_float(static_cast<std::uint16_t>(a.int_value()));
-      if (a.type() == ScalarType::BF16) r.f = float16::bf16_to_float(static_cast<std::uint16_t>(a.int_value()));
-      continue;
-    }
-    r.is_buffer = true;
-    r.data = a.data();
-    r.length = a.length();
-    r.extent = p.extents[i];
-  }
-  interp::Options o;
-  const auto& io = device.interpreter_options();
-  o.order = io.order == ThreadOrder::Forward   ? interp::Order::Forward
-            : io.order == ThreadOrder::Reverse ? interp::Order::Reverse
-                                               : interp::Order::Random;
-  o.seed = io.seed;
-  o.checks = io.checks;
-  o.max_statements = io.max_statements;
-  std::shared_ptr<CostReport> measured;
-  if (io.measure) o.measure = (measured = std::make_shared<CostReport>()).get();
-  auto start = std::chrono::steady_clock::now();
-  interp::Stats st = interp::run(*e.lowered, p.blocks, run_args, o);
-  LaunchReport rep;
-  rep.measured = std::move(measured);
-  rep.threads = e.block_threads * p.blocks;
-  rep.thread_statements = st.thread_statements;
-  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return rep;
-}
-
-/// A failed check the CPU code recorded (the record vt_cpu_fail writes), as the GPU's is reported.
-[[noreturn]] void raise_cpu(const Entry& e, const std::string& kernel, const std::uint64_t* r) {
-  std::uint64_t site = r[1];
-  auto index = static_cast<std::int64_t>(r[4]), bound = static_cast<std::int64_t>(r[5]);
-  std::string what = "an access";
-  std::vector<SourceLoc> locs;
-  if (site < e.sites.size()) {
-    const lower::CheckSite& c = e.sites[site];
-    what = std::string(c.write ? "writes" : "reads") + " '" + c.memory + "'[" + std::to_string(index) + "]";
-    if (c.loc.known()) locs.push_back(c.loc);
-  }
-  throw ExecutionError("memcheck",
-                       "on the CPU, kernel '" + kernel + "': block " + std::to_string(r[2]) + " thread " +
-                           std::to_string(r[3]) + " " + what + " at " +
-                           (locs.empty() ? std::string("<unknown line>") : locs[0].str()) + ", outside its " +
-                           std::to_string(bound) + " elements (the access was skipped)",
-                       locs);
-}
-
-LaunchReport run_cpu(const Kernel& kernel, const Device& device, const Entry& e, Prepared& p) {
-  std::uint64_t record[8] = {};
-  // cpu::BlockFn (jit/cpu/cpu.h, absent from a build without the CPU backend, which never gets here)
-  auto fn = reinterpret_cast<void (*)(void**, std::int64_t, std::int64_t, std::int64_t, void*, void*, std::uint64_t*)>(
-      e.cpu_fn);
-  void** args = p.pointers.data();
-  const std::int64_t blocks = p.blocks;
-  auto start = std::chrono::steady_clock::now();
-  cpu_pool::run(p.blocks, device.host_threads(), e.cpu_shared, e.cpu_scratch,
-                [&](std::int64_t first, std::int64_t last, void* shared, void* scratch) {
-                  fn(args, first, last, blocks, shared, scratch, record);
-                });
-  if (record[0]) raise_cpu(e, table_of(kernel).name, record);
-  LaunchReport rep;
-  rep.threads = e.block_threads * p.blocks;
-  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return rep;
-}
-
 LaunchReport run(const Kernel& kernel, const Device& device, void* stream, Grid grid, std::span<const LaunchArg> args) {
   Prepared p;
   const Entry& e = prepare(kernel, device, grid, args, p);
-  if (device.kind() == DeviceKind::Cpu) return run_cpu(kernel, device, e, p);
-  if (device.is_host()) return run_host(kernel, device, e, p, args);
-  gpu::make_current(device.ordinal());
-  driver::CUresult r = driver::table().launch_kernel(
-      static_cast<driver::CUfunction>(e.function), static_cast<unsigned>(p.blocks), 1, 1,
-      static_cast<unsigned>(e.block_threads), 1, 1, static_cast<unsigned>(e.dynamic_shared),
-      static_cast<driver::CUstream>(stream), p.pointers.data(), nullptr);
-  if (r != driver::kSuccess)
-    driver::check(r, "cuLaunchKernel",
-                  "kernel '" + table_of(kernel).name + "', " + std::to_string(p.blocks) + " blocks of " +
-                      std::to_string(e.block_threads) + " threads on " + device.name());
+  backend::Launch l;
+  l.pointers = p.pointers.data();
+  l.extents = std::span<const std::int64_t>(p.extents.data(), args.size());
+  l.blocks = p.blocks;
+  l.stream = stream;
+  l.host_threads = device.host_threads();
+  l.interpreter = &device.interpreter_options();
+  backend::Outcome o = e.exec->run(l);
   LaunchReport rep;
-  rep.threads = e.block_threads * p.blocks;
+  rep.threads = e.exec->block_threads * p.blocks;
+  rep.thread_statements = o.thread_statements;
+  rep.seconds = o.seconds;
+  rep.measured = std::move(o.measured);
   return rep;
 }
 
@@ -868,13 +525,12 @@ LaunchStats launch_stats(const Kernel& kernel) {
 
 std::shared_future<void> prepare(const Kernel& kernel, const Device& device, const Spec& spec) {
   runtime::Table& t = runtime::table_of(kernel);
-  const ir::KernelNode& k = detail::KernelAccess::ir(kernel);
   std::int64_t threads = spec.threads ? spec.threads : t.declared_threads;
   if (threads <= 0)
     throw LaunchError("grid.threads", "kernel '" + t.name + "' leaves its threads per block open: set Spec::threads");
   std::vector<std::int64_t> values;
   for (int i : t.specialized) {
-    const std::string& name = k.params[static_cast<std::size_t>(i)].name;
+    const std::string& name = t.params[static_cast<std::size_t>(i)].name;
     auto it = spec.sizes.find(name);
     if (it == spec.sizes.end())
       throw LaunchError(
@@ -884,7 +540,7 @@ std::shared_future<void> prepare(const Kernel& kernel, const Device& device, con
   // The size classes the Spec's assumptions name (a class's assumption exactly; none otherwise).
   std::uint64_t classes = 0;
   for (std::size_t i = 0; i < t.classified.size(); ++i) {
-    auto it = spec.assume.find(k.params[static_cast<std::size_t>(t.classified[i])].name);
+    auto it = spec.assume.find(t.params[static_cast<std::size_t>(t.classified[i])].name);
     if (it == spec.assume.end()) continue;
     for (std::uint64_t code : {1, 2})
       if (it->second == runtime::assumption_of(code)) classes |= code << (2 * i);
@@ -901,9 +557,8 @@ std::shared_future<void> prepare(const Kernel& kernel, const Device& device, con
 
 Spec launch_spec(const Kernel& kernel, Spec spec, const std::map<std::string, std::int64_t>& values) {
   const runtime::Table& t = runtime::table_of(kernel);
-  const ir::KernelNode& k = detail::KernelAccess::ir(kernel);
   for (int i : t.classified) {
-    const std::string& name = k.params[static_cast<std::size_t>(i)].name;
+    const std::string& name = t.params[static_cast<std::size_t>(i)].name;
     auto it = values.find(name);
     if (it == values.end()) continue;
     if (std::uint64_t code = runtime::class_of(it->second)) spec.assume[name] = runtime::assumption_of(code);

@@ -9,8 +9,8 @@
 #include <map>
 #include <thread>
 
+#include "backend/cpu_pool.h"
 #include "kernels/paper_kernels.hpp"
-#include "runtime/cpu_pool.h"
 #include "test_support.hpp"
 #include "vantage/vantage.hpp"
 

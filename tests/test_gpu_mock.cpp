@@ -17,9 +17,9 @@
 #include <set>
 #include <thread>
 
+#include "backend/driver.h"
 #include "jit/cuda/emit.h"
 #include "kernels/paper_kernels.hpp"
-#include "runtime/driver.h"
 #include "runtime/launch_internal.h"
 #include "test_support.hpp"
 #include "vantage/vantage.hpp"

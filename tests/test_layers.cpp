@@ -57,8 +57,8 @@ int layer_of(const std::vector<Layer>& table, const std::string& path) {
 
 std::vector<std::string> sources() {
   std::vector<std::string> out;
-  for (const char* dir :
-       {"support", "jit", "cache", "frontend", "library", "tune", "include", "tools", "examples", "bench", "tests"}) {
+  for (const char* dir : {"support", "jit", "cache", "backend", "runtime", "frontend", "library", "tune", "include",
+                          "tools", "examples", "bench", "tests"}) {
     for (const auto& e : fs::recursive_directory_iterator(kRoot / dir)) {
       auto ext = e.path().extension();
       if (ext == ".cpp" || ext == ".h" || ext == ".hpp") out.push_back(fs::relative(e.path(), kRoot).string());
@@ -110,6 +110,54 @@ TEST(Layers, NoFileIncludesALaterLayer) {
     }
   }
   EXPECT_GT(checked, 100) << "too few includes found: is the tree where the test thinks?";
+}
+
+/// What the runtime may include of jit/: docs/architecture.md's line "The runtime sees of `jit/`
+/// only: ..." (the build reads the same line for the runtime layer's include path).
+std::vector<std::string> runtime_sees_of_jit() {
+  std::istringstream doc(slurp(kRoot / "docs/architecture.md"));
+  static const std::regex kPath("`([^`]+)`");
+  const std::string lead = "The runtime sees of `jit/` only: ";
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(doc, line)) {
+    if (line.rfind(lead, 0) != 0) continue;
+    std::string rest = line.substr(lead.size());
+    for (auto it = std::sregex_iterator(rest.begin(), rest.end(), kPath); it != std::sregex_iterator(); ++it)
+      out.push_back((*it)[1]);
+  }
+  return out;
+}
+
+/// The runtime checks, packs and launches through the backends' interface (backend/backend.h): of
+/// the compiler's stages it reads only the target table and the kernel's signature, which holds no
+/// IR type. A backend folder, the IR or a header that brings the IR in is refused.
+TEST(Layers, TheRuntimeReachesTheStagesOnlyThroughTheBackends) {
+  static const std::regex kInclude(R"(^\s*#\s*include\s*"([^"]+)\")");
+  const std::vector<std::string> allowed = runtime_sees_of_jit();
+  ASSERT_EQ(allowed, (std::vector<std::string>{"jit/target/", "jit/pipeline/signature.h"}))
+      << "docs/architecture.md's line on what the runtime sees of jit/ changed";
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(kRoot / "runtime")) {
+    ++files;
+    std::istringstream lines(slurp(e.path()));
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::smatch m;
+      if (!std::regex_search(line, m, kInclude)) continue;
+      const std::string inc = m[1];
+      if (inc.rfind("jit/", 0) != 0) continue;
+      bool ok = false;
+      for (const auto& a : allowed) ok = ok || inc.rfind(a, 0) == 0;
+      EXPECT_TRUE(ok) << "runtime/" << e.path().filename().string() << " includes " << inc
+                      << ": the runtime reaches the stages through backend/backend.h";
+    }
+  }
+  EXPECT_GE(files, 3) << "runtime/ not found";
+  // And what it may include brings no IR in: the signature header names no IR type.
+  const std::string signature = slurp(kRoot / "jit/pipeline/signature.h");
+  EXPECT_EQ(signature.find("jit/ir/"), std::string::npos);
+  EXPECT_EQ(signature.find("ir::"), std::string::npos);
 }
 
 TEST(Layers, PublicHeadersIncludeOnlyPublicHeadersAndNameNoIrType) {

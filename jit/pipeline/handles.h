@@ -2,27 +2,24 @@
 // The public headers name only `detail::KernelData`; the IR stays out of them.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "jit/ir/ir.h"
+#include "jit/pipeline/signature.h"
 #include "vantage/kernel.hpp"
 
 namespace vantage::detail {
-
-/// What a later stage keeps per kernel, made on first use: the runtime's table of loaded
-/// specializations. The pipeline only owns it (the runtime derives from this).
-struct KernelSlot {
-  virtual ~KernelSlot() = default;
-};
 
 struct KernelData {
   std::shared_ptr<const ir::KernelNode> ir;
   std::vector<Obligation> obligations;
   std::int64_t shared_bytes = 0;
   mutable std::once_flag launch_once;
-  mutable std::unique_ptr<KernelSlot> launch;  ///< set once, under launch_once
+  mutable std::unique_ptr<KernelSlot> launch;              ///< set once, under launch_once
+  mutable std::atomic<KernelSlot*> launch_ready{nullptr};  ///< `launch`, published once it is made
 };
 
 struct FunctionData {

@@ -36,6 +36,18 @@ const KernelData& KernelAccess::data(const Kernel& k) {
   return *k.data_;
 }
 
+// Here, beside `data`, so that the launch path's lookup of a kernel's table is one call.
+// A made slot is read with one acquire load (call_once costs a thread-local lookup every call).
+KernelSlot& kernel_slot(const Kernel& kernel, std::unique_ptr<KernelSlot> (*make)(const Kernel&)) {
+  const KernelData& d = KernelAccess::data(kernel);
+  if (KernelSlot* s = d.launch_ready.load(std::memory_order_acquire)) return *s;
+  std::call_once(d.launch_once, [&] {
+    d.launch = make(kernel);
+    d.launch_ready.store(d.launch.get(), std::memory_order_release);
+  });
+  return *d.launch;
+}
+
 const std::shared_ptr<const ir::KernelNode>& KernelAccess::ir_ptr(const Kernel& k) {
   if (!k.data_) throw CheckError({{"V0905", "this Kernel was never built (a default-constructed handle)", {}, {}}});
   return k.data_->ir;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <string>
 
+#include "vantage/device.hpp"
+
 namespace vantage::target {
 namespace {
 
@@ -135,6 +137,21 @@ const char* arch_names() {
     return s;
   }();
   return names.c_str();
+}
+
+// ---------------------------------------------------------------- devices (vantage/device.hpp)
+const char* device_kind_name(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::Interpreter: return "interpreter";
+    case DeviceKind::Cpu: return "CPU";
+    case DeviceKind::Gpu: return "GPU";
+  }
+  return "device";
+}
+
+double DeviceProperties::memory_bandwidth_gbs() const {
+  // Double data rate: two transfers per clock over the bus.
+  return 2.0 * memory_clock_khz * 1e3 * (memory_bus_bits / 8.0) / 1e9;
 }
 
 }  // namespace vantage

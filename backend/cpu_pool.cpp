@@ -1,5 +1,5 @@
 // Vantage CPU device: see cpu_pool.h.
-#include "runtime/cpu_pool.h"
+#include "backend/cpu_pool.h"
 
 #include <algorithm>
 #include <atomic>

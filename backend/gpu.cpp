@@ -1,5 +1,5 @@
 // Vantage GPUs: see gpu.h.
-#include "runtime/gpu.h"
+#include "backend/gpu.h"
 
 #include <atomic>
 #include <cstring>

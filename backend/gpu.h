@@ -8,8 +8,8 @@
 
 #include "vantage/compile.hpp"
 
-#include "runtime/driver.h"
-#include "vantage/runtime.hpp"
+#include "backend/driver.h"
+#include "vantage/device.hpp"
 
 namespace vantage::gpu {
 

@@ -1,5 +1,5 @@
 // Vantage CUDA driver binding: see driver.h.
-#include "runtime/driver.h"
+#include "backend/driver.h"
 
 #include <dlfcn.h>
 
