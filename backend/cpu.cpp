@@ -1,7 +1,6 @@
 // Vantage's CPU backend: the lowered kernel as LLVM IR, compiled for this host through the
 // artifact cache (a second process skips LLVM), loaded through ORC, its blocks run on the host
 // pool. Identical kernels (the same lowered IR) share their loaded code.
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -97,9 +96,7 @@ class CpuBackend final : public Backend {
     std::string text = lower::print(lowered.lowered);
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
-    std::string base;
-    for (char c : e->kernel) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    std::string entry = "vt_cpu_" + base + "_" + hex;
+    std::string entry = pipeline::entry_symbol("vt_cpu_", e->kernel, hex);
     cpu::Module m = cpu::generate(lowered.lowered, entry);
     e->scratch_ = m.scratch_bytes();
     e->shared_ = lowered.lowered.shared_bytes;

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/workers.h"
+
 namespace vantage::cpu_pool {
 namespace {
 
@@ -40,25 +42,6 @@ struct Buffers {
 /// small launch; an autotuner or an application launching in a loop keeps its workers awake, and
 /// an idle pool sleeps after this long (OpenMP runtimes do the same, for longer).
 constexpr auto kSpin = std::chrono::microseconds(200);
-
-inline void relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-/// Polls `ready()` for up to kSpin; true when it became true.
-template <class F>
-bool spin_until(F ready) {
-  auto until = std::chrono::steady_clock::now() + kSpin;
-  for (int i = 0;; ++i) {
-    if (ready()) return true;
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return false;
-    relax();
-  }
-}
 
 Buffers& buffers() {
   thread_local Buffers b;
@@ -132,56 +115,16 @@ struct Job {
   }
 };
 
-class Pool {
- public:
-  static Pool& get() {
-    static Pool p;
-    return p;
-  }
-  void post(std::shared_ptr<Job> job, int helpers) {
-    {
-      std::lock_guard lock(mu_);
-      while (static_cast<int>(workers_.size()) < helpers) {
-        int w = static_cast<int>(workers_.size());
-        workers_.emplace_back([this, w] { loop(w); });
-      }
-      for (int i = 0; i < helpers; ++i) queue_.push_back(job);
-      queued_.store(static_cast<int>(queue_.size()), std::memory_order_release);
-    }
-    cv_.notify_all();
-  }
-  ~Pool() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : workers_) t.join();
-  }
-
- private:
-  void loop(int w) {
-    while (true) {
-      std::shared_ptr<Job> job;
-      spin_until([&] { return queued_.load(std::memory_order_acquire) > 0; });
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        job = std::move(queue_.front());
-        queue_.pop_front();
-        queued_.store(static_cast<int>(queue_.size()), std::memory_order_release);
-      }
-      job->work(w + 1);
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<Job>> queue_;
-  std::atomic<int> queued_{0};  ///< queue_.size(), polled without the lock by workers about to sleep
-  std::vector<std::thread> workers_;
-  bool stop_ = false;
+/// A helper's share of a launch.
+struct Help {
+  std::shared_ptr<Job> job;
+  void operator()(int worker) const { job->work(worker); }
 };
+
+support::Workers<Help>& workers() {
+  static support::Workers<Help> w(kSpin);
+  return w;
+}
 
 }  // namespace
 
@@ -195,10 +138,11 @@ void run(std::int64_t blocks, int threads, std::int64_t shared_bytes, std::int64
   job->body = &body;
   // About 16 chunks per thread: few trips to the shared counters, and still a balanced end.
   job->chunk = std::max<std::int64_t>(1, blocks / (16 * (helpers + 1)));
-  if (helpers > 0) Pool::get().post(job, helpers);
+  if (helpers > 0) workers().post(Help{job}, helpers, helpers);
   job->work(0);
   // Helpers that start late find no block left and only touch the job, which they keep alive.
-  if (helpers > 0 && spin_until([&] { return job->done.load(std::memory_order_acquire) == blocks; })) return;
+  if (helpers > 0 && support::spin_until([&] { return job->done.load(std::memory_order_acquire) == blocks; }, kSpin))
+    return;
   std::unique_lock lock(job->mu);
   job->finished.wait(lock, [&] { return job->done.load() == blocks; });
 }

@@ -13,9 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -27,6 +25,7 @@
 #include "jit/pipeline/signature.h"
 #include "runtime/launch_internal.h"
 #include "support/log.h"
+#include "support/workers.h"
 #include "vantage/cache.hpp"
 
 namespace vantage {
@@ -46,54 +45,13 @@ std::string describe_arg(const LaunchArg& a) {
   return "argument";
 }
 
-/// A worker pool for `prepare`: tasks hold a Kernel, so a kernel's table may be destroyed on a worker,
-/// never while a thread waits on it. Joined at exit.
-class Pool {
- public:
-  static Pool& get() {
-    static Pool p;
-    return p;
-  }
-  void post(std::function<void()> task) {
-    {
-      std::lock_guard lock(mu_);
-      if (workers_.empty()) {
-        unsigned n = std::max(2u, std::thread::hardware_concurrency());
-        for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this] { work(); });
-      }
-      tasks_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-  }
-  ~Pool() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : workers_) t.join();
-  }
-
- private:
-  void work() {
-    while (true) {
-      std::function<void()> task;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-      }
-      task();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
-  std::vector<std::thread> workers_;
-  bool stop_ = false;
-};
+/// The workers `prepare` makes entries on: tasks hold a Kernel, so a kernel's table may be
+/// destroyed on a worker, never while a thread waits on it. Joined at exit.
+void post(std::function<void()> task) {
+  static support::Workers<std::function<void(int)>> workers;
+  static const int threads = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+  workers.post([task = std::move(task)](int) { task(); }, threads);
+}
 
 }  // namespace
 
@@ -549,8 +507,7 @@ std::shared_future<void> prepare(const Kernel& kernel, const Device& device, con
   if (created) {
     ++t.misses;
     // Made on a worker; the task holds the kernel (and so its table and the entry) until it is done.
-    runtime::Pool::get().post(
-        [kernel, device, e = e] { runtime::fill(*e, kernel, device, runtime::table_of(kernel)); });
+    runtime::post([kernel, device, e = e] { runtime::fill(*e, kernel, device, runtime::table_of(kernel)); });
   }
   return e->done;
 }

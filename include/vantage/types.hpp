@@ -73,6 +73,8 @@ int type_bytes(ScalarType type);
 constexpr bool is_integer(ScalarType t) {
   return t == ScalarType::I32 || t == ScalarType::U32 || t == ScalarType::I64 || t == ScalarType::U64;
 }
+/// The integers and bool: what integer arithmetic and comparisons take.
+constexpr bool is_integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
 /// f16, bf16, f32, f64
 constexpr bool is_float(ScalarType t) {
   return t == ScalarType::F16 || t == ScalarType::BF16 || t == ScalarType::F32 || t == ScalarType::F64;

@@ -31,7 +31,6 @@ constexpr Mask kAll = 0xffffffffu;
 /// Representatives followed at once: the middle block and three loops inside it.
 constexpr int kFrames = 4;
 
-bool integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
 __int128 gcd128(__int128 a, __int128 b) {
   if (a < 0) a = -a;
   if (b < 0) b = -b;
@@ -1242,7 +1241,7 @@ class Analyzer {
       case ExprKind::Unary:
       case ExprKind::Binary:
       case ExprKind::Cast:
-      case ExprKind::Select: return integral(e.type);
+      case ExprKind::Select: return is_integral(e.type);
       default: return false;
     }
   }
@@ -1265,14 +1264,14 @@ class Analyzer {
     out.mo = mo;
     return out;
   }
-  const Lanes& ev(const Literal& n, Mask, Lanes& out) { return integral(n.type) ? all(out, n.i) : unknown(out); }
+  const Lanes& ev(const Literal& n, Mask, Lanes& out) { return is_integral(n.type) ? all(out, n.i) : unknown(out); }
   const Lanes& ev(const VarRef& n, Mask, Lanes& out) {
     auto it = vars_.find(n.var.get());
     return it != vars_.end() ? it->second : unknown(out);
   }
   const Lanes& ev(const Unary& n, Mask m, Lanes& out) {
     const Lanes& a = eval(n.a, m, out);
-    if (!integral(n.type)) return unknown(out);
+    if (!is_integral(n.type)) return unknown(out);
     // `a` may be `out`: its motion and values are read before they are written.
     Motion mo;
     if (a.mo.kind != Motion::Still) {
@@ -1302,7 +1301,7 @@ class Analyzer {
     Lanes ta, tb;
     const Lanes &a = eval(n.a, m, ta), &b = eval(n.b, m, tb);
     const ScalarType t = n.a->type;
-    if (!integral(t)) {
+    if (!is_integral(t)) {
       if (is_float(n.type) && (n.op == BinOp::Add || n.op == BinOp::Sub || n.op == BinOp::Mul || n.op == BinOp::Div)) {
         flops_ += std::popcount(m) * weight_;
         ++effects_;
@@ -1344,7 +1343,7 @@ class Analyzer {
   }
   const Lanes& ev(const Cast& n, Mask m, Lanes& out) {
     const Lanes& a = eval(n.a, m, out);
-    if (!integral(n.type) || !integral(n.a->type)) return unknown(out);
+    if (!is_integral(n.type) || !is_integral(n.a->type)) return unknown(out);
     if (a.mo.kind == Motion::Still) {  // `a` may be `out`: each lane is read before it is written
       if (a.uniform) return all(out, eval_cast(n.a->type, n.type, a.v[0]));
       const Mask known = m & a.known;
@@ -1387,7 +1386,7 @@ class Analyzer {
     return out;
   }
   const Lanes& ev(const MathCall& n, Mask m, Lanes& out) {
-    if (integral(n.type) && !n.args.empty()) {  // abs or a bit function
+    if (is_integral(n.type) && !n.args.empty()) {  // abs or a bit function
       const Lanes& x = eval(n.args[0], m, out);
       const Mask known = m & x.known;
       const ScalarType xt = n.args[0]->type;
@@ -1806,7 +1805,7 @@ class Analyzer {
   /// other lanes' values move as those do when every lane moves the same and the lanes read stay.
   Lanes shuffle(const Intrinsic& n, const std::vector<Lanes>& a, Mask m) {
     Lanes r;
-    if (a.size() < 2 || n.outputs.empty() || !integral(n.outputs[0]->type)) return r;
+    if (a.size() < 2 || n.outputs.empty() || !is_integral(n.outputs[0]->type)) return r;
     each(m & a[1].known, [&](int i) {
       std::int64_t src = -1, d = a[1].v[i];
       switch (n.op) {

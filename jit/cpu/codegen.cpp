@@ -52,7 +52,6 @@ using llvm::Value;
 enum class Lvl : std::uint8_t { Uniform, Varying };
 Lvl join(Lvl a, Lvl b) { return a == Lvl::Varying || b == Lvl::Varying ? Lvl::Varying : Lvl::Uniform; }
 
-bool integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
 bool unsigned_type(ScalarType t) { return t == ScalarType::U32 || t == ScalarType::U64 || t == ScalarType::Bool; }
 bool half_type(ScalarType t) { return is_16bit_float(t); }
 
@@ -1156,7 +1155,7 @@ class Gen {
     return dispatch(*e, Overloaded{
                             [&](const Literal& n) -> Value* {
                               if (n.type == ScalarType::Bool) return b_.getInt1(n.i != 0);
-                              if (integral(n.type))
+                              if (is_integral(n.type))
                                 return llvm::ConstantInt::get(type(n.type), static_cast<std::uint64_t>(n.i));
                               if (n.type == ScalarType::F64) return llvm::ConstantFP::get(b_.getDoubleTy(), n.f);
                               double v = n.f;
@@ -1199,7 +1198,7 @@ class Gen {
 
   Value* unary(const Unary& n) {
     Value* a = expr(n.a);
-    if (!integral(n.type)) {
+    if (!is_integral(n.type)) {
       if (n.op == UnOp::Neg) return round16(b_.CreateFNeg(a), n.type);
       return a;
     }
@@ -1289,7 +1288,7 @@ class Gen {
     ScalarType t = n.a->type;
     // An index composed from a view (t + i, with i an index the code wrote at another width) mixes
     // widths: the operands take the node's type, as its other operations do (shifts keep theirs).
-    if (integral(t) && integral(n.b->type) && n.op != BinOp::Shl && n.op != BinOp::Shr &&
+    if (is_integral(t) && is_integral(n.b->type) && n.op != BinOp::Shl && n.op != BinOp::Shr &&
         a->getType() != b->getType()) {
       ScalarType want = is_comparison(n.op) ? n.a->type : n.type;
       llvm::Type* wt = memtype(want);
@@ -1301,7 +1300,7 @@ class Gen {
       b = to(b, n.b->type);
       t = want;
     }
-    if (integral(t)) {
+    if (is_integral(t)) {
       if (t == n.type && never_wraps(n)) {
         bool sgn = !unsigned_type(t);
         switch (n.op) {
@@ -1398,7 +1397,7 @@ class Gen {
 
   Value* cast(ScalarType from, ScalarType to, Value* a) {
     if (from == to) return a;
-    if (integral(from) && integral(to)) {
+    if (is_integral(from) && is_integral(to)) {
       if (to == ScalarType::Bool) return b_.CreateICmpNE(a, llvm::ConstantInt::get(a->getType(), 0));
       if (from == ScalarType::Bool) return b_.CreateZExt(a, type(to));
       unsigned fw = a->getType()->getIntegerBitWidth(), tw = type(to)->getIntegerBitWidth();
@@ -1464,7 +1463,7 @@ class Gen {
       }
       return b_.CreateZExtOrTrunc(r, b_.getInt32Ty());
     }
-    if (integral(t)) {  // abs: wraps at MIN
+    if (is_integral(t)) {  // abs: wraps at MIN
       Value* neg = b_.CreateSub(llvm::ConstantInt::get(xs[0]->getType(), 0), xs[0]);
       if (unsigned_type(t)) return xs[0];
       return b_.CreateSelect(b_.CreateICmpSLT(xs[0], llvm::ConstantInt::get(xs[0]->getType(), 0)), neg, xs[0]);
@@ -1619,7 +1618,7 @@ class Gen {
     bool a_left = true;  ///< which operand of the min or max is a
   };
   std::optional<Clamp> clamp_of(const ExprPtr& index) {
-    if (!lane_ || !integral(index->type)) return std::nullopt;
+    if (!lane_ || !is_integral(index->type)) return std::nullopt;
     Clamp c;
     std::vector<ExprPtr> terms;
     std::function<void(const ExprPtr&)> split = [&](const ExprPtr& e) {

@@ -69,7 +69,7 @@ auto Machine::exact(ScalarType t, std::int64_t v) -> std::int64_t {
 auto Machine::binary(const Binary& n, V a, V b) -> V {
   V v;
   ScalarType t = n.a->type;
-  if (integral(t)) {
+  if (is_integral(t)) {
     v.i = eval_binary(n.op, t, a.i, n.op == BinOp::Shl || n.op == BinOp::Shr ? shift_amount(n.b->type, b.i) : b.i);
     return v;
   }
@@ -97,7 +97,7 @@ auto Machine::binary(const Binary& n, V a, V b) -> V {
 
 auto Machine::cast(ScalarType from, ScalarType to, V a) -> V {
   V v;
-  if (integral(from) && integral(to)) {
+  if (is_integral(from) && is_integral(to)) {
     v.i = eval_cast(from, to, a.i);
   } else if (from == ScalarType::F64 && is_16bit_float(to)) {
     v.f = from_16bit(to, float16::f64_to_16bit(a.f, to == ScalarType::BF16));  // one rounding
@@ -122,7 +122,7 @@ auto Machine::math(const MathCall& n, const std::vector<V>& x) -> V {
     v.i = eval_bits(n.fn, n.args[0]->type, x[0].i);
     return v;
   }
-  if (integral(n.type)) {  // abs: the identity on unsigned types (a u64 from 2^63 is held negative)
+  if (is_integral(n.type)) {  // abs: the identity on unsigned types (a u64 from 2^63 is held negative)
     v.i = is_signed(n.type) && x[0].i < 0 ? eval_unary(UnOp::Neg, n.type, x[0].i) : x[0].i;
     return v;
   }

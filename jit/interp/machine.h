@@ -37,7 +37,6 @@ struct V {
 
 /// A float value rounded to what type `t` holds.
 double round_to(ScalarType t, double x);
-bool integral(ScalarType t);
 /// A 16-bit float's bits as the value the interpreter holds.
 double from_16bit(ScalarType t, std::uint16_t bits);
 

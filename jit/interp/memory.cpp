@@ -13,8 +13,6 @@ double round_to(ScalarType t, double x) {
   }
 }
 
-bool integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
-
 double from_16bit(ScalarType t, std::uint16_t bits) {
   return t == ScalarType::F16 ? float16::half_to_float(bits) : float16::bf16_to_float(bits);
 }

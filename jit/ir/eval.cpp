@@ -147,10 +147,9 @@ std::int64_t eval_cast(ScalarType from, ScalarType to, std::int64_t a, bool* ove
 }
 
 namespace {
-bool integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
 
 std::optional<Folded> fold(const ExprPtr& e) {
-  if (!e || !integral(e->type)) return std::nullopt;
+  if (!e || !is_integral(e->type)) return std::nullopt;
   return dispatch(
       *e, Overloaded{
               [](const Literal& n) -> std::optional<Folded> {

@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -27,14 +28,18 @@ std::string entry_name(const Kernel& k, const Spec& spec, std::int64_t threads) 
   char hex[17];
   std::snprintf(hex, sizeof hex, "%08llx",
                 static_cast<unsigned long long>(XXH3_64bits(key.data(), key.size()) & 0xffffffffULL));
-  std::string base;
-  for (char c : k.name()) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return "vt_" + base + "_" + hex;
+  return pipeline::entry_symbol("vt_", k.name(), hex);
 }
 
 }  // namespace
 
 namespace pipeline {
+std::string entry_symbol(std::string_view prefix, std::string_view kernel, std::string_view hash) {
+  std::string s(prefix);
+  for (char c : kernel) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s.append("_").append(hash);
+}
+
 LoweredKernel lower_for(const Kernel& kernel, const Spec& spec) {
   const ir::KernelNode& k = detail::KernelAccess::ir(kernel);
   LoweredKernel out{specialization::run(k, kernel.obligations(), spec), {}};

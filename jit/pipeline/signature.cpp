@@ -21,13 +21,11 @@ struct ExtentCompiler {
   }
 
  private:
-  static bool integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
-
   bool add(const ir::ExprPtr& e, std::vector<Op>& ops) const {
     using namespace ir;
     return dispatch(*e, Overloaded{
                             [&](const Literal& n) {
-                              if (!integral(n.type)) return false;
+                              if (!is_integral(n.type)) return false;
                               ops.push_back({Op::Const, {}, n.type, n.type, -1, n.i});
                               return true;
                             },
@@ -45,13 +43,13 @@ struct ExtentCompiler {
                               return true;
                             },
                             [&](const Binary& n) {
-                              if (!integral(n.type) || !integral(n.a->type) || !add(n.a, ops) || !add(n.b, ops))
+                              if (!is_integral(n.type) || !is_integral(n.a->type) || !add(n.a, ops) || !add(n.b, ops))
                                 return false;
                               ops.push_back({Op::Binary, static_cast<std::uint8_t>(n.op), n.a->type, n.type, -1, 0});
                               return true;
                             },
                             [&](const Cast& n) {
-                              if (!integral(n.type) || !integral(n.a->type) || !add(n.a, ops)) return false;
+                              if (!is_integral(n.type) || !is_integral(n.a->type) || !add(n.a, ops)) return false;
                               ops.push_back({Op::Cast, {}, n.type, n.a->type, -1, 0});
                               return true;
                             },
