@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "jit/ir/eval.h"
+#include "jit/ir/intrinsics.h"
 #include "jit/ir/shared_layout.h"
 #include "jit/ir/visit.h"
 #include "jit/target/target.h"
@@ -1207,9 +1208,20 @@ class Checker {
     auto output = [&](Perspective p) {
       for (const auto& o : n.outputs) declare(o, p);
     };
+    // The threads it must run with: its row of the intrinsic table (named_barrier's count is an
+    // operand, checked with the others).
+    switch (info(n.op).needs) {
+      case Needs::Any:
+      case Needs::Declared: break;
+      case Needs::Thread: need_exact(thread(1), op, n.loc); break;
+      case Needs::Warp: need_exact(warp(), op, n.loc); break;
+      case Needs::Warpgroup: need_exact(warpgroup(), op, n.loc); break;
+      case Needs::Block: need_exact(block(1), op, n.loc); break;
+    }
+    // Its operands and what it defines.
     switch (n.op) {
-      case IntrinsicOp::SyncThreads: need_exact(block(1), op, n.loc); break;
-      case IntrinsicOp::SyncWarp: need_exact(warp(), op, n.loc); break;
+      case IntrinsicOp::SyncThreads:
+      case IntrinsicOp::SyncWarp: break;
       case IntrinsicOp::NamedBarrier: {
         std::int64_t id = imm(0), threads = imm(1);
         int ids = target::named_barriers();
@@ -1227,7 +1239,6 @@ class Checker {
       case IntrinsicOp::ShflDown:
       case IntrinsicOp::ShflUp:
       case IntrinsicOp::ShflIdx: {
-        need_exact(warp(), op, n.loc);
         operand_value(n, 0, std::nullopt, "value");
         if (!n.args.empty() && n.args[0] && (n.args[0]->type == ScalarType::Bool))
           operand_error(n, "cannot shuffle a bool");
@@ -1243,7 +1254,6 @@ class Checker {
       case IntrinsicOp::VoteAll:
       case IntrinsicOp::VoteAny:
       case IntrinsicOp::Ballot:
-        need_exact(warp(), op, n.loc);
         operand_value(n, 0, ScalarType::Bool, "predicate");
         output(warp());
         break;
@@ -1271,7 +1281,6 @@ class Checker {
         break;
       }
       case IntrinsicOp::MmaSync: {
-        need_exact(warp(), op, n.loc);
         auto kind = static_cast<MmaShape>(imm(0));
         ScalarType in = kind == MmaShape::TF32_M16N8K8   ? ScalarType::F32
                         : kind == MmaShape::F16_M16N8K16 ? ScalarType::F16
@@ -1285,7 +1294,6 @@ class Checker {
         break;
       }
       case IntrinsicOp::Ldmatrix: {
-        need_exact(warp(), op, n.loc);
         std::int64_t count = imm(0);
         if (count != 1 && count != 2 && count != 4)
           operand_error(n, "count must be 1, 2 or 4, not " + std::to_string(count));
@@ -1296,7 +1304,6 @@ class Checker {
         break;
       }
       case IntrinsicOp::Wgmma: {
-        need_exact(warpgroup(), op, n.loc);
         std::int64_t width = imm(0);
         if (width < 8 || width > 256 || width % 8 != 0)
           operand_error(n, "N must be a multiple of 8 in 8..256, not " + std::to_string(width));
@@ -1317,9 +1324,8 @@ class Checker {
       }
       case IntrinsicOp::WgmmaFence:
       case IntrinsicOp::WgmmaCommit:
-      case IntrinsicOp::WgmmaWait: need_exact(warpgroup(), op, n.loc); break;
+      case IntrinsicOp::WgmmaWait: break;
       case IntrinsicOp::CpAsync: {
-        need_exact(thread(1), op, n.loc);
         std::int64_t bytes = imm(0);
         if (bytes != 4 && bytes != 8 && bytes != 16)
           operand_error(n, "a copy moves 4, 8 or 16 bytes, not " + std::to_string(bytes));
@@ -1334,7 +1340,6 @@ class Checker {
       case IntrinsicOp::CpAsyncCommit:
       case IntrinsicOp::CpAsyncWait: break;
       case IntrinsicOp::TmaLoad2D: {
-        need_exact(thread(1), op, n.loc);
         // One thread writes the whole box, completing on an mbarrier: no async scope or narrowing
         // (jit/sync refuses a use before a wait on that mbarrier, V1010).
         MemInfo* dst = operand_mem(n, 0, MemSpace::Shared, std::nullopt, "destination");
@@ -1355,7 +1360,6 @@ class Checker {
         break;
       }
       case IntrinsicOp::MbarrierInit:
-        need_exact(thread(1), op, n.loc);
         operand_mem(n, 0, MemSpace::Shared, ScalarType::U64, "mbarrier");
         operand_value(n, 0, ScalarType::I32, "count");
         operand_value(n, 1, ScalarType::I32, "mbarrier slot");
@@ -1378,7 +1382,6 @@ class Checker {
         operand_value(n, 1, ScalarType::I32, "mbarrier slot");
         break;
       case IntrinsicOp::SetMaxNreg: {
-        need_exact(warpgroup(), op, n.loc);
         std::int64_t count = imm(0);
         if (count < 24 || count > 256 || count % 8 != 0)
           operand_error(n, "a register limit is a multiple of 8 in 24..256, not " + std::to_string(count));

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "jit/ir/eval.h"
+#include "jit/ir/intrinsics.h"
 #include "jit/ir/range.h"
 #include "jit/ir/request_cost.h"
 #include "jit/ir/visit.h"
@@ -1783,7 +1784,7 @@ class Analyzer {
   }
   void st(const Intrinsic& n, Mask m) {
     step();
-    if (is_lane_exchange(n.op)) exchanges_ += weight_;
+    if (info(n.op).exchanges_lanes) exchanges_ += weight_;
     std::vector<Lanes> args;
     for (const auto& a : n.args) args.push_back(eval(a, m));
     for (const auto& o : n.outputs) set(o.get(), shuffle(n, args, m), m);

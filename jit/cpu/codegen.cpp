@@ -36,6 +36,7 @@
 #include "jit/cpu/cpu.h"
 #include "jit/cpu/module_impl.h"
 #include "jit/ir/eval.h"
+#include "jit/ir/intrinsics.h"
 #include "jit/ir/mutate.h"
 #include "jit/ir/range.h"
 #include "jit/ir/visit.h"
@@ -73,8 +74,7 @@ class Collectives {
   bool block_sync(const StmtPtr& s) {
     return holds(s, sync_memo_, [](const StmtNode& x) -> std::optional<bool> {
       if (const auto* b = as<ir::Barrier>(x)) return b->how != BarrierKind::Warp && b->how != BarrierKind::WarpPart;
-      if (const auto* n = as<Intrinsic>(x))
-        return n->op == IntrinsicOp::SyncThreads || n->op == IntrinsicOp::NamedBarrier;
+      if (const auto* n = as<Intrinsic>(x)) return info(n->op).orders_memory && info(n->op).needs != Needs::Warp;
       return std::nullopt;
     });
   }
@@ -86,14 +86,9 @@ class Collectives {
       return std::nullopt;
     });
   }
-  static bool exchanges_lanes(IntrinsicOp op) {
-    return is_lane_exchange(op) || op == IntrinsicOp::MmaSync || op == IntrinsicOp::Ldmatrix;
-  }
-  /// An exchange between lanes, or a barrier.
-  static bool warp_op(IntrinsicOp op) {
-    return exchanges_lanes(op) || op == IntrinsicOp::SyncThreads || op == IntrinsicOp::SyncWarp ||
-           op == IntrinsicOp::NamedBarrier;
-  }
+  static bool exchanges_lanes(IntrinsicOp op) { return info(op).collective && !info(op).orders_memory; }
+  /// An exchange between lanes, or a barrier: what the threads of a group reach together.
+  static bool warp_op(IntrinsicOp op) { return info(op).collective; }
 
  private:
   /// Whether `s` holds a statement `leaf` says yes to (looking into called functions), memoized.
@@ -1905,6 +1900,7 @@ class Gen {
   }
 
   void thread_intrinsic(const Intrinsic& n) {
+    if (!runs_on(n.op, kCpu)) unsupported(user_name(n.op), n.loc);
     switch (n.op) {
       case IntrinsicOp::Atomic: atomic(n); return;
       case IntrinsicOp::CpAsync: {
@@ -2380,6 +2376,7 @@ class Gen {
 
   // ================================================================= warp collectives
   void warp(const Intrinsic& n, Value* mask) {
+    if (!runs_on(n.op, kCpu)) unsupported(user_name(n.op), n.loc);
     switch (n.op) {
       case IntrinsicOp::SyncThreads:
       case IntrinsicOp::SyncWarp:

@@ -11,6 +11,8 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
     out_ << ctype(t) << " " << name(n.outputs[0]) << " = ";
   };
   auto addr = [&](std::size_t mem, const ExprPtr& idx) { return "&" + access(n.mems[mem], {idx}, n.loc); };
+  if (!runs_on(n.op, kCuda))
+    throw UnsupportedOnDevice(user_name(n.op) + " has no CUDA emission (the intrinsic table's row)", {n.loc});
   switch (n.op) {
     case IntrinsicOp::SyncThreads:
     case IntrinsicOp::SyncWarp:

@@ -16,6 +16,7 @@
 
 #include "jit/cuda/emit.h"
 #include "jit/ir/eval.h"
+#include "jit/ir/intrinsics.h"
 #include "jit/ir/printer.h"
 #include "jit/ir/range.h"
 #include "jit/ir/visit.h"

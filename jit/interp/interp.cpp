@@ -74,21 +74,7 @@ auto Machine::collective(const StmtPtr& s) -> bool {
   if (s->kind == StmtKind::Barrier) {
     c = true;
   } else if (const auto* n = as<Intrinsic>(*s)) {
-    switch (n->op) {
-      case IntrinsicOp::ShflXor:
-      case IntrinsicOp::ShflDown:
-      case IntrinsicOp::ShflUp:
-      case IntrinsicOp::ShflIdx:
-      case IntrinsicOp::VoteAll:
-      case IntrinsicOp::VoteAny:
-      case IntrinsicOp::Ballot:
-      case IntrinsicOp::MmaSync:
-      case IntrinsicOp::Ldmatrix:
-      case IntrinsicOp::SyncThreads:
-      case IntrinsicOp::SyncWarp:
-      case IntrinsicOp::NamedBarrier: c = true; break;
-      default: break;
-    }
+    c = info(n->op).collective;
   } else if (const auto* call = as<Call>(*s)) {
     c = collective(call->fn->body);
   } else {

@@ -4,7 +4,13 @@
 
 namespace vantage::interp::detail {
 
+void Machine::runs_here(const Intrinsic& n) {
+  if (!runs_on(n.op, kInterpreter))
+    throw UnsupportedOnDevice(std::string(user_name(n.op)) + " cannot run on the interpreter", {n.loc});
+}
+
 void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
+  runs_here(n);
   switch (n.op) {
     case IntrinsicOp::Atomic: {
       Ref r = mem(t, n.mems[0].get(), n.loc);
@@ -83,6 +89,7 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
 }
 
 void Machine::warp_op(const Intrinsic& n, const std::vector<Thread*>& ts) {
+  runs_here(n);
   std::map<std::int64_t, std::vector<Thread*>> warps;
   for (auto* t : ts) warps[t->tid / 32].push_back(t);
   for (auto& [w, lanes] : warps) {

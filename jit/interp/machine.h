@@ -20,6 +20,7 @@
 #include "jit/interp/interp.h"
 #include "jit/ir/collective.h"
 #include "jit/ir/eval.h"
+#include "jit/ir/intrinsics.h"
 #include "jit/ir/range.h"
 #include "jit/ir/request_cost.h"
 #include "jit/ir/visit.h"
@@ -297,6 +298,10 @@ class Machine {
   /// Completes the thread's cp.async copies of groups below `group` (all of them when `group` is
   /// INT64_MAX, uncommitted ones included): their destinations are written now, by this thread.
   void complete_async(Thread& t, std::int64_t group);
+
+  /// Throws UnsupportedOnDevice, naming it, for an intrinsic the interpreter does not run.
+
+  void runs_here(const Intrinsic& n);
 
   void intrinsic_one(const Intrinsic& n, Thread& t);
 

@@ -30,42 +30,6 @@ const char* name_of(StmtKind k) {
   }
   return "?";
 }
-const char* name_of(IntrinsicOp op) {
-  switch (op) {
-#define VANTAGE_X(N) \
-  case IntrinsicOp::N: return #N;
-    VANTAGE_IR_INTRINSICS(VANTAGE_X)
-#undef VANTAGE_X
-  }
-  return "?";
-}
-namespace {
-std::string snake_case(IntrinsicOp op) {
-  if (op == IntrinsicOp::TmaLoad2D) return "tma_load";
-  if (op == IntrinsicOp::MbarrierExpectTx) return "mbarrier_arrive_expect_tx";
-  std::string out;
-  for (const char* c = name_of(op); *c; ++c) {
-    if (*c >= 'A' && *c <= 'Z') {
-      if (!out.empty()) out += '_';
-      out += static_cast<char>(*c - 'A' + 'a');
-    } else {
-      out += *c;
-    }
-  }
-  return out;
-}
-}  // namespace
-
-const std::string& user_name(IntrinsicOp op) {
-  static const std::vector<std::string> kNames = [] {
-    std::vector<std::string> names;
-#define VANTAGE_X(N) names.push_back(snake_case(IntrinsicOp::N));
-    VANTAGE_IR_INTRINSICS(VANTAGE_X)
-#undef VANTAGE_X
-    return names;
-  }();
-  return kNames[static_cast<std::size_t>(op)];
-}
 const char* name_of(UnOp op) {
   switch (op) {
     case UnOp::Neg: return "-";

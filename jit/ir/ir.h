@@ -97,26 +97,38 @@ constexpr bool is_bit_fn(MathFn fn) {
   return fn == MathFn::Popc || fn == MathFn::Clz || fn == MathFn::Ffs || fn == MathFn::Brev;
 }
 
-// clang-format off
-#define VANTAGE_IR_INTRINSICS(X)                                                                         \
-  X(SyncThreads) X(SyncWarp) X(NamedBarrier) X(ShflXor) X(ShflDown) X(ShflUp) X(ShflIdx) X(VoteAll)     \
-  X(VoteAny) X(Ballot) X(Atomic) X(MmaSync) X(Ldmatrix) X(Wgmma) X(WgmmaFence) X(WgmmaCommit)           \
-  X(WgmmaWait) X(CpAsync) X(CpAsyncCommit) X(CpAsyncWait) X(TmaLoad2D) X(MbarrierInit)                   \
-  X(MbarrierArrive) X(MbarrierExpectTx) X(MbarrierWait) X(SetMaxNreg)
-// clang-format on
-
+/// The intrinsics' identities. Everything about them (names, the threads they need, what they do to
+/// memory, the feature a target needs, the backends that run them) is their row in the one table of
+/// jit/ir/intrinsics.h, which has one row per enumerator, in this order.
 enum class IntrinsicOp : std::uint8_t {
-#define VANTAGE_X(N) N,
-  VANTAGE_IR_INTRINSICS(VANTAGE_X)
-#undef VANTAGE_X
+  SyncThreads,
+  SyncWarp,
+  NamedBarrier,
+  ShflXor,
+  ShflDown,
+  ShflUp,
+  ShflIdx,
+  VoteAll,
+  VoteAny,
+  Ballot,
+  Atomic,
+  MmaSync,
+  Ldmatrix,
+  Wgmma,
+  WgmmaFence,
+  WgmmaCommit,
+  WgmmaWait,
+  CpAsync,
+  CpAsyncCommit,
+  CpAsyncWait,
+  TmaLoad2D,
+  MbarrierInit,
+  MbarrierArrive,
+  MbarrierExpectTx,
+  MbarrierWait,
+  SetMaxNreg,
 };
-/// A shuffle, vote or ballot: the lanes of a warp exchange values (what the CPU backend runs as a
-/// permutation of the warp's lanes).
-constexpr bool is_lane_exchange(IntrinsicOp op) {
-  return op == IntrinsicOp::ShflXor || op == IntrinsicOp::ShflDown || op == IntrinsicOp::ShflUp ||
-         op == IntrinsicOp::ShflIdx || op == IntrinsicOp::VoteAll || op == IntrinsicOp::VoteAny ||
-         op == IntrinsicOp::Ballot;
-}
+inline constexpr std::size_t kIntrinsics = static_cast<std::size_t>(IntrinsicOp::SetMaxNreg) + 1;
 
 /// Kinds of atomic read-modify-write (the imm of an Atomic intrinsic).
 using AtomicKind = target::AtomicOp;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "jit/ir/eval.h"
+#include "jit/ir/intrinsics.h"
 #include "jit/ir/mutate.h"
 #include "jit/ir/printer.h"
 #include "jit/ir/range.h"
@@ -26,25 +27,7 @@ class FeatureScan : public IRVisitor {
  protected:
   void visit(const Intrinsic& n) override {
     IRVisitor::visit(n);
-    using F = target::Feature;
-    switch (n.op) {
-      case IntrinsicOp::MmaSync: uses.emplace_back(F::MmaSync, &n); break;
-      case IntrinsicOp::Ldmatrix: uses.emplace_back(F::Ldmatrix, &n); break;
-      case IntrinsicOp::CpAsync:
-      case IntrinsicOp::CpAsyncCommit:
-      case IntrinsicOp::CpAsyncWait: uses.emplace_back(F::CpAsync, &n); break;
-      case IntrinsicOp::MbarrierInit:
-      case IntrinsicOp::MbarrierArrive: uses.emplace_back(F::Mbarrier, &n); break;
-      case IntrinsicOp::MbarrierWait: uses.emplace_back(F::MbarrierTry, &n); break;
-      case IntrinsicOp::TmaLoad2D:
-      case IntrinsicOp::MbarrierExpectTx: uses.emplace_back(F::Tma, &n); break;
-      case IntrinsicOp::SetMaxNreg:
-      case IntrinsicOp::Wgmma:
-      case IntrinsicOp::WgmmaFence:
-      case IntrinsicOp::WgmmaCommit:
-      case IntrinsicOp::WgmmaWait: uses.emplace_back(F::Wgmma, &n); break;
-      default: break;
-    }
+    if (auto f = info(n.op).feature) uses.emplace_back(*f, &n);
   }
   void visit(const Call& n) override {
     IRVisitor::visit(n);

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "jit/ir/eval.h"
+#include "jit/ir/intrinsics.h"
 #include "jit/ir/mutate.h"
 #include "jit/ir/range.h"
 #include "jit/ir/shared_layout.h"
@@ -516,61 +517,36 @@ class Planner {
     }
     void visit(const Intrinsic& n) override {
       IRVisitor::visit(n);
-      switch (n.op) {
-        case IntrinsicOp::Atomic:
-          if (const auto* r = p_.root(n.mems[0].get())) {
-            access.atomics[r] |= 1u << n.imms[0];
-            access.opaque.insert(r);
-            p_.span(access, r, nullptr);
-          }
-          break;
-        case IntrinsicOp::Ldmatrix: p_.read(access, n.mems[1]); break;
-        case IntrinsicOp::CpAsync:
-          p_.async_write(access, n.mems[0]);
-          p_.read(access, n.mems[1]);
-          break;
-        case IntrinsicOp::TmaLoad2D: {
-          p_.write(access, n.mems[0]);
-          const auto* dst = p_.root(n.mems[0].get());
-          const auto* bar = p_.root(n.mems[1].get());
-          if (dst && bar) {
-            access.tma.insert({dst, bar});
-            p_.tma_loads_.emplace(std::make_pair(dst, bar), n.loc);
-          }
-          p_.read(access, n.mems[1]);
-          break;
+      // What it does to each memory operand: the intrinsic table's row.
+      const IntrinsicInfo& in = info(n.op);
+      for (std::size_t i = 0; i < n.mems.size() && i < in.mems.size(); ++i) {
+        const MemPtr& m = n.mems[i];
+        switch (in.mems[i]) {
+          case Touch::None: break;
+          case Touch::Read: p_.read(access, m); break;
+          case Touch::Write: p_.write(access, m); break;
+          case Touch::AsyncWrite: p_.async_write(access, m); break;
+          case Touch::Atomic:
+            if (const auto* r = p_.root(m.get())) {
+              access.atomics[r] |= 1u << n.imms[0];
+              access.opaque.insert(r);
+              p_.span(access, r, nullptr);
+            }
+            break;
+          case Touch::Wait:
+            p_.read(access, m);
+            if (const auto* bar = p_.root(m.get())) access.waits.insert(bar);
+            break;
         }
-        // wgmma reads its tiles through descriptors, from shared memory.
-        case IntrinsicOp::Wgmma:
-          p_.read(access, n.mems[1]);
-          p_.read(access, n.mems[2]);
-          break;
-        // Initialising an mbarrier writes it; arrivals and waits are atomic on it and read it.
-        case IntrinsicOp::MbarrierInit: p_.write(access, n.mems[0]); break;
-        case IntrinsicOp::MbarrierWait:
-          p_.read(access, n.mems[0]);
-          if (const auto* bar = p_.root(n.mems[0].get())) access.waits.insert(bar);
-          break;
-        case IntrinsicOp::MbarrierArrive:
-        case IntrinsicOp::MbarrierExpectTx: p_.read(access, n.mems[0]); break;
-        // Thread-local fragments, barriers, shuffles and votes touch no shared or global memory.
-        case IntrinsicOp::SyncThreads:
-        case IntrinsicOp::SyncWarp:
-        case IntrinsicOp::NamedBarrier:
-        case IntrinsicOp::ShflXor:
-        case IntrinsicOp::ShflDown:
-        case IntrinsicOp::ShflUp:
-        case IntrinsicOp::ShflIdx:
-        case IntrinsicOp::VoteAll:
-        case IntrinsicOp::VoteAny:
-        case IntrinsicOp::Ballot:
-        case IntrinsicOp::MmaSync:
-        case IntrinsicOp::WgmmaFence:
-        case IntrinsicOp::WgmmaCommit:
-        case IntrinsicOp::WgmmaWait:
-        case IntrinsicOp::CpAsyncCommit:
-        case IntrinsicOp::CpAsyncWait:
-        case IntrinsicOp::SetMaxNreg: break;
+      }
+      // A TMA load's box completes on its mbarrier operand (V1010 refuses a use before the wait).
+      if (n.op == IntrinsicOp::TmaLoad2D) {
+        const auto* dst = p_.root(n.mems[0].get());
+        const auto* bar = p_.root(n.mems[1].get());
+        if (dst && bar) {
+          access.tma.insert({dst, bar});
+          p_.tma_loads_.emplace(std::make_pair(dst, bar), n.loc);
+        }
       }
     }
 
