@@ -1,0 +1,645 @@
+// Vantage perspective checker: expressions, statements, groups, splits, partitions, claims, allocations and calls. See
+// checker.h.
+#include "jit/check/checker.h"
+
+namespace vantage::check::detail {
+
+auto Checker::check_expr(const ExprPtr& e, SourceLoc loc) -> Perspective {
+  if (!e) {
+    error("V0706", loc, "missing expression (an undefined Expr was used)");
+    return kTop;
+  }
+  SourceLoc here = at(e, loc);
+  return dispatch(*e, [&](const auto& n) { return expr_rule(n, here, loc); });
+}
+
+auto Checker::expr_rule(const Literal& n, SourceLoc here, SourceLoc) -> Perspective {
+  if (!fits(n.type, n.i))
+    error("V0707", here,
+          "literal " + std::to_string(n.i) + " does not fit in " + type_name(n.type) +
+              " (write it as a wider type, or cast<T>() explicitly)");
+  return kTop;
+}
+
+auto Checker::expr_rule(const VarRef& n, SourceLoc, SourceLoc loc) -> Perspective {
+  auto it = vars_.find(n.var.get());
+  if (it == vars_.end()) {
+    auto& d = error("V0207", loc, "variable " + q(n.var->name) + " is not in scope here");
+    note(d, n.var->loc, "declared here");
+    return kTop;
+  }
+  return it->second.persp;
+}
+
+auto Checker::expr_rule(const Unary& n, SourceLoc here, SourceLoc) -> Perspective {
+  Perspective v = check_expr(n.a, here);
+  if (n.a) {
+    ScalarType t = n.a->type;
+    if (!defined_for(n.op, t))
+      error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(t));
+  }
+  return v;
+}
+
+auto Checker::expr_rule(const Binary& n, SourceLoc here, SourceLoc) -> Perspective {
+  Perspective v = meet(check_expr(n.a, here), check_expr(n.b, here));
+  if (n.a && n.b) binary_types(n, here);
+  return v;
+}
+
+auto Checker::expr_rule(const Select& n, SourceLoc here, SourceLoc) -> Perspective {
+  Perspective v = meet(check_expr(n.c, here), meet(check_expr(n.a, here), check_expr(n.b, here)));
+  if (n.c && n.c->type != ScalarType::Bool)
+    error("V0703", here, std::string("select needs a bool condition, not ") + type_name(n.c->type));
+  if (n.a && n.b && n.a->type != n.b->type)
+    error(
+        "V0701", here,
+        std::string("select operands have different types: ") + type_name(n.a->type) + " and " + type_name(n.b->type));
+  return v;
+}
+
+auto Checker::expr_rule(const MathCall& n, SourceLoc here, SourceLoc) -> Perspective {
+  Perspective v = kTop;
+  for (const auto& a : n.args) {
+    v = meet(v, check_expr(a, here));
+    bool defined = is_bit_fn(n.fn) ? a && is_integer(a->type)
+                                   : a && (is_float(a->type) || (n.fn == MathFn::Abs && is_integer(a->type)));
+    if (a && !defined)
+      error("V0702", here,
+            std::string(name_of(n.fn)) + " is not defined for " + type_name(a->type) +
+                (is_bit_fn(n.fn) ? " (it takes an integer of 32 or 64 bits)" : ""));
+    if (a && n.args.front() && a->type != n.args.front()->type)
+      error("V0701", here, std::string(name_of(n.fn)) + " operands have different types");
+  }
+  return v;
+}
+
+auto Checker::expr_rule(const Id& n, SourceLoc here, SourceLoc) -> Perspective {
+  if (!valid(n.p, here, "id()")) return thread(1);
+  if (fits_in(n.p, code()) == Truth::No) {
+    auto& d = error("V0107", here, "id(" + n.p.str() + ") needs a perspective that tiles the code's " + code().str());
+    note_code(d);
+  } else {
+    rule(fits_in(n.p, code()), Obligation::Kind::Divides, units(n.p), units(code()), "V0107", here,
+         [&] { return std::string("id(" + n.p.str() + ") needs " + n.p.str() + " to tile " + code().str()); });
+  }
+  return n.p;
+}
+
+auto Checker::expr_rule(const Load& n, SourceLoc here, SourceLoc) -> Perspective {
+  Perspective v = kTop;
+  if (MemInfo* info = use_mem(n.mem, here)) {
+    v = info->persp;
+    if (info->async)
+      error("V0315", here, "async memory " + q(n.mem->name) + " can only be used by async-copy intrinsics");
+  }
+  check_indices(*n.mem, n.indices, here, v);
+  return v;
+}
+
+auto Checker::binary_types(const Binary& n, SourceLoc here) -> void {
+  ScalarType a = n.a->type, b = n.b->type;
+  if (!operands_agree(n.op, a, b)) {
+    error("V0701", here,
+          std::string("operands of ") + name_of(n.op) + " have different types: " + type_name(a) + " and " +
+              type_name(b) + " (use cast<T>())");
+    return;
+  }
+  if (!defined_for(n.op, a))
+    error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(a));
+}
+
+auto Checker::uniform(Perspective variance, const std::string& code_id, SourceLoc loc, const std::string& what)
+    -> void {
+  rule(narrower_eq(code(), variance), Obligation::Kind::Divides, code().count, variance.count, code_id, loc, [&] {
+    return std::string(what + " varies with " + variance.str() + ", faster than the code's perspective " +
+                       code().str());
+  });
+}
+
+auto Checker::body(const StmtPtr& s) -> void {
+  push_scope();
+  stmt(s);
+  pop_scope();
+}
+
+auto Checker::check(const Seq& n) -> void {
+  push_scope();
+  layout_.open();
+  for (const auto& c : n.stmts) stmt(c);
+  layout_.close();
+  pop_scope();
+}
+
+auto Checker::check(const Let& n) -> void {
+  Perspective v = check_expr(n.value, n.loc);
+  if (n.value && n.var && n.value->type != n.var->type)
+    error("V0705", n.loc,
+          "variable " + q(n.var->name) + " is " + type_name(n.var->type) + " but the value is " +
+              type_name(n.value->type));
+  Perspective p = meet(code(), v);
+  if (n.at && valid(*n.at, n.loc, "let")) {
+    p = *n.at;
+    if (narrower_eq(p, code()) == Truth::No) {
+      auto& d = error("V0206", n.loc,
+                      "variable " + q(n.var->name) + " cannot live at " + p.str() +
+                          ", wider than the code's perspective " + code().str());
+      note_code(d);
+    }
+    rule(narrower_eq(p, v), Obligation::Kind::Divides, p.count, v.count, "V0201", n.loc, [&] {
+      return std::string("the value of " + q(n.var->name) + " varies with " + v.str() +
+                         ", faster than its perspective " + p.str());
+    });
+  }
+  declare(n.var, p);
+}
+
+auto Checker::write_down(const std::string& name, Perspective p, SourceLoc decl, Perspective value, SourceLoc loc)
+    -> void {
+  if (narrower_eq(p, code()) == Truth::No) {
+    auto& d =
+        error("V0202", loc, q(name) + " lives at " + p.str() + " and cannot be written from code at " + code().str());
+    note(d, decl, "declared here");
+    note_code(d);
+  }
+  if (narrower_eq(p, value) == Truth::No) {
+    auto& d = error("V0201", loc,
+                    "a value that varies with " + value.str() + " cannot be written into " + q(name) +
+                        ", which lives at " + p.str());
+    note(d, decl, "declared here");
+  } else {
+    rule(narrower_eq(p, value), Obligation::Kind::Divides, p.count, value.count, "V0201", loc,
+         [&] { return std::string("value written into " + q(name) + " must not vary faster than " + p.str()); });
+  }
+}
+
+auto Checker::check(const Assign& n) -> void {
+  Perspective v = check_expr(n.value, n.loc);
+  if (!n.var) return;
+  auto it = vars_.find(n.var.get());
+  if (it == vars_.end()) {
+    auto& d = error("V0207", n.loc, "variable " + q(n.var->name) + " is not in scope here");
+    note(d, n.var->loc, "declared here");
+    return;
+  }
+  if (it->second.loop) error("V0208", n.loc, "loop variable " + q(n.var->name) + " cannot be assigned");
+  if (n.value && n.value->type != n.var->type)
+    error("V0705", n.loc,
+          "variable " + q(n.var->name) + " is " + type_name(n.var->type) + " but the value is " +
+              type_name(n.value->type));
+  write_down(n.var->name, it->second.persp, it->second.decl, v, n.loc);
+}
+
+auto Checker::check(const Store& n) -> void {
+  Perspective v = check_expr(n.value, n.loc);
+  MemInfo* info = use_mem(n.mem, n.loc);
+  Perspective idx = kTop;
+  check_indices(*n.mem, n.indices, n.loc, idx);
+  if (n.value && n.value->type != n.mem->elem)
+    error("V0705", n.loc,
+          "cannot store " + std::string(type_name(n.value->type)) + " into " + q(n.mem->name) + " of " +
+              type_name(n.mem->elem));
+  if (!info) return;
+  if (n.mem->is_const) {
+    auto& d = error("V0310", n.loc, "cannot write to " + q(n.mem->name) + ": it is const");
+    note(d, n.mem->loc, "declared here");
+  }
+  if (info->async)
+    error("V0315", n.loc, "async memory " + q(n.mem->name) + " can only be written by async-copy intrinsics");
+  if (n.mem->space == MemSpace::Local) {
+    write_down(n.mem->name, info->persp, n.mem->loc, meet(v, idx), n.loc);
+    return;
+  }
+  if (!one_thread(info->persp)) {
+    auto& d = error("V0301", n.loc,
+                    "cannot write to " + q(n.mem->name) + ", which lives at " + info->persp.str() +
+                        "; narrow it to thread(1) with partition or claim first");
+    note(d, info->narrowed_at, "its perspective " + info->persp.str() + " comes from here");
+  }
+}
+
+auto Checker::check(const If& n) -> void {
+  Perspective v = check_expr(n.cond, n.loc);
+  if (n.cond && n.cond->type != ScalarType::Bool)
+    error("V0703", n.loc, std::string("if needs a bool condition, not ") + type_name(n.cond->type));
+  uniform(v, "V0203", n.loc, "the branch condition");
+  body(n.then_body);
+  if (n.else_body) body(n.else_body);
+}
+
+auto Checker::check(const For& n) -> void {
+  Perspective v = meet(check_expr(n.begin, n.loc), meet(check_expr(n.end, n.loc), check_expr(n.step, n.loc)));
+  for (const auto& e : {n.begin, n.end, n.step}) {
+    if (e && !is_integer(e->type))
+      error("V0704", n.loc, std::string("loop bounds must be integers, not ") + type_name(e->type));
+    if (e && n.var && e->type != n.var->type && is_integer(e->type))
+      error("V0701", n.loc,
+            std::string("loop bounds have different types: ") + type_name(e->type) + " and " + type_name(n.var->type));
+  }
+  if (auto step = const_int(n.step); step && *step == 0) error("V0209", n.loc, "loop step is zero");
+  uniform(v, "V0204", n.loc, "the loop bound");
+  push_scope();
+  declare(n.var, code(), true);
+  loops_.push_back({frames_.size(), async_depth_});
+  body(n.body);
+  loops_.pop_back();
+  pop_scope();
+}
+
+auto Checker::check(const While& n) -> void {
+  Perspective v = check_expr(n.cond, n.loc);
+  if (n.cond && n.cond->type != ScalarType::Bool)
+    error("V0703", n.loc, std::string("while needs a bool condition, not ") + type_name(n.cond->type));
+  uniform(v, "V0205", n.loc, "the loop condition");
+  loops_.push_back({frames_.size(), async_depth_});
+  body(n.body);
+  loops_.pop_back();
+}
+
+auto Checker::check(const Jump& n) -> void {
+  const char* what = n.is_break ? "break" : "continue";
+  if (loops_.empty()) {
+    error("V0211", n.loc, std::string(what) + " outside a loop");
+    return;
+  }
+  const LoopFrame& lp = loops_.back();
+  Perspective c = code();
+  if (!(c.level == Level::Thread && c.count == Size(1))) {
+    auto& d = error("V0212", n.loc,
+                    std::string(what) + " in code at " + c.str() +
+                        ": only thread(1) code may leave a loop early (wider code could skip a barrier or a "
+                        "collective some of its threads still reach); use a while_ whose condition includes a flag");
+    note_code(d);
+  } else if (frames_.size() != lp.frames || async_depth_ != lp.async_depth) {
+    error("V0212", n.loc,
+          std::string(what) +
+              " would leave a group, split or async scope opened inside its loop; put the loop inside it");
+  }
+}
+
+auto Checker::check(const Group& n) -> void {
+  if (!valid(n.p, n.loc, "group")) return body(n.body);
+  if (n.p.level > code().level) {
+    auto& d =
+        error("V0101", n.loc,
+              "group(" + n.p.str() + ") cannot widen the code's perspective " + code().str() + "; group only narrows");
+    note_code(d);
+  } else {
+    rule(fits_in(n.p, code()), Obligation::Kind::Divides, units(n.p), units(code()), "V0102", n.loc, [&] {
+      return std::string("group(" + n.p.str() + "): " + code().str() + " does not divide evenly into aligned " +
+                         n.p.str() + " units");
+    });
+  }
+  frames_.push_back({n.p, n.loc, "group"});
+  body(n.body);
+  frames_.pop_back();
+}
+
+auto Checker::available(Level level) const -> std::optional<Size> {
+  Perspective c = code();
+  if (level > c.level) return std::nullopt;
+  Size s = c.count;
+  if (c.level == Level::Grid && level != Level::Grid) s.blocks = true;
+  if (c.level != Level::Thread && level == Level::Thread) s.threads = true;
+  return s;
+}
+
+auto Checker::check(const Split& n) -> void {
+  auto avail = available(n.level);
+  if (!avail) {
+    auto& d = error("V0105", n.loc,
+                    std::string("split(") + level_name(n.level) + ") needs code at " + level_name(n.level) +
+                        " level or wider; the code is at " + code().str());
+    note_code(d);
+  }
+  std::int64_t offset = 0;
+  bool counts_ok = true;
+  for (std::size_t i = 0; i < n.counts.size(); ++i) {
+    std::int64_t c = n.counts[i];
+    SourceLoc bl = i < n.branch_locs.size() && n.branch_locs[i].known() ? n.branch_locs[i] : n.loc;
+    if (c < 1) {
+      error("V0108", bl, "a split branch needs at least one unit, not " + std::to_string(c));
+      counts_ok = false;
+      continue;
+    }
+    if (avail) {
+      std::string unit = std::string(level_name(n.level)) + "s";
+      if (offset % c != 0) {
+        auto& d = error("V0104", bl,
+                        "split branch of " + std::to_string(c) + " " + unit + " starts at " + unit + " " +
+                            std::to_string(offset) + ", which is not aligned to " + std::to_string(c));
+        note_code(d);
+      } else {
+        rule(divides(c, *avail), Obligation::Kind::Divides, c, *avail, "V0104", bl, [&] {
+          return std::string("split branch of " + std::to_string(c) + " " + unit + " is not aligned: " + code().str() +
+                             " has " + avail->str() + " " + unit + ", not a multiple of " + std::to_string(c));
+        });
+      }
+    }
+    offset += c;
+  }
+  if (avail && counts_ok) {
+    std::string unit = std::string(level_name(n.level)) + "s";
+    rule(less_equal(offset, *avail), Obligation::Kind::LessEqual, offset, *avail, "V0103", n.loc, [&] {
+      return std::string("split asks for " + std::to_string(offset) + " " + unit + " but " + code().str() +
+                         " has only " + avail->str());
+    });
+  }
+  for (std::size_t i = 0; i < n.bodies.size(); ++i) {
+    std::int64_t c = i < n.counts.size() ? std::max<std::int64_t>(n.counts[i], 1) : 1;
+    SourceLoc bl = i < n.branch_locs.size() && n.branch_locs[i].known() ? n.branch_locs[i] : n.loc;
+    frames_.push_back({Perspective{n.level, c}, bl, "split branch", next_branch_++});
+    body(n.bodies[i]);
+    frames_.pop_back();
+  }
+}
+
+auto Checker::check(const Destruct& n) -> void {
+  Perspective c = code();
+  Perspective down = thread(1);
+  if (c.count == Size(1) && c.level == Level::Block) {
+    down = {Level::Thread, Size::T()};
+  } else if (c.count == Size(1) && c.level == Level::Grid) {
+    down = {Level::Block, Size::B()};
+  } else {
+    auto& d = error("V0106", n.loc, "destruct needs the code at exactly block(1) or grid(1), not " + c.str());
+    note_code(d);
+    down = c;
+  }
+  frames_.push_back({down, n.loc, "destruct"});
+  body(n.body);
+  frames_.pop_back();
+}
+
+auto Checker::narrow_source(const MemPtr& src, SourceLoc loc, const char* what) -> MemInfo* {
+  MemInfo* info = use_mem(src, loc);
+  if (!info) return nullptr;
+  if (src->space == MemSpace::Local) {
+    error("V0316", loc, std::string("thread-local array ") + q(src->name) + " cannot be narrowed by " + what);
+    return nullptr;
+  }
+  Truth same = same_persp(info->persp, code());
+  if (same == Truth::No) {
+    auto& d = error("V0303", loc,
+                    std::string(what) + " of " + q(src->name) + " needs the code at " + info->persp.str() + ", where " +
+                        q(src->name) + " lives; the code is at " + code().str());
+    note(d, info->narrowed_at, q(src->name) + " got its perspective here");
+    note_code(d);
+  } else {
+    rule(same, Obligation::Kind::Equal, units(info->persp), units(code()), "V0303", loc,
+         [&] { return std::string(std::string(what) + " of " + q(src->name) + " needs the code at its perspective"); });
+  }
+  return info;
+}
+
+auto Checker::check(const Partition& n) -> void {
+  MemInfo* src = narrow_source(n.src, n.loc, "partition");
+  bool p_ok = valid(n.p, n.loc, "partition");
+  if (src && p_ok) {
+    if (fits_in(n.p, src->persp) == Truth::No) {
+      auto& d = error("V0304", n.loc,
+                      "partition of " + q(n.src->name) + " at " + src->persp.str() + " into " + n.p.str() +
+                          ": the target must be narrower and divide it evenly");
+      note(d, src->narrowed_at, q(n.src->name) + " got its perspective here");
+    } else {
+      rule(fits_in(n.p, src->persp), Obligation::Kind::Divides, units(n.p), units(src->persp), "V0304", n.loc, [&] {
+        return std::string("partition of " + q(n.src->name) + " into " + n.p.str() + " needs " + src->persp.str() +
+                           " to divide evenly");
+      });
+    }
+  }
+  push_scope();
+  for (const auto& v : n.index_vars) declare(v, kTop);
+  Perspective v = check_expr(n.index, n.loc);
+  if (n.index && !is_integer(n.index->type))
+    error("V0704", n.loc, std::string("index function must return an integer, not ") + type_name(n.index->type));
+  pop_scope();
+  Perspective target = p_ok ? n.p : thread(1);
+  if (narrower_eq(target, v) == Truth::No) {
+    error("V0305", at(n.index, n.loc),
+          "index function varies with " + v.str() + ", faster than the partition's " + target.str() +
+              "; each share needs one offset");
+  }
+  narrowed_body(src, n.dst, target, n.loc, "partition", n.body, [](MemInfo&) {});
+}
+
+auto Checker::check(const Claim& n) -> void {
+  MemInfo* src = narrow_source(n.src, n.loc, "claim");
+  bool p_ok = valid(n.p, n.loc, "claim");
+  if (src && p_ok && fits_in(n.p, src->persp) == Truth::No) {
+    auto& d = error("V0308", n.loc,
+                    "claim of " + q(n.src->name) + " at " + n.p.str() + " is not narrower than " + src->persp.str());
+    note(d, src->narrowed_at, q(n.src->name) + " got its perspective here");
+  }
+  Perspective target = p_ok ? n.p : thread(1);
+  std::size_t depth = frames_.size();
+  narrowed_body(src, n.dst, target, n.loc, "claim", n.body, [&](MemInfo& d) {
+    d.claimed = true;
+    d.claim_p = target;
+    d.claim_depth = depth;
+  });
+}
+
+auto Checker::check(const Lower& n) -> void {
+  MemInfo* src = narrow_source(n.src, n.loc, "lower");
+  Perspective down = thread(1);
+  if (src) {
+    if (src->persp == block(1) && code().level == Level::Block) {
+      down = {Level::Thread, Size::T()};
+    } else if (src->persp == grid(1) && code().level == Level::Grid) {
+      down = {Level::Block, Size::B()};
+    } else {
+      auto& d = error("V0309", n.loc,
+                      "lower needs " + q(n.src->name) + " at exactly block(1) or grid(1), not " + src->persp.str());
+      note(d, src->narrowed_at, q(n.src->name) + " got its perspective here");
+    }
+  }
+  narrowed_body(src, n.dst, down, n.loc, "lower", n.body, [](MemInfo&) {});
+}
+
+auto Checker::check(const Async& n) -> void {
+  MemInfo* src = narrow_source(n.src, n.loc, "async");
+  if (n.src && n.src->space != MemSpace::Shared)
+    error("V0317", n.loc, "async copies target shared memory; " + q(n.src->name) + " is " + space_name(n.src->space));
+  ++async_depth_;
+  narrowed_body(src, n.dst, src ? src->persp : code(), n.loc, "async", n.body, [](MemInfo& d) { d.async = true; });
+  --async_depth_;
+}
+
+auto Checker::check(const SharedAlloc& n) -> void {
+  bool at_block = code().level == Level::Block && code().count == Size(1);
+  if (!at_block) {
+    auto& d =
+        error("V0401", n.loc,
+              "shared memory " + q(n.mem->name) + " can only be allocated at block(1); the code is at " + code().str());
+    note_code(d);
+  }
+  check_expr(n.count, n.loc);
+  const SharedSlot& slot = layout_.allocate(n);
+  auto count = n.count && is_integer(n.count->type) ? eval_const(n.count) : std::nullopt;
+  if (!count) {
+    error("V0402", n.loc, "shared memory " + q(n.mem->name) + " needs a static size (an integer constant)");
+  } else if (!count->exact) {
+    error("V0402", n.loc,
+          "the size of shared memory " + q(n.mem->name) + " overflows " + type_name(n.count->type) +
+              " (or divides by zero) while it is computed");
+  } else if (count->value < 1) {
+    error("V0402", n.loc,
+          "shared memory " + q(n.mem->name) + " needs a positive size, not " + std::to_string(count->value));
+  } else if (!slot.size_known) {
+    error("V0402", n.loc,
+          "shared memory " + q(n.mem->name) + " of " + std::to_string(count->value) + " " + type_name(n.mem->elem) +
+              " elements is more bytes than 64 bits count");
+  } else if (slot.bytes > target::max_shared_bytes()) {
+    error("V0404", n.loc,
+          "shared memory " + q(n.mem->name) + " (" + std::to_string(slot.bytes) +
+              " bytes) exceeds the device limit of " + std::to_string(target::max_shared_bytes()) + " bytes");
+  } else if (slot.end + layout_.layout().pad() > budget_) {
+    const std::int64_t pad = layout_.layout().pad();
+    auto& d = error("V0403", n.loc,
+                    "shared memory reaches " + std::to_string(slot.end + pad) + " bytes with " + q(n.mem->name) + " (" +
+                        std::to_string(slot.bytes) + " bytes at offset " + std::to_string(slot.offset) +
+                        ", arrays start on 16-byte boundaries" +
+                        (pad ? ", and " + std::to_string(pad) + " bytes are kept to align the first" : "") +
+                        "), over the budget of " + std::to_string(budget_) + " bytes");
+    note(d, budget_loc_, "budget declared here");
+  }
+  if (n.align > kSharedAlignment && !in_kernel_)
+    error("V0402", n.loc,
+          "shared memory " + q(n.mem->name) +
+              ": arrays aligned past 16 bytes are allocated in a kernel's body, not in a device function");
+  declare(n.mem, block(1), n.loc);
+}
+
+auto Checker::check(const LocalAlloc& n) -> void {
+  if (n.count < 1)
+    error("V0210", n.loc, "local array " + q(n.mem->name) + " needs a positive size, not " + std::to_string(n.count));
+  Perspective p = code();
+  if (n.at && valid(*n.at, n.loc, "local array")) {
+    p = *n.at;
+    if (narrower_eq(p, code()) == Truth::No) {
+      auto& d = error("V0206", n.loc,
+                      "local array " + q(n.mem->name) + " cannot live at " + p.str() +
+                          ", wider than the code's perspective " + code().str());
+      note_code(d);
+    }
+  }
+  declare(n.mem, p, n.loc).local_count = n.count;
+}
+
+auto Checker::check(const Call& n) -> void {
+  if (!n.fn) throw InternalError("call without a function");
+  const FunctionNode& f = *n.fn;
+  Truth fits = fits_in(f.signature, code());
+  if (fits == Truth::No) {
+    auto& d = error("V0601", n.loc,
+                    "call to " + q(f.name) + " needs " + f.signature.str() + ", which the code's perspective " +
+                        code().str() + " cannot provide");
+    note_code(d);
+    note(d, f.signature_loc, "signature declared here");
+  } else {
+    rule(fits, Obligation::Kind::Divides, units(f.signature), units(code()), "V0601", n.loc, [&] {
+      return std::string("call to " + q(f.name) + " needs " + code().str() + " to divide into " + f.signature.str());
+    });
+  }
+  if (n.args.size() != f.params.size()) {
+    auto& d = error(
+        "V0602", n.loc,
+        q(f.name) + " takes " + std::to_string(f.params.size()) + " argument(s), not " + std::to_string(n.args.size()));
+    note(d, f.loc, "function declared here");
+  }
+  for (std::size_t i = 0; i < n.args.size() && i < f.params.size(); ++i) call_arg(f, f.params[i], n.args[i], n.loc);
+  for (std::size_t i = f.params.size(); i < n.args.size(); ++i)
+    if (n.args[i].value) check_expr(n.args[i].value, n.loc);
+  no_overlapping_arguments(n, f);
+  if (const SharedSlot* slot = f.shared_budget > 0 ? &layout_.call(n) : nullptr; slot && slot->end > budget_) {
+    auto& d = error("V0607", n.loc,
+                    q(f.name) + " needs " + std::to_string(f.shared_budget) + " bytes of shared memory from offset " +
+                        std::to_string(slot->offset) + ", but the budget is " + std::to_string(budget_) + " bytes");
+    note(d, budget_loc_, "budget declared here");
+  }
+  if (n.result) {
+    if (!f.returns)
+      error("V0803", n.loc, q(f.name) + " returns no value");
+    else if (*f.returns != n.result->type)
+      error("V0803", n.loc, q(f.name) + " returns " + type_name(*f.returns));
+    declare(n.result, thread(1));
+  }
+}
+
+auto Checker::no_overlapping_arguments(const Call& n, const FunctionNode& f) -> void {
+  for (std::size_t i = 0; i < n.args.size() && i < f.params.size(); ++i) {
+    for (std::size_t j = i + 1; j < n.args.size() && j < f.params.size(); ++j) {
+      const MemPtr &a = n.args[i].mem, &b = n.args[j].mem;
+      const ParamNode &p = f.params[i], &r = f.params[j];
+      if (!a || !b || !p.mem || !r.mem || (p.mem->is_const && r.mem->is_const)) continue;
+      auto ia = mems_.find(a.get()), ib = mems_.find(b.get());
+      if (ia == mems_.end() || ib == mems_.end() || ia->second.root != ib->second.root) continue;
+      auto& d = error("V0609", n.loc,
+                      "arguments " + q(p.name) + " and " + q(r.name) + " of " + q(f.name) + " are both " +
+                          q(ia->second.root->name) +
+                          "; a function's pointer parameters must not overlap when one of them is written");
+      note(d, ia->second.narrowed_at, q(p.name) + " is given " + q(a->name) + ", made here");
+      note(d, ib->second.narrowed_at, q(r.name) + " is given " + q(b->name) + ", made here");
+    }
+  }
+}
+
+auto Checker::call_arg(const FunctionNode& f, const ParamNode& p, const CallArgNode& a, SourceLoc loc) -> void {
+  Perspective want = p.at.value_or(f.signature);
+  std::string where = "argument " + q(p.name) + " of " + q(f.name);
+  if (p.var) {
+    if (!a.value) {
+      error("V0603", loc, where + " must be a value of type " + type_name(p.var->type) + ", not memory");
+      return;
+    }
+    Perspective v = check_expr(a.value, loc);
+    if (a.value->type != p.var->type)
+      error("V0603", at(a.value, loc),
+            where + " must be " + type_name(p.var->type) + ", not " + type_name(a.value->type));
+    if (narrower_eq(want, v) == Truth::No) {
+      auto& d =
+          error("V0604", at(a.value, loc),
+                where + " varies with " + v.str() + ", faster than the " + want.str() + " the parameter lives at");
+      note(d, p.loc, "parameter declared here");
+    }
+    return;
+  }
+  if (!a.mem) {
+    if (a.value) check_expr(a.value, loc);
+    error("V0603", loc,
+          where + " must be memory (" + space_name(p.mem->space) + " " + type_name(p.mem->elem) + "), not a value");
+    return;
+  }
+  MemInfo* info = use_mem(a.mem, loc);
+  if (a.mem->elem != p.mem->elem || a.mem->space != p.mem->space) {
+    error("V0603", loc,
+          where + " must be " + space_name(p.mem->space) + " " + type_name(p.mem->elem) + " memory, not " +
+              space_name(a.mem->space) + " " + type_name(a.mem->elem));
+  }
+  if (!info) return;
+  if (info->async) error("V0315", loc, "async memory " + q(a.mem->name) + " cannot be passed to a function");
+  if (!p.mem->is_const) {
+    if (a.mem->is_const) {
+      auto& d = error("V0608", loc, where + " is mutable but " + q(a.mem->name) + " is const");
+      note(d, p.loc, "parameter declared here");
+    }
+    Truth same = same_persp(info->persp, want);
+    if (same == Truth::No) {
+      auto& d = error("V0605", loc,
+                      where + " is a mutable pointer living at " + want.str() + "; " + q(a.mem->name) + " lives at " +
+                          info->persp.str() + " (mutable pointers must match exactly)");
+      note(d, info->narrowed_at, q(a.mem->name) + " got its perspective here");
+    } else {
+      rule(same, Obligation::Kind::Equal, units(info->persp), units(want), "V0605", loc,
+           [&] { return std::string(where + ": mutable pointer perspectives must match"); });
+    }
+  } else if (narrower_eq(want, info->persp) == Truth::No) {
+    auto& d = error(
+        "V0606", loc,
+        where + " lives at " + want.str() + "; " + q(a.mem->name) + " lives at " + info->persp.str() + ", narrower");
+    note(d, info->narrowed_at, q(a.mem->name) + " got its perspective here");
+  }
+}
+
+}  // namespace vantage::check::detail
