@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <source_location>
 #include <string>
 
 #include "vantage/vantage.hpp"
@@ -58,11 +59,14 @@ inline ::testing::AssertionResult rejects_function(const std::string& code, cons
 
 // Plain functions, not macros: code inside a macro argument gets the macro's line from
 // std::source_location, which would hide the lines these tests check.
+// The expected line is in the caller's file.
 inline void expect_kernel_rejected(const std::string& code, const int& line,
-                                   const std::function<void(vantage::KernelBuilder&)>& make) {
-  EXPECT_TRUE(::vantage::testing::rejects_kernel(code, line, make, "tests/test_reject.cpp"));
+                                   const std::function<void(vantage::KernelBuilder&)>& make,
+                                   std::source_location caller = std::source_location::current()) {
+  EXPECT_TRUE(::vantage::testing::rejects_kernel(code, line, make, caller.file_name()));
 }
 inline void expect_function_rejected(const std::string& code, const int& line,
-                                     const std::function<void(vantage::FunctionBuilder&)>& make) {
-  EXPECT_TRUE(::vantage::testing::rejects_function(code, line, make, "tests/test_reject.cpp"));
+                                     const std::function<void(vantage::FunctionBuilder&)>& make,
+                                     std::source_location caller = std::source_location::current()) {
+  EXPECT_TRUE(::vantage::testing::rejects_function(code, line, make, caller.file_name()));
 }

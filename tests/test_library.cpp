@@ -328,9 +328,11 @@ TEST(Library, SgemmSmemIsItsPrimitiveFormWithoutItsChecks) {
 }
 
 /// Lines of `k.body(...)` in the form of the example between "// <kind> FORM name" and "// END FORM"
-/// in examples/kernels/paper_kernels.cpp (the parameters, the same in both forms, are not counted).
+/// in the example kernels' files (the parameters, the same in both forms, are not counted).
 int body_lines(const std::string& kind, const std::string& example) {
-  std::ifstream in(std::string(VANTAGE_SOURCE_DIR) + "/examples/kernels/paper_kernels.cpp");
+  std::stringstream in;
+  for (const char* file : {"paper_kernels.cpp", "gemm_kernels.cpp"})
+    in << std::ifstream(std::string(VANTAGE_SOURCE_DIR) + "/examples/kernels/" + file).rdbuf();
   std::string line;
   bool inside = false, body = false;
   int lines = 0;

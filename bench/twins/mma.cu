@@ -1,4 +1,4 @@
-// Hand-written twin of the tf32 tensor-core GEMM (examples/kernels/paper_kernels.cpp, mma_tf32): the
+// Hand-written twin of the tf32 tensor-core GEMM (examples/kernels/gemm_kernels.cpp, mma_tf32): the
 // same tiles, staging, fragments and mma.sync instructions as the Vantage kernel, with no check but
 // the bounds a tile at the matrix's edge needs. A baseline for measurement (bench/twins/twins.hpp).
 //

@@ -1,4 +1,4 @@
-// Hand-written twins of the sgemm ladder's rungs 3 to 7 (examples/kernels/paper_kernels.cpp): the
+// Hand-written twins of the sgemm ladder's rungs 3 to 7 (examples/kernels/gemm_kernels.cpp): the
 // same algorithm, tile shape, thread count, block order and barriers as each Vantage kernel, written
 // the way a CUDA programmer would, with no check but the bounds a tile at the matrix's edge needs. A
 // twin is a baseline for measurement (bench/twins/twins.hpp), never something the library runs.
