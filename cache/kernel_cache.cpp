@@ -1,4 +1,4 @@
-// Vantage kernel cache: see vantage/cache.hpp and DESIGN.md section 5.
+// Vantage kernel cache: see vantage/cache.hpp and docs/design.md section 5.
 //
 // Keys. The disk key is XXH3-128 of the format version, the code generator version, the generated
 // source and the canonical NVRTC options (the very list NVRTC is given: language level, target,

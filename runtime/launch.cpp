@@ -1,4 +1,4 @@
-// Vantage launches: see vantage/launch.hpp and DESIGN.md section 7.
+// Vantage launches: see vantage/launch.hpp and docs/design.md section 7.
 //
 // Each kernel owns a table (made on its first launch) of the specializations it has been launched
 // with: one entry per (device, threads per block, values of the specialized parameters), in a list

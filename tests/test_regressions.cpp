@@ -560,8 +560,7 @@ TEST(Regression, AConditionOnMemoryProvesNothingAfterAStoreToIt) {
 // arithmetic wraps at its own type it is not: `let w = u - 5u` is 4294967291 for u = 0, not -5, so
 // `if (u < n) o[w]` was proven inside (n - w = n - u + 5 >= 6), and the store went to x[4294967291]
 // unchecked. The same through `i64(u - 5u)`. A let's value stands for it, and a cast is seen
-// through, only where the arithmetic under it cannot wrap (found reading the proof, ninth session's
-// noted item).
+// through, only where the arithmetic under it cannot wrap (found reading the proof).
 TEST(Regression, ALetOrCastOverArithmeticThatWrapsIsNotTakenAsItsExactValue) {
   int line = 0;
   expect_checked_store("a let of a u32 difference", line, [&](Scope& th, View o, Expr n) {

@@ -225,8 +225,8 @@ TEST(Report, AMisalignedWarpTouchesFiveSectors) {
 // ---------------------------------------------------------------- representatives
 // The report follows the first, the middle and the last of many blocks, and the first, second and
 // last iteration of a long loop, and counts the middle one for the rest. That is exact only where
-// the others move as it does; these kernels' others do not (each was called exact, and wrong, until
-// the twelfth session). The interpreter measures every request of the launch.
+// the others move as it does; these kernels' others do not (each was once called exact, and wrong). The interpreter
+// measures every request of the launch.
 
 /// One thread per element of `out` (n of them, T threads a block), each adding `rounds` reads that
 /// `body(s, i, k, acc, x)` makes at iteration k; x has n + pad elements.

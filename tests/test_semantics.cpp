@@ -129,8 +129,9 @@ TEST(Semantics, LiteralsMustFitTheirType) {
 }
 
 /// f64 and integers converted to f16 and bf16 with one rounding to nearest even, as the GPU's cvt.rn
-/// does (docs/semantics.md). Until the eleventh session the interpreter and the CPU backend rounded to
-/// f32 first, and a value just past a 16-bit tie became the tie, then rounded to even: the wrong way.
+/// does (docs/semantics.md). Rounding to f32 first (as the interpreter and
+/// the CPU backend once did) turns a value just past a 16-bit tie into the tie, then rounds it to even:
+/// the wrong way.
 TEST(Semantics, ConversionsToSixteenBitFloatsRoundOnce) {
   KernelBuilder k("to16");
   auto n = k.param<int>("n");

@@ -1,5 +1,5 @@
 // Vantage launches: `kernel.launch(device, grid, args...)` with every argument checked against the
-// kernel's signature before anything runs (DESIGN.md section 7). A launch looks its specialization
+// kernel's signature before anything runs (docs/design.md section 7). A launch looks its specialization
 // up in the kernel's own table (compiling it once on a miss, however many threads ask at once),
 // evaluates the residual guards, checks each argument (count, kind, element type, constness, which
 // device its memory is on, extent against its length, alignment for vector accesses, overlap of a

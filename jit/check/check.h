@@ -1,6 +1,6 @@
 // Vantage perspective checker: IR in, diagnostics and deferred size obligations out. Implements the
-// rules of DESIGN.md section 3 and appendix A.2 of the Parallax/Prism paper, the integer rules of
-// docs/semantics.md and the operand types every target supports; docs/diagnostics.md lists every
+// rules of docs/design.md section 3 (typed perspectives, after Parallax and Prism), the integer rules
+// of docs/semantics.md and the operand types every target supports; docs/diagnostics.md lists every
 // rule with its code.
 #pragma once
 

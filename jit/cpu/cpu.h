@@ -1,4 +1,4 @@
-// Vantage CPU backend: lowered IR as native code through LLVM ORC (DESIGN.md section 6, docs/cpu.md).
+// Vantage CPU backend: lowered IR as native code through LLVM ORC (docs/design.md section 6, docs/cpu.md).
 //
 // One launch runs its blocks on host threads. The checker guarantees that a block barrier is only
 // reached in control flow that is uniform across the block, and between two barriers the threads of

@@ -1,6 +1,6 @@
 // Vantage reference interpreter: the executable definition of what lowered IR means
 // (docs/semantics.md). It runs one launch deterministically on the host, a block at a time, each
-// block as thread loops cut at its barriers and warp collectives (DESIGN.md section 6): between two
+// block as thread loops cut at its barriers and warp collectives (docs/design.md section 6): between two
 // such points every thread runs on its own, one after the other, in the order the options ask for,
 // so a missing barrier changes the result as well as being reported. It checks as compute-sanitizer
 // does on a GPU, but names the user's builder lines: memcheck (accesses outside an argument's extent

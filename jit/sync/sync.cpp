@@ -1,4 +1,4 @@
-// Vantage automatic synchronization: see sync.h and DESIGN.md section 4.
+// Vantage automatic synchronization: see sync.h and docs/design.md section 4.
 //
 // Within one body the statements are walked in program order while a state records which memory
 // roots (a pointer parameter or a shared array, whatever view names them) have been read or written
