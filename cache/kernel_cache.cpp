@@ -290,8 +290,7 @@ struct KernelCache::Impl {
   CacheConfig cfg;
   std::unique_ptr<DiskStore> store;  // the writable layer, or null
   std::string problem;
-  std::vector<std::unique_ptr<DiskStore>> dirs;                   // read-only directories
-  std::vector<std::map<std::string, std::vector<char>>> bundles;  // read-only bundles
+  std::vector<std::unique_ptr<cache::Tier>> layers;  // the read-only tiers: directories and bundles
   mutable std::shared_mutex mu;
   std::unordered_map<MemoryKey, std::shared_ptr<const CachedKernel>, MemoryKeyHash, MemoryKeyEqual> table;
   std::unordered_map<std::string, std::shared_ptr<const std::vector<char>>> artifacts;  ///< by name
@@ -325,21 +324,15 @@ struct KernelCache::Impl {
       }
       return e;
     };
-    std::vector<const DiskStore*> stores;
-    for (const auto& d : dirs) stores.push_back(d.get());
-    if (!full && store && store->usable()) stores.push_back(store.get());
-    for (const DiskStore* d : stores) {
-      for (const auto& name : d->names_with_prefix(logical + ".")) {
+    std::vector<const cache::Tier*> tiers;
+    for (const auto& t : layers) tiers.push_back(t.get());
+    if (!full && store && store->usable()) tiers.push_back(store.get());
+    for (const cache::Tier* t : tiers) {
+      for (const auto& name : t->names_with_prefix(logical + ".")) {
         if (full && name != logical + "." + full->hex().substr(0, 8)) continue;
         std::vector<char> bytes;
-        cache::read_file(d->path_of(name), bytes);
-        if (auto e = accept(bytes, d->path_of(name).string())) return e;
-      }
-    }
-    for (const auto& b : bundles) {
-      for (auto it = b.lower_bound(logical + "."); it != b.end() && it->first.rfind(logical + ".", 0) == 0; ++it) {
-        if (full && it->first != logical + "." + full->hex().substr(0, 8)) continue;
-        if (auto e = accept(it->second, "bundle entry " + it->first)) return e;
+        t->read(name, bytes);
+        if (auto e = accept(bytes, t->where(name))) return e;
       }
     }
     return std::nullopt;
@@ -363,12 +356,12 @@ KernelCache::KernelCache(CacheConfig config) : impl_(std::make_unique<Impl>()) {
     std::error_code ec;
     if (fs::is_directory(layer, ec)) {
       auto d = std::make_unique<DiskStore>(layer, false);
-      if (d->usable()) impl_->dirs.push_back(std::move(d));
+      if (d->usable()) impl_->layers.push_back(std::move(d));
       continue;
     }
     std::string why;
-    if (auto b = cache::read_bundle(layer, &why))
-      impl_->bundles.push_back(std::move(*b));
+    if (auto b = cache::BundleTier::open(layer, &why))
+      impl_->layers.push_back(std::move(b));
     else
       logging::get().warn("kernel cache: read-only layer skipped: {}", why);
   }

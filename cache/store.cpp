@@ -148,6 +148,10 @@ std::vector<std::string> DiskStore::names_with_prefix(const std::string& prefix)
   return out;
 }
 
+bool DiskStore::read(const std::string& name, std::vector<char>& bytes) const {
+  return usable_ && read_file(path_of(name), bytes);
+}
+
 bool DiskStore::save(const std::string& name, const Entry& e, std::string* problem) {
   if (!usable_ || !writable_) {
     if (problem) *problem = problem_.empty() ? "store is read-only" : problem_;

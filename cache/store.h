@@ -17,27 +17,21 @@
 #include <vector>
 
 #include "cache/entry.h"
+#include "cache/tier.h"
 
 namespace vantage::cache {
 
 /// Reads a whole file with one read (after fstat); false when it cannot be opened.
 bool read_file(const std::filesystem::path& path, std::vector<char>& out);
 
-struct EntryInfo {
-  std::filesystem::path path;
-  std::string name;  ///< file name without extension
-  std::int64_t bytes = 0;
-  std::filesystem::file_time_type used;
-};
-
-class DiskStore {
+class DiskStore final : public Tier {
  public:
   /// Opens a store. A writable one creates the directory (0700) when missing. When the directory
   /// cannot be used, `usable()` is false and `problem()` says why; nothing throws.
   DiskStore(std::filesystem::path root, bool writable);
 
   bool usable() const { return usable_; }
-  bool writable() const { return writable_; }
+  bool writable() const override { return writable_; }
   const std::string& problem() const { return problem_; }
   const std::filesystem::path& root() const { return root_; }
 
@@ -45,9 +39,11 @@ class DiskStore {
   /// Reads and verifies the entry `name`; touches it on success (writable stores).
   std::optional<Entry> load(const std::string& name, const Key* expected, ReadError* error, std::string* problem);
   /// Names of entries whose name starts with `prefix` (used to find any build of a source).
-  std::vector<std::string> names_with_prefix(const std::string& prefix) const;
+  std::vector<std::string> names_with_prefix(const std::string& prefix) const override;
+  std::string where(const std::string& name) const override { return path_of(name).string(); }
+  bool read(const std::string& name, std::vector<char>& bytes) const override;
   /// Writes atomically. On failure returns false with the reason; the directory is left clean.
-  bool save(const std::string& name, const Entry& e, std::string* problem);
+  bool save(const std::string& name, const Entry& e, std::string* problem) override;
   bool remove(const std::string& name);
 
   /// An exclusive advisory lock on a key; released when destroyed (or when its process dies). The
@@ -73,7 +69,7 @@ class DiskStore {
   /// Waits up to `timeout` for the key's lock; an empty Lock when it could not be had.
   Lock lock(const std::string& name, std::chrono::milliseconds timeout) const;
 
-  std::vector<EntryInfo> list() const;
+  std::vector<EntryInfo> list() const override;
   std::int64_t total_bytes() const;
   /// Removes least recently used entries until the total is at most `max_bytes`, never `keep`.
   /// Returns the bytes removed.

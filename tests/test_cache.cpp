@@ -140,6 +140,46 @@ TEST(CacheEntry, MatchesTheGoldenFileOfItsFormatVersion) {
 }
 
 // ------------------------------------------------------------------ store
+// The writable directory and a bundle made from it are two tiers that answer a lookup the same way
+// (KernelCache walks its tiers through this interface); the bundle refuses to store, saying why.
+TEST(CacheTier, ADirectoryAndABundleOfItAnswerTheSameLookups) {
+  TempDir dir;
+  cache::DiskStore store(dir.path / "store", true);
+  ASSERT_TRUE(store.usable()) << store.problem();
+  std::string problem;
+  ASSERT_TRUE(store.save("saxpy.0123abcd", sample_entry(), &problem)) << problem;
+  ASSERT_TRUE(store.save("saxpy.4567ef01", sample_entry(), &problem)) << problem;
+  ASSERT_TRUE(store.save("sgemm.89abcdef", sample_entry(), &problem)) << problem;
+  std::vector<std::pair<std::string, std::vector<char>>> entries;
+  for (const auto& info : store.list()) {
+    std::vector<char> bytes;
+    ASSERT_TRUE(store.read(info.name, bytes)) << info.name;
+    entries.emplace_back(info.name, bytes);
+  }
+  const auto file = (dir.path / "all.vcb").string();
+  auto bundle_bytes = cache::write_bundle(entries);
+  std::ofstream(file, std::ios::binary).write(bundle_bytes.data(), static_cast<std::streamsize>(bundle_bytes.size()));
+  auto bundle = cache::BundleTier::open(file, &problem);
+  ASSERT_NE(bundle, nullptr) << problem;
+
+  for (const cache::Tier* tier :
+       {static_cast<const cache::Tier*>(&store), static_cast<const cache::Tier*>(bundle.get())}) {
+    EXPECT_EQ(tier->names_with_prefix("saxpy."), (std::vector<std::string>{"saxpy.0123abcd", "saxpy.4567ef01"}));
+    EXPECT_EQ(tier->list().size(), 3u);
+    std::vector<char> bytes;
+    ASSERT_TRUE(tier->read("sgemm.89abcdef", bytes)) << tier->where("sgemm.89abcdef");
+    cache::ReadError err;
+    auto e = cache::parse(bytes, nullptr, &err);
+    ASSERT_TRUE(e.has_value()) << cache::describe(err);
+    EXPECT_EQ(e->meta, sample_entry().meta);
+    EXPECT_FALSE(tier->read("sgemm.00000000", bytes));
+  }
+  EXPECT_TRUE(store.writable());
+  EXPECT_FALSE(bundle->writable());
+  EXPECT_FALSE(bundle->save("x.00000000", sample_entry(), &problem));
+  EXPECT_NE(problem.find("read-only"), std::string::npos) << problem;
+}
+
 TEST(CacheStore, EvictsLeastRecentlyUsedAndKeepsTheCapWithinOneEntry) {
   TempDir dir;
   cache::DiskStore store(dir.path, true);

@@ -1,0 +1,59 @@
+// Vantage cache tiers: the places a kernel cache finds entries by name. The user's directory
+// (DiskStore) is the writable tier: looked up, stored to, locked per key and evicted. Read-only
+// directories and bundles are tiers that are only looked up and listed. A lookup walks the
+// read-only tiers first, then the writable one; a remote tier plugs in behind the same interface.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache/entry.h"
+
+namespace vantage::cache {
+
+struct EntryInfo {
+  std::filesystem::path path;
+  std::string name;  ///< file name without extension
+  std::int64_t bytes = 0;
+  std::filesystem::file_time_type used;
+};
+
+class Tier {
+ public:
+  virtual ~Tier() = default;
+  /// Where entry `name` is, for messages.
+  virtual std::string where(const std::string& name) const = 0;
+  /// The names of its entries that start with `prefix`, in order.
+  virtual std::vector<std::string> names_with_prefix(const std::string& prefix) const = 0;
+  /// The bytes of entry `name` as stored (cache::parse verifies them); false when it has none.
+  virtual bool read(const std::string& name, std::vector<char>& bytes) const = 0;
+  /// Stores an entry; false with the reason where the tier cannot (a read-only one never can).
+  virtual bool save(const std::string& name, const Entry& e, std::string* problem) = 0;
+  /// Every entry it holds.
+  virtual std::vector<EntryInfo> list() const = 0;
+  virtual bool writable() const = 0;
+};
+
+/// A bundle file (`vantage cache export`) as a read-only tier.
+class BundleTier final : public Tier {
+ public:
+  /// Reads and verifies the bundle; nullptr with the reason when it cannot be used.
+  static std::unique_ptr<BundleTier> open(const std::string& file, std::string* problem);
+
+  std::string where(const std::string& name) const override { return "bundle entry " + name; }
+  std::vector<std::string> names_with_prefix(const std::string& prefix) const override;
+  bool read(const std::string& name, std::vector<char>& bytes) const override;
+  bool save(const std::string&, const Entry&, std::string* problem) override;
+  std::vector<EntryInfo> list() const override;
+  bool writable() const override { return false; }
+
+ private:
+  std::filesystem::path file_;
+  std::filesystem::file_time_type written_;
+  std::map<std::string, std::vector<char>> entries_;
+};
+
+}  // namespace vantage::cache
