@@ -2,7 +2,7 @@
 //
 //   magic "VNTGKC01" | u32 format version | u32 header bytes | key (16 bytes)
 //   u64 cubin bytes | u64 ptx bytes | u64 metadata bytes | u64 XXH3-64 of everything after the header
-//   cubin | ptx | metadata (text, one `name=value` per line, values escaped)
+//   cubin | ptx | metadata (text, one `name=value` per line, values escaped; the structured ones JSON)
 //
 // The checksum covers the payload; the header repeats the key so that a file renamed or copied to
 // the wrong name is caught. Bump kFormatVersion whenever the bytes written change: a committed
@@ -18,7 +18,7 @@
 
 namespace vantage::cache {
 
-inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::uint32_t kFormatVersion = 2;  // 2: the structured metadata as JSON
 inline constexpr char kMagic[8] = {'V', 'N', 'T', 'G', 'K', 'C', '0', '1'};
 inline constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 16 + 8 * 4;
 

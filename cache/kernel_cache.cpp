@@ -26,6 +26,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 #include "cache/cache.h"
 #include "jit/ir/ir.h"
 #include "jit/nvrtc/nvrtc.h"
@@ -38,6 +40,7 @@ namespace fs = std::filesystem;
 using cache::DiskStore;
 using cache::Entry;
 using cache::Key;
+using nlohmann::json;
 
 namespace {
 
@@ -60,13 +63,11 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 // ---------------------------------------------------------------- entry metadata
+// Scalars as text; the options, parameters, checked accesses and guards as JSON arrays.
 std::map<std::string, std::string> encode(const Specialized& s, const Compiled& c, Output output) {
   std::map<std::string, std::string> m;
-  std::string options;
-  for (const auto& o : c.options) options += (options.empty() ? "" : " ") + o;
-  m["options"] = options;
+  m["options"] = json(c.options).dump();
   m["fp_contract"] = s.fp_contract ? "1" : "0";
-  const std::string& log = c.log;
   m["entry"] = s.entry;
   m["arch"] = arch_name(s.arch);
   m["output"] = output == Output::Ptx ? "ptx" : "cubin";
@@ -74,25 +75,29 @@ std::map<std::string, std::string> encode(const Specialized& s, const Compiled& 
   m["static_shared"] = std::to_string(s.static_shared_bytes);
   m["dynamic_shared"] = std::to_string(s.dynamic_shared_bytes);
   m["barriers"] = std::to_string(s.barriers);
-  m["log"] = log;
-  for (std::size_t i = 0; i < s.params.size(); ++i) {
-    const ParamInfo& p = s.params[i];
-    std::ostringstream v;
-    v << p.name << '\t' << p.is_pointer << '\t' << static_cast<int>(p.type) << '\t' << p.is_const << '\t'
-      << p.specialized << '\t' << (p.value ? std::to_string(*p.value) : "-") << '\t' << p.alignment << '\t' << p.extent;
-    m["param." + std::to_string(1000 + i)] = v.str();
-  }
-  for (std::size_t i = 0; i < s.checks.size(); ++i) {
-    const CheckedAccess& c = s.checks[i];
-    m["check." + std::to_string(1000000 + i)] = std::to_string(c.line) + '\t' + std::to_string(c.column) + '\t' +
-                                                (c.write ? "w" : "r") + '\t' + c.memory + '\t' + c.file;
-  }
-  for (std::size_t i = 0; i < s.guards.size(); ++i) {
-    const Guard& g = s.guards[i];
-    std::ostringstream v;
-    v << static_cast<int>(g.kind) << '\t' << g.value << '\t' << g.param << '\t' << g.rule << '\t' << g.text;
-    m["guard." + std::to_string(1000 + i)] = v.str();
-  }
+  m["log"] = c.log;
+  json params = json::array(), checks = json::array(), guards = json::array();
+  for (const ParamInfo& p : s.params)
+    params.push_back({{"name", p.name},
+                      {"pointer", p.is_pointer},
+                      {"type", type_name(p.type)},
+                      {"const", p.is_const},
+                      {"specialized", p.specialized},
+                      {"value", p.value ? json(*p.value) : json(nullptr)},
+                      {"alignment", p.alignment},
+                      {"extent", p.extent}});
+  for (const CheckedAccess& a : s.checks)
+    checks.push_back(
+        {{"line", a.line}, {"column", a.column}, {"write", a.write}, {"memory", a.memory}, {"file", a.file}});
+  for (const Guard& g : s.guards)
+    guards.push_back({{"kind", static_cast<int>(g.kind)},
+                      {"value", g.value},
+                      {"param", g.param},
+                      {"rule", g.rule},
+                      {"text", g.text}});
+  m["params"] = params.dump();
+  m["checks"] = checks.dump();
+  m["guards"] = guards.dump();
   return m;
 }
 
@@ -101,6 +106,24 @@ std::int64_t num(const std::map<std::string, std::string>& m, const std::string&
   return it == m.end() ? 0 : std::atoll(it->second.c_str());
 }
 
+/// The scalar type `type_name` spells `name`.
+std::optional<ScalarType> type_named(const std::string& name) {
+  for (ScalarType t : {ScalarType::Bool, ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64,
+                       ScalarType::F16, ScalarType::BF16, ScalarType::F32, ScalarType::F64})
+    if (name == type_name(t)) return t;
+  return std::nullopt;
+}
+
+/// The JSON array under `k`; throws json::exception when it is missing or not an array.
+json array_at(const std::map<std::string, std::string>& m, const std::string& k) {
+  auto it = m.find(k);
+  json a = json::parse(it == m.end() ? std::string("null") : it->second);
+  if (!a.is_array()) throw json::type_error::create(302, k + " is not an array", nullptr);
+  return a;
+}
+
+/// The specialization an entry records; throws json::exception when its metadata is not what
+/// encode writes (an entry from another writer, whose checksum held).
 Specialized decode(const std::map<std::string, std::string>& m) {
   Specialized s;
   auto get = [&](const std::string& k) {
@@ -114,73 +137,51 @@ Specialized decode(const std::map<std::string, std::string>& m) {
   s.static_shared_bytes = num(m, "static_shared");
   s.dynamic_shared_bytes = num(m, "dynamic_shared");
   s.barriers = static_cast<int>(num(m, "barriers"));
-  for (const auto& [k, v] : m) {
-    if (k.rfind("param.", 0) == 0) {
-      std::vector<std::string> f;
-      std::string cur;
-      for (char c : v) {
-        if (c == '\t') {
-          f.push_back(cur);
-          cur.clear();
-        } else {
-          cur += c;
-        }
-      }
-      f.push_back(cur);
-      if (f.size() < 8) continue;
-      ParamInfo p;
-      p.name = f[0];
-      p.is_pointer = f[1] == "1";
-      p.type = static_cast<ScalarType>(std::atoi(f[2].c_str()));
-      p.is_const = f[3] == "1";
-      p.specialized = f[4] == "1";
-      if (f[5] != "-") p.value = std::atoll(f[5].c_str());
-      p.alignment = std::atoi(f[6].c_str());
-      p.extent = f[7];
-      s.params.push_back(std::move(p));
-    } else if (k.rfind("check.", 0) == 0) {
-      // line, column, r/w, memory, file (the file last: it may hold anything but a newline)
-      std::vector<std::string> f;
-      std::size_t start = 0;
-      for (int i = 0; i < 4; ++i) {
-        std::size_t tab = v.find('\t', start);
-        if (tab == std::string::npos) break;
-        f.push_back(v.substr(start, tab - start));
-        start = tab + 1;
-      }
-      if (f.size() < 4) continue;
-      CheckedAccess c;
-      c.line = static_cast<std::uint32_t>(std::atoll(f[0].c_str()));
-      c.column = static_cast<std::uint32_t>(std::atoll(f[1].c_str()));
-      c.write = f[2] == "w";
-      c.memory = f[3];
-      c.file = v.substr(start);
-      s.checks.push_back(std::move(c));  // keys sort, so the sites come back in order
-    } else if (k.rfind("guard.", 0) == 0) {
-      std::vector<std::string> f;
-      std::size_t start = 0;
-      for (int i = 0; i < 4; ++i) {
-        std::size_t tab = v.find('\t', start);
-        if (tab == std::string::npos) break;
-        f.push_back(v.substr(start, tab - start));
-        start = tab + 1;
-      }
-      if (f.size() < 4) continue;
-      Guard g;
-      g.kind = static_cast<Guard::Kind>(std::atoi(f[0].c_str()));
-      g.value = std::atoll(f[1].c_str());
-      g.param = std::atoi(f[2].c_str());
-      g.rule = f[3];
-      g.text = v.substr(start);
-      s.guards.push_back(std::move(g));
-    }
+  for (const json& j : array_at(m, "params")) {
+    ParamInfo p;
+    p.name = j.at("name").get<std::string>();
+    p.is_pointer = j.at("pointer").get<bool>();
+    auto type = type_named(j.at("type").get<std::string>());
+    if (!type) throw json::type_error::create(302, "unknown parameter type", nullptr);
+    p.type = *type;
+    p.is_const = j.at("const").get<bool>();
+    p.specialized = j.at("specialized").get<bool>();
+    if (!j.at("value").is_null()) p.value = j.at("value").get<std::int64_t>();
+    p.alignment = j.at("alignment").get<int>();
+    p.extent = j.at("extent").get<std::string>();
+    s.params.push_back(std::move(p));
+  }
+  for (const json& j : array_at(m, "checks")) {
+    CheckedAccess c;
+    c.line = j.at("line").get<std::uint32_t>();
+    c.column = j.at("column").get<std::uint32_t>();
+    c.write = j.at("write").get<bool>();
+    c.memory = j.at("memory").get<std::string>();
+    c.file = j.at("file").get<std::string>();
+    s.checks.push_back(std::move(c));
+  }
+  for (const json& j : array_at(m, "guards")) {
+    Guard g;
+    g.kind = static_cast<Guard::Kind>(j.at("kind").get<int>());
+    g.value = j.at("value").get<std::int64_t>();
+    g.param = j.at("param").get<int>();
+    g.rule = j.at("rule").get<std::string>();
+    g.text = j.at("text").get<std::string>();
+    s.guards.push_back(std::move(g));
   }
   return s;
 }
 
-std::shared_ptr<CachedKernel> from_entry(const Entry& e, const char* origin) {
+/// The cached kernel an entry holds, or null when its metadata cannot be read (`why` says how).
+std::shared_ptr<CachedKernel> from_entry(const Entry& e, const char* origin, std::string* why = nullptr) {
   auto k = std::make_shared<CachedKernel>();
-  k->spec = decode(e.meta);
+  try {
+    k->spec = decode(e.meta);
+    k->options = array_at(e.meta, "options").get<std::vector<std::string>>();
+  } catch (const json::exception& err) {
+    if (why) *why = std::string("its metadata is not what this version writes: ") + err.what();
+    return nullptr;
+  }
   k->cubin = e.cubin;
   k->ptx = e.ptx;
   k->key = e.key.hex();
@@ -189,17 +190,6 @@ std::shared_ptr<CachedKernel> from_entry(const Entry& e, const char* origin) {
   k->local_bytes = num(e.meta, "local_bytes");
   auto log = e.meta.find("log");
   if (log != e.meta.end()) k->log = log->second;
-  if (auto opts = e.meta.find("options"); opts != e.meta.end()) {
-    std::string cur;
-    for (char c : opts->second + " ") {
-      if (c == ' ') {
-        if (!cur.empty()) k->options.push_back(cur);
-        cur.clear();
-      } else {
-        cur += c;
-      }
-    }
-  }
   return k;
 }
 
@@ -400,14 +390,19 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
   }
 
   std::shared_ptr<CachedKernel> result;
+  std::string why;
   if (auto e = impl_->from_layers(logical, full)) {
-    ++impl_->layer_hits;
-    result = from_entry(*e, "layer");
-  } else if (!full) {
+    result = from_entry(*e, "layer", &why);
+    if (result)
+      ++impl_->layer_hits;
+    else
+      impl_->warn_read_once("a read-only layer's entry of kernel '" + kernel.name() + "': " + why);
+  }
+  if (!result && !full) {
     throw ToolchainError("kernel '" + kernel.name() + "' for " + arch_name(spec.arch) +
                          " is in no cache layer and NVRTC is not available here (set VANTAGE_CACHE_PATH to a "
                          "bundle that has it)");
-  } else {
+  } else if (!result) {
     auto produce = [&](const Specialized& sp) {
       Compiled r = pipeline::compile_specialized(sp, output);
       ++impl_->compiles;
@@ -432,7 +427,14 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
       if (!r.write_problem.empty()) impl_->warn_write_once(r.write_problem);
       if (r.lock_timed_out) logging::get().info("kernel cache: lock on {} timed out; compiled anyway", name);
       if (!r.produced) ++impl_->disk_hits;
-      result = from_entry(*r.entry, r.produced ? "compiled" : "disk");
+      result = from_entry(*r.entry, r.produced ? "compiled" : "disk", &why);
+      if (!result) {  // written by another version or tool, its checksum whole: replace it
+        impl_->warn_read_once(impl_->store->where(name) + ": " + why);
+        Entry fresh = produce(s);
+        std::string problem;
+        if (!impl_->store->save(name, fresh, &problem)) impl_->warn_write_once(problem);
+        result = from_entry(fresh, "compiled");
+      }
     } else {
       result = from_entry(produce(s), "compiled");
     }

@@ -328,6 +328,22 @@ TEST(KernelCacheFaults, WrongKeyInTheHeader) {
       "wrong key");
 }
 
+// An entry another writer made (its checksum whole) whose parameters are not the JSON this version
+// writes: tab-separated, as the first format had them. Replaced, not trusted.
+TEST(KernelCacheFaults, MetadataThisVersionDoesNotWrite) {
+  REQUIRE_NVRTC();
+  expect_recovers(
+      [](const fs::path& e, const fs::path&) {
+        cache::ReadError err;
+        auto entry = cache::parse(read_file(e), nullptr, &err);
+        ASSERT_TRUE(entry.has_value()) << cache::describe(err);
+        ASSERT_TRUE(entry->meta.count("params"));
+        entry->meta["params"] = "n\t0\t1\t0\t0\t-\t0\t";
+        write_file(e, cache::serialize(*entry));
+      },
+      "metadata of another writer");
+}
+
 TEST(KernelCacheFaults, OlderFormatVersion) {
   REQUIRE_NVRTC();
   expect_recovers(
