@@ -70,104 +70,12 @@ auto Checker::run_function(const FunctionNode& f) -> CheckResult {
   return finish();
 }
 
-auto Checker::subst(Size s) const -> Size {
-  if (s.threads && know_.threads) s = {s.coeff * *know_.threads, false, s.blocks};
-  if (s.blocks && know_.blocks) s = {s.coeff * *know_.blocks, s.threads, false};
-  return s;
-}
-
-auto Checker::divides(Size a, Size b) const -> Truth {
-  a = subst(a);
-  b = subst(b);
-  if (a.coeff <= 0 || b.coeff <= 0) return Truth::No;
-  if (a.is_static() && b.is_static()) return b.coeff % a.coeff == 0 ? Truth::Yes : Truth::No;
-  if ((!a.threads || b.threads) && (!a.blocks || b.blocks)) {
-    std::int64_t bc = b.coeff * ((b.blocks && !a.blocks) ? know_.grid_multiple : 1);
-    if (bc % a.coeff == 0) return Truth::Yes;
-  }
-  return Truth::Unknown;
-}
-
-auto Checker::less_equal(Size a, Size b) const -> Truth {
-  a = subst(a);
-  b = subst(b);
-  if (a.is_static() && b.is_static()) return a.coeff <= b.coeff ? Truth::Yes : Truth::No;
-  if ((!a.threads || b.threads) && (!a.blocks || b.blocks)) {
-    std::int64_t least_b = b.coeff * ((b.blocks && !a.blocks) ? know_.grid_multiple : 1);
-    if (a.coeff <= least_b) return Truth::Yes;
-  }
-  return Truth::Unknown;
-}
-
-auto Checker::equal_size(Size a, Size b) const -> Truth {
-  a = subst(a);
-  b = subst(b);
-  if (a == b) return Truth::Yes;
-  if (a.is_static() && b.is_static()) return Truth::No;
-  if (a.is_static() && a.coeff < least(b)) return Truth::No;
-  if (b.is_static() && b.coeff < least(a)) return Truth::No;
-  return Truth::Unknown;
-}
-
-auto Checker::units(Perspective p) -> Size {
-  Size s = p.count;
-  if (p.level != Level::Thread) s.threads = true;
-  if (p.level == Level::Grid) s.blocks = true;
-  return s;
-}
-
-auto Checker::narrower_eq(Perspective a, Perspective b) const -> Truth {
-  if (a.level < b.level) return Truth::Yes;
-  if (a.level > b.level) return Truth::No;
-  return divides(a.count, b.count);
-}
-
-auto Checker::meet(Perspective a, Perspective b) const -> Perspective {
-  if (narrower_eq(a, b) == Truth::Yes) return a;
-  if (narrower_eq(b, a) == Truth::Yes) return b;
-  Size x = subst(a.count), y = subst(b.count);
-  Size g{std::gcd(x.coeff, y.coeff), x.threads && y.threads, x.blocks && y.blocks};
-  return {a.level, g};
-}
-
-auto Checker::valid(Perspective p, SourceLoc loc, const char* what) -> bool {
-  if (p.count.is_static() && p.count.coeff >= 1) return true;
-  error("V0108", loc,
-        std::string("invalid perspective ") + p.str() + " for " + what + ": the unit count must be a positive number");
-  return false;
-}
-
 auto Checker::finish() -> CheckResult {
   CheckResult r;
   r.errors = std::move(errors_);
   r.obligations = std::move(obligations_);
   r.shared_peak = layout_.layout().peak;
   return r;
-}
-
-auto Checker::pop_scope() -> void {
-  for (const auto& d : scopes_.back()) {
-    if (d.var) vars_.erase(d.var);
-    if (d.mem) mems_.erase(d.mem);
-  }
-  scopes_.pop_back();
-}
-
-auto Checker::declare(const VarPtr& v, Perspective p, bool loop) -> void {
-  if (!v) return;
-  vars_[v.get()] = {p, v->loc, loop};
-  scopes_.back().push_back({v.get(), nullptr});
-}
-
-auto Checker::declare(const MemPtr& m, Perspective p, SourceLoc at) -> MemInfo& {
-  auto& info = mems_[m.get()];
-  info = MemInfo{};
-  info.node = m.get();
-  info.root = m.get();
-  info.persp = p;
-  info.narrowed_at = at;
-  scopes_.back().push_back({nullptr, m.get()});
-  return info;
 }
 
 auto Checker::check_launch_shape(const KernelNode& k) -> void {
@@ -243,31 +151,6 @@ auto Checker::ends_with_return(const StmtPtr& s) -> bool {
   return false;
 }
 
-auto Checker::use_mem(const MemPtr& m, SourceLoc loc) -> MemInfo* {
-  if (!m) return nullptr;
-  auto it = mems_.find(m.get());
-  if (it == mems_.end()) {
-    auto& d = error("V0313", loc, "memory " + q(m->name) + " is not in scope here");
-    note(d, m->loc, "declared here");
-    return nullptr;
-  }
-  MemInfo& info = it->second;
-  if (info.hidden) {
-    auto& d =
-        error("V0302", loc,
-              "memory " + q(m->name) + " cannot be used inside its own " + info.hidden_by + "; use the narrowed name");
-    note(d, info.hidden_at, std::string("narrowed by ") + info.hidden_by + " here");
-  }
-  if (info.claimed) check_claim_use(info, loc);
-  if (m->space == MemSpace::Shared && fits_in(code(), block(1)) == Truth::No) {
-    auto& d = error("V0312", loc,
-                    "shared memory " + q(m->name) + " is used from code at " + code().str() +
-                        "; shared memory belongs to one block");
-    note_code(d);
-  }
-  return &info;
-}
-
 auto Checker::check_claim_use(MemInfo& info, SourceLoc loc) -> void {
   int branch = -1;
   Perspective bp;
@@ -299,18 +182,6 @@ auto Checker::check_claim_use(MemInfo& info, SourceLoc loc) -> void {
   } else if (info.claim_branch != branch) {
     auto& d = error("V0307", loc, "claimed memory " + q(name) + " is used in two branches of a split");
     note(d, info.claim_first_use, "first used in another branch here");
-  }
-}
-
-auto Checker::check_indices(const MemNode& m, const std::vector<ExprPtr>& idx, SourceLoc loc, Perspective& variance)
-    -> void {
-  if (static_cast<int>(idx.size()) != m.dims)
-    error("V0311", loc,
-          q(m.name) + " takes " + std::to_string(m.dims) + " index(es), not " + std::to_string(idx.size()));
-  for (const auto& i : idx) {
-    variance = meet(variance, check_expr(i, loc));
-    if (i && !is_integer(i->type))
-      error("V0704", at(i, loc), "index into " + q(m.name) + " must be an integer, not " + type_name(i->type));
   }
 }
 

@@ -79,13 +79,44 @@ class Checker {
 
  private:
   // ---------------------------------------------------------------- sizes and perspectives
-  Size subst(Size s) const;
+  Size subst(Size s) const {
+    if (s.threads && know_.threads) s = {s.coeff * *know_.threads, false, s.blocks};
+    if (s.blocks && know_.blocks) s = {s.coeff * *know_.blocks, s.threads, false};
+    return s;
+  }
 
-  Truth divides(Size a, Size b) const;
+  Truth divides(Size a, Size b) const {
+    a = subst(a);
+    b = subst(b);
+    if (a.coeff <= 0 || b.coeff <= 0) return Truth::No;
+    if (a.is_static() && b.is_static()) return b.coeff % a.coeff == 0 ? Truth::Yes : Truth::No;
+    if ((!a.threads || b.threads) && (!a.blocks || b.blocks)) {
+      std::int64_t bc = b.coeff * ((b.blocks && !a.blocks) ? know_.grid_multiple : 1);
+      if (bc % a.coeff == 0) return Truth::Yes;
+    }
+    return Truth::Unknown;
+  }
 
-  Truth less_equal(Size a, Size b) const;
+  Truth less_equal(Size a, Size b) const {
+    a = subst(a);
+    b = subst(b);
+    if (a.is_static() && b.is_static()) return a.coeff <= b.coeff ? Truth::Yes : Truth::No;
+    if ((!a.threads || b.threads) && (!a.blocks || b.blocks)) {
+      std::int64_t least_b = b.coeff * ((b.blocks && !a.blocks) ? know_.grid_multiple : 1);
+      if (a.coeff <= least_b) return Truth::Yes;
+    }
+    return Truth::Unknown;
+  }
 
-  Truth equal_size(Size a, Size b) const;
+  Truth equal_size(Size a, Size b) const {
+    a = subst(a);
+    b = subst(b);
+    if (a == b) return Truth::Yes;
+    if (a.is_static() && b.is_static()) return Truth::No;
+    if (a.is_static() && a.coeff < least(b)) return Truth::No;
+    if (b.is_static() && b.coeff < least(a)) return Truth::No;
+    return Truth::Unknown;
+  }
 
   /// The smallest value a (substituted) size can take.
   std::int64_t least(Size s) const { return s.coeff * (s.blocks ? know_.grid_multiple : 1); }
@@ -94,10 +125,19 @@ class Checker {
   static bool one_thread(Perspective p) { return p.level == Level::Thread && p.count == Size(1); }
 
   /// The number of threads in one unit of p.
-  static Size units(Perspective p);
+  static Size units(Perspective p) {
+    Size s = p.count;
+    if (p.level != Level::Thread) s.threads = true;
+    if (p.level == Level::Grid) s.blocks = true;
+    return s;
+  }
 
   /// The paper's order: a is narrower than or equal to b.
-  Truth narrower_eq(Perspective a, Perspective b) const;
+  Truth narrower_eq(Perspective a, Perspective b) const {
+    if (a.level < b.level) return Truth::Yes;
+    if (a.level > b.level) return Truth::No;
+    return divides(a.count, b.count);
+  }
 
   /// Units of `inner` tile `outer` evenly and aligned (group, partition, id, calls).
   Truth fits_in(Perspective inner, Perspective outer) const {
@@ -113,12 +153,24 @@ class Checker {
   }
 
   /// The narrowest perspective at which both a and b are uniform.
-  Perspective meet(Perspective a, Perspective b) const;
+  Perspective meet(Perspective a, Perspective b) const {
+    if (narrower_eq(a, b) == Truth::Yes) return a;
+    if (narrower_eq(b, a) == Truth::Yes) return b;
+    Size x = subst(a.count), y = subst(b.count);
+    Size g{std::gcd(x.coeff, y.coeff), x.threads && y.threads, x.blocks && y.blocks};
+    return {a.level, g};
+  }
 
   const Frame& frame() const { return frames_.back(); }
   Perspective code() const { return frames_.back().code; }
 
-  bool valid(Perspective p, SourceLoc loc, const char* what);
+  bool valid(Perspective p, SourceLoc loc, const char* what) {
+    if (p.count.is_static() && p.count.coeff >= 1) return true;
+    error(
+        "V0108", loc,
+        std::string("invalid perspective ") + p.str() + " for " + what + ": the unit count must be a positive number");
+    return false;
+  }
 
   // ---------------------------------------------------------------- diagnostics
   Diagnostic& error(std::string code, SourceLoc loc, std::string message) {
@@ -159,9 +211,28 @@ class Checker {
     const MemNode* mem = nullptr;
   };
   void push_scope() { scopes_.emplace_back(); }
-  void pop_scope();
-  void declare(const VarPtr& v, Perspective p, bool loop = false);
-  MemInfo& declare(const MemPtr& m, Perspective p, SourceLoc at);
+  void pop_scope() {
+    for (const auto& d : scopes_.back()) {
+      if (d.var) vars_.erase(d.var);
+      if (d.mem) mems_.erase(d.mem);
+    }
+    scopes_.pop_back();
+  }
+  void declare(const VarPtr& v, Perspective p, bool loop = false) {
+    if (!v) return;
+    vars_[v.get()] = {p, v->loc, loop};
+    scopes_.back().push_back({v.get(), nullptr});
+  }
+  MemInfo& declare(const MemPtr& m, Perspective p, SourceLoc at) {
+    auto& info = mems_[m.get()];
+    info = MemInfo{};
+    info.node = m.get();
+    info.root = m.get();
+    info.persp = p;
+    info.narrowed_at = at;
+    scopes_.back().push_back({nullptr, m.get()});
+    return info;
+  }
 
   // ---------------------------------------------------------------- kernel and function headers
   void check_launch_shape(const KernelNode& k);
@@ -179,11 +250,43 @@ class Checker {
 
   // ---------------------------------------------------------------- memory names
   /// Looks up memory for a use; reports out-of-scope, hidden and misplaced claimed names.
-  MemInfo* use_mem(const MemPtr& m, SourceLoc loc);
+  MemInfo* use_mem(const MemPtr& m, SourceLoc loc) {
+    if (!m) return nullptr;
+    auto it = mems_.find(m.get());
+    if (it == mems_.end()) {
+      auto& d = error("V0313", loc, "memory " + q(m->name) + " is not in scope here");
+      note(d, m->loc, "declared here");
+      return nullptr;
+    }
+    MemInfo& info = it->second;
+    if (info.hidden) {
+      auto& d = error(
+          "V0302", loc,
+          "memory " + q(m->name) + " cannot be used inside its own " + info.hidden_by + "; use the narrowed name");
+      note(d, info.hidden_at, std::string("narrowed by ") + info.hidden_by + " here");
+    }
+    if (info.claimed) check_claim_use(info, loc);
+    if (m->space == MemSpace::Shared && fits_in(code(), block(1)) == Truth::No) {
+      auto& d = error("V0312", loc,
+                      "shared memory " + q(m->name) + " is used from code at " + code().str() +
+                          "; shared memory belongs to one block");
+      note_code(d);
+    }
+    return &info;
+  }
 
   void check_claim_use(MemInfo& info, SourceLoc loc);
 
-  void check_indices(const MemNode& m, const std::vector<ExprPtr>& idx, SourceLoc loc, Perspective& variance);
+  void check_indices(const MemNode& m, const std::vector<ExprPtr>& idx, SourceLoc loc, Perspective& variance) {
+    if (static_cast<int>(idx.size()) != m.dims)
+      error("V0311", loc,
+            q(m.name) + " takes " + std::to_string(m.dims) + " index(es), not " + std::to_string(idx.size()));
+    for (const auto& i : idx) {
+      variance = meet(variance, check_expr(i, loc));
+      if (i && !is_integer(i->type))
+        error("V0704", at(i, loc), "index into " + q(m.name) + " must be an integer, not " + type_name(i->type));
+    }
+  }
 
   /// Where to report a problem with `e`: its own location, except for variable references, which
   /// carry their declaration's location; those report at the enclosing use.
@@ -194,29 +297,113 @@ class Checker {
 
   // ---------------------------------------------------------------- expressions
   /// Checks an expression and returns the perspective it varies with.
-  Perspective check_expr(const ExprPtr& e, SourceLoc loc);
+  Perspective check_expr(const ExprPtr& e, SourceLoc loc) {
+    if (!e) {
+      error("V0706", loc, "missing expression (an undefined Expr was used)");
+      return kTop;
+    }
+    SourceLoc here = at(e, loc);
+    return dispatch(*e, [&](const auto& n) { return expr_rule(n, here, loc); });
+  }
 
-  Perspective expr_rule(const Literal& n, SourceLoc here, SourceLoc);
-  Perspective expr_rule(const VarRef& n, SourceLoc, SourceLoc loc);
-  Perspective expr_rule(const Unary& n, SourceLoc here, SourceLoc);
-  Perspective expr_rule(const Binary& n, SourceLoc here, SourceLoc);
+  Perspective expr_rule(const Literal& n, SourceLoc here, SourceLoc) {
+    if (!fits(n.type, n.i))
+      error("V0707", here,
+            "literal " + std::to_string(n.i) + " does not fit in " + type_name(n.type) +
+                " (write it as a wider type, or cast<T>() explicitly)");
+    return kTop;
+  }
+  Perspective expr_rule(const VarRef& n, SourceLoc, SourceLoc loc) {
+    auto it = vars_.find(n.var.get());
+    if (it == vars_.end()) {
+      auto& d = error("V0207", loc, "variable " + q(n.var->name) + " is not in scope here");
+      note(d, n.var->loc, "declared here");
+      return kTop;
+    }
+    return it->second.persp;
+  }
+  Perspective expr_rule(const Unary& n, SourceLoc here, SourceLoc) {
+    Perspective v = check_expr(n.a, here);
+    if (n.a) {
+      ScalarType t = n.a->type;
+      if (!defined_for(n.op, t))
+        error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(t));
+    }
+    return v;
+  }
+  Perspective expr_rule(const Binary& n, SourceLoc here, SourceLoc) {
+    Perspective v = meet(check_expr(n.a, here), check_expr(n.b, here));
+    if (n.a && n.b) binary_types(n, here);
+    return v;
+  }
   Perspective expr_rule(const Cast& n, SourceLoc here, SourceLoc) { return check_expr(n.a, here); }
-  Perspective expr_rule(const Select& n, SourceLoc here, SourceLoc);
-  Perspective expr_rule(const MathCall& n, SourceLoc here, SourceLoc);
-  Perspective expr_rule(const Id& n, SourceLoc here, SourceLoc);
+  Perspective expr_rule(const Select& n, SourceLoc here, SourceLoc) {
+    Perspective v = meet(check_expr(n.c, here), meet(check_expr(n.a, here), check_expr(n.b, here)));
+    if (n.c && n.c->type != ScalarType::Bool)
+      error("V0703", here, std::string("select needs a bool condition, not ") + type_name(n.c->type));
+    if (n.a && n.b && n.a->type != n.b->type)
+      error("V0701", here,
+            std::string("select operands have different types: ") + type_name(n.a->type) + " and " +
+                type_name(n.b->type));
+    return v;
+  }
+  Perspective expr_rule(const MathCall& n, SourceLoc here, SourceLoc) {
+    Perspective v = kTop;
+    for (const auto& a : n.args) {
+      v = meet(v, check_expr(a, here));
+      bool defined = is_bit_fn(n.fn) ? a && is_integer(a->type)
+                                     : a && (is_float(a->type) || (n.fn == MathFn::Abs && is_integer(a->type)));
+      if (a && !defined)
+        error("V0702", here,
+              std::string(name_of(n.fn)) + " is not defined for " + type_name(a->type) +
+                  (is_bit_fn(n.fn) ? " (it takes an integer of 32 or 64 bits)" : ""));
+      if (a && n.args.front() && a->type != n.args.front()->type)
+        error("V0701", here, std::string(name_of(n.fn)) + " operands have different types");
+    }
+    return v;
+  }
+  Perspective expr_rule(const Id& n, SourceLoc here, SourceLoc) {
+    if (!valid(n.p, here, "id()")) return thread(1);
+    if (fits_in(n.p, code()) == Truth::No) {
+      auto& d = error("V0107", here, "id(" + n.p.str() + ") needs a perspective that tiles the code's " + code().str());
+      note_code(d);
+    } else {
+      rule(fits_in(n.p, code()), Obligation::Kind::Divides, units(n.p), units(code()), "V0107", here,
+           [&] { return std::string("id(" + n.p.str() + ") needs " + n.p.str() + " to tile " + code().str()); });
+    }
+    return n.p;
+  }
   Perspective expr_rule(const Builtin& n, SourceLoc, SourceLoc) {
     if (n.which == BuiltinKind::BlocksInGrid) return kTop;  // the same for every thread of the launch
     throw InternalError("check: lowered IR (a hardware position) reached the checker");
   }
-  Perspective expr_rule(const Load& n, SourceLoc here, SourceLoc);
+  Perspective expr_rule(const Load& n, SourceLoc here, SourceLoc) {
+    Perspective v = kTop;
+    if (MemInfo* info = use_mem(n.mem, here)) {
+      v = info->persp;
+      if (info->async)
+        error("V0315", here, "async memory " + q(n.mem->name) + " can only be used by async-copy intrinsics");
+    }
+    check_indices(*n.mem, n.indices, here, v);
+    return v;
+  }
 
   void binary_types(const Binary& n, SourceLoc here);
 
   /// A condition or bound must not vary faster than the code's perspective.
-  void uniform(Perspective variance, const std::string& code_id, SourceLoc loc, const std::string& what);
+  void uniform(Perspective variance, const std::string& code_id, SourceLoc loc, const std::string& what) {
+    rule(narrower_eq(code(), variance), Obligation::Kind::Divides, code().count, variance.count, code_id, loc, [&] {
+      return std::string(what + " varies with " + variance.str() + ", faster than the code's perspective " +
+                         code().str());
+    });
+  }
 
   // ---------------------------------------------------------------- statements
-  void body(const StmtPtr& s);
+  void body(const StmtPtr& s) {
+    push_scope();
+    stmt(s);
+    pop_scope();
+  }
 
   void stmt(const StmtPtr& s) {
     if (!s) return;

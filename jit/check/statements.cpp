@@ -4,99 +4,6 @@
 
 namespace vantage::check::detail {
 
-auto Checker::check_expr(const ExprPtr& e, SourceLoc loc) -> Perspective {
-  if (!e) {
-    error("V0706", loc, "missing expression (an undefined Expr was used)");
-    return kTop;
-  }
-  SourceLoc here = at(e, loc);
-  return dispatch(*e, [&](const auto& n) { return expr_rule(n, here, loc); });
-}
-
-auto Checker::expr_rule(const Literal& n, SourceLoc here, SourceLoc) -> Perspective {
-  if (!fits(n.type, n.i))
-    error("V0707", here,
-          "literal " + std::to_string(n.i) + " does not fit in " + type_name(n.type) +
-              " (write it as a wider type, or cast<T>() explicitly)");
-  return kTop;
-}
-
-auto Checker::expr_rule(const VarRef& n, SourceLoc, SourceLoc loc) -> Perspective {
-  auto it = vars_.find(n.var.get());
-  if (it == vars_.end()) {
-    auto& d = error("V0207", loc, "variable " + q(n.var->name) + " is not in scope here");
-    note(d, n.var->loc, "declared here");
-    return kTop;
-  }
-  return it->second.persp;
-}
-
-auto Checker::expr_rule(const Unary& n, SourceLoc here, SourceLoc) -> Perspective {
-  Perspective v = check_expr(n.a, here);
-  if (n.a) {
-    ScalarType t = n.a->type;
-    if (!defined_for(n.op, t))
-      error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(t));
-  }
-  return v;
-}
-
-auto Checker::expr_rule(const Binary& n, SourceLoc here, SourceLoc) -> Perspective {
-  Perspective v = meet(check_expr(n.a, here), check_expr(n.b, here));
-  if (n.a && n.b) binary_types(n, here);
-  return v;
-}
-
-auto Checker::expr_rule(const Select& n, SourceLoc here, SourceLoc) -> Perspective {
-  Perspective v = meet(check_expr(n.c, here), meet(check_expr(n.a, here), check_expr(n.b, here)));
-  if (n.c && n.c->type != ScalarType::Bool)
-    error("V0703", here, std::string("select needs a bool condition, not ") + type_name(n.c->type));
-  if (n.a && n.b && n.a->type != n.b->type)
-    error(
-        "V0701", here,
-        std::string("select operands have different types: ") + type_name(n.a->type) + " and " + type_name(n.b->type));
-  return v;
-}
-
-auto Checker::expr_rule(const MathCall& n, SourceLoc here, SourceLoc) -> Perspective {
-  Perspective v = kTop;
-  for (const auto& a : n.args) {
-    v = meet(v, check_expr(a, here));
-    bool defined = is_bit_fn(n.fn) ? a && is_integer(a->type)
-                                   : a && (is_float(a->type) || (n.fn == MathFn::Abs && is_integer(a->type)));
-    if (a && !defined)
-      error("V0702", here,
-            std::string(name_of(n.fn)) + " is not defined for " + type_name(a->type) +
-                (is_bit_fn(n.fn) ? " (it takes an integer of 32 or 64 bits)" : ""));
-    if (a && n.args.front() && a->type != n.args.front()->type)
-      error("V0701", here, std::string(name_of(n.fn)) + " operands have different types");
-  }
-  return v;
-}
-
-auto Checker::expr_rule(const Id& n, SourceLoc here, SourceLoc) -> Perspective {
-  if (!valid(n.p, here, "id()")) return thread(1);
-  if (fits_in(n.p, code()) == Truth::No) {
-    auto& d = error("V0107", here, "id(" + n.p.str() + ") needs a perspective that tiles the code's " + code().str());
-    note_code(d);
-  } else {
-    rule(fits_in(n.p, code()), Obligation::Kind::Divides, units(n.p), units(code()), "V0107", here,
-         [&] { return std::string("id(" + n.p.str() + ") needs " + n.p.str() + " to tile " + code().str()); });
-  }
-  return n.p;
-}
-
-auto Checker::expr_rule(const Load& n, SourceLoc here, SourceLoc) -> Perspective {
-  Perspective v = kTop;
-  if (MemInfo* info = use_mem(n.mem, here)) {
-    v = info->persp;
-    if (info->async)
-      error("V0315", here, "async memory " + q(n.mem->name) + " can only be used by async-copy intrinsics");
-  }
-  check_indices(*n.mem, n.indices, here, v);
-  return v;
-}
-
 auto Checker::binary_types(const Binary& n, SourceLoc here) -> void {
   ScalarType a = n.a->type, b = n.b->type;
   if (!operands_agree(n.op, a, b)) {
@@ -107,20 +14,6 @@ auto Checker::binary_types(const Binary& n, SourceLoc here) -> void {
   }
   if (!defined_for(n.op, a))
     error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(a));
-}
-
-auto Checker::uniform(Perspective variance, const std::string& code_id, SourceLoc loc, const std::string& what)
-    -> void {
-  rule(narrower_eq(code(), variance), Obligation::Kind::Divides, code().count, variance.count, code_id, loc, [&] {
-    return std::string(what + " varies with " + variance.str() + ", faster than the code's perspective " +
-                       code().str());
-  });
-}
-
-auto Checker::body(const StmtPtr& s) -> void {
-  push_scope();
-  stmt(s);
-  pop_scope();
 }
 
 auto Checker::check(const Seq& n) -> void {
