@@ -54,7 +54,7 @@ Buffers& buffers() {
 /// worker thus runs the same blocks launch after launch, and finds their data in its own core's
 /// cache: with one counter for all, the blocks landed on either thread by chance, and a repeated
 /// launch whose data fits in the caches gained nothing from a second thread in half the runs
-/// (saxpy 2^20: 0.083 against 0.048 ms, docs/log/performance-2026-11.md).
+/// (saxpy 2^20: 0.083 against 0.048 ms, git show dca9549:docs/performance.md).
 struct Job {
   struct alignas(64) Share {
     std::atomic<std::int64_t> next{0};  ///< the next chunk's first block (past `end` once taken)

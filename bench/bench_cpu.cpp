@@ -340,7 +340,7 @@ void BM_CpuSgemm512Threads2(benchmark::State& s) { has_cpu(s) ? cpu_sgemm(s, 2) 
 // ------------------------------------------------------------------ one thread against two, in pairs
 /// `one()` and `two()` timed back to back in every iteration, in alternating order, so that both see
 /// the same machine. On this VM the memory bandwidth a thread gets moves by up to 2x within a minute
-/// with the neighbours' load (docs/log/performance-2026-11.md), and a ratio of two benchmarks run apart moves
+/// with the neighbours' load (git show dca9549:docs/performance.md), and a ratio of two benchmarks run apart moves
 /// with it. Counters: one_ms and two_ms (medians) and speedup, the median of the iterations' ratios.
 /// The counters' names: the first's time, the second's, and the ratio (first / second).
 struct PairNames {

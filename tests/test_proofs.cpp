@@ -16,8 +16,8 @@ namespace {
 
 using test_support::count;
 // The bounds proof asks for the range of an index's value, not of its intermediates: (t % 32) % 8
-// is in [0, 8) though t % 32 is not. Before, the envelope of both was taken, and every warp's read of
-// the block reduction's 8 partials was checked as it ran.
+// is in [0, 8) though t % 32 is not. Taking the envelope of both would leave every warp's read of the
+// block reduction's 8 partials checked as it runs.
 TEST(Codegen, AnIndexIsProvenByItsValueNotItsIntermediates) {
   KernelBuilder k("rem_of_rem");
   auto out = k.param<GlobalPtr<int>>("out", extent(256));
@@ -74,8 +74,8 @@ Kernel row_access(const char* name, int cols, const std::function<Expr(Expr r, E
 }
 
 // The bounds proof combines two conditions: r < rows scaled by the row length, and c + 4 <= cols.
-// Before, only one condition at a time counted, so every 2-D access that a tile kernel guards this
-// way was checked as it ran, and no vector copy of a matrix row could be proven.
+// One condition at a time would leave every 2-D access that a tile kernel guards this way checked as
+// it runs, and no vector copy of a matrix row proven.
 TEST(Codegen, ARowMajorAccessIsProvenByItsRowAndColumnConditionsTogether) {
   auto ok = [](Expr r, Expr c, Expr rows) { return r < rows && c + 4 <= 64; };
   // The read of m, to the end of its line: " if < " there would be its run-time check.
@@ -103,8 +103,8 @@ TEST(Codegen, ARowMajorAccessIsProvenByItsRowAndColumnConditionsTogether) {
 
 // The same with the row length a parameter w: `if (r >= 0 && c >= 0 && r < h && c < w) m[r * w + c]`
 // in h * w. The row's condition times w (w >= 0 from c's conditions) and the column's give the
-// upper end; r * w, a product of two numbers at least 0, the lower. Before, a product of two
-// variables proved nothing, and every access of a matrix of run-time width was checked as it ran.
+// upper end; r * w, a product of two numbers at least 0, the lower. Without the product of two
+// variables, every access of a matrix of run-time width would be checked as it runs.
 TEST(Codegen, AnAccessToARowOfVariableLengthIsProvenByItsRowAndColumnConditions) {
   using Cond = std::function<Expr(Expr r, Expr c, Expr h, Expr w)>;
   auto kernel = [](const char* name, const Cond& cond) {
@@ -299,7 +299,7 @@ TEST(Codegen, AnIndexThatCanBeMinusOneIsCheckedAndCaught) {
 }
 
 // A three-point stencil under `i >= 1 && i + 1 < n`: the left neighbour proven inside x by the first
-// condition (before, a lower end came only from the index's own range), the centre by the for_each's
+// condition (not only from the index's own range), the centre by the for_each's
 // `i < n`. The right neighbour stays checked: as far as range analysis knows, i + 1 may wrap, so
 // `i + 1 < n` proves nothing; so does the last element under `n > 0`. All give the reference's
 // result.
@@ -393,7 +393,7 @@ namespace vantage {
 namespace {
 // A cp.async whose source or destination lowering cannot prove inside its memory is checked as it
 // runs, as a load or store is: the copy that would leave its memory is reported at its line and
-// not made. One proven inside is not checked. (Before, neither was checked on the GPU.)
+// not made. One proven inside is not checked.
 TEST(Codegen, ACpAsyncThatCannotBeProvenInsideIsCheckedAsItRuns) {
   auto kernel = [](bool offset_param) {
     KernelBuilder k("copy_at");
