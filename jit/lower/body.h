@@ -1,6 +1,7 @@
 // Lowering's body lowerer, shared by the files that define it: lower.cpp (positions, statements,
-// calls, the kernel), prove.cpp (the bounds proofs: facts, affine forms, what is proven inside its
-// buffer), intrinsics.cpp (each intrinsic's operands and checks). Private to jit/lower.
+// calls, the kernel), access.cpp (views resolved to their roots, index widths, bounds proven or
+// checked), intrinsics.cpp (each intrinsic's operands and checks). The proofs themselves are the
+// Prover's (prove.h), which the lowerer keeps told of the facts in force. Private to jit/lower.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "jit/ir/views.h"
 #include "jit/ir/visit.h"
 #include "jit/lower/lower.h"
+#include "jit/lower/prove.h"
 #include "jit/sync/sync.h"
 #include "jit/target/target.h"
 
@@ -100,7 +102,8 @@ struct ViewInfo {
 
 class BodyLowerer {
  public:
-  BodyLowerer(Context& c, const StmtPtr& body, Pos top, Perspective sync_top) : c_(c) {
+  BodyLowerer(Context& c, const StmtPtr& body, Pos top, Perspective sync_top)
+      : c_(c), prover_(launch_env(c.opt), c.param_index, reassigned_) {
     std::vector<const StmtNode*> conflicts;
     std::vector<sync::UnwaitedTma> unwaited;
     body_ = sync::insert(body, sync_top, &conflicts, &unwaited, c_.opt.threads);
@@ -155,23 +158,28 @@ class BodyLowerer {
            {}});
     layout_ = layout_shared(body_);
     reassigned_ = reassigned_vars(body_);
-    env_.thread_index = Range{0, c_.opt.threads - 1};
-    env_.block_index = Range{0, (c_.opt.blocks ? *c_.opt.blocks : c_.opt.max_blocks) - 1};
-    env_.grid_blocks = c_.opt.blocks ? Range::point(*c_.opt.blocks) : Range{1, c_.opt.max_blocks};
-    for (const auto& [v, r] : c_.opt.param_ranges) env_.vars[v] = Range{r.first, r.second};
-    env_.exact_memo = &exact_memo_;
     frames_.push_back(std::move(top));
   }
-  BodyLowerer(const BodyLowerer&) = delete;  // env_ points into it
+  BodyLowerer(const BodyLowerer&) = delete;
   BodyLowerer& operator=(const BodyLowerer&) = delete;
 
   StmtPtr run() { return block(body_); }
   /// A condition every launch meets (a kernel's requirement): a fact for the bounds proofs.
-  void assume(const ExprPtr& cond) { add_facts(cond); }
+  void assume(const ExprPtr& cond) { prover_.add_facts(cond); }
   std::int64_t peak() const { return layout_.peak; }
   std::int64_t shared_align() const { return layout_.align; }
 
  private:
+  /// The ranges a launch gives the positions and the parameters.
+  static RangeEnv launch_env(const Options& o) {
+    RangeEnv env;
+    env.thread_index = Range{0, o.threads - 1};
+    env.block_index = Range{0, (o.blocks ? *o.blocks : o.max_blocks) - 1};
+    env.grid_blocks = o.blocks ? Range::point(*o.blocks) : Range{1, o.max_blocks};
+    for (const auto& [v, r] : o.param_ranges) env.vars[v] = Range{r.first, r.second};
+    return env;
+  }
+
   // ------------------------------------------------------------------ positions
   std::int64_t T() const { return c_.opt.threads; }
   std::int64_t units(Perspective p) const {
@@ -243,93 +251,6 @@ class BodyLowerer {
   /// The bound an access at `index` needs checked as it runs, and its site; {null, -1} when lowering
   /// proves it inside.
   std::pair<ExprPtr, std::int64_t> check(const MemPtr& root, const ExprPtr& index, bool write, SourceLoc l) const;
-  /// `e` with the values of unassigned lets put in and widening integer casts dropped: the form in
-  /// which two index expressions are compared as affine sums. An affine sum takes + - * as exact, so
-  /// a let's value is put in, and a cast looked through, only where the arithmetic under it cannot
-  /// wrap at its own type (`exact`): `let w = u - 5u` is 4294967291 for u = 0, not -5. An extent
-  /// (`trusted`) is looked through everywhere: the launcher refuses one whose arithmetic wraps.
-  ExprPtr normal(const ExprPtr& e, bool trusted = false, int depth = 0) const;
-  /// Whether `e`, computed at its own type, is its exact value: no operation of it may wrap.
-  bool exact(const ExprPtr& e) const;
-  /// An integer cast that keeps the value of an operand computed exactly (or `trusted`).
-  bool widening(const Cast& c, bool trusted) const;
-  /// A condition the code is under, `hi - lo >= least`, as an affine form; none when it is not an
-  /// integer comparison or its own arithmetic may wrap (then it says nothing about exact values).
-  struct Fact {
-    Affine slack;  ///< hi - lo
-    std::int64_t least = 1;
-  };
-  /// How a fact's sides become affine forms: normalized (lets' values put in, constants folded), as
-  /// written as exact sums (`affine(x, true)`), or as written with products of a sum and a variable
-  /// multiplied out (`products`).
-  enum class Form : std::uint8_t { Normal, Exact, Products };
-  /// The facts of `facts_` a proof may use, in one form. A proof asks for them many times over (each
-  /// atom's sign, each min or max case), and many proofs run under the same conditions: they are
-  /// made once per form for as long as neither the conditions nor the ranges and lets change.
-  const std::vector<Fact>& usable_facts(Form form) const;
-  std::vector<Fact> make_usable_facts(Form form) const;
-  /// A condition as a fact in `form`, or none where it is not an integer comparison whose sides are
-  /// computed exactly, or reads memory that may change.
-  std::optional<Fact> usable_fact(const ExprPtr& f, Form form) const;
-  Affine in_form(const ExprPtr& x, Form form) const;
-  // ---------------------------------------------------------------- what an atom is
-  /// Facts that hold by what the atoms of `gap` are, not by a condition: for m = min(a, b),
-  /// a - m >= 0 and b - m >= 0, and m >= 0 when a and b are at least 0 (for max the other way round,
-  /// and m >= 0 when one of them is); for q = a % b with a >= 0, q >= 0, and b - q >= 1 when b >= 1.
-  /// `x[min(max(i, 0), n - 1)]` under `require(n >= 1)`, or `x[i % n]` with i >= 0. Only atoms whose
-  /// operands are computed exactly count (their values are then the sums the form takes); a
-  /// product's factors (`products`) and a let's value for its variable are looked at too.
-  std::vector<Fact> atom_facts(const Affine& gap, Form form) const;
-  /// The integer operation an atom computes: itself seen through widening casts, or for a let's
-  /// variable its value (`defs_`: computed exactly).
-  const Binary* operation(const ExprPtr& atom) const;
-  /// `facts` and those of gap's atoms.
-  std::vector<Fact> with_atom_facts(std::vector<Fact> facts, const Affine& gap, Form form) const;
-  /// `at_least_one(gap, facts)` with the facts of gap's atoms added; failing that, for a min or max
-  /// atom m = min(a, b), both cases: m is a where a <= b, and b where b <= a (up to two atoms deep).
-  /// `x[max(min(i, n - 1), 0)]`: below n as n - 1 < n and 0 < n (from n >= 1).
-  bool follows(const Affine& gap, Form form, const std::vector<Fact>& facts, int depth = 0) const;
-  /// Whether `x < bound` follows from the range of x or from the conditions the code is under whose
-  /// arithmetic cannot wrap. With the gap g = bound - x as an affine form, it does when
-  /// g = s1 * (hi1 - lo1) + s2 * (hi2 - lo2) + d for one or two such conditions, scales s1, s2 > 0 and
-  /// a constant d, and s1 * least1 + s2 * least2 + d >= 1 (least: 1 for `<`, 0 for `<=`). One condition
-  /// at scale 1: `if (i < n) x[i]`; with constants, `if (t < 128) s[t + 128]` in 256. Two, the first
-  /// scaled by a row length: `if (r < M && c + 4 <= K) a[r * K + c + 3]` in M * K.
-  bool proven_below(const ExprPtr& x, const ExprPtr& bound) const;
-  // ---------------------------------------------------------------- rows of a variable length
-  /// `e` as written, as an exact sum in which a product of a sum and a variable is multiplied out
-  /// (`(r0 + i) * w` is r0 * w + i * w) and every product of two atoms is one canonical atom
-  /// (`h * w` and `w * h` alike). Widening casts are left out where the operand is computed exactly
-  /// (`normal`): an integer widened to i64 is then the same number (exact_width's rebuilds).
-  Affine products(const ExprPtr& e, bool trusted = false) const;
-  ExprPtr unwidened(const ExprPtr& e, bool trusted) const;
-  /// `a` times the variable `v`: each atom's product with v (one canonical atom per pair), and
-  /// a's constant as a multiple of v.
-  static Affine times(const Affine& a, const ExprPtr& v);
-  static ExprPtr product_atom(const ExprPtr& a, const ExprPtr& b);
-  /// `x < bound` where the row length is a variable w: `if (r < h && c < w) m[r * w + c]` in h * w.
-  /// The first condition times w (h * w - r * w >= w, as w >= 0) and the second (w - c >= 1) leave
-  /// h * w - (r * w + c) >= 1. w must be a variable nothing assigns (its value the same in the
-  /// condition's product as in the index), proven at least 0 by its range or the conditions.
-  bool proven_below_by_a_variable(const ExprPtr& x, const ExprPtr& bound) const;
-  /// Whether `x >= 0` (an index, computed exactly; its range r) follows from r or from the
-  /// conditions the code is under: x + 1 >= 1 as above. `if (i >= 1 && i < n) x[i - 1]`: the
-  /// stencil's left neighbour. Here both sides are taken as written, as exact sums: the normal form
-  /// puts in the values of lets, which wrap at their own types where the index does not
-  /// (`let u = 58u; l[8u - u]` reads l[-50], while 8u - 58u folded at u32 is 4294967246).
-  bool proven_nonnegative(const ExprPtr& x, const Range& r) const;
-  /// `x >= 0` with products multiplied out (`products`): a product of two factors each at least 0
-  /// is at least 0 and is left out (`r * w + c` under `r >= 0 && c >= 0 && c < w`), and what is left
-  /// must follow from the conditions.
-  bool nonnegative_by_products(const ExprPtr& x) const;
-  /// `f >= 0` by its range or by `facts` (in the `products` form), or as the min of two such (the
-  /// max of one).
-  bool at_least_zero(const ExprPtr& f, const std::vector<Fact>& facts) const;
-  /// The scales that cancel one of f's atoms against `rest` (a positive whole ratio).
-  static std::vector<std::int64_t> scales(const Affine& rest, const Fact& f);
-  /// Whether an affine form is at least 1, by itself or by `facts` (proven_below). What is left once
-  /// the facts are taken out counts by its atoms' ranges (`t % 4 - 3 + ...` at least -3).
-  bool at_least_one(const Affine& gap, const std::vector<Fact>& facts) const;
   /// An mbarrier slot: proven inside its array, or the kernel is refused (V1009). A barrier operation
   /// has no value to skip to, so it is never checked as it runs.
   void slot_in_bounds(const MemPtr& root, const ExprPtr& index, const std::string& view, SourceLoc l);
@@ -342,28 +263,12 @@ class BodyLowerer {
                      const std::string& what, const std::string& view, SourceLoc l);
 
   bool proven_in_bounds(const MemPtr& root, const ExprPtr& first, std::int64_t count, SourceLoc l) const;
-  /// Whether `e` reads a variable of `vars`, or memory whose elements may change while the kernel
-  /// runs (any but the kernel's const global pointer parameters, which the launcher keeps apart from
-  /// every buffer it writes): its value at one statement need not be its value at a later one.
-  bool reads_changing(const ExprPtr& e, const std::unordered_set<const VarNode*>& vars) const;
-  /// Facts that read one of `vars` stop holding (the variables are assigned here, or in a loop about
-  /// to run). They are cleared in place, so that the scopes' saved counts stay right; a fact cleared
-  /// inside a branch stays cleared after it, where the variable may have changed.
-  void kill_facts(const std::unordered_set<const VarNode*>& vars);
-  void add_facts(const ExprPtr& cond);
-
   // ------------------------------------------------------------------ statements
   StmtPtr block(const StmtPtr& s);
   StmtPtr scoped(Pos next, const StmtPtr& body);
   void stmt(const StmtPtr& s, std::vector<StmtPtr>& out);
 
   void lower_stmt(const Seq& n, std::vector<StmtPtr>& out);
-  /// A variable's range from here on. Ranges and lets change what proofs find: what they remember
-  /// is forgotten (the exact ranges, the usable facts, the normal forms). Each variable is bound
-  /// once, before anything that reads it is proven, so nothing remembered reads it yet: the
-  /// forgetting only keeps the memos right should a variable ever be bound again (no test can tell
-  /// it from keeping them).
-  void bind_range(const VarNode* v, Range r);
   void lower_stmt(const Let& n, std::vector<StmtPtr>& out);
   void lower_stmt(const Assign& n, std::vector<StmtPtr>& out);
   void lower_stmt(const Store& n, std::vector<StmtPtr>& out);
@@ -397,29 +302,11 @@ class BodyLowerer {
   StmtPtr body_;
   SharedLayout layout_;
   std::unordered_set<const VarNode*> reassigned_;
-  RangeEnv env_;
   std::vector<Pos> frames_;
   std::unordered_map<const MemNode*, ViewInfo> views_;
   std::unordered_map<const MemNode*, std::int64_t> counts_;  ///< shared and local arrays: elements
   std::unordered_map<const MemNode*, std::int64_t> aligns_;  ///< shared arrays: bytes their start is aligned to
-  std::vector<ExprPtr> facts_;                               ///< conditions the code is under
-  std::unordered_map<const VarNode*, ExprPtr> defs_;         ///< unassigned integer lets computed exactly: their values
-  // What the proofs remember under the present ranges and lets; bind_range forgets all of it.
-  ExactMemo exact_memo_;  ///< env_'s exact ranges
-  /// `normal`'s results, by trust and depth: they read defs_ and, through `exact`, env_'s ranges.
-  static constexpr int kNormalDepth = 4;
-  mutable std::array<
-      std::array<std::unordered_map<ExprPtr, ExprPtr, ExactMemo::Hash, ExactMemo::Same>, kNormalDepth + 1>, 2>
-      normal_memo_;
-  /// usable_facts per form, made from these conditions (kept, so that no address is reused).
-  struct FactsCache {
-    bool valid = false;
-    std::vector<ExprPtr> facts;
-    std::vector<Fact> out;
-  };
-  mutable std::array<FactsCache, 3> facts_cache_;
-  /// usable_fact per form of each condition met, found by its structure.
-  mutable std::array<std::unordered_map<ExprPtr, std::optional<Fact>, ExactMemo::Hash, ExactMemo::Same>, 3> fact_forms_;
+  Prover prover_;
 };
 
 FunctionPtr lower_function(Context& c, const FunctionNode& f);

@@ -81,35 +81,26 @@ void BodyLowerer::stmt(const StmtPtr& s, std::vector<StmtPtr>& out) {
 }
 
 void BodyLowerer::lower_stmt(const Seq& n, std::vector<StmtPtr>& out) {
-  std::size_t facts = facts_.size();
+  std::size_t facts = prover_.facts();
   for (const auto& c : n.stmts) stmt(c, out);
-  facts_.resize(facts);
-}
-
-void BodyLowerer::bind_range(const VarNode* v, Range r) {
-  env_.vars[v] = r;
-  exact_memo_.clear();
-  for (auto& c : facts_cache_) c.valid = false;
-  for (auto& m : fact_forms_) m.clear();
-  for (auto& by_depth : normal_memo_)
-    for (auto& m : by_depth) m.clear();
+  prover_.restore_facts(facts);
 }
 
 void BodyLowerer::lower_stmt(const Let& n, std::vector<StmtPtr>& out) {
   ExprPtr v = lx(n.value);
   if (!reassigned_.count(n.var.get()) && is_integer(n.var->type)) {
-    bind_range(n.var.get(), value_range(v, env_));
+    prover_.bind_range(n.var.get(), value_range(v, prover_.env()));
     // The value stands for the variable in proofs only where it means the same everywhere the
     // variable is in scope: not where it reads a variable assigned later, or memory that may change;
     // and only where it is computed exactly, as the proofs' sums take it (`normal`).
-    if (!reads_changing(v, reassigned_) && exact(v)) defs_[n.var.get()] = v;
+    if (!prover_.reads_changing(v, reassigned_) && prover_.exact(v)) prover_.define(n.var.get(), v);
   }
   out.push_back(make<Let>(n.var, v, std::nullopt, n.loc));
 }
 
 void BodyLowerer::lower_stmt(const Assign& n, std::vector<StmtPtr>& out) {
   out.push_back(make<Assign>(n.var, lx(n.value), n.loc));
-  kill_facts({n.var.get()});
+  prover_.kill_facts({n.var.get()});
 }
 
 void BodyLowerer::lower_stmt(const Store& n, std::vector<StmtPtr>& out) {
@@ -124,10 +115,10 @@ void BodyLowerer::lower_stmt(const Store& n, std::vector<StmtPtr>& out) {
 
 void BodyLowerer::lower_stmt(const If& n, std::vector<StmtPtr>& out) {
   ExprPtr c = lx(n.cond);
-  std::size_t facts = facts_.size();
-  add_facts(c);
+  std::size_t facts = prover_.facts();
+  prover_.add_facts(c);
   StmtPtr t = block(n.then_body);
-  facts_.resize(facts);
+  prover_.restore_facts(facts);
   StmtPtr e = n.else_body ? block(n.else_body) : nullptr;
   out.push_back(make<If>(c, t, e, n.loc));
 }
@@ -138,17 +129,17 @@ void BodyLowerer::lower_stmt(const For& n, std::vector<StmtPtr>& out) {
   // back edge) or after it. The end is read once, so `var < end` holds only if the body leaves
   // the end's variables alone.
   auto assigned = reassigned_vars(n.body);
-  kill_facts(assigned);
-  std::size_t facts = facts_.size();
+  prover_.kill_facts(assigned);
+  std::size_t facts = prover_.facts();
   auto step = const_int(st);
-  if (step && *step > 0 && !reads_changing(e, assigned))
-    add_facts(make<Binary>(ScalarType::Bool, BinOp::Lt, ref(n.var, n.loc), e, n.loc));
+  if (step && *step > 0 && !prover_.reads_changing(e, assigned))
+    prover_.add_facts(make<Binary>(ScalarType::Bool, BinOp::Lt, ref(n.var, n.loc), e, n.loc));
   // The counter's range in the body, for the bounds of vector accesses.
-  Range rb = value_range(b, env_), re = value_range(e, env_);
+  Range rb = value_range(b, prover_.env()), re = value_range(e, prover_.env());
   if (step && *step > 0 && !reassigned_.count(n.var.get()) && is_integer(n.var->type))
-    bind_range(n.var.get(), Range{rb.lo, std::max(rb.lo, re.hi - 1)});
+    prover_.bind_range(n.var.get(), Range{rb.lo, std::max(rb.lo, re.hi - 1)});
   StmtPtr body = block(n.body);
-  facts_.resize(facts);
+  prover_.restore_facts(facts);
   if (auto v = vector_copy(n, b, e, st, body)) {
     out.push_back(v);
     return;
@@ -157,7 +148,7 @@ void BodyLowerer::lower_stmt(const For& n, std::vector<StmtPtr>& out) {
 }
 
 void BodyLowerer::lower_stmt(const While& n, std::vector<StmtPtr>& out) {
-  kill_facts(reassigned_vars(n.body));  // as for a for loop
+  prover_.kill_facts(reassigned_vars(n.body));  // as for a for loop
   ExprPtr c = lx(n.cond);
   out.push_back(make<While>(c, block(n.body), n.loc));
 }
@@ -227,10 +218,10 @@ void BodyLowerer::lower_stmt(const Split& n, std::vector<StmtPtr>& out) {
     }
     ExprPtr cond = bin(BinOp::Lt, pos, lit(offset + count, l), l);
     if (offset != 0) cond = bin(BinOp::LAnd, bin(BinOp::Ge, pos, lit(offset, l), l), cond, l);
-    std::size_t facts = facts_.size();
-    add_facts(cond);  // the branch's positions: facts for the bounds proofs inside it
+    std::size_t facts = prover_.facts();
+    prover_.add_facts(cond);  // the branch's positions: facts for the bounds proofs inside it
     branches.emplace_back(cond, scoped(next, n.bodies[i]));
-    facts_.resize(facts);
+    prover_.restore_facts(facts);
     offset += count;
   }
   StmtPtr chain;
@@ -273,7 +264,7 @@ void BodyLowerer::lower_stmt(const Unsafe& n, std::vector<StmtPtr>& out) {
   out.push_back(make<Unsafe>(n.needs, n.cuda, std::move(in), n.outputs, n.loc));
   std::unordered_set<const VarNode*> written;
   for (const auto& [name, v] : n.outputs) written.insert(v.get());
-  kill_facts(written);
+  prover_.kill_facts(written);
 }
 
 void BodyLowerer::lower_stmt(const ir::Barrier& n, std::vector<StmtPtr>& out) {
@@ -335,14 +326,14 @@ auto BodyLowerer::vector_copy(const For& n, const ExprPtr& b, const ExprPtr& e, 
   const std::unordered_set<const VarNode*> counter{n.var.get()};
   // Lets are put in (`normal`): `x[first + v]` with `let first = blk * 2048 + t * 8` is aligned.
   auto aligned_with_unit_step = [&](const ExprPtr& idx) {
-    Affine a = products(normal(idx));
+    Affine a = prover_.products(prover_.normal(idx));
     bool has_var = false;
     if (a.constant % count != 0) return false;
     for (const auto& [atom, k] : a.terms) {
       if (equal(atom, iv)) {
         if (k != 1) return false;
         has_var = true;
-      } else if (k % count != 0 || reads_changing(atom, counter)) {
+      } else if (k % count != 0 || prover_.reads_changing(atom, counter)) {
         return false;
       }
     }

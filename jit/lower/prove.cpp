@@ -1,111 +1,18 @@
-// Lowering's bounds proofs: an access is proven inside its buffer from the facts in force where it
-// is (conditions, requirements, loop bounds, the ranges of variables), by affine forms of its index in
-// three readings (normal, exact, products); what is not proven is checked as it runs. See body.h.
-#include "jit/lower/body.h"
+// Lowering's bounds proofs: whether an index is proven inside its buffer from the facts in force
+// where it is (conditions, requirements, loop bounds, the ranges of variables), by affine forms of the
+// index in three readings (normal, exact, products). See prove.h.
+#include "jit/lower/prove.h"
+
+#include "jit/ir/eval.h"
+#include "jit/ir/mutate.h"
+#include "jit/ir/visit.h"
 
 namespace vantage::lower::detail {
 
-auto BodyLowerer::lx(const ExprPtr& e) -> ExprPtr {
-  if (!e) return nullptr;
-  ExprLowerer l(*this);
-  return l.mutate(e);
-}
-
-auto BodyLowerer::resolve(MemPtr m, std::vector<ExprPtr> idx, SourceLoc l) const -> std::pair<MemPtr, ExprPtr> {
-  for (auto it = views_.find(m.get()); it != views_.end(); it = views_.find(m.get())) {
-    const ViewInfo& v = it->second;
-    if (v.partition) {
-      VarMap map;
-      for (std::size_t i = 0; i < v.vars.size() && i < idx.size(); ++i) map[v.vars[i].get()] = idx[i];
-      idx = {fold(substitute(v.index, map))};
-    }
-    m = v.src;
-  }
-  return {m, idx.empty() ? lit(0, l) : fold(idx[0])};
-}
-
-auto BodyLowerer::exact_width(const ExprPtr& e) const -> ExprPtr {
-  if (!e || !is_integer(e->type) || e->type == ScalarType::I64 || !is_exact_index_op(*e)) return e;
-  // Each operation's envelope (its exact value and intermediates), through env_'s memo: the
-  // indices of neighbouring accesses share their subexpressions.
-  auto envelope = [&](const ExprPtr& x) -> std::optional<Range> {
-    return x && is_exact_index_op(*x) ? exact_index_range(x, env_) : std::nullopt;
-  };
-  const std::optional<Range> whole = envelope(e);
-  if (!whole) return e;  // past 64 bits: V1006, elsewhere
-  // +, - and * wrap to the exact value's low bits, so a wrapped intermediate only matters where a
-  // min, max, division or remainder looks at it, or where the value itself may not fit: wrapped,
-  // `l[3] + 4294967295u` (4294967298) would be l[2], inside, and its check would pass.
-  std::function<bool(const ExprPtr&)> harmed = [&](const ExprPtr& x) -> bool {
-    if (!x || !is_exact_index_op(*x)) return false;
-    if (const auto* u = as<Unary>(*x)) return harmed(u->a);
-    const auto& b = static_cast<const Binary&>(*x);
-    if (b.op == BinOp::Min || b.op == BinOp::Max || b.op == BinOp::Div || b.op == BinOp::Mod)
-      for (const ExprPtr& o : {b.a, b.b})
-        if (auto r = envelope(o); r && !r->within(Range::of(o->type))) return true;
-    return harmed(b.a) || harmed(b.b);
-  };
-  // An index whose exact value may leave its type would be computed wrapped: `l[3] + 4294967295u`
-  // (4294967298, a loaded u32 plus anything) as l[2], inside the buffer, where its check then
-  // passes; an i32 `blk * 1024 + t` of a grid of 2^23 blocks past 2^32 the same way, and one from
-  // 2^31 as negative, outside a buffer it is inside.
-  const bool wraps = !whole->within(Range::of(e->type));
-  if (!wraps && !harmed(e)) return e;
-  // Rebuilt in i64 where the exact values need it; a part whose envelope fits its type is computed
-  // in it and converted.
-  std::function<ExprPtr(const ExprPtr&)> in_i64 = [&](const ExprPtr& x) -> ExprPtr {
-    auto r = envelope(x);
-    bool fits = !r || r->within(Range::of(x->type));
-    if (x->type == ScalarType::I64) return x;
-    if (fits || !is_exact_index_op(*x)) return fold(make<Cast>(ScalarType::I64, x, x->loc));
-    if (const auto* u = as<Unary>(*x)) return make<Unary>(ScalarType::I64, u->op, in_i64(u->a), u->loc);
-    const auto& b = static_cast<const Binary&>(*x);
-    return make<Binary>(ScalarType::I64, b.op, in_i64(b.a), in_i64(b.b), b.loc);
-  };
-  return in_i64(e);
-}
-
-auto BodyLowerer::unit_stride(const MemNode* m) const -> bool {
-  for (auto it = views_.find(m); it != views_.end(); it = views_.find(m)) {
-    const ViewInfo& v = it->second;
-    if (v.partition) {
-      if (v.vars.size() != 1) return false;
-      if (affine(v.index).coefficient(ref(v.vars[0], {})) != 1) return false;
-    }
-    m = v.src.get();
-  }
-  return true;
-}
-
-auto BodyLowerer::extent_of(const MemPtr& root, SourceLoc l) const -> ExprPtr {
-  if (auto it = c_.extents.find(root.get()); it != c_.extents.end()) return it->second;
-  if (auto it = counts_.find(root.get()); it != counts_.end()) return lit(it->second, l);
-  return nullptr;
-}
-
-auto BodyLowerer::bound_of(const MemPtr& root, SourceLoc l) const -> ExprPtr {
-  ExprPtr e = extent_of(root, l);
-  if (!e) {
-    auto it = c_.lengths.find(root.get());
-    if (it == c_.lengths.end()) return nullptr;
-    return ref(it->second, l);
-  }
-  return e->type == ScalarType::I64 ? e : fold(make<Cast>(ScalarType::I64, e, l));
-}
-
-auto BodyLowerer::check(const MemPtr& root, const ExprPtr& index, bool write, SourceLoc l) const
-    -> std::pair<ExprPtr, std::int64_t> {
-  if (proven_in_bounds(root, index, 1, l)) return {nullptr, -1};
-  ExprPtr b = bound_of(root, l);
-  if (!b) throw InternalError("lower: no bound for memory '" + root->name + "'");
-  c_.out.checks.push_back({l, root->name, write});
-  return {b, static_cast<std::int64_t>(c_.out.checks.size()) - 1};
-}
-
-auto BodyLowerer::normal(const ExprPtr& e, bool trusted, int depth) const -> ExprPtr {
+auto Prover::normal(const ExprPtr& e, bool trusted, int depth) const -> ExprPtr {
   class Norm : public IRMutator {
    public:
-    Norm(const BodyLowerer& b, bool trusted, int d) : b_(b), trusted_(trusted), d_(d) {}
+    Norm(const Prover& b, bool trusted, int d) : b_(b), trusted_(trusted), d_(d) {}
     using IRMutator::mutate;
     // The guards and indices of an unrolled tile repeat their rows and columns: each subexpression
     // is put in this form once under the same lets and ranges (bind_range clears the memo).
@@ -129,24 +36,24 @@ auto BodyLowerer::normal(const ExprPtr& e, bool trusted, int depth) const -> Exp
     }
 
    private:
-    const BodyLowerer& b_;
+    const Prover& b_;
     bool trusted_;
     int d_;
   } norm(*this, trusted, depth);
   return norm.mutate(e);
 }
 
-auto BodyLowerer::exact(const ExprPtr& e) const -> bool {
+auto Prover::exact(const ExprPtr& e) const -> bool {
   auto r = exact_index_range(e, env_);
   return r && r->within(Range::of(e->type));
 }
 
-auto BodyLowerer::widening(const Cast& c, bool trusted) const -> bool {
+auto Prover::widening(const Cast& c, bool trusted) const -> bool {
   return is_integer(c.type) && is_integer(c.a->type) && Range::of(c.a->type).within(Range::of(c.type)) &&
          (trusted || exact(c.a));
 }
 
-auto BodyLowerer::usable_facts(Form form) const -> const std::vector<Fact>& {
+auto Prover::usable_facts(Form form) const -> const std::vector<Fact>& {
   FactsCache& c = facts_cache_[static_cast<std::size_t>(form)];
   if (c.valid && c.facts == facts_) return c.out;
   c.out = make_usable_facts(form);
@@ -155,7 +62,7 @@ auto BodyLowerer::usable_facts(Form form) const -> const std::vector<Fact>& {
   return c.out;
 }
 
-auto BodyLowerer::make_usable_facts(Form form) const -> std::vector<Fact> {
+auto Prover::make_usable_facts(Form form) const -> std::vector<Fact> {
   std::vector<Fact> out;
   auto& forms = fact_forms_[static_cast<std::size_t>(form)];
   for (const auto& f : facts_) {
@@ -169,7 +76,7 @@ auto BodyLowerer::make_usable_facts(Form form) const -> std::vector<Fact> {
   return out;
 }
 
-auto BodyLowerer::usable_fact(const ExprPtr& f, Form form) const -> std::optional<Fact> {
+auto Prover::usable_fact(const ExprPtr& f, Form form) const -> std::optional<Fact> {
   if (reads_changing(f, {})) return std::nullopt;
   const auto* b = as<Binary>(*f);
   if (!b) return std::nullopt;
@@ -192,7 +99,7 @@ auto BodyLowerer::usable_fact(const ExprPtr& f, Form form) const -> std::optiona
   return fact;
 }
 
-auto BodyLowerer::in_form(const ExprPtr& x, Form form) const -> Affine {
+auto Prover::in_form(const ExprPtr& x, Form form) const -> Affine {
   switch (form) {
     case Form::Exact: return affine(x, true);
     case Form::Products: return products(x);
@@ -201,7 +108,7 @@ auto BodyLowerer::in_form(const ExprPtr& x, Form form) const -> Affine {
   return affine(normal(x));
 }
 
-auto BodyLowerer::atom_facts(const Affine& gap, Form form) const -> std::vector<Fact> {
+auto Prover::atom_facts(const Affine& gap, Form form) const -> std::vector<Fact> {
   std::vector<Fact> out;
   std::vector<ExprPtr> seen;
   std::optional<std::vector<Fact>> conditions;  // in the products form, for the operands' signs
@@ -254,7 +161,7 @@ auto BodyLowerer::atom_facts(const Affine& gap, Form form) const -> std::vector<
   return out;
 }
 
-auto BodyLowerer::operation(const ExprPtr& atom) const -> const Binary* {
+auto Prover::operation(const ExprPtr& atom) const -> const Binary* {
   ExprPtr y = unwidened(atom, false);
   if (const auto* v = as<VarRef>(*y)) {
     auto it = defs_.find(v->var.get());
@@ -265,13 +172,13 @@ auto BodyLowerer::operation(const ExprPtr& atom) const -> const Binary* {
   return b && is_integer(b->type) && b->a && b->b ? b : nullptr;
 }
 
-auto BodyLowerer::with_atom_facts(std::vector<Fact> facts, const Affine& gap, Form form) const -> std::vector<Fact> {
+auto Prover::with_atom_facts(std::vector<Fact> facts, const Affine& gap, Form form) const -> std::vector<Fact> {
   std::vector<Fact> more = atom_facts(gap, form);
   facts.insert(facts.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   return facts;
 }
 
-auto BodyLowerer::follows(const Affine& gap, Form form, const std::vector<Fact>& facts, int depth) const -> bool {
+auto Prover::follows(const Affine& gap, Form form, const std::vector<Fact>& facts, int depth) const -> bool {
   if (at_least_one(gap, with_atom_facts(facts, gap, form))) return true;
   if (depth >= 2) return false;
   for (const auto& [atom, k] : gap.terms) {
@@ -294,7 +201,7 @@ auto BodyLowerer::follows(const Affine& gap, Form form, const std::vector<Fact>&
   return false;
 }
 
-auto BodyLowerer::proven_below(const ExprPtr& x, const ExprPtr& bound) const -> bool {
+auto Prover::proven_below(const ExprPtr& x, const ExprPtr& bound) const -> bool {
   auto rx = exact_value_range(x, env_);
   if (auto k = const_int(bound); k && rx && rx->hi < *k) return true;
   Affine gap = affine(normal(bound, true));
@@ -302,7 +209,7 @@ auto BodyLowerer::proven_below(const ExprPtr& x, const ExprPtr& bound) const -> 
   return follows(gap, Form::Normal, usable_facts(Form::Normal)) || proven_below_by_a_variable(x, bound);
 }
 
-auto BodyLowerer::products(const ExprPtr& e, bool trusted) const -> Affine {
+auto Prover::products(const ExprPtr& e, bool trusted) const -> Affine {
   const ExprPtr x = unwidened(e, trusted);
   auto products = [&](const ExprPtr& y) { return this->products(y, trusted); };  // the same trust below
   if (const auto* l = as<Literal>(*x); l && is_integer(l->type)) return affine(x, true);
@@ -333,7 +240,7 @@ auto BodyLowerer::products(const ExprPtr& e, bool trusted) const -> Affine {
   return r;
 }
 
-auto BodyLowerer::unwidened(const ExprPtr& e, bool trusted) const -> ExprPtr {
+auto Prover::unwidened(const ExprPtr& e, bool trusted) const -> ExprPtr {
   ExprPtr x = e;
   while (const auto* c = as<Cast>(*x)) {
     if (!widening(*c, trusted)) break;
@@ -342,7 +249,7 @@ auto BodyLowerer::unwidened(const ExprPtr& e, bool trusted) const -> ExprPtr {
   return x;
 }
 
-auto BodyLowerer::times(const Affine& a, const ExprPtr& v) -> Affine {
+auto Prover::times(const Affine& a, const ExprPtr& v) -> Affine {
   Affine out;
   if (a.constant != 0) out.add(v, a.constant);
   for (const auto& [atom, k] : a.terms)
@@ -350,12 +257,12 @@ auto BodyLowerer::times(const Affine& a, const ExprPtr& v) -> Affine {
   return out;
 }
 
-auto BodyLowerer::product_atom(const ExprPtr& a, const ExprPtr& b) -> ExprPtr {
+auto Prover::product_atom(const ExprPtr& a, const ExprPtr& b) -> ExprPtr {
   const bool swap = a->hash > b->hash;
   return make<Binary>(ScalarType::I64, BinOp::Mul, swap ? b : a, swap ? a : b, SourceLoc{});
 }
 
-auto BodyLowerer::proven_below_by_a_variable(const ExprPtr& x, const ExprPtr& bound) const -> bool {
+auto Prover::proven_below_by_a_variable(const ExprPtr& x, const ExprPtr& bound) const -> bool {
   Affine gap = products(bound, true);
   gap.merge(products(x), -1);
   std::vector<ExprPtr> vars;  // the variables the gap's products have
@@ -383,14 +290,14 @@ auto BodyLowerer::proven_below_by_a_variable(const ExprPtr& x, const ExprPtr& bo
   return false;
 }
 
-auto BodyLowerer::proven_nonnegative(const ExprPtr& x, const Range& r) const -> bool {
+auto Prover::proven_nonnegative(const ExprPtr& x, const Range& r) const -> bool {
   if (r.lo >= 0) return true;
   Affine gap = affine(x, true);
   gap.constant += 1;
   return follows(gap, Form::Exact, usable_facts(Form::Exact)) || nonnegative_by_products(x);
 }
 
-auto BodyLowerer::nonnegative_by_products(const ExprPtr& x) const -> bool {
+auto Prover::nonnegative_by_products(const ExprPtr& x) const -> bool {
   const std::vector<Fact> facts = usable_facts(Form::Products);
   Affine gap = products(x), rest;
   rest.constant = gap.constant + 1;
@@ -406,7 +313,7 @@ auto BodyLowerer::nonnegative_by_products(const ExprPtr& x) const -> bool {
   return dropped && follows(rest, Form::Products, facts);
 }
 
-auto BodyLowerer::at_least_zero(const ExprPtr& f, const std::vector<Fact>& facts) const -> bool {
+auto Prover::at_least_zero(const ExprPtr& f, const std::vector<Fact>& facts) const -> bool {
   if (auto rf = exact_value_range(f, env_); rf && rf->lo >= 0) return true;
   if (const Binary* b = operation(f); b && exact(b->a) && exact(b->b)) {
     if (b->op == BinOp::Min) return at_least_zero(b->a, facts) && at_least_zero(b->b, facts);
@@ -417,7 +324,7 @@ auto BodyLowerer::at_least_zero(const ExprPtr& f, const std::vector<Fact>& facts
   return at_least_one(g, facts);
 }
 
-auto BodyLowerer::scales(const Affine& rest, const Fact& f) -> std::vector<std::int64_t> {
+auto Prover::scales(const Affine& rest, const Fact& f) -> std::vector<std::int64_t> {
   std::vector<std::int64_t> out;
   for (const auto& [atom, k] : f.slack.terms) {
     std::int64_t c = rest.coefficient(atom);
@@ -427,7 +334,7 @@ auto BodyLowerer::scales(const Affine& rest, const Fact& f) -> std::vector<std::
   return out;
 }
 
-auto BodyLowerer::at_least_one(const Affine& gap, const std::vector<Fact>& facts) const -> bool {
+auto Prover::at_least_one(const Affine& gap, const std::vector<Fact>& facts) const -> bool {
   std::vector<std::pair<ExprPtr, std::optional<Range>>> ranges;  // of the atoms met, once each
   auto range = [&](const ExprPtr& atom) -> std::optional<Range> {
     for (const auto& [a, r] : ranges)
@@ -471,59 +378,17 @@ auto BodyLowerer::at_least_one(const Affine& gap, const std::vector<Fact>& facts
   return false;
 }
 
-void BodyLowerer::slot_in_bounds(const MemPtr& root, const ExprPtr& index, const std::string& view, SourceLoc l) {
-  if (proven_in_bounds(root, index, 1, l)) return;
-  c_.out.problems.push_back(
-      {"V1009",
-       "cannot prove the mbarrier slot " + ir::print(index) + " inside '" + view +
-           "' at this specialization; index it with a value known to be in range, such as `k % stages`",
-       l,
-       {}});
-}
-
-void BodyLowerer::swizzled_tile(const MemPtr& root, const ExprPtr& first, std::int64_t elems, std::int64_t max_col,
-                                const std::string& what, const std::string& view, SourceLoc l) {
-  auto fail = [&](const std::string& why) {
-    c_.out.problems.push_back({"V1009", what + " in '" + view + "' at " + ir::print(first) + ": " + why, l, {}});
-  };
-  const std::int64_t eb = type_bytes(root->elem), group = 1024 / eb, row = 128 / eb;
-  auto al = aligns_.find(root.get());
-  if (root->space != MemSpace::Shared || al == aligns_.end() || al->second < 1024)
-    return fail("the array must be a shared array aligned to 1024 bytes (`shared_aligned(..., 1024)`)");
-  Affine a = affine(first);
-  std::int64_t col = ((a.constant % group) + group) % group;
-  bool aligned = col <= max_col && col % 16 == 0;
-  for (const auto& [atom, k] : a.terms) aligned = aligned && k % group == 0;
-  if (!aligned || (max_col == 0 && col != 0))
-    return fail("its 8-row group must start a multiple of 1024 bytes into the array" +
-                std::string(max_col ? ", plus a K step of 0, 16, 32 or 48 elements" : ""));
-  ExprPtr start = fold(make<Binary>(first->type, BinOp::Sub, first, int_literal(first->type, col, l), l));
-  if (!proven_in_bounds(root, start, elems, l))
-    fail("cannot prove its " + std::to_string(elems) + " elements (" + std::to_string(elems / row) +
-         " rows of 128 bytes) inside the array at this specialization");
-}
-
-auto BodyLowerer::proven_in_bounds(const MemPtr& root, const ExprPtr& first, std::int64_t count, SourceLoc l) const
-    -> bool {
-  ExprPtr ext = extent_of(root, l);
-  auto r = exact_value_range(first, env_);
-  if (!ext || !r || !proven_nonnegative(first, *r)) return false;
-  ExprPtr last =
-      count == 1 ? first : make<Binary>(first->type, BinOp::Add, first, int_literal(first->type, count - 1, l), l);
-  return proven_below(last, ext);
-}
-
-auto BodyLowerer::reads_changing(const ExprPtr& e, const std::unordered_set<const VarNode*>& vars) const -> bool {
+auto Prover::reads_changing(const ExprPtr& e, const std::unordered_set<const VarNode*>& vars) const -> bool {
   struct Scan : IRVisitor {
-    const BodyLowerer& b;
+    const Prover& b;
     const std::unordered_set<const VarNode*>& vars;
     bool found = false;
-    Scan(const BodyLowerer& b, const std::unordered_set<const VarNode*>& v) : b(b), vars(v) {}
+    Scan(const Prover& b, const std::unordered_set<const VarNode*>& v) : b(b), vars(v) {}
     using IRVisitor::walk;
     void visit(const VarRef& n) override { found = found || vars.count(n.var.get()); }
     void visit(const Load& n) override {
       const MemNode& m = *n.mem;
-      found = found || !(m.is_const && m.space == MemSpace::Global && b.c_.param_index.count(&m));
+      found = found || !(m.is_const && m.space == MemSpace::Global && b.stable_.count(&m));
       IRVisitor::visit(n);
     }
   } scan(*this, vars);
@@ -531,13 +396,22 @@ auto BodyLowerer::reads_changing(const ExprPtr& e, const std::unordered_set<cons
   return scan.found;
 }
 
-void BodyLowerer::kill_facts(const std::unordered_set<const VarNode*>& vars) {
+void Prover::bind_range(const VarNode* v, Range r) {
+  env_.vars[v] = r;
+  exact_memo_.clear();
+  for (auto& c : facts_cache_) c.valid = false;
+  for (auto& m : fact_forms_) m.clear();
+  for (auto& by_depth : normal_memo_)
+    for (auto& m : by_depth) m.clear();
+}
+
+void Prover::kill_facts(const std::unordered_set<const VarNode*>& vars) {
   if (vars.empty()) return;
   for (auto& f : facts_)
     if (f && reads_changing(f, vars)) f = nullptr;
 }
 
-void BodyLowerer::add_facts(const ExprPtr& cond) {
+void Prover::add_facts(const ExprPtr& cond) {
   if (const auto* b = as<Binary>(*cond); b && b->op == BinOp::LAnd) {
     add_facts(b->a);
     add_facts(b->b);
