@@ -4,12 +4,12 @@
 
 namespace vantage::cuda::detail {
 
-auto Emitter::expr(const ExprPtr& e) -> std::string {
+auto ExprPrinter::expr(const ExprPtr& e) -> std::string {
   if (!e) throw InternalError("emit: a null expression reached the emitter");
   return dispatch(*e, [&](const auto& n) { return text(n); });
 }
 
-auto Emitter::text(const Literal& l) -> std::string {
+auto ExprPrinter::text(const Literal& l) -> std::string {
   if (is_integer(l.type) || l.type == ScalarType::Bool) {
     if (!fits(l.type, l.i)) throw InternalError("emit: literal out of range for its type reached the emitter");
     return int_text(l.type, l.i);
@@ -17,26 +17,26 @@ auto Emitter::text(const Literal& l) -> std::string {
   switch (l.type) {
     case ScalarType::F32: return float_text(l.f, true);
     case ScalarType::F64: return float_text(l.f, false);
-    case ScalarType::F16: note(l.type); return "__float2half(" + float_text(l.f, true) + ")";
-    case ScalarType::BF16: note(l.type); return "__float2bfloat16(" + float_text(l.f, true) + ")";
+    case ScalarType::F16: v_.note(l.type); return "__float2half(" + float_text(l.f, true) + ")";
+    case ScalarType::BF16: v_.note(l.type); return "__float2bfloat16(" + float_text(l.f, true) + ")";
     default: break;
   }
   throw InternalError("emit: literal of an unknown type");
 }
 
-auto Emitter::text(const VarRef& n) -> std::string {
+auto ExprPrinter::text(const VarRef& n) -> std::string {
   // A 64-bit variable held in an int (narrowed_): widened where it is read, so that every
   // expression keeps its 64-bit meaning and NVCC sees a sign-extended 32-bit value.
-  if (narrowed_.count(n.var.get())) return "static_cast<long long>(" + name(n.var) + ")";
-  return name(n.var);
+  if (narrowed_.count(n.var.get())) return "static_cast<long long>(" + v_.name(n.var) + ")";
+  return v_.name(n.var);
 }
 
-auto Emitter::narrow32(const ExprPtr& e, int depth) -> std::optional<std::string> {
+auto ExprPrinter::narrow32(const ExprPtr& e, int depth) -> std::optional<std::string> {
   if (!e || e->type != ScalarType::I64 || depth > 8) return std::nullopt;
   const Range i32 = Range::of(ScalarType::I32);
   if (auto k = const_int(e); k && i32.contains(*k)) return int_text(ScalarType::I32, *k);
   if (const auto* v = as<VarRef>(*e)) {
-    if (narrowed_.count(v->var.get())) return name(v->var);
+    if (narrowed_.count(v->var.get())) return v_.name(v->var);
     return std::nullopt;
   }
   if (const auto* c = as<Cast>(*e)) {
@@ -52,24 +52,24 @@ auto Emitter::narrow32(const ExprPtr& e, int depth) -> std::optional<std::string
   return "(" + *x + " " + name_of(b->op) + " " + *y + ")";
 }
 
-auto Emitter::text(const Unary& n) -> std::string {
+auto ExprPrinter::text(const Unary& n) -> std::string {
   std::string a = expr(n.a);
   if (n.op == UnOp::Neg && is_signed(n.type) && is_integer(n.type) && may_overflow(n, env_))
-    return helper("neg", n.type) + "(" + a + ")";
+    return v_.helper("neg", n.type) + "(" + a + ")";
   return std::string("(") + name_of(n.op) + a + ")";
 }
 
-auto Emitter::widen(const std::string& x, ScalarType t) -> std::string {
-  note(t);
+auto ExprPrinter::widen(const std::string& x, ScalarType t) -> std::string {
+  v_.note(t);
   return (t == ScalarType::F16 ? "__half2float(" : "__bfloat162float(") + x + ")";
 }
 
-auto Emitter::narrow(const std::string& x, ScalarType t) -> std::string {
-  note(t);
+auto ExprPrinter::narrow(const std::string& x, ScalarType t) -> std::string {
+  v_.note(t);
   return (t == ScalarType::F16 ? "__float2half(" : "__float2bfloat16(") + x + ")";
 }
 
-auto Emitter::masked(const ExprPtr& e) -> std::optional<std::string> {
+auto ExprPrinter::masked(const ExprPtr& e) -> std::optional<std::string> {
   const auto* m = as<Binary>(*e);
   if (!m || m->op != BinOp::Mod || !is_integer(m->type) || !is_signed(m->type)) return std::nullopt;
   auto k = const_int(m->b);
@@ -77,7 +77,7 @@ auto Emitter::masked(const ExprPtr& e) -> std::optional<std::string> {
   return "(" + expr(m->a) + " & " + int_text(m->type, *k - 1) + ")";
 }
 
-auto Emitter::text(const Binary& n) -> std::string {
+auto ExprPrinter::text(const Binary& n) -> std::string {
   ScalarType t = n.a->type;
   const bool compare = n.op == BinOp::Lt || n.op == BinOp::Le || n.op == BinOp::Gt || n.op == BinOp::Ge ||
                        n.op == BinOp::Eq || n.op == BinOp::Ne;
@@ -95,10 +95,10 @@ auto Emitter::text(const Binary& n) -> std::string {
     case BinOp::Sub:
     case BinOp::Mul:
       if (integer && is_signed(n.type) && may_overflow(n, env_))
-        return helper(n.op == BinOp::Add   ? "add"
-                      : n.op == BinOp::Sub ? "sub"
-                                           : "mul",
-                      n.type) +
+        return v_.helper(n.op == BinOp::Add   ? "add"
+                         : n.op == BinOp::Sub ? "sub"
+                                              : "mul",
+                         n.type) +
                "(" + a + ", " + b + ")";
       break;
     case BinOp::Div:
@@ -110,12 +110,12 @@ auto Emitter::text(const Binary& n) -> std::string {
         // tiles_per_row`).
         if (is_signed(n.type) && d.lo >= 1 && value_range(n.a, env_).lo >= 0 && !const_int(n.b)) {
           const std::string u = n.type == ScalarType::I64 ? "unsigned long long" : "unsigned";
-          return "static_cast<" + std::string(ctype(n.type)) + ">(static_cast<" + u + ">(" + unparenthesized(a) + ")" +
-                 (n.op == BinOp::Div ? " / " : " % ") + "static_cast<" + u + ">(" + unparenthesized(b) + "))";
+          return "static_cast<" + std::string(v_.ctype(n.type)) + ">(static_cast<" + u + ">(" + unparenthesized(a) +
+                 ")" + (n.op == BinOp::Div ? " / " : " % ") + "static_cast<" + u + ">(" + unparenthesized(b) + "))";
         }
         bool min_by_minus_one =
             is_signed(n.type) && d.contains(-1) && value_range(n.a, env_).contains(Range::of(n.type).lo);
-        if (min_by_minus_one) return helper(n.op == BinOp::Div ? "div" : "mod", n.type) + "(" + a + ", " + b + ")";
+        if (min_by_minus_one) return v_.helper(n.op == BinOp::Div ? "div" : "mod", n.type) + "(" + a + ", " + b + ")";
         if (d.contains(0)) {
           // Written out where the operands are names or constants (NVRTC compiles that faster than
           // a call), through vt_div0 / vt_mod0 where an operand would be evaluated twice.
@@ -123,7 +123,7 @@ auto Emitter::text(const Binary& n) -> std::string {
           if (is_leaf(n.b) && (div || is_leaf(n.a)))
             return "(" + b + " == 0 ? " + (div ? int_text(n.type, ir::wrap(n.type, -1)) : a) + " : " + a +
                    (div ? " / " : " % ") + b + ")";
-          return helper(div ? "div0" : "mod0", n.type) + "(" + a + ", " + b + ")";
+          return v_.helper(div ? "div0" : "mod0", n.type) + "(" + a + ", " + b + ")";
         }
         break;
       }
@@ -133,13 +133,13 @@ auto Emitter::text(const Binary& n) -> std::string {
     case BinOp::Shr: {
       int width = type_bytes(n.type) * 8;
       if (!value_range(n.b, env_).within(Range{0, width - 1}))
-        return helper(n.op == BinOp::Shl ? "shl" : "shr", n.type) + "(" + a + ", " + b + ")";
+        return v_.helper(n.op == BinOp::Shl ? "shl" : "shr", n.type) + "(" + a + ", " + b + ")";
       break;
     }
     case BinOp::LAnd:
     case BinOp::LOr:
       if (has_load(n.b)) {  // the right operand is evaluated too (and may fault): call, not &&
-        (n.op == BinOp::LAnd ? uses_and_ : uses_or_) = true;
+        (n.op == BinOp::LAnd ? v_.uses_and : v_.uses_or) = true;
         return (n.op == BinOp::LAnd ? "vt_and(" : "vt_or(") + a + ", " + b + ")";
       }
       break;
@@ -160,12 +160,12 @@ auto Emitter::text(const Binary& n) -> std::string {
   return "(" + a + " " + name_of(n.op) + " " + b + ")";
 }
 
-auto Emitter::text(const Cast& n) -> std::string {
+auto ExprPrinter::text(const Cast& n) -> std::string {
   ScalarType from = n.a->type, to = n.type;
   std::string a = expr(n.a);
   if (from == to) return a;
-  note(from);
-  note(to);
+  v_.note(from);
+  v_.note(to);
   if (to == ScalarType::Bool) {
     if (is_16bit_float(from)) return "(" + widen(a, from) + " != 0.0f)";
     return "(" + a + " != 0)";
@@ -195,21 +195,21 @@ auto Emitter::text(const Cast& n) -> std::string {
       default: break;
     }
   }
-  if (is_16bit_float(from)) return "static_cast<" + std::string(ctype(to)) + ">(" + widen(a, from) + ")";
+  if (is_16bit_float(from)) return "static_cast<" + std::string(v_.ctype(to)) + ">(" + widen(a, from) + ")";
   // Integer narrowing is modular (C++20); integer to float rounds to nearest.
-  return std::string("static_cast<") + ctype(to) + ">(" + unparenthesized(a) + ")";
+  return std::string("static_cast<") + v_.ctype(to) + ">(" + unparenthesized(a) + ")";
 }
 
-auto Emitter::text(const Select& n) -> std::string {
+auto ExprPrinter::text(const Select& n) -> std::string {
   std::string c = expr(n.c), a = expr(n.a), b = expr(n.b);
   if (has_load(n.a) || has_load(n.b)) {  // both arms are evaluated: make it a call
-    uses_select_ = true;
-    return "vt_select<" + std::string(ctype(n.type)) + ">(" + c + ", " + a + ", " + b + ")";
+    v_.uses_select = true;
+    return "vt_select<" + std::string(v_.ctype(n.type)) + ">(" + c + ", " + a + ", " + b + ")";
   }
   return "(" + c + " ? " + a + " : " + b + ")";
 }
 
-auto Emitter::text(const MathCall& n) -> std::string {
+auto ExprPrinter::text(const MathCall& n) -> std::string {
   ScalarType t = n.type;
   std::vector<std::string> args;
   for (const auto& a : n.args) args.push_back(expr(a));
@@ -224,12 +224,13 @@ auto Emitter::text(const MathCall& n) -> std::string {
       case MathFn::Clz: return "__clz" + ll + "(static_cast<" + s + ">(" + args[0] + "))";
       case MathFn::Ffs: return "__ffs" + ll + "(static_cast<" + s + ">(" + args[0] + "))";
       default:
-        return "static_cast<" + std::string(ctype(t)) + ">(__brev" + ll + "(static_cast<" + u + ">(" + args[0] + ")))";
+        return "static_cast<" + std::string(v_.ctype(t)) + ">(__brev" + ll + "(static_cast<" + u + ">(" + args[0] +
+               ")))";
     }
   }
   if (n.fn == MathFn::Abs && is_integer(t)) {
     if (!is_signed(t)) return args[0];
-    if (value_range(n.args[0], env_).contains(Range::of(t).lo)) return helper("abs", t) + "(" + args[0] + ")";
+    if (value_range(n.args[0], env_).contains(Range::of(t).lo)) return v_.helper("abs", t) + "(" + args[0] + ")";
     return std::string(t == ScalarType::I64 ? "llabs(" : "abs(") + args[0] + ")";
   }
   static const char* const kNames[] = {"sqrt", "rsqrt", "exp",  "exp2",  "log",  "log2", "sin",
@@ -237,7 +238,7 @@ auto Emitter::text(const MathCall& n) -> std::string {
   std::string f = kNames[static_cast<int>(n.fn)];
   if (is_16bit_float(t)) {
     if (n.fn == MathFn::Fma) {
-      note(t);
+      v_.note(t);
       return "__hfma(" + args[0] + ", " + args[1] + ", " + args[2] + ")";
     }
     std::string s = f + "f(";
@@ -250,7 +251,7 @@ auto Emitter::text(const MathCall& n) -> std::string {
   return s + ")";
 }
 
-auto Emitter::text(const Builtin& n) -> std::string {
+auto ExprPrinter::text(const Builtin& n) -> std::string {
   switch (n.which) {
     case BuiltinKind::ThreadInBlock: return "vt_tid";
     case BuiltinKind::BlockInGrid: return "vt_bid";
@@ -259,18 +260,18 @@ auto Emitter::text(const Builtin& n) -> std::string {
   return "?";
 }
 
-auto Emitter::text(const Load& n) -> std::string {
+auto ExprPrinter::text(const Load& n) -> std::string {
   if (!n.bound) return access(n.mem, n.indices, n.loc);
-  uses_checks_ = true;
-  return "vt_ld(" + name(n.mem) + ", " + index(n.indices[0], n.loc) + ", " + expr(n.bound) + ", " +
+  v_.uses_checks = true;
+  return "vt_ld(" + v_.name(n.mem) + ", " + index(n.indices[0], n.loc) + ", " + expr(n.bound) + ", " +
          std::to_string(n.site) + ", vt_err)";
 }
 
-auto Emitter::access(const MemPtr& m, const std::vector<ExprPtr>& idx, SourceLoc loc) -> std::string {
-  return name(m) + "[" + index(idx.empty() ? nullptr : idx[0], loc) + "]";
+auto ExprPrinter::access(const MemPtr& m, const std::vector<ExprPtr>& idx, SourceLoc loc) -> std::string {
+  return v_.name(m) + "[" + index(idx.empty() ? nullptr : idx[0], loc) + "]";
 }
 
-auto Emitter::index(const ExprPtr& e, SourceLoc loc) -> std::string {
+auto ExprPrinter::index(const ExprPtr& e, SourceLoc loc) -> std::string {
   if (!e) return "0";
   // An index may load through another index (x[y[i] * K]): the inner one gets ranges of its own.
   struct Restore {
@@ -290,7 +291,7 @@ auto Emitter::index(const ExprPtr& e, SourceLoc loc) -> std::string {
   return "0";
 }
 
-auto Emitter::factored_sum(const ExprPtr& e) -> std::optional<std::string> {
+auto ExprPrinter::factored_sum(const ExprPtr& e) -> std::optional<std::string> {
   std::vector<ExprPtr> terms;
   std::function<bool(const ExprPtr&)> flatten = [&](const ExprPtr& x) {
     const auto* b = as<Binary>(*x);
@@ -356,7 +357,7 @@ auto Emitter::factored_sum(const ExprPtr& e) -> std::optional<std::string> {
   return out + ")";
 }
 
-auto Emitter::exact_index(const ExprPtr& e, ScalarType w) -> std::string {
+auto ExprPrinter::exact_index(const ExprPtr& e, ScalarType w) -> std::string {
   if (w == ScalarType::I64)
     if (auto f = factored_sum(e)) return *f;
   // In a 64-bit index, a part whose value and intermediates fit 32 bits is computed in int and
@@ -367,9 +368,9 @@ auto Emitter::exact_index(const ExprPtr& e, ScalarType w) -> std::string {
   if (!is_exact_index_op(*e)) {
     if (auto k = const_int(e)) return int_text(w, static_cast<std::int64_t>(exact(e->type, *k)));
     if (const auto* v = as<VarRef>(*e); v && narrowed_.count(v->var.get()))
-      return w == ScalarType::I32 ? name(v->var) : "static_cast<long long>(" + name(v->var) + ")";
+      return w == ScalarType::I32 ? v_.name(v->var) : "static_cast<long long>(" + v_.name(v->var) + ")";
     std::string v = expr(e);
-    return e->type == w ? v : "static_cast<" + std::string(ctype(w)) + ">(" + v + ")";
+    return e->type == w ? v : "static_cast<" + std::string(v_.ctype(w)) + ">(" + v + ")";
   }
   if (const auto* u = as<Unary>(*e)) return "(-" + exact_index(u->a, w) + ")";
   const auto& b = static_cast<const Binary&>(*e);
@@ -380,12 +381,30 @@ auto Emitter::exact_index(const ExprPtr& e, ScalarType w) -> std::string {
   return "(" + x + " " + name_of(b.op) + " " + y + ")";
 }
 
-void Emitter::line(const SourceLoc& loc) {
-  if (!loc.known() || !loc.file || !*loc.file) return;
-  // A kernel's lines come from a few files: quote each once.
-  auto it = quoted_.find(loc.file);
-  if (it == quoted_.end()) it = quoted_.emplace(loc.file, quote_path(loc.file)).first;
-  out_ << "#line " << loc.line << " " << it->second << "\n";
+auto Vocabulary::ctype(ScalarType t) -> const char* {
+  note(t);
+  return ctype_name(t);
+}
+
+void Vocabulary::note(ScalarType t) {
+  if (t == ScalarType::F16) uses_half = true;
+  if (t == ScalarType::BF16) uses_bf16 = true;
+}
+
+auto Vocabulary::helper(std::string_view op, ScalarType t) -> std::string {
+  if ((op == "div" || op == "abs") && is_signed(t)) helper("neg", t);
+  if (helper_seen_.emplace(op, t).second) helper_text += cached_helper_definition(op, t);
+  return "vt_" + std::string(op);
+}
+
+auto Vocabulary::name(const void* node, const std::string& base) -> const std::string& {
+  auto it = names_.find(node);
+  if (it != names_.end()) return it->second;
+  std::string b = identifier(base);
+  std::string n = b;
+  for (int i = 1; taken_.count(n); ++i) n = b + "_" + std::to_string(i);
+  taken_.insert(n);
+  return names_.emplace(node, n).first->second;
 }
 
 }  // namespace vantage::cuda::detail

@@ -5,12 +5,12 @@
 namespace vantage::cuda::detail {
 
 void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
-  auto arg = [&](std::size_t i) { return expr(n.args[i]); };
+  auto arg = [&](std::size_t i) { return x_.expr(n.args[i]); };
   auto out = [&](ScalarType t) {
     ind();
-    out_ << ctype(t) << " " << name(n.outputs[0]) << " = ";
+    out_ << v_.ctype(t) << " " << v_.name(n.outputs[0]) << " = ";
   };
-  auto addr = [&](std::size_t mem, const ExprPtr& idx) { return "&" + access(n.mems[mem], {idx}, n.loc); };
+  auto addr = [&](std::size_t mem, const ExprPtr& idx) { return "&" + x_.access(n.mems[mem], {idx}, n.loc); };
   if (!runs_on(n.op, kCuda))
     throw UnsupportedOnDevice(user_name(n.op) + " has no CUDA emission (the intrinsic table's row)", {n.loc});
   switch (n.op) {
@@ -43,7 +43,7 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
     case IntrinsicOp::MmaSync: mma(n); break;
     case IntrinsicOp::Ldmatrix: {
       int count = static_cast<int>(n.imms[0]);
-      std::string d = name(n.mems[0]);
+      std::string d = v_.name(n.mems[0]);
       ind();
       out_ << "asm volatile(\"ldmatrix.sync.aligned.m8n8.x" << count << ".shared.b16 {";
       for (int i = 0; i < count; ++i) out_ << (i ? ", " : "") << "%" << i;
@@ -70,11 +70,11 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
       // args 2 and 3: the bounds): a copy that would leave it is reported and not made.
       std::string guard;
       if (n.imms.size() > 2) {
-        uses_checks_ = true;
+        v_.uses_checks = true;
         const std::int64_t count = n.imms[0] / type_bytes(n.mems[0]->elem);
         for (std::size_t side = 0; side < 2; ++side) {
           if (n.imms[1 + side] < 0) continue;
-          const std::string i = index(n.args[side], n.loc), bound = expr(n.args[2 + side]);
+          const std::string i = x_.index(n.args[side], n.loc), bound = x_.expr(n.args[2 + side]);
           ind();
           out_ << guard << "if (!((" << i << ") >= 0 && (" << i << ") + " << count << " <= (" << bound
                << "))) vt_fail(vt_err, " << n.imms[1 + side] << ", " << i << ", " << bound << ");\n";
@@ -101,7 +101,7 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
       ind();
       out_ << "asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
               "[%1, {%2, %3}], [%4];\" :: \"r\"("
-           << smem(n, 0, n.args[3]) << "), \"l\"(reinterpret_cast<unsigned long long>(&" << name(&m, m.name)
+           << smem(n, 0, n.args[3]) << "), \"l\"(reinterpret_cast<unsigned long long>(&" << v_.name(&m, m.name)
            << ")), \"r\"(" << arg(0) << "), \"r\"(" << arg(1) << "), \"r\"(" << smem(n, 1, n.args[2])
            << ") : \"memory\");\n";
       break;
@@ -129,7 +129,7 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
            << smem(n, 0, n.args[1]) << "), \"r\"(" << arg(0) << ") : \"memory\");\n";
       break;
     case IntrinsicOp::SetMaxNreg:
-      uses_setmaxnreg_ = true;
+      v_.uses_setmaxnreg = true;
       ind();
       out_ << "asm volatile(\"setmaxnreg." << (n.imms[1] ? "inc" : "dec") << ".sync.aligned.u32 " << n.imms[0]
            << ";\");\n";
@@ -142,7 +142,7 @@ auto Emitter::smem(const Intrinsic& n, std::size_t mem, const ExprPtr& index) ->
 }
 
 auto Emitter::address(const Intrinsic& n, std::size_t mem, const ExprPtr& index) -> std::string {
-  return "&" + access(n.mems[mem], {index}, n.loc);
+  return "&" + x_.access(n.mems[mem], {index}, n.loc);
 }
 
 void Emitter::atomic(const Intrinsic& n) {
@@ -150,7 +150,7 @@ void Emitter::atomic(const Intrinsic& n) {
   auto op = static_cast<AtomicKind>(n.imms[0]);
   ScalarType t = n.mems[0]->elem;
   const char* fn = kFns[static_cast<int>(op)];
-  const std::string address = "&" + access(n.mems[0], {n.args[0]}, n.loc), value = expr(n.args[1]);
+  const std::string address = "&" + x_.access(n.mems[0], {n.args[0]}, n.loc), value = x_.expr(n.args[1]);
   std::string call;
   switch (target::atomic_support(op, t)) {
     case target::AtomicSupport::Native: call = std::string(fn) + "(" + address + ", " + value + ")"; break;
@@ -160,7 +160,7 @@ void Emitter::atomic(const Intrinsic& n) {
                "(reinterpret_cast<unsigned long long*>(" + address +
                "), static_cast<unsigned long long>(__double_as_longlong(" + value + ")))))";
       } else {
-        call = "static_cast<" + std::string(ctype(t)) + ">(" + fn + "(reinterpret_cast<unsigned long long*>(" +
+        call = "static_cast<" + std::string(v_.ctype(t)) + ">(" + fn + "(reinterpret_cast<unsigned long long*>(" +
                address + "), static_cast<unsigned long long>(" + value + ")))";
       }
       break;
@@ -170,20 +170,20 @@ void Emitter::atomic(const Intrinsic& n) {
   const bool result = !n.outputs.empty();
   if (!checked) {
     ind();
-    if (result) out_ << ctype(t) << " " << name(n.outputs[0]) << " = ";
+    if (result) out_ << v_.ctype(t) << " " << v_.name(n.outputs[0]) << " = ";
     out_ << call << ";\n";
     return;
   }
-  uses_checks_ = true;
-  const std::string i = index(n.args[0], n.loc), bound = expr(n.args[2]);
+  v_.uses_checks = true;
+  const std::string i = x_.index(n.args[0], n.loc), bound = x_.expr(n.args[2]);
   const std::string inside = "(" + i + ") >= 0 && (" + i + ") < (" + bound + ")";
   const std::string fail = std::to_string(n.imms[1]) + ", " + i + ", " + bound;
   ind();
   if (result) {
     // One initialized variable, as the unchecked form has (NVRTC warns about one set in a branch and
     // never read).
-    out_ << ctype(t) << " " << name(n.outputs[0]) << " = (" << inside << ") ? " << call << " : vt_fail_zero<"
-         << ctype(t) << ">(vt_err, " << fail << ");\n";
+    out_ << v_.ctype(t) << " " << v_.name(n.outputs[0]) << " = (" << inside << ") ? " << call << " : vt_fail_zero<"
+         << v_.ctype(t) << ">(vt_err, " << fail << ");\n";
   } else {
     out_ << "if (" << inside << ") " << call << "; else vt_fail(vt_err, " << fail << ");\n";
   }
@@ -191,10 +191,10 @@ void Emitter::atomic(const Intrinsic& n) {
 
 void Emitter::mma(const Intrinsic& n) {
   auto kind = static_cast<MmaShape>(n.imms[0]);
-  std::string d = name(n.mems[0]), a = name(n.mems[1]), b = name(n.mems[2]), c = name(n.mems[3]);
+  std::string d = v_.name(n.mems[0]), a = v_.name(n.mems[1]), b = v_.name(n.mems[2]), c = v_.name(n.mems[3]);
   ind();
   if (kind == MmaShape::TF32_M16N8K8) {
-    uses_tf32_ = true;
+    v_.uses_tf32 = true;
     out_ << "asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
             "{%8, %9}, {%10, %11, %12, %13};\" : \"=f\"("
          << d << "[0]), \"=f\"(" << d << "[1]), \"=f\"(" << d << "[2]), \"=f\"(" << d << "[3]) : ";
@@ -213,10 +213,10 @@ void Emitter::mma(const Intrinsic& n) {
 }
 
 void Emitter::wgmma(const Intrinsic& n) {
-  uses_wgmma_ = true;
+  v_.uses_wgmma = true;
   int width = static_cast<int>(n.imms[0]);
   int regs = width / 2;
-  std::string acc = name(n.mems[0]);
+  std::string acc = v_.name(n.mems[0]);
   const char* t = n.mems[1]->elem == ScalarType::BF16 ? "bf16" : "f16";
   ind();
   out_ << "asm volatile(\"{ wgmma.mma_async.sync.aligned.m64n" << width << "k16.f32." << t << "." << t << " {";

@@ -1,7 +1,8 @@
-// The CUDA C++ emitter's class, shared by the files that define it: emit.cpp (the kernel, its
-// functions and statements), emit_expr.cpp (expressions and exact indices), emit_intrinsic.cpp (the
-// intrinsics: shuffles, atomics, cp.async, mma, wgmma, TMA), cuda_text.cpp (how types, names and
-// literals are spelt, and the helpers printed on demand). Private to jit/cuda.
+// The CUDA C++ emitter's classes, shared by the files that define them: the Emitter prints the
+// kernel, its functions and statements (emit.cpp) and the intrinsics (emit_intrinsic.cpp: shuffles,
+// atomics, cp.async, mma, wgmma, TMA); the ExprPrinter its expressions and exact indices
+// (emit_expr.cpp); the Vocabulary holds the names and helpers in use. cuda_text.cpp spells types,
+// names and literals, and the helpers printed on demand. Private to jit/cuda.
 #pragma once
 
 #include <cstdio>
@@ -48,45 +49,63 @@ std::int64_t node_count(const StmtPtr& s);
 /// `x` without the parentheses that enclose all of it, if they do.
 std::string unparenthesized(const std::string& x);
 
-class Emitter {
+/// What a kernel's text uses: the C++ names given to its IR nodes (each unique), and the helper
+/// functions and headers it needs, printed before it. Shared by the expression printer and the
+/// emitter of statements.
+class Vocabulary {
  public:
-  explicit Emitter(const EmitOptions& o) : opt_(o) {}
-
-  EmitResult run(const lower::Lowered& lowered);
-
- private:
-  // ------------------------------------------------------------------ types and helpers in use
   /// The C++ type of `t`; notes the 16-bit float headers it needs.
   const char* ctype(ScalarType t);
   void note(ScalarType t);
   /// Registers helper `vt_<op>` for `t` (and what it calls) and returns its name.
   std::string helper(std::string_view op, ScalarType t);
 
-  void name_functions(const std::vector<FunctionPtr>& fns);
-
-  void reset(const StmtPtr& body);
-
+  /// A node's C++ name: `base` made an identifier, with a number where another node has it.
   const std::string& name(const void* node, const std::string& base);
   const std::string& name(const VarPtr& v) { return name(v.get(), v->name); }
   const std::string& name(const MemPtr& m) { return name(m.get(), m->name); }
+  /// Names start afresh for each function (the helpers stay).
+  void clear_names() {
+    names_.clear();
+    taken_.clear();
+  }
 
-  std::string param_decl(const ParamNode& p);
+  std::string helper_text;  ///< the definitions of the helpers in use
+  bool uses_half = false, uses_bf16 = false, uses_tf32 = false, uses_select = false, uses_and = false, uses_or = false,
+       uses_checks = false, uses_wgmma = false, uses_setmaxnreg = false;
 
-  // ------------------------------------------------------------------ kernel and functions
-  void kernel(const KernelNode& k);
+ private:
+  std::unordered_map<const void*, std::string> names_;
+  std::set<std::string> taken_;
+  std::set<std::pair<std::string_view, ScalarType>> helper_seen_;
+};
 
-  void function(const FunctionNode& f);
+/// How expressions and indices are printed: the integer semantics made explicit (helpers where C++
+/// would be undefined), 32-bit arithmetic where the ranges prove it, and indices computed exactly in
+/// 32 or 64 bits, or refused (V1006). The ranges and the variables held narrowed are the emitter's,
+/// as they stand at the statement being printed.
+class ExprPrinter {
+ public:
+  ExprPrinter(Vocabulary& v, const RangeEnv& env, const std::unordered_set<const VarNode*>& narrowed,
+              std::vector<Diagnostic>& problems)
+      : v_(v), env_(env), narrowed_(narrowed), problems_(problems) {}
 
-  // ------------------------------------------------------------------ expressions
   std::string expr(const ExprPtr& e);
-
-  std::string text(const Literal& l);
-  std::string text(const VarRef& n);
-
   /// The value of the i64 expression `e` computed in int, where that is exact: its parts are 32-bit
   /// values widened (casts from i32, literals, narrowed variables) and every operation's range,
   /// and the result's, fit an int (so no int operation can overflow). Nothing otherwise.
   std::optional<std::string> narrow32(const ExprPtr& e, int depth = 0);
+  /// An access to root memory at a flat index (lowered IR has no other kind).
+  std::string access(const MemPtr& m, const std::vector<ExprPtr>& idx, SourceLoc loc);
+
+  /// An index, computed exactly: in int when every intermediate provably fits 32 bits, in long long
+  /// when it fits 64, and otherwise not at all (V1006).
+  std::string index(const ExprPtr& e, SourceLoc loc);
+
+ private:
+  std::string text(const Literal& l);
+  std::string text(const VarRef& n);
+
   std::string text(const Unary& n);
 
   /// `x` as float, for 16-bit floats computed through float.
@@ -110,14 +129,6 @@ class Emitter {
   std::string text(const Builtin& n);
   std::string text(const Load& n);
 
-  // ------------------------------------------------------------------ accesses and index arithmetic
-  /// An access to root memory at a flat index (lowered IR has no other kind).
-  std::string access(const MemPtr& m, const std::vector<ExprPtr>& idx, SourceLoc loc);
-
-  /// An index, computed exactly: in int when every intermediate provably fits 32 bits, in long long
-  /// when it fits 64, and otherwise not at all (V1006).
-  std::string index(const ExprPtr& e, SourceLoc loc);
-
   /// A 64-bit sum whose products share a factor, as composing a block's partition with a thread's
   /// gives (`brow * 32 * M + bcol * 32 + tr * M + tc`), with those products as one: their other
   /// factors summed in int where that sum fits (`(brow * 32 + tr) * M`), one widening multiply where
@@ -125,6 +136,33 @@ class Emitter {
   std::optional<std::string> factored_sum(const ExprPtr& e);
 
   std::string exact_index(const ExprPtr& e, ScalarType w);
+
+  Vocabulary& v_;
+  const RangeEnv& env_;
+  const std::unordered_set<const VarNode*>& narrowed_;  ///< i64 lets held in an int (Emitter's Let)
+  std::vector<Diagnostic>& problems_;
+  ExactRanges index_ranges_;  ///< the index being printed: each exact operation's envelope
+};
+
+class Emitter {
+ public:
+  explicit Emitter(const EmitOptions& o) : opt_(o), x_(v_, env_, narrowed_, problems_) {}
+  Emitter(const Emitter&) = delete;  // x_ refers to its members
+  Emitter& operator=(const Emitter&) = delete;
+
+  EmitResult run(const lower::Lowered& lowered);
+
+ private:
+  void name_functions(const std::vector<FunctionPtr>& fns);
+
+  void reset(const StmtPtr& body);
+
+  std::string param_decl(const ParamNode& p);
+
+  // ------------------------------------------------------------------ kernel and functions
+  void kernel(const KernelNode& k);
+
+  void function(const FunctionNode& f);
 
   // ------------------------------------------------------------------ statements
   void ind() { out_ << std::string(static_cast<std::size_t>(indent_) * 2, ' '); }
@@ -180,8 +218,6 @@ class Emitter {
   EmitOptions opt_;
   std::ostringstream out_, functions_;
   int indent_ = 1;
-  std::unordered_map<const void*, std::string> names_;
-  std::set<std::string> taken_;
   RangeEnv env_;
   std::unordered_set<const VarNode*> reassigned_;
   std::unordered_set<const VarNode*> narrowed_;  ///< i64 lets held in an int (emit(Let))
@@ -189,16 +225,11 @@ class Emitter {
   std::unordered_map<const FunctionNode*, std::string> fn_names_;
   std::int64_t kernel_smem_ = 0;
   std::vector<Diagnostic> problems_;
-  std::set<std::pair<std::string_view, ScalarType>> helper_seen_;
+  Vocabulary v_;
+  ExprPrinter x_;
   std::unordered_map<const char*, std::string> quoted_;  ///< source file names, quoted for #line
-  ExactRanges index_ranges_;                             ///< the index being printed: each exact operation's envelope
-  std::string helper_text_;
-  bool uses_checks_ = false;
-  bool uses_wgmma_ = false, uses_setmaxnreg_ = false;
   std::unordered_map<const MemNode*, std::int64_t>
       local_align_;  ///< local arrays vector copies use: their vector's bytes
-  bool uses_half_ = false, uses_bf16_ = false, uses_tf32_ = false, uses_select_ = false, uses_and_ = false,
-       uses_or_ = false;
 };
 
 }  // namespace vantage::cuda::detail
