@@ -41,6 +41,7 @@
 #include "jit/cpu/cpu.h"
 #include "jit/cpu/module_impl.h"
 #include "jit/ir/eval.h"
+#include "jit/ir/holds.h"
 #include "jit/ir/intrinsics.h"
 #include "jit/ir/mutate.h"
 #include "jit/ir/range.h"
@@ -65,57 +66,6 @@ inline bool half_type(ScalarType t) { return is_16bit_float(t); }
 [[noreturn]] inline void unsupported(const std::string& what, SourceLoc l) {
   throw UnsupportedOnDevice(what + " cannot run on the CPU backend", {l});
 }
-
-/// Whether a statement holds a barrier or a warp collective (which cut thread loops).
-class Collectives {
- public:
-  bool of(const StmtPtr& s) {
-    return holds(s, memo_, [](const StmtNode& x) -> std::optional<bool> {
-      if (x.kind == StmtKind::Barrier) return true;
-      if (const auto* n = as<Intrinsic>(x)) return warp_op(n->op);
-      return std::nullopt;
-    });
-  }
-  /// Whether a statement holds a barrier over more than one warp (block, named).
-  bool block_sync(const StmtPtr& s) {
-    return holds(s, sync_memo_, [](const StmtNode& x) -> std::optional<bool> {
-      if (const auto* b = as<ir::Barrier>(x)) return b->how != BarrierKind::Warp && b->how != BarrierKind::WarpPart;
-      if (const auto* n = as<Intrinsic>(x)) return info(n->op).orders_memory && info(n->op).needs != Needs::Warp;
-      return std::nullopt;
-    });
-  }
-  /// Whether a statement exchanges values between the lanes of a warp (shuffles, votes, ballot,
-  /// mma, ldmatrix): the operations that work on a warp's 32 lanes as a whole.
-  bool lane_exchange(const StmtPtr& s) {
-    return holds(s, exchange_memo_, [](const StmtNode& x) -> std::optional<bool> {
-      if (const auto* n = as<Intrinsic>(x)) return exchanges_lanes(n->op);
-      return std::nullopt;
-    });
-  }
-  static bool exchanges_lanes(IntrinsicOp op) { return info(op).collective && !info(op).orders_memory; }
-  /// An exchange between lanes, or a barrier: what the threads of a group reach together.
-  static bool warp_op(IntrinsicOp op) { return info(op).collective; }
-
- private:
-  /// Whether `s` holds a statement `leaf` says yes to (looking into called functions), memoized.
-  template <class Leaf>
-  bool holds(const StmtPtr& s, std::unordered_map<const StmtNode*, bool>& memo, const Leaf& leaf) {
-    if (!s) return false;
-    auto it = memo.find(s.get());
-    if (it != memo.end()) return it->second;
-    bool c = false;
-    if (auto here = leaf(*s)) {
-      c = *here;
-    } else if (const auto* call = as<Call>(*s)) {
-      c = holds(call->fn->body, memo, leaf);
-    } else {
-      for_each_child_stmt(*s, [&](const StmtPtr& child) { c = c || holds(child, memo, leaf); });
-    }
-    memo[s.get()] = c;
-    return c;
-  }
-  std::unordered_map<const StmtNode*, bool> memo_, sync_memo_, exchange_memo_;
-};
 
 /// How a variable is held.
 struct Storage {

@@ -7,57 +7,28 @@ namespace detail {
 
 auto Machine::run() -> Stats {
   for (std::int64_t b = 0; b < blocks_; ++b) run_block(b);
-  if (opt_.measure) *opt_.measure = measured();
+  if (opt_.measure) *opt_.measure = measure_.report(k_.kernel.name, blocks_, T_);
   return stats_;
 }
 
 void Machine::run_block(std::int64_t b) {
   block_ = b;
+  checks_.start_block(b);
   shared_.clear();
   threads_.clear();
   threads_.resize(static_cast<std::size_t>(T_));
-  clocks_.assign(static_cast<std::size_t>(T_ * T_), 0);
   std::vector<Thread*> all;
   for (std::int64_t t = 0; t < T_; ++t) {
     Thread& th = threads_[static_cast<std::size_t>(t)];
     th.tid = static_cast<std::int32_t>(t);
     th.frames.push_back(Frame{t, b, 0, false, nullptr, {}});
-    clock(t, t) = 1;
     all.push_back(&th);
   }
   exec_all(k_.kernel.body, all);
-  flush_requests();
-  for (const auto& [key, r] : shared_) uninitialised(*r);
+  measure_.flush();
+  for (const auto& [key, r] : shared_) checks_.uninitialised(*r);
   for (auto& t : threads_)
-    for (const auto& [m, r] : t.locals) uninitialised(*r);
-}
-
-void Machine::uninitialised(const Region& r) {
-  for (std::size_t i = 0; i < r.shadow.size(); ++i) {
-    const Access& a = r.shadow[i].uninit;
-    if (a.block < 0) continue;
-    throw ExecutionError("initcheck",
-                         "block " + std::to_string(a.block) + " thread " + std::to_string(a.thread) + " reads " +
-                             element(r, static_cast<std::int64_t>(i)) + " at " + where(a.loc) +
-                             ", which nothing in this block wrote before",
-                         {a.loc});
-  }
-}
-
-auto Machine::clock(std::int64_t of, std::int64_t about) -> std::uint32_t& {
-  return clocks_[static_cast<std::size_t>(of * T_ + about)];
-}
-
-void Machine::join(const std::vector<Thread*>& members) {
-  if (!opt_.checks) return;
-  std::vector<std::uint32_t> m(static_cast<std::size_t>(T_), 0);
-  for (const auto* t : members)
-    for (std::int64_t u = 0; u < T_; ++u)
-      m[static_cast<std::size_t>(u)] = std::max(m[static_cast<std::size_t>(u)], clock(t->tid, u));
-  for (const auto* t : members) {
-    for (std::int64_t u = 0; u < T_; ++u) clock(t->tid, u) = m[static_cast<std::size_t>(u)];
-    ++clock(t->tid, t->tid);
-  }
+    for (const auto& [m, r] : t.locals) checks_.uninitialised(*r);
 }
 
 auto Machine::ordered(std::vector<Thread*> ts) -> std::vector<Thread*> {
@@ -66,30 +37,12 @@ auto Machine::ordered(std::vector<Thread*> ts) -> std::vector<Thread*> {
   return ts;
 }
 
-auto Machine::collective(const StmtPtr& s) -> bool {
-  if (!s) return false;
-  auto it = collective_.find(s.get());
-  if (it != collective_.end()) return it->second;
-  bool c = false;
-  if (s->kind == StmtKind::Barrier) {
-    c = true;
-  } else if (const auto* n = as<Intrinsic>(*s)) {
-    c = info(n->op).collective;
-  } else if (const auto* call = as<Call>(*s)) {
-    c = collective(call->fn->body);
-  } else {
-    for_each_child_stmt(*s, [&](const StmtPtr& child) { c = c || collective(child); });
-  }
-  collective_[s.get()] = c;
-  return c;
-}
-
 void Machine::exec_one(const StmtPtr& s, Thread& t) {
   if (!s || t.stopped()) return;
   if (++stats_.thread_statements > opt_.max_statements)
     throw ExecutionError("limit",
                          "the launch ran more than " + std::to_string(opt_.max_statements) + " thread-statements (" +
-                             describe(t) + " is at " + where(s->loc) +
+                             checks_.describe(t) + " is at " + where(s->loc) +
                              "); a loop that never ends? Raise the interpreter's max_statements for a longer run",
                          {s->loc});
   dispatch(*s, Overloaded{
@@ -104,47 +57,47 @@ void Machine::exec_one(const StmtPtr& s, Thread& t) {
                    [&](const Store& n) {
                      V idx = eval(n.indices[0], t);
                      V v = eval(n.value, t);
-                     std::int64_t i = exact(n.indices[0]->type, idx.i);
+                     std::int64_t i = exact_index(n.indices[0]->type, idx.i);
                      Ref r = mem(t, n.mem.get(), n.loc);
                      if (n.bound)
                        checked(t, n.mem, i, eval(n.bound, t).i, true, n.loc);
                      else
-                       proven(t, r, i, true, n.loc);
+                       checks_.proven(t, r, i, true, n.loc);
                      write(t, r, i, v, n.loc);
-                     request(t, &n, 0, r, i, type_bytes(n.mem->elem), true, n.loc);
+                     measure_.request(t, &n, 0, r, i, type_bytes(n.mem->elem), true, n.loc);
                    },
                    [&](const If& n) {
                      const bool c = eval(n.cond, t).i != 0;
-                     decision(t, &n, "if", n.loc, c);
+                     measure_.decision(t, &n, "if", n.loc, c);
                      exec_one(c ? n.then_body : n.else_body, t);
                    },
                    [&](const For& n) {
                      Loop lp = start(n, t);
-                     enter(t);
+                     measure_.enter(t);
                      bool go = lp.going(var(t, n.var.get()).i);
                      for (std::int64_t k = 0;; ++k) {
                        // Evaluation k of the condition; iteration k runs at the same place.
-                       at(t, k);
-                       decision(t, &n, "for", n.loc, go);
+                       measure_.at(t, k);
+                       measure_.decision(t, &n, "for", n.loc, go);
                        if (!go) break;
                        exec_one(n.body, t);
                        if (t.jump && t.take_jump()) break;
                        if (t.stopped()) break;
                        go = lp.advance(var(t, n.var.get()).i);
                      }
-                     leave(t);
+                     measure_.leave(t);
                    },
                    [&](const While& n) {
-                     enter(t);
+                     measure_.enter(t);
                      for (std::int64_t k = 0; !t.stopped(); ++k) {
-                       at(t, k);
+                       measure_.at(t, k);
                        const bool go = eval(n.cond, t).i != 0;
-                       decision(t, &n, "while", n.loc, go);
+                       measure_.decision(t, &n, "while", n.loc, go);
                        if (!go) break;
                        exec_one(n.body, t);
                        if (t.jump && t.take_jump()) break;
                      }
-                     leave(t);
+                     measure_.leave(t);
                    },
                    [&](const Jump& n) { t.jump = n.is_break ? 1 : 2; },
                    [&](const SharedAlloc& n) { t.mems[n.mem.get()] = shared(t, n); },
@@ -165,19 +118,19 @@ void Machine::exec_one(const StmtPtr& s, Thread& t) {
                    },
                    [&](const VectorCopy& n) {
                      Ref d = mem(t, n.dst.get(), n.loc), s = mem(t, n.src.get(), n.loc);
-                     std::int64_t di = exact(n.dst_index->type, eval(n.dst_index, t).i);
-                     std::int64_t si = exact(n.src_index->type, eval(n.src_index, t).i);
+                     std::int64_t di = exact_index(n.dst_index->type, eval(n.dst_index, t).i);
+                     std::int64_t si = exact_index(n.src_index->type, eval(n.src_index, t).i);
                      if ((d.offset + di) % n.count != 0 || (s.offset + si) % n.count != 0)
                        throw ExecutionError("memcheck",
-                                            describe(t) + " makes a misaligned " + std::to_string(n.count) +
+                                            checks_.describe(t) + " makes a misaligned " + std::to_string(n.count) +
                                                 "-element vector access at " + where(n.loc),
                                             {n.loc});
-                     ++quiet_;  // the loop it stands for is not what the GPU runs: the vector is
+                     ++measure_.quiet;  // the loop it stands for is not what the GPU runs: the vector is
                      vector_copy_as_written(n, t, di, si);
-                     --quiet_;
+                     --measure_.quiet;
                      const int bytes = static_cast<int>(n.count * type_bytes(n.src->elem));
-                     request(t, &n, 0, s, si, bytes, false, n.loc);
-                     request(t, &n, 1, d, di, bytes, true, n.loc);
+                     measure_.request(t, &n, 0, s, si, bytes, false, n.loc);
+                     measure_.request(t, &n, 1, d, di, bytes, true, n.loc);
                    },
                    [&](const ir::Barrier&) { throw InternalError("interp: a barrier outside lockstep"); },
                    [&](const auto& n) -> void {
@@ -201,8 +154,8 @@ void Machine::vector_copy_as_written(const VectorCopy& n, Thread& t, std::int64_
   for (std::int64_t k = 0; k < n.count; ++k) {
     V& counter = var(t, loop->var.get());
     if (!lp.going(counter.i)) throw rounds(std::to_string(k));
-    std::int64_t dk = exact(st->indices[0]->type, eval(st->indices[0], t).i);
-    std::int64_t sk = exact(ld->indices[0]->type, eval(ld->indices[0], t).i);
+    std::int64_t dk = exact_index(st->indices[0]->type, eval(st->indices[0], t).i);
+    std::int64_t sk = exact_index(ld->indices[0]->type, eval(ld->indices[0], t).i);
     if (dk != di + k || sk != si + k)
       throw InternalError("lowering made a vector copy at " + where(n.loc) + " that is not its loop: round " +
                           std::to_string(k) + " copies '" + n.src->name + "'[" + std::to_string(sk) + "] to '" +
@@ -300,19 +253,19 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
   for (auto* t : in)
     if (!t->stopped()) ts.push_back(t);
   if (ts.empty()) return;
-  if (!collective(s)) {
+  if (!collectives_.of(s)) {
     for (auto* t : ordered(ts)) exec_one(s, *t);
     return;
   }
   if (const auto* seq = as<Seq>(*s)) {
     std::size_t i = 0;
     while (i < seq->stmts.size()) {
-      if (collective(seq->stmts[i])) {
+      if (collectives_.of(seq->stmts[i])) {
         exec_all(seq->stmts[i++], ts);
         continue;
       }
       std::size_t j = i;
-      while (j < seq->stmts.size() && !collective(seq->stmts[j])) ++j;
+      while (j < seq->stmts.size() && !collectives_.of(seq->stmts[j])) ++j;
       for (auto* t : ordered(ts))
         for (std::size_t k = i; k < j && !t->stopped(); ++k) exec_one(seq->stmts[k], *t);
       i = j;
@@ -323,7 +276,7 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
     std::vector<Thread*> a, b;
     for (auto* t : ts) {
       const bool c = eval(n->cond, *t).i != 0;
-      decision(*t, n, "if", n->loc, c);
+      measure_.decision(*t, n, "if", n->loc, c);
       (c ? a : b).push_back(t);
     }
     exec_all(n->then_body, a);
@@ -334,7 +287,7 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
     std::vector<std::pair<Thread*, Loop>> loops;
     for (auto* t : ts) {
       loops.emplace_back(t, start(*n, *t));
-      enter(*t);
+      measure_.enter(*t);
     }
     std::vector<char> in(loops.size(), 1);  // still evaluating the condition
     for (std::int64_t k = 0;; ++k) {
@@ -343,8 +296,8 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
         auto& [t, lp] = loops[i];
         if (!in[i] || t->stopped()) continue;
         const bool go = lp.going(var(*t, n->var.get()).i);
-        at(*t, k);
-        decision(*t, n, "for", n->loc, go);
+        measure_.at(*t, k);
+        measure_.decision(*t, n, "for", n->loc, go);
         if (go)
           act.push_back(t);
         else
@@ -357,19 +310,19 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
         if (std::find(act.begin(), act.end(), t) != act.end() && !lp.advance(var(*t, n->var.get()).i))
           lp.step = 0;  // this thread's loop is over: a zero step never goes on
     }
-    for (auto* t : ts) leave(*t);
+    for (auto* t : ts) measure_.leave(*t);
     return;
   }
   if (const auto* n = as<While>(*s)) {
-    for (auto* t : ts) enter(*t);
+    for (auto* t : ts) measure_.enter(*t);
     std::vector<Thread*> act = ts;
     for (std::int64_t k = 0;; ++k) {
       std::vector<Thread*> go;
       for (auto* t : act) {
         if (t->stopped()) continue;
-        at(*t, k);
+        measure_.at(*t, k);
         const bool c = eval(n->cond, *t).i != 0;
-        decision(*t, n, "while", n->loc, c);
+        measure_.decision(*t, n, "while", n->loc, c);
         if (c) go.push_back(t);
       }
       if (go.empty()) break;
@@ -377,7 +330,7 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
       no_jump(go, n->loc);
       act = std::move(go);
     }
-    for (auto* t : ts) leave(*t);
+    for (auto* t : ts) measure_.leave(*t);
     return;
   }
   if (const auto* n = as<ir::Barrier>(*s)) return barrier(*n, ts);
@@ -411,7 +364,7 @@ void Machine::barrier(const ir::Barrier& b, const std::vector<Thread*>& ts) {
                                where(b.loc) + " is reached by " + std::to_string(ts.size()) + " threads of block " +
                                std::to_string(block_),
                            {b.loc});
-    join(ts);
+    checks_.join(ts);
     return;
   }
   std::int64_t unit = b.how == BarrierKind::Block  ? T_
@@ -423,9 +376,9 @@ void Machine::barrier(const ir::Barrier& b, const std::vector<Thread*>& ts) {
     for (std::int64_t u = g * unit; u < std::min(T_, (g + 1) * unit); ++u) {
       const Thread& other = threads_[static_cast<std::size_t>(u)];
       if (!here[static_cast<std::size_t>(u)] && !other.exited)
-        diverged("a barrier over " + std::to_string(unit) + " threads", b.loc, other);
+        checks_.diverged("a barrier over " + std::to_string(unit) + " threads", b.loc, other);
     }
-    join(members);
+    checks_.join(members);
   }
 }
 
@@ -444,19 +397,19 @@ void Machine::call(const Call& n, const std::vector<Thread*>& ts) {
       const ParamNode& p = f.params[i];
       if (a.mem) {
         Ref r = mem(*t, a.mem.get(), n.loc);
-        r.offset += exact(a.value->type, eval(a.value, *t).i);
+        r.offset += exact_index(a.value->type, eval(a.value, *t).i);
         t->mems[p.mem.get()] = r;
       } else {
         var(*t, p.var.get()) = eval(a.value, *t);
       }
     }
     t->frames.push_back(fr);
-    enter(*t);
-    at(*t, reinterpret_cast<std::intptr_t>(&n));  // a device function's accesses, per call
+    measure_.enter(*t);
+    measure_.at(*t, reinterpret_cast<std::intptr_t>(&n));  // a device function's accesses, per call
   }
   exec_all(f.body, ts);
   for (auto* t : ts) {
-    leave(*t);
+    measure_.leave(*t);
     Frame fr = t->frames.back();
     t->frames.pop_back();
     if (fr.result) var(*t, fr.result.get()) = fr.value;

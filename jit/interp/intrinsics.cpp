@@ -14,8 +14,9 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
   switch (n.op) {
     case IntrinsicOp::Atomic: {
       Ref r = mem(t, n.mems[0].get(), n.loc);
-      std::int64_t i = exact(n.args[0]->type, eval(n.args[0], t).i);
-      if (n.args.size() < 3) proven(t, r, i, true, n.loc);  // a third argument is the bound it is checked against
+      std::int64_t i = exact_index(n.args[0]->type, eval(n.args[0], t).i);
+      if (n.args.size() < 3)
+        checks_.proven(t, r, i, true, n.loc);  // a third argument is the bound it is checked against
       V x = eval(n.args[1], t);
       V old = read(t, r, i, n.loc, true);
       V nv = old;
@@ -43,33 +44,32 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
         case AtomicKind::Exch: nv = x; break;
       }
       write(t, r, i, nv, n.loc, true);
-      request(t, &n, 0, r, i, type_bytes(e), true, n.loc);
+      measure_.request(t, &n, 0, r, i, type_bytes(e), true, n.loc);
       if (!n.outputs.empty()) var(t, n.outputs[0].get()) = old;
       return;
     }
     case IntrinsicOp::CpAsync: {
       // The source is read now; the destination is written when this thread waits for the copy.
       Ref d = mem(t, n.mems[0].get(), n.loc), s = mem(t, n.mems[1].get(), n.loc);
-      std::int64_t di = exact(n.args[0]->type, eval(n.args[0], t).i);
-      std::int64_t si = exact(n.args[1]->type, eval(n.args[1], t).i);
+      std::int64_t di = exact_index(n.args[0]->type, eval(n.args[0], t).i);
+      std::int64_t si = exact_index(n.args[1]->type, eval(n.args[1], t).i);
       std::int64_t count = n.imms[0] / type_bytes(n.mems[0]->elem);
       // As on the GPU, a copy of more than one element needs both addresses aligned to its size.
       if (count > 1 && ((d.offset + di) % count != 0 || (s.offset + si) % count != 0))
         throw ExecutionError("memcheck",
-                             describe(t) + " makes a misaligned " + std::to_string(n.imms[0]) + "-byte cp.async ('" +
-                                 n.mems[1]->name + "'[" + std::to_string(si) + "] to '" + n.mems[0]->name + "'[" +
-                                 std::to_string(di) + "]) at " + where(n.loc),
+                             checks_.describe(t) + " makes a misaligned " + std::to_string(n.imms[0]) +
+                                 "-byte cp.async ('" + n.mems[1]->name + "'[" + std::to_string(si) + "] to '" +
+                                 n.mems[0]->name + "'[" + std::to_string(di) + "]) at " + where(n.loc),
                              {n.loc});
       AsyncCopy c{d, di, {}, n.loc, -1};
       for (std::int64_t k = 0; k < count; ++k) c.values.push_back(read(t, s, si + k, n.loc));
       for (std::int64_t k = 0; k < count; ++k) {
-        std::int64_t i = check_bounds(t, d, di + k, n.loc, "writes");
-        check_inflight(t, *d.region, i, true, n.loc);
-        d.region->inflight[i] = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), n.loc, false};
+        std::int64_t i = checks_.bounds(t, d, di + k, n.loc, "writes");
+        checks_.in_flight(t, *d.region, i, n.loc);
       }
       t.async.push_back(std::move(c));
-      request(t, &n, 0, s, si, static_cast<int>(n.imms[0]), false, n.loc);
-      request(t, &n, 1, d, di, static_cast<int>(n.imms[0]), true, n.loc);
+      measure_.request(t, &n, 0, s, si, static_cast<int>(n.imms[0]), false, n.loc);
+      measure_.request(t, &n, 1, d, di, static_cast<int>(n.imms[0]), true, n.loc);
       return;
     }
     case IntrinsicOp::CpAsyncCommit:
@@ -99,7 +99,7 @@ void Machine::warp_op(const Intrinsic& n, const std::vector<Thread*>& ts) {
       for (auto* t : lanes) here[static_cast<std::size_t>(t->tid - first)] = true;
       for (std::int64_t u = first; u < last; ++u)
         if (!here[static_cast<std::size_t>(u - first)])
-          diverged(user_name(n.op), n.loc, threads_[static_cast<std::size_t>(u)]);
+          checks_.diverged(user_name(n.op), n.loc, threads_[static_cast<std::size_t>(u)]);
     }
     std::sort(lanes.begin(), lanes.end(), [](Thread* a, Thread* b) { return a->tid < b->tid; });
     stats_.thread_statements += static_cast<std::int64_t>(lanes.size());
@@ -141,18 +141,19 @@ void Machine::warp_op(const Intrinsic& n, const std::vector<Thread*>& ts) {
 }
 
 void Machine::ldmatrix(const Intrinsic& n, const std::vector<Thread*>& lanes) {
-  if (lanes.size() != 32) diverged("ldmatrix", n.loc, *lanes.front());
+  if (lanes.size() != 32) checks_.diverged("ldmatrix", n.loc, *lanes.front());
   const int count = static_cast<int>(n.imms[0]);
   const std::int64_t eb = type_bytes(n.mems[1]->elem);
   std::vector<std::array<unsigned char, 16>> rows(static_cast<std::size_t>(8 * count));
   for (int l = 0; l < 8 * count; ++l) {
     Thread& t = *lanes[static_cast<std::size_t>(l)];
     Ref src = mem(t, n.mems[1].get(), n.loc);
-    std::int64_t first = exact(n.args[0]->type, eval(n.args[0], t).i);
+    std::int64_t first = exact_index(n.args[0]->type, eval(n.args[0], t).i);
     if (((src.offset + first) * eb) % 16 != 0)
       throw ExecutionError("memcheck",
-                           describe(t) + " gives ldmatrix a row address (" + element(*src.region, src.offset + first) +
-                               ") that is not 16-byte aligned, at " + where(n.loc),
+                           checks_.describe(t) + " gives ldmatrix a row address (" +
+                               checks_.element(*src.region, src.offset + first) + ") that is not 16-byte aligned, at " +
+                               where(n.loc),
                            {n.loc});
     for (std::int64_t k = 0; k < 16 / eb; ++k) read(t, src, first + k, n.loc);  // the checks
     std::memcpy(rows[static_cast<std::size_t>(l)].data(), src.region->data + (src.offset + first) * eb, 16);
@@ -171,7 +172,7 @@ void Machine::ldmatrix(const Intrinsic& n, const std::vector<Thread*>& lanes) {
 }
 
 void Machine::mma(const Intrinsic& n, const std::vector<Thread*>& lanes) {
-  if (lanes.size() != 32) diverged("mma_sync", n.loc, *lanes.front());
+  if (lanes.size() != 32) checks_.diverged("mma_sync", n.loc, *lanes.front());
   auto shape = static_cast<MmaShape>(n.imms[0]);
   ir::mma_sync(
       shape,

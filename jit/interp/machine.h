@@ -1,7 +1,7 @@
 // The reference interpreter's machine, shared by the files that define it: interp.cpp (blocks,
 // threads and statements), memory.cpp (values, variables, memory and its checks), eval.cpp
-// (expressions), intrinsics.cpp (lane exchanges, atomics, cp.async, mma and the other intrinsics),
-// measure.cpp (counting requests and branches as they run). Private to jit/interp.
+// (expressions; values.cpp: their operations), intrinsics.cpp (lane exchanges, atomics, cp.async, mma and the other
+// intrinsics), and the Measurement's measure.cpp (counting requests and branches as they run). Private to jit/interp.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +20,7 @@
 #include "jit/interp/interp.h"
 #include "jit/ir/collective.h"
 #include "jit/ir/eval.h"
+#include "jit/ir/holds.h"
 #include "jit/ir/intrinsics.h"
 #include "jit/ir/range.h"
 #include "jit/ir/request_cost.h"
@@ -43,6 +44,13 @@ double from_16bit(ScalarType t, std::uint16_t bits);
 
 /// Float to integer: truncate toward zero, saturate, NaN gives 0 (PTX cvt.rzi).
 std::int64_t float_to_int(double x, ScalarType to);
+
+/// An index of type `t` as the exact number it stands for (past INT64_MAX: INT64_MAX).
+std::int64_t exact_index(ScalarType t, std::int64_t v);
+/// docs/semantics.md's operations on values.
+V binary_value(const Binary& n, V a, V b);
+V cast_value(ScalarType from, ScalarType to, V a);
+V math_value(const MathCall& n, const std::vector<V>& x);
 
 // ------------------------------------------------------------------ memory
 struct Access {
@@ -122,10 +130,190 @@ struct Thread {
 
 std::string where(const SourceLoc& l);
 
+/// A for loop's bounds as evaluated once (docs/semantics.md): the counter never passes `end`.
+struct Loop {
+  std::int64_t end = 0, step = 0;
+  ScalarType type = ScalarType::I32;
+  bool going(std::int64_t v) const { return step > 0 ? v < end : step < 0 && v > end; }
+  /// The next value; false when the loop is over (the counter never passes `end`).
+  bool advance(std::int64_t& v) const {
+    __int128 left = step > 0 ? ir::exact(type, end) - ir::exact(type, v) : ir::exact(type, v) - ir::exact(type, end);
+    __int128 by = step > 0 ? step : -static_cast<__int128>(step);
+    if (left <= by) {
+      v = end;
+      return false;
+    }
+    v = wrap(type, ir::exact(type, v) + (step > 0 ? by : -by));
+    return true;
+  }
+};
+// ------------------------------------------------------------------ checks
+/// memcheck, racecheck and initcheck of one block's accesses. Each thread has a vector clock (what
+/// it has seen of every other thread of the block), joined where threads meet (barriers,
+/// collectives); each element's shadow holds the accesses a later one must be ordered after.
+class Checks {
+ public:
+  Checks(std::int64_t threads, bool on) : T_(threads), on_(on) {}
+  /// A new block: every thread has seen only itself.
+  void start_block(std::int64_t b) {
+    block_ = b;
+    clocks_.assign(static_cast<std::size_t>(T_ * T_), 0);
+    for (std::int64_t t = 0; t < T_; ++t) clock(t, t) = 1;
+  }
+  /// What thread `of` has seen of thread `about`.
+  std::uint32_t& clock(std::int64_t of, std::int64_t about) {
+    return clocks_[static_cast<std::size_t>(of * T_ + about)];
+  }
+  std::uint32_t clock(std::int64_t of, std::int64_t about) const {
+    return clocks_[static_cast<std::size_t>(of * T_ + about)];
+  }
+  /// Every thread in `members` has seen everything any of them did before.
+  void join(const std::vector<Thread*>& members);
+
+  std::string describe(const Thread& t) const;
+  static std::string element(const Region& r, std::int64_t i);
+
+  /// The element at `ref + index` after memcheck.
+  std::int64_t bounds(const Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, const char* what) const;
+  /// An access lowering proved inside its memory, so no backend checks it: the interpreter does,
+  /// and an index outside is a wrong proof (a bug in Vantage that the GPU and CPU code would turn
+  /// into an access outside the buffer), never the user's error.
+  void proven(const Thread& t, const Ref& ref, std::int64_t index, bool writing, SourceLoc l) const;
+  /// Element i of r (inside it) read or written by t: races, initialisation, copies in flight.
+  void read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, bool atomic);
+  void write(const Thread& t, Region& r, std::int64_t i, SourceLoc l, bool atomic);
+  /// An element of r read before this block wrote it (initcheck, when the block ends).
+  void uninitialised(const Region& r) const;
+  /// Element i of r (inside it) is the destination of t's cp.async, off limits until t waits for it.
+  void in_flight(const Thread& t, Region& r, std::int64_t i, SourceLoc l) {
+    check_inflight(t, r, i, true, l);
+    r.inflight[i] = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, false};
+  }
+  /// synccheck: a collective or barrier some of the threads it covers do not reach.
+  [[noreturn]] void diverged(const std::string& what, SourceLoc l, const Thread& missing) const {
+    throw ExecutionError("synccheck",
+                         what + " at " + where(l) + " is reached by some of the threads it covers but not by " +
+                             describe(missing) + " (block " + std::to_string(block_) + ")",
+                         {l});
+  }
+
+ private:
+  bool ordered_before(const Access& a, const Thread& t) const;
+  [[noreturn]] void race(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l,
+                         const Access& other, bool other_writes) const {
+    throw ExecutionError("racecheck",
+                         describe(t) + (writing ? " writes " : " reads ") + element(r, i) + " at " + where(l) +
+                             ", which block " + std::to_string(other.block) + " thread " +
+                             std::to_string(other.thread) + (other_writes ? " wrote" : " read") + " at " +
+                             where(other.loc) + " with no barrier between them covering both threads",
+                         {l, other.loc});
+  }
+  /// Element i of shared array r lies over bytes another array of the block held or holds (a scope
+  /// that ended, an earlier call): every access of theirs to those bytes must be ordered before this
+  /// one as for one element (a read after their reads excepted), or the GPU's threads may see each
+  /// other's values. The interpreter keeps the arrays apart, so this is where a barrier the sync
+  /// pass left out at the reuse shows.
+  void check_reused(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l) const;
+  /// An element a cp.async has not yet written (its thread has not waited for it) is off limits.
+  void check_inflight(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l) const;
+
+  std::int64_t T_, block_ = 0;
+  bool on_;
+  std::vector<std::uint32_t> clocks_;
+};
+
+// ------------------------------------------------------------------ measurement
+/// The measurement of a launch (Options::measure): each thread notes its accesses and decisions
+/// under its place (its path: the iteration of each loop around it, each call it is in). The lanes
+/// of a warp at one place make one request, or one evaluation of a condition; a block's are summed
+/// when it ends, in the units of the cost report (vantage run --measure).
+class Measurement {
+ public:
+  explicit Measurement(bool on) : on_(on) {}
+  bool on() const { return on_; }
+  /// A thread's place: into a loop or call, at its iteration k, out of it.
+  void enter(Thread& t);
+  void at(Thread& t, std::int64_t k);
+  void leave(Thread& t);
+  /// Element `index` of `ref` (after its checks), `bytes` of it, touched by thread t at access `node`.
+  void request(const Thread& t, const void* node, int part, const Ref& ref, std::int64_t index, int bytes, bool write,
+               SourceLoc loc);
+  /// Thread t evaluated the condition of branch or loop `node` here: `go` for the body.
+  void decision(const Thread& t, const void* node, const char* what, SourceLoc loc, bool go);
+  /// The block's requests and decisions added to the launch's totals.
+  void flush();
+  /// The totals as a report of the kernel's launch.
+  CostReport report(const std::string& kernel, std::int64_t blocks, std::int64_t threads) const;
+  /// Inside a vector copy's scalar rounds, which are not what a GPU runs: nothing counted.
+  int quiet = 0;
+
+ private:
+  bool counting() const { return on_ && !quiet; }
+  /// An access (or branch) of a warp at one place: the path by its hash, kept whole in the value.
+  struct Place {
+    const void* node;
+    int part;
+    std::int64_t warp;
+    std::uint64_t path;
+    bool operator==(const Place&) const = default;
+  };
+  struct PlaceHash {
+    std::size_t operator()(const Place& p) const {
+      std::uint64_t h = p.path + reinterpret_cast<std::uintptr_t>(p.node) * 0x9e3779b97f4a7c15ull +
+                        static_cast<std::uint64_t>(p.warp * 4 + p.part) * 0xbf58476d1ce4e5b9ull;
+      h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;  // splitmix64's finish: every bit moves every bit
+      h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+      return static_cast<std::size_t>(h ^ (h >> 31));
+    }
+  };
+  static std::uint64_t path_hash(const std::vector<std::int64_t>& path);
+  /// The entry of `map` for thread t at `node` (and `part`) where it is now; two paths of one hash
+  /// would be a Vantage bug to hear of.
+  template <class Map>
+  auto& entry(Map& map, const void* node, int part, const Thread& t) {
+    auto [it, fresh] = map.try_emplace(Place{node, part, t.tid / kWarpLanes, path_hash(t.path)});
+    if (fresh)
+      it->second.path = t.path;
+    else if (it->second.path != t.path)
+      throw InternalError("interp: two places of one hash in the measurement");
+    return it->second;
+  }
+  // A block's requests and decisions by place, and the launch's totals by access and branch.
+  struct Request {
+    std::vector<std::int64_t> path;
+    std::array<std::int64_t, kWarpLanes> addr{};
+    std::uint32_t mask = 0;
+  };
+  struct Outcome {
+    std::vector<std::int64_t> path;
+    int seen = 0;  ///< bit 0: a lane went on; bit 1: a lane did not
+  };
+  struct Site {
+    AccessCost c;
+    int order = 0;
+    double lanes = 0, metric = 0, ideal = 0;
+  };
+  struct Branch {
+    BranchCost c;
+    int order = 0;
+  };
+  std::unordered_map<Place, Request, PlaceHash> requests_;
+  std::unordered_map<Place, Outcome, PlaceHash> outcomes_;
+  std::map<std::pair<const void*, int>, Site> sites_;
+  std::map<const void*, Branch> branch_totals_;
+  int next_order_ = 0;
+  bool on_;
+};
+
 class Machine {
  public:
   Machine(const lower::Lowered& k, std::int64_t blocks, const std::vector<Arg>& args, const Options& o)
-      : k_(k), blocks_(blocks), opt_(o), rng_(o.seed) {
+      : k_(k),
+        blocks_(blocks),
+        opt_(o),
+        rng_(o.seed),
+        checks_(k.options.threads, o.checks),
+        measure_(o.measure != nullptr) {
     T_ = k.options.threads;
     if (args.size() != k.user_params)
       throw InternalError("interp: " + std::to_string(args.size()) + " arguments for " + std::to_string(k.user_params) +
@@ -163,15 +351,8 @@ class Machine {
  private:
   // ------------------------------------------------------------ blocks and clocks
   void run_block(std::int64_t b);
-  void uninitialised(const Region& r);
-  std::uint32_t& clock(std::int64_t of, std::int64_t about);
-  /// Every thread in `members` has seen everything any of them did before.
-  void join(const std::vector<Thread*>& members);
 
   std::vector<Thread*> ordered(std::vector<Thread*> ts);
-
-  // ------------------------------------------------------------ which statements are collective
-  bool collective(const StmtPtr& s);
 
   // ------------------------------------------------------------ variables and memory
   int slot(const VarNode* v);
@@ -179,91 +360,14 @@ class Machine {
   V read_var(Thread& t, const VarNode* v);
   Ref mem(Thread& t, const MemNode* m, SourceLoc l);
 
-  std::string describe(const Thread& t) const;
-  std::string element(const Region& r, std::int64_t i) const;
-
-  /// The element at `ref + index` after memcheck.
-  std::int64_t check_bounds(Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, const char* what);
   /// An access lowering could not prove inside its memory: index against its bound (what the GPU
   /// and CPU code check as they run).
   void checked(Thread& t, const MemPtr& m, std::int64_t index, std::int64_t bound, bool writing, SourceLoc l);
-  /// An access lowering proved inside its memory, so no backend checks it: the interpreter does,
-  /// and an index outside is a wrong proof (a bug in Vantage that the GPU and CPU code would turn
-  /// into an access outside the buffer), never the user's error.
-  void proven(Thread& t, const Ref& ref, std::int64_t index, bool writing, SourceLoc l);
-  bool ordered_before(const Access& a, const Thread& t);
-  [[noreturn]] void race(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l,
-                         const Access& other, bool other_writes) {
-    throw ExecutionError("racecheck",
-                         describe(t) + (writing ? " writes " : " reads ") + element(r, i) + " at " + where(l) +
-                             ", which block " + std::to_string(other.block) + " thread " +
-                             std::to_string(other.thread) + (other_writes ? " wrote" : " read") + " at " +
-                             where(other.loc) + " with no barrier between them covering both threads",
-                         {l, other.loc});
-  }
-  /// Element i of shared array r lies over bytes another array of the block held or holds (a scope
-  /// that ended, an earlier call): every access of theirs to those bytes must be ordered before this
-  /// one as for one element (a read after their reads excepted), or the GPU's threads may see each
-  /// other's values. The interpreter keeps the arrays apart, so this is where a barrier the sync
-  /// pass left out at the reuse shows.
-  void check_reused(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l);
-  /// An element a cp.async has not yet written (its thread has not waited for it) is off limits.
-  void check_inflight(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l);
   V read(Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, bool atomic = false);
   void write(Thread& t, const Ref& ref, std::int64_t index, V v, SourceLoc l, bool atomic = false);
 
-  // ------------------------------------------------------------ measurement (Options::measure)
-  // Each thread notes its accesses and decisions under its place (its path: the iteration of each
-  // loop around it, each call it is in). The lanes of a warp at one place make one request, or one
-  // evaluation of a condition; a block's are summed when it ends.
-  bool measuring() const { return opt_.measure && !quiet_; }
-  void enter(Thread& t);
-  void at(Thread& t, std::int64_t k);
-  void leave(Thread& t);
-  /// An access (or branch) of a warp at one place: the path by its hash, kept whole in the value.
-  struct Place {
-    const void* node;
-    int part;
-    std::int64_t warp;
-    std::uint64_t path;
-    bool operator==(const Place&) const = default;
-  };
-  struct PlaceHash {
-    std::size_t operator()(const Place& p) const {
-      std::uint64_t h = p.path + reinterpret_cast<std::uintptr_t>(p.node) * 0x9e3779b97f4a7c15ull +
-                        static_cast<std::uint64_t>(p.warp * 4 + p.part) * 0xbf58476d1ce4e5b9ull;
-      h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;  // splitmix64's finish: every bit moves every bit
-      h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
-      return static_cast<std::size_t>(h ^ (h >> 31));
-    }
-  };
-  static std::uint64_t path_hash(const std::vector<std::int64_t>& path);
-  /// The entry of `map` for thread t at `node` (and `part`) where it is now; two paths of one hash
-  /// would be a Vantage bug to hear of.
-  template <class Map>
-  auto& entry(Map& map, const void* node, int part, const Thread& t) {
-    auto [it, fresh] = map.try_emplace(Place{node, part, t.tid / kWarpLanes, path_hash(t.path)});
-    if (fresh)
-      it->second.path = t.path;
-    else if (it->second.path != t.path)
-      throw InternalError("interp: two places of one hash in the measurement");
-    return it->second;
-  }
-  /// Element `index` of `ref` (after its checks), `bytes` of it, touched by thread t at access `node`.
-  void request(const Thread& t, const void* node, int part, const Ref& ref, std::int64_t index, int bytes, bool write,
-               SourceLoc loc);
-  /// Thread t evaluated the condition of branch or loop `node` here: `go` for the body.
-  void decision(const Thread& t, const void* node, const char* what, SourceLoc loc, bool go);
-  void flush_requests();
-  CostReport measured();
-
   // ------------------------------------------------------------ expressions
   V eval(const ExprPtr& e, Thread& t);
-  static std::int64_t exact(ScalarType t, std::int64_t v);
-
-  static V binary(const Binary& n, V a, V b);
-  static V cast(ScalarType from, ScalarType to, V a);
-  static V math(const MathCall& n, const std::vector<V>& x);
 
   // ------------------------------------------------------------ one thread
   void exec_one(const StmtPtr& s, Thread& t);
@@ -274,22 +378,6 @@ class Machine {
   /// Vantage.
   void vector_copy_as_written(const VectorCopy& n, Thread& t, std::int64_t di, std::int64_t si);
 
-  struct Loop {
-    std::int64_t end = 0, step = 0;
-    ScalarType type = ScalarType::I32;
-    bool going(std::int64_t v) const { return step > 0 ? v < end : step < 0 && v > end; }
-    /// The next value; false when the loop is over (the counter never passes `end`).
-    bool advance(std::int64_t& v) const {
-      __int128 left = step > 0 ? ir::exact(type, end) - ir::exact(type, v) : ir::exact(type, v) - ir::exact(type, end);
-      __int128 by = step > 0 ? step : -static_cast<__int128>(step);
-      if (left <= by) {
-        v = end;
-        return false;
-      }
-      v = wrap(type, ir::exact(type, v) + (step > 0 ? by : -by));
-      return true;
-    }
-  };
   Loop start(const For& n, Thread& t);
 
   Ref shared(Thread& t, const SharedAlloc& n);
@@ -314,13 +402,6 @@ class Machine {
   /// The threads of the block that have not exited.
   std::vector<Thread*> live();
 
-  [[noreturn]] void diverged(const std::string& what, SourceLoc l, const Thread& missing) {
-    throw ExecutionError("synccheck",
-                         what + " at " + where(l) + " is reached by some of the threads it covers but not by " +
-                             describe(missing) + " (block " + std::to_string(block_) + ")",
-                         {l});
-  }
-
   void barrier(const ir::Barrier& b, const std::vector<Thread*>& ts);
 
   void call(const Call& n, const std::vector<Thread*>& ts);
@@ -344,35 +425,11 @@ class Machine {
   std::unordered_map<const MemNode*, Region*> globals_;
   std::unordered_map<const VarNode*, V> params_;
   std::unordered_map<const VarNode*, int> slots_;
-  std::unordered_map<const StmtNode*, bool> collective_;
+  Collectives collectives_;  ///< which statements run in lockstep
   std::map<std::pair<const MemNode*, std::int64_t>, std::unique_ptr<Region>> shared_;
   std::vector<Thread> threads_;
-  std::vector<std::uint32_t> clocks_;
-  // Measuring: a block's requests and decisions by place, and the launch's totals by access and branch.
-  struct Request {
-    std::vector<std::int64_t> path;
-    std::array<std::int64_t, kWarpLanes> addr{};
-    std::uint32_t mask = 0;
-  };
-  struct Outcome {
-    std::vector<std::int64_t> path;
-    int seen = 0;  ///< bit 0: a lane went on; bit 1: a lane did not
-  };
-  struct Site {
-    AccessCost c;
-    int order = 0;
-    double lanes = 0, metric = 0, ideal = 0;
-  };
-  struct Branch {
-    BranchCost c;
-    int order = 0;
-  };
-  std::unordered_map<Place, Request, PlaceHash> requests_;
-  std::unordered_map<Place, Outcome, PlaceHash> outcomes_;
-  std::map<std::pair<const void*, int>, Site> sites_;
-  std::map<const void*, Branch> branch_totals_;
-  int next_order_ = 0;
-  int quiet_ = 0;  ///< inside a vector copy's scalar rounds, which are not what a GPU runs
+  Checks checks_;
+  Measurement measure_;
 };
 
 }  // namespace vantage::interp::detail

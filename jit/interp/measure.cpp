@@ -4,19 +4,19 @@
 
 namespace vantage::interp::detail {
 
-void Machine::enter(Thread& t) {
-  if (opt_.measure) t.path.push_back(0);
+void Measurement::enter(Thread& t) {
+  if (on_) t.path.push_back(0);
 }
 
-void Machine::at(Thread& t, std::int64_t k) {
-  if (opt_.measure) t.path.back() = k;
+void Measurement::at(Thread& t, std::int64_t k) {
+  if (on_) t.path.back() = k;
 }
 
-void Machine::leave(Thread& t) {
-  if (opt_.measure) t.path.pop_back();
+void Measurement::leave(Thread& t) {
+  if (on_) t.path.pop_back();
 }
 
-auto Machine::path_hash(const std::vector<std::int64_t>& path) -> std::uint64_t {
+auto Measurement::path_hash(const std::vector<std::int64_t>& path) -> std::uint64_t {
   std::uint64_t h = 0x243f6a8885a308d3ull;
   for (const auto x : path) {
     h = (h ^ static_cast<std::uint64_t>(x)) * 0xbf58476d1ce4e5b9ull;
@@ -25,10 +25,10 @@ auto Machine::path_hash(const std::vector<std::int64_t>& path) -> std::uint64_t 
   return h;
 }
 
-void Machine::request(const Thread& t, const void* node, int part, const Ref& ref, std::int64_t index, int bytes,
-                      bool write, SourceLoc loc) {
+void Measurement::request(const Thread& t, const void* node, int part, const Ref& ref, std::int64_t index, int bytes,
+                          bool write, SourceLoc loc) {
   const Region& r = *ref.region;
-  if (!measuring() || r.space == MemSpace::Local) return;
+  if (!counting() || r.space == MemSpace::Local) return;
   auto [it, fresh] = sites_.try_emplace(std::make_pair(node, part));
   if (fresh) {
     it->second.order = next_order_++;
@@ -46,8 +46,8 @@ void Machine::request(const Thread& t, const void* node, int part, const Ref& re
   q.mask |= std::uint32_t{1} << lane;
 }
 
-void Machine::decision(const Thread& t, const void* node, const char* what, SourceLoc loc, bool go) {
-  if (!measuring()) return;
+void Measurement::decision(const Thread& t, const void* node, const char* what, SourceLoc loc, bool go) {
+  if (!counting()) return;
   auto [it, fresh] = branch_totals_.try_emplace(node);
   if (fresh) {
     it->second.order = next_order_++;
@@ -57,8 +57,8 @@ void Machine::decision(const Thread& t, const void* node, const char* what, Sour
   entry(outcomes_, node, 0, t).seen |= go ? 1 : 2;
 }
 
-void Machine::flush_requests() {
-  if (!opt_.measure) return;
+void Measurement::flush() {
+  if (!on_) return;
   for (const auto& [place, q] : requests_) {
     Site& s = sites_.at(std::make_pair(place.node, place.part));
     const RequestCost c = request_cost(q.addr, q.mask, s.c.bytes, s.c.space == MemSpace::Global);
@@ -77,15 +77,15 @@ void Machine::flush_requests() {
   outcomes_.clear();
 }
 
-auto Machine::measured() -> CostReport {
+auto Measurement::report(const std::string& kernel, std::int64_t blocks, std::int64_t threads) const -> CostReport {
   CostReport r;
-  r.kernel = k_.kernel.name;
-  r.blocks = blocks_;
-  r.threads_per_block = T_;
-  r.sampled_blocks = static_cast<int>(std::min<std::int64_t>(blocks_, INT32_MAX));
+  r.kernel = kernel;
+  r.blocks = blocks;
+  r.threads_per_block = threads;
+  r.sampled_blocks = static_cast<int>(std::min<std::int64_t>(blocks, INT32_MAX));
   r.measured = true;
   std::vector<std::pair<int, AccessCost>> accesses;
-  for (auto& [key, s] : sites_) {
+  for (const auto& [key, s] : sites_) {
     AccessCost c = s.c;
     const double n = static_cast<double>(c.requests);
     if (n > 0) {
@@ -99,7 +99,7 @@ auto Machine::measured() -> CostReport {
   std::sort(accesses.begin(), accesses.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [order, c] : accesses) r.accesses.push_back(std::move(c));
   std::vector<std::pair<int, BranchCost>> branches;
-  for (auto& [node, b] : branch_totals_) branches.emplace_back(b.order, b.c);
+  for (const auto& [node, b] : branch_totals_) branches.emplace_back(b.order, b.c);
   std::sort(branches.begin(), branches.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [order, b] : branches) r.branches.push_back(std::move(b));
   return r;

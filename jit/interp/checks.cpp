@@ -1,0 +1,141 @@
+// The interpreter's checks of one block's accesses: memcheck (every index against its memory),
+// racecheck (vector clocks per thread, joined where threads meet), initcheck, and the elements of
+// copies in flight. See machine.h.
+#include "jit/interp/machine.h"
+
+namespace vantage::interp::detail {
+
+auto Checks::describe(const Thread& t) const -> std::string {
+  return "block " + std::to_string(block_) + " thread " + std::to_string(t.tid);
+}
+
+auto Checks::element(const Region& r, std::int64_t i) -> std::string {
+  const char* space = r.space == MemSpace::Shared ? "shared" : r.space == MemSpace::Local ? "local" : "global";
+  return std::string(space) + " '" + r.name + "'[" + std::to_string(i) + "]";
+}
+
+void Checks::join(const std::vector<Thread*>& members) {
+  if (!on_) return;
+  std::vector<std::uint32_t> m(static_cast<std::size_t>(T_), 0);
+  for (const auto* t : members)
+    for (std::int64_t u = 0; u < T_; ++u)
+      m[static_cast<std::size_t>(u)] = std::max(m[static_cast<std::size_t>(u)], clock(t->tid, u));
+  for (const auto* t : members) {
+    for (std::int64_t u = 0; u < T_; ++u) clock(t->tid, u) = m[static_cast<std::size_t>(u)];
+    ++clock(t->tid, t->tid);
+  }
+}
+
+auto Checks::bounds(const Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, const char* what) const
+    -> std::int64_t {
+  std::int64_t i = ref.offset + index;
+  if (index < 0 || i < 0 || i >= ref.region->length)
+    throw ExecutionError("memcheck",
+                         describe(t) + " " + what + " " + element(*ref.region, i) + " at " + where(l) +
+                             ", outside its " + std::to_string(ref.region->length) + " elements",
+                         {l});
+  return i;
+}
+
+void Checks::proven(const Thread& t, const Ref& ref, std::int64_t index, bool writing, SourceLoc l) const {
+  std::int64_t i = ref.offset + index;
+  if (index >= 0 && i >= 0 && i < ref.region->length) return;
+  throw InternalError("lowering proved the " + std::string(writing ? "write to " : "read of ") +
+                      element(*ref.region, i) + " at " + where(l) + " inside its " +
+                      std::to_string(ref.region->length) + " elements, and left it unchecked; " + describe(t) +
+                      " reaches it (a wrong bounds proof, a bug in Vantage)");
+}
+
+auto Checks::ordered_before(const Access& a, const Thread& t) const -> bool {
+  if (a.block != block_) return false;
+  if (a.thread == t.tid) return true;
+  return clock(t.tid, a.thread) >= a.clock;
+}
+
+void Checks::check_reused(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l) const {
+  const std::int64_t size = type_bytes(r.elem), lo = r.at + i * size, hi = lo + size;
+  for (const Region* q : r.reused) {
+    const std::int64_t qs = type_bytes(q->elem);
+    if (q->shadow.empty() || hi <= q->at || lo >= q->at + q->length * qs) continue;
+    const std::int64_t first = std::max<std::int64_t>(0, (lo - q->at) / qs);
+    const std::int64_t last = std::min<std::int64_t>(q->length - 1, (hi - 1 - q->at) / qs);
+    for (std::int64_t j = first; j <= last; ++j) {
+      const Shadow& s = q->shadow[static_cast<std::size_t>(j)];
+      auto reuse_race = [&](const Access& a, bool wrote) {
+        throw ExecutionError("racecheck",
+                             describe(t) + (writing ? " writes " : " reads ") + element(r, i) + " at " + where(l) +
+                                 ", whose bytes are also " + element(*q, j) + ", which block " +
+                                 std::to_string(a.block) + " thread " + std::to_string(a.thread) +
+                                 (wrote ? " wrote" : " read") + " at " + where(a.loc) +
+                                 " with no barrier between them covering both threads (shared memory reused)",
+                             {l, a.loc});
+      };
+      if (s.write.block >= 0 && !ordered_before(s.write, t)) reuse_race(s.write, true);
+      if (writing)
+        for (const auto& a : s.reads)
+          if (!ordered_before(a, t)) reuse_race(a, false);
+    }
+  }
+}
+
+void Checks::check_inflight(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l) const {
+  if (r.inflight.empty()) return;
+  auto it = r.inflight.find(i);
+  if (it == r.inflight.end()) return;
+  const Access& a = it->second;
+  throw ExecutionError("racecheck",
+                       describe(t) + (writing ? " writes " : " reads ") + element(r, i) + " at " + where(l) +
+                           ", which the cp.async issued by block " + std::to_string(a.block) + " thread " +
+                           std::to_string(a.thread) + " at " + where(a.loc) +
+                           " has not written yet (that thread has not waited for it)",
+                       {l, a.loc});
+}
+
+void Checks::uninitialised(const Region& r) const {
+  for (std::size_t i = 0; i < r.shadow.size(); ++i) {
+    const Access& a = r.shadow[i].uninit;
+    if (a.block < 0) continue;
+    throw ExecutionError("initcheck",
+                         "block " + std::to_string(a.block) + " thread " + std::to_string(a.thread) + " reads " +
+                             element(r, static_cast<std::int64_t>(i)) + " at " + where(a.loc) +
+                             ", which nothing in this block wrote before",
+                         {a.loc});
+  }
+}
+
+void Checks::read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, bool atomic) {
+  check_inflight(t, r, i, false, l);
+  if (!r.shadow.empty()) {
+    Shadow& s = r.shadow[static_cast<std::size_t>(i)];
+    // A read before any write is reported when the block ends, unless another thread's write
+    // in the same barrier interval turns it into a race first (the likelier missing barrier).
+    if (r.initcheck && !s.init && s.uninit.block < 0)
+      s.uninit = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic};
+    if (r.track) {
+      if (s.write.block >= 0 && !ordered_before(s.write, t) && !(atomic && s.write.atomic))
+        race(t, r, i, false, l, s.write, true);
+      std::erase_if(s.reads, [&](const Access& a) { return a.block == block_ && a.thread == t.tid; });
+      s.reads.push_back({static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic});
+      if (!r.reused.empty()) check_reused(t, r, i, false, l);
+    }
+  }
+}
+
+void Checks::write(const Thread& t, Region& r, std::int64_t i, SourceLoc l, bool atomic) {
+  check_inflight(t, r, i, true, l);
+  if (!r.shadow.empty()) {
+    Shadow& s = r.shadow[static_cast<std::size_t>(i)];
+    s.init = true;
+    if (r.track) {
+      if (s.write.block >= 0 && !ordered_before(s.write, t) && !(atomic && s.write.atomic))
+        race(t, r, i, true, l, s.write, true);
+      for (const auto& a : s.reads)
+        if (!ordered_before(a, t) && !(atomic && a.atomic)) race(t, r, i, true, l, a, false);
+      s.reads.clear();
+      s.write = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic};
+      if (!r.reused.empty()) check_reused(t, r, i, true, l);
+    }
+  }
+}
+
+}  // namespace vantage::interp::detail

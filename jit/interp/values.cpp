@@ -1,0 +1,121 @@
+// The interpreter's values: scalar conversions and docs/semantics.md's operations, as free
+// functions of the operands (integers through jit/ir/eval, floats rounded to their types). See
+// machine.h.
+#include "jit/interp/machine.h"
+
+namespace vantage::interp::detail {
+
+double round_to(ScalarType t, double x) {
+  switch (t) {
+    case ScalarType::F32: return static_cast<float>(x);
+    case ScalarType::F16: return float16::half_to_float(float16::float_to_half(static_cast<float>(x)));
+    case ScalarType::BF16: return float16::bf16_to_float(float16::float_to_bf16(static_cast<float>(x)));
+    default: return x;
+  }
+}
+
+double from_16bit(ScalarType t, std::uint16_t bits) {
+  return t == ScalarType::F16 ? float16::half_to_float(bits) : float16::bf16_to_float(bits);
+}
+
+std::int64_t float_to_int(double x, ScalarType to) {
+  if (x != x) return 0;
+  Range r = Range::of(to);
+  double t = std::trunc(x);
+  if (t <= static_cast<double>(r.lo)) return wrap(to, r.lo);
+  if (t >= static_cast<double>(r.hi)) return wrap(to, r.hi);
+  return wrap(to, static_cast<__int128>(t));
+}
+
+auto exact_index(ScalarType t, std::int64_t v) -> std::int64_t {
+  __int128 x = ir::exact(t, v);
+  return x > INT64_MAX ? INT64_MAX : static_cast<std::int64_t>(x);
+}
+
+auto binary_value(const Binary& n, V a, V b) -> V {
+  V v;
+  ScalarType t = n.a->type;
+  if (is_integral(t)) {
+    v.i = eval_binary(n.op, t, a.i, n.op == BinOp::Shl || n.op == BinOp::Shr ? shift_amount(n.b->type, b.i) : b.i);
+    return v;
+  }
+  double x = a.f, y = b.f;
+  switch (n.op) {
+    case BinOp::Add: v.f = x + y; break;
+    case BinOp::Sub: v.f = x - y; break;
+    case BinOp::Mul: v.f = x * y; break;
+    case BinOp::Div: v.f = x / y; break;
+    case BinOp::Mod: v.f = std::fmod(x, y); break;
+    case BinOp::Min: v.f = std::fmin(x, y); break;
+    case BinOp::Max: v.f = std::fmax(x, y); break;
+    case BinOp::Pow: v.f = std::pow(x, y); break;
+    case BinOp::Eq: v.i = x == y; return v;
+    case BinOp::Ne: v.i = x != y; return v;
+    case BinOp::Lt: v.i = x < y; return v;
+    case BinOp::Le: v.i = x <= y; return v;
+    case BinOp::Gt: v.i = x > y; return v;
+    case BinOp::Ge: v.i = x >= y; return v;
+    default: throw InternalError("interp: an integer operation on floats");
+  }
+  v.f = round_to(n.type, v.f);
+  return v;
+}
+
+auto cast_value(ScalarType from, ScalarType to, V a) -> V {
+  V v;
+  if (is_integral(from) && is_integral(to)) {
+    v.i = eval_cast(from, to, a.i);
+  } else if (from == ScalarType::F64 && is_16bit_float(to)) {
+    v.f = from_16bit(to, float16::f64_to_16bit(a.f, to == ScalarType::BF16));  // one rounding
+  } else if (is_float(from) && is_float(to)) {
+    v.f = round_to(to, a.f);
+  } else if (is_float(from)) {
+    v.i = to == ScalarType::Bool ? a.f != 0 : float_to_int(a.f, to);
+  } else if (is_16bit_float(to) && from != ScalarType::Bool) {  // one rounding, whatever the size
+    v.f = from_16bit(to, float16::int_to_16bit(a.i, !is_signed(from), to == ScalarType::BF16));
+  } else if (to == ScalarType::F32 && (from == ScalarType::I64 || from == ScalarType::U64)) {
+    // One rounding, as cvt.rn.f32.s64 does (through double would round twice).
+    v.f = from == ScalarType::I64 ? static_cast<float>(a.i) : static_cast<float>(static_cast<std::uint64_t>(a.i));
+  } else {
+    v.f = round_to(to, static_cast<double>(ir::exact(from, a.i)));  // exact in double, then one rounding
+  }
+  return v;
+}
+
+auto math_value(const MathCall& n, const std::vector<V>& x) -> V {
+  V v;
+  if (is_bit_fn(n.fn)) {
+    v.i = eval_bits(n.fn, n.args[0]->type, x[0].i);
+    return v;
+  }
+  if (is_integral(n.type)) {  // abs: the identity on unsigned types (a u64 from 2^63 is held negative)
+    v.i = is_signed(n.type) && x[0].i < 0 ? eval_unary(UnOp::Neg, n.type, x[0].i) : x[0].i;
+    return v;
+  }
+  double a = x[0].f;
+  switch (n.fn) {
+    case MathFn::Sqrt: v.f = std::sqrt(a); break;
+    case MathFn::Rsqrt: v.f = 1.0 / std::sqrt(a); break;
+    case MathFn::Exp: v.f = std::exp(a); break;
+    case MathFn::Exp2: v.f = std::exp2(a); break;
+    case MathFn::Log: v.f = std::log(a); break;
+    case MathFn::Log2: v.f = std::log2(a); break;
+    case MathFn::Sin: v.f = std::sin(a); break;
+    case MathFn::Cos: v.f = std::cos(a); break;
+    case MathFn::Tanh: v.f = std::tanh(a); break;
+    case MathFn::Abs: v.f = std::fabs(a); break;
+    case MathFn::Floor: v.f = std::floor(a); break;
+    case MathFn::Ceil: v.f = std::ceil(a); break;
+    case MathFn::Fma: v.f = n.type == ScalarType::F64 ? std::fma(a, x[1].f, x[2].f) : a * x[1].f + x[2].f; break;
+    case MathFn::Popc:
+    case MathFn::Clz:
+    case MathFn::Ffs:
+    case MathFn::Brev: throw InternalError("interp: a bit function of a float (the checker refuses it)");
+  }
+  if (n.fn == MathFn::Fma && n.type == ScalarType::F32)
+    v.f = std::fmaf(static_cast<float>(a), static_cast<float>(x[1].f), static_cast<float>(x[2].f));
+  v.f = round_to(n.type, v.f);
+  return v;
+}
+
+}  // namespace vantage::interp::detail
