@@ -1,12 +1,12 @@
-// Vantage perspective checker, declared here and defined by concern: check.cpp (kernels and
-// functions, sizes and perspectives, names and their scopes, parameters), statements.cpp
-// (expressions, statements, groups, splits, partitions, calls), intrinsics.cpp (each intrinsic's
-// threads and operands, unsafe blocks, returns).
-//
 // Vantage perspective checker. One walk over the IR keeps the code's perspective (a stack of frames
 // pushed by group, split branches and destruct), the perspective every variable and memory name
 // lives at, and the shared memory in use. Size rules that depend on the launch shape are decided
 // when threads per block (T) or blocks (B) are known, and otherwise become obligations.
+//
+// Its classes, by concern: the Context (what the walk knows: sizes and perspectives, scopes,
+// diagnostics; check.cpp), the ExprChecker (expressions; statements.cpp), the IntrinsicChecker (each
+// intrinsic's threads and operands; intrinsics.cpp) and the Checker (kernels, functions and
+// statements: groups, splits, partitions, calls, unsafe blocks, returns; check.cpp, statements.cpp).
 #pragma once
 
 #include "jit/check/check.h"
@@ -68,20 +68,19 @@ struct MemInfo {
 
 inline std::string q(const std::string& name) { return "'" + name + "'"; }
 
-class Checker {
+/// What the walk knows at the statement being checked: the launch shape, the code's perspective (a
+/// stack of frames pushed by group, split branches and destruct), the names in scope and the
+/// perspectives they live at, and what was found so far (errors, obligations). The rules' classes
+/// share one; its sizes and perspectives answer Yes, No or Unknown (an obligation for
+/// specialization).
+class Context {
  public:
-  Checker(Knowledge k, std::int64_t budget, SourceLoc budget_loc)
-      : know_(k), budget_(budget), budget_loc_(budget_loc) {}
+  explicit Context(Knowledge k) : know(k) {}
 
-  CheckResult run_kernel(const KernelNode& k);
-
-  CheckResult run_function(const FunctionNode& f);
-
- private:
   // ---------------------------------------------------------------- sizes and perspectives
   Size subst(Size s) const {
-    if (s.threads && know_.threads) s = {s.coeff * *know_.threads, false, s.blocks};
-    if (s.blocks && know_.blocks) s = {s.coeff * *know_.blocks, s.threads, false};
+    if (s.threads && know.threads) s = {s.coeff * *know.threads, false, s.blocks};
+    if (s.blocks && know.blocks) s = {s.coeff * *know.blocks, s.threads, false};
     return s;
   }
 
@@ -91,7 +90,7 @@ class Checker {
     if (a.coeff <= 0 || b.coeff <= 0) return Truth::No;
     if (a.is_static() && b.is_static()) return b.coeff % a.coeff == 0 ? Truth::Yes : Truth::No;
     if ((!a.threads || b.threads) && (!a.blocks || b.blocks)) {
-      std::int64_t bc = b.coeff * ((b.blocks && !a.blocks) ? know_.grid_multiple : 1);
+      std::int64_t bc = b.coeff * ((b.blocks && !a.blocks) ? know.grid_multiple : 1);
       if (bc % a.coeff == 0) return Truth::Yes;
     }
     return Truth::Unknown;
@@ -102,7 +101,7 @@ class Checker {
     b = subst(b);
     if (a.is_static() && b.is_static()) return a.coeff <= b.coeff ? Truth::Yes : Truth::No;
     if ((!a.threads || b.threads) && (!a.blocks || b.blocks)) {
-      std::int64_t least_b = b.coeff * ((b.blocks && !a.blocks) ? know_.grid_multiple : 1);
+      std::int64_t least_b = b.coeff * ((b.blocks && !a.blocks) ? know.grid_multiple : 1);
       if (a.coeff <= least_b) return Truth::Yes;
     }
     return Truth::Unknown;
@@ -119,7 +118,7 @@ class Checker {
   }
 
   /// The smallest value a (substituted) size can take.
-  std::int64_t least(Size s) const { return s.coeff * (s.blocks ? know_.grid_multiple : 1); }
+  std::int64_t least(Size s) const { return s.coeff * (s.blocks ? know.grid_multiple : 1); }
 
   /// Memory owned by exactly one thread (the only memory that may be written).
   static bool one_thread(Perspective p) { return p.level == Level::Thread && p.count == Size(1); }
@@ -161,8 +160,11 @@ class Checker {
     return {a.level, g};
   }
 
-  const Frame& frame() const { return frames_.back(); }
-  Perspective code() const { return frames_.back().code; }
+  /// Units of `level` inside the code's perspective.
+  std::optional<Size> available(Level level) const;
+
+  const Frame& frame() const { return frames.back(); }
+  Perspective code() const { return frames.back().code; }
 
   bool valid(Perspective p, SourceLoc loc, const char* what) {
     if (p.count.is_static() && p.count.coeff >= 1) return true;
@@ -174,8 +176,8 @@ class Checker {
 
   // ---------------------------------------------------------------- diagnostics
   Diagnostic& error(std::string code, SourceLoc loc, std::string message) {
-    errors_.push_back({std::move(code), std::move(message), loc, {}});
-    return errors_.back();
+    errors.push_back({std::move(code), std::move(message), loc, {}});
+    return errors.back();
   }
   void note(Diagnostic& d, SourceLoc loc, std::string message) { d.notes.push_back({std::move(message), loc}); }
   void note_code(Diagnostic& d) {
@@ -195,65 +197,49 @@ class Checker {
     }
     lhs = subst(lhs);
     rhs = subst(rhs);
-    for (const auto& o : obligations_)
+    for (const auto& o : obligations)
       if (o.kind == kind && o.lhs == lhs && o.rhs == rhs && o.code == code && o.loc.line == loc.line &&
           o.loc.file == loc.file)
         return true;
-    obligations_.push_back({kind, lhs, rhs, code, message(), loc});
+    obligations.push_back({kind, lhs, rhs, code, message(), loc});
     return true;
   }
-
-  CheckResult finish();
 
   // ---------------------------------------------------------------- scopes
   struct Decl {
     const VarNode* var = nullptr;
     const MemNode* mem = nullptr;
   };
-  void push_scope() { scopes_.emplace_back(); }
+  void push_scope() { scopes.emplace_back(); }
   void pop_scope() {
-    for (const auto& d : scopes_.back()) {
-      if (d.var) vars_.erase(d.var);
-      if (d.mem) mems_.erase(d.mem);
+    for (const auto& d : scopes.back()) {
+      if (d.var) vars.erase(d.var);
+      if (d.mem) mems.erase(d.mem);
     }
-    scopes_.pop_back();
+    scopes.pop_back();
   }
   void declare(const VarPtr& v, Perspective p, bool loop = false) {
     if (!v) return;
-    vars_[v.get()] = {p, v->loc, loop};
-    scopes_.back().push_back({v.get(), nullptr});
+    vars[v.get()] = {p, v->loc, loop};
+    scopes.back().push_back({v.get(), nullptr});
   }
   MemInfo& declare(const MemPtr& m, Perspective p, SourceLoc at) {
-    auto& info = mems_[m.get()];
+    auto& info = mems[m.get()];
     info = MemInfo{};
     info.node = m.get();
     info.root = m.get();
     info.persp = p;
     info.narrowed_at = at;
-    scopes_.back().push_back({nullptr, m.get()});
+    scopes.back().push_back({nullptr, m.get()});
     return info;
   }
-
-  // ---------------------------------------------------------------- kernel and function headers
-  void check_launch_shape(const KernelNode& k);
-
-  /// The declared shared-memory budget: not negative, within the device limit.
-  void check_budget();
-
-  void check_params(const std::vector<ParamNode>& params, std::optional<Perspective> sig);
-
-  /// Whether an extent reads only scalar parameters (no ids, loads or other variables).
-  static bool integers_only(const ExprPtr& e);
-  static bool extent_uses_params_only(const ExprPtr& e);
-
-  static bool ends_with_return(const StmtPtr& s);
 
   // ---------------------------------------------------------------- memory names
   /// Looks up memory for a use; reports out-of-scope, hidden and misplaced claimed names.
   MemInfo* use_mem(const MemPtr& m, SourceLoc loc) {
     if (!m) return nullptr;
-    auto it = mems_.find(m.get());
-    if (it == mems_.end()) {
+    auto it = mems.find(m.get());
+    if (it == mems.end()) {
       auto& d = error("V0313", loc, "memory " + q(m->name) + " is not in scope here");
       note(d, m->loc, "declared here");
       return nullptr;
@@ -277,17 +263,6 @@ class Checker {
 
   void check_claim_use(MemInfo& info, SourceLoc loc);
 
-  void check_indices(const MemNode& m, const std::vector<ExprPtr>& idx, SourceLoc loc, Perspective& variance) {
-    if (static_cast<int>(idx.size()) != m.dims)
-      error("V0311", loc,
-            q(m.name) + " takes " + std::to_string(m.dims) + " index(es), not " + std::to_string(idx.size()));
-    for (const auto& i : idx) {
-      variance = meet(variance, check_expr(i, loc));
-      if (i && !is_integer(i->type))
-        error("V0704", at(i, loc), "index into " + q(m.name) + " must be an integer, not " + type_name(i->type));
-    }
-  }
-
   /// Where to report a problem with `e`: its own location, except for variable references, which
   /// carry their declaration's location; those report at the enclosing use.
   static SourceLoc at(const ExprPtr& e, SourceLoc fallback) {
@@ -295,29 +270,56 @@ class Checker {
     return e->loc;
   }
 
-  // ---------------------------------------------------------------- expressions
+  Knowledge know;
+  const std::vector<TensorMapNode>* maps = nullptr;  ///< the kernel's tensor maps (none in a function)
+  std::vector<Frame> frames;
+  std::vector<std::vector<Decl>> scopes;
+  std::unordered_map<const VarNode*, VarInfo> vars;
+  std::unordered_map<const MemNode*, MemInfo> mems;
+  std::vector<Diagnostic> errors;
+  std::vector<Obligation> obligations;
+  int async_depth = 0;  ///< async scopes around the statement
+};
+
+/// The expression rules: each expression's perspective (the narrowest at which it is the same for
+/// every thread), its types, and the names it reads in scope.
+class ExprChecker {
+ public:
+  explicit ExprChecker(Context& c) : c_(c) {}
+
+  void check_indices(const MemNode& m, const std::vector<ExprPtr>& idx, SourceLoc loc, Perspective& variance) {
+    if (static_cast<int>(idx.size()) != m.dims)
+      c_.error("V0311", loc,
+               q(m.name) + " takes " + std::to_string(m.dims) + " index(es), not " + std::to_string(idx.size()));
+    for (const auto& i : idx) {
+      variance = c_.meet(variance, check_expr(i, loc));
+      if (i && !is_integer(i->type))
+        c_.error("V0704", c_.at(i, loc), "index into " + q(m.name) + " must be an integer, not " + type_name(i->type));
+    }
+  }
+
   /// Checks an expression and returns the perspective it varies with.
   Perspective check_expr(const ExprPtr& e, SourceLoc loc) {
     if (!e) {
-      error("V0706", loc, "missing expression (an undefined Expr was used)");
+      c_.error("V0706", loc, "missing expression (an undefined Expr was used)");
       return kTop;
     }
-    SourceLoc here = at(e, loc);
+    SourceLoc here = c_.at(e, loc);
     return dispatch(*e, [&](const auto& n) { return expr_rule(n, here, loc); });
   }
 
   Perspective expr_rule(const Literal& n, SourceLoc here, SourceLoc) {
     if (!fits(n.type, n.i))
-      error("V0707", here,
-            "literal " + std::to_string(n.i) + " does not fit in " + type_name(n.type) +
-                " (write it as a wider type, or cast<T>() explicitly)");
+      c_.error("V0707", here,
+               "literal " + std::to_string(n.i) + " does not fit in " + type_name(n.type) +
+                   " (write it as a wider type, or cast<T>() explicitly)");
     return kTop;
   }
   Perspective expr_rule(const VarRef& n, SourceLoc, SourceLoc loc) {
-    auto it = vars_.find(n.var.get());
-    if (it == vars_.end()) {
-      auto& d = error("V0207", loc, "variable " + q(n.var->name) + " is not in scope here");
-      note(d, n.var->loc, "declared here");
+    auto it = c_.vars.find(n.var.get());
+    if (it == c_.vars.end()) {
+      auto& d = c_.error("V0207", loc, "variable " + q(n.var->name) + " is not in scope here");
+      c_.note(d, n.var->loc, "declared here");
       return kTop;
     }
     return it->second.persp;
@@ -327,49 +329,50 @@ class Checker {
     if (n.a) {
       ScalarType t = n.a->type;
       if (!defined_for(n.op, t))
-        error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(t));
+        c_.error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(t));
     }
     return v;
   }
   Perspective expr_rule(const Binary& n, SourceLoc here, SourceLoc) {
-    Perspective v = meet(check_expr(n.a, here), check_expr(n.b, here));
+    Perspective v = c_.meet(check_expr(n.a, here), check_expr(n.b, here));
     if (n.a && n.b) binary_types(n, here);
     return v;
   }
   Perspective expr_rule(const Cast& n, SourceLoc here, SourceLoc) { return check_expr(n.a, here); }
   Perspective expr_rule(const Select& n, SourceLoc here, SourceLoc) {
-    Perspective v = meet(check_expr(n.c, here), meet(check_expr(n.a, here), check_expr(n.b, here)));
+    Perspective v = c_.meet(check_expr(n.c, here), c_.meet(check_expr(n.a, here), check_expr(n.b, here)));
     if (n.c && n.c->type != ScalarType::Bool)
-      error("V0703", here, std::string("select needs a bool condition, not ") + type_name(n.c->type));
+      c_.error("V0703", here, std::string("select needs a bool condition, not ") + type_name(n.c->type));
     if (n.a && n.b && n.a->type != n.b->type)
-      error("V0701", here,
-            std::string("select operands have different types: ") + type_name(n.a->type) + " and " +
-                type_name(n.b->type));
+      c_.error("V0701", here,
+               std::string("select operands have different types: ") + type_name(n.a->type) + " and " +
+                   type_name(n.b->type));
     return v;
   }
   Perspective expr_rule(const MathCall& n, SourceLoc here, SourceLoc) {
     Perspective v = kTop;
     for (const auto& a : n.args) {
-      v = meet(v, check_expr(a, here));
+      v = c_.meet(v, check_expr(a, here));
       bool defined = is_bit_fn(n.fn) ? a && is_integer(a->type)
                                      : a && (is_float(a->type) || (n.fn == MathFn::Abs && is_integer(a->type)));
       if (a && !defined)
-        error("V0702", here,
-              std::string(name_of(n.fn)) + " is not defined for " + type_name(a->type) +
-                  (is_bit_fn(n.fn) ? " (it takes an integer of 32 or 64 bits)" : ""));
+        c_.error("V0702", here,
+                 std::string(name_of(n.fn)) + " is not defined for " + type_name(a->type) +
+                     (is_bit_fn(n.fn) ? " (it takes an integer of 32 or 64 bits)" : ""));
       if (a && n.args.front() && a->type != n.args.front()->type)
-        error("V0701", here, std::string(name_of(n.fn)) + " operands have different types");
+        c_.error("V0701", here, std::string(name_of(n.fn)) + " operands have different types");
     }
     return v;
   }
   Perspective expr_rule(const Id& n, SourceLoc here, SourceLoc) {
-    if (!valid(n.p, here, "id()")) return thread(1);
-    if (fits_in(n.p, code()) == Truth::No) {
-      auto& d = error("V0107", here, "id(" + n.p.str() + ") needs a perspective that tiles the code's " + code().str());
-      note_code(d);
+    if (!c_.valid(n.p, here, "id()")) return thread(1);
+    if (c_.fits_in(n.p, c_.code()) == Truth::No) {
+      auto& d =
+          c_.error("V0107", here, "id(" + n.p.str() + ") needs a perspective that tiles the code's " + c_.code().str());
+      c_.note_code(d);
     } else {
-      rule(fits_in(n.p, code()), Obligation::Kind::Divides, units(n.p), units(code()), "V0107", here,
-           [&] { return std::string("id(" + n.p.str() + ") needs " + n.p.str() + " to tile " + code().str()); });
+      c_.rule(c_.fits_in(n.p, c_.code()), Obligation::Kind::Divides, c_.units(n.p), c_.units(c_.code()), "V0107", here,
+              [&] { return std::string("id(" + n.p.str() + ") needs " + n.p.str() + " to tile " + c_.code().str()); });
     }
     return n.p;
   }
@@ -379,10 +382,10 @@ class Checker {
   }
   Perspective expr_rule(const Load& n, SourceLoc here, SourceLoc) {
     Perspective v = kTop;
-    if (MemInfo* info = use_mem(n.mem, here)) {
+    if (MemInfo* info = c_.use_mem(n.mem, here)) {
       v = info->persp;
       if (info->async)
-        error("V0315", here, "async memory " + q(n.mem->name) + " can only be used by async-copy intrinsics");
+        c_.error("V0315", here, "async memory " + q(n.mem->name) + " can only be used by async-copy intrinsics");
     }
     check_indices(*n.mem, n.indices, here, v);
     return v;
@@ -392,17 +395,73 @@ class Checker {
 
   /// A condition or bound must not vary faster than the code's perspective.
   void uniform(Perspective variance, const std::string& code_id, SourceLoc loc, const std::string& what) {
-    rule(narrower_eq(code(), variance), Obligation::Kind::Divides, code().count, variance.count, code_id, loc, [&] {
-      return std::string(what + " varies with " + variance.str() + ", faster than the code's perspective " +
-                         code().str());
-    });
+    c_.rule(c_.narrower_eq(c_.code(), variance), Obligation::Kind::Divides, c_.code().count, variance.count, code_id,
+            loc, [&] {
+              return std::string(what + " varies with " + variance.str() + ", faster than the code's perspective " +
+                                 c_.code().str());
+            });
   }
+
+ private:
+  Context& c_;
+};
+
+/// The intrinsic rules: the threads each intrinsic needs (its row of jit/ir/intrinsics.h), its
+/// operands' spaces, types and sizes, and what it defines.
+class IntrinsicChecker {
+ public:
+  IntrinsicChecker(Context& c, ExprChecker& x) : c_(c), x_(x) {}
+
+  void check(const Intrinsic& n);
+
+ private:
+  void need_exact(Perspective p, const std::string& what, SourceLoc loc);
+
+  void operand_error(const Intrinsic& n, const std::string& msg) {
+    c_.error("V0503", n.loc, user_name(n.op) + std::string(": ") + msg);
+  }
+
+  /// A thread-local fragment array: local, at thread(1), given type and size.
+  void fragment(const Intrinsic& n, std::size_t i, ScalarType t, std::int64_t count, const char* role);
+
+  MemInfo* operand_mem(const Intrinsic& n, std::size_t i, MemSpace space, std::optional<ScalarType> elem,
+                       const char* role);
+
+  Perspective operand_value(const Intrinsic& n, std::size_t i, std::optional<ScalarType> t, const char* role);
+
+  void need_async(const Intrinsic& n, MemInfo* dst);
+
+  Context& c_;
+  ExprChecker& x_;
+};
+
+class Checker {
+ public:
+  Checker(Knowledge k, std::int64_t budget, SourceLoc budget_loc)
+      : c_(k), x_(c_), i_(c_, x_), budget_(budget), budget_loc_(budget_loc) {}
+  Checker(const Checker&) = delete;  // the rules refer to c_
+  Checker& operator=(const Checker&) = delete;
+
+  CheckResult run_kernel(const KernelNode& k);
+
+  CheckResult run_function(const FunctionNode& f);
+
+ private:
+  CheckResult finish();
+
+  // ---------------------------------------------------------------- kernel and function headers
+  void check_launch_shape(const KernelNode& k);
+
+  /// The declared shared-memory budget: not negative, within the device limit.
+  void check_budget();
+
+  void check_params(const std::vector<ParamNode>& params, std::optional<Perspective> sig);
 
   // ---------------------------------------------------------------- statements
   void body(const StmtPtr& s) {
-    push_scope();
+    c_.push_scope();
     stmt(s);
-    pop_scope();
+    c_.pop_scope();
   }
 
   void stmt(const StmtPtr& s) {
@@ -433,9 +492,6 @@ class Checker {
 
   void check(const Group& n);
 
-  /// Units of `level` inside the code's perspective.
-  std::optional<Size> available(Level level) const;
-
   void check(const Split& n);
 
   void check(const Destruct& n);
@@ -447,8 +503,8 @@ class Checker {
   template <class F>
   void narrowed_body(MemInfo* src, const MemPtr& dst, Perspective p, SourceLoc loc, const char* what, const StmtPtr& b,
                      F&& configure) {
-    push_scope();
-    MemInfo& d = declare(dst, p, loc);
+    c_.push_scope();
+    MemInfo& d = c_.declare(dst, p, loc);
     if (src) {
       d.async = src->async;
       d.root = src->root;
@@ -468,7 +524,7 @@ class Checker {
       src->hidden_by = was_by;
       src->hidden_at = was_at;
     }
-    pop_scope();
+    c_.pop_scope();
   }
 
   void check(const Partition& n);
@@ -491,31 +547,12 @@ class Checker {
 
   void call_arg(const FunctionNode& f, const ParamNode& p, const CallArgNode& a, SourceLoc loc);
 
-  // ---------------------------------------------------------------- intrinsics
-  void need_exact(Perspective p, const std::string& what, SourceLoc loc);
-
-  void operand_error(const Intrinsic& n, const std::string& msg) {
-    error("V0503", n.loc, user_name(n.op) + std::string(": ") + msg);
-  }
-
-  /// A thread-local fragment array: local, at thread(1), given type and size.
-  void fragment(const Intrinsic& n, std::size_t i, ScalarType t, std::int64_t count, const char* role);
-
-  MemInfo* operand_mem(const Intrinsic& n, std::size_t i, MemSpace space, std::optional<ScalarType> elem,
-                       const char* role);
-
-  Perspective operand_value(const Intrinsic& n, std::size_t i, std::optional<ScalarType> t, const char* role);
-
-  void need_async(const Intrinsic& n, MemInfo* dst);
-
-  void check(const Intrinsic& n);
-
-  void check(const Unsafe& n);
-
   void check(const Barrier&) { throw InternalError("check: a barrier statement reached the checker"); }
   void check(const VectorCopy&) { throw InternalError("check: lowered IR (a vector copy) reached the checker"); }
 
   void check(const Return& n);
+  /// Whether a narrowing scope (partition, claim, lower or async) is open around the statement.
+  bool narrowing_open() const;
 
   struct LoopFrame {
     std::size_t frames;
@@ -523,23 +560,18 @@ class Checker {
   };
   std::vector<LoopFrame> loops_;  ///< the loops around the statement being checked
 
-  bool narrowing_open() const;
+  void check(const Unsafe& n);
+  void check(const Intrinsic& n) { i_.check(n); }
 
-  Knowledge know_;
-  const std::vector<TensorMapNode>* maps_ = nullptr;  ///< the kernel's tensor maps (none in a function)
-  bool in_kernel_ = false;                            ///< checking a kernel, not a device function
+  Context c_;
+  ExprChecker x_;
+  IntrinsicChecker i_;
+  bool in_kernel_ = false;  ///< checking a kernel, not a device function
   std::int64_t budget_;
   SourceLoc budget_loc_;
   std::optional<ScalarType> returns_;
-  std::vector<Frame> frames_;
-  std::vector<std::vector<Decl>> scopes_;
-  std::unordered_map<const VarNode*, VarInfo> vars_;
-  std::unordered_map<const MemNode*, MemInfo> mems_;
-  std::vector<Diagnostic> errors_;
-  std::vector<Obligation> obligations_;
   SharedLayoutBuilder layout_;  // the shared layout (ir::layout_shared's rules), built as the walk goes
   int next_branch_ = 0;
-  int async_depth_ = 0;
 };
 
 }  // namespace vantage::check::detail

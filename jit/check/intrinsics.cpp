@@ -4,39 +4,40 @@
 
 namespace vantage::check::detail {
 
-auto Checker::need_exact(Perspective p, const std::string& what, SourceLoc loc) -> void {
-  Truth t = same_persp(p, code());
+auto IntrinsicChecker::need_exact(Perspective p, const std::string& what, SourceLoc loc) -> void {
+  Truth t = c_.same_persp(p, c_.code());
   if (t == Truth::No) {
-    auto& d = error("V0501", loc, what + " needs exactly " + p.str() + "; the code here is at " + code().str());
-    note_code(d);
+    auto& d = c_.error("V0501", loc, what + " needs exactly " + p.str() + "; the code here is at " + c_.code().str());
+    c_.note_code(d);
   } else {
-    rule(t, Obligation::Kind::Equal, units(p), units(code()), "V0501", loc,
-         [&] { return std::string(what + " needs the code at exactly " + p.str()); });
+    c_.rule(t, Obligation::Kind::Equal, c_.units(p), c_.units(c_.code()), "V0501", loc,
+            [&] { return std::string(what + " needs the code at exactly " + p.str()); });
   }
 }
 
-auto Checker::fragment(const Intrinsic& n, std::size_t i, ScalarType t, std::int64_t count, const char* role) -> void {
+auto IntrinsicChecker::fragment(const Intrinsic& n, std::size_t i, ScalarType t, std::int64_t count, const char* role)
+    -> void {
   if (i >= n.mems.size() || !n.mems[i]) return operand_error(n, std::string("missing ") + role + " operand");
   const MemPtr& m = n.mems[i];
-  MemInfo* info = use_mem(m, n.loc);
+  MemInfo* info = c_.use_mem(m, n.loc);
   if (m->space != MemSpace::Local || m->elem != t || (info && info->local_count != count)) {
     operand_error(n, std::string(role) + " must be a thread-local " + type_name(t) + "[" + std::to_string(count) +
                          "] array; " + q(m->name) + " is " + space_name(m->space) + " " + type_name(m->elem) +
                          (info && info->local_count ? "[" + std::to_string(info->local_count) + "]" : ""));
     return;
   }
-  if (info && !one_thread(info->persp))
+  if (info && !c_.one_thread(info->persp))
     operand_error(n, std::string(role) + " " + q(m->name) + " must live at thread(1), not " + info->persp.str());
 }
 
-auto Checker::operand_mem(const Intrinsic& n, std::size_t i, MemSpace space, std::optional<ScalarType> elem,
-                          const char* role) -> MemInfo* {
+auto IntrinsicChecker::operand_mem(const Intrinsic& n, std::size_t i, MemSpace space, std::optional<ScalarType> elem,
+                                   const char* role) -> MemInfo* {
   if (i >= n.mems.size() || !n.mems[i]) {
     operand_error(n, std::string("missing ") + role + " operand");
     return nullptr;
   }
   const MemPtr& m = n.mems[i];
-  MemInfo* info = use_mem(m, n.loc);
+  MemInfo* info = c_.use_mem(m, n.loc);
   if (m->space != space || (elem && m->elem != *elem))
     operand_error(n, std::string(role) + " must be " + space_name(space) + " memory" +
                          (elem ? std::string(" of ") + type_name(*elem) : "") + "; " + q(m->name) + " is " +
@@ -44,37 +45,37 @@ auto Checker::operand_mem(const Intrinsic& n, std::size_t i, MemSpace space, std
   return info;
 }
 
-auto Checker::operand_value(const Intrinsic& n, std::size_t i, std::optional<ScalarType> t, const char* role)
+auto IntrinsicChecker::operand_value(const Intrinsic& n, std::size_t i, std::optional<ScalarType> t, const char* role)
     -> Perspective {
   if (i >= n.args.size()) {
     operand_error(n, std::string("missing ") + role);
     return kTop;
   }
-  Perspective v = check_expr(n.args[i], n.loc);
+  Perspective v = x_.check_expr(n.args[i], n.loc);
   if (n.args[i] && t && n.args[i]->type != *t)
     operand_error(n, std::string(role) + " must be " + type_name(*t) + ", not " + type_name(n.args[i]->type));
   return v;
 }
 
-auto Checker::need_async(const Intrinsic& n, MemInfo* dst) -> void {
-  if (async_depth_ == 0) error("V0502", n.loc, user_name(n.op) + " must be inside an async scope");
+auto IntrinsicChecker::need_async(const Intrinsic& n, MemInfo* dst) -> void {
+  if (c_.async_depth == 0) c_.error("V0502", n.loc, user_name(n.op) + " must be inside an async scope");
   if (dst && !dst->async)
-    error(
+    c_.error(
         "V0504", n.loc,
         user_name(n.op) + " writes " + q(dst->node->name) + ", which is not an async name (open it with async first)");
-  if (dst && !one_thread(dst->persp)) {
-    auto& d = error("V0301", n.loc,
-                    user_name(n.op) + " writes " + q(dst->node->name) + ", which lives at " + dst->persp.str() +
-                        "; narrow it to one thread first");
-    note(d, dst->narrowed_at, "its perspective comes from here");
+  if (dst && !c_.one_thread(dst->persp)) {
+    auto& d = c_.error("V0301", n.loc,
+                       user_name(n.op) + " writes " + q(dst->node->name) + ", which lives at " + dst->persp.str() +
+                           "; narrow it to one thread first");
+    c_.note(d, dst->narrowed_at, "its perspective comes from here");
   }
 }
 
-auto Checker::check(const Intrinsic& n) -> void {
+auto IntrinsicChecker::check(const Intrinsic& n) -> void {
   const std::string& op = user_name(n.op);
   auto imm = [&](std::size_t i) -> std::int64_t { return i < n.imms.size() ? n.imms[i] : 0; };
   auto output = [&](Perspective p) {
-    for (const auto& o : n.outputs) declare(o, p);
+    for (const auto& o : n.outputs) c_.declare(o, p);
   };
   // The threads it must run with: its row of the intrinsic table (named_barrier's count is an
   // operand, checked with the others).
@@ -115,7 +116,7 @@ auto Checker::check(const Intrinsic& n) -> void {
         operand_error(n, "lane operand must be an integer");
       // Every lane reading the same lane is a broadcast: the result is one value of the warp, so it
       // may bound a loop or guard a sync_warp there.
-      bool broadcast = n.op == IntrinsicOp::ShflIdx && narrower_eq(warp(), lane) == Truth::Yes;
+      bool broadcast = n.op == IntrinsicOp::ShflIdx && c_.narrower_eq(warp(), lane) == Truth::Yes;
       output(broadcast ? warp() : thread(1));
       break;
     }
@@ -128,19 +129,19 @@ auto Checker::check(const Intrinsic& n) -> void {
     case IntrinsicOp::Atomic: {
       MemInfo* info = nullptr;
       if (!n.mems.empty() && n.mems[0]) {
-        info = use_mem(n.mems[0], n.loc);
+        info = c_.use_mem(n.mems[0], n.loc);
         const MemNode& m = *n.mems[0];
         if (m.space == MemSpace::Local) operand_error(n, "atomics need global or shared memory");
-        if (m.is_const) error("V0310", n.loc, "cannot update " + q(m.name) + " atomically: it is const");
-        if (info && info->async) error("V0315", n.loc, "async memory " + q(m.name) + " cannot be used by atomics");
+        if (m.is_const) c_.error("V0310", n.loc, "cannot update " + q(m.name) + " atomically: it is const");
+        if (info && info->async) c_.error("V0315", n.loc, "async memory " + q(m.name) + " cannot be used by atomics");
         operand_value(n, 0, std::nullopt, "index");
         if (!n.args.empty() && n.args[0] && !is_integer(n.args[0]->type)) operand_error(n, "index must be an integer");
         operand_value(n, 1, m.elem, "value");
         auto op = static_cast<AtomicKind>(imm(0));
         if (target::atomic_support(op, m.elem) == target::AtomicSupport::None)
-          error("V0505", n.loc,
-                std::string("atomic ") + target::atomic_name(op) + " is not supported on " + type_name(m.elem) +
-                    " by any target (it is for " + target::atomic_types(op) + ")");
+          c_.error("V0505", n.loc,
+                   std::string("atomic ") + target::atomic_name(op) + " is not supported on " + type_name(m.elem) +
+                       " by any target (it is for " + target::atomic_types(op) + ")");
       } else {
         operand_error(n, "missing memory operand");
       }
@@ -199,7 +200,7 @@ auto Checker::check(const Intrinsic& n) -> void {
       MemInfo* dst = operand_mem(n, 0, MemSpace::Shared, std::nullopt, "destination");
       need_async(n, dst);
       MemInfo* src = operand_mem(n, 1, MemSpace::Global, std::nullopt, "source");
-      if (src && src->async) error("V0315", n.loc, "the source of cp_async cannot be an async name");
+      if (src && src->async) c_.error("V0315", n.loc, "the source of cp_async cannot be an async name");
       operand_value(n, 0, std::nullopt, "destination index");
       operand_value(n, 1, std::nullopt, "source index");
       break;
@@ -210,18 +211,20 @@ auto Checker::check(const Intrinsic& n) -> void {
       // One thread writes the whole box, completing on an mbarrier: no async scope or narrowing
       // (jit/sync refuses a use before a wait on that mbarrier, V1010).
       MemInfo* dst = operand_mem(n, 0, MemSpace::Shared, std::nullopt, "destination");
-      if (dst && dst->async) error("V0315", n.loc, "tma_load writes shared memory by its own name, not an async name");
+      if (dst && dst->async)
+        c_.error("V0315", n.loc, "tma_load writes shared memory by its own name, not an async name");
       operand_mem(n, 1, MemSpace::Shared, ScalarType::U64, "mbarrier");
       operand_value(n, 3, ScalarType::I32, "destination index");
       operand_value(n, 0, ScalarType::I32, "column");
       operand_value(n, 1, ScalarType::I32, "row");
       operand_value(n, 2, ScalarType::I32, "mbarrier slot");
       std::int64_t index = imm(0);
-      if (!maps_ || index < 0 || index >= static_cast<std::int64_t>(maps_->size())) {
+      if (!c_.maps || index < 0 || index >= static_cast<std::int64_t>(c_.maps->size())) {
         operand_error(n, "the tensor map is not one of this kernel's");
-      } else if (dst && n.mems[0] && (*maps_)[index].mem && n.mems[0]->elem != (*maps_)[index].mem->elem) {
-        operand_error(n, "tensor map " + q((*maps_)[index].name) + " holds " + type_name((*maps_)[index].mem->elem) +
-                             ", and the destination " + type_name(n.mems[0]->elem));
+      } else if (dst && n.mems[0] && (*c_.maps)[index].mem && n.mems[0]->elem != (*c_.maps)[index].mem->elem) {
+        operand_error(n, "tensor map " + q((*c_.maps)[index].name) + " holds " +
+                             type_name((*c_.maps)[index].mem->elem) + ", and the destination " +
+                             type_name(n.mems[0]->elem));
       }
       break;
     }
@@ -254,55 +257,6 @@ auto Checker::check(const Intrinsic& n) -> void {
       break;
     }
   }
-}
-
-auto Checker::check(const Unsafe& n) -> void {
-  if (valid(n.needs, n.loc, "unsafe")) {
-    Truth t = same_persp(n.needs, code());
-    if (t == Truth::No) {
-      auto& d =
-          error("V0801", n.loc, "unsafe block declares " + n.needs.str() + "; the code here is at " + code().str());
-      note_code(d);
-    } else {
-      rule(t, Obligation::Kind::Equal, units(n.needs), units(code()), "V0801", n.loc,
-           [&] { return std::string("unsafe block needs the code at exactly " + n.needs.str()); });
-    }
-  }
-  for (const auto& [name, e] : n.inputs) check_expr(e, n.loc);
-  for (const auto& [name, v] : n.outputs) {
-    if (!v) continue;
-    auto it = vars_.find(v.get());
-    if (it == vars_.end()) {
-      auto& d = error("V0207", n.loc, "variable " + q(v->name) + " is not in scope here");
-      note(d, v->loc, "declared here");
-      continue;
-    }
-    write_down(v->name, it->second.persp, it->second.decl, thread(1), n.loc);
-  }
-}
-
-auto Checker::check(const Return& n) -> void {
-  if (n.value) check_expr(n.value, n.loc);
-  if (frames_.size() > 1 || narrowing_open()) {
-    auto& d =
-        error("V0802", n.loc,
-              "return inside a narrower perspective or a narrowed memory scope; only the whole function may return");
-    note_code(d);
-  }
-  if (n.value && !returns_)
-    error("V0803", n.loc, "this function returns no value");
-  else if (!n.value && returns_)
-    error("V0803", n.loc, std::string("this function must return a ") + type_name(*returns_));
-  else if (n.value && returns_ && n.value->type != *returns_)
-    error(
-        "V0803", n.loc,
-        std::string("return value is ") + type_name(n.value->type) + ", the function returns " + type_name(*returns_));
-}
-
-auto Checker::narrowing_open() const -> bool {
-  for (const auto& [node, info] : mems_)
-    if (info.hidden) return true;
-  return async_depth_ > 0;
 }
 
 }  // namespace vantage::check::detail
