@@ -336,48 +336,12 @@ struct Rep {
   std::int64_t lo = 0, hi = 0;
 };
 
-class Analyzer {
+/// How a result moves between the executions being counted, from how its operands move (see
+/// Motion). Every rule is exact or gives up to a weaker kind; a result computed only from values the
+/// same in every lane moves the same in every lane whatever the operation (`loose`). It keeps the
+/// representatives being followed: a motion's slope in frame f is per step of reps[f].
+class Motions {
  public:
-  /// `whole`: past opt_.max_blocks, the middle block stands for every block (else for all but the
-  /// first and last, which are followed apart).
-  Analyzer(const lower::Lowered& l, std::span<const std::int64_t> values, const Options& o, bool whole = false)
-      : l_(l), opt_(o), T_(l.options.threads), whole_(whole), mergeable_(mergeable_loads(l.kernel)) {
-    const KernelNode& k = l.kernel;
-    std::vector<std::int64_t> lengths;
-    for (std::size_t i = 0; i < k.params.size(); ++i) {
-      const ParamNode& p = k.params[i];
-      std::int64_t v = 0;
-      if (i < l.user_params) {
-        if (i >= values.size()) throw InternalError("cost: a value for every parameter");
-        v = values[i];
-        lengths_.push_back(v);
-        if (p.mem) lengths.push_back(v);
-      } else {
-        std::size_t h = i - l.user_params;  // the hidden lengths, one per pointer in order
-        v = h < lengths.size() ? lengths[h] : INT64_MAX / 4;
-      }
-      if (p.var) params_[p.var.get()] = v;
-    }
-  }
-
-  CostReport run();
-
-  /// Whether an estimate of this report may be one because the middle block stood for the first
-  /// and last too: an inexact access or branch whose cost may differ between blocks.
-  bool block_sensitive() const;
-
- private:
-  /// The accesses and branches of estimates that no execution followed reached: others may, so the
-  /// report lists them, with no count, as estimates.
-  void unreached();
-
-  // ------------------------------------------------------------------ one warp
-  void run_warp(std::int64_t block, std::int64_t warp, double weight);
-
-  // ------------------------------------------------------------------ motion
-  // How a result moves, from how its operands move (see Motion). Every rule is exact or gives up
-  // to a weaker kind; a result computed only from values the same in every lane moves the same in
-  // every lane whatever the operation (`loose`).
   struct Span {
     __int128 lo = 0, hi = 0;
     bool bounded = true;
@@ -431,24 +395,179 @@ class Analyzer {
   /// Per lane, a's motion where `pick_a` has the lane and b's elsewhere.
   Motion chosen(const Lanes& a, const Lanes& b, Mask pick_a, Mask known);
 
+  /// The motion of a loop's counter in frame f alone: `step` per iteration.
+  Motion frame_slope(std::size_t f, __int128 step);
+
+  std::vector<Rep> reps;  ///< the representatives being followed (frame f is reps[f])
+
+ private:
+  std::uint32_t next_id_ = 0;
+};
+
+// ------------------------------------------------------------------ lanes and loops
+/// `out` as nothing known.
+const Lanes& unknown(Lanes& out);
+/// `out` as x in every lane, moving by `mo`.
+inline const Lanes& all(Lanes& out, std::int64_t x, const Motion& mo = Motion{}) {
+  out.v.fill(x);
+  out.known = kAll;
+  out.uniform = true;
+  out.mo = mo;
+  return out;
+}
+/// A cast that leaves every value of `from` as it is held (eval_cast is the identity on it): a
+/// widening, or bool to an integer; not from u64, which is held as its bits.
+inline bool keeps_values(ScalarType from, ScalarType to) {
+  return from != ScalarType::U64 && to != ScalarType::Bool && Range::of(from).within(Range::of(to));
+}
+/// Whether the executions being counted from this one all take the same decision.
+inline bool settled(const Lanes& cond) { return cond.mo.kind == Motion::Still; }
+/// A shuffle's result where its operands are known integers; unknown otherwise. Lanes that read
+/// other lanes' values move as those do when every lane moves the same and the lanes read stay.
+Lanes shuffled(const Intrinsic& n, const std::vector<Lanes>& a, Mask m);
+/// Iterations from `x` = end - begin with step `s` (exact values).
+__int128 trips_of(__int128 x, __int128 s);
+/// Inside a loop's body while it lives (its steps are counted as looped).
+struct InLoop {
+  explicit InLoop(int& depth) : depth_(depth) { ++depth_; }
+  ~InLoop() { --depth_; }
+  InLoop(const InLoop&) = delete;
+  InLoop& operator=(const InLoop&) = delete;
+  int& depth_;
+};
+struct LoopState {
+  Mask off = 0;     ///< lanes that left the loop (break) or this iteration (continue)
+  Mask broken = 0;  ///< lanes that left the loop
+};
+
+/// Lanes of integer operations computed since the values they read last changed, found by their
+/// structure (ir::same_expression) and mask. An open-addressed table whose slots hold the
+/// generation they were filled in: forgetting them all is a new generation, and their lanes are in
+/// `lanes_` (at most half as many as slots).
+class SeenLanes {
+ public:
+  /// An integer operation, whose lanes may be kept.
+  static bool memoized(const ExprNode& e) {
+    switch (e.kind) {
+      case ExprKind::Unary:
+      case ExprKind::Binary:
+      case ExprKind::Cast:
+      case ExprKind::Select: return is_integral(e.type);
+      default: return false;
+    }
+  }
+  /// The lanes of (e, m) kept since the last forget(), or null.
+  const Lanes* find(const ExprNode& e, Mask m) const;
+  void keep(const ExprNode& e, Mask m, const Lanes& r);
+  void forget();
+
+ private:
+  /// The slot of (e, m): the one holding it, or the empty one where it would go.
+  std::size_t slot(const ExprNode& e, Mask m) const;
+  struct Slot {
+    const ExprNode* e = nullptr;
+    Mask m = 0;
+    std::uint32_t gen = 0, lanes = 0;
+  };
+  static constexpr std::size_t kSlots = 4096;  // a power of two
+  std::vector<Slot> slots_ = std::vector<Slot>(kSlots);
+  std::vector<Lanes> lanes_;
+  std::uint32_t gen_ = 1;
+};
+
+/// What the analysis counts: each access's requests over the executions its representatives stand
+/// for, each branch's decisions, which numbers are estimates (tainted, or measured from a guess), and
+/// the order the report lists them in.
+class Tally {
+ public:
+  explicit Tally(std::unordered_set<const void*> mergeable) : mergeable_(std::move(mergeable)) {}
+
+  /// The site of access `node` (its `part`), made the first time it is reached.
+  Site& site(const void* node, int part, SourceLoc loc, const MemNode& root, bool write, int bytes);
+  /// A request of the lanes `known` at `addr`, standing for every execution of the representatives
+  /// `mos` follows, whose addresses are these moved by `mo` (the same in every lane, or the cost is a
+  /// guess). A cost repeats when the move is a multiple of its period (a sector, a bank's word), so
+  /// it is counted by the move's residue: the slopes' residues exactly over the frames' steps; a
+  /// rigid part (a multiple of its grain, nothing more known) exactly only where every residue it
+  /// may add costs the same.
+  void count(Site& s, const std::array<std::int64_t, kLanes>& addr, Mask known, int bytes, bool global,
+             const Motion& mo, const Motions& mos, double weight);
+  BranchSite& branch(const StmtNode* node, const char* what, SourceLoc loc);
+  /// What a statement holds (contents_of), memoized.
+  const Contents& contents(const StmtNode& s);
+  /// Every access and branch `s` holds is an estimate.
+  void taint(const StmtNode& s);
+  /// The report's numbers are estimates (`s`'s too).
+  void inexact() { exact_ = false; }
+  void inexact(Site& s) {
+    s.inexact = true;
+    exact_ = false;
+  }
+  void async_copy(const void* node) { async_.insert(node); }
+  bool exact() const { return exact_; }
+
+  /// The accesses and branches of estimates that no execution followed reached: others may, so the
+  /// report lists them, with no count, as estimates.
+  void unreached();
+  /// Whether an estimate of this report may be one because the middle block stood for the first
+  /// and last too: an inexact access or branch whose cost may differ between blocks.
+  bool block_sensitive(const KernelNode& k) const;
+  /// The report's accesses and branches, in the order they were first reached.
+  void fill(CostReport& r) const;
+
+ private:
+  static std::string hint(const AccessCost& c, const Site& s);
+
+  std::map<std::pair<const void*, int>, Site> sites_;
+  std::map<const StmtNode*, BranchSite> branches_;
+  std::unordered_map<const StmtNode*, Contents> contents_;
+  std::unordered_set<const void*> tainted_;                   ///< accesses and branches whose numbers are estimates
+  std::unordered_set<const void*> mergeable_;                 ///< shared loads the compiler may merge (mergeable_loads)
+  std::unordered_set<const void*> async_;                     ///< cp.async copies
+  std::unordered_map<const StmtNode*, Order> tainted_stmts_;  ///< tainted statements, first when
+  Order next_order_ = 0;
+  bool exact_ = true;
+};
+
+class Analyzer {
+ public:
+  /// `whole`: past opt_.max_blocks, the middle block stands for every block (else for all but the
+  /// first and last, which are followed apart).
+  Analyzer(const lower::Lowered& l, std::span<const std::int64_t> values, const Options& o, bool whole = false)
+      : l_(l), opt_(o), T_(l.options.threads), whole_(whole), tally_(mergeable_loads(l.kernel)) {
+    const KernelNode& k = l.kernel;
+    std::vector<std::int64_t> lengths;
+    for (std::size_t i = 0; i < k.params.size(); ++i) {
+      const ParamNode& p = k.params[i];
+      std::int64_t v = 0;
+      if (i < l.user_params) {
+        if (i >= values.size()) throw InternalError("cost: a value for every parameter");
+        v = values[i];
+        lengths_.push_back(v);
+        if (p.mem) lengths.push_back(v);
+      } else {
+        std::size_t h = i - l.user_params;  // the hidden lengths, one per pointer in order
+        v = h < lengths.size() ? lengths[h] : INT64_MAX / 4;
+      }
+      if (p.var) params_[p.var.get()] = v;
+    }
+  }
+
+  CostReport run();
+
+  /// Whether an estimate of this report may be one because the middle block stood for the first
+  /// and last too: an inexact access or branch whose cost may differ between blocks.
+  bool block_sensitive() const { return tally_.block_sensitive(l_.kernel); }
+
+ private:
+  // ------------------------------------------------------------------ one warp
+  void run_warp(std::int64_t block, std::int64_t warp, double weight);
+
   // ------------------------------------------------------------------ expressions
   // Each `ev` returns the value of its node in the lanes of `m`: a reference to a variable's (or a
   // frame's) lanes where it is one, so that nothing is copied, or else to `out`, which it fills.
   const Lanes& eval(const ExprPtr& e, Mask m, Lanes& out);
-  /// The slot of (e, m) in `seen_slots_`: the one holding it, or the empty one where it would go.
-  std::size_t seen_slot(const ExprNode& e, Mask m) const;
-  void forget_seen();
-  /// An integer operation, whose lanes `seen_` may keep.
-  static bool memoized(const ExprNode& e);
   Lanes eval(const ExprPtr& e, Mask m);
-  static const Lanes& unknown(Lanes& out);
-  static const Lanes& all(Lanes& out, std::int64_t x, const Motion& mo = Motion{}) {
-    out.v.fill(x);
-    out.known = kAll;
-    out.uniform = true;
-    out.mo = mo;
-    return out;
-  }
   const Lanes& ev(const Literal& n, Mask, Lanes& out) { return is_integral(n.type) ? all(out, n.i) : unknown(out); }
   const Lanes& ev(const VarRef& n, Mask, Lanes& out) {
     auto it = vars_.find(n.var.get());
@@ -456,11 +575,6 @@ class Analyzer {
   }
   const Lanes& ev(const Unary& n, Mask m, Lanes& out);
   const Lanes& ev(const Binary& n, Mask m, Lanes& out);
-  /// A cast that leaves every value of `from` as it is held (eval_cast is the identity on it): a
-  /// widening, or bool to an integer; not from u64, which is held as its bits.
-  static bool keeps_values(ScalarType from, ScalarType to) {
-    return from != ScalarType::U64 && to != ScalarType::Bool && Range::of(from).within(Range::of(to));
-  }
   const Lanes& ev(const Cast& n, Mask m, Lanes& out);
   const Lanes& ev(const Select& n, Mask m, Lanes& out);
   const Lanes& ev(const MathCall& n, Mask m, Lanes& out);
@@ -470,14 +584,6 @@ class Analyzer {
 
   // ------------------------------------------------------------------ statements
   void step();
-  /// Inside a loop's body while it lives (its steps are counted as looped).
-  struct InLoop {
-    explicit InLoop(int& depth) : depth_(depth) { ++depth_; }
-    ~InLoop() { --depth_; }
-    InLoop(const InLoop&) = delete;
-    InLoop& operator=(const InLoop&) = delete;
-    int& depth_;
-  };
   void exec(const StmtPtr& s, Mask m);
   void st(const Seq& n, Mask m) {
     for (const auto& c : n.stmts) exec(c, m);
@@ -486,7 +592,6 @@ class Analyzer {
   void st(const Let& n, Mask m);
   void st(const Assign& n, Mask m);
   void st(const Store& n, Mask m);
-  BranchSite& branch(const StmtNode* node, const char* what, SourceLoc loc);
   /// A decision `s` makes (its condition, or a loop's trip count) may differ between the executions
   /// being counted from this one (`guessed`: the lanes where it was guessed from loaded data, and
   /// followed both ways). Everything `s` holds is then an estimate, and what it writes moves
@@ -494,22 +599,11 @@ class Analyzer {
   /// runs after `s` too: the loop, function or kernel around it becomes an estimate as well.
   void unsettled(const StmtNode& s, Mask guessed);
   void taint(const StmtNode& s, Mask guessed);
-  const Contents& contents(const StmtNode& s);
-  /// Whether the executions being counted from this one all take the same decision.
-  static bool settled(const Lanes& cond) { return cond.mo.kind == Motion::Still; }
 
   void st(const If& n, Mask m);
-  struct LoopState {
-    Mask off = 0;     ///< lanes that left the loop (break) or this iteration (continue)
-    Mask broken = 0;  ///< lanes that left the loop
-  };
-  /// Iterations from `x` = end - begin with step `s` (exact values).
-  static __int128 trips_of(__int128 x, __int128 s);
   /// Whether every execution being counted from this one runs the loop the same number of times.
   bool trips_settled(const For& n, const Lanes& b, const Lanes& e, const Lanes& s, Mask m);
   void st(const For& n, Mask m);
-  /// The motion of a loop's counter in frame f alone: `step` per iteration.
-  Motion frame_slope(std::size_t f, __int128 step);
   /// What a representative iteration wrote is not what the iterations after it see: unknown.
   void forget(const Contents& c);
   void st(const While& n, Mask m);
@@ -518,9 +612,6 @@ class Analyzer {
   void st(const ir::Barrier& n, Mask);
   void st(const VectorCopy& n, Mask m);
   void st(const Intrinsic& n, Mask m);
-  /// A shuffle's result where its operands are known integers; unknown otherwise. Lanes that read
-  /// other lanes' values move as those do when every lane moves the same and the lanes read stay.
-  Lanes shuffle(const Intrinsic& n, const std::vector<Lanes>& a, Mask m);
   void st(const Call& n, Mask m);
   template <class N>
   void st(const N&, Mask) {
@@ -530,12 +621,8 @@ class Analyzer {
   // ------------------------------------------------------------------ accesses
   MemRef resolve(const MemNode* m) const;
 
-  using Measure = RequestCost;
-
   void access(const void* node, const MemNode* mem, const Lanes& idx, Mask m, bool write, int bytes, SourceLoc loc,
               int part = 0);
-
-  std::string hint(const AccessCost& c, const Site& s) const;
 
   const lower::Lowered& l_;
   Options opt_;
@@ -543,40 +630,20 @@ class Analyzer {
   std::unordered_map<const VarNode*, std::int64_t> params_;
   std::vector<std::int64_t> lengths_;  ///< per user parameter: its value (a pointer's length)
   std::unordered_map<const VarNode*, Lanes> vars_;
-  /// Lanes of integer operations computed since the variables and the frame last changed, by their
-  /// structure (ir::same_expression) and mask; none of those whose evaluation counted anything
-  /// (`effects_`). An open-addressed table whose slots hold the generation they were filled in:
-  /// forgetting them all is a new generation, and their lanes are in `seen_lanes_` (at most half
-  /// as many as slots).
-  struct SeenSlot {
-    const ExprNode* e = nullptr;
-    Mask m = 0;
-    std::uint32_t gen = 0, lanes = 0;
-  };
-  static constexpr std::size_t kSeenSlots = 4096;  // a power of two
-  std::vector<SeenSlot> seen_slots_ = std::vector<SeenSlot>(kSeenSlots);
-  std::vector<Lanes> seen_lanes_;
-  std::uint32_t seen_gen_ = 1;
+  /// Lanes of integer operations computed since the variables and the frame last changed, none of
+  /// those whose evaluation counted anything (`effects_`).
+  SeenLanes seen_;
   std::uint64_t effects_ = 0;  ///< accesses and flops counted so far
   std::vector<Frame> frames_;
   std::vector<LoopState> loops_;
   std::vector<const StmtNode*> loop_stmts_;  ///< the loops around the statement followed, innermost last
   std::vector<const StmtNode*> bodies_;      ///< the kernel's body and the functions called, innermost last
   const bool whole_;                         ///< past max_blocks, the middle block stands for every block
-  std::vector<Rep> reps_;                    ///< the representatives being followed (frame f is reps_[f])
-  std::map<std::pair<const void*, int>, Site> sites_;
-  std::map<const StmtNode*, BranchSite> branches_;
-  std::unordered_map<const StmtNode*, Contents> contents_;
-  std::unordered_set<const void*> tainted_;                   ///< accesses and branches whose numbers are estimates
-  std::unordered_set<const void*> mergeable_;                 ///< shared loads the compiler may merge (mergeable_loads)
-  std::unordered_set<const void*> async_;                     ///< cp.async copies
-  std::unordered_map<const StmtNode*, Order> tainted_stmts_;  ///< tainted statements, first when
+  Tally tally_;                              ///< what is counted
+  Motions mo_;                               ///< how values move between the executions being counted
   std::vector<double> interval_steps_;
   double weight_ = 1, flops_ = 0, work_ = 0, looped_ = 0, exchanges_ = 0, barriers_ = 0;
   int looping_ = 0;  ///< loops around the statement followed (through calls too)
-  Order next_order_ = 0;
-  std::uint32_t next_id_ = 0;
-  bool exact_ = true;
 };
 
 }  // namespace vantage::cost::detail

@@ -3,48 +3,44 @@
 
 namespace vantage::cost::detail {
 
+auto SeenLanes::slot(const ExprNode& e, Mask m) const -> std::size_t {
+  std::size_t at = static_cast<std::size_t>(e.hash * 31 + m) & (kSlots - 1);
+  for (;; at = (at + 1) & (kSlots - 1)) {
+    const Slot& s = slots_[at];
+    if (s.gen != gen_ || (s.m == m && same_expression(*s.e, e))) return at;
+  }
+}
+
+auto SeenLanes::find(const ExprNode& e, Mask m) const -> const Lanes* {
+  const Slot& s = slots_[slot(e, m)];
+  return s.gen == gen_ ? &lanes_[s.lanes] : nullptr;
+}
+
+void SeenLanes::keep(const ExprNode& e, Mask m, const Lanes& r) {
+  if (lanes_.size() >= kSlots / 2) return;
+  slots_[slot(e, m)] = {&e, m, gen_, static_cast<std::uint32_t>(lanes_.size())};
+  lanes_.push_back(r);
+}
+
+void SeenLanes::forget() {
+  if (lanes_.empty()) return;
+  lanes_.clear();
+  if (++gen_ == 0) {  // (after 2^32 forgettings: every slot's generation is stale again)
+    for (auto& s : slots_) s.gen = 0;
+    gen_ = 1;
+  }
+}
+
 auto Analyzer::eval(const ExprPtr& e, Mask m, Lanes& out) -> const Lanes& {
   if (!e) return unknown(out);
-  if (!memoized(*e)) return dispatch(*e, [&](const auto& n) -> const Lanes& { return ev(n, m, out); });
+  if (!SeenLanes::memoized(*e)) return dispatch(*e, [&](const auto& n) -> const Lanes& { return ev(n, m, out); });
   // The same operation on the same values again (an unrolled tile's guards and indices repeat
   // their row and column): found by its structure, the lanes are as computed before.
-  std::size_t at = seen_slot(*e, m);
-  if (seen_slots_[at].gen == seen_gen_) return out = seen_lanes_[seen_slots_[at].lanes];
+  if (const Lanes* seen = seen_.find(*e, m)) return out = *seen;
   const std::uint64_t effects = effects_;
   const Lanes& r = dispatch(*e, [&](const auto& n) -> const Lanes& { return ev(n, m, out); });
-  if (effects_ == effects && seen_lanes_.size() < kSeenSlots / 2) {
-    at = seen_slot(*e, m);  // (the evaluation may have filled the slot found before)
-    seen_slots_[at] = {e.get(), m, seen_gen_, static_cast<std::uint32_t>(seen_lanes_.size())};
-    seen_lanes_.push_back(r);
-  }
+  if (effects_ == effects) seen_.keep(*e, m, r);
   return r;
-}
-
-auto Analyzer::seen_slot(const ExprNode& e, Mask m) const -> std::size_t {
-  std::size_t at = static_cast<std::size_t>(e.hash * 31 + m) & (kSeenSlots - 1);
-  for (;; at = (at + 1) & (kSeenSlots - 1)) {
-    const SeenSlot& s = seen_slots_[at];
-    if (s.gen != seen_gen_ || (s.m == m && same_expression(*s.e, e))) return at;
-  }
-}
-
-auto Analyzer::forget_seen() -> void {
-  if (seen_lanes_.empty()) return;
-  seen_lanes_.clear();
-  if (++seen_gen_ == 0) {  // (after 2^32 forgettings: every slot's generation is stale again)
-    for (auto& s : seen_slots_) s.gen = 0;
-    seen_gen_ = 1;
-  }
-}
-
-auto Analyzer::memoized(const ExprNode& e) -> bool {
-  switch (e.kind) {
-    case ExprKind::Unary:
-    case ExprKind::Binary:
-    case ExprKind::Cast:
-    case ExprKind::Select: return is_integral(e.type);
-    default: return false;
-  }
 }
 
 auto Analyzer::eval(const ExprPtr& e, Mask m) -> Lanes {
@@ -54,7 +50,7 @@ auto Analyzer::eval(const ExprPtr& e, Mask m) -> Lanes {
   return out;
 }
 
-auto Analyzer::unknown(Lanes& out) -> const Lanes& {
+auto unknown(Lanes& out) -> const Lanes& {
   out.known = 0;
   out.uniform = false;
   out.mo = Motion{};
@@ -68,17 +64,17 @@ auto Analyzer::ev(const Unary& n, Mask m, Lanes& out) -> const Lanes& {
   Motion mo;
   if (a.mo.kind != Motion::Still) {
     if (n.op == UnOp::BitNot) {
-      mo = scale(a.mo, -1);  // ~x is -x - 1 exactly, and never leaves the type
+      mo = mo_.scale(a.mo, -1);  // ~x is -x - 1 exactly, and never leaves the type
     } else if (n.op == UnOp::Neg) {
-      mo = scale(a.mo, -1);
+      mo = mo_.scale(a.mo, -1);
       bool ok = mo.kind != Motion::Erratic;
       each(m & a.known, [&](int i) { ok = ok && -ir::exact(n.type, a.v[i]) >= Range::of(n.type).lo; });
       Lanes r;
       r.known = m & a.known;
       each(r.known, [&](int i) { r.v[i] = eval_unary(n.op, n.type, a.v[i]); });
-      if (!ok || !stays_in(n.type, r, r.known, mo)) mo = uniform_always(a, m) ? loose() : erratic();
+      if (!ok || !mo_.stays_in(n.type, r, r.known, mo)) mo = mo_.uniform_always(a, m) ? mo_.loose() : erratic();
     } else {
-      mo = uniform_always(a, m) ? loose() : erratic();
+      mo = mo_.uniform_always(a, m) ? mo_.loose() : erratic();
     }
   }
   if (a.uniform) return all(out, eval_unary(n.op, n.type, a.v[0]), mo);
@@ -108,7 +104,7 @@ auto Analyzer::ev(const Binary& n, Mask m, Lanes& out) -> const Lanes& {
   const bool still = a.mo.kind == Motion::Still && b.mo.kind == Motion::Still;
   if (a.uniform && b.uniform) {
     all(out, one(a.v[0], b.v[0]));
-    if (!still) out.mo = binary_motion(n.op, t, n.b->type, a, b, out);
+    if (!still) out.mo = mo_.binary_motion(n.op, t, n.b->type, a, b, out);
     return out;
   }
   out.known = m & a.known & b.known;
@@ -126,7 +122,7 @@ auto Analyzer::ev(const Binary& n, Mask m, Lanes& out) -> const Lanes& {
       });
     }
   }
-  out.mo = still ? Motion{} : binary_motion(n.op, t, n.b->type, a, b, out);
+  out.mo = still ? Motion{} : mo_.binary_motion(n.op, t, n.b->type, a, b, out);
   return out;
 }
 
@@ -149,7 +145,7 @@ auto Analyzer::ev(const Cast& n, Mask m, Lanes& out) -> const Lanes& {
   Lanes r;
   r.known = a.uniform ? kAll : m & a.known;
   each(r.known, [&](int i) { r.v[i] = eval_cast(n.a->type, n.type, a.v[i]); });
-  r.mo = cast_motion(n.a->type, n.type, a, r);
+  r.mo = mo_.cast_motion(n.a->type, n.type, a, r);
   r.uniform = a.uniform;
   out = r;  // `a` may be `out`: read above
   return out;
@@ -170,9 +166,9 @@ auto Analyzer::ev(const Select& n, Mask m, Lanes& out) -> const Lanes& {
     }
   });
   if (c.mo.kind == Motion::Still)
-    out.mo = chosen(a, b, pick_a, out.known);
+    out.mo = mo_.chosen(a, b, pick_a, out.known);
   else
-    out.mo = uniform_always(c, m) && uniform_always(a, m) && uniform_always(b, m) ? loose() : erratic();
+    out.mo = mo_.uniform_always(c, m) && mo_.uniform_always(a, m) && mo_.uniform_always(b, m) ? mo_.loose() : erratic();
   return out;
 }
 
@@ -184,11 +180,11 @@ auto Analyzer::ev(const MathCall& n, Mask m, Lanes& out) -> const Lanes& {
     Motion mo;
     if (x.mo.kind != Motion::Still) {
       // abs of values that keep one sign is the value or its negation; anything else gives up.
-      const bool keeps = !is_bit_fn(n.fn) && one_sign(xt, x, known, x.mo);
+      const bool keeps = !is_bit_fn(n.fn) && mo_.one_sign(xt, x, known, x.mo);
       bool negative = false;
       each(known, [&](int i) { negative = negative || ir::exact(xt, x.v[i]) < 0; });
-      mo = keeps && (!negative || is_signed(xt)) ? (negative ? scale(x.mo, -1) : x.mo)
-           : uniform_always(x, m)                ? loose()
+      mo = keeps && (!negative || is_signed(xt)) ? (negative ? mo_.scale(x.mo, -1) : x.mo)
+           : mo_.uniform_always(x, m)            ? mo_.loose()
                                                  : erratic();
     }
     each(known, [&](int i) {
@@ -199,8 +195,8 @@ auto Analyzer::ev(const MathCall& n, Mask m, Lanes& out) -> const Lanes& {
     out.known = known;
     out.uniform = false;
     out.mo = mo;
-    if (mo.kind != Motion::Still && mo.kind != Motion::Erratic && !stays_in(n.type, out, known, mo))
-      out.mo = uniform_always(x, m) ? loose() : erratic();  // abs(MIN) wraps
+    if (mo.kind != Motion::Still && mo.kind != Motion::Erratic && !mo_.stays_in(n.type, out, known, mo))
+      out.mo = mo_.uniform_always(x, m) ? mo_.loose() : erratic();  // abs(MIN) wraps
     return out;
   }
   for (const auto& a : n.args) eval(a, m, out);

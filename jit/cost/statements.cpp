@@ -17,7 +17,7 @@ auto Analyzer::exec(const StmtPtr& s, Mask m) -> void {
 }
 
 auto Analyzer::set(const VarNode* v, const Lanes& x, Mask m) -> void {
-  forget_seen();  // (x is never one of its lanes: eval copies them out)
+  seen_.forget();  // (x is never one of its lanes: eval copies them out)
   Lanes& cur = vars_[v];
   if (m == kAll) {  // every lane replaced: known, unknown, uniform and moving as in x
     cur = x;
@@ -30,7 +30,7 @@ auto Analyzer::set(const VarNode* v, const Lanes& x, Mask m) -> void {
   cur.uniform = false;
   if (!others)
     cur.mo = x.mo;
-  else if (x.known & m && !same(cur.mo, x.mo))
+  else if (x.known & m && !mo_.same(cur.mo, x.mo))
     cur.mo = erratic();
 }
 
@@ -55,31 +55,18 @@ auto Analyzer::st(const Store& n, Mask m) -> void {
   access(&n, n.mem.get(), idx, m, true, type_bytes(n.mem->elem), n.loc);
 }
 
-auto Analyzer::branch(const StmtNode* node, const char* what, SourceLoc loc) -> BranchSite& {
-  auto [it, fresh] = branches_.try_emplace(node);
-  if (fresh) {
-    it->second.order = next_order_++;
-    it->second.c.loc = loc;
-    it->second.c.what = what;
-  }
-  return it->second;
-}
-
 auto Analyzer::unsettled(const StmtNode& s, Mask guessed) -> void {
-  exact_ = false;
-  const Contents& c = contents(s);
+  tally_.inexact();
+  const Contents& c = tally_.contents(s);
   taint(s, guessed);
   if (c.jumps && !loop_stmts_.empty()) taint(*loop_stmts_.back(), guessed);
   if (c.returns || (c.jumps && loop_stmts_.empty())) taint(*bodies_.back(), guessed);
 }
 
 auto Analyzer::taint(const StmtNode& s, Mask guessed) -> void {
-  const Contents& c = contents(s);
-  if (tainted_stmts_.try_emplace(&s, next_order_++).second) {
-    for (const AccessAt& a : c.accesses) tainted_.insert(a.node);
-    tainted_.insert(c.branches.begin(), c.branches.end());
-  }
-  forget_seen();
+  const Contents& c = tally_.contents(s);
+  tally_.taint(s);
+  seen_.forget();
   for (const VarNode* v : c.written) {
     auto it = vars_.find(v);
     if (it == vars_.end()) continue;
@@ -87,12 +74,6 @@ auto Analyzer::taint(const StmtNode& s, Mask guessed) -> void {
     it->second.known &= ~guessed;
     if (guessed) it->second.uniform = false;
   }
-}
-
-auto Analyzer::contents(const StmtNode& s) -> const Contents& {
-  auto it = contents_.find(&s);
-  if (it == contents_.end()) it = contents_.emplace(&s, contents_of(s)).first;
-  return it->second;
 }
 
 auto Analyzer::st(const If& n, Mask m) -> void {
@@ -104,13 +85,13 @@ auto Analyzer::st(const If& n, Mask m) -> void {
     if (!c.v[i]) no |= Mask{1} << i;
   });
   yes &= ~no;
-  const bool variant = !reps_.empty() && !settled(c);
-  BranchSite& b = branch(&n, "if", n.loc);
+  const bool variant = !mo_.reps.empty() && !settled(c);
+  BranchSite& b = tally_.branch(&n, "if", n.loc);
   b.exec += weight_;
   if (unknown) {
     // A condition on loaded data: both sides are followed for those lanes, and the split is a guess.
     b.inexact = true;
-    exact_ = false;
+    tally_.inexact();
     yes |= unknown;
     no |= unknown;
   }
@@ -120,7 +101,7 @@ auto Analyzer::st(const If& n, Mask m) -> void {
   if (unknown || variant) unsettled(n, unknown);
 }
 
-auto Analyzer::trips_of(__int128 x, __int128 s) -> __int128 {
+auto trips_of(__int128 x, __int128 s) -> __int128 {
   if (s > 0 && x > 0) return (x + s - 1) / s;
   if (s < 0 && x < 0) return (-x + (-s) - 1) / (-s);
   return 0;
@@ -128,9 +109,9 @@ auto Analyzer::trips_of(__int128 x, __int128 s) -> __int128 {
 
 auto Analyzer::trips_settled(const For& n, const Lanes& b, const Lanes& e, const Lanes& s, Mask m) -> bool {
   if (s.mo.kind != Motion::Still) return false;
-  const Motion d = sum(e.mo, b.mo, -1);
+  const Motion d = mo_.sum(e.mo, b.mo, -1);
   if (d.kind == Motion::Still) return true;
-  const Span sp = span(d);
+  const Motions::Span sp = mo_.span(d);
   if (!sp.bounded) return false;
   bool ok = true;
   const ScalarType t = n.var->type;
@@ -144,7 +125,7 @@ auto Analyzer::trips_settled(const For& n, const Lanes& b, const Lanes& e, const
 auto Analyzer::st(const For& n, Mask m) -> void {
   step();
   Lanes b = eval(n.begin, m), e = eval(n.end, m), s = eval(n.step, m);
-  BranchSite& br = branch(&n, "for", n.loc);
+  BranchSite& br = tally_.branch(&n, "for", n.loc);
   const ScalarType t = n.var->type;
   const Mask known = m & b.known & e.known & s.known;
   const InLoop in_loop(looping_);
@@ -163,7 +144,7 @@ auto Analyzer::st(const For& n, Mask m) -> void {
     unsettled(n, m);
     return;
   }
-  const bool variant = !reps_.empty() && !trips_settled(n, b, e, s, m);
+  const bool variant = !mo_.reps.empty() && !trips_settled(n, b, e, s, m);
   // Trip counts per lane.
   std::array<std::int64_t, kLanes> trips{};
   std::int64_t most = 0, least = INT64_MAX;
@@ -205,7 +186,7 @@ auto Analyzer::st(const For& n, Mask m) -> void {
       if (k == limit) {  // a divergent loop longer than that: the rest is not followed
         br.inexact = true;
         unsettled(n, 0);
-        forget(contents(n));
+        forget(tally_.contents(n));
         break;
       }
       loops_.back().off = loops_.back().broken;
@@ -219,7 +200,7 @@ auto Analyzer::st(const For& n, Mask m) -> void {
     const double saved = weight_;
     br.exec += saved * static_cast<double>(most + 1);
     std::optional<std::int64_t> st;
-    if (s.uniform || uniform_always(s, m)) st = s.v[static_cast<std::size_t>(std::countr_zero(m))];
+    if (s.uniform || Motions::uniform_always(s, m)) st = s.v[static_cast<std::size_t>(std::countr_zero(m))];
     for (int p = 0; p < 3; ++p) {
       const Mask a = m & ~loops_.back().broken & ~frames_.back().returned;
       if (a != m) break;  // lanes left it early: which iteration the others stand for is a guess
@@ -227,16 +208,16 @@ auto Analyzer::st(const For& n, Mask m) -> void {
       if (p == 1) {
         weight_ = saved * static_cast<double>(most - 2);
         Motion mo = counter;
-        const bool tracked = reps_.size() < kFrames && st && counter.kind != Motion::Erratic;
+        const bool tracked = mo_.reps.size() < kFrames && st && counter.kind != Motion::Erratic;
         if (tracked) {
-          reps_.push_back({0, most - 3});
-          mo = sum(counter, frame_slope(reps_.size() - 1, ir::exact(n.step->type, *st)), 1);
+          mo_.reps.push_back({0, most - 3});
+          mo = mo_.sum(counter, mo_.frame_slope(mo_.reps.size() - 1, ir::exact(n.step->type, *st)), 1);
         }
         set(n.var.get(), value_at(1, a, mo), a);
         exec(n.body, a);
-        if (tracked) reps_.pop_back();
+        if (tracked) mo_.reps.pop_back();
         if (!tracked) unsettled(*n.body, 0);  // nothing says how the iterations it stands for move
-        forget(contents(*n.body));
+        forget(tally_.contents(*n.body));
         weight_ = saved;
       } else {
         set(n.var.get(), value_at(p == 0 ? 0 : most - 1, a, counter), a);
@@ -246,7 +227,7 @@ auto Analyzer::st(const For& n, Mask m) -> void {
     if (m & (loops_.back().broken | frames_.back().returned)) {  // left by a break or a return
       br.inexact = true;
       unsettled(n, 0);
-      forget(contents(n));
+      forget(tally_.contents(n));
     }
   }
   loops_.pop_back();
@@ -254,16 +235,8 @@ auto Analyzer::st(const For& n, Mask m) -> void {
   if (variant) unsettled(n, 0);
 }
 
-auto Analyzer::frame_slope(std::size_t f, __int128 step) -> Motion {
-  if (step > INT64_MAX || step < INT64_MIN) return erratic();
-  Motion m;
-  m.kind = Motion::Moving;
-  m.slope[f] = static_cast<std::int64_t>(step);
-  return settle(m);
-}
-
 auto Analyzer::forget(const Contents& c) -> void {
-  forget_seen();
+  seen_.forget();
   for (const VarNode* v : c.written) {
     auto it = vars_.find(v);
     if (it == vars_.end()) continue;
@@ -275,7 +248,7 @@ auto Analyzer::forget(const Contents& c) -> void {
 
 auto Analyzer::st(const While& n, Mask m) -> void {
   step();
-  BranchSite& br = branch(&n, "while", n.loc);
+  BranchSite& br = tally_.branch(&n, "while", n.loc);
   const InLoop in_loop(looping_);
   loop_stmts_.push_back(&n);
   loops_.push_back({});
@@ -285,7 +258,7 @@ auto Analyzer::st(const While& n, Mask m) -> void {
     if (k >= 4 * opt_.max_iterations) {  // the rest is not followed
       br.inexact = true;
       unsettled(n, 0);
-      forget(contents(n));
+      forget(tally_.contents(n));
       break;
     }
     Lanes t;
@@ -299,7 +272,7 @@ auto Analyzer::st(const While& n, Mask m) -> void {
       br.inexact = true;
       guessed |= a & ~c.known;
       if (k == 0) go |= a & ~c.known;
-    } else if (!reps_.empty() && !settled(c)) {
+    } else if (!mo_.reps.empty() && !settled(c)) {
       variant = true;
     }
     if (go && go != a) br.div += weight_;
@@ -348,12 +321,12 @@ auto Analyzer::st(const Intrinsic& n, Mask m) -> void {
   if (info(n.op).exchanges_lanes) exchanges_ += weight_;
   std::vector<Lanes> args;
   for (const auto& a : n.args) args.push_back(eval(a, m));
-  for (const auto& o : n.outputs) set(o.get(), shuffle(n, args, m), m);
+  for (const auto& o : n.outputs) set(o.get(), shuffled(n, args, m), m);
   switch (n.op) {
     case IntrinsicOp::Atomic: access(&n, n.mems[0].get(), args[0], m, true, type_bytes(n.mems[0]->elem), n.loc); break;
     case IntrinsicOp::CpAsync: {
       const int bytes = static_cast<int>(n.imms[0]);
-      async_.insert(&n);
+      tally_.async_copy(&n);
       access(&n, n.mems[1].get(), args[1], m, false, bytes, n.loc, 0);
       access(&n, n.mems[0].get(), args[0], m, true, bytes, n.loc, 1);
       break;
@@ -362,7 +335,7 @@ auto Analyzer::st(const Intrinsic& n, Mask m) -> void {
   }
 }
 
-auto Analyzer::shuffle(const Intrinsic& n, const std::vector<Lanes>& a, Mask m) -> Lanes {
+auto shuffled(const Intrinsic& n, const std::vector<Lanes>& a, Mask m) -> Lanes {
   Lanes r;
   if (a.size() < 2 || n.outputs.empty() || !is_integral(n.outputs[0]->type)) return r;
   each(m & a[1].known, [&](int i) {
@@ -381,7 +354,7 @@ auto Analyzer::shuffle(const Intrinsic& n, const std::vector<Lanes>& a, Mask m) 
   });
   if (a[0].mo.kind == Motion::Still && a[1].mo.kind == Motion::Still) return r;
   r.mo = a[1].mo.kind == Motion::Still && a[0].mo.kind != Motion::Erratic ? a[0].mo
-         : uniform_always(a[0], m)                                        ? a[0].mo
+         : Motions::uniform_always(a[0], m)                               ? a[0].mo
                                                                           : erratic();
   return r;
 }
@@ -397,7 +370,7 @@ auto Analyzer::st(const Call& n, Mask m) -> void {
   std::int64_t off = (smem.known & m) ? smem.v[static_cast<std::size_t>(std::countr_zero(m & smem.known))] : -1;
   fr.smem = off >= 0 ? frames_.back().smem + off : frames_.back().smem;
   // Where its shared memory starts is followed as one number: one that moves makes it an estimate.
-  if (smem.mo.kind != Motion::Still || !uniform_always(smem, m)) unsettled(n, 0);
+  if (smem.mo.kind != Motion::Still || !Motions::uniform_always(smem, m)) unsettled(n, 0);
   std::vector<std::pair<const VarNode*, Lanes>> binds;
   for (std::size_t i = 0; i < user && i < f.params.size(); ++i) {
     const auto& a = n.args[i];
@@ -408,7 +381,7 @@ auto Analyzer::st(const Call& n, Mask m) -> void {
       r.offset.known &= o.known & m;
       each(r.offset.known, [&](int k) { r.offset.v[k] += o.v[k]; });
       r.offset.uniform = r.offset.uniform && o.uniform;
-      r.offset.mo = sum(r.offset.mo, o.mo, 1);
+      r.offset.mo = mo_.sum(r.offset.mo, o.mo, 1);
       fr.mems[p.mem.get()] = r;
     } else if (p.var) {
       binds.emplace_back(p.var.get(), eval(a.value, m));
@@ -419,13 +392,13 @@ auto Analyzer::st(const Call& n, Mask m) -> void {
   std::vector<const StmtNode*> saved_loop_stmts;
   std::swap(saved_loops, loops_);
   std::swap(saved_loop_stmts, loop_stmts_);
-  forget_seen();  // another thread and block index, another frame
+  seen_.forget();  // another thread and block index, another frame
   frames_.push_back(std::move(fr));
   bodies_.push_back(f.body.get());
   exec(f.body, m);
   bodies_.pop_back();
   frames_.pop_back();
-  forget_seen();
+  seen_.forget();
   std::swap(saved_loops, loops_);
   std::swap(saved_loop_stmts, loop_stmts_);
   if (n.result) set(n.result.get(), Lanes{}, m);
