@@ -1,5 +1,5 @@
 // Vantage CPU backend: lowered IR to LLVM IR (see cpu.h, gen.h and docs/cpu.md). This file: the entry
-// point, LLVM types and helpers, lane loops and the checks of accesses.
+// point, LLVM types and helpers, thread and warp loops and the reports of their checks.
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
 
@@ -7,6 +7,19 @@
 
 namespace vantage::cpu {
 namespace detail {
+
+Gen::Gen(const lower::Lowered& l, const std::string& entry, Module::Impl& out)
+    : L_(l),
+      T_(l.options.threads),
+      out_(out),
+      ctx_(*out.ctx),
+      b_(ctx_),
+      entry_name_(entry),
+      plan_(*this),
+      val_(*this),
+      mem_(*this),
+      st_(*this),
+      warps_(*this) {}
 
 auto Gen::run() -> void {
   llvm::Module& m = *out_.mod;
@@ -64,13 +77,13 @@ auto Gen::run() -> void {
   // The hidden lengths follow the user's parameters, one per pointer, in order.
   for (const auto& [mem, j] : pointers) top.mems[mem].bound = fn_->getArg(static_cast<unsigned>(L_.user_params + j));
   frame_ = &top;
-  if (returns(L_.kernel.body)) {
+  if (plan_.returns(L_.kernel.body)) {
     exited_ = scratch(T_);
     IRBuilder<> e(entry_bb_);
     e.CreateMemSet(exited_, e.getInt8(0), static_cast<std::uint64_t>(T_), llvm::MaybeAlign(1));
   }
-  prepare(top, L_.kernel.body);
-  uniform(L_.kernel.body, nullptr);
+  plan_.prepare(top, L_.kernel.body);
+  st_.uniform(L_.kernel.body, nullptr);
   b_.CreateRetVoid();
 
   // The entry: unpacks `args` (pointers to each value, as cuLaunchKernel takes them), then runs
@@ -187,28 +200,6 @@ auto Gen::scratch(std::int64_t n) -> Value* {
   scratch_bytes_ += (n + 63) / 64 * 64;
   IRBuilder<> e(entry_bb_, entry_bb_->begin());
   return e.CreateConstInBoundsGEP1_64(e.getInt8Ty(), scratch_, static_cast<std::uint64_t>(at));
-}
-
-auto Gen::uses_warp_index(const std::vector<StmtPtr>& stmts) -> bool {
-  struct Scan : IRVisitor {
-    Gen& g;
-    bool found = false;
-    std::unordered_set<const VarNode*> seen;
-    explicit Scan(Gen& gen) : g(gen) {}
-    void visit(const Binary& n) override {
-      if ((n.op == BinOp::Div || n.op == BinOp::Mod) && g.is_tid(n.a)) {
-        auto c = const_int(n.b);
-        if (c && *c >= 32) found = true;
-      }
-      IRVisitor::visit(n);
-    }
-    void visit(const VarRef& n) override {
-      if (seen.insert(n.var.get()).second)
-        if (const ExprPtr* d = g.definition(n.var.get())) walk(*d);
-    }
-  } scan(*this);
-  for (const auto& s : stmts) scan.walk(s);
-  return scan.found;
 }
 
 auto Gen::lane_loop_md() -> llvm::MDNode* {
@@ -330,8 +321,8 @@ auto Gen::restrict_lanes(const LaneRange& r, Value* w, Value*& lo, Value*& hi) -
   lane_warp_ = w;
   lane_ = b_.getInt32(0);
   tid_ = b_.CreateShl(w, 5, "", true, true);
-  Value* k = b_.CreateSExt(expr(r.k), b_.getInt64Ty());
-  if (r.offset) k = b_.CreateSub(k, b_.CreateSExt(expr(r.offset), b_.getInt64Ty()));
+  Value* k = b_.CreateSExt(val_.expr(r.k), b_.getInt64Ty());
+  if (r.offset) k = b_.CreateSub(k, b_.CreateSExt(val_.expr(r.offset), b_.getInt64Ty()));
   tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
   // The first lane past the split: k - 32 w (k + 1 - 32 w for <= and >; k or k + 1 for a range
   // of lanes), clamped to [0, hi].
@@ -376,9 +367,42 @@ auto Gen::report(const PendingCheck& c) -> void {
                    : b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), c.index, t));
     Value* n = c.bound_per_thread ? b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), c.bound, t))
                                   : b_.CreateLoad(b_.getInt64Ty(), c.bound);
-    fail(c.site, i, n, t);
+    mem_.fail(c.site, i, n, t);
     b_.CreateStore(b_.getInt32(0), c.worst);
   });
+}
+
+auto Gen::index_of(const ExprPtr& e, Value* t) -> Value* {
+  Value *saved_tid = tid_, *saved_lane = lane_, *saved_warp = lane_warp_;
+  tid_ = t;
+  lane_ = b_.CreateAnd(t, b_.getInt32(31));
+  lane_warp_ = b_.CreateLShr(t, 5);
+  bool saved = recompute_;
+  recompute_ = true;
+  Value* v = i64(val_.expr(e), e->type);
+  recompute_ = saved;
+  tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
+  return v;
+}
+
+auto Gen::any_active(Value* mask) -> Value* {
+  auto* any = entry_alloca(b_.getInt8Ty(), "any_active");
+  b_.CreateStore(b_.getInt8(0), any);
+  threads(nullptr, [&] {
+    Value* m = b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid_));
+    b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt8Ty(), any), m), any);
+  });
+  return b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), any), b_.getInt8(0));
+}
+
+auto Gen::warp_condition(const ExprPtr& c) -> Value* {
+  Value *saved_tid = tid_, *saved_lane = lane_, *saved_warp = lane_warp_;
+  lane_warp_ = warp_;
+  lane_ = b_.getInt32(0);
+  tid_ = b_.CreateShl(warp_, 5, "", true, true);
+  Value* v = val_.expr(c);
+  tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
+  return v;
 }
 
 }  // namespace detail

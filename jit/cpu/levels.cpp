@@ -1,19 +1,51 @@
-// Vantage CPU code generator: which values are the same for every thread (levels), and the planning of warp regions and
-// lane loops. See gen.h.
+// Vantage CPU code generator's Planner: which values are the same for every thread (levels), and the
+// planning of warp regions and lane loops. See gen.h.
 #include "jit/cpu/gen.h"
 
 namespace vantage::cpu::detail {
 
-auto Gen::recomputable(const ExprPtr& e, int depth) -> bool {
+Planner::Planner(Gen& g) : g_(g) {
+  // The ranges of the positions a launch may have: threads below T, blocks below the most a
+  // launch may have (specialization's residual guard, checked at every launch).
+  const auto& o = g.L_.options;
+  std::int64_t blocks = std::max<std::int64_t>(o.blocks ? *o.blocks : o.max_blocks, 1);
+  launch_env_.thread_index = ir::Range{0, g.T_ - 1};
+  launch_env_.block_index = ir::Range{0, blocks - 1};
+  launch_env_.grid_blocks = ir::Range{1, blocks};
+}
+
+auto Planner::uses_warp_index(const std::vector<StmtPtr>& stmts) -> bool {
+  struct Scan : IRVisitor {
+    Planner& g;
+    bool found = false;
+    std::unordered_set<const VarNode*> seen;
+    explicit Scan(Planner& gen) : g(gen) {}
+    void visit(const Binary& n) override {
+      if ((n.op == BinOp::Div || n.op == BinOp::Mod) && g.is_tid(n.a)) {
+        auto c = const_int(n.b);
+        if (c && *c >= 32) found = true;
+      }
+      IRVisitor::visit(n);
+    }
+    void visit(const VarRef& n) override {
+      if (seen.insert(n.var.get()).second)
+        if (const ExprPtr* d = g.definition(n.var.get())) walk(*d);
+    }
+  } scan(*this);
+  for (const auto& s : stmts) scan.walk(s);
+  return scan.found;
+}
+
+auto Planner::recomputable(const ExprPtr& e, int depth) -> bool {
   if (!e || depth > 16) return false;
   return dispatch(*e, Overloaded{
                           [](const Literal&) { return true; },
                           [&](const VarRef& n) {
                             const VarNode* v = n.var.get();
-                            if (frame_->reassigned.count(v)) return false;
-                            auto it = frame_->vars.find(v);
-                            if (it != frame_->vars.end() && it->second.kind == Storage::Fixed) return true;
-                            if (frame_->levels[v] == Lvl::Uniform) return it != frame_->vars.end();
+                            if (g_.frame_->reassigned.count(v)) return false;
+                            auto it = g_.frame_->vars.find(v);
+                            if (it != g_.frame_->vars.end() && it->second.kind == Storage::Fixed) return true;
+                            if (g_.frame_->levels[v] == Lvl::Uniform) return it != g_.frame_->vars.end();
                             const ExprPtr* d = definition(v);
                             return d && recomputable(*d, depth + 1);
                           },
@@ -31,30 +63,7 @@ auto Gen::recomputable(const ExprPtr& e, int depth) -> bool {
                       });
 }
 
-auto Gen::index_of(const ExprPtr& e, Value* t) -> Value* {
-  Value *saved_tid = tid_, *saved_lane = lane_, *saved_warp = lane_warp_;
-  tid_ = t;
-  lane_ = b_.CreateAnd(t, b_.getInt32(31));
-  lane_warp_ = b_.CreateLShr(t, 5);
-  bool saved = recompute_;
-  recompute_ = true;
-  Value* v = i64(expr(e), e->type);
-  recompute_ = saved;
-  tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
-  return v;
-}
-
-auto Gen::any_active(Value* mask) -> Value* {
-  auto* any = entry_alloca(b_.getInt8Ty(), "any_active");
-  b_.CreateStore(b_.getInt8(0), any);
-  threads(nullptr, [&] {
-    Value* m = b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid_));
-    b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt8Ty(), any), m), any);
-  });
-  return b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), any), b_.getInt8(0));
-}
-
-auto Gen::level(const ExprPtr& e, Frame& f) -> Lvl {
+auto Planner::level(const ExprPtr& e, Frame& f) -> Lvl {
   if (!e) return Lvl::Uniform;
   return dispatch(
       *e, Overloaded{
@@ -85,7 +94,7 @@ auto Gen::level(const ExprPtr& e, Frame& f) -> Lvl {
           });
 }
 
-auto Gen::levels(Frame& f, const StmtPtr& body) -> void {
+auto Planner::levels(Frame& f, const StmtPtr& body) -> void {
   bool changed = true;
   auto raise = [&](const VarPtr& v, Lvl l) {
     if (!v) return;
@@ -148,20 +157,20 @@ auto Gen::levels(Frame& f, const StmtPtr& body) -> void {
   scan.walk(body);
 }
 
-auto Gen::uniform_stmt(const StmtPtr& s, Frame& f) -> bool {
+auto Planner::uniform_stmt(const StmtPtr& s, Frame& f) -> bool {
   if (const auto* n = as<Let>(*s)) return f.levels[n->var.get()] == Lvl::Uniform;
   if (const auto* n = as<Assign>(*s)) return f.levels[n->var.get()] == Lvl::Uniform;
   return s->kind == StmtKind::SharedAlloc || s->kind == StmtKind::LocalAlloc;
 }
 
-auto Gen::uniform_control(const StmtPtr& s, Frame& f) -> bool {
+auto Planner::uniform_control(const StmtPtr& s, Frame& f) -> bool {
   if (const auto* n = as<If>(*s)) return level(n->cond, f) == Lvl::Uniform;
   if (const auto* n = as<For>(*s)) return f.levels[n->var.get()] == Lvl::Uniform && !has_jump(n->body);
   if (const auto* n = as<While>(*s)) return level(n->cond, f) == Lvl::Uniform && !has_jump(n->body);
   return false;
 }
 
-auto Gen::has_jump(const StmtPtr& s) -> bool {
+auto Planner::has_jump(const StmtPtr& s) -> bool {
   struct Scan : IRVisitor {
     bool found = false;
     void visit(const Jump&) override { found = true; }
@@ -170,7 +179,7 @@ auto Gen::has_jump(const StmtPtr& s) -> bool {
   return scan.found;
 }
 
-auto Gen::warp_uniform(const ExprPtr& c, int depth) -> bool {
+auto Planner::warp_uniform(const ExprPtr& c, int depth) -> bool {
   if (depth > 8) return false;
   if (lane_invariant(c)) return true;
   if (const auto* u = as<Unary>(*c)) return u->op == UnOp::Not && warp_uniform(u->a, depth + 1);
@@ -199,17 +208,7 @@ auto Gen::warp_uniform(const ExprPtr& c, int depth) -> bool {
   }
 }
 
-auto Gen::warp_condition(const ExprPtr& c) -> Value* {
-  Value *saved_tid = tid_, *saved_lane = lane_, *saved_warp = lane_warp_;
-  lane_warp_ = warp_;
-  lane_ = b_.getInt32(0);
-  tid_ = b_.CreateShl(warp_, 5, "", true, true);
-  Value* v = expr(c);
-  tid_ = saved_tid, lane_ = saved_lane, lane_warp_ = saved_warp;
-  return v;
-}
-
-auto Gen::lane_range(const Group& g) -> std::optional<LaneRange> {
+auto Planner::lane_range(const SeqGroup& g) -> std::optional<LaneRange> {
   if (g.stmts.size() != 1) return std::nullopt;
   const auto* n = as<If>(*g.stmts[0]);
   if (!n || (n->else_body && !(as<Seq>(*n->else_body) && as<Seq>(*n->else_body)->stmts.empty()))) return std::nullopt;
@@ -251,17 +250,18 @@ auto Gen::lane_range(const Group& g) -> std::optional<LaneRange> {
   return LaneRange{op, k, offset, lane};
 }
 
-auto Gen::flat_region(const std::vector<Group>& gs, std::size_t i, std::size_t j) -> bool {
+auto Planner::flat_region(const std::vector<SeqGroup>& gs, std::size_t i, std::size_t j) -> bool {
   int ranges = 0;
   for (std::size_t k = i; k < j; ++k) {
-    const Group& g = gs[k];
-    if (g.kind != Group::Leaf) {
+    const SeqGroup& g = gs[k];
+    if (g.kind != SeqGroup::Leaf) {
       if (j != i + 1 && as<Let>(*g.stmts[0])) continue;  // a uniform let: once for the block
       return false;
     }
     if (uses_warp_index(g.stmts)) return false;
     if (auto r = lane_range(g)) {
-      if (r->lane || level(r->k, *frame_) != Lvl::Uniform || (r->offset && level(r->offset, *frame_) != Lvl::Uniform))
+      if (r->lane || level(r->k, *g_.frame_) != Lvl::Uniform ||
+          (r->offset && level(r->offset, *g_.frame_) != Lvl::Uniform))
         return false;  // a range of lanes is one per warp, not one for the block
       ++ranges;
     } else if (j != i + 1) {
@@ -272,10 +272,10 @@ auto Gen::flat_region(const std::vector<Group>& gs, std::size_t i, std::size_t j
   return ranges <= 1;
 }
 
-auto Gen::resolved(const ExprPtr& e) -> ExprPtr {
+auto Planner::resolved(const ExprPtr& e) -> ExprPtr {
   class Defs : public ir::IRMutator {
    public:
-    explicit Defs(Gen& g) : g_(g) {}
+    explicit Defs(Planner& g) : g_(g) {}
     using IRMutator::mutate;
 
    protected:
@@ -289,13 +289,13 @@ auto Gen::resolved(const ExprPtr& e) -> ExprPtr {
     }
 
    private:
-    Gen& g_;
+    Planner& g_;
     int depth_ = 0;
   } defs(*this);
   return defs.mutate(e);
 }
 
-auto Gen::never_wraps(const Binary& n) -> bool {
+auto Planner::never_wraps(const Binary& n) -> bool {
   if (n.op != BinOp::Add && n.op != BinOp::Sub && n.op != BinOp::Mul) return false;
   if (n.a->type != n.type || n.b->type != n.type) return false;
   ExprPtr e = resolved(make<Binary>(n.type, n.op, n.a, n.b, n.loc));  // held: `r` points into it
@@ -303,7 +303,7 @@ auto Gen::never_wraps(const Binary& n) -> bool {
   return r && !ir::may_overflow(*r, launch_env_);
 }
 
-auto Gen::groups(const StmtPtr& s, Frame& f) -> std::vector<Group> {
+auto Planner::groups(const StmtPtr& s, Frame& f) -> std::vector<SeqGroup> {
   std::vector<StmtPtr> flat;
   std::function<void(const StmtPtr&)> flatten = [&](const StmtPtr& x) {
     if (!x) return;
@@ -314,23 +314,23 @@ auto Gen::groups(const StmtPtr& s, Frame& f) -> std::vector<Group> {
     flat.push_back(x);
   };
   flatten(s);
-  std::vector<Group> out;
+  std::vector<SeqGroup> out;
   for (const auto& x : flat) {
-    bool single = collectives_.of(x) || uniform_stmt(x, f) || uniform_control(x, f) || warp_control(x);
+    bool single = g_.collectives_.of(x) || uniform_stmt(x, f) || uniform_control(x, f) || warp_control(x);
     // An `if` that a range of lanes takes is a leaf of its own (its loop runs over the range).
-    bool alone = !single && lane_range(Group{Group::Leaf, {x}});
+    bool alone = !single && lane_range(SeqGroup{SeqGroup::Leaf, {x}});
     if (single) {
-      out.push_back({Group::Single, {x}});
-    } else if (!alone && !out.empty() && out.back().kind == Group::Leaf && !lane_range(out.back())) {
+      out.push_back({SeqGroup::Single, {x}});
+    } else if (!alone && !out.empty() && out.back().kind == SeqGroup::Leaf && !lane_range(out.back())) {
       out.back().stmts.push_back(x);
     } else {
-      out.push_back({Group::Leaf, {x}});
+      out.push_back({SeqGroup::Leaf, {x}});
     }
   }
   return out;
 }
 
-auto Gen::plan(Frame& f, const StmtPtr& body) -> void {
+auto Planner::plan(Frame& f, const StmtPtr& body) -> void {
   int next = 0;
   auto mark = [&](const VarNode* v, int leaf) {
     auto [it, fresh] = f.leaf_of.emplace(v, leaf);
@@ -367,7 +367,7 @@ auto Gen::plan(Frame& f, const StmtPtr& body) -> void {
   };
   std::function<void(const StmtPtr&)> walk = [&](const StmtPtr& s) {
     for (const auto& g : groups(s, f)) {
-      if (g.kind == Group::Leaf) {
+      if (g.kind == SeqGroup::Leaf) {
         int id = next++;
         for (const auto& x : g.stmts) mark_all(x, id);
         continue;
@@ -398,29 +398,122 @@ auto Gen::plan(Frame& f, const StmtPtr& body) -> void {
   walk(body);
 }
 
-auto Gen::pure(const ExprPtr& e, Frame& f, int depth) -> bool {
+auto Planner::pure_value(const ExprPtr& e, Frame& f, int depth) -> bool {
   if (!e || depth > 8) return false;
+  return dispatch(
+      *e, Overloaded{
+              [](const Literal&) { return true; },
+              [&](const VarRef& n) {
+                if (f.reassigned.count(n.var.get())) return false;
+                auto it = f.vars.find(n.var.get());
+                if (it == f.vars.end()) return false;
+                // A per-thread scalar holds one thread's value only inside its own leaf.
+                if (it->second.kind == Storage::Scalar) return f.levels[n.var.get()] == Lvl::Uniform;
+                return it->second.kind != Storage::Array;
+              },
+              [&](const Unary& n) { return pure_value(n.a, f, depth + 1); },
+              [&](const Binary& n) { return pure_value(n.a, f, depth + 1) && pure_value(n.b, f, depth + 1); },
+              [&](const Cast& n) { return pure_value(n.a, f, depth + 1); },
+              [&](const Select& n) {
+                return pure_value(n.c, f, depth + 1) && pure_value(n.a, f, depth + 1) && pure_value(n.b, f, depth + 1);
+              },
+              [](const MathCall&) { return false; },
+              [](const Id&) { return false; },
+              [&](const Builtin&) { return true; },
+              [](const Load&) { return false; },
+          });
+}
+
+auto Planner::definition(const VarNode* v) -> const ExprPtr* {
+  Frame& f = *g_.frame_;
+  if (f.reassigned.count(v)) return nullptr;
+  auto it = f.defs.find(v);
+  return it == f.defs.end() ? nullptr : &it->second;
+}
+
+auto Planner::is_tid(const ExprPtr& e, int depth) -> bool {
+  if (depth > 8) return false;
+  if (const auto* b = as<Builtin>(*e)) return b->which == BuiltinKind::ThreadInBlock && !g_.frame_->tid_array;
+  if (const auto* r = as<VarRef>(*e))
+    if (const ExprPtr* d = definition(r->var.get())) return is_tid(*d, depth + 1);
+  return false;
+}
+
+auto Planner::lane_invariant(const ExprPtr& e, int depth) -> bool {
+  if (!e || depth > 12) return false;
+  if (level(e, *g_.frame_) == Lvl::Uniform && !as<Load>(*e)) return true;
   return dispatch(*e, Overloaded{
                           [](const Literal&) { return true; },
                           [&](const VarRef& n) {
-                            if (f.reassigned.count(n.var.get())) return false;
-                            auto it = f.vars.find(n.var.get());
-                            if (it == f.vars.end()) return false;
-                            // A per-thread scalar holds one thread's value only inside its own leaf.
-                            if (it->second.kind == Storage::Scalar) return f.levels[n.var.get()] == Lvl::Uniform;
-                            return it->second.kind != Storage::Array;
+                            const ExprPtr* d = definition(n.var.get());
+                            return d && lane_invariant(*d, depth + 1);
                           },
-                          [&](const Unary& n) { return pure(n.a, f, depth + 1); },
-                          [&](const Binary& n) { return pure(n.a, f, depth + 1) && pure(n.b, f, depth + 1); },
-                          [&](const Cast& n) { return pure(n.a, f, depth + 1); },
+                          [&](const Unary& n) { return lane_invariant(n.a, depth + 1); },
+                          [&](const Binary& n) {
+                            if (n.op == BinOp::Div && is_tid(n.a)) {
+                              auto c = const_int(n.b);
+                              return c && *c > 0 && *c % 32 == 0;
+                            }
+                            return lane_invariant(n.a, depth + 1) && lane_invariant(n.b, depth + 1);
+                          },
+                          [&](const Cast& n) { return lane_invariant(n.a, depth + 1); },
                           [&](const Select& n) {
-                            return pure(n.c, f, depth + 1) && pure(n.a, f, depth + 1) && pure(n.b, f, depth + 1);
+                            return lane_invariant(n.c, depth + 1) && lane_invariant(n.a, depth + 1) &&
+                                   lane_invariant(n.b, depth + 1);
                           },
-                          [](const MathCall&) { return false; },
+                          [&](const MathCall& n) {
+                            for (const auto& a : n.args)
+                              if (!lane_invariant(a, depth + 1)) return false;
+                            return true;
+                          },
                           [](const Id&) { return false; },
-                          [&](const Builtin&) { return true; },
+                          [&](const Builtin& n) { return n.which != BuiltinKind::ThreadInBlock; },
                           [](const Load&) { return false; },
                       });
+}
+
+auto Planner::returns(const StmtPtr& s) -> bool {
+  if (!s) return false;
+  if (s->kind == StmtKind::Return) return true;
+  bool r = false;
+  for_each_child_stmt(*s, [&](const StmtPtr& c) { r = r || returns(c); });
+  return r;
+}
+
+auto Planner::in_region(const SeqGroup& g) -> bool {
+  if (g.kind == SeqGroup::Leaf) return true;
+  const StmtPtr& x = g.stmts[0];
+  if (g_.collectives_.block_sync(x)) return false;
+  switch (x->kind) {
+    case StmtKind::SharedAlloc:
+    case StmtKind::LocalAlloc:
+    case StmtKind::Assign: return false;
+    case StmtKind::Let: return true;
+    default: return !assigns_outer_uniform(x);
+  }
+}
+
+auto Planner::assigns_outer_uniform(const StmtPtr& s) -> bool {
+  struct Scan : IRVisitor {
+    Frame& f;
+    std::unordered_set<const VarNode*> inside;
+    bool found = false;
+    explicit Scan(Frame& fr) : f(fr) {}
+    void visit(const Let& n) override {
+      inside.insert(n.var.get());
+      IRVisitor::visit(n);
+    }
+    void visit(const For& n) override {
+      inside.insert(n.var.get());
+      IRVisitor::visit(n);
+    }
+    void visit(const Assign& n) override {
+      if (!inside.count(n.var.get()) && f.levels[n.var.get()] == Lvl::Uniform) found = true;
+      IRVisitor::visit(n);
+    }
+  } scan(*g_.frame_);
+  scan.walk(s);
+  return scan.found;
 }
 
 }  // namespace vantage::cpu::detail

@@ -1,87 +1,55 @@
-// Vantage CPU code generator: memory references and their checks, loads and stores, statements, loops, calls and
-// the block, warp and thread contexts. See gen.h.
+// Vantage CPU code generator's Statements: statements, loops and calls in the block, warp and thread
+// contexts. See gen.h.
 #include "jit/cpu/gen.h"
 
 namespace vantage::cpu::detail {
 
-auto Gen::load(const Load& n) -> Value* {
-  const MemRef& r = memref(n.mem.get(), n.loc);
-  const ExprPtr& index = n.indices[0];
-  Value* raw = expr(index);
-  Value* local = i64(raw, index->type);
-  Value* narrow = index->type == ScalarType::I32 ? raw : nullptr;
-  llvm::Type* et = memtype(r.elem);
-  auto clamp = r.space == MemSpace::Local || !r.bound ? std::nullopt : clamp_of(index);
-  Value* vu = clamp ? clamp_value(r, *clamp, index->type) : nullptr;
-  auto read = [&]() -> Value* {
-    return clamp ? clamped_load(r, *clamp, index->type, vu) : b_.CreateLoad(et, address(r, offset(r, local)));
-  };
-  if (!n.bound) return from_mem(read(), r.elem);
-  Value* bound = expr(n.bound);
-  auto* slot = entry_alloca(et, "checked_load");
-  b_.CreateStore(llvm::Constant::getNullValue(et), slot);
-  checked(
-      local, bound, n.site, [&] { b_.CreateStore(read(), slot); }, narrow, lane_invariant(n.bound), index);
-  return from_mem(b_.CreateLoad(et, slot), r.elem);
-}
+Statements::Statements(Gen& g) : g_(g), plan_(g.plan_), val_(g.val_), mem_(g.mem_), warps_(g.warps_) {}
 
-auto Gen::store(const Store& n) -> void {
-  const MemRef& r = memref(n.mem.get(), n.loc);
-  Value* raw = expr(n.indices[0]);
-  Value* local = i64(raw, n.indices[0]->type);
-  Value* v = to_mem(expr(n.value), r.elem);
-  if (!n.bound) {
-    b_.CreateStore(v, address(r, offset(r, local)));
-    return;
-  }
-  checked(
-      local, expr(n.bound), n.site, [&] { b_.CreateStore(v, address(r, offset(r, local))); },
-      n.indices[0]->type == ScalarType::I32 ? raw : nullptr, lane_invariant(n.bound), n.indices[0]);
-}
-
-auto Gen::thread_stmt(const StmtPtr& s) -> void {
+auto Statements::thread_stmt(const StmtPtr& s) -> void {
   if (!s) return;
   dispatch(*s, Overloaded{
                    [&](const Seq& n) {
                      for (const auto& c : n.stmts) thread_stmt(c);
                    },
-                   [&](const Let& n) { write_var(n.var, expr(n.value), n.value); },
-                   [&](const Assign& n) { write_var(n.var, expr(n.value), nullptr); },
-                   [&](const Store& n) { store(n); },
+                   [&](const Let& n) { val_.write_var(n.var, val_.expr(n.value), n.value); },
+                   [&](const Assign& n) { val_.write_var(n.var, val_.expr(n.value), nullptr); },
+                   [&](const Store& n) { mem_.store(n); },
                    [&](const If& n) {
-                     Value* c = expr(n.cond);
-                     auto* t = BasicBlock::Create(ctx_, "if.then", fn_);
-                     auto* e = BasicBlock::Create(ctx_, "if.else", fn_);
-                     auto* j = BasicBlock::Create(ctx_, "if.join", fn_);
-                     b_.CreateCondBr(c, t, e);
-                     b_.SetInsertPoint(t);
+                     Value* c = val_.expr(n.cond);
+                     auto* t = BasicBlock::Create(g_.ctx_, "if.then", g_.fn_);
+                     auto* e = BasicBlock::Create(g_.ctx_, "if.else", g_.fn_);
+                     auto* j = BasicBlock::Create(g_.ctx_, "if.join", g_.fn_);
+                     g_.b_.CreateCondBr(c, t, e);
+                     g_.b_.SetInsertPoint(t);
                      thread_stmt(n.then_body);
-                     b_.CreateBr(j);
-                     b_.SetInsertPoint(e);
+                     g_.b_.CreateBr(j);
+                     g_.b_.SetInsertPoint(e);
                      thread_stmt(n.else_body);
-                     b_.CreateBr(j);
-                     b_.SetInsertPoint(j);
+                     g_.b_.CreateBr(j);
+                     g_.b_.SetInsertPoint(j);
                    },
                    [&](const For& n) { for_loop(n, [&] { thread_stmt(n.body); }); },
                    [&](const While& n) {
-                     auto* head = BasicBlock::Create(ctx_, "while.head", fn_);
-                     auto* body = BasicBlock::Create(ctx_, "while.body", fn_);
-                     auto* done = BasicBlock::Create(ctx_, "while.done", fn_);
-                     b_.CreateBr(head);
-                     b_.SetInsertPoint(head);
-                     b_.CreateCondBr(expr(n.cond), body, done);
-                     b_.SetInsertPoint(body);
-                     jumps_.push_back({head, done});
+                     auto* head = BasicBlock::Create(g_.ctx_, "while.head", g_.fn_);
+                     auto* body = BasicBlock::Create(g_.ctx_, "while.body", g_.fn_);
+                     auto* done = BasicBlock::Create(g_.ctx_, "while.done", g_.fn_);
+                     g_.b_.CreateBr(head);
+                     g_.b_.SetInsertPoint(head);
+                     g_.b_.CreateCondBr(val_.expr(n.cond), body, done);
+                     g_.b_.SetInsertPoint(body);
+                     g_.jumps_.push_back({head, done});
                      thread_stmt(n.body);
-                     jumps_.pop_back();
-                     b_.CreateBr(head);
-                     b_.SetInsertPoint(done);
+                     g_.jumps_.pop_back();
+                     g_.b_.CreateBr(head);
+                     g_.b_.SetInsertPoint(done);
                    },
                    [&](const Jump& n) {
                      // Thread(1) code only (V0212), so the loop is this thread's own: a plain branch.
-                     if (jumps_.empty()) throw InternalError("cpu: a break or continue outside a loop");
-                     b_.CreateBr(n.is_break ? jumps_.back().exit : jumps_.back().next);
-                     b_.SetInsertPoint(BasicBlock::Create(ctx_, n.is_break ? "after.break" : "after.continue", fn_));
+                     if (g_.jumps_.empty()) throw InternalError("cpu: a break or continue outside a loop");
+                     g_.b_.CreateBr(n.is_break ? g_.jumps_.back().exit : g_.jumps_.back().next);
+                     g_.b_.SetInsertPoint(
+                         BasicBlock::Create(g_.ctx_, n.is_break ? "after.break" : "after.continue", g_.fn_));
                    },
                    [&](const SharedAlloc& n) { shared_alloc(n); },
                    [&](const LocalAlloc& n) { local_alloc(n); },
@@ -97,141 +65,143 @@ auto Gen::thread_stmt(const StmtPtr& s) -> void {
                });
 }
 
-auto Gen::ret(const Return& n) -> void {
-  Frame& f = *frame_;
+auto Statements::ret(const Return& n) -> void {
+  Frame& f = *g_.frame_;
   if (f.exit) {
-    if (n.value) b_.CreateStore(expr(n.value), f.ret_slot);
-    b_.CreateBr(f.exit);
-  } else if (!f.parent && exited_ && lane_cont_) {
-    b_.CreateStore(b_.getInt8(1), b_.CreateInBoundsGEP(b_.getInt8Ty(), exited_, tid_));
-    b_.CreateBr(lane_cont_);
+    if (n.value) g_.b_.CreateStore(val_.expr(n.value), f.ret_slot);
+    g_.b_.CreateBr(f.exit);
+  } else if (!f.parent && g_.exited_ && g_.lane_cont_) {
+    g_.b_.CreateStore(g_.b_.getInt8(1), g_.b_.CreateInBoundsGEP(g_.b_.getInt8Ty(), g_.exited_, g_.tid_));
+    g_.b_.CreateBr(g_.lane_cont_);
   } else {
     unsupported("a return here", n.loc);
   }
-  b_.SetInsertPoint(BasicBlock::Create(ctx_, "after.return", fn_));
+  g_.b_.SetInsertPoint(BasicBlock::Create(g_.ctx_, "after.return", g_.fn_));
 }
 
-auto Gen::for_loop(const For& n, const std::function<void()>& body) -> void {
-  Value* begin = expr(n.begin);
-  Value* end = expr(n.end);
-  Value* step = expr(n.step);
+auto Statements::for_loop(const For& n, const std::function<void()>& body) -> void {
+  Value* begin = val_.expr(n.begin);
+  Value* end = val_.expr(n.end);
+  Value* step = val_.expr(n.step);
   ScalarType t = n.var->type;
   bool sgn = !unsigned_type(t);
-  Storage& s = define(n.var, nullptr);
+  Storage& s = val_.define(n.var, nullptr);
   auto set = [&](Value* v) {
     if (s.kind == Storage::Array)
-      b_.CreateStore(v, b_.CreateInBoundsGEP(type(t), s.ptr, tid_));
+      g_.b_.CreateStore(v, g_.b_.CreateInBoundsGEP(g_.type(t), s.ptr, g_.tid_));
     else
-      b_.CreateStore(v, s.ptr);
+      g_.b_.CreateStore(v, s.ptr);
   };
   auto get = [&]() -> Value* {
-    if (s.kind == Storage::Array) return b_.CreateLoad(type(t), b_.CreateInBoundsGEP(type(t), s.ptr, tid_));
-    return b_.CreateLoad(type(t), s.ptr);
+    if (s.kind == Storage::Array)
+      return g_.b_.CreateLoad(g_.type(t), g_.b_.CreateInBoundsGEP(g_.type(t), s.ptr, g_.tid_));
+    return g_.b_.CreateLoad(g_.type(t), s.ptr);
   };
   set(begin);
-  auto* head = BasicBlock::Create(ctx_, n.var->name + ".head", fn_);
-  auto* in = BasicBlock::Create(ctx_, n.var->name + ".body", fn_);
-  auto* latch = BasicBlock::Create(ctx_, n.var->name + ".next", fn_);
-  auto* done = BasicBlock::Create(ctx_, n.var->name + ".done", fn_);
-  auto* ty = type(t);
+  auto* head = BasicBlock::Create(g_.ctx_, n.var->name + ".head", g_.fn_);
+  auto* in = BasicBlock::Create(g_.ctx_, n.var->name + ".body", g_.fn_);
+  auto* latch = BasicBlock::Create(g_.ctx_, n.var->name + ".next", g_.fn_);
+  auto* done = BasicBlock::Create(g_.ctx_, n.var->name + ".done", g_.fn_);
+  auto* ty = g_.type(t);
   auto zero = llvm::ConstantInt::get(ty, 0);
   auto k = const_int(n.step);
-  b_.CreateBr(head);
-  b_.SetInsertPoint(head);
+  g_.b_.CreateBr(head);
+  g_.b_.SetInsertPoint(head);
   Value* v = get();
   Value* going;
   bool up = k ? *k > 0 : false;
   if (k && *k > 0)
-    going = sgn ? b_.CreateICmpSLT(v, end) : b_.CreateICmpULT(v, end);
+    going = sgn ? g_.b_.CreateICmpSLT(v, end) : g_.b_.CreateICmpULT(v, end);
   else if (k && *k < 0)
-    going = sgn ? b_.CreateICmpSGT(v, end) : b_.CreateICmpUGT(v, end);
+    going = sgn ? g_.b_.CreateICmpSGT(v, end) : g_.b_.CreateICmpUGT(v, end);
   else {
-    Value* pos = sgn ? b_.CreateICmpSGT(step, zero) : b_.CreateICmpNE(step, zero);
-    Value* neg = sgn ? b_.CreateICmpSLT(step, zero) : static_cast<Value*>(b_.getInt1(false));
-    going = b_.CreateOr(b_.CreateAnd(pos, sgn ? b_.CreateICmpSLT(v, end) : b_.CreateICmpULT(v, end)),
-                        b_.CreateAnd(neg, b_.CreateICmpSGT(v, end)));
+    Value* pos = sgn ? g_.b_.CreateICmpSGT(step, zero) : g_.b_.CreateICmpNE(step, zero);
+    Value* neg = sgn ? g_.b_.CreateICmpSLT(step, zero) : static_cast<Value*>(g_.b_.getInt1(false));
+    going = g_.b_.CreateOr(g_.b_.CreateAnd(pos, sgn ? g_.b_.CreateICmpSLT(v, end) : g_.b_.CreateICmpULT(v, end)),
+                           g_.b_.CreateAnd(neg, g_.b_.CreateICmpSGT(v, end)));
   }
-  b_.CreateCondBr(going, in, done);
-  b_.SetInsertPoint(in);
-  jumps_.push_back({latch, done});
+  g_.b_.CreateCondBr(going, in, done);
+  g_.b_.SetInsertPoint(in);
+  g_.jumps_.push_back({latch, done});
   body();
-  jumps_.pop_back();
-  b_.CreateBr(latch);
-  b_.SetInsertPoint(latch);
+  g_.jumps_.pop_back();
+  g_.b_.CreateBr(latch);
+  g_.b_.SetInsertPoint(latch);
   // The next value, or the end when the distance left is at most the step (never wrapping).
   Value* cur = get();
   Value* next;
   if (k && *k == 1 && up) {
-    next = b_.CreateAdd(cur, llvm::ConstantInt::get(ty, 1));  // cur < end: cannot wrap
+    next = g_.b_.CreateAdd(cur, llvm::ConstantInt::get(ty, 1));  // cur < end: cannot wrap
   } else {
     Value* stepn = step;
-    Value* down = sgn ? b_.CreateICmpSLT(stepn, zero) : static_cast<Value*>(b_.getInt1(false));
-    Value* by = b_.CreateSelect(down, b_.CreateSub(zero, stepn), stepn);  // |step| (unsigned)
-    Value* left = b_.CreateSelect(down, b_.CreateSub(cur, end), b_.CreateSub(end, cur));
-    Value* last = b_.CreateICmpULE(left, by);
-    next = b_.CreateSelect(last, end, b_.CreateAdd(cur, stepn));
+    Value* down = sgn ? g_.b_.CreateICmpSLT(stepn, zero) : static_cast<Value*>(g_.b_.getInt1(false));
+    Value* by = g_.b_.CreateSelect(down, g_.b_.CreateSub(zero, stepn), stepn);  // |step| (unsigned)
+    Value* left = g_.b_.CreateSelect(down, g_.b_.CreateSub(cur, end), g_.b_.CreateSub(end, cur));
+    Value* last = g_.b_.CreateICmpULE(left, by);
+    next = g_.b_.CreateSelect(last, end, g_.b_.CreateAdd(cur, stepn));
     // At the end the loop stops: `going` is false when the counter equals end.
   }
   set(next);
-  b_.CreateBr(head);
-  b_.SetInsertPoint(done);
+  g_.b_.CreateBr(head);
+  g_.b_.SetInsertPoint(done);
 }
 
-auto Gen::vector_copy(const VectorCopy& n) -> void {
-  const MemRef& d = memref(n.dst.get(), n.loc);
-  const MemRef& s = memref(n.src.get(), n.loc);
-  Value* di = flat(d, expr(n.dst_index), n.dst_index->type);
-  Value* si = flat(s, expr(n.src_index), n.src_index->type);
-  llvm::Type* et = memtype(d.elem);
+auto Statements::vector_copy(const VectorCopy& n) -> void {
+  const MemRef& d = mem_.memref(n.dst.get(), n.loc);
+  const MemRef& s = mem_.memref(n.src.get(), n.loc);
+  Value* di = mem_.flat(d, val_.expr(n.dst_index), n.dst_index->type);
+  Value* si = mem_.flat(s, val_.expr(n.src_index), n.src_index->type);
+  llvm::Type* et = g_.memtype(d.elem);
   for (std::int64_t k = 0; k < n.count; ++k) {
-    Value* v = b_.CreateLoad(et, address(s, b_.CreateAdd(si, b_.getInt64(k))));
-    b_.CreateStore(v, address(d, b_.CreateAdd(di, b_.getInt64(k))));
+    Value* v = g_.b_.CreateLoad(et, mem_.address(s, g_.b_.CreateAdd(si, g_.b_.getInt64(k))));
+    g_.b_.CreateStore(v, mem_.address(d, g_.b_.CreateAdd(di, g_.b_.getInt64(k))));
   }
 }
 
-auto Gen::shared_alloc(const SharedAlloc& n) -> void {
-  Frame& f = *frame_;
+auto Statements::shared_alloc(const SharedAlloc& n) -> void {
+  Frame& f = *g_.frame_;
   if (f.mems.count(n.mem.get())) return;
   MemRef r;
   r.space = MemSpace::Shared;
   r.elem = n.mem->elem;
   r.name = n.mem->name;
-  r.base = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), f.smem,
-                                         static_cast<std::uint64_t>(L_.shared_offsets.at(n.mem.get())));
-  r.bound = b_.getInt64(const_int(n.count).value_or(0));
+  r.base = g_.b_.CreateConstInBoundsGEP1_64(g_.b_.getInt8Ty(), f.smem,
+                                            static_cast<std::uint64_t>(g_.L_.shared_offsets.at(n.mem.get())));
+  r.bound = g_.b_.getInt64(const_int(n.count).value_or(0));
   f.mems[n.mem.get()] = r;
 }
 
-auto Gen::local_alloc(const LocalAlloc& n) -> void {
-  Frame& f = *frame_;
+auto Statements::local_alloc(const LocalAlloc& n) -> void {
+  Frame& f = *g_.frame_;
   if (f.mems.count(n.mem.get())) return;
   MemRef r;
   r.space = MemSpace::Local;
   r.elem = n.mem->elem;
   r.name = n.mem->name;
-  r.base = scratch(n.count * T_ * std::max<std::int64_t>(1, bytes(n.mem->elem)));
-  r.bound = b_.getInt64(n.count);
+  r.base = g_.scratch(n.count * g_.T_ * std::max<std::int64_t>(1, g_.bytes(n.mem->elem)));
+  r.bound = g_.b_.getInt64(n.count);
   f.mems[n.mem.get()] = r;
 }
 
-auto Gen::thread_intrinsic(const Intrinsic& n) -> void {
+auto Statements::thread_intrinsic(const Intrinsic& n) -> void {
   if (!runs_on(n.op, kCpu)) unsupported(user_name(n.op), n.loc);
   switch (n.op) {
     case IntrinsicOp::Atomic: atomic(n); return;
     case IntrinsicOp::CpAsync: {
       // A copy that completes at once: a race-free kernel reads its destination only after waiting.
-      const MemRef& d = memref(n.mems[0].get(), n.loc);
-      const MemRef& s = memref(n.mems[1].get(), n.loc);
-      Value* di = flat(d, expr(n.args[0]), n.args[0]->type);
-      Value* si = flat(s, expr(n.args[1]), n.args[1]->type);
-      std::int64_t count = n.imms[0] / bytes(d.elem);
-      std::int64_t sd = site(n.loc, d.name, true), ss = site(n.loc, s.name, false);
-      llvm::Type* et = memtype(d.elem);
+      const MemRef& d = mem_.memref(n.mems[0].get(), n.loc);
+      const MemRef& s = mem_.memref(n.mems[1].get(), n.loc);
+      Value* di = mem_.flat(d, val_.expr(n.args[0]), n.args[0]->type);
+      Value* si = mem_.flat(s, val_.expr(n.args[1]), n.args[1]->type);
+      std::int64_t count = n.imms[0] / g_.bytes(d.elem);
+      std::int64_t sd = mem_.site(n.loc, d.name, true), ss = mem_.site(n.loc, s.name, false);
+      llvm::Type* et = g_.memtype(d.elem);
       for (std::int64_t k = 0; k < count; ++k) {
-        Value* dk = b_.CreateAdd(di, b_.getInt64(k));
-        Value* sk = b_.CreateAdd(si, b_.getInt64(k));
-        checked(dk, d.bound, sd, [&] {
-          checked(sk, s.bound, ss, [&] { b_.CreateStore(b_.CreateLoad(et, address(s, sk)), address(d, dk)); });
+        Value* dk = g_.b_.CreateAdd(di, g_.b_.getInt64(k));
+        Value* sk = g_.b_.CreateAdd(si, g_.b_.getInt64(k));
+        mem_.checked(dk, d.bound, sd, [&] {
+          mem_.checked(sk, s.bound, ss,
+                       [&] { g_.b_.CreateStore(g_.b_.CreateLoad(et, mem_.address(s, sk)), mem_.address(d, dk)); });
         });
       }
       return;
@@ -243,10 +213,10 @@ auto Gen::thread_intrinsic(const Intrinsic& n) -> void {
   unsupported(user_name(n.op), n.loc);
 }
 
-auto Gen::atomic(const Intrinsic& n) -> void {
-  const MemRef& r = memref(n.mems[0].get(), n.loc);
-  Value* i = flat(r, expr(n.args[0]), n.args[0]->type);
-  Value* x = expr(n.args[1]);
+auto Statements::atomic(const Intrinsic& n) -> void {
+  const MemRef& r = mem_.memref(n.mems[0].get(), n.loc);
+  Value* i = mem_.flat(r, val_.expr(n.args[0]), n.args[0]->type);
+  Value* x = val_.expr(n.args[1]);
   ScalarType e = r.elem;
   if (half_type(e) || e == ScalarType::Bool) unsupported("an atomic on " + std::string(type_name(e)), n.loc);
   auto kind = static_cast<AtomicKind>(n.imms[0]);
@@ -262,32 +232,33 @@ auto Gen::atomic(const Intrinsic& n) -> void {
       break;
     default: op = llvm::AtomicRMWInst::Xchg; break;
   }
-  auto* slot = entry_alloca(type(e), "atomic_old");
-  b_.CreateStore(llvm::Constant::getNullValue(type(e)), slot);
-  checked(i, r.bound, site(n.loc, r.name, true), [&] {
-    Value* old = b_.CreateAtomicRMW(op, address(r, i), x, llvm::MaybeAlign(bytes(e)), llvm::AtomicOrdering::Monotonic);
-    b_.CreateStore(old, slot);
+  auto* slot = g_.entry_alloca(g_.type(e), "atomic_old");
+  g_.b_.CreateStore(llvm::Constant::getNullValue(g_.type(e)), slot);
+  mem_.checked(i, r.bound, mem_.site(n.loc, r.name, true), [&] {
+    Value* old = g_.b_.CreateAtomicRMW(op, mem_.address(r, i), x, llvm::MaybeAlign(g_.bytes(e)),
+                                       llvm::AtomicOrdering::Monotonic);
+    g_.b_.CreateStore(old, slot);
   });
-  if (!n.outputs.empty()) write_var(n.outputs[0], b_.CreateLoad(type(e), slot), nullptr);
+  if (!n.outputs.empty()) val_.write_var(n.outputs[0], g_.b_.CreateLoad(g_.type(e), slot), nullptr);
 }
 
-auto Gen::materialize(const ExprPtr& e, Value* mask, bool as_index) -> std::pair<Value*, bool> {
-  if (level(e, *frame_) == Lvl::Uniform) {
-    Value* v = expr(e);
-    return {as_index ? i64(v, e->type) : v, false};
+auto Statements::materialize(const ExprPtr& e, Value* mask, bool as_index) -> std::pair<Value*, bool> {
+  if (plan_.level(e, *g_.frame_) == Lvl::Uniform) {
+    Value* v = val_.expr(e);
+    return {as_index ? g_.i64(v, e->type) : v, false};
   }
-  Value* arr = scratch(T_ * 8);
-  llvm::Type* t = as_index ? b_.getInt64Ty() : type(e->type);
-  threads(mask, [&] {
-    Value* v = expr(e);
-    b_.CreateStore(as_index ? i64(v, e->type) : v, b_.CreateInBoundsGEP(t, arr, tid_));
+  Value* arr = g_.scratch(g_.T_ * 8);
+  llvm::Type* t = as_index ? g_.b_.getInt64Ty() : g_.type(e->type);
+  g_.threads(mask, [&] {
+    Value* v = val_.expr(e);
+    g_.b_.CreateStore(as_index ? g_.i64(v, e->type) : v, g_.b_.CreateInBoundsGEP(t, arr, g_.tid_));
   });
   return {arr, true};
 }
 
-auto Gen::call(const Call& n, bool in_thread, Value* mask) -> void {
+auto Statements::call(const Call& n, bool in_thread, Value* mask) -> void {
   const FunctionNode& fnode = *n.fn;
-  Frame& caller = *frame_;
+  Frame& caller = *g_.frame_;
   auto callee = std::make_unique<Frame>();
   Frame& f = *callee;
   f.parent = &caller;
@@ -299,26 +270,26 @@ auto Gen::call(const Call& n, bool in_thread, Value* mask) -> void {
   if (const auto* bi = as<Builtin>(*tid_arg); bi && bi->which == BuiltinKind::ThreadInBlock && !caller.tid_array) {
     f.tid_array = nullptr;  // the caller's own position
   } else if (f.in_thread) {
-    f.tid_array = expr(tid_arg);
+    f.tid_array = val_.expr(tid_arg);
     f.tid_level = Lvl::Uniform;  // one value in this thread
   } else {
     auto [v, arr] = materialize(tid_arg, mask, true);
-    f.tid_array = arr ? v : b_.CreateTrunc(v, b_.getInt32Ty());
+    f.tid_array = arr ? v : g_.b_.CreateTrunc(v, g_.b_.getInt32Ty());
     f.tid_level = arr ? Lvl::Varying : Lvl::Uniform;
   }
-  f.bid = expr(n.args[user + 1].value);
+  f.bid = val_.expr(n.args[user + 1].value);
   auto smem = const_int(n.args[user + 2].value);
   f.smem = smem && *smem >= 0
-               ? b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), caller.smem, static_cast<std::uint64_t>(*smem))
+               ? g_.b_.CreateConstInBoundsGEP1_64(g_.b_.getInt8Ty(), caller.smem, static_cast<std::uint64_t>(*smem))
                : caller.smem;
   // Parameters: values (fixed, or per-thread arrays), pointers as the caller's memory plus offsets.
   for (std::size_t i = 0; i < user && i < fnode.params.size(); ++i) {
     const ParamNode& p = fnode.params[i];
     const CallArgNode& a = n.args[i];
     if (a.mem) {
-      MemRef r = memref(a.mem.get(), n.loc);
+      MemRef r = mem_.memref(a.mem.get(), n.loc);
       if (f.in_thread) {
-        r.offsets.push_back({i64(expr(a.value), a.value->type), false});
+        r.offsets.push_back({g_.i64(val_.expr(a.value), a.value->type), false});
       } else {
         auto [v, arr] = materialize(a.value, mask, true);
         r.offsets.push_back({v, arr});
@@ -328,9 +299,9 @@ auto Gen::call(const Call& n, bool in_thread, Value* mask) -> void {
       continue;
     }
     Storage s;
-    if (f.in_thread || level(a.value, caller) == Lvl::Uniform) {
+    if (f.in_thread || plan_.level(a.value, caller) == Lvl::Uniform) {
       s.kind = Storage::Fixed;
-      s.value = expr(a.value);
+      s.value = val_.expr(a.value);
       f.levels[p.var.get()] = f.in_thread ? Lvl::Uniform : Lvl::Uniform;
     } else {
       s.kind = Storage::Array;
@@ -340,66 +311,58 @@ auto Gen::call(const Call& n, bool in_thread, Value* mask) -> void {
     f.vars[p.var.get()] = s;
   }
   // A pointer parameter keeps its root's bound: the checks of atomics and copies are on flat indices.
-  if (!f.in_thread && (n.result || returns(fnode.body)))
+  if (!f.in_thread && (n.result || plan_.returns(fnode.body)))
     unsupported("a return in a device function that holds a warp collective or barrier", n.loc);
   if (f.in_thread) {
-    f.exit = BasicBlock::Create(ctx_, fnode.name + ".exit", fn_);
+    f.exit = BasicBlock::Create(g_.ctx_, fnode.name + ".exit", g_.fn_);
     if (fnode.returns) {
-      f.ret_slot = entry_alloca(type(*fnode.returns), fnode.name + ".result");
-      b_.CreateStore(llvm::Constant::getNullValue(type(*fnode.returns)), f.ret_slot);
+      f.ret_slot = g_.entry_alloca(g_.type(*fnode.returns), fnode.name + ".result");
+      g_.b_.CreateStore(llvm::Constant::getNullValue(g_.type(*fnode.returns)), f.ret_slot);
     }
   }
-  frames_.push_back(std::move(callee));
-  Frame* saved = frame_;
-  frame_ = &f;
-  prepare(f, fnode.body);
+  g_.frames_.push_back(std::move(callee));
+  Frame* saved = g_.frame_;
+  g_.frame_ = &f;
+  plan_.prepare(f, fnode.body);
   if (f.in_thread) {
     thread_stmt(fnode.body);
-    b_.CreateBr(f.exit);
-    b_.SetInsertPoint(f.exit);
+    g_.b_.CreateBr(f.exit);
+    g_.b_.SetInsertPoint(f.exit);
   } else {
     uniform(fnode.body, mask);
   }
-  frame_ = saved;
-  if (n.result) write_var(n.result, b_.CreateLoad(type(*fnode.returns), f.ret_slot), nullptr);
+  g_.frame_ = saved;
+  if (n.result) val_.write_var(n.result, g_.b_.CreateLoad(g_.type(*fnode.returns), f.ret_slot), nullptr);
 }
 
-auto Gen::returns(const StmtPtr& s) -> bool {
-  if (!s) return false;
-  if (s->kind == StmtKind::Return) return true;
-  bool r = false;
-  for_each_child_stmt(*s, [&](const StmtPtr& c) { r = r || returns(c); });
-  return r;
-}
-
-auto Gen::uniform(const StmtPtr& s, Value* mask) -> void {
+auto Statements::uniform(const StmtPtr& s, Value* mask) -> void {
   if (!s) return;
-  auto gs = groups(s, *frame_);
-  auto emit = [&](const Group& g) {
-    if (g.kind != Group::Leaf) {
+  auto gs = plan_.groups(s, *g_.frame_);
+  auto emit = [&](const SeqGroup& g) {
+    if (g.kind != SeqGroup::Leaf) {
       single(g.stmts[0], mask);
-    } else if (auto r = lane_range(g)) {
-      threads(
+    } else if (auto r = plan_.lane_range(g)) {
+      g_.threads(
           mask, [&] { thread_stmt(as<If>(*g.stmts[0])->then_body); }, &*r);
     } else {
-      threads(mask, [&] {
+      g_.threads(mask, [&] {
         for (const auto& x : g.stmts) thread_stmt(x);
       });
     }
   };
-  if (warp_) {
+  if (g_.warp_) {
     for (const auto& g : gs) emit(g);
     return;
   }
   for (std::size_t i = 0; i < gs.size();) {
-    if (!in_region(gs[i])) {
+    if (!plan_.in_region(gs[i])) {
       emit(gs[i++]);
       continue;
     }
     std::size_t j = i;
     bool work = false;
-    for (; j < gs.size() && in_region(gs[j]); ++j)
-      work = work || gs[j].kind == Group::Leaf || gs[j].stmts[0]->kind != StmtKind::Let;
+    for (; j < gs.size() && plan_.in_region(gs[j]); ++j)
+      work = work || gs[j].kind == SeqGroup::Leaf || gs[j].stmts[0]->kind != StmtKind::Let;
     if (!work) {
       for (; i < j; ++i) emit(gs[i]);
       continue;
@@ -408,143 +371,108 @@ auto Gen::uniform(const StmtPtr& s, Value* mask) -> void {
     // whose bounds are the same for the whole block (saxpy's `let t`, then `if (blk * 256 + t < n)`),
     // is one loop over the block's threads per leaf (longer vectors, one loop for LLVM instead of
     // one per warp).
-    if (flat_region(gs, i, j)) {
-      flat_ = true;
+    if (plan_.flat_region(gs, i, j)) {
+      g_.flat_ = true;
       for (; i < j; ++i) emit(gs[i]);
-      flat_ = false;
+      g_.flat_ = false;
       continue;
     }
-    loop(
-        b_.getInt32(0), b_.getInt32(warps()),
+    g_.loop(
+        g_.b_.getInt32(0), g_.b_.getInt32(g_.warps()),
         [&](Value* w) {
-          warp_ = w;
+          g_.warp_ = w;
           auto run = [&] {
             for (std::size_t k = i; k < j; ++k) emit(gs[k]);
           };
           if (mask)
-            if_then(any_active(mask), run);
+            g_.if_then(g_.any_active(mask), run);
           else
             run();
-          warp_ = nullptr;
+          g_.warp_ = nullptr;
         },
         "region");
     i = j;
   }
 }
 
-auto Gen::in_region(const Group& g) -> bool {
-  if (g.kind == Group::Leaf) return true;
-  const StmtPtr& x = g.stmts[0];
-  if (collectives_.block_sync(x)) return false;
-  switch (x->kind) {
-    case StmtKind::SharedAlloc:
-    case StmtKind::LocalAlloc:
-    case StmtKind::Assign: return false;
-    case StmtKind::Let: return true;
-    default: return !assigns_outer_uniform(x);
-  }
-}
-
-auto Gen::assigns_outer_uniform(const StmtPtr& s) -> bool {
-  struct Scan : IRVisitor {
-    Frame& f;
-    std::unordered_set<const VarNode*> inside;
-    bool found = false;
-    explicit Scan(Frame& fr) : f(fr) {}
-    void visit(const Let& n) override {
-      inside.insert(n.var.get());
-      IRVisitor::visit(n);
-    }
-    void visit(const For& n) override {
-      inside.insert(n.var.get());
-      IRVisitor::visit(n);
-    }
-    void visit(const Assign& n) override {
-      if (!inside.count(n.var.get()) && f.levels[n.var.get()] == Lvl::Uniform) found = true;
-      IRVisitor::visit(n);
-    }
-  } scan(*frame_);
-  scan.walk(s);
-  return scan.found;
-}
-
-auto Gen::single(const StmtPtr& s, Value* mask) -> void {
-  Frame& f = *frame_;
+auto Statements::single(const StmtPtr& s, Value* mask) -> void {
+  Frame& f = *g_.frame_;
   dispatch(*s, Overloaded{
                    [&](const ir::Barrier&) {},  // the thread loops around it are the barrier
                    [&](const Let& n) {
                      if (f.levels[n.var.get()] == Lvl::Uniform) {
-                       write_var(n.var, expr(n.value), n.value);
+                       val_.write_var(n.var, val_.expr(n.value), n.value);
                      } else {
-                       threads(mask, [&] { write_var(n.var, expr(n.value), n.value); });
+                       g_.threads(mask, [&] { val_.write_var(n.var, val_.expr(n.value), n.value); });
                      }
                    },
                    [&](const Assign& n) {
                      if (f.levels[n.var.get()] == Lvl::Uniform)
-                       write_var(n.var, expr(n.value), nullptr);
+                       val_.write_var(n.var, val_.expr(n.value), nullptr);
                      else
-                       threads(mask, [&] { write_var(n.var, expr(n.value), nullptr); });
+                       g_.threads(mask, [&] { val_.write_var(n.var, val_.expr(n.value), nullptr); });
                    },
                    [&](const SharedAlloc& n) { shared_alloc(n); },
                    [&](const LocalAlloc& n) { local_alloc(n); },
                    [&](const If& n) {
-                     bool same = level(n.cond, f) == Lvl::Uniform;
-                     if (same || (warp_ && warp_uniform(n.cond))) {
-                       Value* c = same ? expr(n.cond) : warp_condition(n.cond);
-                       auto* t = BasicBlock::Create(ctx_, "uif.then", fn_);
-                       auto* e = BasicBlock::Create(ctx_, "uif.else", fn_);
-                       auto* j = BasicBlock::Create(ctx_, "uif.join", fn_);
-                       b_.CreateCondBr(c, t, e);
-                       b_.SetInsertPoint(t);
+                     bool same = plan_.level(n.cond, f) == Lvl::Uniform;
+                     if (same || (g_.warp_ && plan_.warp_uniform(n.cond))) {
+                       Value* c = same ? val_.expr(n.cond) : g_.warp_condition(n.cond);
+                       auto* t = BasicBlock::Create(g_.ctx_, "uif.then", g_.fn_);
+                       auto* e = BasicBlock::Create(g_.ctx_, "uif.else", g_.fn_);
+                       auto* j = BasicBlock::Create(g_.ctx_, "uif.join", g_.fn_);
+                       g_.b_.CreateCondBr(c, t, e);
+                       g_.b_.SetInsertPoint(t);
                        uniform(n.then_body, mask);
-                       b_.CreateBr(j);
-                       b_.SetInsertPoint(e);
+                       g_.b_.CreateBr(j);
+                       g_.b_.SetInsertPoint(e);
                        uniform(n.else_body, mask);
-                       b_.CreateBr(j);
-                       b_.SetInsertPoint(j);
+                       g_.b_.CreateBr(j);
+                       g_.b_.SetInsertPoint(j);
                        return;
                      }
                      // Per-thread condition around a collective: masks for each side.
-                     Value* yes = scratch(T_);
-                     Value* no = scratch(T_);
-                     auto* any_yes = entry_alloca(b_.getInt8Ty(), "any_yes");
-                     auto* any_no = entry_alloca(b_.getInt8Ty(), "any_no");
-                     b_.CreateStore(b_.getInt8(0), any_yes);
-                     b_.CreateStore(b_.getInt8(0), any_no);
-                     threads(nullptr, [&] {
+                     Value* yes = g_.scratch(g_.T_);
+                     Value* no = g_.scratch(g_.T_);
+                     auto* any_yes = g_.entry_alloca(g_.b_.getInt8Ty(), "any_yes");
+                     auto* any_no = g_.entry_alloca(g_.b_.getInt8Ty(), "any_no");
+                     g_.b_.CreateStore(g_.b_.getInt8(0), any_yes);
+                     g_.b_.CreateStore(g_.b_.getInt8(0), any_no);
+                     g_.threads(nullptr, [&] {
                        Value* active =
-                           mask ? b_.CreateICmpNE(
-                                      b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid_)),
-                                      b_.getInt8(0))
-                                : static_cast<Value*>(b_.getInt1(true));
-                       Value* c = b_.getInt1(false);
-                       auto* eval = BasicBlock::Create(ctx_, "mask.eval", fn_);
-                       auto* set = BasicBlock::Create(ctx_, "mask.set", fn_);
-                       BasicBlock* from = b_.GetInsertBlock();
-                       b_.CreateCondBr(active, eval, set);
-                       b_.SetInsertPoint(eval);
-                       Value* cv = expr(n.cond);
-                       BasicBlock* evaluated = b_.GetInsertBlock();
-                       b_.CreateBr(set);
-                       b_.SetInsertPoint(set);
-                       auto* phi = b_.CreatePHI(b_.getInt1Ty(), 2);
+                           mask ? g_.b_.CreateICmpNE(
+                                      g_.b_.CreateLoad(g_.b_.getInt8Ty(),
+                                                       g_.b_.CreateInBoundsGEP(g_.b_.getInt8Ty(), mask, g_.tid_)),
+                                      g_.b_.getInt8(0))
+                                : static_cast<Value*>(g_.b_.getInt1(true));
+                       Value* c = g_.b_.getInt1(false);
+                       auto* eval = BasicBlock::Create(g_.ctx_, "mask.eval", g_.fn_);
+                       auto* set = BasicBlock::Create(g_.ctx_, "mask.set", g_.fn_);
+                       BasicBlock* from = g_.b_.GetInsertBlock();
+                       g_.b_.CreateCondBr(active, eval, set);
+                       g_.b_.SetInsertPoint(eval);
+                       Value* cv = val_.expr(n.cond);
+                       BasicBlock* evaluated = g_.b_.GetInsertBlock();
+                       g_.b_.CreateBr(set);
+                       g_.b_.SetInsertPoint(set);
+                       auto* phi = g_.b_.CreatePHI(g_.b_.getInt1Ty(), 2);
                        phi->addIncoming(c, from);
                        phi->addIncoming(cv, evaluated);
-                       Value* y = b_.CreateAnd(active, phi);
-                       Value* z = b_.CreateAnd(active, b_.CreateNot(phi));
-                       Value* y8 = b_.CreateZExt(y, b_.getInt8Ty());
-                       Value* z8 = b_.CreateZExt(z, b_.getInt8Ty());
-                       b_.CreateStore(y8, b_.CreateInBoundsGEP(b_.getInt8Ty(), yes, tid_));
-                       b_.CreateStore(z8, b_.CreateInBoundsGEP(b_.getInt8Ty(), no, tid_));
-                       b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt8Ty(), any_yes), y8), any_yes);
-                       b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt8Ty(), any_no), z8), any_no);
+                       Value* y = g_.b_.CreateAnd(active, phi);
+                       Value* z = g_.b_.CreateAnd(active, g_.b_.CreateNot(phi));
+                       Value* y8 = g_.b_.CreateZExt(y, g_.b_.getInt8Ty());
+                       Value* z8 = g_.b_.CreateZExt(z, g_.b_.getInt8Ty());
+                       g_.b_.CreateStore(y8, g_.b_.CreateInBoundsGEP(g_.b_.getInt8Ty(), yes, g_.tid_));
+                       g_.b_.CreateStore(z8, g_.b_.CreateInBoundsGEP(g_.b_.getInt8Ty(), no, g_.tid_));
+                       g_.b_.CreateStore(g_.b_.CreateOr(g_.b_.CreateLoad(g_.b_.getInt8Ty(), any_yes), y8), any_yes);
+                       g_.b_.CreateStore(g_.b_.CreateOr(g_.b_.CreateLoad(g_.b_.getInt8Ty(), any_no), z8), any_no);
                      });
                      // A side no thread takes is skipped (in a warp region: no thread of the warp).
-                     if_then(b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), any_yes), b_.getInt8(0)),
-                             [&] { uniform(n.then_body, yes); });
+                     g_.if_then(g_.b_.CreateICmpNE(g_.b_.CreateLoad(g_.b_.getInt8Ty(), any_yes), g_.b_.getInt8(0)),
+                                [&] { uniform(n.then_body, yes); });
                      if (n.else_body)
-                       if_then(b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), any_no), b_.getInt8(0)),
-                               [&] { uniform(n.else_body, no); });
+                       g_.if_then(g_.b_.CreateICmpNE(g_.b_.CreateLoad(g_.b_.getInt8Ty(), any_no), g_.b_.getInt8(0)),
+                                  [&] { uniform(n.else_body, no); });
                    },
                    [&](const For& n) {
                      if (f.levels[n.var.get()] == Lvl::Uniform) {
@@ -554,127 +482,130 @@ auto Gen::single(const StmtPtr& s, Value* mask) -> void {
                      varying_loop(s, mask);
                    },
                    [&](const While& n) {
-                     if (level(n.cond, f) == Lvl::Uniform) {
-                       auto* head = BasicBlock::Create(ctx_, "uwhile.head", fn_);
-                       auto* body = BasicBlock::Create(ctx_, "uwhile.body", fn_);
-                       auto* done = BasicBlock::Create(ctx_, "uwhile.done", fn_);
-                       b_.CreateBr(head);
-                       b_.SetInsertPoint(head);
-                       b_.CreateCondBr(expr(n.cond), body, done);
-                       b_.SetInsertPoint(body);
+                     if (plan_.level(n.cond, f) == Lvl::Uniform) {
+                       auto* head = BasicBlock::Create(g_.ctx_, "uwhile.head", g_.fn_);
+                       auto* body = BasicBlock::Create(g_.ctx_, "uwhile.body", g_.fn_);
+                       auto* done = BasicBlock::Create(g_.ctx_, "uwhile.done", g_.fn_);
+                       g_.b_.CreateBr(head);
+                       g_.b_.SetInsertPoint(head);
+                       g_.b_.CreateCondBr(val_.expr(n.cond), body, done);
+                       g_.b_.SetInsertPoint(body);
                        uniform(n.body, mask);
-                       b_.CreateBr(head);
-                       b_.SetInsertPoint(done);
+                       g_.b_.CreateBr(head);
+                       g_.b_.SetInsertPoint(done);
                        return;
                      }
                      varying_loop(s, mask);
                    },
                    [&](const Call& n) {
-                     if (collectives_.of(n.fn->body))
+                     if (g_.collectives_.of(n.fn->body))
                        call(n, false, mask);
                      else
-                       threads(mask, [&] { call(n, true); });
+                       g_.threads(mask, [&] { call(n, true); });
                    },
-                   [&](const Intrinsic& n) { warp(n, mask); },
+                   [&](const Intrinsic& n) { warps_.warp(n, mask); },
                    [&](const auto& n) -> void {
                      // Anything else that holds a collective is a sequence (flattened) or control
                      // flow (above); a plain statement runs in a thread loop.
-                     if (collectives_.of(s))
+                     if (g_.collectives_.of(s))
                        throw InternalError(std::string("cpu: a collective in ") + name_of(n.kind));
-                     threads(mask, [&] { thread_stmt(s); });
+                     g_.threads(mask, [&] { thread_stmt(s); });
                    },
                });
 }
 
-auto Gen::varying_loop(const StmtPtr& s, Value* mask) -> void {
+auto Statements::varying_loop(const StmtPtr& s, Value* mask) -> void {
   const auto* f = as<For>(*s);
   const auto* w = as<While>(*s);
-  Value* going = scratch(T_);
-  Value* live = scratch(T_);  // threads whose loop has not ended (For: past its last value)
+  Value* going = g_.scratch(g_.T_);
+  Value* live = g_.scratch(g_.T_);  // threads whose loop has not ended (For: past its last value)
   Value* endv = nullptr;
   Value* stepv = nullptr;
   Storage* var = nullptr;
   if (f) {
-    var = &define_array(f->var);
-    endv = scratch(T_ * 8);
-    stepv = scratch(T_ * 8);
-    llvm::Type* ty = type(f->var->type);
-    threads(mask, [&] {
-      b_.CreateStore(expr(f->begin), b_.CreateInBoundsGEP(ty, var->ptr, tid_));
-      b_.CreateStore(expr(f->end), b_.CreateInBoundsGEP(ty, endv, tid_));
-      b_.CreateStore(expr(f->step), b_.CreateInBoundsGEP(ty, stepv, tid_));
+    var = &val_.define_array(f->var);
+    endv = g_.scratch(g_.T_ * 8);
+    stepv = g_.scratch(g_.T_ * 8);
+    llvm::Type* ty = g_.type(f->var->type);
+    g_.threads(mask, [&] {
+      g_.b_.CreateStore(val_.expr(f->begin), g_.b_.CreateInBoundsGEP(ty, var->ptr, g_.tid_));
+      g_.b_.CreateStore(val_.expr(f->end), g_.b_.CreateInBoundsGEP(ty, endv, g_.tid_));
+      g_.b_.CreateStore(val_.expr(f->step), g_.b_.CreateInBoundsGEP(ty, stepv, g_.tid_));
     });
   }
-  threads(nullptr, [&] {
-    Value* active = mask ? b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), mask, tid_))
-                         : static_cast<Value*>(b_.getInt8(1));
-    b_.CreateStore(active, b_.CreateInBoundsGEP(b_.getInt8Ty(), live, tid_));
+  g_.threads(nullptr, [&] {
+    Value* active = mask
+                        ? g_.b_.CreateLoad(g_.b_.getInt8Ty(), g_.b_.CreateInBoundsGEP(g_.b_.getInt8Ty(), mask, g_.tid_))
+                        : static_cast<Value*>(g_.b_.getInt8(1));
+    g_.b_.CreateStore(active, g_.b_.CreateInBoundsGEP(g_.b_.getInt8Ty(), live, g_.tid_));
   });
-  auto* head = BasicBlock::Create(ctx_, "vloop.head", fn_);
-  auto* body = BasicBlock::Create(ctx_, "vloop.body", fn_);
-  auto* done = BasicBlock::Create(ctx_, "vloop.done", fn_);
-  auto* any = entry_alloca(b_.getInt1Ty(), "any");
-  b_.CreateBr(head);
-  b_.SetInsertPoint(head);
-  b_.CreateStore(b_.getInt1(false), any);
-  threads(nullptr, [&] {
-    Value* l =
-        b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), b_.CreateInBoundsGEP(b_.getInt8Ty(), live, tid_)), b_.getInt8(0));
-    auto* eval = BasicBlock::Create(ctx_, "vloop.eval", fn_);
-    auto* set = BasicBlock::Create(ctx_, "vloop.set", fn_);
-    BasicBlock* from = b_.GetInsertBlock();
-    b_.CreateCondBr(l, eval, set);
-    b_.SetInsertPoint(eval);
+  auto* head = BasicBlock::Create(g_.ctx_, "vloop.head", g_.fn_);
+  auto* body = BasicBlock::Create(g_.ctx_, "vloop.body", g_.fn_);
+  auto* done = BasicBlock::Create(g_.ctx_, "vloop.done", g_.fn_);
+  auto* any = g_.entry_alloca(g_.b_.getInt1Ty(), "any");
+  g_.b_.CreateBr(head);
+  g_.b_.SetInsertPoint(head);
+  g_.b_.CreateStore(g_.b_.getInt1(false), any);
+  g_.threads(nullptr, [&] {
+    Value* l = g_.b_.CreateICmpNE(
+        g_.b_.CreateLoad(g_.b_.getInt8Ty(), g_.b_.CreateInBoundsGEP(g_.b_.getInt8Ty(), live, g_.tid_)),
+        g_.b_.getInt8(0));
+    auto* eval = BasicBlock::Create(g_.ctx_, "vloop.eval", g_.fn_);
+    auto* set = BasicBlock::Create(g_.ctx_, "vloop.set", g_.fn_);
+    BasicBlock* from = g_.b_.GetInsertBlock();
+    g_.b_.CreateCondBr(l, eval, set);
+    g_.b_.SetInsertPoint(eval);
     Value* g;
     if (f) {
       ScalarType t = f->var->type;
       bool sgn = !unsigned_type(t);
-      Value* v = b_.CreateLoad(type(t), b_.CreateInBoundsGEP(type(t), var->ptr, tid_));
-      Value* e = b_.CreateLoad(type(t), b_.CreateInBoundsGEP(type(t), endv, tid_));
-      Value* st = b_.CreateLoad(type(t), b_.CreateInBoundsGEP(type(t), stepv, tid_));
-      auto zero = llvm::ConstantInt::get(type(t), 0);
-      Value* pos = sgn ? b_.CreateICmpSGT(st, zero) : b_.CreateICmpNE(st, zero);
-      Value* neg = sgn ? b_.CreateICmpSLT(st, zero) : static_cast<Value*>(b_.getInt1(false));
-      g = b_.CreateOr(b_.CreateAnd(pos, sgn ? b_.CreateICmpSLT(v, e) : b_.CreateICmpULT(v, e)),
-                      b_.CreateAnd(neg, b_.CreateICmpSGT(v, e)));
+      Value* v = g_.b_.CreateLoad(g_.type(t), g_.b_.CreateInBoundsGEP(g_.type(t), var->ptr, g_.tid_));
+      Value* e = g_.b_.CreateLoad(g_.type(t), g_.b_.CreateInBoundsGEP(g_.type(t), endv, g_.tid_));
+      Value* st = g_.b_.CreateLoad(g_.type(t), g_.b_.CreateInBoundsGEP(g_.type(t), stepv, g_.tid_));
+      auto zero = llvm::ConstantInt::get(g_.type(t), 0);
+      Value* pos = sgn ? g_.b_.CreateICmpSGT(st, zero) : g_.b_.CreateICmpNE(st, zero);
+      Value* neg = sgn ? g_.b_.CreateICmpSLT(st, zero) : static_cast<Value*>(g_.b_.getInt1(false));
+      g = g_.b_.CreateOr(g_.b_.CreateAnd(pos, sgn ? g_.b_.CreateICmpSLT(v, e) : g_.b_.CreateICmpULT(v, e)),
+                         g_.b_.CreateAnd(neg, g_.b_.CreateICmpSGT(v, e)));
     } else {
-      g = expr(w->cond);
+      g = val_.expr(w->cond);
     }
-    BasicBlock* evaluated = b_.GetInsertBlock();
-    b_.CreateBr(set);
-    b_.SetInsertPoint(set);
-    auto* phi = b_.CreatePHI(b_.getInt1Ty(), 2);
-    phi->addIncoming(b_.getInt1(false), from);
+    BasicBlock* evaluated = g_.b_.GetInsertBlock();
+    g_.b_.CreateBr(set);
+    g_.b_.SetInsertPoint(set);
+    auto* phi = g_.b_.CreatePHI(g_.b_.getInt1Ty(), 2);
+    phi->addIncoming(g_.b_.getInt1(false), from);
     phi->addIncoming(g, evaluated);
-    b_.CreateStore(b_.CreateZExt(phi, b_.getInt8Ty()), b_.CreateInBoundsGEP(b_.getInt8Ty(), going, tid_));
-    b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), any), phi), any);
+    g_.b_.CreateStore(g_.b_.CreateZExt(phi, g_.b_.getInt8Ty()),
+                      g_.b_.CreateInBoundsGEP(g_.b_.getInt8Ty(), going, g_.tid_));
+    g_.b_.CreateStore(g_.b_.CreateOr(g_.b_.CreateLoad(g_.b_.getInt1Ty(), any), phi), any);
   });
-  b_.CreateCondBr(b_.CreateLoad(b_.getInt1Ty(), any), body, done);
-  b_.SetInsertPoint(body);
+  g_.b_.CreateCondBr(g_.b_.CreateLoad(g_.b_.getInt1Ty(), any), body, done);
+  g_.b_.SetInsertPoint(body);
   uniform(f ? f->body : w->body, going);
   if (f) {
     // Each going thread steps its counter (never past its end: then its loop is over).
-    threads(going, [&] {
+    g_.threads(going, [&] {
       ScalarType t = f->var->type;
       bool sgn = !unsigned_type(t);
-      auto* ty = type(t);
+      auto* ty = g_.type(t);
       auto zero = llvm::ConstantInt::get(ty, 0);
-      Value* at = b_.CreateInBoundsGEP(ty, var->ptr, tid_);
-      Value* cur = b_.CreateLoad(ty, at);
-      Value* e = b_.CreateLoad(ty, b_.CreateInBoundsGEP(ty, endv, tid_));
-      Value* st = b_.CreateLoad(ty, b_.CreateInBoundsGEP(ty, stepv, tid_));
-      Value* down = sgn ? b_.CreateICmpSLT(st, zero) : static_cast<Value*>(b_.getInt1(false));
-      Value* by = b_.CreateSelect(down, b_.CreateSub(zero, st), st);
-      Value* left = b_.CreateSelect(down, b_.CreateSub(cur, e), b_.CreateSub(e, cur));
-      Value* last = b_.CreateICmpULE(left, by);
-      b_.CreateStore(b_.CreateSelect(last, e, b_.CreateAdd(cur, st)), at);
+      Value* at = g_.b_.CreateInBoundsGEP(ty, var->ptr, g_.tid_);
+      Value* cur = g_.b_.CreateLoad(ty, at);
+      Value* e = g_.b_.CreateLoad(ty, g_.b_.CreateInBoundsGEP(ty, endv, g_.tid_));
+      Value* st = g_.b_.CreateLoad(ty, g_.b_.CreateInBoundsGEP(ty, stepv, g_.tid_));
+      Value* down = sgn ? g_.b_.CreateICmpSLT(st, zero) : static_cast<Value*>(g_.b_.getInt1(false));
+      Value* by = g_.b_.CreateSelect(down, g_.b_.CreateSub(zero, st), st);
+      Value* left = g_.b_.CreateSelect(down, g_.b_.CreateSub(cur, e), g_.b_.CreateSub(e, cur));
+      Value* last = g_.b_.CreateICmpULE(left, by);
+      g_.b_.CreateStore(g_.b_.CreateSelect(last, e, g_.b_.CreateAdd(cur, st)), at);
       // Past its last value the loop is over for this thread, whatever the counter says.
-      Value* l = b_.CreateInBoundsGEP(b_.getInt8Ty(), live, tid_);
-      b_.CreateStore(b_.CreateSelect(last, b_.getInt8(0), b_.CreateLoad(b_.getInt8Ty(), l)), l);
+      Value* l = g_.b_.CreateInBoundsGEP(g_.b_.getInt8Ty(), live, g_.tid_);
+      g_.b_.CreateStore(g_.b_.CreateSelect(last, g_.b_.getInt8(0), g_.b_.CreateLoad(g_.b_.getInt8Ty(), l)), l);
     });
   }
-  b_.CreateBr(head);
-  b_.SetInsertPoint(done);
+  g_.b_.CreateBr(head);
+  g_.b_.SetInsertPoint(done);
 }
 
 }  // namespace vantage::cpu::detail
