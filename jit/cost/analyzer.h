@@ -6,6 +6,7 @@
 #pragma once
 
 #include "jit/cost/cost.h"
+#include "jit/ir/affine.h"
 
 #include <algorithm>
 #include <array>
@@ -204,78 +205,6 @@ struct Contents {
   bool jumps = false, returns = false;
 };
 Contents contents_of(const StmtNode& s);
-
-/// An integer index as sum(coef * term) + c: a term is a loop or other variable, or any expression
-/// the form does not follow (by node). Lets whose variable is never assigned are followed through.
-struct Affine {
-  std::map<const void*, __int128> terms;
-  __int128 c = 0;
-};
-using LetValues = std::unordered_map<const VarNode*, const ExprNode*>;
-/// Each expression's form, computed once (a let used twice in the next, chained, stays linear).
-/// Coefficients past 2^62 make the expression opaque, so that nothing overflows.
-class AffineOf {
- public:
-  explicit AffineOf(const LetValues& lets) : lets_(lets) {}
-  const Affine& operator()(const ExprNode& e, int depth = 0) {
-    if (auto it = memo_.find(&e); it != memo_.end()) return it->second;
-    Affine a = compute(e, depth);
-    constexpr __int128 kBig = __int128{1} << 62;
-    bool big = a.c > kBig || a.c < -kBig;
-    for (const auto& [t, c] : a.terms) big = big || c > kBig || c < -kBig;
-    if (big) a = opaque(e);
-    return memo_.emplace(&e, std::move(a)).first->second;
-  }
-
- private:
-  static Affine opaque(const ExprNode& e) {
-    Affine a;
-    a.terms[&e] = 1;
-    return a;
-  }
-  Affine compute(const ExprNode& e, int depth) {
-    if (depth > 64 || !is_integer(e.type)) return opaque(e);
-    Affine a;
-    if (const auto* l = as<Literal>(e)) {
-      a.c = l->i;
-      return a;
-    }
-    if (const auto* v = as<VarRef>(e)) {
-      auto it = lets_.find(v->var.get());
-      if (it != lets_.end()) return (*this)(*it->second, depth + 1);
-      a.terms[v->var.get()] = 1;
-      return a;
-    }
-    if (const auto* c = as<Cast>(e)) return is_integer(c->a->type) ? (*this)(*c->a, depth + 1) : opaque(e);
-    const auto* b = as<Binary>(e);
-    if (!b) return opaque(e);
-    Affine x = (*this)(*b->a, depth + 1);
-    const Affine& y = (*this)(*b->b, depth + 1);
-    auto scaled = [](Affine v, __int128 k) {
-      for (auto& [t, c] : v.terms) c *= k;
-      v.c *= k;
-      return v;
-    };
-    switch (b->op) {
-      case BinOp::Add:
-      case BinOp::Sub: {
-        const __int128 sign = b->op == BinOp::Add ? 1 : -1;
-        for (const auto& [t, c] : y.terms) x.terms[t] += sign * c;
-        x.c += sign * y.c;
-        return x;
-      }
-      case BinOp::Mul:  // both sides under 2^62 in magnitude, so the product fits
-        if (y.terms.empty()) return scaled(std::move(x), y.c);
-        if (x.terms.empty()) return scaled(y, x.c);
-        return opaque(e);
-      default: return opaque(e);
-    }
-  }
-  const LetValues& lets_;
-  std::unordered_map<const ExprNode*, Affine> memo_;
-};
-/// The index's terms that are not zero: two indices with equal ones differ by a constant.
-std::map<const void*, __int128> variable_part(const Affine& a);
 
 /// The shared-memory loads the CUDA compiler may merge with a neighbour's into one wider load, as
 /// ptxas does for adjacent elements at an alignment it can prove (the first H100 run,

@@ -89,20 +89,13 @@ Contents contents_of(const StmtNode& s) {
   return std::move(scan.c);
 }
 
-std::map<const void*, __int128> variable_part(const Affine& a) {
-  std::map<const void*, __int128> m;
-  for (const auto& [t, c] : a.terms)
-    if (c != 0) m[t] = c;
-  return m;
-}
-
 std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
-  LetValues lets;
+  AffineReader::Lets lets;
   std::unordered_set<const VarNode*> assigned;
   std::vector<const StmtNode*> bodies{k.body.get()};
   {
     struct Defs : IRVisitor {
-      LetValues* lets;
+      AffineReader::Lets* lets;
       std::unordered_set<const VarNode*>* assigned;
       std::vector<const StmtNode*>* bodies;
       std::unordered_set<const FunctionNode*> seen;
@@ -110,7 +103,7 @@ std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
       using IRVisitor::walk;
       void walk(const ExprPtr&) override {}  // lets, assignments and calls are statements
       void visit(const Let& n) override {
-        (*lets)[n.var.get()] = n.value.get();
+        (*lets)[n.var.get()] = n.value;
         IRVisitor::visit(n);
       }
       void visit(const Assign& n) override {
@@ -131,7 +124,7 @@ std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
     defs.walk(k.body);
   }
   for (const VarNode* v : assigned) lets.erase(v);
-  AffineOf affine(lets);
+  AffineReader affine(lets);
   std::unordered_set<const void*> out;
   struct Shared {
     const Load* load;
@@ -164,13 +157,14 @@ std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
     if (const auto* l = e ? as<Literal>(*e) : nullptr) return l->i;
     return std::nullopt;
   };
-  // A load's index with `loop`'s variable at `value`.
+  // A load's index with `loop`'s variable at `value` (its coefficient and the value under 2^62).
   auto at_iteration = [](Affine a, const For& loop, std::int64_t value) {
-    auto it = a.terms.find(loop.var.get());
-    if (it != a.terms.end()) {
-      a.c += it->second * value;
-      a.terms.erase(it);
-    }
+    const ExprPtr v = ref(loop.var, loop.loc);
+    const std::int64_t k = a.coefficient(v);
+    const __int128 moved = static_cast<__int128>(a.constant) + static_cast<__int128>(k) * value;
+    if (k == 0 || moved < INT64_MIN || moved > INT64_MAX) return a;
+    a.add(v, -k);
+    a.constant = static_cast<std::int64_t>(moved);
     return a;
   };
   for (const StmtNode* body : bodies) {
@@ -178,11 +172,11 @@ std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
     Collect all;
     all.walk(StmtPtr(std::shared_ptr<const StmtNode>(), body));
     for (const auto& [load, loops] : all.loads) {
-      const Affine a = affine(*load->indices[0]);
+      const Affine& a = affine(load->indices[0]);
       for (const For* f : loops) {
-        auto it = a.terms.find(f->var.get());
+        const std::int64_t k = a.coefficient(ref(f->var, f->loc));
         const auto step = literal(f->step);
-        if (it != a.terms.end() && step && (it->second * *step == 1 || it->second * *step == -1)) out.insert(load);
+        if ((k == 1 || k == -1) && step && (*step == 1 || *step == -1)) out.insert(load);
       }
     }
     if (all.loads.empty()) continue;  // no shared load: no neighbours either
@@ -207,7 +201,7 @@ std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
           const auto b = literal(f->begin), e = literal(f->end), step = literal(f->step);
           for (const auto& [load, loops] : in.loads) {
             if (!loops.empty()) continue;  // in a loop inside this one
-            const Affine a = affine(*load->indices[0]);
+            const Affine a = affine(load->indices[0]);
             if (b) here.push_back({load, at_iteration(a, *f, *b)});
             if (b && e && step == 1 && *e > *b) here.push_back({load, at_iteration(a, *f, *e - 1)});
           }
@@ -217,14 +211,25 @@ std::unordered_set<const void*> mergeable_loads(const KernelNode& k) {
         Collect direct;
         direct.nested = false;
         direct.walk(st);
-        for (const auto& [load, loops] : direct.loads) here.push_back({load, affine(*load->indices[0])});
+        for (const auto& [load, loops] : direct.loads) here.push_back({load, affine(load->indices[0])});
       }
       // Grouped by array and the index's variable part; then neighbours are constants one apart.
-      std::map<std::pair<const MemNode*, std::map<const void*, __int128>>, std::map<__int128, std::vector<const Load*>>>
-          groups;
-      for (const Shared& x : here) groups[{x.load->mem.get(), variable_part(x.at)}][x.at.c].push_back(x.load);
-      for (const auto& [key, by_offset] : groups)
+      struct Neighbours {
+        const MemNode* mem;
+        const Affine* form;
+        std::map<std::int64_t, std::vector<const Load*>> by_offset;
+      };
+      std::vector<Neighbours> groups;
+      for (const Shared& x : here) {
+        auto g = std::find_if(groups.begin(), groups.end(), [&](const Neighbours& n) {
+          return n.mem == x.load->mem.get() && same_terms(*n.form, x.at);
+        });
+        if (g == groups.end()) g = groups.insert(groups.end(), {x.load->mem.get(), &x.at, {}});
+        g->by_offset[x.at.constant].push_back(x.load);
+      }
+      for (const auto& [mem, form, by_offset] : groups)
         for (const auto& [c, loads] : by_offset) {
+          if (c == INT64_MAX) continue;
           auto next = by_offset.find(c + 1);
           if (next == by_offset.end()) continue;
           for (const Load* u : loads)

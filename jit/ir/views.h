@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "jit/ir/affine.h"
 #include "jit/ir/ir.h"
 
 namespace vantage::ir {
@@ -40,18 +41,5 @@ class Views {
   /// share() of each view asked for (every store through a view asks, the same each time).
   mutable std::unordered_map<const MemNode*, ExprPtr> shares_;
 };
-
-/// `constant + sum(coefficient * atom)` for an integer index, atoms compared structurally.
-struct Affine {
-  std::int64_t constant = 0;
-  std::vector<std::pair<ExprPtr, std::int64_t>> terms;
-  void add(const ExprPtr& atom, std::int64_t k);
-  void scale(std::int64_t k);
-  void merge(const Affine& o, std::int64_t sign);
-  std::int64_t coefficient(const ExprPtr& atom) const;
-};
-/// Constants folded at their type (`8u - 58u` is 4294967246), or (`exact`) only literals count as
-/// constants and + - * of them are exact (`8u - 58u` is -50, as in an index: docs/semantics.md).
-Affine affine(const ExprPtr& e, bool exact = false);
 
 }  // namespace vantage::ir
