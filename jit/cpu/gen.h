@@ -341,6 +341,10 @@ class Statements {
   /// kernel, the thread marked as exited (every later thread loop skips it) and a jump to the next
   /// thread of its loop. The code after it in the same block is unreachable.
   void ret(const Return& n);
+  /// `while (cond) body`, its blocks named `name`.head, .body and .done; `body(head, done)` emits
+  /// the body (head and done: where `continue` and `break` go).
+  void while_loop(const ExprPtr& cond, const std::string& name,
+                  const std::function<void(BasicBlock* head, BasicBlock* done)>& body);
   /// docs/semantics.md's loops: bounds and step evaluated once, the counter never wrapping, no
   /// iteration with a zero step.
   void for_loop(const For& n, const std::function<void()>& body);

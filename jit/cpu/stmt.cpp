@@ -6,6 +6,20 @@ namespace vantage::cpu::detail {
 
 Statements::Statements(Gen& g) : g_(g), plan_(g.plan_), val_(g.val_), mem_(g.mem_), warps_(g.warps_) {}
 
+void Statements::while_loop(const ExprPtr& cond, const std::string& name,
+                            const std::function<void(BasicBlock* head, BasicBlock* done)>& body) {
+  auto* head = BasicBlock::Create(g_.ctx_, name + ".head", g_.fn_);
+  auto* block = BasicBlock::Create(g_.ctx_, name + ".body", g_.fn_);
+  auto* done = BasicBlock::Create(g_.ctx_, name + ".done", g_.fn_);
+  g_.b_.CreateBr(head);
+  g_.b_.SetInsertPoint(head);
+  g_.b_.CreateCondBr(val_.expr(cond), block, done);
+  g_.b_.SetInsertPoint(block);
+  body(head, done);
+  g_.b_.CreateBr(head);
+  g_.b_.SetInsertPoint(done);
+}
+
 auto Statements::thread_stmt(const StmtPtr& s) -> void {
   if (!s) return;
   dispatch(*s, Overloaded{
@@ -31,18 +45,11 @@ auto Statements::thread_stmt(const StmtPtr& s) -> void {
                    },
                    [&](const For& n) { for_loop(n, [&] { thread_stmt(n.body); }); },
                    [&](const While& n) {
-                     auto* head = BasicBlock::Create(g_.ctx_, "while.head", g_.fn_);
-                     auto* body = BasicBlock::Create(g_.ctx_, "while.body", g_.fn_);
-                     auto* done = BasicBlock::Create(g_.ctx_, "while.done", g_.fn_);
-                     g_.b_.CreateBr(head);
-                     g_.b_.SetInsertPoint(head);
-                     g_.b_.CreateCondBr(val_.expr(n.cond), body, done);
-                     g_.b_.SetInsertPoint(body);
-                     g_.jumps_.push_back({head, done});
-                     thread_stmt(n.body);
-                     g_.jumps_.pop_back();
-                     g_.b_.CreateBr(head);
-                     g_.b_.SetInsertPoint(done);
+                     while_loop(n.cond, "while", [&](BasicBlock* head, BasicBlock* done) {
+                       g_.jumps_.push_back({head, done});
+                       thread_stmt(n.body);
+                       g_.jumps_.pop_back();
+                     });
                    },
                    [&](const Jump& n) {
                      // Thread(1) code only (V0212), so the loop is this thread's own: a plain branch.
@@ -483,16 +490,7 @@ auto Statements::single(const StmtPtr& s, Value* mask) -> void {
                    },
                    [&](const While& n) {
                      if (plan_.level(n.cond, f) == Lvl::Uniform) {
-                       auto* head = BasicBlock::Create(g_.ctx_, "uwhile.head", g_.fn_);
-                       auto* body = BasicBlock::Create(g_.ctx_, "uwhile.body", g_.fn_);
-                       auto* done = BasicBlock::Create(g_.ctx_, "uwhile.done", g_.fn_);
-                       g_.b_.CreateBr(head);
-                       g_.b_.SetInsertPoint(head);
-                       g_.b_.CreateCondBr(val_.expr(n.cond), body, done);
-                       g_.b_.SetInsertPoint(body);
-                       uniform(n.body, mask);
-                       g_.b_.CreateBr(head);
-                       g_.b_.SetInsertPoint(done);
+                       while_loop(n.cond, "uwhile", [&](BasicBlock*, BasicBlock*) { uniform(n.body, mask); });
                        return;
                      }
                      varying_loop(s, mask);
