@@ -45,12 +45,10 @@ std::string describe_arg(const LaunchArg& a) {
   return "argument";
 }
 
-/// The workers `prepare` makes entries on: tasks hold a Kernel, so a kernel's table may be
-/// destroyed on a worker, never while a thread waits on it. Joined at exit.
+/// `prepare` makes entries on the library's background workers: tasks hold a Kernel, so a
+/// kernel's table may be destroyed on a worker, never while a thread waits on it.
 void post(std::function<void()> task) {
-  static support::Workers<std::function<void(int)>> workers;
-  static const int threads = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
-  workers.post([task = std::move(task)](int) { task(); }, threads);
+  support::background().post([task = std::move(task)](int) { task(); }, 0);
 }
 
 }  // namespace

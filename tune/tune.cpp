@@ -24,6 +24,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/workers.h"
 #include "vantage/cache.hpp"
 #include "vantage/diagnostics.hpp"
 
@@ -356,13 +357,12 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
       ready_cv.notify_one();
     }
   };
-  std::vector<std::thread> pool;
-  for (int i = 0; i < workers && !unmeasured.empty(); ++i) pool.emplace_back(work);
+  // The compiles run on the library's background workers (each waits for its `prepare`, which
+  // runs there too: the workers grow so that it never waits behind them).
+  support::TaskGroup compiles;
+  for (int i = 0; i < workers && !unmeasured.empty(); ++i) compiles.run(work);
   // Host devices share their cores with the compiler: time only once every candidate is compiled.
-  if (!device.is_gpu()) {
-    for (auto& t : pool) t.join();
-    pool.clear();
-  }
+  if (!device.is_gpu()) compiles.wait();
 
   std::optional<Flusher> flush;
   for (std::size_t measured = 0; measured < unmeasured.size(); ++measured) {
@@ -426,7 +426,7 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
     progress(r);
   }
   stop = true;
-  for (auto& t : pool) t.join();
+  compiles.wait();
   if (compiled_any)
     report.compile_wall_ms = std::chrono::duration<double, std::milli>(last_compile - first_compile).count();
   for (const auto& r : report.results)

@@ -1,5 +1,6 @@
 // Vantage pipeline: see pipeline.h.
 #include "jit/pipeline/pipeline.h"
+#include "support/workers.h"
 
 #include <xxhash.h>
 
@@ -132,10 +133,10 @@ std::vector<CompileOutcome> compile_many(const std::vector<CompileJob>& jobs, in
       }
     }
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  support::TaskGroup helpers;
+  for (int t = 1; t < threads; ++t) helpers.run(worker);
   worker();
-  for (auto& t : pool) t.join();
+  helpers.wait();
   return out;
 }
 
