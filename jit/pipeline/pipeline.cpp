@@ -60,8 +60,14 @@ LoweredKernel lower_for(const Kernel& kernel, const Spec& spec) {
 }  // namespace pipeline
 
 Specialized specialize_for(const Kernel& kernel, const Spec& spec) {
+  return pipeline::emit(kernel, spec, pipeline::lower_for(kernel, spec));
+}
+
+namespace pipeline {
+
+Specialized emit(const Kernel& kernel, const Spec& spec, LoweredKernel stage) {
   const ir::KernelNode& k = detail::KernelAccess::ir(kernel);
-  auto [s, lowered] = pipeline::lower_for(kernel, spec);
+  auto& [s, lowered] = stage;
   cuda::EmitOptions opt;
   opt.threads = s.threads;
   opt.blocks = s.blocks;
@@ -95,8 +101,6 @@ Specialized specialize_for(const Kernel& kernel, const Spec& spec) {
     out.checks.push_back({c.loc.file ? c.loc.file : "", c.loc.line, c.loc.column, c.memory, c.write});
   return out;
 }
-
-namespace pipeline {
 
 Compiled compile_specialized(Specialized spec, Output output) {
   Compiled c;
