@@ -16,10 +16,10 @@ DiskResult get_or_produce(DiskStore& store, const std::string& name, const Key& 
   r.entry = store.load(name, &key, &err, &r.read_problem);
   if (r.entry) return r;
   auto start = std::chrono::steady_clock::now();
-  DiskStore::Lock lock = store.lock(name, timeout);
+  const std::unique_ptr<Tier::Lease> lease = store.lease(name, timeout);
   r.waited = std::chrono::steady_clock::now() - start > std::chrono::milliseconds(5);
-  r.lock_timed_out = store.writable() && store.usable() && !lock.held();
-  if (lock.held()) {
+  r.lock_timed_out = store.writable() && store.usable() && !lease;
+  if (lease) {
     std::string again;
     r.entry = store.load(name, &key, &err, &again);
     if (r.entry) return r;

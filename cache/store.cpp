@@ -219,6 +219,16 @@ bool still_named(int fd, const fs::path& path) {
 }
 }  // namespace
 
+std::unique_ptr<Tier::Lease> DiskStore::lease(const std::string& name, std::chrono::milliseconds timeout) const {
+  struct Held final : Lease {
+    explicit Held(Lock l) : lock(std::move(l)) {}
+    Lock lock;
+  };
+  Lock l = lock(name, timeout);
+  if (!l.held()) return nullptr;
+  return std::make_unique<Held>(std::move(l));
+}
+
 DiskStore::Lock DiskStore::lock(const std::string& name, std::chrono::milliseconds timeout) const {
   if (!usable_ || !writable_) return Lock();
   fs::path p = root_ / "locks" / (name + ".lock");

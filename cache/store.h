@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,8 @@ class DiskStore final : public Tier {
   };
   /// Waits up to `timeout` for the key's lock; an empty Lock when it could not be had.
   Lock lock(const std::string& name, std::chrono::milliseconds timeout) const;
+  /// The key's lock as the tier's lease.
+  std::unique_ptr<Lease> lease(const std::string& name, std::chrono::milliseconds timeout) const override;
 
   std::vector<EntryInfo> list() const override;
   std::int64_t total_bytes() const;

@@ -1,9 +1,11 @@
-// Vantage cache tiers: the places a kernel cache finds entries by name. The user's directory
-// (DiskStore) is the writable tier: looked up, stored to, locked per key and evicted. Read-only
+// Vantage cache tiers: the places a kernel cache finds entries by name: looked up, listed, stored
+// to and leased per key (one compile of a key at a time). The user's directory (DiskStore) is the
+// writable tier: it is also evicted. Read-only
 // directories and bundles are tiers that are only looked up and listed. A lookup walks the
 // read-only tiers first, then the writable one; a remote tier plugs in behind the same interface.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -35,6 +37,17 @@ class Tier {
   /// Every entry it holds.
   virtual std::vector<EntryInfo> list() const = 0;
   virtual bool writable() const = 0;
+
+  /// A hold on one key across the processes that share the tier: while it lives, no other lease on
+  /// the key is given, so that one of them makes the entry and the others find it. It lets go when
+  /// destroyed, or when its holder dies.
+  class Lease {
+   public:
+    virtual ~Lease() = default;
+  };
+  /// Waits up to `timeout` for the lease on key `name`; null when it could not be had in time, or
+  /// when the tier gives none (a read-only one).
+  virtual std::unique_ptr<Lease> lease(const std::string& name, std::chrono::milliseconds timeout) const = 0;
 };
 
 /// A bundle file (`vantage cache export`) as a read-only tier.
@@ -49,6 +62,7 @@ class BundleTier final : public Tier {
   bool save(const std::string&, const Entry&, std::string* problem) override;
   std::vector<EntryInfo> list() const override;
   bool writable() const override { return false; }
+  std::unique_ptr<Lease> lease(const std::string&, std::chrono::milliseconds) const override { return nullptr; }
 
  private:
   std::filesystem::path file_;

@@ -180,6 +180,33 @@ TEST(CacheTier, ADirectoryAndABundleOfItAnswerTheSameLookups) {
   EXPECT_NE(problem.find("read-only"), std::string::npos) << problem;
 }
 
+TEST(CacheTier, ALeaseHoldsAKeyUntilItIsDropped) {
+  TempDir dir;
+  cache::DiskStore store(dir.path / "store", true);
+  ASSERT_TRUE(store.usable()) << store.problem();
+  const cache::Tier& tier = store;
+  {
+    auto held = tier.lease("saxpy.0123abcd", std::chrono::milliseconds(100));
+    ASSERT_NE(held, nullptr);
+    EXPECT_EQ(tier.lease("saxpy.0123abcd", std::chrono::milliseconds(20)), nullptr) << "one lease per key";
+    EXPECT_NE(tier.lease("saxpy.4567ef01", std::chrono::milliseconds(20)), nullptr) << "another key is free";
+  }
+  EXPECT_NE(tier.lease("saxpy.0123abcd", std::chrono::milliseconds(20)), nullptr) << "free again once dropped";
+  // A read-only tier gives none: its entries are not made here.
+  cache::DiskStore read_only(dir.path / "store", false);
+  EXPECT_EQ(static_cast<const cache::Tier&>(read_only).lease("saxpy.0123abcd", std::chrono::milliseconds(20)), nullptr);
+  std::string problem;
+  ASSERT_TRUE(store.save("saxpy.0123abcd", sample_entry(), &problem)) << problem;
+  std::vector<char> bytes;
+  ASSERT_TRUE(store.read("saxpy.0123abcd", bytes));
+  const auto file = (dir.path / "one.vcb").string();
+  auto bundle_bytes = cache::write_bundle({{"saxpy.0123abcd", bytes}});
+  std::ofstream(file, std::ios::binary).write(bundle_bytes.data(), static_cast<std::streamsize>(bundle_bytes.size()));
+  auto bundle = cache::BundleTier::open(file, &problem);
+  ASSERT_NE(bundle, nullptr) << problem;
+  EXPECT_EQ(bundle->lease("saxpy.0123abcd", std::chrono::milliseconds(20)), nullptr);
+}
+
 TEST(CacheStore, EvictsLeastRecentlyUsedAndKeepsTheCapWithinOneEntry) {
   TempDir dir;
   cache::DiskStore store(dir.path, true);
