@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -63,6 +64,42 @@ struct Table : detail::KernelSlot, pipeline::Signature {
 };
 
 Table& table_of(const Kernel& kernel);
+
+/// Whether entry `e` is the one for this device, threads per block, specialized values and classes.
+inline bool same_key(const Entry& e, const Device& device, std::int64_t threads, const Table& t,
+                     std::span<const std::int64_t> values, std::uint64_t classes) {
+  if (e.kind != device.kind() || e.ordinal != device.ordinal() || e.threads != threads || e.classes != classes)
+    return false;
+  for (std::size_t k = 0; k < t.specialized.size(); ++k)
+    if (e.values[k] != values[k]) return false;
+  return true;
+}
+
+/// The entry for this key, if the table has one: a walk of the list, no lock (the launch's hit).
+inline Entry* find(Table& t, const Device& device, std::int64_t threads, std::span<const std::int64_t> values,
+                   std::uint64_t classes) {
+  for (Entry* e = t.head.load(std::memory_order_acquire); e; e = e->next)
+    if (same_key(*e, device, threads, t, values, classes)) return e;
+  return nullptr;
+}
+
+/// The size class of a value (Table::classified): 0 none, 1 [0, 2^30], 2 that and a multiple of 16.
+inline std::uint64_t class_of(std::int64_t value) {
+  auto a = Assumption::of(value);
+  return !a ? 0 : a->multiple == 16 ? 2 : 1;
+}
+/// The assumption of a class.
+Assumption assumption_of(std::uint64_t code);
+/// The entry for this key, and whether this call created it (then the caller must fill it).
+std::pair<Entry*, bool> claim(Table& t, const Device& device, std::int64_t threads,
+                              std::span<const std::int64_t> values, std::uint64_t classes);
+/// Makes a claimed entry and publishes the outcome to everyone waiting for it.
+void fill(Entry& e, const Kernel& kernel, const Device& device, Table& t);
+/// The entry for this key, made by this thread or another; rethrows the error of a failed one.
+Entry& entry_for(Table& t, const Kernel& kernel, const Device& device, std::int64_t threads,
+                 std::span<const std::int64_t> values, std::uint64_t classes);
+/// Runs `task` on the library's background workers.
+void post(std::function<void()> task);
 
 /// The packed arguments of one launch: the kernel's parameters, then one length per pointer
 /// parameter, then the error record, then the TMA tensor maps (the entry point's ABI, which every
