@@ -37,27 +37,19 @@ DiskResult get_or_produce(DiskStore& store, const std::string& name, const Key& 
 namespace {
 constexpr char kBundleMagic[8] = {'V', 'N', 'T', 'G', 'B', 'N', 'D', '1'};
 
-void put(std::vector<char>& out, std::uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-std::uint64_t get(const char* p, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-  return v;
-}
 }  // namespace
 
 std::vector<char> write_bundle(const std::vector<std::pair<std::string, std::vector<char>>>& entries) {
   std::vector<char> out(kBundleMagic, kBundleMagic + 8);
-  put(out, kFormatVersion, 4);
-  put(out, entries.size(), 4);
+  put_le(out, 4, kFormatVersion);
+  put_le(out, 4, entries.size());
   for (const auto& [name, bytes] : entries) {
-    put(out, name.size(), 8);
+    put_le(out, 8, name.size());
     out.insert(out.end(), name.begin(), name.end());
-    put(out, bytes.size(), 8);
+    put_le(out, 8, bytes.size());
     out.insert(out.end(), bytes.begin(), bytes.end());
   }
-  put(out, XXH3_64bits(out.data(), out.size()), 8);
+  put_le(out, 8, XXH3_64bits(out.data(), out.size()));
   return out;
 }
 
@@ -69,21 +61,21 @@ std::optional<std::map<std::string, std::vector<char>>> read_bundle(const std::s
   std::vector<char> b;
   if (!read_file(file, b)) return fail("cannot be read");
   if (b.size() < 24 || std::memcmp(b.data(), kBundleMagic, 8) != 0) return fail("not a Vantage bundle");
-  if (get(b.data() + 8, 4) != kFormatVersion) return fail("bundle format version differs from this Vantage's");
-  if (get(b.data() + b.size() - 8, 8) != XXH3_64bits(b.data(), b.size() - 8))
+  if (get_le(b.data() + 8, 4) != kFormatVersion) return fail("bundle format version differs from this Vantage's");
+  if (get_le(b.data() + b.size() - 8, 8) != XXH3_64bits(b.data(), b.size() - 8))
     return fail("checksum mismatch (truncated or corrupted)");
-  std::uint64_t count = get(b.data() + 12, 4);
+  std::uint64_t count = get_le(b.data() + 12, 4);
   std::size_t p = 16, end = b.size() - 8;
   std::map<std::string, std::vector<char>> out;
   for (std::uint64_t i = 0; i < count; ++i) {
     if (p + 8 > end) return fail("entry table runs past the end");
-    std::uint64_t n = get(b.data() + p, 8);
+    std::uint64_t n = get_le(b.data() + p, 8);
     p += 8;
     if (n > end - p) return fail("entry name runs past the end");
     std::string name(b.data() + p, n);
     p += n;
     if (p + 8 > end) return fail("entry runs past the end");
-    std::uint64_t m = get(b.data() + p, 8);
+    std::uint64_t m = get_le(b.data() + p, 8);
     p += 8;
     if (m > end - p) return fail("entry runs past the end");
     out[name].assign(b.data() + p, b.data() + p + m);
@@ -97,7 +89,7 @@ void cubin_resources(const std::vector<char>& c, int* registers, std::int64_t* l
   *registers = -1;
   *local_bytes = -1;
   auto u = [&](std::size_t off, int bytes) -> std::uint64_t {
-    return off + static_cast<std::size_t>(bytes) <= c.size() ? get(c.data() + off, bytes) : 0;
+    return off + static_cast<std::size_t>(bytes) <= c.size() ? get_le(c.data() + off, bytes) : 0;
   };
   if (c.size() < 64 ||
       std::memcmp(c.data(),

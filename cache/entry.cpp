@@ -6,19 +6,16 @@
 #include <cstring>
 
 namespace vantage::cache {
-namespace {
 
-void put32(std::vector<char>& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+void put_le(std::vector<char>& out, int bytes, std::uint64_t v) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
-void put64(std::vector<char>& out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-std::uint64_t get(const char* p, int bytes) {
+std::uint64_t get_le(const char* p, int bytes) {
   std::uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
   return v;
 }
+namespace {
 
 std::string escape(const std::string& s) {
   std::string out;
@@ -100,13 +97,13 @@ std::vector<char> serialize(const Entry& e) {
   payload.insert(payload.end(), meta.begin(), meta.end());
   std::vector<char> out(kMagic, kMagic + 8);
   out.reserve(kHeaderBytes + payload.size());
-  put32(out, kFormatVersion);
-  put32(out, static_cast<std::uint32_t>(kHeaderBytes));
+  put_le(out, 4, kFormatVersion);
+  put_le(out, 4, static_cast<std::uint32_t>(kHeaderBytes));
   out.insert(out.end(), e.key.bytes.begin(), e.key.bytes.end());
-  put64(out, e.cubin.size());
-  put64(out, e.ptx.size());
-  put64(out, meta.size());
-  put64(out, XXH3_64bits(payload.data(), payload.size()));
+  put_le(out, 8, e.cubin.size());
+  put_le(out, 8, e.ptx.size());
+  put_le(out, 8, meta.size());
+  put_le(out, 8, XXH3_64bits(payload.data(), payload.size()));
   out.insert(out.end(), payload.begin(), payload.end());
   return out;
 }
@@ -133,14 +130,15 @@ std::optional<Entry> parse(const std::vector<char>& bytes, const Key* expected, 
   };
   if (bytes.size() < kHeaderBytes) return fail(ReadError::TooShort);
   if (std::memcmp(bytes.data(), kMagic, 6) != 0) return fail(ReadError::BadMagic);
-  auto version = static_cast<std::uint32_t>(get(bytes.data() + 8, 4));
+  auto version = static_cast<std::uint32_t>(get_le(bytes.data() + 8, 4));
   if (version < kFormatVersion) return fail(ReadError::OldFormat);
   if (version > kFormatVersion) return fail(ReadError::NewFormat);
-  if (get(bytes.data() + 12, 4) != kHeaderBytes) return fail(ReadError::BadHeader);
+  if (get_le(bytes.data() + 12, 4) != kHeaderBytes) return fail(ReadError::BadHeader);
   Entry e;
   std::memcpy(e.key.bytes.data(), bytes.data() + 16, 16);
-  std::uint64_t cubin = get(bytes.data() + 32, 8), ptx = get(bytes.data() + 40, 8), meta = get(bytes.data() + 48, 8);
-  std::uint64_t sum = get(bytes.data() + 56, 8);
+  std::uint64_t cubin = get_le(bytes.data() + 32, 8), ptx = get_le(bytes.data() + 40, 8),
+                meta = get_le(bytes.data() + 48, 8);
+  std::uint64_t sum = get_le(bytes.data() + 56, 8);
   std::uint64_t payload = bytes.size() - kHeaderBytes;
   if (cubin > payload || ptx > payload || meta > payload || cubin + ptx + meta != payload) {
     return fail(cubin + ptx + meta > payload ? ReadError::Truncated : ReadError::BadHeader);

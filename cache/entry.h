@@ -42,6 +42,10 @@ struct Entry {
 
 /// The bytes of an entry file.
 std::vector<char> serialize(const Entry& e);
+/// `bytes` bytes of `v`, little-endian: the one byte order of entries and bundles.
+void put_le(std::vector<char>& out, int bytes, std::uint64_t v);
+/// The little-endian number in `bytes` bytes at p.
+std::uint64_t get_le(const char* p, int bytes);
 
 enum class ReadError { None, TooShort, BadMagic, OldFormat, NewFormat, BadHeader, Truncated, Checksum, WrongKey };
 const char* describe(ReadError e);

@@ -21,7 +21,7 @@ using ir::ExprPtr;
 ExprPtr int_lit(ScalarType t, std::int64_t v, SourceLoc loc) { return ir::int_literal(t, v, loc); }
 ExprPtr float_lit(ScalarType t, double v, SourceLoc loc) { return ir::make<ir::Literal>(t, std::int64_t{0}, v, loc); }
 
-ExprPtr node(const Expr& e) { return BuilderAccess::node(e); }
+using detail::node;
 
 /// A weak literal (a C++ number) takes the other operand's type where its value is unchanged by it:
 /// an integer into any integer type that holds it (one that does not is kept, with its value, so
@@ -87,7 +87,7 @@ Expr math(ir::MathFn fn, std::vector<ExprPtr> args, SourceLoc loc) {
   return BuilderAccess::expr(ir::make<ir::MathCall>(t, fn, std::move(args), loc));
 }
 
-SourceLoc here(const std::source_location& l) { return SourceLoc::from(l); }
+using detail::here;
 
 }  // namespace
 

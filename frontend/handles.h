@@ -10,6 +10,10 @@
 
 namespace vantage::detail {
 
+struct BuilderAccess;
+/// Where a builder call is, from its caller's source_location.
+inline SourceLoc here(const std::source_location& l) { return SourceLoc::from(l); }
+
 struct BuilderAccess {
   static ir::ExprPtr node(const Expr& e) { return std::static_pointer_cast<const ir::ExprNode>(e.node_); }
   /// The node without taking a reference (for reading a field: no reference-count traffic).
@@ -51,5 +55,8 @@ struct BuilderAccess {
   static int index(const TensorMap& m) { return m.index_; }
   static std::shared_ptr<BuildCtx> ctx(const TensorMap& m) { return m.ctx_.lock(); }
 };
+
+/// The IR node an expression handle holds.
+inline ir::ExprPtr node(const Expr& e) { return BuilderAccess::node(e); }
 
 }  // namespace vantage::detail

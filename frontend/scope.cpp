@@ -44,8 +44,8 @@ using detail::BuilderAccess;
 using ir::ExprPtr;
 using ir::StmtPtr;
 
-SourceLoc here(const std::source_location& l) { return SourceLoc::from(l); }
-ExprPtr node(const Expr& e) { return BuilderAccess::node(e); }
+using detail::here;
+using detail::node;
 ir::MemPtr mem(const View& v) { return BuilderAccess::mem(v); }
 
 /// Runs `fn` with a fresh scope on a new block of `ctx` and returns what it recorded.

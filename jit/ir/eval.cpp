@@ -148,7 +148,7 @@ std::int64_t eval_cast(ScalarType from, ScalarType to, std::int64_t a, bool* ove
 
 namespace {
 
-std::optional<Folded> fold(const ExprPtr& e) {
+std::optional<Folded> fold_constant(const ExprPtr& e) {
   if (!e || !is_integral(e->type)) return std::nullopt;
   return dispatch(
       *e, Overloaded{
@@ -158,7 +158,7 @@ std::optional<Folded> fold(const ExprPtr& e) {
               },
               [](const VarRef&) -> std::optional<Folded> { return std::nullopt; },
               [](const Unary& n) -> std::optional<Folded> {
-                auto a = fold(n.a);
+                auto a = fold_constant(n.a);
                 if (!a || n.a->type != n.type) return std::nullopt;
                 bool over = false;
                 std::int64_t v = eval_unary(n.op, n.type, a->value, &over);
@@ -166,9 +166,9 @@ std::optional<Folded> fold(const ExprPtr& e) {
               },
               [](const Binary& n) -> std::optional<Folded> {
                 if (n.op == BinOp::Pow) return std::nullopt;
-                auto a = fold(n.a);  // (one operand not constant settles it: the other is not looked at)
+                auto a = fold_constant(n.a);  // (one operand not constant settles it: the other is not looked at)
                 if (!a) return std::nullopt;
-                auto b = fold(n.b);
+                auto b = fold_constant(n.b);
                 if (!b) return std::nullopt;
                 bool shift = n.op == BinOp::Shl || n.op == BinOp::Shr;
                 if (!shift && n.a->type != n.b->type) return std::nullopt;  // ill-typed: the checker says so
@@ -182,24 +182,24 @@ std::optional<Folded> fold(const ExprPtr& e) {
                 return Folded{v, a->exact && b->exact && !over};
               },
               [](const Cast& n) -> std::optional<Folded> {
-                auto a = fold(n.a);
+                auto a = fold_constant(n.a);
                 if (!a) return std::nullopt;
                 bool over = false;
                 std::int64_t v = eval_cast(n.a->type, n.type, a->value, &over);
                 return Folded{v, a->exact && !over};
               },
               [](const Select& n) -> std::optional<Folded> {
-                auto c = fold(n.c);
+                auto c = fold_constant(n.c);
                 if (!c) return std::nullopt;
-                auto a = fold(n.a);
+                auto a = fold_constant(n.a);
                 if (!a) return std::nullopt;
-                auto b = fold(n.b);
+                auto b = fold_constant(n.b);
                 if (!b) return std::nullopt;
                 return c->value ? Folded{a->value, c->exact && a->exact} : Folded{b->value, c->exact && b->exact};
               },
               [](const MathCall& n) -> std::optional<Folded> {
                 if (!is_bit_fn(n.fn) || n.args.size() != 1 || !n.args[0]) return std::nullopt;
-                auto a = fold(n.args[0]);
+                auto a = fold_constant(n.args[0]);
                 if (!a) return std::nullopt;
                 return Folded{eval_bits(n.fn, n.args[0]->type, a->value), a->exact};
               },
@@ -210,11 +210,11 @@ std::optional<Folded> fold(const ExprPtr& e) {
 }
 }  // namespace
 
-std::optional<Folded> eval_const(const ExprPtr& e) { return fold(e); }
+std::optional<Folded> eval_const(const ExprPtr& e) { return fold_constant(e); }
 
 std::optional<std::int64_t> const_int(const ExprPtr& e) {
   if (!e || !is_integer(e->type)) return std::nullopt;
-  auto f = fold(e);
+  auto f = fold_constant(e);
   return f ? std::optional<std::int64_t>(f->value) : std::nullopt;
 }
 
