@@ -524,22 +524,4 @@ class Gen {
   Warps warps_;
 };
 
-inline bool Planner::wraps_with_position(const ExprPtr& c) {
-  return ir::value_range(resolved(c), launch_env_).hi > std::int64_t{INT32_MAX} - (g_.T_ - 1);
-}
-
-inline Value* Memory::flat(const MemRef& r, Value* index, ScalarType index_type) {
-  return offset(r, g_.i64(index, index_type));
-}
-
-inline std::int64_t Memory::site(SourceLoc l, const std::string& memory, bool write) {
-  g_.out_.extra_sites.push_back({l, memory, write});
-  return static_cast<std::int64_t>(g_.L_.checks.size() + g_.out_.extra_sites.size() - 1);
-}
-
-inline Value* Memory::clamp_flat(const MemRef& r, const Clamp& c, Value* x, ScalarType index_type) {
-  for (const auto& t : c.invariant) x = g_.b_.CreateAdd(val_.expr(t), x);
-  return offset(r, g_.i64(x, index_type));
-}
-
 }  // namespace vantage::cpu::detail

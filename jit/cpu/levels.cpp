@@ -516,4 +516,8 @@ auto Planner::assigns_outer_uniform(const StmtPtr& s) -> bool {
   return scan.found;
 }
 
+auto Planner::wraps_with_position(const ExprPtr& c) -> bool {
+  return ir::value_range(resolved(c), launch_env_).hi > std::int64_t{INT32_MAX} - (g_.T_ - 1);
+}
+
 }  // namespace vantage::cpu::detail

@@ -201,4 +201,18 @@ auto Memory::store(const Store& n) -> void {
       n.indices[0]->type == ScalarType::I32 ? raw : nullptr, plan_.lane_invariant(n.bound), n.indices[0]);
 }
 
+auto Memory::flat(const MemRef& r, Value* index, ScalarType index_type) -> Value* {
+  return offset(r, g_.i64(index, index_type));
+}
+
+auto Memory::site(SourceLoc l, const std::string& memory, bool write) -> std::int64_t {
+  g_.out_.extra_sites.push_back({l, memory, write});
+  return static_cast<std::int64_t>(g_.L_.checks.size() + g_.out_.extra_sites.size() - 1);
+}
+
+auto Memory::clamp_flat(const MemRef& r, const Clamp& c, Value* x, ScalarType index_type) -> Value* {
+  for (const auto& t : c.invariant) x = g_.b_.CreateAdd(val_.expr(t), x);
+  return offset(r, g_.i64(x, index_type));
+}
+
 }  // namespace vantage::cpu::detail
