@@ -36,10 +36,13 @@ DiskResult get_or_produce(DiskStore& store, const std::string& name, const Key& 
 
 namespace {
 constexpr char kBundleMagic[8] = {'V', 'N', 'T', 'G', 'B', 'N', 'D', '1'};
+constexpr char kSignatureMagic[8] = {'V', 'N', 'T', 'G', 'S', 'I', 'G', '1'};
+constexpr std::size_t kSignatureBytes = 8 + 32 + 64;
 
 }  // namespace
 
-std::vector<char> write_bundle(const std::vector<std::pair<std::string, std::vector<char>>>& entries) {
+std::vector<char> write_bundle(const std::vector<std::pair<std::string, std::vector<char>>>& entries,
+                               const SecretKey* key) {
   std::vector<char> out(kBundleMagic, kBundleMagic + 8);
   put_le(out, 4, kFormatVersion);
   put_le(out, 4, entries.size());
@@ -50,16 +53,33 @@ std::vector<char> write_bundle(const std::vector<std::pair<std::string, std::vec
     out.insert(out.end(), bytes.begin(), bytes.end());
   }
   put_le(out, 8, XXH3_64bits(out.data(), out.size()));
+  if (key) {
+    std::map<std::string, std::vector<char>> by_name(entries.begin(), entries.end());
+    const Signature sig = sign(manifest(by_name), *key);
+    out.insert(out.end(), kSignatureMagic, kSignatureMagic + 8);
+    out.insert(out.end(), key->begin() + 32, key->end());  // an Ed25519 secret key ends with its public key
+    out.insert(out.end(), sig.begin(), sig.end());
+  }
   return out;
 }
 
-std::optional<std::map<std::string, std::vector<char>>> read_bundle(const std::string& file, std::string* problem) {
+std::optional<std::map<std::string, std::vector<char>>> read_bundle(const std::string& file, std::string* problem,
+                                                                    std::optional<BundleSignature>* signature) {
   auto fail = [&](const std::string& why) -> std::optional<std::map<std::string, std::vector<char>>> {
     if (problem) *problem = file + ": " + why;
     return std::nullopt;
   };
   std::vector<char> b;
   if (!read_file(file, b)) return fail("cannot be read");
+  if (signature) signature->reset();
+  if (b.size() >= 24 + kSignatureBytes && std::memcmp(b.data() + b.size() - kSignatureBytes, kSignatureMagic, 8) == 0) {
+    BundleSignature s;
+    const char* p = b.data() + b.size() - kSignatureBytes + 8;
+    std::memcpy(s.key.data(), p, 32);
+    std::memcpy(s.signature.data(), p + 32, 64);
+    if (signature) *signature = s;
+    b.resize(b.size() - kSignatureBytes);
+  }
   if (b.size() < 24 || std::memcmp(b.data(), kBundleMagic, 8) != 0) return fail("not a Vantage bundle");
   if (get_le(b.data() + 8, 4) != kFormatVersion) return fail("bundle format version differs from this Vantage's");
   if (get_le(b.data() + b.size() - 8, 8) != XXH3_64bits(b.data(), b.size() - 8))

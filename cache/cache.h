@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/sign.h"
 #include "cache/store.h"
 
 namespace vantage::cache {
@@ -30,10 +31,19 @@ DiskResult get_or_produce(DiskStore& store, const std::string& name, const Key& 
                           std::int64_t max_bytes);
 
 /// Bundle file: "VNTGBND1" | u32 version | u32 count | { u64 name bytes | name | u64 entry bytes |
-/// entry }* | u64 XXH3-64 of everything before it.
-std::vector<char> write_bundle(const std::vector<std::pair<std::string, std::vector<char>>>& entries);
-/// Entries by name, or nullopt with the reason.
-std::optional<std::map<std::string, std::vector<char>>> read_bundle(const std::string& file, std::string* problem);
+/// entry }* | u64 XXH3-64 of everything before it; signed (`key`), then "VNTGSIG1" | the Ed25519
+/// public key (32 bytes) | its signature of the entries' manifest (64 bytes; sign.h).
+std::vector<char> write_bundle(const std::vector<std::pair<std::string, std::vector<char>>>& entries,
+                               const SecretKey* key = nullptr);
+/// A bundle's signature, when it has one.
+struct BundleSignature {
+  PublicKey key;
+  Signature signature;
+};
+/// Entries by name, or nullopt with the reason; `signature` (when given) is set to the bundle's, or
+/// to nullopt for an unsigned bundle. The signature is read, not verified.
+std::optional<std::map<std::string, std::vector<char>>> read_bundle(
+    const std::string& file, std::string* problem, std::optional<BundleSignature>* signature = nullptr);
 
 /// Registers and local memory per thread, from the cubin's .nv.info (-1 when absent).
 void cubin_resources(const std::vector<char>& cubin, int* registers, std::int64_t* local_bytes);

@@ -263,6 +263,7 @@ CacheConfig CacheConfig::from_env() {
     else
       logging::get().warn("VANTAGE_CACHE_MAX_BYTES={} is not a positive byte count; using {}", m, c.max_bytes);
   }
+  if (const char* t = std::getenv("VANTAGE_CACHE_TRUST"); t && *t) c.trust = split(t, ':');
   if (const char* d = std::getenv("VANTAGE_CACHE_DISABLE"); d && std::string(d) == "1") c.disk = false;
   if (const char* a = std::getenv("VANTAGE_ARCHS")) {
     for (const auto& name : split(a, ',')) {
@@ -281,6 +282,7 @@ struct KernelCache::Impl {
   std::unique_ptr<DiskStore> store;  // the writable layer, or null
   std::string problem;
   std::vector<std::unique_ptr<cache::Tier>> layers;  // the read-only tiers: directories and bundles
+  std::vector<std::string> refused;                  // the layers not used, and why (for the no-NVRTC error)
   mutable std::shared_mutex mu;
   std::unordered_map<MemoryKey, std::shared_ptr<const CachedKernel>, MemoryKeyHash, MemoryKeyEqual> table;
   std::unordered_map<std::string, std::shared_ptr<const std::vector<char>>> artifacts;  ///< by name
@@ -342,18 +344,27 @@ KernelCache::KernelCache(CacheConfig config) : impl_(std::make_unique<Impl>()) {
   } else if (impl_->cfg.disk) {
     impl_->problem = "no cache directory (set VANTAGE_CACHE_DIR or HOME)";
   }
+  const cache::TrustList trust = cache::TrustList::from_files(impl_->cfg.trust);
+  for (const auto& p : trust.problems) logging::get().warn("kernel cache: VANTAGE_CACHE_TRUST: {}", p);
   for (const auto& layer : impl_->cfg.read_only) {
     std::error_code ec;
+    std::string why;
     if (fs::is_directory(layer, ec)) {
-      auto d = std::make_unique<DiskStore>(layer, false);
-      if (d->usable()) impl_->layers.push_back(std::move(d));
+      if (!trust.empty()) {
+        why = "directory " + layer +
+              ": a directory carries no signature, and VANTAGE_CACHE_TRUST accepts only "
+              "bundles a key it lists signed (vantage cache export --sign KEY)";
+      } else {
+        auto d = std::make_unique<DiskStore>(layer, false);
+        if (d->usable()) impl_->layers.push_back(std::move(d));
+        continue;
+      }
+    } else if (auto b = cache::BundleTier::open(layer, &why, trust)) {
+      impl_->layers.push_back(std::move(b));
       continue;
     }
-    std::string why;
-    if (auto b = cache::BundleTier::open(layer, &why))
-      impl_->layers.push_back(std::move(b));
-    else
-      logging::get().warn("kernel cache: read-only layer skipped: {}", why);
+    logging::get().warn("kernel cache: read-only layer not used: {}", why);
+    impl_->refused.push_back(why);
   }
 }
 
@@ -399,9 +410,12 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
       impl_->warn_read_once("a read-only layer's entry of kernel '" + kernel.name() + "': " + why);
   }
   if (!result && !full) {
+    std::string refused;
+    for (const auto& r : impl_->refused) refused += "\n  not used: " + r;
     throw ToolchainError("kernel '" + kernel.name() + "' for " + arch_name(spec.arch) +
                          " is in no cache layer and NVRTC is not available here (set VANTAGE_CACHE_PATH to a "
-                         "bundle that has it)");
+                         "bundle that has it)" +
+                         refused);
   } else if (!result) {
     auto produce = [&](const Specialized& sp) {
       Compiled r = pipeline::compile_specialized(sp, output);
@@ -517,7 +531,13 @@ std::string KernelCache::directory() const {
 std::string KernelCache::problem() const { return impl_->problem; }
 
 // ---------------------------------------------------------------- bundles
-int export_bundle(const std::string& cache_dir, const std::string& file) {
+int export_bundle(const std::string& cache_dir, const std::string& file, const std::string& key_file) {
+  std::optional<cache::SecretKey> key;
+  if (!key_file.empty()) {
+    std::string why;
+    key = cache::read_secret_key(key_file, &why);
+    if (!key) throw std::runtime_error("cannot sign: " + why);
+  }
   DiskStore store(cache_dir, false);
   if (!store.usable()) throw std::runtime_error("cannot export: " + store.problem());
   std::vector<std::pair<std::string, std::vector<char>>> entries;
@@ -531,7 +551,7 @@ int export_bundle(const std::string& cache_dir, const std::string& file) {
     }
     entries.emplace_back(info.name, std::move(bytes));
   }
-  auto bytes = cache::write_bundle(entries);
+  auto bytes = cache::write_bundle(entries, key ? &*key : nullptr);
   std::string tmp = file + ".tmp" + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

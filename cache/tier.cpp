@@ -7,10 +7,25 @@
 
 namespace vantage::cache {
 
-std::unique_ptr<BundleTier> BundleTier::open(const std::string& file, std::string* problem) {
-  auto entries = read_bundle(file, problem);
+std::unique_ptr<BundleTier> BundleTier::open(const std::string& file, std::string* problem, const TrustList& trust) {
+  std::optional<BundleSignature> sig;
+  auto entries = read_bundle(file, problem, &sig);
   if (!entries) return nullptr;
+  auto refuse = [&](const std::string& why) -> std::unique_ptr<BundleTier> {
+    if (problem) *problem = "bundle " + file + ": " + why;
+    return nullptr;
+  };
+  if (sig && !verify(manifest(*entries), sig->signature, sig->key))
+    return refuse("its signature by key " + key_id(sig->key) +
+                  " does not verify over its entries (changed since it was signed, or not signed by that key)");
+  if (!trust.empty() && !sig)
+    return refuse(
+        "it is not signed, and VANTAGE_CACHE_TRUST accepts only bundles a key it lists signed "
+        "(vantage cache export --sign KEY)");
+  if (!trust.empty() && !trust.trusts(sig->key))
+    return refuse("it is signed by key " + key_id(sig->key) + ", which VANTAGE_CACHE_TRUST does not list");
   auto t = std::make_unique<BundleTier>();
+  if (sig) t->signer_ = sig->key;
   t->file_ = file;
   std::error_code ec;
   t->written_ = std::filesystem::last_write_time(file, ec);

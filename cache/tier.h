@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cache/entry.h"
+#include "cache/sign.h"
 
 namespace vantage::cache {
 
@@ -53,8 +55,12 @@ class Tier {
 /// A bundle file (`vantage cache export`) as a read-only tier.
 class BundleTier final : public Tier {
  public:
-  /// Reads and verifies the bundle; nullptr with the reason when it cannot be used.
-  static std::unique_ptr<BundleTier> open(const std::string& file, std::string* problem);
+  /// Reads and verifies the bundle; nullptr with the reason when it cannot be used. A signed bundle
+  /// is used only when its signature verifies over its entries; under a trust list (not empty),
+  /// only when a key the list holds signed it.
+  static std::unique_ptr<BundleTier> open(const std::string& file, std::string* problem, const TrustList& trust = {});
+  /// The key that signed it, when it is signed.
+  const std::optional<PublicKey>& signer() const { return signer_; }
 
   std::string where(const std::string& name) const override { return "bundle entry " + name; }
   std::vector<std::string> names_with_prefix(const std::string& prefix) const override;
@@ -68,6 +74,7 @@ class BundleTier final : public Tier {
   std::filesystem::path file_;
   std::filesystem::file_time_type written_;
   std::map<std::string, std::vector<char>> entries_;
+  std::optional<PublicKey> signer_;
 };
 
 }  // namespace vantage::cache

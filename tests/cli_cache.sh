@@ -9,7 +9,7 @@ export VANTAGE_CACHE_DIR="$work/cache"
 
 "$vantage" cache --help | grep -q "vantage cache - the on-disk kernel cache"
 # Each command has its own help, not the general one.
-for c in path ls stat verify prune clear export import; do
+for c in path ls stat verify prune clear export import keygen; do
   "$vantage" cache "$c" --help >"$work/help.txt"
   head -n 1 "$work/help.txt" | grep -q "^vantage cache $c"
   if grep -q "Usage:" "$work/help.txt"; then echo "cache $c --help printed the general help"; exit 1; fi
@@ -37,6 +37,26 @@ grep -q "BAD" "$work/verify.txt"
 "$vantage" cache export "$work/fleet.vbundle" | grep -q "exported"
 VANTAGE_CACHE_DIR="$work/other" "$vantage" cache import "$work/fleet.vbundle" | grep -q "imported"
 [ "$(VANTAGE_CACHE_DIR="$work/other" "$vantage" cache ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = "$((entries - 1))" ]
+
+# Signed: a key pair, a signed export; an import under a trust list of that key takes it, one of
+# another key refuses it, naming the key; keygen never overwrites a key.
+"$vantage" cache keygen "$work/ci" | grep -q "^key [0-9a-f]\{16\}: secret $work/ci.key, public $work/ci.pub"
+[ "$(stat -c %a "$work/ci.key")" = 600 ]
+if "$vantage" cache keygen "$work/ci" 2>"$work/err.txt"; then echo "keygen overwrote a key"; exit 1; fi
+grep -q "exists" "$work/err.txt"
+"$vantage" cache keygen "$work/other" --json >/dev/null
+"$vantage" cache export "$work/signed.vbundle" --sign "$work/ci.key" | grep -q "signed"
+VANTAGE_CACHE_TRUST="$work/ci.pub" VANTAGE_CACHE_DIR="$work/trusting" "$vantage" cache import "$work/signed.vbundle" | grep -q imported
+if VANTAGE_CACHE_TRUST="$work/other.pub" VANTAGE_CACHE_DIR="$work/wary" "$vantage" cache import "$work/signed.vbundle" 2>"$work/err.txt"; then
+  echo "imported a bundle signed by a key the trust list does not hold"; exit 1
+fi
+grep -q "signed by key [0-9a-f]\{16\}, which VANTAGE_CACHE_TRUST does not list" "$work/err.txt"
+if VANTAGE_CACHE_TRUST="$work/ci.pub" VANTAGE_CACHE_DIR="$work/wary" "$vantage" cache import "$work/fleet.vbundle" 2>"$work/err.txt"; then
+  echo "imported an unsigned bundle under a trust list"; exit 1
+fi
+grep -q "not signed" "$work/err.txt"
+if "$vantage" cache export "$work/x.vbundle" --sign "$work/ci.pub" 2>"$work/err.txt"; then echo "signed with a public key"; exit 1; fi
+grep -q "not a Vantage secret key" "$work/err.txt"
 
 # A bad bundle is refused with a reason.
 printf 'not a bundle' > "$work/bad.vbundle"

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "cache/sign.h"
+#include "cache/tier.h"
 #include "vantage/cache.hpp"
 
 namespace vantage::tools {
@@ -27,14 +29,18 @@ Usage:
   vantage cache prune [--max-bytes N]  remove bad entries, evict least recently used entries down to N bytes
                                        (default: VANTAGE_CACHE_MAX_BYTES, else 2 GiB)
   vantage cache clear                  remove every entry
-  vantage cache export FILE            write every entry into one bundle file
+  vantage cache export FILE [--sign KEY]
+                                       write every entry into one bundle file (signed with KEY)
   vantage cache import FILE            check a bundle and copy its entries into the cache
+  vantage cache keygen NAME            make a signing key pair: NAME.key (secret) and NAME.pub
 Every command takes --json for machine-readable output.
   vantage cache COMMAND --help         help for one command
 
 The directory is $VANTAGE_CACHE_DIR, else $XDG_CACHE_HOME/vantage, else ~/.cache/vantage.
 Read-only layers ($VANTAGE_CACHE_PATH) are consulted first by programs; these commands act on the
 writable directory only. Bundles are checked with `vantage cache verify` after import.
+With $VANTAGE_CACHE_TRUST (':'-separated files of public keys), programs and import use a bundle only
+when a listed key signed it, and no read-only directory.
 )";
 
 /// Each command's own help: what it does, its options, what it prints and its exit status.
@@ -75,15 +81,27 @@ by processes that died while compiling.
 
 Kernels are compiled again when next used. Read-only layers are never touched.
 )"},
-    {"export", R"(vantage cache export FILE [--json] - write every entry into one bundle file
+    {"export", R"(vantage cache export FILE [--sign KEY] [--json] - write every entry into one bundle file
 
 The bundle carries the compiled kernels of this directory to hosts that should never run NVRTC:
 point VANTAGE_CACHE_PATH at it there, or import it. Entries that fail their checks are left out.
+--sign KEY signs it with the secret key KEY (from vantage cache keygen): an Ed25519 signature of
+the BLAKE2b-256 hashes of its entries. Hosts whose VANTAGE_CACHE_TRUST lists the public key use it;
+a bundle changed after signing, unsigned, or signed by another key is refused there, with a warning
+that names the bundle and the key.
+)"},
+    {"keygen", R"(vantage cache keygen NAME [--json] - make a key pair for signing bundles
+
+Writes NAME.key (the secret key, mode 0600: keep it where bundles are built, in CI) and NAME.pub (the
+public key: list it in a file VANTAGE_CACHE_TRUST names on the hosts that use the bundles). Refuses to
+overwrite either file. Prints the key's id (the first 16 hex digits of the public key), which
+warnings use to name it.
 )"},
     {"import", R"(vantage cache import FILE [--json] - check a bundle and copy its entries into the cache
 
-Verifies the bundle's framing and every entry's checksum first; nothing is copied when any is bad (the
-problems are printed and the exit status is 1).
+Verifies the bundle's framing, its signature when it has one (and, under VANTAGE_CACHE_TRUST, that a
+listed key made it) and every entry's checksum first; nothing is copied when any is bad (the problems
+are printed and the exit status is 1).
 )"},
 };
 
@@ -163,6 +181,24 @@ int cache_main(const std::vector<std::string>& args) {
   CacheConfig cfg = CacheConfig::from_env();
   if (cfg.dir.empty()) return usage_error("no cache directory: set VANTAGE_CACHE_DIR or HOME");
 
+  if (cmd == "keygen") {
+    std::vector<std::string> names;
+    for (const auto& a : rest)
+      if (a.rfind("--", 0) != 0) names.push_back(a);
+    if (names.size() != 1) return usage_error("keygen takes one NAME (it writes NAME.key and NAME.pub)");
+    try {
+      const std::string id = cache::key_id(cache::write_key_pair(names[0]));
+      if (json)
+        std::printf("{\"secret\": \"%s.key\", \"public\": \"%s.pub\", \"id\": \"%s\"}\n", json_escape(names[0]).c_str(),
+                    json_escape(names[0]).c_str(), id.c_str());
+      else
+        std::printf("key %s: secret %s.key, public %s.pub\n", id.c_str(), names[0].c_str(), names[0].c_str());
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "vantage cache keygen: %s\n", e.what());
+      return 1;
+    }
+  }
   if (cmd == "path") {
     if (json)
       std::printf("{\"directory\": \"%s\"}\n", json_escape(cfg.dir).c_str());
@@ -261,18 +297,31 @@ int cache_main(const std::vector<std::string>& args) {
   }
   if (cmd == "export" || cmd == "import") {
     std::vector<std::string> files;
-    for (const auto& a : rest)
-      if (a.rfind("--", 0) != 0) files.push_back(a);
+    std::string key;
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+      if (rest[i] == "--sign" && cmd == "export") {
+        if (i + 1 >= rest.size()) return usage_error("--sign needs a secret key file (vantage cache keygen NAME)");
+        key = rest[++i];
+      } else if (rest[i].rfind("--", 0) != 0) {
+        files.push_back(rest[i]);
+      }
+    }
     if (files.size() != 1) return usage_error(cmd + " takes one FILE");
     try {
       if (cmd == "export") {
-        int n = export_bundle(cfg.dir, files[0]);
+        int n = export_bundle(cfg.dir, files[0], key);
         if (json)
           std::printf("{\"exported\": %d, \"file\": \"%s\"}\n", n, json_escape(files[0]).c_str());
         else
-          std::printf("exported %d entr%s to %s\n", n, n == 1 ? "y" : "ies", files[0].c_str());
+          std::printf("exported %d entr%s to %s%s\n", n, n == 1 ? "y" : "ies", files[0].c_str(),
+                      key.empty() ? "" : ", signed");
       } else {
         std::vector<std::string> problems;
+        std::string why;
+        if (!cache::BundleTier::open(files[0], &why, cache::TrustList::from_files(cfg.trust))) {
+          std::fprintf(stderr, "vantage cache import: %s\n", why.c_str());
+          return 1;
+        }
         int good = verify_bundle(files[0], &problems);
         for (const auto& p : problems) std::fprintf(stderr, "vantage cache import: %s\n", p.c_str());
         if (!problems.empty()) return 1;

@@ -19,9 +19,13 @@ namespace vantage {
 ///   VANTAGE_CACHE_MAX_BYTES  soft cap of the writable cache (default 2 GiB)
 ///   VANTAGE_CACHE_DISABLE=1  memory only
 ///   VANTAGE_ARCHS            record mode: also compile each kernel for these architectures
+///   VANTAGE_CACHE_TRUST      ':'-separated files of trusted public keys (`vantage cache keygen`):
+///                            when set, a read-only layer is used only if it is a bundle one of
+///                            them signed (`vantage cache export --sign`)
 struct CacheConfig {
   std::string dir;
   std::vector<std::string> read_only;
+  std::vector<std::string> trust;  ///< trust-list files; empty: layers need no signature
   std::int64_t max_bytes = std::int64_t{2} << 30;
   std::chrono::milliseconds lock_timeout{30000};
   bool disk = true;
@@ -83,8 +87,9 @@ class KernelCache {
 };
 
 /// Bundles: one file holding many entries, for hosts that should never run NVRTC.
-/// Writes every entry of a cache directory into `file`; returns the number of entries.
-int export_bundle(const std::string& cache_dir, const std::string& file);
+/// Writes every entry of a cache directory into `file`; returns the number of entries. With
+/// `key_file` (a secret key from `vantage cache keygen`) the bundle is signed.
+int export_bundle(const std::string& cache_dir, const std::string& file, const std::string& key_file = "");
 /// Verifies a bundle and copies its entries into `cache_dir`; returns the number imported.
 int import_bundle(const std::string& file, const std::string& cache_dir);
 /// Checks a bundle's framing and every entry's checksum; returns the number of good entries and

@@ -1,0 +1,155 @@
+// Vantage cache signatures: see sign.h.
+#include "cache/sign.h"
+
+#include <fcntl.h>
+#include <sodium.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+
+namespace vantage::cache {
+namespace {
+
+constexpr const char* kSecretTag = "vantage-ed25519-secret";
+constexpr const char* kPublicTag = "vantage-ed25519-public";
+
+void ensure_sodium() {
+  static const int ok = sodium_init();
+  if (ok < 0) throw std::runtime_error("libsodium could not be initialised");
+}
+
+std::string hex(const unsigned char* p, std::size_t n) {
+  std::string s(2 * n + 1, '\0');
+  sodium_bin2hex(s.data(), s.size(), p, n);
+  s.pop_back();
+  return s;
+}
+
+template <std::size_t N>
+std::optional<std::array<unsigned char, N>> unhex(const std::string& text) {
+  std::array<unsigned char, N> out{};
+  std::size_t len = 0;
+  const char* end = nullptr;
+  if (sodium_hex2bin(out.data(), N, text.data(), text.size(), nullptr, &len, &end) != 0 || len != N ||
+      end != text.data() + text.size())
+    return std::nullopt;
+  return out;
+}
+
+std::string trim(std::string s) {
+  if (auto h = s.find('#'); h != std::string::npos) s.erase(h);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  std::size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+void write_new(const std::string& file, const std::string& text, mode_t mode) {
+  std::FILE* f = nullptr;
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd >= 0) f = ::fdopen(fd, "w");
+  if (!f) throw std::runtime_error("cannot create " + file + (errno == EEXIST ? ": it exists" : ""));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) throw std::runtime_error("cannot write " + file);
+}
+
+}  // namespace
+
+PublicKey write_key_pair(const std::string& base) {
+  ensure_sodium();
+  PublicKey pk;
+  SecretKey sk;
+  crypto_sign_keypair(pk.data(), sk.data());
+  std::string secret = kSecretTag;
+  secret.append(" ").append(hex(sk.data(), sk.size())).append("\n");
+  write_new(base + ".key", secret, 0600);
+  sodium_memzero(secret.data(), secret.size());
+  sodium_memzero(sk.data(), sk.size());
+  std::string line = kPublicTag;
+  line.append(" ").append(hex(pk.data(), pk.size())).append("\n");
+  write_new(base + ".pub", line, 0644);
+  return pk;
+}
+
+std::optional<SecretKey> read_secret_key(const std::string& file, std::string* problem) {
+  std::ifstream in(file);
+  std::string tag, text;
+  if (!in || !(in >> tag >> text)) {
+    *problem = "cannot read the key " + file;
+    return std::nullopt;
+  }
+  if (tag != kSecretTag) {
+    *problem = file + " is not a Vantage secret key (make one with `vantage cache keygen`)";
+    return std::nullopt;
+  }
+  auto k = unhex<64>(text);
+  if (!k) *problem = file + ": the key is not 128 hex digits";
+  return k;
+}
+
+std::optional<PublicKey> parse_public_key(const std::string& line) {
+  std::string s = trim(line);
+  if (s.rfind(kPublicTag, 0) == 0) s = trim(s.substr(std::string(kPublicTag).size()));
+  return unhex<32>(s);
+}
+
+std::string key_id(const PublicKey& key) { return hex(key.data(), 8); }
+
+std::string manifest(const std::map<std::string, std::vector<char>>& entries) {
+  ensure_sodium();
+  std::string m = "vantage-bundle-manifest 1\n";
+  for (const auto& [name, bytes] : entries) {
+    unsigned char h[crypto_generichash_BYTES];  // BLAKE2b-256
+    crypto_generichash(h, sizeof h, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), nullptr, 0);
+    m += name + " " + std::to_string(bytes.size()) + " " + hex(h, sizeof h) + "\n";
+  }
+  return m;
+}
+
+Signature sign(const std::string& manifest, const SecretKey& key) {
+  ensure_sodium();
+  Signature s;
+  crypto_sign_detached(s.data(), nullptr, reinterpret_cast<const unsigned char*>(manifest.data()), manifest.size(),
+                       key.data());
+  return s;
+}
+
+bool verify(const std::string& manifest, const Signature& sig, const PublicKey& key) {
+  ensure_sodium();
+  return crypto_sign_verify_detached(sig.data(), reinterpret_cast<const unsigned char*>(manifest.data()),
+                                     manifest.size(), key.data()) == 0;
+}
+
+bool TrustList::trusts(const PublicKey& k) const {
+  for (const auto& t : keys)
+    if (sodium_memcmp(t.data(), k.data(), k.size()) == 0) return true;
+  return false;
+}
+
+TrustList TrustList::from_files(const std::vector<std::string>& files) {
+  TrustList t;
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    if (!in) {
+      t.problems.push_back("cannot read the trust list " + file);
+      continue;
+    }
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      if (trim(line).empty()) continue;
+      if (auto k = parse_public_key(line))
+        t.keys.push_back(*k);
+      else
+        t.problems.push_back(file + ":" + std::to_string(n) + ": not a public key");
+    }
+  }
+  return t;
+}
+
+}  // namespace vantage::cache

@@ -1,0 +1,47 @@
+// Vantage cache signatures: Ed25519 (libsodium) over a manifest of BLAKE2b-256 content hashes, one
+// line per entry. A publisher makes a key pair (`vantage cache keygen`), signs a bundle as it
+// exports it (`vantage cache export --sign KEY`), and a fleet lists the public keys it trusts
+// (VANTAGE_CACHE_TRUST): under a trust list a bundle is used only when a listed key signed it and
+// the signature verifies over the entries it holds.
+#pragma once
+
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vantage::cache {
+
+using PublicKey = std::array<unsigned char, 32>;
+using SecretKey = std::array<unsigned char, 64>;
+using Signature = std::array<unsigned char, 64>;
+
+/// A new key pair: `base`.key (the secret, mode 0600) and `base`.pub (the public key), one line of
+/// text each. Returns the public key; throws std::runtime_error when a file cannot be written or
+/// already exists.
+PublicKey write_key_pair(const std::string& base);
+/// The secret key in a `.key` file; nullopt with the reason.
+std::optional<SecretKey> read_secret_key(const std::string& file, std::string* problem);
+/// The public key on a line (`vantage-ed25519-public HEX`, or the hex alone).
+std::optional<PublicKey> parse_public_key(const std::string& line);
+/// How messages name a key: the first 16 hex digits of its public key.
+std::string key_id(const PublicKey& key);
+
+/// The manifest a signature covers: the entries' names and BLAKE2b-256 hashes, by name.
+std::string manifest(const std::map<std::string, std::vector<char>>& entries);
+Signature sign(const std::string& manifest, const SecretKey& key);
+bool verify(const std::string& manifest, const Signature& sig, const PublicKey& key);
+
+/// The public keys a process trusts: every key in the trust-list files (VANTAGE_CACHE_TRUST names
+/// them; a file holds one key a line, `#` starts a comment). Empty when no file is named; a file or
+/// line that cannot be read leaves it not empty, so that it trusts nothing rather than everything.
+struct TrustList {
+  std::vector<PublicKey> keys;
+  std::vector<std::string> problems;  ///< files or lines that could not be read (each warned of once)
+  bool empty() const { return keys.empty() && problems.empty(); }
+  bool trusts(const PublicKey& k) const;
+  static TrustList from_files(const std::vector<std::string>& files);
+};
+
+}  // namespace vantage::cache

@@ -1,0 +1,191 @@
+// Signed bundles (cache/sign.h): a bundle signed at export is used under a trust list that names its
+// key, and refused, with a reason that names the bundle and the key, when it was changed after
+// signing, is unsigned, or was signed by a key the list does not hold.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cache/cache.h"
+#include "cache/sign.h"
+#include "cache/tier.h"
+#include "kernels/paper_kernels.hpp"
+#include "test_support.hpp"
+#include "vantage/cache.hpp"
+
+namespace vantage {
+namespace {
+
+namespace fs = std::filesystem;
+using test_support::TempDir;
+
+std::vector<std::pair<std::string, std::vector<char>>> some_entries(char fill) {
+  return {{"saxpy.0123abcd", std::vector<char>(300, fill)}, {"sgemm.89abcdef", std::vector<char>(1000, 'g')}};
+}
+
+void write(const fs::path& p, const std::vector<char>& bytes) {
+  std::ofstream(p, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+std::vector<char> slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+cache::SecretKey secret(const fs::path& base) {
+  std::string why;
+  auto k = cache::read_secret_key(base.string() + ".key", &why);
+  EXPECT_TRUE(k.has_value()) << why;
+  return k.value_or(cache::SecretKey{});
+}
+
+struct Keys {
+  TempDir dir{"vantage_sign"};
+  fs::path ours = dir.path / "ours", theirs = dir.path / "theirs";
+  cache::PublicKey our_key = cache::write_key_pair(ours.string());
+  cache::PublicKey their_key = cache::write_key_pair(theirs.string());
+};
+
+TEST(CacheSign, KeygenWritesASecretOnlyItsOwnerReadsAndRefusesToOverwrite) {
+  Keys k;
+  struct stat st {};
+  ASSERT_EQ(::stat((k.ours.string() + ".key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::ifstream pub(k.ours.string() + ".pub");
+  std::string line;
+  std::getline(pub, line);
+  auto parsed = cache::parse_public_key(line);
+  ASSERT_TRUE(parsed.has_value()) << line;
+  EXPECT_EQ(*parsed, k.our_key);
+  EXPECT_EQ(cache::key_id(k.our_key).size(), 16u);
+  EXPECT_NE(cache::key_id(k.our_key), cache::key_id(k.their_key));
+  EXPECT_THROW(cache::write_key_pair(k.ours.string()), std::runtime_error);
+}
+
+TEST(CacheSign, ASignedBundleIsUsedWhereItsKeyIsTrustedAndRefusedWhereItIsNot) {
+  Keys k;
+  const fs::path bundle = k.dir.path / "fleet.vbundle";
+  const cache::SecretKey sk = secret(k.ours);
+  write(bundle, cache::write_bundle(some_entries('s'), &sk));
+  const auto ours = cache::TrustList::from_files({k.ours.string() + ".pub"});
+  const auto theirs = cache::TrustList::from_files({k.theirs.string() + ".pub"});
+  ASSERT_EQ(ours.keys.size(), 1u);
+
+  std::string why;
+  auto t = cache::BundleTier::open(bundle.string(), &why, ours);
+  ASSERT_NE(t, nullptr) << why;
+  ASSERT_TRUE(t->signer().has_value());
+  EXPECT_EQ(*t->signer(), k.our_key);
+  std::vector<char> bytes;
+  ASSERT_TRUE(t->read("saxpy.0123abcd", bytes));
+  EXPECT_EQ(bytes, std::vector<char>(300, 's'));
+  EXPECT_NE(cache::BundleTier::open(bundle.string(), &why), nullptr) << "no trust list: a good signature is fine";
+
+  why.clear();
+  EXPECT_EQ(cache::BundleTier::open(bundle.string(), &why, theirs), nullptr);
+  EXPECT_NE(why.find(bundle.string()), std::string::npos) << why;
+  EXPECT_NE(why.find("signed by key " + cache::key_id(k.our_key)), std::string::npos) << why;
+  EXPECT_NE(why.find("does not list"), std::string::npos) << why;
+
+  // An unsigned bundle under a trust list.
+  const fs::path plain = k.dir.path / "plain.vbundle";
+  write(plain, cache::write_bundle(some_entries('s')));
+  EXPECT_NE(cache::BundleTier::open(plain.string(), &why), nullptr) << why;
+  why.clear();
+  EXPECT_EQ(cache::BundleTier::open(plain.string(), &why, ours), nullptr);
+  EXPECT_NE(why.find("not signed"), std::string::npos) << why;
+  EXPECT_NE(why.find(plain.string()), std::string::npos) << why;
+
+  // A trust list that cannot be read trusts nothing: every bundle is refused.
+  const auto missing = cache::TrustList::from_files({(k.dir.path / "nowhere.pub").string()});
+  EXPECT_FALSE(missing.empty());
+  EXPECT_EQ(cache::BundleTier::open(bundle.string(), &why, missing), nullptr);
+}
+
+TEST(CacheSign, ABundleChangedAfterSigningIsRefusedWithOrWithoutATrustList) {
+  Keys k;
+  const cache::SecretKey sk = secret(k.ours);
+  const auto signed_bytes = cache::write_bundle(some_entries('s'), &sk);
+  // Other entries in a well-formed bundle (its checksum made anew), with the first one's signature.
+  auto forged = cache::write_bundle(some_entries('t'));
+  forged.insert(forged.end(), signed_bytes.end() - (8 + 32 + 64), signed_bytes.end());
+  const fs::path bundle = k.dir.path / "forged.vbundle";
+  write(bundle, forged);
+  for (const auto& trust :
+       {cache::TrustList{}, cache::TrustList::from_files(std::vector<std::string>{k.ours.string() + ".pub"})}) {
+    std::string why;
+    EXPECT_EQ(cache::BundleTier::open(bundle.string(), &why, trust), nullptr);
+    EXPECT_NE(why.find("signature by key " + cache::key_id(k.our_key) + " does not verify"), std::string::npos) << why;
+    EXPECT_NE(why.find(bundle.string()), std::string::npos) << why;
+  }
+  // A signature cut short is no signature: the framing's checksum fails.
+  auto cut = signed_bytes;
+  cut.resize(cut.size() - 10);
+  write(bundle, cut);
+  std::string why;
+  EXPECT_EQ(cache::BundleTier::open(bundle.string(), &why), nullptr);
+  EXPECT_NE(why.find("checksum"), std::string::npos) << why;
+}
+
+std::string run(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *rc = ::pclose(p);
+  return out;
+}
+
+// The fleet's set-up: a bundle signed where it is built, a host without NVRTC that trusts the key.
+TEST(CacheSign, AHostWithoutNvrtcRunsEveryExampleFromATrustedBundleAndNamesABrokenOne) {
+  REQUIRE_NVRTC();
+  Keys k;
+  const fs::path src = k.dir.path / "src", bundle = k.dir.path / "fleet.vbundle";
+  {
+    CacheConfig c;
+    c.dir = src.string();
+    KernelCache cache(c);
+    for (const auto& ex : examples::all()) cache.get(ex.build(), ex.spec());
+  }
+  ASSERT_EQ(export_bundle(src.string(), bundle.string(), k.ours.string() + ".key"),
+            static_cast<int>(examples::all().size()));
+  const std::string env = "VANTAGE_NVRTC=none VANTAGE_CACHE_DISABLE=1 VANTAGE_CACHE_PATH='" + bundle.string() + "' ";
+  const std::string worker = std::string("'") + VANTAGE_CACHE_WORKER + "' examples 2>&1";
+  int rc = 0;
+  std::string out = run(env + "VANTAGE_CACHE_TRUST='" + k.ours.string() + ".pub' " + worker, &rc);
+  EXPECT_EQ(rc, 0) << out;
+  for (const auto& ex : examples::all()) EXPECT_NE(out.find(ex.name + " "), std::string::npos) << out;
+  EXPECT_EQ(out.find("FAILED"), std::string::npos) << out;
+
+  // Trusting another key: refused, and the launch says which bundle and why.
+  out = run(env + "VANTAGE_CACHE_TRUST='" + k.theirs.string() + ".pub' " + worker, &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("NVRTC is not available"), std::string::npos) << out;
+  EXPECT_NE(out.find("not used: bundle " + bundle.string()), std::string::npos) << out;
+  EXPECT_NE(out.find("does not list"), std::string::npos) << out;
+
+  // A directory layer carries no signature: under a trust list it is not used.
+  out = run("VANTAGE_NVRTC=none VANTAGE_CACHE_DISABLE=1 VANTAGE_CACHE_PATH='" + src.string() +
+                "' VANTAGE_CACHE_TRUST='" + k.ours.string() + ".pub' " + worker,
+            &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("not used: directory " + src.string() + ": a directory carries no signature"), std::string::npos)
+      << out;
+
+  // The signature broken (its last byte changed): refused even by the right trust list.
+  auto bytes = slurp(bundle);
+  bytes.back() ^= 1;
+  write(bundle, bytes);
+  out = run(env + "VANTAGE_CACHE_TRUST='" + k.ours.string() + ".pub' " + worker, &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("bundle " + bundle.string()), std::string::npos) << out;
+  EXPECT_NE(out.find("does not verify"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace vantage
