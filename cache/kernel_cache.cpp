@@ -356,14 +356,17 @@ KernelCache::KernelCache(CacheConfig config) : impl_(std::make_unique<Impl>()) {
               "bundles a key it lists signed (vantage cache export --sign KEY)";
       } else {
         auto d = std::make_unique<DiskStore>(layer, false);
-        if (d->usable()) impl_->layers.push_back(std::move(d));
-        continue;
+        if (d->usable()) {
+          impl_->layers.push_back(std::move(d));
+          continue;
+        }
+        why = "directory " + d->problem();
       }
     } else if (auto b = cache::BundleTier::open(layer, &why, trust)) {
       impl_->layers.push_back(std::move(b));
       continue;
     }
-    logging::get().warn("kernel cache: read-only layer not used: {}", why);
+    logging::get().warn("kernel cache: read-only layer skipped: {}", why);
     impl_->refused.push_back(why);
   }
 }
@@ -411,7 +414,7 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
   }
   if (!result && !full) {
     std::string refused;
-    for (const auto& r : impl_->refused) refused += "\n  not used: " + r;
+    for (const auto& r : impl_->refused) refused += "\n  skipped: " + r;
     throw ToolchainError("kernel '" + kernel.name() + "' for " + arch_name(spec.arch) +
                          " is in no cache layer and NVRTC is not available here (set VANTAGE_CACHE_PATH to a "
                          "bundle that has it)" +

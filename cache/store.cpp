@@ -107,8 +107,22 @@ DiskStore::DiskStore(fs::path root, bool writable) : root_(std::move(root)), wri
   } else if (!fs::is_directory(root_, ec)) {
     problem_ = root_.string() + " is not a readable directory";
     return;
+  } else if (auto why = untrusted_owner(root_)) {
+    problem_ = *why;
+    return;
   }
   usable_ = true;
+}
+
+std::optional<std::string> untrusted_owner(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "cannot stat " + path.string() + ": " + error_text(errno);
+  if (st.st_uid != ::geteuid() && st.st_uid != 0)
+    return path.string() + " belongs to another user (uid " + std::to_string(st.st_uid) +
+           "); Vantage reads layers only of its own user or of root";
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return path.string() + " may be written by other users; make it writable by its owner only (chmod go-w)";
+  return std::nullopt;
 }
 
 fs::path DiskStore::path_of(const std::string& name) const {

@@ -24,6 +24,10 @@ namespace vantage::cache {
 
 /// Reads a whole file with one read (after fstat); false when it cannot be opened.
 bool read_file(const std::filesystem::path& path, std::vector<char>& out);
+/// Why a read-only layer (a directory or a bundle file) at `path` cannot be trusted: it belongs to
+/// a user other than this process's and root, or others than its owner may write it. Nothing when
+/// it can.
+std::optional<std::string> untrusted_owner(const std::filesystem::path& path);
 
 class DiskStore final : public Tier {
  public:

@@ -4,10 +4,15 @@
 #include <system_error>
 
 #include "cache/cache.h"
+#include "cache/store.h"
 
 namespace vantage::cache {
 
 std::unique_ptr<BundleTier> BundleTier::open(const std::string& file, std::string* problem, const TrustList& trust) {
+  if (auto why = untrusted_owner(file)) {
+    if (problem) *problem = "bundle " + *why;
+    return nullptr;
+  }
   std::optional<BundleSignature> sig;
   auto entries = read_bundle(file, problem, &sig);
   if (!entries) return nullptr;

@@ -131,6 +131,28 @@ TEST(CacheSign, ABundleChangedAfterSigningIsRefusedWithOrWithoutATrustList) {
   EXPECT_NE(why.find("checksum"), std::string::npos) << why;
 }
 
+// Read-only layers get the writable directory's checks: a layer others may write could hold
+// planted entries.
+TEST(CacheLayers, ALayerOthersMayWriteIsSkippedWithTheReason) {
+  TempDir dir;
+  const fs::path layer = dir.path / "layer", bundle = dir.path / "fleet.vbundle";
+  fs::create_directories(layer / "v1");
+  fs::permissions(layer, fs::perms::owner_all | fs::perms::group_all | fs::perms::others_all);
+  cache::DiskStore open_dir(layer, false);
+  EXPECT_FALSE(open_dir.usable());
+  EXPECT_NE(open_dir.problem().find("may be written by other users"), std::string::npos) << open_dir.problem();
+  fs::permissions(layer, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+  EXPECT_TRUE(cache::DiskStore(layer, false).usable());
+
+  write(bundle, cache::write_bundle(some_entries('s')));
+  fs::permissions(bundle, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_write);
+  std::string why;
+  EXPECT_EQ(cache::BundleTier::open(bundle.string(), &why), nullptr);
+  EXPECT_NE(why.find(bundle.string() + " may be written by other users"), std::string::npos) << why;
+  fs::permissions(bundle, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_NE(cache::BundleTier::open(bundle.string(), &why), nullptr) << why;
+}
+
 std::string run(const std::string& cmd, int* rc) {
   std::string out;
   FILE* p = ::popen(cmd.c_str(), "r");
@@ -166,7 +188,7 @@ TEST(CacheSign, AHostWithoutNvrtcRunsEveryExampleFromATrustedBundleAndNamesABrok
   out = run(env + "VANTAGE_CACHE_TRUST='" + k.theirs.string() + ".pub' " + worker, &rc);
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("NVRTC is not available"), std::string::npos) << out;
-  EXPECT_NE(out.find("not used: bundle " + bundle.string()), std::string::npos) << out;
+  EXPECT_NE(out.find("skipped: bundle " + bundle.string()), std::string::npos) << out;
   EXPECT_NE(out.find("does not list"), std::string::npos) << out;
 
   // A directory layer carries no signature: under a trust list it is not used.
@@ -174,7 +196,7 @@ TEST(CacheSign, AHostWithoutNvrtcRunsEveryExampleFromATrustedBundleAndNamesABrok
                 "' VANTAGE_CACHE_TRUST='" + k.ours.string() + ".pub' " + worker,
             &rc);
   EXPECT_NE(rc, 0) << out;
-  EXPECT_NE(out.find("not used: directory " + src.string() + ": a directory carries no signature"), std::string::npos)
+  EXPECT_NE(out.find("skipped: directory " + src.string() + ": a directory carries no signature"), std::string::npos)
       << out;
 
   // The signature broken (its last byte changed): refused even by the right trust list.
