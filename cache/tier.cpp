@@ -9,13 +9,13 @@
 namespace vantage::cache {
 
 std::unique_ptr<BundleTier> BundleTier::open(const std::string& file, std::string* problem, const TrustList& trust) {
+  std::optional<BundleSignature> sig;
+  auto entries = read_bundle(file, problem, &sig);
+  if (!entries) return nullptr;
   if (auto why = untrusted_owner(file)) {
     if (problem) *problem = "bundle " + *why;
     return nullptr;
   }
-  std::optional<BundleSignature> sig;
-  auto entries = read_bundle(file, problem, &sig);
-  if (!entries) return nullptr;
   auto refuse = [&](const std::string& why) -> std::unique_ptr<BundleTier> {
     if (problem) *problem = "bundle " + file + ": " + why;
     return nullptr;

@@ -55,6 +55,14 @@ if VANTAGE_CACHE_TRUST="$work/ci.pub" VANTAGE_CACHE_DIR="$work/wary" "$vantage" 
   echo "imported an unsigned bundle under a trust list"; exit 1
 fi
 grep -q "not signed" "$work/err.txt"
+"$vantage" cache verify "$work/signed.vbundle" | grep -q ", 0 bad, signed by key [0-9a-f]\{16\}$"
+"$vantage" cache verify "$work/fleet.vbundle" | grep -q ", 0 bad, unsigned$"
+VANTAGE_CACHE_TRUST="$work/ci.pub" "$vantage" cache verify "$work/signed.vbundle" --json |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ok"] and d["bad"] == 0 and len(d["signed_by"]) == 16, d'
+if VANTAGE_CACHE_TRUST="$work/other.pub" "$vantage" cache verify "$work/signed.vbundle" 2>"$work/err.txt"; then
+  echo "verify passed a bundle signed by a key the trust list does not hold"; exit 1
+fi
+grep -q "does not list" "$work/err.txt"
 if "$vantage" cache export "$work/x.vbundle" --sign "$work/ci.pub" 2>"$work/err.txt"; then echo "signed with a public key"; exit 1; fi
 grep -q "not a Vantage secret key" "$work/err.txt"
 

@@ -25,7 +25,7 @@ Usage:
   vantage cache path [--json]          print the cache directory in use
   vantage cache ls [--json]            list entries: key, kernel, arch, size, last use
   vantage cache stat [--json]          entries, bytes, cap, directory state
-  vantage cache verify [--json]        read and check every entry; exit 1 if any is bad
+  vantage cache verify [FILE] [--json] read and check every entry (of the directory, or of bundle FILE)
   vantage cache prune [--max-bytes N]  remove bad entries, evict least recently used entries down to N bytes
                                        (default: VANTAGE_CACHE_MAX_BYTES, else 2 GiB)
   vantage cache clear                  remove every entry
@@ -38,7 +38,7 @@ Every command takes --json for machine-readable output.
 
 The directory is $VANTAGE_CACHE_DIR, else $XDG_CACHE_HOME/vantage, else ~/.cache/vantage.
 Read-only layers ($VANTAGE_CACHE_PATH) are consulted first by programs; these commands act on the
-writable directory only. Bundles are checked with `vantage cache verify` after import.
+writable directory only, but `vantage cache verify FILE` checks a bundle file.
 With $VANTAGE_CACHE_TRUST (':'-separated files of public keys), programs and import use a bundle only
 when a listed key signed it, and no read-only directory.
 )";
@@ -65,11 +65,13 @@ checks is listed with BAD and the reason. --json prints an array of objects with
 Prints the directory, the number of entries and their bytes, the soft cap (VANTAGE_CACHE_MAX_BYTES,
 default 2 GiB) and how many read-only layers VANTAGE_CACHE_PATH names.
 )"},
-    {"verify", R"(vantage cache verify [--json] - read and check every entry
+    {"verify", R"(vantage cache verify [FILE] [--json] - read and check every entry
 
 Reads each entry of the cache directory and checks its header, format version, key and checksum. Prints
 each bad entry and a summary ("N entries, M bad"); exits 1 when any entry is bad (remove them with
-vantage cache prune). To check a bundle file, import it: import verifies every entry first.
+vantage cache prune). With FILE, checks that bundle instead: its framing, its signature when it has
+one (and, under VANTAGE_CACHE_TRUST, that a listed key made it) and every entry; the summary says
+which key signed it.
 )"},
     {"prune", R"(vantage cache prune [--max-bytes N] [--json] - trim the cache directory
 
@@ -205,6 +207,38 @@ int cache_main(const std::vector<std::string>& args) {
     else
       std::printf("%s\n", cfg.dir.c_str());
     return 0;
+  }
+  std::vector<std::string> operands;
+  for (const auto& a : rest)
+    if (a.rfind("--", 0) != 0) operands.push_back(a);
+  if (cmd == "verify" && operands.size() == 1) {  // a bundle file
+    const std::string& file = operands[0];
+    std::string why;
+    auto tier = cache::BundleTier::open(file, &why, cache::TrustList::from_files(cfg.trust));
+    if (!tier) {
+      if (json)
+        std::printf("{\"bundle\": \"%s\", \"ok\": false, \"problem\": \"%s\"}\n", json_escape(file).c_str(),
+                    json_escape(why).c_str());
+      else
+        std::fprintf(stderr, "vantage cache verify: %s\n", why.c_str());
+      return 1;
+    }
+    std::vector<std::string> problems;
+    const int good = verify_bundle(file, &problems);
+    const std::string signer = tier->signer() ? cache::key_id(*tier->signer()) : "";
+    if (json) {
+      std::printf("{\"bundle\": \"%s\", \"ok\": %s, \"entries\": %d, \"bad\": %zu, \"signed_by\": %s}\n",
+                  json_escape(file).c_str(), problems.empty() ? "true" : "false", good, problems.size(),
+                  signer.empty() ? "null" : ("\"" + signer + "\"").c_str());
+    } else {
+      for (const auto& p : problems) std::printf("BAD  %s\n", p.c_str());
+      std::printf(
+          "%s: %d entries, %zu bad, %s\n", file.c_str(), good, problems.size(),
+          signer.empty()
+              ? "unsigned"
+              : ("signed by key " + signer + (cfg.trust.empty() ? "" : ", which VANTAGE_CACHE_TRUST lists")).c_str());
+    }
+    return problems.empty() ? 0 : 1;
   }
   cache::DiskStore store(cfg.dir, true);
   if (!store.usable() && cmd != "export") {
