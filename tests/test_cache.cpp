@@ -26,6 +26,8 @@ namespace {
 namespace fs = std::filesystem;
 
 /// Each test gets its own cache directory.
+using test_support::run_command;
+
 struct TempDir : test_support::TempDir {
   TempDir() : test_support::TempDir("vantage_cache_test") {}
 };
@@ -497,15 +499,6 @@ TEST(KernelCache, EvictionKeepsTheCap) {
 }
 
 // ------------------------------------------------------------------ layers, bundles, record mode
-std::string run(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *rc = ::pclose(p);
-  return out;
-}
 
 TEST(KernelCache, BundleRoundTripServesAHostWithoutNvrtc) {
   REQUIRE_NVRTC();
@@ -525,20 +518,20 @@ TEST(KernelCache, BundleRoundTripServesAHostWithoutNvrtc) {
 
   // Another process with NVRTC switched off gets every kernel: from the bundle as a layer...
   int rc = 0;
-  std::string out = run("VANTAGE_NVRTC=none VANTAGE_CACHE_DISABLE=1 VANTAGE_CACHE_PATH='" + bundle.string() + "' '" +
-                            VANTAGE_CACHE_WORKER + "' examples 2>&1",
-                        &rc);
+  std::string out = run_command("VANTAGE_NVRTC=none VANTAGE_CACHE_DISABLE=1 VANTAGE_CACHE_PATH='" + bundle.string() +
+                                    "' '" + VANTAGE_CACHE_WORKER + "' examples 2>&1",
+                                &rc);
   EXPECT_EQ(rc, 0) << out;
   for (const auto& ex : examples::all()) EXPECT_NE(out.find(ex.name + " "), std::string::npos) << out;
   EXPECT_EQ(out.find("FAILED"), std::string::npos) << out;
   EXPECT_NE(out.find(" layer"), std::string::npos) << out;
   // ...and from the directory it was imported into.
-  out = run("VANTAGE_NVRTC=none VANTAGE_CACHE_DIR='" + dst.string() + "' '" + VANTAGE_CACHE_WORKER + "' examples 2>&1",
-            &rc);
+  out = run_command(
+      "VANTAGE_NVRTC=none VANTAGE_CACHE_DIR='" + dst.string() + "' '" + VANTAGE_CACHE_WORKER + "' examples 2>&1", &rc);
   EXPECT_EQ(rc, 0) << out;
   // Without either, the same process says what is missing instead of crashing.
-  out =
-      run("VANTAGE_NVRTC=none VANTAGE_CACHE_DISABLE=1 '" + std::string(VANTAGE_CACHE_WORKER) + "' examples 2>&1", &rc);
+  out = run_command(
+      "VANTAGE_NVRTC=none VANTAGE_CACHE_DISABLE=1 '" + std::string(VANTAGE_CACHE_WORKER) + "' examples 2>&1", &rc);
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("NVRTC is not available"), std::string::npos) << out;
 

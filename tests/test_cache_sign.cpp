@@ -22,6 +22,7 @@ namespace vantage {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::run_command;
 using test_support::TempDir;
 
 std::vector<std::pair<std::string, std::vector<char>>> some_entries(char fill) {
@@ -153,16 +154,6 @@ TEST(CacheLayers, ALayerOthersMayWriteIsSkippedWithTheReason) {
   EXPECT_NE(cache::BundleTier::open(bundle.string(), &why), nullptr) << why;
 }
 
-std::string run(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *rc = ::pclose(p);
-  return out;
-}
-
 // The fleet's set-up: a bundle signed where it is built, a host without NVRTC that trusts the key.
 TEST(CacheSign, AHostWithoutNvrtcRunsEveryExampleFromATrustedBundleAndNamesABrokenOne) {
   REQUIRE_NVRTC();
@@ -179,22 +170,22 @@ TEST(CacheSign, AHostWithoutNvrtcRunsEveryExampleFromATrustedBundleAndNamesABrok
   const std::string env = "VANTAGE_NVRTC=none VANTAGE_CACHE_DISABLE=1 VANTAGE_CACHE_PATH='" + bundle.string() + "' ";
   const std::string worker = std::string("'") + VANTAGE_CACHE_WORKER + "' examples 2>&1";
   int rc = 0;
-  std::string out = run(env + "VANTAGE_CACHE_TRUST='" + k.ours.string() + ".pub' " + worker, &rc);
+  std::string out = run_command(env + "VANTAGE_CACHE_TRUST='" + k.ours.string() + ".pub' " + worker, &rc);
   EXPECT_EQ(rc, 0) << out;
   for (const auto& ex : examples::all()) EXPECT_NE(out.find(ex.name + " "), std::string::npos) << out;
   EXPECT_EQ(out.find("FAILED"), std::string::npos) << out;
 
   // Trusting another key: refused, and the launch says which bundle and why.
-  out = run(env + "VANTAGE_CACHE_TRUST='" + k.theirs.string() + ".pub' " + worker, &rc);
+  out = run_command(env + "VANTAGE_CACHE_TRUST='" + k.theirs.string() + ".pub' " + worker, &rc);
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("NVRTC is not available"), std::string::npos) << out;
   EXPECT_NE(out.find("skipped: bundle " + bundle.string()), std::string::npos) << out;
   EXPECT_NE(out.find("does not list"), std::string::npos) << out;
 
   // A directory layer carries no signature: under a trust list it is not used.
-  out = run("VANTAGE_NVRTC=none VANTAGE_CACHE_DISABLE=1 VANTAGE_CACHE_PATH='" + src.string() +
-                "' VANTAGE_CACHE_TRUST='" + k.ours.string() + ".pub' " + worker,
-            &rc);
+  out = run_command("VANTAGE_NVRTC=none VANTAGE_CACHE_DISABLE=1 VANTAGE_CACHE_PATH='" + src.string() +
+                        "' VANTAGE_CACHE_TRUST='" + k.ours.string() + ".pub' " + worker,
+                    &rc);
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("skipped: directory " + src.string() + ": a directory carries no signature"), std::string::npos)
       << out;
@@ -203,7 +194,7 @@ TEST(CacheSign, AHostWithoutNvrtcRunsEveryExampleFromATrustedBundleAndNamesABrok
   auto bytes = slurp(bundle);
   bytes.back() ^= 1;
   write(bundle, bytes);
-  out = run(env + "VANTAGE_CACHE_TRUST='" + k.ours.string() + ".pub' " + worker, &rc);
+  out = run_command(env + "VANTAGE_CACHE_TRUST='" + k.ours.string() + ".pub' " + worker, &rc);
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("bundle " + bundle.string()), std::string::npos) << out;
   EXPECT_NE(out.find("does not verify"), std::string::npos) << out;

@@ -876,8 +876,11 @@ TEST(Report, EveryExampleHasAReport) {
     EXPECT_EQ(r.blocks, 16) << ex.name;
     // An access that runs costs at least a sector or a wavefront (one under a branch no thread of
     // this launch takes, as sgemm_vec's element-by-element edge path at these sizes, makes no request).
-    for (const auto& a : r.accesses)
-      if (a.requests > 0) EXPECT_GE(a.sectors + a.wavefronts, 1.0) << ex.name << " " << a.memory;
+    for (const auto& a : r.accesses) {
+      if (a.requests > 0) {
+        EXPECT_GE(a.sectors + a.wavefronts, 1.0) << ex.name << " " << a.memory;
+      }
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <tuple>
@@ -93,6 +94,21 @@ void launch_on(const Kernel& k, const Device& d, Grid g, A&&... args) {
   auto staged = std::make_tuple(detail::stage(d, std::forward<A>(args))...);
   std::apply([&](auto&... s) { k.launch(d, g, s.arg()...); }, staged);
   std::apply([](auto&... s) { (s.back(), ...); }, staged);
+}
+
+/// Runs a shell command; its standard output, and its status in `rc` (as pclose gives it).
+inline std::string run_command(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) {
+    *rc = -1;
+    return out;
+  }
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *rc = ::pclose(p);
+  return out;
 }
 
 /// A fresh directory under /tmp named from `prefix`, removed with everything in it at scope exit.
