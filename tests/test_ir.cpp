@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "jit/ir/affine.h"
 #include "jit/ir/eval.h"
 #include "jit/ir/ir.h"
 #include "jit/ir/mutate.h"
@@ -63,6 +64,27 @@ TEST(IrEqual, ExpressionsCompareStructurally) {
   EXPECT_EQ(sum1->hash, sum2->hash);
   EXPECT_FALSE(ir::equal(sum1, diff));
   EXPECT_EQ(ir::const_int(sum1), 9);
+}
+
+// The analyses' affine reader keeps every constant and coefficient strictly under 2^62, so that a
+// sum of two never overflows (it kept 2^62 itself, and 2^62 + 2^62 wrapped to -2^63).
+TEST(IrAffine, TheReaderTakesASumPast2To62AsOneAtom) {
+  SourceLoc l{"a.cpp", 1, 1};
+  const std::int64_t big = std::int64_t{1} << 62;
+  auto sum = ir::make<ir::Binary>(ScalarType::I64, ir::BinOp::Add, ir::int_literal(ScalarType::I64, big, l),
+                                  ir::int_literal(ScalarType::I64, big, l), l);
+  ir::AffineReader::Lets lets;
+  ir::AffineReader read(lets);
+  const ir::Affine& a = read(sum);  // (under UBSan, the sum overflowed here before)
+  ASSERT_EQ(a.terms.size(), 1u);
+  EXPECT_EQ(a.constant, 0) << "no constant of 2^62 or more is kept";
+  auto small = ir::make<ir::Binary>(ScalarType::I64, ir::BinOp::Add, ir::int_literal(ScalarType::I64, big - 1, l),
+                                    ir::int_literal(ScalarType::I64, 1, l), l);
+  EXPECT_TRUE(read(small).terms.size() == 1) << "big - 1 + 1 reaches 2^62 itself: an atom too";
+  auto fits = ir::make<ir::Binary>(ScalarType::I64, ir::BinOp::Add, ir::int_literal(ScalarType::I64, big - 2, l),
+                                   ir::int_literal(ScalarType::I64, 1, l), l);
+  EXPECT_TRUE(read(fits).terms.empty());
+  EXPECT_EQ(read(fits).constant, big - 1);
 }
 
 TEST(IrPrinter, NamesAreMadeUnique) {

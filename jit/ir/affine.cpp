@@ -60,9 +60,10 @@ Affine affine(const ExprPtr& e, bool exact) {
 const Affine& AffineReader::operator()(const ExprPtr& e, int depth) {
   if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
   Affine a = compute(e, depth);
+  // Kept strictly under 2^62 in magnitude, so that adding two never leaves 64 bits.
   constexpr std::int64_t kBig = std::int64_t{1} << 62;
-  bool big = a.constant > kBig || a.constant < -kBig;
-  for (const auto& [t, c] : a.terms) big = big || c > kBig || c < -kBig;
+  bool big = a.constant >= kBig || a.constant <= -kBig;
+  for (const auto& [t, c] : a.terms) big = big || c >= kBig || c <= -kBig;
   if (big) {
     a = Affine{};
     a.add(e, 1);

@@ -28,8 +28,8 @@ Affine affine(const ExprPtr& e, bool exact = false);
 /// Affine forms as an analysis that only compares indices reads them: + - * taken over the integers,
 /// a variable that a let defines (and nothing assigns: the caller's `lets`) read as its value, an
 /// integer cast looked through, a literal a constant, anything else an atom of its own. Memoized by
-/// node, so that a let read twice, and chained, stays linear; a coefficient or constant past 2^62 in
-/// magnitude makes the expression one atom, so that nothing overflows. (The cost report's shared
+/// node, so that a let read twice, and chained, stays linear; a coefficient or constant of 2^62 or
+/// more in magnitude makes the expression one atom, so that nothing overflows. (The cost report's shared
 /// loads the compiler may merge: indices one element apart.)
 class AffineReader {
  public:
