@@ -63,6 +63,10 @@ void write_new(const std::string& file, const std::string& text, mode_t mode) {
 
 PublicKey write_key_pair(const std::string& base) {
   ensure_sodium();
+  // Neither file may exist: a new secret key whose public half could not be written would be lost.
+  for (const char* ext : {".key", ".pub"})
+    if (::access((base + ext).c_str(), F_OK) == 0)
+      throw std::runtime_error("cannot create " + base + ext + ": it exists");
   PublicKey pk;
   SecretKey sk;
   crypto_sign_keypair(pk.data(), sk.data());
@@ -134,6 +138,7 @@ bool TrustList::trusts(const PublicKey& k) const {
 
 TrustList TrustList::from_files(const std::vector<std::string>& files) {
   TrustList t;
+  t.named = !files.empty();
   for (const auto& file : files) {
     std::ifstream in(file);
     if (!in) {

@@ -65,6 +65,10 @@ TEST(CacheSign, KeygenWritesASecretOnlyItsOwnerReadsAndRefusesToOverwrite) {
   EXPECT_EQ(cache::key_id(k.our_key).size(), 16u);
   EXPECT_NE(cache::key_id(k.our_key), cache::key_id(k.their_key));
   EXPECT_THROW(cache::write_key_pair(k.ours.string()), std::runtime_error);
+  // A public key in the way: no secret key is written whose public half would be lost.
+  write(k.dir.path / "half.pub", {'x'});
+  EXPECT_THROW(cache::write_key_pair((k.dir.path / "half").string()), std::runtime_error);
+  EXPECT_FALSE(fs::exists(k.dir.path / "half.key"));
 }
 
 TEST(CacheSign, ASignedBundleIsUsedWhereItsKeyIsTrustedAndRefusedWhereItIsNot) {
@@ -101,10 +105,15 @@ TEST(CacheSign, ASignedBundleIsUsedWhereItsKeyIsTrustedAndRefusedWhereItIsNot) {
   EXPECT_NE(why.find("not signed"), std::string::npos) << why;
   EXPECT_NE(why.find(plain.string()), std::string::npos) << why;
 
-  // A trust list that cannot be read trusts nothing: every bundle is refused.
+  // A trust list that cannot be read, or holds no key, trusts nothing: every bundle is refused.
   const auto missing = cache::TrustList::from_files({(k.dir.path / "nowhere.pub").string()});
   EXPECT_FALSE(missing.empty());
   EXPECT_EQ(cache::BundleTier::open(bundle.string(), &why, missing), nullptr);
+  write(k.dir.path / "none.pub", {'#', ' ', 'n', 'o', '\n'});
+  const auto none = cache::TrustList::from_files({(k.dir.path / "none.pub").string()});
+  EXPECT_FALSE(none.empty());
+  EXPECT_EQ(cache::BundleTier::open(bundle.string(), &why, none), nullptr);
+  EXPECT_NE(why.find("does not list"), std::string::npos) << why;
 }
 
 TEST(CacheSign, ABundleChangedAfterSigningIsRefusedWithOrWithoutATrustList) {
