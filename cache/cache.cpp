@@ -105,6 +105,29 @@ std::optional<std::map<std::string, std::vector<char>>> read_bundle(const std::s
   return out;
 }
 
+std::vector<char> seal(const std::string& name, const std::vector<char>& entry, const SecretKey* key) {
+  std::vector<char> out = entry;
+  if (key) {
+    const Signature sig = sign(entry_manifest(name, entry.data(), entry.size()), *key);
+    out.insert(out.end(), kSignatureMagic, kSignatureMagic + 8);
+    out.insert(out.end(), key->begin() + 32, key->end());
+    out.insert(out.end(), sig.begin(), sig.end());
+  }
+  return out;
+}
+
+std::vector<char> unseal(const char* value, std::size_t size, std::optional<BundleSignature>* signature) {
+  signature->reset();
+  if (size < kSignatureBytes || std::memcmp(value + size - kSignatureBytes, kSignatureMagic, 8) != 0)
+    return std::vector<char>(value, value + size);
+  BundleSignature s;
+  const char* p = value + size - kSignatureBytes + 8;
+  std::memcpy(s.key.data(), p, 32);
+  std::memcpy(s.signature.data(), p + 32, 64);
+  *signature = s;
+  return std::vector<char>(value, value + size - kSignatureBytes);
+}
+
 void cubin_resources(const std::vector<char>& c, int* registers, std::int64_t* local_bytes) {
   *registers = -1;
   *local_bytes = -1;

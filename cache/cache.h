@@ -45,6 +45,14 @@ struct BundleSignature {
 std::optional<std::map<std::string, std::vector<char>>> read_bundle(
     const std::string& file, std::string* problem, std::optional<BundleSignature>* signature = nullptr);
 
+/// One entry as the remote tier stores it: the entry's bytes, then, when `key` is given, "VNTGSIG1" |
+/// the public key | its signature of the one-entry manifest of `name` and the bytes (sign.h), so a
+/// value moved to another name or changed fails to verify.
+std::vector<char> seal(const std::string& name, const std::vector<char>& entry, const SecretKey* key);
+/// Splits a sealed value into the entry's bytes and its signature (nullopt when unsigned); the
+/// signature is read, not verified.
+std::vector<char> unseal(const char* value, std::size_t size, std::optional<BundleSignature>* signature);
+
 /// Registers and local memory per thread, from the cubin's .nv.info (-1 when absent).
 void cubin_resources(const std::vector<char>& cubin, int* registers, std::int64_t* local_bytes);
 

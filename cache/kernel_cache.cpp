@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/cache.h"
+#include "cache/remote.h"
 #include "jit/ir/ir.h"
 #include "jit/nvrtc/nvrtc.h"
 #include "jit/pipeline/handles.h"
@@ -264,6 +265,8 @@ CacheConfig CacheConfig::from_env() {
       logging::get().warn("VANTAGE_CACHE_MAX_BYTES={} is not a positive byte count; using {}", m, c.max_bytes);
   }
   if (const char* t = std::getenv("VANTAGE_CACHE_TRUST"); t && *t) c.trust = split(t, ':');
+  if (const char* r = std::getenv("VANTAGE_CACHE_REMOTE"); r && *r) c.remote = r;
+  if (const char* k = std::getenv("VANTAGE_CACHE_SIGN_KEY"); k && *k) c.sign_key = k;
   if (const char* d = std::getenv("VANTAGE_CACHE_DISABLE"); d && std::string(d) == "1") c.disk = false;
   if (const char* a = std::getenv("VANTAGE_ARCHS")) {
     for (const auto& name : split(a, ',')) {
@@ -283,10 +286,12 @@ struct KernelCache::Impl {
   std::string problem;
   std::vector<std::unique_ptr<cache::Tier>> layers;  // the read-only tiers: directories and bundles
   std::vector<std::string> refused;                  // the layers not used, and why (for the no-NVRTC error)
+  std::unique_ptr<cache::RemoteTier> remote;         // the shared tier, or null
   mutable std::shared_mutex mu;
   std::unordered_map<MemoryKey, std::shared_ptr<const CachedKernel>, MemoryKeyHash, MemoryKeyEqual> table;
   std::unordered_map<std::string, std::shared_ptr<const std::vector<char>>> artifacts;  ///< by name
   std::atomic<std::int64_t> memory_hits{0}, disk_hits{0}, layer_hits{0}, compiles{0}, write_failures{0}, bad_entries{0};
+  std::atomic<std::int64_t> remote_hits{0}, remote_refused{0}, remote_waits{0};
   std::once_flag warn_write, warn_read;
 
   void warn_write_once(const std::string& why) {
@@ -329,6 +334,34 @@ struct KernelCache::Impl {
     }
     return std::nullopt;
   }
+
+  void refuse_remote(const std::vector<std::string>& problems) {
+    for (const auto& p : problems) {
+      ++remote_refused;
+      logging::get().warn("kernel cache: refused {}; compiling the kernel instead", p);
+    }
+  }
+
+  /// Without NVRTC: any build of `logical` the remote tier holds and will vouch for.
+  std::optional<Entry> from_remote_any(const std::string& logical) {
+    for (const auto& name : remote->names_with_prefix(logical + ".")) {
+      std::vector<char> bytes;
+      std::string why;
+      auto outcome = remote->fetch(name, bytes, &why);
+      if (outcome == cache::RemoteTier::Outcome::Unavailable) break;
+      if (outcome == cache::RemoteTier::Outcome::Refused) {
+        refused.push_back(remote->where(name) + ": " + why);
+        refuse_remote({remote->where(name) + ": " + why});
+        continue;
+      }
+      if (outcome != cache::RemoteTier::Outcome::Hit) continue;
+      cache::ReadError err;
+      auto e = cache::parse(bytes, nullptr, &err);
+      if (e && e->key == cache::make_key({logical, e->meta["fingerprint"]})) return e;
+      refuse_remote({remote->where(name) + ": " + (e ? "key does not match its contents" : cache::describe(err))});
+    }
+    return std::nullopt;
+  }
 };
 
 KernelCache::KernelCache(CacheConfig config) : impl_(std::make_unique<Impl>()) {
@@ -368,6 +401,18 @@ KernelCache::KernelCache(CacheConfig config) : impl_(std::make_unique<Impl>()) {
     }
     logging::get().warn("kernel cache: read-only layer skipped: {}", why);
     impl_->refused.push_back(why);
+  }
+  if (!impl_->cfg.remote.empty()) {
+    std::string why;
+    std::optional<cache::SecretKey> key;
+    if (!impl_->cfg.sign_key.empty()) {
+      key = cache::read_secret_key(impl_->cfg.sign_key, &why);
+      if (!key) logging::get().warn("kernel cache: VANTAGE_CACHE_SIGN_KEY: {}; storing entries unsigned", why);
+    }
+    if (auto rc = cache::RemoteConfig::parse(impl_->cfg.remote, &why))
+      impl_->remote = std::make_unique<cache::RemoteTier>(std::move(*rc), trust, key);
+    else
+      logging::get().warn("kernel cache: remote tier not used: {}", why);
   }
 }
 
@@ -412,6 +457,12 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
     else
       impl_->warn_read_once("a read-only layer's entry of kernel '" + kernel.name() + "': " + why);
   }
+  if (!result && !full && impl_->remote) {
+    if (auto e = impl_->from_remote_any(logical)) {
+      result = from_entry(*e, "remote", &why);
+      if (result) ++impl_->remote_hits;
+    }
+  }
   if (!result && !full) {
     std::string refused;
     for (const auto& r : impl_->refused) refused += "\n  skipped: " + r;
@@ -437,14 +488,25 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
       return e;
     };
     std::string name = logical + "." + full->hex().substr(0, 8);
+    // Past the local tiers: the remote one (when configured) before a compile, filled after it.
+    bool from_remote = false;
+    auto remote_or_produce = [&]() -> Entry {
+      if (!impl_->remote) return produce(s);
+      auto r = cache::remote_get_or_produce(*impl_->remote, name, *full, [&] { return produce(s); });
+      impl_->refuse_remote(r.problems);
+      if (r.waited) ++impl_->remote_waits;
+      if (r.hit) ++impl_->remote_hits;
+      from_remote = r.hit;
+      return std::move(*r.entry);
+    };
     if (impl_->store && impl_->store->usable()) {
-      auto r = cache::get_or_produce(
-          *impl_->store, name, *full, [&] { return produce(s); }, impl_->cfg.lock_timeout, impl_->cfg.max_bytes);
+      auto r = cache::get_or_produce(*impl_->store, name, *full, remote_or_produce, impl_->cfg.lock_timeout,
+                                     impl_->cfg.max_bytes);
       if (!r.read_problem.empty()) impl_->warn_read_once(r.read_problem);
       if (!r.write_problem.empty()) impl_->warn_write_once(r.write_problem);
       if (r.lock_timed_out) logging::get().info("kernel cache: lock on {} timed out; compiled anyway", name);
       if (!r.produced) ++impl_->disk_hits;
-      result = from_entry(*r.entry, r.produced ? "compiled" : "disk", &why);
+      result = from_entry(*r.entry, !r.produced ? "disk" : from_remote ? "remote" : "compiled", &why);
       if (!result) {  // written by another version or tool, its checksum whole: replace it
         impl_->warn_read_once(impl_->store->where(name) + ": " + why);
         Entry fresh = produce(s);
@@ -453,7 +515,12 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
         result = from_entry(fresh, "compiled");
       }
     } else {
-      result = from_entry(produce(s), "compiled");
+      Entry e = remote_or_produce();
+      result = from_entry(e, from_remote ? "remote" : "compiled", &why);
+      if (!result) {  // a remote entry from another version, its signature and checksum whole
+        impl_->refuse_remote({impl_->remote->where(name) + ": " + why});
+        result = from_entry(produce(s), "compiled");
+      }
     }
     // Record mode: the same kernel for every architecture of the fleet, into the same directory.
     for (Arch other : impl_->cfg.record_archs) {
@@ -525,6 +592,9 @@ CacheStats KernelCache::stats() const {
   s.compiles = impl_->compiles;
   s.write_failures = impl_->write_failures;
   s.bad_entries = impl_->bad_entries;
+  s.remote_hits = impl_->remote_hits;
+  s.remote_refused = impl_->remote_refused;
+  s.remote_waits = impl_->remote_waits;
   return s;
 }
 

@@ -105,14 +105,26 @@ std::optional<PublicKey> parse_public_key(const std::string& line) {
 
 std::string key_id(const PublicKey& key) { return hex(key.data(), 8); }
 
+namespace {
+void add_line(std::string& m, const std::string& name, const char* data, std::size_t size) {
+  unsigned char h[crypto_generichash_BYTES];  // BLAKE2b-256
+  crypto_generichash(h, sizeof h, reinterpret_cast<const unsigned char*>(data), size, nullptr, 0);
+  m += name + " " + std::to_string(size) + " " + hex(h, sizeof h) + "\n";
+}
+constexpr const char* kManifestHeader = "vantage-bundle-manifest 1\n";
+}  // namespace
+
 std::string manifest(const std::map<std::string, std::vector<char>>& entries) {
   ensure_sodium();
-  std::string m = "vantage-bundle-manifest 1\n";
-  for (const auto& [name, bytes] : entries) {
-    unsigned char h[crypto_generichash_BYTES];  // BLAKE2b-256
-    crypto_generichash(h, sizeof h, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), nullptr, 0);
-    m += name + " " + std::to_string(bytes.size()) + " " + hex(h, sizeof h) + "\n";
-  }
+  std::string m = kManifestHeader;
+  for (const auto& [name, bytes] : entries) add_line(m, name, bytes.data(), bytes.size());
+  return m;
+}
+
+std::string entry_manifest(const std::string& name, const char* data, std::size_t size) {
+  ensure_sodium();
+  std::string m = kManifestHeader;
+  add_line(m, name, data, size);
   return m;
 }
 

@@ -30,6 +30,8 @@ std::string key_id(const PublicKey& key);
 
 /// The manifest a signature covers: the entries' names and BLAKE2b-256 hashes, by name.
 std::string manifest(const std::map<std::string, std::vector<char>>& entries);
+/// The manifest of one entry (`manifest({{name, bytes}})`) without copying its bytes.
+std::string entry_manifest(const std::string& name, const char* data, std::size_t size);
 Signature sign(const std::string& manifest, const SecretKey& key);
 bool verify(const std::string& manifest, const Signature& sig, const PublicKey& key);
 

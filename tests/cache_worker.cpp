@@ -6,6 +6,10 @@
 //                                         around each compile to LOG (one write per line).
 //   cache_worker examples                 gets every example kernel through KernelCache (configured
 //                                         from the environment) and prints name, bytes, origin.
+//   cache_worker fleet N START            gets N small kernels (fleet_0 ..), starting at START and
+//                                         wrapping around, through KernelCache configured from the
+//                                         environment (a remote tier, an empty directory); prints
+//                                         "index origin xxh64-of-cubin steady-clock-ns" per kernel.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,6 +19,8 @@
 #include <random>
 #include <string>
 #include <thread>
+
+#include <xxhash.h>
 
 #include "cache/cache.h"
 #include "kernels/paper_kernels.hpp"
@@ -101,12 +107,45 @@ int examples_mode() {
   return failed == 0 ? 0 : 1;
 }
 
+/// Kernel `i` of the fleet test: a saxpy whose name and scale differ, so each has its own source.
+Kernel fleet_kernel(int i) {
+  KernelBuilder k("fleet_" + std::to_string(i));
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto y = k.param<GlobalPtr<float>>("y", extent(n));
+  k.block_threads(128);
+  const float scale = 1.0f + static_cast<float>(i);
+  k.body([&](Scope& g) { lib::for_each(g, y, n, [&](Scope&, Expr j, ElemRef yj) { yj = scale * x[j] + yj; }); });
+  return k.build();
+}
+
+int fleet_mode(int n, int start) {
+  KernelCache cache;
+  int failed = 0;
+  for (int j = 0; j < n; ++j) {
+    const int i = (start + j) % n;
+    try {
+      auto k = cache.get(fleet_kernel(i), Spec{});
+      std::printf("%d %s %016llx %lld\n", i, k->origin.c_str(),
+                  static_cast<unsigned long long>(XXH3_64bits(k->cubin.data(), k->cubin.size())),
+                  static_cast<long long>(now_ns()));
+    } catch (const std::exception& e) {
+      std::printf("%d FAILED %s\n", i, e.what());
+      ++failed;
+    }
+    std::fflush(stdout);
+  }
+  return failed == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 6 && std::strcmp(argv[1], "stress") == 0)
     return stress(argv[2], static_cast<unsigned>(std::atoi(argv[3])), std::atoi(argv[4]), argv[5]);
   if (argc == 2 && std::strcmp(argv[1], "examples") == 0) return examples_mode();
-  std::fprintf(stderr, "usage: cache_worker stress DIR SEED OPS LOG | cache_worker examples\n");
+  if (argc == 4 && std::strcmp(argv[1], "fleet") == 0) return fleet_mode(std::atoi(argv[2]), std::atoi(argv[3]));
+  std::fprintf(stderr,
+               "usage: cache_worker stress DIR SEED OPS LOG | cache_worker examples | cache_worker fleet N START\n");
   return 2;
 }

@@ -9,7 +9,7 @@ export VANTAGE_CACHE_DIR="$work/cache"
 
 "$vantage" cache --help | grep -q "vantage cache - the on-disk kernel cache"
 # Each command has its own help, not the general one.
-for c in path ls stat verify prune clear export import keygen; do
+for c in path ls stat verify prune clear export import keygen push pull; do
   "$vantage" cache "$c" --help >"$work/help.txt"
   head -n 1 "$work/help.txt" | grep -q "^vantage cache $c"
   if grep -q "Usage:" "$work/help.txt"; then echo "cache $c --help printed the general help"; exit 1; fi
@@ -70,6 +70,40 @@ grep -q "not a Vantage secret key" "$work/err.txt"
 printf 'not a bundle' > "$work/bad.vbundle"
 if "$vantage" cache import "$work/bad.vbundle" 2>"$work/err.txt"; then echo "imported garbage"; exit 1; fi
 grep -q "not a Vantage bundle" "$work/err.txt"
+
+# The remote tier: a real redis-server on a free loopback port. A signed bundle pushed there serves a
+# host without NVRTC that trusts the key (every example, no compile); pull brings the entries back.
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+  echo "cli cache: redis-server is not installed (scripts/setup installs it)"; exit 1
+fi
+if "$vantage" cache push "$work/signed.vbundle" 2>"$work/err.txt"; then echo "push without a remote tier"; exit 1; fi
+grep -q "set VANTAGE_CACHE_REMOTE" "$work/err.txt"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --logfile /dev/null &
+redis_pid=$!
+trap 'kill -9 $redis_pid 2>/dev/null || true; rm -rf "$work"' EXIT
+for _ in $(seq 200); do redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+# A generous timeout: the test shares two cores with the rest of the suite.
+export VANTAGE_CACHE_REMOTE="redis://127.0.0.1:$port/0?timeout_ms=2000"
+"$worker" examples >/dev/null   # the example prune removed is compiled again
+"$vantage" cache export "$work/all.vbundle" --sign "$work/ci.key" >/dev/null
+"$vantage" cache push "$work/all.vbundle" --sign "$work/ci.key" | grep -q "^pushed $entries entries to redis://127.0.0.1:$port/0, each signed$"
+VANTAGE_NVRTC=none VANTAGE_CACHE_TRUST="$work/ci.pub" VANTAGE_CACHE_DIR="$work/server" "$worker" examples >"$work/served.txt"
+[ "$(wc -l <"$work/served.txt")" -ge 9 ]
+if grep -v " remote$" "$work/served.txt"; then echo "a host without NVRTC did not take every example from the remote tier"; exit 1; fi
+# Under a trust list of another key the same entries are refused, by name, and without NVRTC the launch fails.
+if VANTAGE_NVRTC=none VANTAGE_CACHE_TRUST="$work/other.pub" VANTAGE_CACHE_DIR="$work/server2" "$worker" examples >"$work/refused.txt" 2>&1; then
+  echo "a host used remote entries signed by a key its trust list does not hold"; exit 1
+fi
+grep -q "refused redis://127.0.0.1:$port/0 entry [0-9a-f]\{32\}\.[0-9a-f]\{8\}: it is signed by key [0-9a-f]\{16\}, which VANTAGE_CACHE_TRUST does not list" "$work/refused.txt"
+grep -q "FAILED .*is in no cache layer and NVRTC is not available" "$work/refused.txt"
+VANTAGE_CACHE_TRUST="$work/ci.pub" "$vantage" cache pull "$work/pulled.vbundle" --json |
+  python3 -c "import json,sys; d=json.load(sys.stdin); assert d['pulled'] == $entries and d['refused'] == 0, d"
+"$vantage" cache verify "$work/pulled.vbundle" | grep -q "^$work/pulled.vbundle: $entries entries, 0 bad, unsigned$"
+kill -9 $redis_pid; wait $redis_pid 2>/dev/null || true
+if "$vantage" cache pull "$work/x.vbundle" 2>"$work/err.txt"; then echo "pulled from a dead server"; exit 1; fi
+grep -q "did not answer\|cannot be reached" "$work/err.txt"
+unset VANTAGE_CACHE_REMOTE
 
 "$vantage" cache prune --max-bytes 0 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["bytes_left"] == 0, d'
 "$vantage" cache path --json | python3 -c 'import json,sys; json.load(sys.stdin)["directory"]' 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "cache/remote.h"
 #include "cache/sign.h"
 #include "cache/tier.h"
 #include "vantage/cache.hpp"
@@ -33,6 +34,8 @@ Usage:
                                        write every entry into one bundle file (signed with KEY)
   vantage cache import FILE            check a bundle and copy its entries into the cache
   vantage cache keygen NAME            make a signing key pair: NAME.key (secret) and NAME.pub
+  vantage cache push FILE [--sign KEY] copy a bundle's entries into the remote tier ($VANTAGE_CACHE_REMOTE)
+  vantage cache pull FILE [--sign KEY] write the remote tier's entries into a bundle file
 Every command takes --json for machine-readable output.
   vantage cache COMMAND --help         help for one command
 
@@ -40,7 +43,8 @@ The directory is $VANTAGE_CACHE_DIR, else $XDG_CACHE_HOME/vantage, else ~/.cache
 Read-only layers ($VANTAGE_CACHE_PATH) are consulted first by programs; these commands act on the
 writable directory only, but `vantage cache verify FILE` checks a bundle file.
 With $VANTAGE_CACHE_TRUST (':'-separated files of public keys), programs and import use a bundle only
-when a listed key signed it, and no read-only directory.
+when a listed key signed it, and no read-only directory; programs use an entry of the remote tier
+only when a listed key signed it.
 )";
 
 /// Each command's own help: what it does, its options, what it prints and its exit status.
@@ -105,6 +109,21 @@ Verifies the bundle's framing, its signature when it has one (and, under VANTAGE
 listed key made it) and every entry's checksum first; nothing is copied when any is bad (the problems
 are printed and the exit status is 1).
 )"},
+    {"push", R"(vantage cache push FILE [--sign KEY] [--json] - copy a bundle's entries into the remote tier
+
+Checks the bundle as import does (framing, signature, VANTAGE_CACHE_TRUST, every entry) and stores each
+entry in the Redis tier VANTAGE_CACHE_REMOTE names, so that a fleet finds them without compiling. Each
+entry is signed on its own with KEY (else VANTAGE_CACHE_SIGN_KEY): under a trust list, the servers use
+only entries a listed key signed, and a bundle's signature covers the whole bundle, not one entry.
+Prints how many were stored; exits 1 when the bundle is refused or the tier does not answer.
+)"},
+    {"pull", R"(vantage cache pull FILE [--sign KEY] [--json] - write the remote tier's entries into a bundle
+
+Reads every entry of the Redis tier VANTAGE_CACHE_REMOTE names, checks each (its signature, under
+VANTAGE_CACHE_TRUST a listed key, its checksum and key) and writes the good ones into the bundle FILE,
+signed with KEY when given. Refused entries are named and left out. Exits 1 when the tier does not
+answer.
+)"},
 };
 
 const char* command_help(const std::string& cmd) {
@@ -162,6 +181,95 @@ std::vector<Row> rows(const cache::DiskStore& store) {
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "vantage cache: %s (see vantage cache --help)\n", msg.c_str());
   return 2;
+}
+
+/// `push` and `pull`: bundles to and from the remote tier.
+int remote_command(const std::string& cmd, const std::vector<std::string>& rest, const CacheConfig& cfg, bool json) {
+  std::vector<std::string> files;
+  std::string key_file = cfg.sign_key;
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] == "--sign") {
+      if (i + 1 >= rest.size()) return usage_error("--sign needs a secret key file (vantage cache keygen NAME)");
+      key_file = rest[++i];
+    } else if (rest[i].rfind("--", 0) != 0) {
+      files.push_back(rest[i]);
+    }
+  }
+  if (files.size() != 1) return usage_error(cmd + " takes one FILE");
+  if (cfg.remote.empty())
+    return usage_error(cmd + " needs the remote tier: set VANTAGE_CACHE_REMOTE=redis://HOST:PORT/DB");
+  auto fail = [&](const std::string& why) {
+    std::fprintf(stderr, "vantage cache %s: %s\n", cmd.c_str(), why.c_str());
+    return 1;
+  };
+  std::string why;
+  std::optional<cache::SecretKey> key;
+  if (!key_file.empty() && !(key = cache::read_secret_key(key_file, &why))) return fail("cannot sign: " + why);
+  auto rc = cache::RemoteConfig::parse(cfg.remote, &why);
+  if (!rc) return fail(why);
+  // Commands may wait longer than a launch would.
+  if (rc->timeout < std::chrono::milliseconds(2000)) rc->timeout = std::chrono::milliseconds(2000);
+  const cache::TrustList trust = cache::TrustList::from_files(cfg.trust);
+  cache::RemoteTier tier(*rc, trust, key);
+  if (cmd == "push") {
+    if (!cache::BundleTier::open(files[0], &why, trust)) return fail(why);
+    std::vector<std::string> problems;
+    verify_bundle(files[0], &problems);
+    for (const auto& p : problems) std::fprintf(stderr, "vantage cache push: %s\n", p.c_str());
+    if (!problems.empty()) return 1;
+    auto entries = cache::read_bundle(files[0], &why);
+    if (!entries) return fail(why);
+    int n = 0;
+    for (const auto& [name, bytes] : *entries) {
+      if (!tier.store(name, bytes, &why))
+        return fail(why.empty() ? "the remote tier " + rc->url() + " did not answer" : why);
+      ++n;
+    }
+    if (json)
+      std::printf("{\"pushed\": %d, \"remote\": \"%s\", \"signed\": %s}\n", n, rc->url().c_str(),
+                  key ? "true" : "false");
+    else
+      std::printf("pushed %d entr%s to %s%s\n", n, n == 1 ? "y" : "ies", rc->url().c_str(), key ? ", each signed" : "");
+    return 0;
+  }
+  std::vector<std::pair<std::string, std::vector<char>>> good;
+  int refused = 0;
+  for (const auto& info : tier.list()) {
+    std::vector<char> bytes;
+    auto outcome = tier.fetch(info.name, bytes, &why);
+    cache::ReadError err = cache::ReadError::None;
+    if (outcome == cache::RemoteTier::Outcome::Hit) {
+      auto e = cache::parse(bytes, nullptr, &err);
+      if (e && info.name.size() == 41 && info.name.substr(33) == e->key.hex().substr(0, 8)) {
+        good.emplace_back(info.name, std::move(bytes));
+        continue;
+      }
+      why = e ? "name does not match its key" : cache::describe(err);
+    } else if (outcome != cache::RemoteTier::Outcome::Refused) {
+      continue;
+    }
+    ++refused;
+    std::fprintf(stderr, "vantage cache pull: refused %s: %s\n", tier.where(info.name).c_str(), why.c_str());
+  }
+  if (!tier.answering()) return fail("the remote tier " + rc->url() + " did not answer");
+  auto bytes = cache::write_bundle(good, key ? &*key : nullptr);
+  const std::string tmp = files[0] + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) return fail("cannot write " + tmp);
+  }
+  std::error_code ec;
+  fs::rename(tmp, files[0], ec);
+  if (ec) return fail("cannot write " + files[0] + ": " + ec.message());
+  if (json)
+    std::printf("{\"pulled\": %zu, \"refused\": %d, \"file\": \"%s\"}\n", good.size(), refused,
+                json_escape(files[0]).c_str());
+  else
+    std::printf("pulled %zu entr%s from %s into %s%s%s\n", good.size(), good.size() == 1 ? "y" : "ies",
+                rc->url().c_str(), files[0].c_str(), key ? ", signed" : "",
+                refused ? (", " + std::to_string(refused) + " refused").c_str() : "");
+  return 0;
 }
 
 }  // namespace
@@ -240,6 +348,7 @@ int cache_main(const std::vector<std::string>& args) {
     }
     return problems.empty() ? 0 : 1;
   }
+  if (cmd == "push" || cmd == "pull") return remote_command(cmd, rest, cfg, json);
   cache::DiskStore store(cfg.dir, true);
   if (!store.usable() && cmd != "export") {
     std::fprintf(stderr, "vantage cache: %s\n", store.problem().c_str());

@@ -21,11 +21,19 @@ namespace vantage {
 ///   VANTAGE_ARCHS            record mode: also compile each kernel for these architectures
 ///   VANTAGE_CACHE_TRUST      ':'-separated files of trusted public keys (`vantage cache keygen`):
 ///                            when set, a read-only layer is used only if it is a bundle one of
-///                            them signed (`vantage cache export --sign`)
+///                            them signed (`vantage cache export --sign`), and an entry of the
+///                            remote tier only if one of them signed it
+///   VANTAGE_CACHE_REMOTE     a shared tier on Redis, redis://[:PASSWORD@]HOST:PORT/DB, with options
+///                            ?timeout_ms=5&breaker_ms=10000&lease_ms=20000&wait_ms=30000 (docs/cache.md)
+///   VANTAGE_CACHE_REMOTE_PASSWORD  its password, where the URL has none
+///   VANTAGE_CACHE_SIGN_KEY   a secret key file (`vantage cache keygen`): what this process stores in
+///                            the remote tier is signed with it
 struct CacheConfig {
   std::string dir;
   std::vector<std::string> read_only;
   std::vector<std::string> trust;  ///< trust-list files; empty: layers need no signature
+  std::string remote;              ///< the remote tier's URL; empty: none
+  std::string sign_key;            ///< secret key file signing what this process stores remotely
   std::int64_t max_bytes = std::int64_t{2} << 30;
   std::chrono::milliseconds lock_timeout{30000};
   bool disk = true;
@@ -42,7 +50,7 @@ struct CachedKernel {
   std::vector<char> cubin;
   std::string ptx;
   std::string key;                   ///< hex of the content key
-  std::string origin;                ///< "compiled", "disk", "layer"
+  std::string origin;                ///< "compiled", "disk", "layer", "remote"
   int registers = -1;                ///< per thread, from the cubin (-1 unknown)
   std::int64_t local_bytes = -1;     ///< local memory per thread (spills and local arrays)
   std::string log;                   ///< NVRTC's log when compiled
@@ -51,6 +59,9 @@ struct CachedKernel {
 
 struct CacheStats {
   std::int64_t memory_hits = 0, disk_hits = 0, layer_hits = 0, compiles = 0, write_failures = 0, bad_entries = 0;
+  std::int64_t remote_hits = 0;     ///< entries the remote tier gave (compiles avoided fleet-wide)
+  std::int64_t remote_refused = 0;  ///< remote values not used: unsigned, forged, corrupted or truncated
+  std::int64_t remote_waits = 0;    ///< lookups that waited for another process's compile of the key
 };
 
 class KernelCache {
@@ -64,9 +75,9 @@ class KernelCache {
   static KernelCache& global();
 
   /// The compiled kernel for this specialization: from memory, a read-only layer, the user's
-  /// directory, or NVRTC (then stored). A repeated call for the same kernel and Spec takes a shared
-  /// lock and a table lookup, nothing else. Throws CheckError, CompileError, or ToolchainError when
-  /// NVRTC is missing and no layer has the kernel.
+  /// directory, the remote tier, or NVRTC (then stored in the directory and the remote tier). A repeated call for the
+  /// same kernel and Spec takes a shared lock and a table lookup, nothing else. Throws CheckError, CompileError, or
+  /// ToolchainError when NVRTC is missing and no layer has the kernel.
   std::shared_ptr<const CachedKernel> get(const Kernel& kernel, const Spec& spec, Output output = Output::Cubin);
 
   /// Compiled code of another kind (the CPU backend's host object code), keyed by `kind` and
