@@ -394,6 +394,46 @@ TEST(Concurrency, EightThreadsShareOneRemoteTier) {
   EXPECT_EQ(produced.load(), 6) << "one producer per key: the lease holds across threads too";
 }
 
+Kernel scaled_saxpy(int i) {
+  KernelBuilder k("scaled_" + std::to_string(i));
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto y = k.param<GlobalPtr<float>>("y", extent(n));
+  k.block_threads(64);
+  const float scale = 2.0f + static_cast<float>(i);
+  k.body([&](Scope& g) { lib::for_each(g, y, n, [&](Scope&, Expr j, ElemRef yj) { yj = scale * x[j] + yj; }); });
+  return k.build();
+}
+
+TEST(Concurrency, ThreadsOfOneCacheShareTheRemoteLeaseAndCompileEachKernelOnce) {
+  REQUIRE_NVRTC();
+  RedisServer redis;
+  REQUIRE_REDIS(redis);
+  const std::string url = redis.url("timeout_ms=5000&lease_ms=60000&wait_ms=60000");
+  std::vector<Kernel> kernels;
+  for (int i = 0; i < 4; ++i) kernels.push_back(scaled_saxpy(i));
+  KernelCache cache(remote_only(url));
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      for (std::size_t i = 0; i < kernels.size(); ++i) {
+        const std::size_t k = (i + static_cast<std::size_t>(t)) % kernels.size();
+        auto got = cache.get(kernels[k], Spec{});
+        if (got->cubin.empty()) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(cache.stats().compiles, 4) << "the lease in Redis orders the threads of one process too";
+  KernelCache other(remote_only(url));
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    auto a = cache.get(kernels[k], Spec{}), b = other.get(kernels[k], Spec{});
+    EXPECT_EQ(b->origin, "remote");
+    EXPECT_EQ(a->cubin, b->cubin);
+  }
+}
+
 // ------------------------------------------------------------------ a fleet of processes
 struct WorkerRun {
   pid_t pid;
