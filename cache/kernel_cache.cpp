@@ -30,6 +30,7 @@
 
 #include "cache/cache.h"
 #include "cache/remote.h"
+#include "cache/stats.h"
 #include "jit/ir/ir.h"
 #include "jit/nvrtc/nvrtc.h"
 #include "jit/pipeline/handles.h"
@@ -290,7 +291,41 @@ struct KernelCache::Impl {
   mutable std::shared_mutex mu;
   std::unordered_map<MemoryKey, std::shared_ptr<const CachedKernel>, MemoryKeyHash, MemoryKeyEqual> table;
   std::unordered_map<std::string, std::shared_ptr<const std::vector<char>>> artifacts;  ///< by name
-  std::atomic<std::int64_t> memory_hits{0}, disk_hits{0}, layer_hits{0}, compiles{0}, write_failures{0}, bad_entries{0};
+  std::atomic<std::int64_t> disk_hits{0}, layer_hits{0}, compiles{0}, write_failures{0}, bad_entries{0};
+  // What each tier did (stats.h), and what of it DIR/stats.json already has.
+  cache::TierMeter memory_meter, layer_meter, disk_meter, remote_meter, compile_meter;
+  std::mutex flush_mu;
+  std::map<std::string, cache::TierCounts> flushed;
+  std::atomic<std::int64_t> last_flush_ns{now_ns()};  // read without the lock on every miss
+
+  static std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  std::vector<std::pair<std::string, const cache::TierMeter*>> meters() const {
+    return {{"memory", &memory_meter},
+            {"layers", &layer_meter},
+            {"disk", &disk_meter},
+            {"remote", &remote_meter},
+            {"compile", &compile_meter}};
+  }
+  void flush() {
+    if (!store || !store->usable()) return;
+    std::map<std::string, cache::TierCounts> now, delta;
+    for (const auto& [name, m] : meters()) {
+      now[name] = m->snapshot();
+      cache::TierCounts d = now[name] - flushed[name];
+      if (!d.empty()) delta[name] = d;
+    }
+    last_flush_ns.store(now_ns(), std::memory_order_relaxed);
+    if (delta.empty()) return;
+    std::string why;
+    if (cache::add_stats(store->root() / "stats.json", delta, &why))
+      flushed = std::move(now);
+    else
+      logging::get().debug("kernel cache: statistics not saved: {}", why);
+  }
   std::atomic<std::int64_t> remote_hits{0}, remote_refused{0}, remote_waits{0};
   std::once_flag warn_write, warn_read;
 
@@ -416,10 +451,19 @@ KernelCache::KernelCache(CacheConfig config) : impl_(std::make_unique<Impl>()) {
   }
 }
 
-KernelCache::~KernelCache() = default;
+KernelCache::~KernelCache() { flush_stats(); }
+
+void KernelCache::flush_stats() {
+  std::lock_guard lock(impl_->flush_mu);
+  impl_->flush();
+}
 
 KernelCache& KernelCache::global() {
-  static KernelCache* cache = new KernelCache();  // lives to the end of the process
+  static KernelCache* cache = [] {
+    auto* c = new KernelCache();  // lives to the end of the process
+    std::atexit([] { KernelCache::global().flush_stats(); });
+    return c;
+  }();
   return *cache;
 }
 
@@ -428,9 +472,15 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
     std::shared_lock lock(impl_->mu);
     auto it = impl_->table.find(MemoryKeyView{&detail::KernelAccess::ir(kernel), &spec, output});
     if (it != impl_->table.end()) {
-      ++impl_->memory_hits;
+      impl_->memory_meter.hit_untimed();
       return it->second;
     }
+  }
+  impl_->memory_meter.miss_untimed();
+  using Clock = std::chrono::steady_clock;
+  if (Impl::now_ns() - impl_->last_flush_ns.load(std::memory_order_relaxed) > 10'000'000'000) {
+    std::unique_lock flush(impl_->flush_mu, std::try_to_lock);
+    if (flush) impl_->flush();
   }
 
   Specialized s = specialize_for(kernel, spec);
@@ -450,18 +500,28 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
 
   std::shared_ptr<CachedKernel> result;
   std::string why;
+  auto size_of = [](const Entry& e) { return static_cast<std::int64_t>(e.cubin.size() + e.ptx.size()); };
+  const auto layers_start = Clock::now();
   if (auto e = impl_->from_layers(logical, full)) {
     result = from_entry(*e, "layer", &why);
-    if (result)
+    if (result) {
       ++impl_->layer_hits;
-    else
+      impl_->layer_meter.hit(size_of(*e), Clock::now() - layers_start);
+    } else {
       impl_->warn_read_once("a read-only layer's entry of kernel '" + kernel.name() + "': " + why);
+    }
   }
+  if (!result && !impl_->layers.empty()) impl_->layer_meter.miss(Clock::now() - layers_start);
   if (!result && !full && impl_->remote) {
+    const auto t = Clock::now();
     if (auto e = impl_->from_remote_any(logical)) {
       result = from_entry(*e, "remote", &why);
-      if (result) ++impl_->remote_hits;
+      if (result) {
+        ++impl_->remote_hits;
+        impl_->remote_meter.hit(size_of(*e), Clock::now() - t);
+      }
     }
+    if (!result) impl_->remote_meter.miss(Clock::now() - t);
   }
   if (!result && !full) {
     std::string refused;
@@ -471,9 +531,12 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
                          "bundle that has it)" +
                          refused);
   } else if (!result) {
+    Clock::duration below_disk{0};  // time spent past the directory: the remote tier and compiles
     auto produce = [&](const Specialized& sp) {
+      const auto t = Clock::now();
       Compiled r = pipeline::compile_specialized(sp, output);
       ++impl_->compiles;
+      impl_->compile_meter.hit(static_cast<std::int64_t>(r.cubin.size() + r.ptx.size()), Clock::now() - t);
       Entry e;
       e.key = cache::make_key({key_for(sp).hex(), fingerprint});
       e.meta = encode(sp, r, output);
@@ -491,17 +554,40 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
     // Past the local tiers: the remote one (when configured) before a compile, filled after it.
     bool from_remote = false;
     auto remote_or_produce = [&]() -> Entry {
-      if (!impl_->remote) return produce(s);
-      auto r = cache::remote_get_or_produce(*impl_->remote, name, *full, [&] { return produce(s); });
+      const auto start = Clock::now();
+      if (!impl_->remote) {
+        Entry e = produce(s);
+        below_disk = Clock::now() - start;
+        return e;
+      }
+      Clock::duration compiling{0};
+      auto r = cache::remote_get_or_produce(*impl_->remote, name, *full, [&] {
+        const auto t = Clock::now();
+        Entry e = produce(s);
+        compiling = Clock::now() - t;
+        return e;
+      });
+      below_disk = Clock::now() - start;
       impl_->refuse_remote(r.problems);
       if (r.waited) ++impl_->remote_waits;
-      if (r.hit) ++impl_->remote_hits;
+      if (r.hit) {
+        ++impl_->remote_hits;
+        impl_->remote_meter.hit(size_of(*r.entry), below_disk);
+      } else {
+        impl_->remote_meter.miss(below_disk - compiling);
+      }
       from_remote = r.hit;
       return std::move(*r.entry);
     };
     if (impl_->store && impl_->store->usable()) {
+      const auto disk_start = Clock::now();
       auto r = cache::get_or_produce(*impl_->store, name, *full, remote_or_produce, impl_->cfg.lock_timeout,
                                      impl_->cfg.max_bytes);
+      const auto disk_time = Clock::now() - disk_start - below_disk;
+      if (r.produced)
+        impl_->disk_meter.miss(disk_time);
+      else
+        impl_->disk_meter.hit(size_of(*r.entry), disk_time);
       if (!r.read_problem.empty()) impl_->warn_read_once(r.read_problem);
       if (!r.write_problem.empty()) impl_->warn_write_once(r.write_problem);
       if (r.lock_timed_out) logging::get().info("kernel cache: lock on {} timed out; compiled anyway", name);
@@ -555,22 +641,33 @@ std::shared_ptr<const std::vector<char>> KernelCache::artifact(const std::string
   {
     std::shared_lock lock(impl_->mu);
     if (auto it = impl_->artifacts.find(name); it != impl_->artifacts.end()) {
-      ++impl_->memory_hits;
+      impl_->memory_meter.hit_untimed();
       if (origin) *origin = "memory";
       return it->second;
     }
   }
+  impl_->memory_meter.miss_untimed();
+  using Clock = std::chrono::steady_clock;
+  Clock::duration making{0};
   auto make = [&] {
+    const auto t = Clock::now();
     Entry e;
     e.key = key;
     e.cubin = produce();
     e.meta["kind"] = kind;
     ++impl_->compiles;
+    making = Clock::now() - t;
+    impl_->compile_meter.hit(static_cast<std::int64_t>(e.cubin.size()), making);
     return e;
   };
   std::shared_ptr<const std::vector<char>> bytes;
   if (impl_->store && impl_->store->usable()) {
+    const auto t = Clock::now();
     auto r = cache::get_or_produce(*impl_->store, name, key, make, impl_->cfg.lock_timeout, impl_->cfg.max_bytes);
+    if (r.produced)
+      impl_->disk_meter.miss(Clock::now() - t - making);
+    else
+      impl_->disk_meter.hit(static_cast<std::int64_t>(r.entry->cubin.size()), Clock::now() - t);
     if (!r.read_problem.empty()) impl_->warn_read_once(r.read_problem);
     if (!r.write_problem.empty()) impl_->warn_write_once(r.write_problem);
     if (!r.produced) ++impl_->disk_hits;
@@ -584,9 +681,20 @@ std::shared_ptr<const std::vector<char>> KernelCache::artifact(const std::string
   return impl_->artifacts.emplace(name, bytes).first->second;
 }
 
+std::vector<TierStats> KernelCache::tier_stats() const {
+  std::vector<TierStats> out;
+  for (const auto& [name, m] : impl_->meters()) {
+    cache::TierCounts c = m->snapshot();
+    out.push_back({name, c.hits, c.misses, c.bytes, c.latency});
+  }
+  return out;
+}
+
+double TierStats::percentile_ms(double p) const { return cache::percentile_ms(latency_us_log2, p); }
+
 CacheStats KernelCache::stats() const {
   CacheStats s;
-  s.memory_hits = impl_->memory_hits;
+  s.memory_hits = impl_->memory_meter.snapshot().hits;
   s.disk_hits = impl_->disk_hits;
   s.layer_hits = impl_->layer_hits;
   s.compiles = impl_->compiles;

@@ -14,13 +14,13 @@
 #include <thread>
 
 #include "cache/cache.h"
+#include "cache/stats.h"
 #include "support/log.h"
 
 namespace vantage::cache {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kLatencyBuckets = 25;  // up to 2^24 us (16 s)
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
@@ -154,18 +154,7 @@ std::string RemoteConfig::url() const {
   return "redis://" + host + ":" + std::to_string(port) + "/" + std::to_string(db);
 }
 
-double RemoteCounters::percentile_ms(double p) const {
-  std::int64_t total = 0;
-  for (auto n : latency_us_buckets) total += n;
-  if (total == 0) return -1;
-  const double want = p / 100.0 * static_cast<double>(total);
-  std::int64_t seen = 0;
-  for (std::size_t i = 0; i < latency_us_buckets.size(); ++i) {
-    seen += latency_us_buckets[i];
-    if (static_cast<double>(seen) >= want) return std::ldexp(1.0, static_cast<int>(i)) / 1000.0;
-  }
-  return std::ldexp(1.0, static_cast<int>(latency_us_buckets.size())) / 1000.0;
-}
+double RemoteCounters::percentile_ms(double p) const { return cache::percentile_ms(latency_us_buckets, p); }
 
 // ---------------------------------------------------------------- connections
 struct RemoteTier::Connection {
@@ -337,9 +326,7 @@ RemoteTier::Outcome RemoteTier::fetch(const std::string& name, std::vector<char>
   });
   if (!reply || !*reply) return Outcome::Unavailable;
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
-  int bucket = 0;
-  while (bucket + 1 < kLatencyBuckets && (std::int64_t{1} << bucket) <= us) ++bucket;
-  tally("lat:" + std::to_string(bucket), 1);
+  tally("lat:" + std::to_string(latency_bucket(us)), 1);
   const redisReply* r = reply->get();
   if (r->type == REDIS_REPLY_NIL) {
     tally("misses", 1);

@@ -9,7 +9,7 @@ export VANTAGE_CACHE_DIR="$work/cache"
 
 "$vantage" cache --help | grep -q "vantage cache - the on-disk kernel cache"
 # Each command has its own help, not the general one.
-for c in path ls stat verify prune clear export import keygen push pull; do
+for c in path ls stat stats verify prune clear export import keygen push pull; do
   "$vantage" cache "$c" --help >"$work/help.txt"
   head -n 1 "$work/help.txt" | grep -q "^vantage cache $c"
   if grep -q "Usage:" "$work/help.txt"; then echo "cache $c --help printed the general help"; exit 1; fi
@@ -24,6 +24,13 @@ if "$vantage" cache nonsense --help 2>/dev/null; then echo "help for an unknown 
 entries=$("$vantage" cache ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 [ "$entries" -ge 9 ]
 "$vantage" cache stat --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["entries"] >= 9, d'
+# The worker's counts reached the directory when its cache closed: a compile per entry, each a disk miss.
+"$vantage" cache stats --json | python3 -c "
+import json,sys; d=json.load(sys.stdin); t={r['tier']: r for r in d['tiers']}
+assert d['flushes'] == 1 and t['compile']['hits'] == $entries and t['disk']['misses'] == $entries, d
+assert t['compile']['p50_ms'] > 0 and t['compile']['bytes'] > 0 and d['fleet'] is None, d"
+"$worker" examples >/dev/null            # every example from the directory this time
+"$vantage" cache stats | grep -q "^disk  *$entries  *$entries  *$entries "
 
 # A corrupted entry: verify says so and fails; prune removes it.
 victim=$(find "$work/cache/v1" -name '*.vkc' | head -n 1)
@@ -100,6 +107,13 @@ grep -q "FAILED .*is in no cache layer and NVRTC is not available" "$work/refuse
 VANTAGE_CACHE_TRUST="$work/ci.pub" "$vantage" cache pull "$work/pulled.vbundle" --json |
   python3 -c "import json,sys; d=json.load(sys.stdin); assert d['pulled'] == $entries and d['refused'] == 0, d"
 "$vantage" cache verify "$work/pulled.vbundle" | grep -q "^$work/pulled.vbundle: $entries entries, 0 bad, unsigned$"
+# The fleet's counts in Redis: the host without NVRTC took every example from the tier.
+"$vantage" cache stats --json | python3 -c "
+import json,sys; d=json.load(sys.stdin); f=d['fleet']
+assert f['hits'] >= $entries and f['stores'] >= $entries and f['entries'] == $entries and f['p50_ms'] > 0, f"
+VANTAGE_CACHE_DIR="$work/server" "$vantage" cache stats | grep -q "^remote  *$entries  *0  *$entries "
+VANTAGE_CACHE_DIR="$work/server" "$vantage" cache stats --reset | grep -q "^reset $work/server/stats.json$"
+VANTAGE_CACHE_DIR="$work/server" "$vantage" cache stats | grep -q "^remote  *0  *0  *0 "
 kill -9 $redis_pid; wait $redis_pid 2>/dev/null || true
 if "$vantage" cache pull "$work/x.vbundle" 2>"$work/err.txt"; then echo "pulled from a dead server"; exit 1; fi
 grep -q "did not answer\|cannot be reached" "$work/err.txt"

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cache/cache.h"
+#include "cache/stats.h"
 #include "jit/nvrtc/nvrtc.h"
 #include "jit/pipeline/handles.h"
 #include "kernels/paper_kernels.hpp"
@@ -713,6 +714,74 @@ TEST(CacheStress, EightProcessesWithWritersKilledAtRandom) {
       EXPECT_GE(list[i].start, list[i - 1].end)
           << "key " << k << ": pid " << list[i].pid << " compiled while pid " << list[i - 1].pid << " held the lock";
   }
+}
+
+// ------------------------------------------------------------------ statistics
+TEST(CacheStats, PercentilesComeFromPowersOfTwoOfMicroseconds) {
+  EXPECT_EQ(cache::latency_bucket(0), 0);
+  EXPECT_EQ(cache::latency_bucket(1), 1);
+  EXPECT_EQ(cache::latency_bucket(3), 2);
+  EXPECT_EQ(cache::latency_bucket(1000), 10);  // under 1024 us
+  EXPECT_EQ(cache::latency_bucket(std::int64_t{1} << 40), cache::kLatencyBuckets - 1);
+  std::vector<std::int64_t> b(cache::kLatencyBuckets, 0);
+  EXPECT_EQ(cache::percentile_ms(b, 50), -1.0);
+  b[10] = 98;  // 98 lookups under 1.024 ms, 2 under 16.384 ms
+  b[14] = 2;
+  EXPECT_DOUBLE_EQ(cache::percentile_ms(b, 50), 1.024);
+  EXPECT_DOUBLE_EQ(cache::percentile_ms(b, 98), 1.024);
+  EXPECT_DOUBLE_EQ(cache::percentile_ms(b, 99), 16.384);
+}
+
+TEST(CacheStats, EachTierCountsItsLookupsAndTheDirectoryAddsUpEveryCache) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  auto tier = [](const std::vector<TierStats>& all, const std::string& name) {
+    for (const auto& t : all)
+      if (t.tier == name) return t;
+    ADD_FAILURE() << "no tier " << name;
+    return TierStats{};
+  };
+  {
+    KernelCache a(config_for(dir.path));
+    a.get(examples::saxpy(), Spec{});
+    a.get(examples::saxpy(), Spec{});
+    auto t = a.tier_stats();
+    EXPECT_EQ(tier(t, "memory").hits, 1);
+    EXPECT_EQ(tier(t, "memory").misses, 1);
+    EXPECT_EQ(tier(t, "disk").misses, 1);
+    EXPECT_EQ(tier(t, "disk").hits, 0);
+    EXPECT_EQ(tier(t, "compile").hits, 1);
+    EXPECT_EQ(tier(t, "compile").bytes, static_cast<std::int64_t>(reference_saxpy().size()));
+    EXPECT_GT(tier(t, "compile").percentile_ms(50), 0.0);
+    EXPECT_EQ(tier(t, "memory").percentile_ms(50), -1.0) << "the in-process table is not timed";
+    a.flush_stats();
+    a.flush_stats();  // nothing new: nothing added
+  }
+  {
+    KernelCache b(config_for(dir.path));
+    EXPECT_EQ(b.get(examples::saxpy(), Spec{})->origin, "disk");
+  }
+  std::string why;
+  auto file = cache::read_stats(dir.path / "stats.json", &why);
+  ASSERT_TRUE(file.has_value()) << why;
+  EXPECT_EQ(file->flushes, 2) << "one flush per cache that counted something";
+  EXPECT_EQ(file->tiers["disk"].hits, 1);
+  EXPECT_EQ(file->tiers["disk"].misses, 1);
+  EXPECT_EQ(file->tiers["compile"].hits, 1);
+  EXPECT_EQ(file->tiers["memory"].hits, 1);
+  EXPECT_EQ(file->tiers["memory"].misses, 2);
+  EXPECT_EQ(file->tiers["disk"].bytes, static_cast<std::int64_t>(reference_saxpy().size()));
+
+  write_file(dir.path / "stats.json", std::vector<char>(10, '{'));
+  EXPECT_FALSE(cache::read_stats(dir.path / "stats.json", &why).has_value());
+  EXPECT_NE(why.find("is not a statistics file"), std::string::npos) << why;
+  {
+    KernelCache c(config_for(dir.path));
+    c.get(examples::saxpy(), Spec{});
+  }
+  file = cache::read_stats(dir.path / "stats.json", &why);
+  ASSERT_TRUE(file.has_value()) << "a damaged file starts again: " << why;
+  EXPECT_EQ(file->tiers["disk"].hits, 1);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "cache/cache.h"
 #include "cache/remote.h"
 #include "cache/sign.h"
+#include "cache/stats.h"
 #include "cache/tier.h"
 #include "vantage/cache.hpp"
 
@@ -26,6 +27,7 @@ Usage:
   vantage cache path [--json]          print the cache directory in use
   vantage cache ls [--json]            list entries: key, kernel, arch, size, last use
   vantage cache stat [--json]          entries, bytes, cap, directory state
+  vantage cache stats [--json]         per tier: hits, misses, compiles avoided, bytes, latency percentiles
   vantage cache verify [FILE] [--json] read and check every entry (of the directory, or of bundle FILE)
   vantage cache prune [--max-bytes N]  remove bad entries, evict least recently used entries down to N bytes
                                        (default: VANTAGE_CACHE_MAX_BYTES, else 2 GiB)
@@ -68,6 +70,18 @@ checks is listed with BAD and the reason. --json prints an array of objects with
 
 Prints the directory, the number of entries and their bytes, the soft cap (VANTAGE_CACHE_MAX_BYTES,
 default 2 GiB) and how many read-only layers VANTAGE_CACHE_PATH names.
+)"},
+    {"stats", R"(vantage cache stats [--reset] [--json] - what each tier did for the programs that used the cache
+
+Per tier (memory: the in-process table; layers: read-only directories and bundles; disk: this
+directory; remote: the Redis tier; compile: NVRTC), summed over every program that used this
+directory since the counts were reset: lookups it answered (hits: compiles avoided), lookups it
+passed on (misses), the bytes it gave, and the 50th, 90th and 99th percentiles of its lookups' time
+(within a factor of two: the counts are kept by powers of two of microseconds; the in-process
+table's hits are not timed). A program adds its counts when its cache closes or it exits, and every
+ten seconds while it misses. With VANTAGE_CACHE_REMOTE, the fleet's counts kept in Redis follow:
+hits, misses, refused values, stores, entries and bytes held, lookup percentiles. --reset clears
+this directory's counts. --json prints one object for monitoring.
 )"},
     {"verify", R"(vantage cache verify [FILE] [--json] - read and check every entry
 
@@ -181,6 +195,105 @@ std::vector<Row> rows(const cache::DiskStore& store) {
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "vantage cache: %s (see vantage cache --help)\n", msg.c_str());
   return 2;
+}
+
+/// `stats`: the tiers' counts in the directory's stats.json, and the fleet's in Redis.
+int stats_command(const std::vector<std::string>& rest, const CacheConfig& cfg, bool json) {
+  const fs::path file = fs::path(cfg.dir) / "stats.json";
+  if (flag(rest, "--reset")) {
+    std::error_code ec;
+    fs::remove(file, ec);
+    if (json)
+      std::printf("{\"reset\": \"%s\"}\n", json_escape(file.string()).c_str());
+    else
+      std::printf("reset %s\n", file.c_str());
+    return 0;
+  }
+  std::string why;
+  auto local = cache::read_stats(file, &why);
+  if (!local) {
+    std::fprintf(stderr, "vantage cache stats: %s (vantage cache stats --reset starts again)\n", why.c_str());
+    return 1;
+  }
+  std::optional<cache::RemoteCounters> fleet;
+  std::string remote_url;
+  if (!cfg.remote.empty()) {
+    auto rc = cache::RemoteConfig::parse(cfg.remote, &why);
+    if (!rc) {
+      std::fprintf(stderr, "vantage cache stats: %s\n", why.c_str());
+      return 1;
+    }
+    if (rc->timeout < std::chrono::milliseconds(2000)) rc->timeout = std::chrono::milliseconds(2000);
+    remote_url = rc->url();
+    fleet = cache::RemoteTier(*rc, {}, std::nullopt).counters();
+    if (!fleet) std::fprintf(stderr, "vantage cache stats: the remote tier %s did not answer\n", remote_url.c_str());
+  }
+  const char* order[] = {"memory", "layers", "disk", "remote", "compile"};
+  if (json) {
+    std::printf("{\"directory\": \"%s\", \"flushes\": %lld, \"tiers\": [", json_escape(cfg.dir).c_str(),
+                static_cast<long long>(local->flushes));
+    bool first = true;
+    for (const char* t : order) {
+      const cache::TierCounts c = local->tiers.count(t) ? local->tiers.at(t) : cache::TierCounts{};
+      auto pct = [&](double p) {
+        double v = cache::percentile_ms(c.latency, p);
+        return v < 0 ? std::string("null") : std::to_string(v);
+      };
+      std::printf(
+          "%s\n  {\"tier\": \"%s\", \"hits\": %lld, \"misses\": %lld, \"compiles_avoided\": %lld, \"bytes\": "
+          "%lld, \"p50_ms\": %s, \"p90_ms\": %s, \"p99_ms\": %s}",
+          first ? "" : ",", t, static_cast<long long>(c.hits), static_cast<long long>(c.misses),
+          static_cast<long long>(std::string(t) == "compile" ? 0 : c.hits), static_cast<long long>(c.bytes),
+          pct(50).c_str(), pct(90).c_str(), pct(99).c_str());
+      first = false;
+    }
+    std::printf("\n], \"fleet\": ");
+    if (fleet) {
+      auto pct = [&](double p) {
+        double v = fleet->percentile_ms(p);
+        return v < 0 ? std::string("null") : std::to_string(v);
+      };
+      std::printf(
+          "{\"remote\": \"%s\", \"hits\": %lld, \"misses\": %lld, \"refused\": %lld, \"stores\": %lld, "
+          "\"entries\": %lld, \"entry_bytes\": %lld, \"bytes_read\": %lld, \"bytes_written\": %lld, \"p50_ms\": %s, "
+          "\"p90_ms\": %s, \"p99_ms\": %s}}\n",
+          remote_url.c_str(), static_cast<long long>(fleet->hits), static_cast<long long>(fleet->misses),
+          static_cast<long long>(fleet->refused), static_cast<long long>(fleet->stores),
+          static_cast<long long>(fleet->entries), static_cast<long long>(fleet->entry_bytes),
+          static_cast<long long>(fleet->bytes_read), static_cast<long long>(fleet->bytes_written), pct(50).c_str(),
+          pct(90).c_str(), pct(99).c_str());
+    } else {
+      std::printf("null}\n");
+    }
+    return cfg.remote.empty() || fleet ? 0 : 1;
+  }
+  std::printf("%s: counts of %lld cache close%s\n", cfg.dir.c_str(), static_cast<long long>(local->flushes),
+              local->flushes == 1 ? "" : "s");
+  std::printf("%-8s %10s %10s %17s %12s %8s %8s %8s\n", "TIER", "HITS", "MISSES", "COMPILES AVOIDED", "BYTES", "P50 MS",
+              "P90 MS", "P99 MS");
+  for (const char* t : order) {
+    const cache::TierCounts c = local->tiers.count(t) ? local->tiers.at(t) : cache::TierCounts{};
+    auto pct = [&](double p) {
+      double v = cache::percentile_ms(c.latency, p);
+      char buf[32];
+      std::snprintf(buf, sizeof buf, v < 0 ? "-" : "%.3f", v);
+      return std::string(buf);
+    };
+    const bool compile = std::string(t) == "compile";
+    std::printf("%-8s %10lld %10s %17s %12lld %8s %8s %8s\n", t, static_cast<long long>(c.hits),
+                compile ? "-" : std::to_string(c.misses).c_str(), compile ? "-" : std::to_string(c.hits).c_str(),
+                static_cast<long long>(c.bytes), pct(50).c_str(), pct(90).c_str(), pct(99).c_str());
+  }
+  if (fleet) {
+    std::printf(
+        "fleet %s: %lld hits, %lld misses, %lld refused, %lld stores; holds %lld entries (%lld bytes); lookups p50 "
+        "%.3f, p90 %.3f, p99 %.3f ms\n",
+        remote_url.c_str(), static_cast<long long>(fleet->hits), static_cast<long long>(fleet->misses),
+        static_cast<long long>(fleet->refused), static_cast<long long>(fleet->stores),
+        static_cast<long long>(fleet->entries), static_cast<long long>(fleet->entry_bytes), fleet->percentile_ms(50),
+        fleet->percentile_ms(90), fleet->percentile_ms(99));
+  }
+  return cfg.remote.empty() || fleet ? 0 : 1;
 }
 
 /// `push` and `pull`: bundles to and from the remote tier.
@@ -349,6 +462,7 @@ int cache_main(const std::vector<std::string>& args) {
     return problems.empty() ? 0 : 1;
   }
   if (cmd == "push" || cmd == "pull") return remote_command(cmd, rest, cfg, json);
+  if (cmd == "stats") return stats_command(rest, cfg, json);
   cache::DiskStore store(cfg.dir, true);
   if (!store.usable() && cmd != "export") {
     std::fprintf(stderr, "vantage cache: %s\n", store.problem().c_str());

@@ -64,6 +64,21 @@ struct CacheStats {
   std::int64_t remote_waits = 0;    ///< lookups that waited for another process's compile of the key
 };
 
+/// One tier's share of a cache's lookups: "memory" (the in-process table), "layers" (read-only
+/// directories and bundles), "disk" (the user's directory), "remote" (the Redis tier) and "compile"
+/// (NVRTC: its hits are compiles). `vantage cache stats` prints them summed over the processes that
+/// used a directory.
+struct TierStats {
+  std::string tier;
+  std::int64_t hits = 0;                      ///< lookups it answered: compiles avoided (for "compile": compiles made)
+  std::int64_t misses = 0;                    ///< lookups it could not answer, passed to the next tier
+  std::int64_t bytes = 0;                     ///< bytes of the entries it gave
+  std::vector<std::int64_t> latency_us_log2;  ///< lookups by time taken: bucket i counts those under 2^i us
+  /// The p-th percentile of its lookups' time in milliseconds, within a factor of two (-1: none
+  /// timed; the in-process table's hits are not timed).
+  double percentile_ms(double p) const;
+};
+
 class KernelCache {
  public:
   explicit KernelCache(CacheConfig config = CacheConfig::from_env());
@@ -88,6 +103,12 @@ class KernelCache {
                                                     std::string* origin = nullptr);
 
   CacheStats stats() const;
+  /// What each tier did for this cache, in lookup order.
+  std::vector<TierStats> tier_stats() const;
+  /// Adds what this cache counted since the last call to DIR/stats.json (`vantage cache stats`); a
+  /// cache does it when destroyed, the global one at exit, and both every ten seconds while they
+  /// miss. A server may call it when it likes.
+  void flush_stats();
   /// The writable directory ("" when memory only), and why it is not used, if it is not.
   std::string directory() const;
   std::string problem() const;
