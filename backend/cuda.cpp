@@ -1,6 +1,8 @@
 // Vantage's CUDA backend: the kernel emitted as CUDA C++ and compiled by NVRTC through the kernel
 // cache (sm_90a where Hopper-only instructions need it), its module loaded by the driver, its
-// launches queued on a stream.
+// launches queued on a stream. On a GPU whose machine code no target of Vantage's is (one newer than
+// them all, or an entry built for an older one), the entry's PTX is compiled by the driver once and
+// the result kept in the cache under that GPU's own target.
 #include <memory>
 
 #include "backend/backend.h"
@@ -42,7 +44,24 @@ class CudaExecutable final : public Executable {
                                             std::to_string(p.max_threads_per_block));
     gpu::make_current(ordinal_);
     const driver::Table& d = driver::table();
-    driver::check(d.module_load_data(&module_, c.cubin.data()), "cuModuleLoadData",
+    const std::vector<char>* image = &c.cubin;
+    std::shared_ptr<const std::vector<char>> compiled;
+    if (!gpu::runs_natively(s.arch, p.compute_major, p.compute_minor)) {
+      const std::string target = "sm_" + std::to_string(p.compute_major) + std::to_string(p.compute_minor);
+      if (c.ptx.empty())
+        throw LaunchError("", "kernel '" + kernel_ + "' was built for " + arch_name(s.arch) + ", whose machine code " +
+                                  device_ +
+                                  " cannot run, and its cache entry carries no PTX for the driver to "
+                                  "compile (an entry made before entries carried PTX): compile it here, or rebuild "
+                                  "the bundle with this Vantage");
+      int version = 0;
+      d.driver_get_version(&version);
+      compiled = KernelCache::global().artifact("sass-" + target, {c.key, std::to_string(version)}, [&] {
+        return driver::compile_ptx(c.ptx, "kernel '" + kernel_ + "' for " + target + " on " + device_);
+      });
+      image = compiled.get();
+    }
+    driver::check(d.module_load_data(&module_, image->data()), "cuModuleLoadData",
                   "kernel '" + kernel_ + "' (" + arch_name(s.arch) + ") on " + device_);
     driver::CUfunction fn = nullptr;
     driver::check(d.module_get_function(&fn, module_, s.entry.c_str()), "cuModuleGetFunction", s.entry);
@@ -87,6 +106,12 @@ class CudaBackend final : public Backend {
     } catch (const CheckError& err) {
       // Hopper-only instructions (wgmma) need the arch-specific target of the same GPU.
       if (!err.has("V1008") || spec.arch != Arch::SM_90) throw;
+      const DeviceProperties& p = *target.properties;
+      if (!gpu::runs_natively(Arch::SM_90a, p.compute_major, p.compute_minor))
+        throw LaunchError("", "kernel '" + kernel.name() +
+                                  "' uses instructions only sm_90a has (wgmma), whose code "
+                                  "runs on compute capability 9.0 alone; " +
+                                  target.name + " cannot run it");
       spec.arch = Arch::SM_90a;
       c = KernelCache::global().get(kernel, spec);
     }

@@ -67,6 +67,11 @@ Table load() {
       resolve(h, t.occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor", err);
   // Optional: only kernels with TMA tensor maps need it, and they say so when it is missing.
   t.tensor_map_encode_tiled = reinterpret_cast<decltype(t.tensor_map_encode_tiled)>(dlsym(h, "cuTensorMapEncodeTiled"));
+  // Optional too: only a GPU no Vantage target runs as machine code needs PTX compiled.
+  t.link_create = reinterpret_cast<decltype(t.link_create)>(dlsym(h, "cuLinkCreate_v2"));
+  t.link_add_data = reinterpret_cast<decltype(t.link_add_data)>(dlsym(h, "cuLinkAddData_v2"));
+  t.link_complete = reinterpret_cast<decltype(t.link_complete)>(dlsym(h, "cuLinkComplete"));
+  t.link_destroy = reinterpret_cast<decltype(t.link_destroy)>(dlsym(h, "cuLinkDestroy"));
   if (!ok) {
     dlclose(h);
     Table none;
@@ -124,6 +129,33 @@ std::string describe(CUresult r) {
 void check(CUresult r, const char* call, const std::string& object) {
   if (r == kSuccess) return;
   throw DriverError(call, r, std::string(call) + "(" + object + "): " + describe(r));
+}
+
+std::vector<char> compile_ptx(const std::string& ptx, const std::string& object) {
+  const Table& d = table();
+  if (!d.link_create || !d.link_add_data || !d.link_complete || !d.link_destroy)
+    throw DriverError("cuLinkCreate", 0,
+                      "the CUDA driver at " + d.path + " has no PTX compiler (cuLinkCreate_v2), needed for " + object);
+  char log[4096] = {};
+  int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferBytes};
+  void* values[] = {log, reinterpret_cast<void*>(static_cast<std::uintptr_t>(sizeof log - 1))};
+  CUlinkState state = nullptr;
+  check(d.link_create(2, options, values, &state), "cuLinkCreate", object);
+  auto fail = [&](CUresult r, const char* call) {
+    d.link_destroy(state);
+    throw DriverError(call, r,
+                      std::string(call) + "(" + object + "): " + describe(r) + (log[0] ? std::string(": ") + log : ""));
+  };
+  CUresult r = d.link_add_data(state, kJitInputPtx, const_cast<char*>(ptx.c_str()), ptx.size() + 1, "vantage.ptx", 0,
+                               nullptr, nullptr);
+  if (r != kSuccess) fail(r, "cuLinkAddData");
+  void* image = nullptr;
+  std::size_t size = 0;
+  r = d.link_complete(state, &image, &size);
+  if (r != kSuccess) fail(r, "cuLinkComplete");
+  std::vector<char> out(static_cast<const char*>(image), static_cast<const char*>(image) + size);
+  d.link_destroy(state);  // owns the image
+  return out;
 }
 
 }  // namespace vantage::driver

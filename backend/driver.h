@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace vantage::driver {
 
@@ -20,6 +21,8 @@ struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
+struct CUlinkState_st;
+using CUlinkState = CUlinkState_st*;
 using CUcontext = CUctx_st*;
 using CUmodule = CUmod_st*;
 using CUfunction = CUfunc_st*;
@@ -64,6 +67,12 @@ enum TensorMapValue : int {
   kTensorBfloat16 = 9,
   kSwizzle128B = 3,
   kL2Promotion256B = 3,
+};
+/// CUjit_option and CUjitInputType values Vantage passes to the linker.
+enum JitValue : int {
+  kJitErrorLogBuffer = 5,
+  kJitErrorLogBufferBytes = 6,
+  kJitInputPtx = 1,
 };
 /// CUfunction_attribute values.
 enum FuncAttribute : int {
@@ -123,6 +132,13 @@ struct Table {
                                       const unsigned long long* dims, const unsigned long long* strides,
                                       const unsigned* box, const unsigned* element_strides, int interleave, int swizzle,
                                       int l2_promotion, int oob_fill) = nullptr;
+  /// The driver's PTX compiler (cuLinkCreate_v2 and the rest; null on a driver without them, an error
+  /// only where a GPU needs a kernel's PTX compiled).
+  CUresult (*link_create)(unsigned, int*, void**, CUlinkState*) = nullptr;
+  CUresult (*link_add_data)(CUlinkState, int type, void* data, std::size_t size, const char* name, unsigned, int*,
+                            void**) = nullptr;
+  CUresult (*link_complete)(CUlinkState, void** cubin, std::size_t* size) = nullptr;
+  CUresult (*link_destroy)(CUlinkState) = nullptr;
 
   bool loaded() const { return init != nullptr; }
 };
@@ -139,5 +155,9 @@ std::string describe(CUresult r);
 
 /// Throws DriverError naming `call` and `object` unless `r` is success.
 void check(CUresult r, const char* call, const std::string& object);
+
+/// Machine code for the current context's GPU from PTX, compiled by the driver; throws DriverError
+/// naming `object` and carrying the driver's log when it cannot.
+std::vector<char> compile_ptx(const std::string& ptx, const std::string& object);
 
 }  // namespace vantage::driver

@@ -65,6 +65,7 @@ DeviceProperties read_properties(const driver::Table& d, driver::CUdevice dev, i
   driver::check(d.device_total_mem(&total, dev), "cuDeviceTotalMem", gpu_name(ordinal));
   p.total_memory = static_cast<std::int64_t>(total);
   p.arch = arch_for(p.compute_major, p.compute_minor, p.name);
+  p.runs_ptx = !runs_natively(p.arch, p.compute_major, p.compute_minor);
   return p;
 }
 
@@ -134,22 +135,29 @@ void make_current(int ordinal) {
 }
 
 Arch arch_for(int major, int minor, const std::string& device_name) {
-  // A cubin runs on GPUs of its major version and a minor version at least its own.
-  Arch best = Arch::SM_80;
+  Arch best = Arch::SM_80, newest = Arch::SM_80;
   bool found = false;
   for (Arch a : all_archs()) {
     if (a == Arch::SM_90a) continue;  // chosen per kernel, for the Hopper-only instructions
-    int n = arch_number(a);
-    if (n / 10 == major && n % 10 <= minor) {
+    newest = a;
+    if (runs_natively(a, major, minor)) {
       best = a;
       found = true;
     }
   }
-  if (!found)
-    throw DriverError("cuDeviceGetAttribute", 0,
-                      device_name + " has compute capability " + std::to_string(major) + "." + std::to_string(minor) +
-                          "; Vantage compiles for " + arch_names());
-  return best;
+  if (found) return best;
+  if (major * 10 + minor > arch_number(newest)) return newest;  // the driver compiles its PTX
+  throw DriverError("cuDeviceGetAttribute", 0,
+                    device_name + " has compute capability " + std::to_string(major) + "." + std::to_string(minor) +
+                        "; Vantage compiles for " + arch_names() + " and GPUs newer than those");
+}
+
+bool runs_natively(Arch built, int major, int minor) {
+  // A cubin runs on GPUs of its major version and a minor version at least its own; an `a` target's
+  // on its own GPU only.
+  const int n = arch_number(built);
+  if (built == Arch::SM_90a) return major * 10 + minor == n;
+  return n / 10 == major && n % 10 <= minor;
 }
 
 namespace {

@@ -22,8 +22,14 @@ const DeviceProperties& properties(int ordinal);
 /// Makes GPU `ordinal`'s primary context current on this thread (retained on first use); cheap when
 /// it already is. Throws DriverError when the GPU does not exist or its context cannot be made.
 void make_current(int ordinal);
-/// The compute capability as an architecture Vantage compiles for; throws when it has none.
+/// The architecture Vantage compiles for on a GPU of this compute capability: the newest whose machine
+/// code runs there (same major version, minor at most the GPU's), else, on a GPU newer than every
+/// target, the newest target (its PTX is compiled by the driver). Throws for a GPU older than every
+/// target.
 Arch arch_for(int major, int minor, const std::string& device_name);
+/// Whether machine code built for `built` runs on a GPU of this compute capability (else its PTX must
+/// be compiled by the driver; an arch-specific target's runs on its own GPU only).
+bool runs_natively(Arch built, int major, int minor);
 
 /// GPU `ordinal`'s error record: page-locked host memory (reached from the GPU through unified
 /// addressing) into which the first access checked as it runs that fails writes the kernel's tag,

@@ -103,6 +103,15 @@ std::map<std::string, std::string> encode(const Specialized& s, const Compiled& 
   return m;
 }
 
+/// The targets older than `arch` whose code may serve it, newest first (never an arch-specific one:
+/// its code runs on its own GPU only).
+std::vector<Arch> older_targets(Arch arch) {
+  std::vector<Arch> out;
+  for (Arch a : all_archs())
+    if (a != Arch::SM_90a && arch_number(a) < arch_number(arch)) out.insert(out.begin(), a);
+  return out;
+}
+
 std::int64_t num(const std::map<std::string, std::string>& m, const std::string& k) {
   auto it = m.find(k);
   return it == m.end() ? 0 : std::atoll(it->second.c_str());
@@ -522,6 +531,30 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
       }
     }
     if (!result) impl_->remote_meter.miss(Clock::now() - t);
+  }
+  // Without NVRTC, a build for an older target serves this one: its machine code where that runs on
+  // the GPU (same major version), else its PTX, which the driver compiles (backend/cuda.cpp).
+  for (Arch older : older_targets(spec.arch)) {
+    if (result || full) break;
+    Spec os = spec;
+    os.arch = older;
+    Specialized so;
+    try {
+      so = specialize_for(kernel, os);
+    } catch (const CheckError&) {
+      continue;  // the kernel needs what that target lacks
+    }
+    const std::string ol = key_for(so).hex();
+    std::optional<Entry> e = impl_->from_layers(ol, std::nullopt);
+    const char* origin = "layer";
+    if (!e && impl_->remote) {
+      e = impl_->from_remote_any(ol);
+      origin = "remote";
+    }
+    if (!e || !(result = from_entry(*e, origin, &why))) continue;
+    logging::get().info("kernel cache: kernel '{}' has no {} build here and NVRTC is not available; using its {} build",
+                        kernel.name(), arch_name(spec.arch), arch_name(older));
+    s = std::move(so);
   }
   if (!result && !full) {
     std::string refused;

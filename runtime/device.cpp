@@ -146,6 +146,9 @@ std::string Device::name() const {
   if (kind_ == DeviceKind::Cpu) return "CPU (" + std::to_string(threads_) + (threads_ == 1 ? " thread)" : " threads)");
   if (kind_ != DeviceKind::Gpu) return device_kind_name(kind_);
   const DeviceProperties& p = properties();
+  if (p.runs_ptx)
+    return "GPU " + std::to_string(ordinal_) + " (" + p.name + ", sm_" + std::to_string(p.compute_major) +
+           std::to_string(p.compute_minor) + " through " + arch_name(p.arch) + " PTX)";
   return "GPU " + std::to_string(ordinal_) + " (" + p.name + ", " + arch_name(p.arch) + ")";
 }
 

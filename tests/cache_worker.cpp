@@ -6,6 +6,8 @@
 //                                         around each compile to LOG (one write per line).
 //   cache_worker examples                 gets every example kernel through KernelCache (configured
 //                                         from the environment) and prints name, bytes, origin.
+//   cache_worker arch ARCH                gets saxpy for ARCH through KernelCache configured from the
+//                                         environment; prints its origin and the target of the entry.
 //   cache_worker fleet N START            gets N small kernels (fleet_0 ..), starting at START and
 //                                         wrapping around, through KernelCache configured from the
 //                                         environment (a remote tier, an empty directory); prints
@@ -119,6 +121,19 @@ Kernel fleet_kernel(int i) {
   return k.build();
 }
 
+int arch_mode(const char* name) {
+  auto arch = parse_arch(name);
+  if (!arch) return 2;
+  try {
+    auto k = KernelCache().get(examples::saxpy(), Spec{}.with_arch(*arch));
+    std::printf("%s %s %s\n", k->origin.c_str(), arch_name(k->spec.arch), k->ptx.empty() ? "no-ptx" : "ptx");
+    return 0;
+  } catch (const std::exception& e) {
+    std::printf("FAILED %s\n", e.what());
+    return 1;
+  }
+}
+
 int fleet_mode(int n, int start) {
   KernelCache cache;
   int failed = 0;
@@ -144,8 +159,8 @@ int main(int argc, char** argv) {
   if (argc == 6 && std::strcmp(argv[1], "stress") == 0)
     return stress(argv[2], static_cast<unsigned>(std::atoi(argv[3])), std::atoi(argv[4]), argv[5]);
   if (argc == 2 && std::strcmp(argv[1], "examples") == 0) return examples_mode();
+  if (argc == 3 && std::strcmp(argv[1], "arch") == 0) return arch_mode(argv[2]);
   if (argc == 4 && std::strcmp(argv[1], "fleet") == 0) return fleet_mode(std::atoi(argv[2]), std::atoi(argv[3]));
-  std::fprintf(stderr,
-               "usage: cache_worker stress DIR SEED OPS LOG | cache_worker examples | cache_worker fleet N START\n");
+  std::fprintf(stderr, "usage: cache_worker stress DIR SEED OPS LOG | examples | arch ARCH | fleet N START\n");
   return 2;
 }

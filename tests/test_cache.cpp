@@ -716,6 +716,38 @@ TEST(CacheStress, EightProcessesWithWritersKilledAtRandom) {
   }
 }
 
+// ------------------------------------------------------------------ older targets
+// Without NVRTC, a layer's build for an older target serves a newer one: sm_80's machine code runs
+// on sm_86, and on sm_90 its PTX (every entry carries it) is what the driver compiles.
+TEST(KernelCache, WithoutNvrtcALayerBuiltForAnOlderTargetServesANewerOne) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  const fs::path layer = dir.path / "layer", empty = dir.path / "empty";
+  {
+    KernelCache made(config_for(layer));
+    auto k = made.get(examples::saxpy(), Spec{}.with_arch(Arch::SM_80));
+    EXPECT_FALSE(k->ptx.empty()) << "a cubin's entry carries its PTX";
+    EXPECT_NE(k->ptx.find(".target sm_80"), std::string::npos);
+  }
+  fs::permissions(layer, fs::perms::owner_all);
+  auto run = [&](const std::string& arch, const fs::path& path, int* rc) {
+    return run_command("VANTAGE_NVRTC=none VANTAGE_CACHE_PATH=" + path.string() + " VANTAGE_CACHE_DIR=" +
+                           (dir.path / "cache").string() + " " + VANTAGE_CACHE_WORKER + " arch " + arch + " 2>&1",
+                       rc);
+  };
+  int rc = 0;
+  EXPECT_EQ(run("sm_86", layer, &rc), "layer sm_80 ptx\n");
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(run("sm_90", layer, &rc), "layer sm_80 ptx\n");
+  EXPECT_EQ(rc, 0);
+  fs::create_directories(empty / "v1");
+  const std::string out = run("sm_86", empty, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("FAILED kernel 'saxpy' for sm_86 is in no cache layer and NVRTC is not available"),
+            std::string::npos)
+      << out;
+}
+
 // ------------------------------------------------------------------ statistics
 TEST(CacheStats, PercentilesComeFromPowersOfTwoOfMicroseconds) {
   EXPECT_EQ(cache::latency_bucket(0), 0);
@@ -741,9 +773,11 @@ TEST(CacheStats, EachTierCountsItsLookupsAndTheDirectoryAddsUpEveryCache) {
     ADD_FAILURE() << "no tier " << name;
     return TierStats{};
   };
+  std::int64_t entry_bytes = 0;  // the cubin and its PTX
   {
     KernelCache a(config_for(dir.path));
-    a.get(examples::saxpy(), Spec{});
+    auto k = a.get(examples::saxpy(), Spec{});
+    entry_bytes = static_cast<std::int64_t>(k->cubin.size() + k->ptx.size());
     a.get(examples::saxpy(), Spec{});
     auto t = a.tier_stats();
     EXPECT_EQ(tier(t, "memory").hits, 1);
@@ -751,7 +785,7 @@ TEST(CacheStats, EachTierCountsItsLookupsAndTheDirectoryAddsUpEveryCache) {
     EXPECT_EQ(tier(t, "disk").misses, 1);
     EXPECT_EQ(tier(t, "disk").hits, 0);
     EXPECT_EQ(tier(t, "compile").hits, 1);
-    EXPECT_EQ(tier(t, "compile").bytes, static_cast<std::int64_t>(reference_saxpy().size()));
+    EXPECT_EQ(tier(t, "compile").bytes, entry_bytes);
     EXPECT_GT(tier(t, "compile").percentile_ms(50), 0.0);
     EXPECT_EQ(tier(t, "memory").percentile_ms(50), -1.0) << "the in-process table is not timed";
     a.flush_stats();
@@ -770,7 +804,7 @@ TEST(CacheStats, EachTierCountsItsLookupsAndTheDirectoryAddsUpEveryCache) {
   EXPECT_EQ(file->tiers["compile"].hits, 1);
   EXPECT_EQ(file->tiers["memory"].hits, 1);
   EXPECT_EQ(file->tiers["memory"].misses, 2);
-  EXPECT_EQ(file->tiers["disk"].bytes, static_cast<std::int64_t>(reference_saxpy().size()));
+  EXPECT_EQ(file->tiers["disk"].bytes, entry_bytes);
 
   write_file(dir.path / "stats.json", std::vector<char>(10, '{'));
   EXPECT_FALSE(cache::read_stats(dir.path / "stats.json", &why).has_value());

@@ -1,4 +1,5 @@
-// The GPU launch path against a mocked CUDA driver: two GPUs with H100 limits, memory that is host
+// The GPU launch path against a mocked CUDA driver: two GPUs with H100 limits and a third newer than
+// every target Vantage compiles for (compute capability 10.0, served by the driver compiling PTX), memory that is host
 // memory underneath, modules that load any cubin, and a cuLaunchKernel that records what it was given.
 // Every check of a launch (count, kind, type, constness, memory space and device, extent, alignment,
 // overlap, threads and shared memory against the device) runs as on a real GPU, with NVRTC compiling
@@ -18,6 +19,7 @@
 #include <thread>
 
 #include "backend/driver.h"
+#include "backend/gpu.h"
 #include "jit/cuda/emit.h"
 #include "kernels/paper_kernels.hpp"
 #include "runtime/launch_internal.h"
@@ -35,6 +37,9 @@ struct MockState {
   std::set<CUdeviceptr> allocations;
   std::atomic<int> launches{0};
   std::atomic<int> modules{0};
+  std::atomic<int> ptx_compiles{0};  ///< cuLinkComplete calls: PTX the driver compiled
+  std::string last_ptx;              ///< the PTX it was given last
+  std::string last_image;            ///< the first 64 bytes of the last module loaded
   // The last launch.
   unsigned grid = 0, block = 0, shared = 0;
   std::vector<std::uint64_t> args;
@@ -70,7 +75,7 @@ CUresult m_version(int* v) {
   return 0;
 }
 CUresult m_count(int* n) {
-  *n = 2;
+  *n = 3;
   return 0;
 }
 CUresult m_get(CUdevice* d, int i) {
@@ -78,13 +83,13 @@ CUresult m_get(CUdevice* d, int i) {
   return 0;
 }
 CUresult m_name(char* s, int n, CUdevice d) {
-  std::snprintf(s, static_cast<std::size_t>(n), "Mock H100 %d", d);
+  std::snprintf(s, static_cast<std::size_t>(n), d == 2 ? "Mock B200 %d" : "Mock H100 %d", d);
   return 0;
 }
 /// GPU 1 has less shared memory per block than GPU 0 (an sm_86-sized 99 KiB).
 CUresult m_attribute(int* v, int a, CUdevice d) {
   switch (a) {
-    case kComputeMajor: *v = 9; break;
+    case kComputeMajor: *v = d == 2 ? 10 : 9; break;
     case kComputeMinor: *v = 0; break;
     case kMultiprocessors: *v = 132; break;
     case kWarpSize: *v = 32; break;
@@ -192,7 +197,46 @@ CUresult m_module_load(CUmodule* m, const void* image) {
                   4) != 0)
     return 200;
   ++mock().modules;
+  {
+    std::lock_guard lock(mock().mu);
+    mock().last_image.assign(static_cast<const char*>(image), 64);
+  }
   *m = reinterpret_cast<CUmodule>(new int(1));
+  return 0;
+}
+// The driver's PTX compiler: an ELF image marked as its work.
+struct MockLink {
+  std::string ptx;
+  std::vector<char> image;
+};
+CUresult m_link_create(unsigned, int*, void**, CUlinkState* s) {
+  *s = reinterpret_cast<CUlinkState>(new MockLink);
+  return 0;
+}
+CUresult m_link_add(CUlinkState s, int type, void* data, std::size_t size, const char*, unsigned, int*, void**) {
+  if (type != kJitInputPtx || size == 0 || static_cast<const char*>(data)[size - 1] != '\0') return 1;
+  reinterpret_cast<MockLink*>(s)->ptx.assign(static_cast<const char*>(data), size - 1);
+  return 0;
+}
+CUresult m_link_complete(CUlinkState s, void** image, std::size_t* size) {
+  auto* l = reinterpret_cast<MockLink*>(s);
+  if (l->ptx.find(".target sm_90") == std::string::npos) return 218;  // CUDA_ERROR_INVALID_PTX
+  ++mock().ptx_compiles;
+  {
+    std::lock_guard lock(mock().mu);
+    mock().last_ptx = l->ptx;
+  }
+  std::string marked =
+      "\x7f"
+      "ELF compiled from PTX for sm_100";
+  l->image.assign(marked.begin(), marked.end());
+  l->image.resize(64, '\0');
+  *image = l->image.data();
+  *size = l->image.size();
+  return 0;
+}
+CUresult m_link_destroy(CUlinkState s) {
+  delete reinterpret_cast<MockLink*>(s);
   return 0;
 }
 CUresult m_module_unload(CUmodule m) {
@@ -316,6 +360,10 @@ Table mock_table() {
   t.launch_kernel = m_launch;
   t.occupancy_max_active_blocks = m_occupancy;
   t.tensor_map_encode_tiled = m_encode;
+  t.link_create = m_link_create;
+  t.link_add_data = m_link_add;
+  t.link_complete = m_link_complete;
+  t.link_destroy = m_link_destroy;
   return t;
 }
 
@@ -333,15 +381,18 @@ void expect_refused(F&& f, const std::string& param, const std::vector<std::stri
   EXPECT_EQ(mock().launches.load(), before) << "a refused launch reached cuLaunchKernel";
 }
 
-TEST(GpuMock, TheDriverTableDescribesTwoGpus) {
-  EXPECT_EQ(Device::gpu_count(), 2);
+TEST(GpuMock, TheDriverTableDescribesThreeGpus) {
+  EXPECT_EQ(Device::gpu_count(), 3);
   EXPECT_EQ(Device::gpu_problem(), "");
   Device d = Device::best();
   EXPECT_TRUE(d.is_gpu());
   EXPECT_EQ(d.name(), "GPU 0 (Mock H100 0, sm_90)");
   EXPECT_EQ(d.properties().shared_per_block_optin, 232448);
-  // Two GPUs, the CPU backend (where the build has it) and the interpreter.
-  EXPECT_EQ(Device::all().size(), Device::cpu_available() ? 4u : 3u);
+  // Three GPUs, the CPU backend (where the build has it) and the interpreter.
+  EXPECT_EQ(Device::all().size(), Device::cpu_available() ? 5u : 4u);
+  EXPECT_EQ(Device::gpu(2).name(), "GPU 2 (Mock B200 2, sm_100 through sm_90 PTX)");
+  EXPECT_TRUE(Device::gpu(2).properties().runs_ptx);
+  EXPECT_FALSE(d.properties().runs_ptx);
   try {
     Device::gpu(5);
     FAIL() << "there is no GPU 5";
@@ -428,6 +479,79 @@ TEST(GpuMock, ALaunchPacksItsArgumentsForCuLaunchKernel) {
   EXPECT_EQ(a, 2.5f);
   EXPECT_EQ(mock().args[2], x.view().address());
   EXPECT_EQ(mock().args[3], y.view().address());
+}
+
+// Targets: machine code runs on its major version at a minor at least its own, sm_90a's on 9.0 alone;
+// a GPU newer than every target gets the newest one's PTX; one older than all is refused by name.
+TEST(GpuMock, EachGpuGetsTheNewestTargetWhoseCodeRunsThere) {
+  EXPECT_TRUE(gpu::runs_natively(Arch::SM_80, 8, 6));
+  EXPECT_TRUE(gpu::runs_natively(Arch::SM_86, 8, 9));
+  EXPECT_FALSE(gpu::runs_natively(Arch::SM_86, 8, 0));
+  EXPECT_FALSE(gpu::runs_natively(Arch::SM_80, 9, 0));
+  EXPECT_TRUE(gpu::runs_natively(Arch::SM_90a, 9, 0));
+  EXPECT_FALSE(gpu::runs_natively(Arch::SM_90a, 10, 0));
+  EXPECT_FALSE(gpu::runs_natively(Arch::SM_90, 10, 0));
+  EXPECT_EQ(gpu::arch_for(8, 6, "a"), Arch::SM_86);
+  EXPECT_EQ(gpu::arch_for(8, 7, "an Orin"), Arch::SM_86);
+  EXPECT_EQ(gpu::arch_for(9, 0, "an H100"), Arch::SM_90);
+  EXPECT_EQ(gpu::arch_for(10, 0, "a B200"), Arch::SM_90);
+  EXPECT_EQ(gpu::arch_for(12, 0, "an RTX 5090"), Arch::SM_90);
+  try {
+    gpu::arch_for(7, 5, "a T4");
+    ADD_FAILURE() << "a T4 has no target";
+  } catch (const DriverError& e) {
+    EXPECT_NE(std::string(e.what()).find("a T4 has compute capability 7.5; Vantage compiles for"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(GpuMock, AGpuNewerThanEveryTargetRunsThePtxTheDriverCompilesOnce) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(2);
+  auto x = d.alloc<float>(1000), y = d.alloc<float>(1000);
+  const auto& cx = x;
+  const int before = mock().ptx_compiles.load();
+  examples::saxpy().launch(d, Grid{4, 256}, 1000, 2.5f, cx, y);
+  EXPECT_EQ(mock().ptx_compiles.load(), before + 1);
+  {
+    std::lock_guard lock(mock().mu);
+    EXPECT_EQ(mock().last_image.substr(0, 33),
+              "\x7f"
+              "ELF compiled from PTX for sm_100")
+        << "the driver's code was loaded";
+    EXPECT_NE(mock().last_ptx.find(".target sm_90"), std::string::npos);
+    EXPECT_NE(mock().last_ptx.find(".entry"), std::string::npos);
+  }
+  // Another kernel object of the same source: a new module, the compiled PTX taken from the cache.
+  const int modules = mock().modules.load();
+  examples::saxpy().launch(d, Grid{4, 256}, 1000, 2.5f, cx, y);
+  EXPECT_EQ(mock().modules.load(), modules + 1);
+  EXPECT_EQ(mock().ptx_compiles.load(), before + 1);
+  // The same kernel on an H100 runs its sm_90 cubin.
+  auto hx = Device::gpu(0).alloc<float>(10), hy = Device::gpu(0).alloc<float>(10);
+  const auto& chx = hx;
+  examples::saxpy().launch(Device::gpu(0), Grid{1, 256}, 10, 1.0f, chx, hy);
+  EXPECT_EQ(mock().ptx_compiles.load(), before + 1);
+  std::lock_guard lock(mock().mu);
+  EXPECT_EQ(mock().last_image.substr(0, 4),
+            "\x7f"
+            "ELF");
+  EXPECT_EQ(mock().last_image.find("compiled from PTX"), std::string::npos);
+}
+
+TEST(GpuMock, AKernelOnlySm90aRunsIsRefusedOnANewerGpuNamingWhy) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(2);
+  Kernel k = examples::gemm_wgmma_bf16();
+  constexpr int M = 256, N = 384, K = 128;
+  auto a = d.alloc<bfloat16>(M * K), bt = d.alloc<bfloat16>(N * K);
+  auto c = d.alloc<float>(M * N);
+  const auto &ca = a, &cbt = bt;
+  expect_refused(
+      [&] {
+        k.launch(d, Grid{(M / 128) * (N / 128), 384}, M, N, K, ca, cbt, c);
+      },
+      "", {"only sm_90a has (wgmma)", "compute capability 9.0 alone", "GPU 2 (Mock B200 2, sm_100"});
 }
 
 // test_support::launch_on, with which the user-kernel tests run on a GPU where the bundle's check has

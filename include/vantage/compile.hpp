@@ -47,7 +47,7 @@ Specialized specialize_for(const Kernel& kernel, const Spec& spec);
 struct Compiled {
   Specialized spec;
   std::vector<char> cubin;           ///< empty when PTX was asked for
-  std::string ptx;                   ///< empty when a cubin was asked for
+  std::string ptx;                   ///< with a cubin too: what a GPU newer than every target runs
   std::string log;                   ///< NVRTC's log (empty when clean)
   std::vector<std::string> options;  ///< the canonical NVRTC options, exactly those the cache key holds
   double compile_ms = 0;

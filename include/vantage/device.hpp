@@ -33,6 +33,9 @@ struct DeviceProperties {
   std::string name;
   Arch arch = Arch::SM_90;  ///< what kernels are compiled for
   int compute_major = 0, compute_minor = 0;
+  /// No target Vantage compiles for runs here as machine code (a GPU newer than them all): kernels
+  /// are compiled for `arch`, and the driver compiles their PTX for this GPU once (kept in the cache).
+  bool runs_ptx = false;
   int multiprocessors = 0;
   int warp_size = 32;
   int max_threads_per_block = 1024;

@@ -237,13 +237,14 @@ Result compile(const std::string& source, const std::string& name, const std::ve
   }
   bool ptx = false;
   for (const auto& o : options) ptx = ptx || o.rfind("--gpu-architecture=compute_", 0) == 0;
-  if (ptx) {
-    std::size_t size = 0;
-    ok(t, t.get_ptx_size(prog.p, &size), "nvrtcGetPTXSize", name);
-    r.ptx.resize(size);
-    ok(t, t.get_ptx(prog.p, r.ptx.data()), "nvrtcGetPTX", name);
-    while (!r.ptx.empty() && r.ptx.back() == '\0') r.ptx.pop_back();
-  } else {
+  // The PTX always: a cubin's entry carries it, so that a GPU its machine code does not run on (a
+  // newer one) is served by the driver compiling it.
+  std::size_t ptx_size = 0;
+  ok(t, t.get_ptx_size(prog.p, &ptx_size), "nvrtcGetPTXSize", name);
+  r.ptx.resize(ptx_size);
+  ok(t, t.get_ptx(prog.p, r.ptx.data()), "nvrtcGetPTX", name);
+  while (!r.ptx.empty() && r.ptx.back() == '\0') r.ptx.pop_back();
+  if (!ptx) {
     std::size_t size = 0;
     ok(t, t.get_cubin_size(prog.p, &size), "nvrtcGetCUBINSize", name);
     r.cubin.resize(size);
