@@ -716,6 +716,62 @@ TEST(CacheStress, EightProcessesWithWritersKilledAtRandom) {
   }
 }
 
+// ------------------------------------------------------------------ bad entries in read-only layers
+// A layer (directory or bundle) whose entry is truncated, corrupted, or another target's entry under
+// this one's name: the entry is refused with a warning naming where it is, the kernel compiled, the
+// result right.
+TEST(CacheLayers, ABadEntryInALayerIsRefusedAndTheKernelCompiled) {
+  REQUIRE_NVRTC();
+  reference_saxpy();
+  TempDir dir;
+  const fs::path layer = dir.path / "layer", other = dir.path / "sm80";
+  KernelCache(config_for(layer)).get(examples::saxpy(), Spec{});
+  KernelCache(config_for(other)).get(examples::saxpy(), Spec{}.with_arch(Arch::SM_80));
+  fs::permissions(layer, fs::perms::owner_all);
+  ASSERT_EQ(entries_in(layer).size(), 1u);
+  ASSERT_EQ(entries_in(other).size(), 1u);
+  const fs::path entry = entries_in(layer)[0];
+  const std::vector<char> good = read_file(entry), sm80 = read_file(entries_in(other)[0]);
+  struct Case {
+    const char* what;
+    std::vector<char> bytes;
+    const char* says;
+  };
+  std::vector<char> truncated(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2));
+  std::vector<char> corrupted = good;
+  corrupted[corrupted.size() / 2] ^= 0x10;
+  for (const Case& c : {Case{"truncated", truncated, "truncated"}, Case{"corrupted", corrupted, "checksum mismatch"},
+                        Case{"sm_80's entry under sm_90's name", sm80, "holds a different key than its name says"}}) {
+    SCOPED_TRACE(c.what);
+    for (bool as_bundle : {false, true}) {
+      write_file(entry, c.bytes);
+      CacheConfig cfg = config_for(dir.path / (std::string("cache_") + (as_bundle ? "b" : "d")));
+      cfg.read_only = {layer.string()};
+      if (as_bundle) {
+        const fs::path bundle = dir.path / "layer.vbundle";
+        write_file(bundle, cache::write_bundle({{entry.stem().string(), c.bytes}}));
+        fs::permissions(bundle, fs::perms::owner_read | fs::perms::owner_write);
+        cfg.read_only = {bundle.string()};
+      }
+      LogCapture log;
+      KernelCache cache(cfg);
+      auto k = cache.get(examples::saxpy(), Spec{});
+      EXPECT_EQ(k->origin, "compiled");
+      EXPECT_EQ(k->cubin, reference_saxpy());
+      EXPECT_EQ(cache.stats().bad_entries, 1);
+      EXPECT_NE(log.text().find(c.says), std::string::npos) << log.text();
+      EXPECT_NE(log.text().find(as_bundle ? "bundle entry " + entry.stem().string() : entry.string()),
+                std::string::npos)
+          << log.text();
+      fs::remove_all(cfg.dir);
+    }
+  }
+  write_file(entry, good);
+  CacheConfig cfg = config_for(dir.path / "cache_good");
+  cfg.read_only = {layer.string()};
+  EXPECT_EQ(KernelCache(cfg).get(examples::saxpy(), Spec{})->origin, "layer") << "the whole entry is used";
+}
+
 // ------------------------------------------------------------------ older targets
 // Without NVRTC, a layer's build for an older target serves a newer one: sm_80's machine code runs
 // on sm_86, and on sm_90 its PTX (every entry carries it) is what the driver compiles.
