@@ -67,6 +67,9 @@ Table load() {
       resolve(h, t.occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor", err);
   // Optional: only kernels with TMA tensor maps need it, and they say so when it is missing.
   t.tensor_map_encode_tiled = reinterpret_cast<decltype(t.tensor_map_encode_tiled)>(dlsym(h, "cuTensorMapEncodeTiled"));
+  t.pointer_get_attribute = reinterpret_cast<decltype(t.pointer_get_attribute)>(dlsym(h, "cuPointerGetAttribute"));
+  t.mem_get_address_range = reinterpret_cast<decltype(t.mem_get_address_range)>(dlsym(h, "cuMemGetAddressRange_v2"));
+  t.stream_get_ctx = reinterpret_cast<decltype(t.stream_get_ctx)>(dlsym(h, "cuStreamGetCtx"));
   // Optional too: only a GPU no Vantage target runs as machine code needs PTX compiled.
   t.link_create = reinterpret_cast<decltype(t.link_create)>(dlsym(h, "cuLinkCreate_v2"));
   t.link_add_data = reinterpret_cast<decltype(t.link_add_data)>(dlsym(h, "cuLinkAddData_v2"));

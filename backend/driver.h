@@ -68,6 +68,15 @@ enum TensorMapValue : int {
   kSwizzle128B = 3,
   kL2Promotion256B = 3,
 };
+/// CUpointer_attribute and CUmemorytype values: what external memory is.
+enum PointerValue : int {
+  kPointerMemoryType = 2,
+  kPointerDeviceOrdinal = 9,
+  kMemoryHost = 1,
+  kMemoryDevice = 2,
+  kMemoryArray = 3,
+  kMemoryUnified = 4,
+};
 /// CUjit_option and CUjitInputType values Vantage passes to the linker.
 enum JitValue : int {
   kJitErrorLogBuffer = 5,
@@ -132,6 +141,11 @@ struct Table {
                                       const unsigned long long* dims, const unsigned long long* strides,
                                       const unsigned* box, const unsigned* element_strides, int interleave, int swizzle,
                                       int l2_promotion, int oob_fill) = nullptr;
+  /// What external memory and streams are (null on a driver without them: adopting them then fails
+  /// with the reason).
+  CUresult (*pointer_get_attribute)(void* data, int attribute, CUdeviceptr ptr) = nullptr;
+  CUresult (*mem_get_address_range)(CUdeviceptr* base, std::size_t* size, CUdeviceptr ptr) = nullptr;
+  CUresult (*stream_get_ctx)(CUstream, CUcontext*) = nullptr;
   /// The driver's PTX compiler (cuLinkCreate_v2 and the rest; null on a driver without them, an error
   /// only where a GPU needs a kernel's PTX compiled).
   CUresult (*link_create)(unsigned, int*, void**, CUlinkState*) = nullptr;

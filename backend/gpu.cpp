@@ -134,6 +134,11 @@ void make_current(int ordinal) {
   current = g.ctx;
 }
 
+driver::CUcontext context(int ordinal) {
+  make_current(ordinal);
+  return at(ordinal).ctx;
+}
+
 Arch arch_for(int major, int minor, const std::string& device_name) {
   Arch best = Arch::SM_80, newest = Arch::SM_80;
   bool found = false;

@@ -22,6 +22,8 @@ const DeviceProperties& properties(int ordinal);
 /// Makes GPU `ordinal`'s primary context current on this thread (retained on first use); cheap when
 /// it already is. Throws DriverError when the GPU does not exist or its context cannot be made.
 void make_current(int ordinal);
+/// GPU `ordinal`'s primary context (retained on first use): where Vantage allocates and launches.
+driver::CUcontext context(int ordinal);
 /// The architecture Vantage compiles for on a GPU of this compute capability: the newest whose machine
 /// code runs there (same major version, minor at most the GPU's), else, on a GPU newer than every
 /// target, the newest target (its PTX is compiled by the driver). Throws for a GPU older than every

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <new>
 #include <set>
@@ -34,7 +35,14 @@ using namespace driver;
 // ---------------------------------------------------------------- the mocked driver
 struct MockState {
   std::mutex mu;
-  std::set<CUdeviceptr> allocations;
+  struct Allocation {
+    std::size_t bytes;
+    int device;
+  };
+  std::map<CUdeviceptr, Allocation> allocations;
+  std::set<void*> host_allocations;
+  std::map<CUstream, int> streams;   ///< each stream's device (its context)
+  CUstream launch_stream = nullptr;  ///< the last launch's
   std::atomic<int> launches{0};
   std::atomic<int> modules{0};
   std::atomic<int> ptx_compiles{0};  ///< cuLinkComplete calls: PTX the driver compiled
@@ -131,7 +139,7 @@ CUresult m_alloc(CUdeviceptr* p, std::size_t bytes) {
   void* h = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   *p = reinterpret_cast<CUdeviceptr>(h);
   std::lock_guard lock(mock().mu);
-  mock().allocations.insert(*p);
+  mock().allocations[*p] = {bytes, g_current};
   return 0;
 }
 CUresult m_free(CUdeviceptr p) {
@@ -142,10 +150,40 @@ CUresult m_free(CUdeviceptr p) {
 }
 CUresult m_alloc_host(void** p, std::size_t bytes) {
   *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  std::lock_guard lock(mock().mu);
+  mock().host_allocations.insert(*p);
   return 0;
 }
 CUresult m_free_host(void* p) {
+  {
+    std::lock_guard lock(mock().mu);
+    mock().host_allocations.erase(p);
+  }
   std::free(p);
+  return 0;
+}
+/// The allocation holding `p`, if any (the caller holds the lock).
+const std::pair<const CUdeviceptr, MockState::Allocation>* allocation_of(CUdeviceptr p) {
+  auto it = mock().allocations.upper_bound(p);
+  if (it == mock().allocations.begin()) return nullptr;
+  --it;
+  return p < it->first + it->second.bytes ? &*it : nullptr;
+}
+CUresult m_pointer_attribute(void* data, int attribute, CUdeviceptr p) {
+  std::lock_guard lock(mock().mu);
+  const bool host = mock().host_allocations.count(reinterpret_cast<void*>(p)) > 0;
+  const auto* a = allocation_of(p);
+  if (!host && !a) return 1;  // CUDA_ERROR_INVALID_VALUE: not the driver's memory
+  if (attribute == kPointerMemoryType) *static_cast<unsigned*>(data) = host ? kMemoryHost : kMemoryDevice;
+  if (attribute == kPointerDeviceOrdinal) *static_cast<int*>(data) = host ? 0 : a->second.device;
+  return 0;
+}
+CUresult m_address_range(CUdeviceptr* base, std::size_t* size, CUdeviceptr p) {
+  std::lock_guard lock(mock().mu);
+  const auto* a = allocation_of(p);
+  if (!a) return 500;  // CUDA_ERROR_NOT_FOUND
+  *base = a->first;
+  *size = a->second.bytes;
   return 0;
 }
 CUresult m_htod(CUdeviceptr d, const void* h, std::size_t n) {
@@ -168,10 +206,23 @@ CUresult m_memset(CUdeviceptr d, unsigned char v, std::size_t n) {
 }
 CUresult m_stream_create(CUstream* s, unsigned) {
   *s = reinterpret_cast<CUstream>(new int(0));
+  std::lock_guard lock(mock().mu);
+  mock().streams[*s] = g_current;
   return 0;
 }
 CUresult m_stream_destroy(CUstream s) {
+  {
+    std::lock_guard lock(mock().mu);
+    mock().streams.erase(s);
+  }
   delete reinterpret_cast<int*>(s);
+  return 0;
+}
+CUresult m_stream_ctx(CUstream s, CUcontext* c) {
+  std::lock_guard lock(mock().mu);
+  auto it = mock().streams.find(s);
+  if (it == mock().streams.end()) return 400;  // CUDA_ERROR_INVALID_HANDLE
+  *c = fake_ctx(it->second);
   return 0;
 }
 CUresult m_stream_sync(CUstream) { return 0; }
@@ -277,9 +328,10 @@ CUresult m_encode(void* map, int type, unsigned rank, void* address, const unsig
   return 0;
 }
 CUresult m_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned shared,
-                  CUstream, void** params, void**) {
+                  CUstream stream, void** params, void**) {
   ++mock().launches;
   std::lock_guard lock(mock().mu);
+  mock().launch_stream = stream;
   mock().grid = gx;
   mock().block = bx;
   mock().shared = shared;
@@ -360,6 +412,9 @@ Table mock_table() {
   t.launch_kernel = m_launch;
   t.occupancy_max_active_blocks = m_occupancy;
   t.tensor_map_encode_tiled = m_encode;
+  t.pointer_get_attribute = m_pointer_attribute;
+  t.mem_get_address_range = m_address_range;
+  t.stream_get_ctx = m_stream_ctx;
   t.link_create = m_link_create;
   t.link_add_data = m_link_add;
   t.link_complete = m_link_complete;
@@ -552,6 +607,99 @@ TEST(GpuMock, AKernelOnlySm90aRunsIsRefusedOnANewerGpuNamingWhy) {
         k.launch(d, Grid{(M / 128) * (N / 128), 384}, M, N, K, ca, cbt, c);
       },
       "", {"only sm_90a has (wgmma)", "compute capability 9.0 alone", "GPU 2 (Mock B200 2, sm_100"});
+}
+
+// ---------------------------------------------------------------- the application's streams and memory
+// A stream the application made (here through the driver, as the CUDA runtime would in the primary
+// context) carries Vantage's launches, so they are ordered with the application's own work on it.
+TEST(GpuMock, ALaunchOnAnAdoptedStreamGoesOnThatStream) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(0);
+  gpu::make_current(0);
+  CUstream app = nullptr;
+  ASSERT_EQ(driver::table().stream_create(&app, 0), 0);
+  Stream s = Stream::adopt(d, app, "torch stream");
+  EXPECT_EQ(s.native(), app);
+  auto x = d.alloc<float>(1000), y = d.alloc<float>(1000);
+  const auto& cx = x;
+  examples::saxpy().launch(s, Grid{4, 256}, 1000, 2.5f, cx, y);
+  {
+    std::lock_guard lock(mock().mu);
+    EXPECT_EQ(mock().launch_stream, app);
+  }
+  { Stream gone = std::move(s); }  // not owned: the application's stream outlives Vantage's handle
+  {
+    std::lock_guard lock(mock().mu);
+    EXPECT_EQ(mock().streams.count(app), 1u) << "an adopted stream is never destroyed by Vantage";
+  }
+  // Another GPU's stream, a stream the driver does not know, a handle on a host device: refused by name.
+  auto refused = [](auto&& f, const std::vector<std::string>& words) {
+    try {
+      f();
+      ADD_FAILURE() << "adopted";
+    } catch (const LaunchError& e) {
+      EXPECT_EQ(e.param(), "app stream");
+      for (const auto& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
+    }
+  };
+  refused([&] { Stream::adopt(Device::gpu(1), app, "app stream"); },
+          {"app stream belongs to another CUDA context than GPU 1", "primary context"});
+  int bogus = 0;
+  refused([&] { Stream::adopt(d, &bogus, "app stream"); }, {"is not a stream the driver knows"});
+  refused([&] { Stream::adopt(Device::interpreter(), app, "app stream"); }, {"has no CUDA streams"});
+  driver::table().stream_destroy(app);
+}
+
+// Memory another library allocated: checked with the driver, then launched on like Vantage's own.
+TEST(GpuMock, ExternalMemoryIsCheckedWithTheDriverNamingTheArgument) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(0);
+  gpu::make_current(0);
+  CUdeviceptr x = 0, y = 0, other = 0, freed = 0;
+  ASSERT_EQ(driver::table().mem_alloc(&x, 4000), 0);
+  ASSERT_EQ(driver::table().mem_alloc(&y, 4000), 0);
+  ASSERT_EQ(driver::table().mem_alloc(&freed, 4000), 0);
+  gpu::make_current(1);
+  ASSERT_EQ(driver::table().mem_alloc(&other, 4000), 0);
+  void* pinned = nullptr;
+  ASSERT_EQ(driver::table().mem_alloc_host(&pinned, 4000), 0);
+  gpu::make_current(0);
+  ASSERT_EQ(driver::table().mem_free(freed), 0);  // last, so that no allocation above reuses its address
+
+  Buffer<const float> bx = d.wrap<const float>(x, 1000, "x");
+  Buffer<float> by = d.wrap<float>(y, 1000, "y");
+  EXPECT_EQ(bx.address(), x);
+  EXPECT_EQ(by.size(), 1000);
+  const int before = mock().launches.load();
+  examples::saxpy().launch(d, Grid{4, 256}, 1000, 2.5f, bx, by);
+  EXPECT_EQ(mock().launches.load(), before + 1);
+  EXPECT_EQ(d.wrap<float>(y + 400, 900, "tail").size(), 900) << "a view inside an allocation";
+
+  auto refused = [&](auto&& f, const std::string& name, const std::vector<std::string>& words) {
+    try {
+      f();
+      ADD_FAILURE() << name << " was taken";
+    } catch (const LaunchError& e) {
+      EXPECT_EQ(e.param(), name) << e.what();
+      for (const auto& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
+    }
+  };
+  refused([&] { d.wrap<float>(y, 1001, "too_long"); }, "too_long",
+          {"holds 4000 bytes to the end of its allocation", "1001 elements of 4 bytes"});
+  refused([&] { d.wrap<float>(y + 400, 901, "tail"); }, "tail", {"holds 3600 bytes"});
+  refused([&] { d.wrap<float>(freed, 10, "freed"); }, "freed", {"is not memory the driver knows"});
+  refused([&] { d.wrap<float>(reinterpret_cast<std::uint64_t>(pinned), 10, "pinned"); }, "pinned",
+          {"is page-locked host memory, not memory of GPU 0"});
+  refused([&] { d.wrap<float>(other, 10, "other"); }, "other", {"is memory of GPU 1, not of GPU 0"});
+  refused([&] { d.wrap<double>(y + 4, 10, "odd"); }, "odd", {"is not aligned to its elements' 8 bytes"});
+  std::vector<float> host(10);
+  refused([&] { d.wrap<float>(reinterpret_cast<std::uint64_t>(host.data()), 10, "host"); }, "host",
+          {"is not memory the driver knows"});
+  gpu::make_current(0);
+  driver::table().mem_free(x);
+  driver::table().mem_free(y);
+  driver::table().mem_free(other);
+  driver::table().mem_free_host(pinned);
 }
 
 // test_support::launch_on, with which the user-kernel tests run on a GPU where the bundle's check has

@@ -29,6 +29,8 @@ PlacementModel placement_model(const DeviceProperties& gpu, int cpu_threads = 1)
 
 class Stream;
 template <class T>
+class Buffer;
+template <class T>
 class DeviceBuffer;
 
 /// Where kernels run. A cheap value: copies name the same device.
@@ -68,6 +70,13 @@ class Device {
   const InterpreterOptions& interpreter_options() const { return options_; }
   /// Host threads the CPU backend runs blocks on.
   int host_threads() const { return threads_; }
+  /// A checked view of `count` elements of T in memory Vantage did not allocate (a PyTorch or CuPy
+  /// tensor's, another library's): on a GPU the driver says what it is, and memory that is not
+  /// device memory, is another GPU's, was freed, ends before `count` elements or is misaligned for T
+  /// is refused (LaunchError naming `name`). Host devices take host memory as it is. The memory
+  /// stays the application's: it must outlive the launches that use it.
+  template <class T>
+  Buffer<T> wrap(std::uint64_t address, std::int64_t count, const std::string& name = "external memory") const;
   /// Waits for everything queued on the device.
   void synchronize() const;
 
@@ -101,6 +110,12 @@ class Stream {
 
   /// The device's default stream (the legacy null stream of a GPU); not owned.
   static Stream default_for(const Device& device);
+  /// The application's own stream (a CUstream, or the cudaStream_t of the CUDA runtime: the same
+  /// handle), not owned: launches on it are ordered with the application's work on it. Refused
+  /// (LaunchError naming `name`) when the driver does not know it or it belongs to another context
+  /// than the device's primary one, where Vantage works (as the CUDA runtime does). On a host device
+  /// the handle must be null.
+  static Stream adopt(const Device& device, void* handle, const std::string& name = "stream");
 
   const Device& device() const { return device_; }
   void synchronize() const;
@@ -181,6 +196,9 @@ class HostMemory {
 };
 
 [[noreturn]] void throw_copy_size(const char* what, std::int64_t given, std::int64_t have);
+/// Device::wrap's checks of memory from elsewhere (runtime/external.cpp).
+void check_external(const Device& device, std::uint64_t address, std::int64_t count, std::size_t element_bytes,
+                    std::size_t alignment, const std::string& name);
 }  // namespace detail
 
 /// A view of `size()` elements of T on one device: what a launch takes for a pointer parameter.
@@ -189,7 +207,7 @@ template <class T>
 class Buffer {
  public:
   Buffer() = default;
-  /// A view of device memory at `address` (for memory from elsewhere; Vantage cannot check it).
+  /// A view of device memory at `address`, unchecked: prefer Device::wrap, which asks the driver.
   Buffer(std::uint64_t address, std::int64_t size, const Device& device)
       : address_(address), size_(size), kind_(device.kind()), ordinal_(device.ordinal()) {}
   template <class U>
@@ -215,6 +233,12 @@ class Buffer {
   DeviceKind kind_ = DeviceKind::Interpreter;
   int ordinal_ = 0;
 };
+
+template <class T>
+Buffer<T> Device::wrap(std::uint64_t address, std::int64_t count, const std::string& name) const {
+  detail::check_external(*this, address, count, sizeof(T), alignof(T), name);
+  return Buffer<T>(address, count, *this);
+}
 
 /// `n` elements of T owned on one device. Move-only; freed when destroyed.
 template <class T>
