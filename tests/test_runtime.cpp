@@ -55,6 +55,28 @@ TEST(Runtime, InterpreterBuffersRunKernels) {
   EXPECT_EQ(pinned[299], 4.0f * 299 + 1.0f);  // two launches: y = 2x + (2x + 1)
 }
 
+// A buffer moved from is empty: a launch that passes it where elements are needed is refused naming
+// it (it kept its size and lost its memory, so the launch reached address 0).
+TEST(Runtime, AMovedFromBufferIsEmptyAndALaunchOnItIsRefused) {
+  Device d = Device::interpreter();
+  auto x = d.alloc<float>(100), y = d.alloc<float>(100);
+  auto taken = std::move(y);
+  EXPECT_EQ(y.size(), 0);  // NOLINT(bugprone-use-after-move): what a moved-from buffer is, is the point
+  EXPECT_EQ(y.view().size(), 0);
+  EXPECT_EQ(taken.size(), 100);
+  const auto& cx = x;
+  try {
+    examples::saxpy().launch(d, Grid{1, 256}, 100, 1.0f, cx, y);  // NOLINT(bugprone-use-after-move)
+    ADD_FAILURE() << "a launch on a moved-from buffer ran";
+  } catch (const LaunchError& e) {
+    EXPECT_EQ(e.param(), "y") << e.what();
+  }
+  DeviceBuffer<float> z;
+  z = std::move(taken);
+  EXPECT_EQ(taken.size(), 0);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(z.size(), 100);
+}
+
 TEST(Runtime, TypedKernelsCheckTheirSignatureWhenMade) {
   Kernel k = examples::saxpy();
   using Good = TypedKernel<void(int, float, Buffer<const float>, Buffer<float>)>;

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "vantage/device.hpp"
@@ -249,6 +250,13 @@ class DeviceBuffer {
   DeviceBuffer() = default;
   DeviceBuffer(const Device& device, std::int64_t n)
       : mem_(device, static_cast<std::size_t>(n < 0 ? 0 : n) * sizeof(T)), size_(n < 0 ? 0 : n) {}
+  /// A moved-from buffer is empty: its view has no elements, so no launch can reach its old memory.
+  DeviceBuffer(DeviceBuffer&& o) noexcept : mem_(std::move(o.mem_)), size_(std::exchange(o.size_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    mem_ = std::move(o.mem_);
+    size_ = std::exchange(o.size_, 0);
+    return *this;
+  }
 
   std::int64_t size() const { return size_; }
   const Device& device() const { return mem_.device(); }
