@@ -25,6 +25,7 @@
 #include "kernels/paper_kernels.hpp"
 #include "runtime/launch_internal.h"
 #include "test_support.hpp"
+#include "vantage/dlpack.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -700,6 +701,38 @@ TEST(GpuMock, ExternalMemoryIsCheckedWithTheDriverNamingTheArgument) {
   driver::table().mem_free(y);
   driver::table().mem_free(other);
   driver::table().mem_free_host(pinned);
+}
+
+// A GPU buffer given out as a DLPack tensor names cuda:N; one taken in is checked with the driver too.
+TEST(GpuMock, DlpackTensorsOfAGpuAreCheckedWithTheDriver) {
+  Device d = Device::gpu(0);
+  DLManagedTensor* t = to_dlpack(d.alloc<float>(64), {8, 8});
+  EXPECT_EQ(t->dl_tensor.device.device_type, kDLCUDA);
+  EXPECT_EQ(t->dl_tensor.device.device_id, 0);
+  Buffer<float> b = from_dlpack<float>(t, d, "t");
+  EXPECT_EQ(b.size(), 64);
+  try {
+    from_dlpack<float>(t, Device::gpu(1), "t");
+    ADD_FAILURE() << "GPU 0's tensor taken for GPU 1";
+  } catch (const LaunchError& e) {
+    EXPECT_NE(std::string(e.what()).find("t is on cuda:0, not on GPU 1"), std::string::npos) << e.what();
+  }
+  const std::int64_t live = static_cast<std::int64_t>(mock().allocations.size());
+  t->deleter(t);
+  EXPECT_EQ(static_cast<std::int64_t>(mock().allocations.size()), live - 1) << "the tensor owned the buffer";
+  // A tensor whose shape claims more than its allocation holds: the driver's range refuses it.
+  auto small = d.alloc<float>(10);
+  DLManagedTensor* view = to_dlpack(small.view());
+  std::int64_t more = 11;
+  view->dl_tensor.shape = &more;
+  try {
+    from_dlpack<float>(view, d, "small");
+    ADD_FAILURE() << "11 elements taken from 10";
+  } catch (const LaunchError& e) {
+    EXPECT_NE(std::string(e.what()).find("fewer than the 11 elements"), std::string::npos) << e.what();
+  }
+  view->dl_tensor.shape = nullptr;
+  view->deleter(view);
 }
 
 // test_support::launch_on, with which the user-kernel tests run on a GPU where the bundle's check has
