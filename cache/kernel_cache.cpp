@@ -17,6 +17,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -101,6 +102,25 @@ std::map<std::string, std::string> encode(const Specialized& s, const Compiled& 
   m["checks"] = checks.dump();
   m["guards"] = guards.dump();
   return m;
+}
+
+/// The names, sizes and modification times of every file under `dir`, hashed: what an include path
+/// contributes to a key (so that an edited header is not served its old kernel).
+std::string directory_digest(const std::string& dir) {
+  std::vector<std::string> rows;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    if (!it->is_regular_file(e2)) continue;
+    const auto size = it->file_size(e2);
+    const auto time = it->last_write_time(e2).time_since_epoch().count();
+    rows.push_back(fs::relative(it->path(), dir, e2).string() + " " + std::to_string(size) + " " +
+                   std::to_string(time));
+  }
+  std::sort(rows.begin(), rows.end());
+  rows.insert(rows.begin(), "include-path " + dir);
+  return cache::make_key(rows).hex();
 }
 
 /// The targets older than `arch` whose code may serve it, newest first (never an arch-specific one:
@@ -225,6 +245,8 @@ struct MemoryKeyHash {
     mix(static_cast<std::uint64_t>(spec.threads));
     mix(static_cast<std::uint64_t>(spec.blocks.value_or(-1)));
     mix(static_cast<std::uint64_t>(spec.arch) * 4 + static_cast<std::uint64_t>(output) * 2 + spec.fp_contract);
+    mix(static_cast<std::uint64_t>(spec.compiler.max_registers) * 4 + spec.compiler.fast_math * 2 +
+        spec.compiler.line_info + spec.compiler.extra.size() * 1024 + spec.compiler.defines.size() * 65536);
     for (const auto& [name, v] : spec.sizes) mix(static_cast<std::uint64_t>(v) + name.size());
     for (const auto& [name, a] : spec.assume)
       mix(static_cast<std::uint64_t>(a.min) ^ (static_cast<std::uint64_t>(a.max) << 1) ^
@@ -239,7 +261,7 @@ struct MemoryKeyEqual {
   static bool same(const ir::KernelNode* ka, const Spec& a, Output oa, const ir::KernelNode* kb, const Spec& b,
                    Output ob) {
     if (oa != ob || a.threads != b.threads || a.blocks != b.blocks || a.arch != b.arch ||
-        a.fp_contract != b.fp_contract || a.sizes != b.sizes || a.assume != b.assume)
+        a.fp_contract != b.fp_contract || a.sizes != b.sizes || a.assume != b.assume || !(a.compiler == b.compiler))
       return false;
     return ka == kb || ir::equal(*ka, *kb);  // the hash matched; equal structure, not just equal hashes
   }
@@ -496,7 +518,10 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
   auto key_for = [&](const Specialized& sp) {
     std::vector<std::string> parts = {"vantage-entry", std::to_string(cache::kFormatVersion), kCodegenVersion,
                                       sp.source};
-    for (auto& o : nvrtc::canonical_options(sp.arch, output, sp.fp_contract)) parts.push_back(std::move(o));
+    for (auto& o : nvrtc::canonical_options(sp.arch, output, sp.fp_contract, sp.compiler))
+      parts.push_back(std::move(o));
+    // What the include paths hold: a header changed makes another key.
+    for (const auto& dir : sp.compiler.include_paths) parts.push_back(directory_digest(dir));
     return cache::make_key(parts);
   };
   std::string logical = key_for(s).hex();

@@ -58,6 +58,7 @@ static void make(Entry& e, const Kernel& kernel, const Device& device, Table& t)
   Spec spec;
   spec.threads = e.threads;
   spec.arch = device.properties().arch;
+  spec.compiler = kernel.compiler();
   for (std::size_t i = 0; i < t.specialized.size(); ++i)
     spec.sizes[t.params[static_cast<std::size_t>(t.specialized[i])].name] = e.values[i];
   for (std::size_t i = 0; i < t.classified.size(); ++i)

@@ -804,6 +804,81 @@ TEST(KernelCache, WithoutNvrtcALayerBuiltForAnOlderTargetServesANewerOne) {
       << out;
 }
 
+// ------------------------------------------------------------------ compiler options
+/// One thread runs an unsafe block that needs a header and a define.
+Kernel header_kernel() {
+  KernelBuilder k("uses_a_header");
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    g.group(thread(1), [&](Scope& th) {
+      th.unsafe(thread(1), "\n#include \"vt_value.h\"\nint v = VT_VALUE + VT_EXTRA; (void)v;\n");
+    });
+  });
+  return k.build();
+}
+
+TEST(KernelCache, CompilerOptionsReachNvrtcAndEveryOneIsPartOfTheKey) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  KernelCache cache(config_for(dir.path / "cache"));
+  CompilerOptions fast;
+  fast.fast_math = true;
+  fast.line_info = true;
+  fast.max_registers = 32;
+  auto plain = cache.get(examples::saxpy(), Spec{});
+  auto tuned = cache.get(examples::saxpy(), Spec{}.with_compiler(fast));
+  EXPECT_NE(plain->key, tuned->key);
+  for (const char* o : {"--use_fast_math", "--generate-line-info", "--maxrregcount=32"}) {
+    EXPECT_NE(std::find(tuned->options.begin(), tuned->options.end(), o), tuned->options.end()) << o;
+    EXPECT_EQ(std::find(plain->options.begin(), plain->options.end(), o), plain->options.end()) << o;
+  }
+  EXPECT_NE(tuned->ptx.find(".ftz.f32"), std::string::npos) << "fast math flushes denormals";
+  EXPECT_EQ(plain->ptx.find(".ftz.f32"), std::string::npos);
+  EXPECT_NE(tuned->ptx.find(".loc"), std::string::npos) << "line information";
+  EXPECT_EQ(cache.stats().compiles, 2);
+
+  // Include paths and defines for unsafe blocks; the headers' state is part of the key.
+  const fs::path include = dir.path / "include";
+  fs::create_directories(include);
+  std::ofstream(include / "vt_value.h") << "#define VT_VALUE 41\n";
+  CompilerOptions with_header;
+  with_header.include_paths = {include.string()};
+  with_header.defines = {{"VT_EXTRA", "1"}};
+  Kernel k = header_kernel();
+  EXPECT_THROW(cache.get(k, Spec{}), CompileError) << "no include path: NVRTC finds no header";
+  auto first = cache.get(k, Spec{}.with_compiler(with_header));
+  EXPECT_NE(std::find(first->options.begin(), first->options.end(), "--define-macro=VT_EXTRA=1"), first->options.end());
+  std::ofstream(include / "vt_value.h") << "#define VT_VALUE 4100\n";  // edited: another size
+  const std::int64_t before = cache.stats().compiles;
+  KernelCache fresh(config_for(dir.path / "cache"));
+  auto second = fresh.get(k, Spec{}.with_compiler(with_header));
+  EXPECT_NE(first->key, second->key) << "an edited header is another key";
+  EXPECT_EQ(second->origin, "compiled");
+  EXPECT_EQ(cache.stats().compiles, before);
+
+  // Refused by name.
+  auto refused = [&](CompilerOptions o, const std::string& says) {
+    try {
+      cache.get(examples::saxpy(), Spec{}.with_compiler(std::move(o)));
+      ADD_FAILURE() << says;
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  CompilerOptions bad;
+  bad.max_registers = 300;
+  refused(bad, "max_registers 300 is not from 1 to 255");
+  bad = {};
+  bad.include_paths = {(dir.path / "missing").string()};
+  refused(bad, "include path '" + (dir.path / "missing").string() + "' is not a directory");
+  bad = {};
+  bad.defines = {{"1X", "2"}};
+  refused(bad, "define '1X' is not a macro name");
+  bad = {};
+  bad.extra = {"--frobnicate"};
+  refused(bad, "NVRTC does not know the option '--frobnicate'");
+}
+
 // ------------------------------------------------------------------ statistics
 TEST(CacheStats, PercentilesComeFromPowersOfTwoOfMicroseconds) {
   EXPECT_EQ(cache::latency_bucket(0), 0);

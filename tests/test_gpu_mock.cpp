@@ -7,6 +7,7 @@
 // installed once per process, before any GPU use.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -701,6 +702,32 @@ TEST(GpuMock, ExternalMemoryIsCheckedWithTheDriverNamingTheArgument) {
   driver::table().mem_free(y);
   driver::table().mem_free(other);
   driver::table().mem_free_host(pinned);
+}
+
+// Compiler options on a kernel handle reach the compile of its launches, and make their own code.
+TEST(GpuMock, AKernelWithCompilerOptionsLaunchesItsOwnCompile) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(0);
+  auto x = d.alloc<float>(1000), y = d.alloc<float>(1000);
+  const auto& cx = x;
+  Kernel plain = examples::saxpy();
+  CompilerOptions o;
+  o.fast_math = true;
+  o.max_registers = 64;
+  Kernel fast = plain.with_compiler(o);
+  EXPECT_TRUE(fast.compiler().fast_math);
+  EXPECT_FALSE(plain.compiler().fast_math);
+  EXPECT_TRUE(fast.structurally_equal(plain));
+  plain.launch(d, Grid{4, 256}, 1000, 2.5f, cx, y);
+  const std::int64_t compiles = KernelCache::global().stats().compiles;
+  fast.launch(d, Grid{4, 256}, 1000, 2.5f, cx, y);
+  EXPECT_EQ(KernelCache::global().stats().compiles, compiles + 1) << "another key: its own compile";
+  plain.with_compiler(o).launch(d, Grid{4, 256}, 1000, 2.5f, cx, y);
+  EXPECT_EQ(KernelCache::global().stats().compiles, compiles + 1) << "the same options: the same code";
+  Spec spec = Spec{}.with_threads(256).with_compiler(o);
+  auto k = KernelCache::global().get(fast, spec);
+  EXPECT_NE(std::find(k->options.begin(), k->options.end(), "--use_fast_math"), k->options.end());
+  EXPECT_NE(std::find(k->options.begin(), k->options.end(), "--maxrregcount=64"), k->options.end());
 }
 
 // A GPU buffer given out as a DLPack tensor names cuda:N; one taken in is checked with the driver too.

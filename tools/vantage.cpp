@@ -78,6 +78,11 @@ Options:
   --size NAME=VALUE                       value of a specialized parameter, or a launch's value of
                                           another integer one: its size class picks the variant, as
                                           a launch's would (repeatable)
+  --fast-math                             NVRTC's --use_fast_math (approximate math, denormals flushed)
+  --line-info                             source lines in the cubin, for profilers
+  --maxrregcount N                        at most N registers a thread (1 to 255)
+  -I DIR, -D NAME[=VALUE]                 include paths and defines for unsafe blocks (repeatable)
+  --nvrtc-option OPTION                   any other NVRTC option, as NVRTC spells it (repeatable)
 
 Environment:
   VANTAGE_LOG   log level: trace, debug, info, warn (default), error, off
@@ -148,6 +153,32 @@ bool parse_spec(int argc, char** argv, int first, vantage::Spec& spec, std::vect
       spec.arch = *arch;
     } else if (a == "--threads") {
       spec.threads = std::atoll(value().c_str());
+    } else if (a == "--fast-math") {
+      spec.compiler.fast_math = true;
+    } else if (a == "--line-info") {
+      spec.compiler.line_info = true;
+    } else if (a == "--maxrregcount") {
+      const std::string v = value();
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < 1 || n > 255) {
+        std::fprintf(stderr, "vantage: --maxrregcount wants a number from 1 to 255, not '%s'\n", v.c_str());
+        return false;
+      }
+      spec.compiler.max_registers = static_cast<int>(n);
+    } else if (a == "-I" || (a.rfind("-I", 0) == 0 && a.size() > 2)) {
+      spec.compiler.include_paths.push_back(a.size() > 2 ? a.substr(2) : value());
+    } else if (a == "-D" || (a.rfind("-D", 0) == 0 && a.size() > 2)) {
+      const std::string v = a.size() > 2 ? a.substr(2) : value();
+      const auto eq = v.find('=');
+      spec.compiler.defines[v.substr(0, eq)] = eq == std::string::npos ? "" : v.substr(eq + 1);
+    } else if (a == "--nvrtc-option") {
+      const std::string v = value();
+      if (v.empty()) {
+        std::fprintf(stderr, "vantage: --nvrtc-option wants an option\n");
+        return false;
+      }
+      spec.compiler.extra.push_back(v);
     } else if (a == "--size") {
       auto v = value();
       auto eq = v.find('=');

@@ -33,7 +33,8 @@ struct Specialized {
   std::int64_t dynamic_shared_bytes = 0;  ///< above the static limit shared memory is dynamic
   Arch arch = Arch::SM_90;
   bool fp_contract = true;
-  int barriers = 0;  ///< barriers and fences the sync pass placed
+  CompilerOptions compiler;  ///< the Spec's, for NVRTC
+  int barriers = 0;          ///< barriers and fences the sync pass placed
   /// The accesses checked as it runs, by site number. The entry point takes the kernel's parameters,
   /// then one `long long` length per pointer parameter, then the error record they write to.
   std::vector<CheckedAccess> checks;

@@ -42,6 +42,13 @@ class Kernel {
   /// Peak static shared memory in bytes (with alignment padding), including device functions called.
   std::int64_t shared_bytes() const;
 
+  /// The same kernel whose launches tell NVRTC `options` (fast math, line information, a register
+  /// cap, include paths and defines for `unsafe` blocks): a handle of its own, with its own
+  /// specializations; the options are part of every cache key.
+  Kernel with_compiler(CompilerOptions options) const;
+  /// The options its launches use (none for a kernel as built).
+  const CompilerOptions& compiler() const;
+
   /// The generated CUDA C++ for one specialization (see vantage/compile.hpp).
   std::string source(const Spec& spec) const;
   /// PTX from NVRTC for the specialization's architecture.

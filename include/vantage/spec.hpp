@@ -40,6 +40,22 @@ struct Assumption {
 /// What one compiled variant is specialized on: the launch shape, the values of the size
 /// parameters marked `specialize`, what it assumes of the others, the target and the compiler's
 /// float contraction.
+/// What NVRTC is told beyond Vantage's own options: every field is part of the cache key (with the
+/// files under `include_paths`: their names, sizes and modification times).
+struct CompilerOptions {
+  /// --use_fast_math: approximate division, square root and transcendentals, denormals flushed to
+  /// zero. Results then differ from the interpreter's and the CPU backend's (docs/semantics.md).
+  bool fast_math = false;
+  bool line_info = false;                      ///< --generate-line-info: source lines in the cubin, for profilers
+  int max_registers = 0;                       ///< --maxrregcount=N, 1 to 255 (0: NVRTC's choice)
+  std::vector<std::string> include_paths;      ///< --include-path for the headers `unsafe` blocks include
+  std::map<std::string, std::string> defines;  ///< --define-macro=NAME=VALUE for `unsafe` blocks
+  /// Other NVRTC options as NVRTC spells them ("--extra-device-vectorization"); one NVRTC does not
+  /// know is refused by name when the kernel is compiled.
+  std::vector<std::string> extra;
+  friend bool operator==(const CompilerOptions&, const CompilerOptions&) = default;
+};
+
 struct Spec {
   std::int64_t threads = 0;                   ///< threads per block; 0 takes the kernel's declared count
   std::optional<std::int64_t> blocks;         ///< the grid, when a rule needs it; otherwise guarded at launch
@@ -49,6 +65,7 @@ struct Spec {
   /// Let NVRTC contract `a * b + c` into one fused multiply-add (its default, and CUDA's). Off, every
   /// float operation rounds on its own, as the interpreter computes it (docs/semantics.md).
   bool fp_contract = true;
+  CompilerOptions compiler;
 
   Spec& with_threads(std::int64_t t) {
     threads = t;
@@ -72,6 +89,10 @@ struct Spec {
   }
   Spec& with_fp_contract(bool on) {
     fp_contract = on;
+    return *this;
+  }
+  Spec& with_compiler(CompilerOptions options) {
+    compiler = std::move(options);
     return *this;
   }
 };

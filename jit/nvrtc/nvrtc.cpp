@@ -7,6 +7,7 @@
 #include <link.h>
 #include <xxhash.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -199,11 +200,32 @@ struct ProgramOwner {
 
 }  // namespace
 
-std::vector<std::string> canonical_options(Arch arch, Output output, bool fp_contract) {
+std::vector<std::string> canonical_options(Arch arch, Output output, bool fp_contract,
+                                           const CompilerOptions& compiler) {
   std::string target = arch_name(arch) + 3;  // "90a" of "sm_90a"
   std::vector<std::string> opts = {
       "--std=c++20", std::string("--gpu-architecture=") + (output == Output::Ptx ? "compute_" : "sm_") + target};
   if (!fp_contract) opts.emplace_back("--fmad=false");
+  auto refuse = [](const std::string& what) -> void {
+    throw CompileError("compiler options: " + what, "", {}, "", {});
+  };
+  if (compiler.fast_math) opts.emplace_back("--use_fast_math");
+  if (compiler.line_info) opts.emplace_back("--generate-line-info");
+  if (compiler.max_registers < 0 || compiler.max_registers > 255)
+    refuse("max_registers " + std::to_string(compiler.max_registers) + " is not from 1 to 255 (0: NVRTC's choice)");
+  if (compiler.max_registers > 0) opts.push_back("--maxrregcount=" + std::to_string(compiler.max_registers));
+  for (const auto& path : compiler.include_paths) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) refuse("include path '" + path + "' is not a directory");
+    opts.push_back("--include-path=" + path);
+  }
+  for (const auto& [name, value] : compiler.defines) {
+    bool ident = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+    for (char c : name) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!ident) refuse("define '" + name + "' is not a macro name");
+    opts.push_back("--define-macro=" + name + (value.empty() ? "" : "=" + value));
+  }
+  for (const auto& o : compiler.extra) opts.push_back(o);
   return opts;
 }
 
@@ -233,6 +255,12 @@ Result compile(const std::string& source, const std::string& name, const std::ve
     for (const auto& o : options) joined += (joined.empty() ? "" : " ") + o;
     std::string message = "NVRTC could not compile " + name + " (" + joined + "): " + t.get_error_string(compiled) +
                           "\n" + (diags.empty() ? r.log : render_all(diags));
+    // An option NVRTC does not know: say which, first.
+    if (auto at = r.log.find("unrecognized option "); at != std::string::npos) {
+      std::string option = r.log.substr(at + 20);
+      option = option.substr(0, option.find_first_of(" \n"));
+      message = "NVRTC does not know the option '" + option + "' (CompilerOptions::extra)\n" + message;
+    }
     throw CompileError(std::move(message), r.log, r.options, source, std::move(diags));
   }
   bool ptx = false;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "vantage/diagnostics.hpp"
+#include "vantage/spec.hpp"
 #include "vantage/target.hpp"
 
 namespace vantage::nvrtc {
@@ -20,7 +21,11 @@ struct Result {
 /// The options that decide the bytes NVRTC produces, in a fixed order: language level, architecture
 /// (a real `sm_XX` for a cubin, `compute_XX` for PTX), float contraction. The same list is the
 /// cache key's and NVRTC's; it names nothing of the host.
-std::vector<std::string> canonical_options(Arch arch, Output output, bool fp_contract = true);
+/// The user's CompilerOptions follow Vantage's, in a fixed order; a register cap outside 1 to 255, an
+/// include path that is not a directory or a define whose name is not an identifier throws
+/// CompileError naming it.
+std::vector<std::string> canonical_options(Arch arch, Output output, bool fp_contract = true,
+                                           const CompilerOptions& compiler = {});
 
 /// Compiles `source` (named `name` in NVRTC's log) with the canonical `options`; NVRTC is also told
 /// where its own toolkit's headers are (a location, not an option: the fingerprint identifies that

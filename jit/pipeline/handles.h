@@ -17,6 +17,7 @@ struct KernelData {
   std::shared_ptr<const ir::KernelNode> ir;
   std::vector<Obligation> obligations;
   std::int64_t shared_bytes = 0;
+  CompilerOptions compiler;  ///< what launches of this handle tell NVRTC (Kernel::with_compiler)
   mutable std::once_flag launch_once;
   mutable std::unique_ptr<KernelSlot> launch;              ///< set once, under launch_once
   mutable std::atomic<KernelSlot*> launch_ready{nullptr};  ///< `launch`, published once it is made
@@ -29,7 +30,7 @@ struct FunctionData {
 /// Makes and opens kernel and function handles (the builder makes them; later stages read them).
 struct KernelAccess {
   static Kernel make(std::shared_ptr<const ir::KernelNode> ir, std::vector<Obligation> obligations,
-                     std::int64_t shared_bytes);
+                     std::int64_t shared_bytes, CompilerOptions compiler = {});
   static DeviceFunction make(ir::FunctionPtr ir);
   /// The IR of a built kernel; throws CheckError (V0905) for a default-constructed handle.
   static const ir::KernelNode& ir(const Kernel& k);

@@ -15,15 +15,27 @@ namespace vantage {
 namespace detail {
 
 Kernel KernelAccess::make(std::shared_ptr<const ir::KernelNode> ir, std::vector<Obligation> obligations,
-                          std::int64_t shared_bytes) {
+                          std::int64_t shared_bytes, CompilerOptions compiler) {
   Kernel k;
   auto data = std::make_shared<KernelData>();
   data->ir = std::move(ir);
   data->obligations = std::move(obligations);
   data->shared_bytes = shared_bytes;
+  data->compiler = std::move(compiler);
   k.data_ = std::move(data);
   return k;
 }
+
+}  // namespace detail
+
+Kernel Kernel::with_compiler(CompilerOptions options) const {
+  const detail::KernelData& d = detail::KernelAccess::data(*this);
+  return detail::KernelAccess::make(d.ir, d.obligations, d.shared_bytes, std::move(options));
+}
+
+const CompilerOptions& Kernel::compiler() const { return detail::KernelAccess::data(*this).compiler; }
+
+namespace detail {
 
 DeviceFunction KernelAccess::make(ir::FunctionPtr ir) {
   DeviceFunction f;

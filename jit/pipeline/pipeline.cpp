@@ -96,6 +96,7 @@ Specialized emit(const Kernel& kernel, const Spec& spec, LoweredKernel stage) {
   out.dynamic_shared_bytes = e.dynamic_shared ? e.shared_bytes : 0;
   out.arch = spec.arch;
   out.fp_contract = spec.fp_contract;
+  out.compiler = spec.compiler;
   out.barriers = lowered.barriers;
   for (const auto& c : lowered.checks)
     out.checks.push_back({c.loc.file ? c.loc.file : "", c.loc.line, c.loc.column, c.memory, c.write});
@@ -104,7 +105,7 @@ Specialized emit(const Kernel& kernel, const Spec& spec, LoweredKernel stage) {
 
 Compiled compile_specialized(Specialized spec, Output output) {
   Compiled c;
-  c.options = nvrtc::canonical_options(spec.arch, output, spec.fp_contract);
+  c.options = nvrtc::canonical_options(spec.arch, output, spec.fp_contract, spec.compiler);
   auto start = std::chrono::steady_clock::now();
   auto r = nvrtc::compile(spec.source, spec.entry + ".cu", c.options);
   c.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
