@@ -70,6 +70,14 @@ Table load() {
   t.pointer_get_attribute = reinterpret_cast<decltype(t.pointer_get_attribute)>(dlsym(h, "cuPointerGetAttribute"));
   t.mem_get_address_range = reinterpret_cast<decltype(t.mem_get_address_range)>(dlsym(h, "cuMemGetAddressRange_v2"));
   t.stream_get_ctx = reinterpret_cast<decltype(t.stream_get_ctx)>(dlsym(h, "cuStreamGetCtx"));
+  t.stream_begin_capture = reinterpret_cast<decltype(t.stream_begin_capture)>(dlsym(h, "cuStreamBeginCapture_v2"));
+  t.stream_end_capture = reinterpret_cast<decltype(t.stream_end_capture)>(dlsym(h, "cuStreamEndCapture"));
+  t.graph_instantiate = reinterpret_cast<decltype(t.graph_instantiate)>(dlsym(h, "cuGraphInstantiateWithFlags"));
+  t.graph_launch = reinterpret_cast<decltype(t.graph_launch)>(dlsym(h, "cuGraphLaunch"));
+  t.graph_exec_update = reinterpret_cast<decltype(t.graph_exec_update)>(dlsym(h, "cuGraphExecUpdate_v2"));
+  t.graph_get_nodes = reinterpret_cast<decltype(t.graph_get_nodes)>(dlsym(h, "cuGraphGetNodes"));
+  t.graph_destroy = reinterpret_cast<decltype(t.graph_destroy)>(dlsym(h, "cuGraphDestroy"));
+  t.graph_exec_destroy = reinterpret_cast<decltype(t.graph_exec_destroy)>(dlsym(h, "cuGraphExecDestroy"));
   // Optional too: only a GPU no Vantage target runs as machine code needs PTX compiled.
   t.link_create = reinterpret_cast<decltype(t.link_create)>(dlsym(h, "cuLinkCreate_v2"));
   t.link_add_data = reinterpret_cast<decltype(t.link_add_data)>(dlsym(h, "cuLinkAddData_v2"));

@@ -23,6 +23,18 @@ struct CUstream_st;
 struct CUevent_st;
 struct CUlinkState_st;
 using CUlinkState = CUlinkState_st*;
+struct CUgraph_st;
+struct CUgraphExec_st;
+struct CUgraphNode_st;
+using CUgraph = CUgraph_st*;
+using CUgraphExec = CUgraphExec_st*;
+using CUgraphNode = CUgraphNode_st*;
+/// CUgraphExecUpdateResultInfo.
+struct GraphUpdateInfo {
+  int result = 0;
+  CUgraphNode error_node = nullptr;
+  CUgraphNode error_from_node = nullptr;
+};
 using CUcontext = CUctx_st*;
 using CUmodule = CUmod_st*;
 using CUfunction = CUfunc_st*;
@@ -76,6 +88,16 @@ enum PointerValue : int {
   kMemoryDevice = 2,
   kMemoryArray = 3,
   kMemoryUnified = 4,
+};
+/// CUstreamCaptureMode and CUgraphExecUpdateResult values.
+enum GraphValue : int {
+  kCaptureRelaxed = 2,
+  kUpdateSuccess = 0,
+  kUpdateTopologyChanged = 2,
+  kUpdateNodeTypeChanged = 3,
+  kUpdateFunctionChanged = 4,
+  kUpdateParametersChanged = 5,
+  kUpdateNotSupported = 6,
 };
 /// CUjit_option and CUjitInputType values Vantage passes to the linker.
 enum JitValue : int {
@@ -146,6 +168,16 @@ struct Table {
   CUresult (*pointer_get_attribute)(void* data, int attribute, CUdeviceptr ptr) = nullptr;
   CUresult (*mem_get_address_range)(CUdeviceptr* base, std::size_t* size, CUdeviceptr ptr) = nullptr;
   CUresult (*stream_get_ctx)(CUstream, CUcontext*) = nullptr;
+  /// CUDA graphs: stream capture, instantiation, replay, update (null on a driver without them; a
+  /// Graph then fails with the reason).
+  CUresult (*stream_begin_capture)(CUstream, int mode) = nullptr;
+  CUresult (*stream_end_capture)(CUstream, CUgraph*) = nullptr;
+  CUresult (*graph_instantiate)(CUgraphExec*, CUgraph, unsigned long long flags) = nullptr;
+  CUresult (*graph_launch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*graph_exec_update)(CUgraphExec, CUgraph, GraphUpdateInfo*) = nullptr;
+  CUresult (*graph_get_nodes)(CUgraph, CUgraphNode*, std::size_t*) = nullptr;
+  CUresult (*graph_destroy)(CUgraph) = nullptr;
+  CUresult (*graph_exec_destroy)(CUgraphExec) = nullptr;
   /// The driver's PTX compiler (cuLinkCreate_v2 and the rest; null on a driver without them, an error
   /// only where a GPU needs a kernel's PTX compiled).
   CUresult (*link_create)(unsigned, int*, void**, CUlinkState*) = nullptr;

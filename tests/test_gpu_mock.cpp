@@ -27,6 +27,7 @@
 #include "runtime/launch_internal.h"
 #include "test_support.hpp"
 #include "vantage/dlpack.hpp"
+#include "vantage/graph.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -45,6 +46,9 @@ struct MockState {
   std::set<void*> host_allocations;
   std::map<CUstream, int> streams;   ///< each stream's device (its context)
   CUstream launch_stream = nullptr;  ///< the last launch's
+  /// Streams capturing, with the launches (their arguments) recorded on each.
+  std::map<CUstream, std::vector<std::vector<std::uint64_t>>> capturing;
+  std::atomic<int> replays{0};  ///< launches a graph replayed
   std::atomic<int> launches{0};
   std::atomic<int> modules{0};
   std::atomic<int> ptx_compiles{0};  ///< cuLinkComplete calls: PTX the driver compiled
@@ -333,6 +337,17 @@ CUresult m_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, un
                   CUstream stream, void** params, void**) {
   ++mock().launches;
   std::lock_guard lock(mock().mu);
+  if (auto c = mock().capturing.find(stream); c != mock().capturing.end()) {
+    --mock().launches;  // recorded, not run
+    std::vector<std::uint64_t> recorded;
+    for (int i = 0; params[i]; ++i) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, params[i], sizeof v);
+      recorded.push_back(v);
+    }
+    c->second.push_back(std::move(recorded));
+    return 0;
+  }
   mock().launch_stream = stream;
   mock().grid = gx;
   mock().block = bx;
@@ -365,6 +380,61 @@ CUresult m_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, un
     mock().effect(mock().args);
     mock().effect = nullptr;
   }
+  return 0;
+}
+// CUDA graphs: a graph is the launches recorded while its stream captured; replaying one runs them.
+struct MockGraph {
+  std::vector<std::vector<std::uint64_t>> launches;
+};
+CUresult m_begin_capture(CUstream s, int mode) {
+  if (!s || mode != kCaptureRelaxed) return 1;
+  std::lock_guard lock(mock().mu);
+  mock().capturing[s];
+  return 0;
+}
+CUresult m_end_capture(CUstream s, CUgraph* g) {
+  std::lock_guard lock(mock().mu);
+  auto it = mock().capturing.find(s);
+  if (it == mock().capturing.end()) return 1;
+  *g = reinterpret_cast<CUgraph>(new MockGraph{std::move(it->second)});
+  mock().capturing.erase(it);
+  return 0;
+}
+CUresult m_instantiate(CUgraphExec* e, CUgraph g, unsigned long long) {
+  *e = reinterpret_cast<CUgraphExec>(new MockGraph(*reinterpret_cast<MockGraph*>(g)));
+  return 0;
+}
+CUresult m_graph_launch(CUgraphExec e, CUstream s) {
+  for (const auto& args : reinterpret_cast<MockGraph*>(e)->launches) {
+    ++mock().launches;
+    ++mock().replays;
+    std::lock_guard lock(mock().mu);
+    mock().launch_stream = s;
+    mock().args = args;
+  }
+  return 0;
+}
+CUresult m_exec_update(CUgraphExec e, CUgraph g, GraphUpdateInfo* info) {
+  auto* exec = reinterpret_cast<MockGraph*>(e);
+  auto* graph = reinterpret_cast<MockGraph*>(g);
+  if (exec->launches.size() != graph->launches.size()) {
+    info->result = kUpdateTopologyChanged;
+    return 910;  // CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
+  }
+  exec->launches = graph->launches;
+  info->result = kUpdateSuccess;
+  return 0;
+}
+CUresult m_graph_nodes(CUgraph g, CUgraphNode*, std::size_t* n) {
+  *n = reinterpret_cast<MockGraph*>(g)->launches.size();
+  return 0;
+}
+CUresult m_graph_destroy(CUgraph g) {
+  delete reinterpret_cast<MockGraph*>(g);
+  return 0;
+}
+CUresult m_exec_destroy(CUgraphExec e) {
+  delete reinterpret_cast<MockGraph*>(e);
   return 0;
 }
 CUresult m_occupancy(int* n, CUfunction, int, std::size_t) {
@@ -414,6 +484,14 @@ Table mock_table() {
   t.launch_kernel = m_launch;
   t.occupancy_max_active_blocks = m_occupancy;
   t.tensor_map_encode_tiled = m_encode;
+  t.stream_begin_capture = m_begin_capture;
+  t.stream_end_capture = m_end_capture;
+  t.graph_instantiate = m_instantiate;
+  t.graph_launch = m_graph_launch;
+  t.graph_exec_update = m_exec_update;
+  t.graph_get_nodes = m_graph_nodes;
+  t.graph_destroy = m_graph_destroy;
+  t.graph_exec_destroy = m_exec_destroy;
   t.pointer_get_attribute = m_pointer_attribute;
   t.mem_get_address_range = m_address_range;
   t.stream_get_ctx = m_stream_ctx;
@@ -728,6 +806,67 @@ TEST(GpuMock, AKernelWithCompilerOptionsLaunchesItsOwnCompile) {
   auto k = KernelCache::global().get(fast, spec);
   EXPECT_NE(std::find(k->options.begin(), k->options.end(), "--use_fast_math"), k->options.end());
   EXPECT_NE(std::find(k->options.begin(), k->options.end(), "--maxrregcount=64"), k->options.end());
+}
+
+// A graph captures checked launches on a stream and replays them; recorded again with new arguments it
+// replays those; a launch refused while recording ends the capture and throws, leaving the graph as it was.
+TEST(GpuMock, AGraphReplaysCheckedLaunchesAndIsUpdatedByRecordingAgain) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(0);
+  Stream s(d);
+  auto x = d.alloc<float>(1000), y = d.alloc<float>(1000), z = d.alloc<float>(1000);
+  const auto& cx = x;
+  Kernel k = examples::saxpy();
+  k.launch(s, Grid{4, 256}, 1000, 2.5f, cx, y);  // compiled and loaded before the capture
+  const int launches = mock().launches.load();
+  Graph g = Graph::capture(s, [&](const Stream& st) {
+    k.launch(st, Grid{4, 256}, 1000, 2.5f, cx, y);
+    k.launch(st, Grid{4, 256}, 500, 1.5f, cx, z);
+  });
+  EXPECT_EQ(g.size(), 2u);
+  EXPECT_EQ(mock().launches.load(), launches) << "captured, not run";
+  const int replays = mock().replays.load();
+  g.launch(s);
+  g.launch(s);
+  EXPECT_EQ(mock().replays.load(), replays + 4);
+  {
+    std::lock_guard lock(mock().mu);
+    EXPECT_EQ(mock().launch_stream, s.native());
+    EXPECT_EQ(static_cast<std::int32_t>(mock().args[0] & 0xffffffff), 500);
+    EXPECT_EQ(mock().args[3], z.view().address());
+  }
+  // New arguments: recorded again, each checked, and the graph replays them.
+  g.update(s, [&](const Stream& st) {
+    k.launch(st, Grid{4, 256}, 1000, 2.5f, cx, z);
+    k.launch(st, Grid{4, 256}, 250, 1.5f, cx, y);
+  });
+  g.launch(s);
+  {
+    std::lock_guard lock(mock().mu);
+    EXPECT_EQ(static_cast<std::int32_t>(mock().args[0] & 0xffffffff), 250);
+    EXPECT_EQ(mock().args[3], y.view().address());
+  }
+  // Another number of launches: the graph is made again.
+  g.update(s, [&](const Stream& st) { k.launch(st, Grid{4, 256}, 100, 1.0f, cx, y); });
+  EXPECT_EQ(g.size(), 1u);
+  const int before = mock().replays.load();
+  g.launch(s);
+  EXPECT_EQ(mock().replays.load(), before + 1);
+  // A bad launch while recording: refused as always, and the graph keeps what it had.
+  auto small = d.alloc<float>(10);
+  EXPECT_THROW(g.update(s, [&](const Stream& st) { k.launch(st, Grid{4, 256}, 1000, 1.0f, cx, small); }), LaunchError);
+  EXPECT_EQ(g.size(), 1u);
+  {
+    std::lock_guard lock(mock().mu);
+    EXPECT_TRUE(mock().capturing.empty()) << "the capture ended";
+  }
+  // The default stream cannot capture.
+  try {
+    Graph::capture(Stream::default_for(d), [&](const Stream&) {});
+    ADD_FAILURE() << "captured on the default stream";
+  } catch (const LaunchError& e) {
+    EXPECT_NE(std::string(e.what()).find("not on GPU 0"), std::string::npos) << e.what();
+  }
 }
 
 // A GPU buffer given out as a DLPack tensor names cuda:N; one taken in is checked with the driver too.

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "kernels/paper_kernels.hpp"
+#include "vantage/graph.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -75,6 +76,27 @@ TEST(Runtime, AMovedFromBufferIsEmptyAndALaunchOnItIsRefused) {
   z = std::move(taken);
   EXPECT_EQ(taken.size(), 0);  // NOLINT(bugprone-use-after-move)
   EXPECT_EQ(z.size(), 100);
+}
+
+// On a host device a graph is its function: run when captured, run again on each launch.
+TEST(Runtime, AGraphOnAHostDeviceRunsItsFunctionAgain) {
+  Device d = Device::interpreter();
+  Stream s(d);
+  auto x = d.alloc<float>(64), y = d.alloc<float>(64);
+  x.copy_from(std::vector<float>(64, 1.0f));
+  y.copy_from(std::vector<float>(64, 0.0f));
+  const auto& cx = x;
+  Kernel k = examples::saxpy();
+  Graph g = Graph::capture(s, [&](const Stream& st) { k.launch(st, Grid{1, 256}, 64, 1.0f, cx, y); });
+  EXPECT_EQ(y.to_vector()[0], 1.0f);
+  g.launch(s);
+  g.launch(s);
+  EXPECT_EQ(y.to_vector()[63], 3.0f);
+  g.update(s, [&](const Stream& st) { k.launch(st, Grid{1, 256}, 64, 10.0f, cx, y); });
+  g.launch(s);
+  EXPECT_EQ(y.to_vector()[0], 13.0f);
+  Stream other(Device::cpu_available() ? Device::cpu() : Device::interpreter(InterpreterOptions{}));
+  if (!(other.device() == d)) EXPECT_THROW(g.launch(other), LaunchError);
 }
 
 TEST(Runtime, TypedKernelsCheckTheirSignatureWhenMade) {
