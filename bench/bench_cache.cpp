@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "cache/cache.h"
@@ -58,50 +59,72 @@ void BM_CacheHitDisk(benchmark::State& state) {
 }
 BENCHMARK(BM_CacheHitDisk)->Unit(benchmark::kMicrosecond);
 
+/// What the remote benchmarks share: a real redis-server, a key pair and its trust list, a 64 KiB
+/// entry stored unsigned (prefix "vantage:") and signed (prefix "signed:") under the same name.
+struct RemoteBench {
+  vantage::test_support::RedisServer redis;
+  fs::path dir;
+  cache::Entry entry;
+  const std::string name = std::string(32, 'a') + ".00000000";
+  std::unique_ptr<cache::RemoteTier> plain, signing;
+
+  explicit RemoteBench(const char* label) : dir(scratch(label)) {
+    if (!redis.available()) return;
+    fs::create_directories(dir);
+    cache::write_key_pair((dir / "bench").string());
+    std::string why;
+    auto secret = cache::read_secret_key((dir / "bench.key").string(), &why);
+    cache::TrustList trust = cache::TrustList::from_files({(dir / "bench.pub").string()});
+    cache::RemoteConfig cfg = *cache::RemoteConfig::parse(redis.url("timeout_ms=1000"), &why);
+    plain = std::make_unique<cache::RemoteTier>(cfg, cache::TrustList{}, std::nullopt);
+    cfg.prefix = "signed:";
+    signing = std::make_unique<cache::RemoteTier>(cfg, trust, secret);
+    entry.key = cache::make_key({"bench"});
+    entry.cubin.assign(64 * 1024 - 200, 'c');
+    entry.meta["entry"] = "vt_bench";
+    plain->save(name, entry, nullptr);
+    signing->save(name, entry, nullptr);
+  }
+  ~RemoteBench() { fs::remove_all(dir); }
+  /// The entry from `tier`, as KernelCache's remote path takes it.
+  cache::Entry hit(cache::RemoteTier& tier) const {
+    auto r = cache::remote_get_or_produce(tier, name, entry.key,
+                                          []() -> cache::Entry { throw std::runtime_error("a miss"); });
+    return std::move(*r.entry);
+  }
+};
+
+/// The p-th percentile of `v` (nearest rank).
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0
+                   : v[std::min(v.size() - 1, static_cast<std::size_t>(p / 100.0 * static_cast<double>(v.size())))];
+}
+
+double micros_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
+}
+
 /// Remote hits of a 64 KiB entry, unsigned and signed (verified under a trust list of its key)
 /// alternately, so that both see the same moment of the host; the median and 99th percentile of each
 /// and their ratio are the counters.
 void BM_CacheHitRemote(benchmark::State& state) {
-  vantage::test_support::RedisServer redis;
-  if (!redis.available()) return state.SkipWithError(redis.problem().c_str());
-  fs::path dir = scratch("remote");
-  fs::create_directories(dir);
-  cache::write_key_pair((dir / "bench").string());
-  std::string why;
-  auto secret = cache::read_secret_key((dir / "bench.key").string(), &why);
-  cache::TrustList trust = cache::TrustList::from_files({(dir / "bench.pub").string()});
-  auto cfg = cache::RemoteConfig::parse(redis.url("timeout_ms=1000"), &why);
-  cache::RemoteTier plain(*cfg, {}, std::nullopt), signing(*cfg, trust, secret);
-  cache::Entry e;
-  e.key = cache::make_key({"bench"});
-  e.cubin.assign(64 * 1024 - 200, 'c');
-  e.meta["entry"] = "vt_bench";
-  const std::string unsigned_name = std::string(32, 'a') + ".00000000",
-                    signed_name = std::string(32, 'b') + ".00000000";
-  plain.save(unsigned_name, e, nullptr);
-  signing.save(signed_name, e, nullptr);
+  RemoteBench b("remote");
+  if (!b.redis.available()) return state.SkipWithError(b.redis.problem().c_str());
   std::vector<double> times[2];
   for (auto _ : state) {
     for (int s = 0; s < 2; ++s) {
       const auto t = std::chrono::steady_clock::now();
-      auto r = cache::remote_get_or_produce(s ? signing : plain, s ? signed_name : unsigned_name, e.key,
-                                            [&]() -> cache::Entry { throw std::runtime_error("a miss"); });
-      times[s].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count());
-      if (!r.hit) state.SkipWithError("the entry was not a hit");
-      benchmark::DoNotOptimize(r.entry->cubin.data());
+      cache::Entry e = b.hit(s ? *b.signing : *b.plain);
+      times[s].push_back(micros_since(t));
+      benchmark::DoNotOptimize(e.cubin.data());
     }
   }
-  auto pct = [](std::vector<double> v, double p) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0
-                     : v[std::min(v.size() - 1, static_cast<std::size_t>(p / 100.0 * static_cast<double>(v.size())))];
-  };
-  state.counters["unsigned_p50_us"] = pct(times[0], 50);
-  state.counters["unsigned_p99_us"] = pct(times[0], 99);
-  state.counters["signed_p50_us"] = pct(times[1], 50);
-  state.counters["signed_p99_us"] = pct(times[1], 99);
-  state.counters["signed_over_unsigned"] = pct(times[1], 50) / pct(times[0], 50);
-  fs::remove_all(dir);
+  state.counters["unsigned_p50_us"] = percentile(times[0], 50);
+  state.counters["unsigned_p99_us"] = percentile(times[0], 99);
+  state.counters["signed_p50_us"] = percentile(times[1], 50);
+  state.counters["signed_p99_us"] = percentile(times[1], 99);
+  state.counters["signed_over_unsigned"] = percentile(times[1], 50) / percentile(times[0], 50);
 }
 BENCHMARK(BM_CacheHitRemote)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
 
@@ -110,57 +133,27 @@ BENCHMARK(BM_CacheHitRemote)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
 /// the copy kept in the directory: temp file, fsync, rename), unsigned and signed. Alternated; the
 /// counters are the medians, 99th percentiles and ratios.
 void BM_CacheLaunchRemoteHit(benchmark::State& state) {
-  vantage::test_support::RedisServer redis;
-  if (!redis.available()) return state.SkipWithError(redis.problem().c_str());
-  fs::path dir = scratch("launch");
-  fs::create_directories(dir);
-  cache::write_key_pair((dir / "bench").string());
-  std::string why;
-  auto secret = cache::read_secret_key((dir / "bench.key").string(), &why);
-  cache::TrustList trust = cache::TrustList::from_files({(dir / "bench.pub").string()});
-  auto cfg = cache::RemoteConfig::parse(redis.url("timeout_ms=1000"), &why);
-  cache::RemoteTier plain(*cfg, {}, std::nullopt), signing(*cfg, trust, secret);
-  cache::DiskStore store(dir / "cache", true);
-  cache::Entry e;
-  e.key = cache::make_key({"bench"});
-  e.cubin.assign(64 * 1024 - 200, 'c');
-  e.meta["entry"] = "vt_bench";
-  const std::string name = std::string(32, 'a') + ".00000000";
-  plain.save(name, e, nullptr);
-  const cache::RemoteConfig signed_cfg = [&] {
-    cache::RemoteConfig c = *cfg;
-    c.prefix = "signed:";
-    return c;
-  }();
-  cache::RemoteTier signed_tier(signed_cfg, trust, secret);
-  signed_tier.save(name, e, nullptr);
-  auto miss = [&]() -> cache::Entry { throw std::runtime_error("a miss"); };
+  RemoteBench b("launch");
+  if (!b.redis.available()) return state.SkipWithError(b.redis.problem().c_str());
+  cache::DiskStore store(b.dir / "cache", true);
   std::vector<double> times[3];
   for (auto _ : state) {
     for (int s = 0; s < 3; ++s) {
-      if (s > 0) store.remove(name);
+      if (s > 0) store.remove(b.name);
       const auto t = std::chrono::steady_clock::now();
-      cache::RemoteTier& tier = s == 2 ? signed_tier : plain;
       auto r = cache::get_or_produce(
-          store, name, e.key, [&] { return std::move(*cache::remote_get_or_produce(tier, name, e.key, miss).entry); },
-          std::chrono::seconds(10), std::int64_t{1} << 40);
-      times[s].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count());
-      if (!r.entry) state.SkipWithError("no entry");
+          store, b.name, b.entry.key, [&] { return b.hit(s == 2 ? *b.signing : *b.plain); }, std::chrono::seconds(10),
+          std::int64_t{1} << 40);
+      times[s].push_back(micros_since(t));
       benchmark::DoNotOptimize(r.entry->cubin.data());
     }
   }
-  auto pct = [](std::vector<double> v, double p) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0
-                     : v[std::min(v.size() - 1, static_cast<std::size_t>(p / 100.0 * static_cast<double>(v.size())))];
-  };
-  state.counters["disk_p50_us"] = pct(times[0], 50);
-  state.counters["remote_p50_us"] = pct(times[1], 50);
-  state.counters["remote_p99_us"] = pct(times[1], 99);
-  state.counters["signed_p50_us"] = pct(times[2], 50);
-  state.counters["signed_p99_us"] = pct(times[2], 99);
-  state.counters["signed_over_unsigned"] = pct(times[2], 50) / pct(times[1], 50);
-  fs::remove_all(dir);
+  state.counters["disk_p50_us"] = percentile(times[0], 50);
+  state.counters["remote_p50_us"] = percentile(times[1], 50);
+  state.counters["remote_p99_us"] = percentile(times[1], 99);
+  state.counters["signed_p50_us"] = percentile(times[2], 50);
+  state.counters["signed_p99_us"] = percentile(times[2], 99);
+  state.counters["signed_over_unsigned"] = percentile(times[2], 50) / percentile(times[1], 50);
 }
 BENCHMARK(BM_CacheLaunchRemoteHit)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
 

@@ -415,59 +415,53 @@ std::vector<std::string> RemoteTier::names_with_prefix(const std::string& prefix
   return out;
 }
 
-std::vector<EntryInfo> RemoteTier::list() const {
-  std::vector<EntryInfo> out;
-  const std::string pattern = cfg_.prefix + "entry:*";
+bool RemoteTier::scan(const std::string& pattern, const std::function<void(std::vector<std::string>&)>& batch) const {
   std::string cursor = "0";
   do {
     auto reply = with_connection([&](Connection& c) {
       auto r = c.run({{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}});
       return r.empty() ? ReplyPtr() : std::move(r[0]);
     });
-    if (!reply || !*reply || (*reply)->type != REDIS_REPLY_ARRAY || (*reply)->elements != 2) break;
+    if (!reply || !*reply || (*reply)->type != REDIS_REPLY_ARRAY || (*reply)->elements != 2) return false;
     cursor = reply_text((*reply)->element[0]);
     const redisReply* keys = (*reply)->element[1];
-    std::vector<Args> lens;
     std::vector<std::string> names;
     for (std::size_t i = 0; i < keys->elements; ++i) names.push_back(reply_text(keys->element[i]));
-    for (const auto& k : names) lens.push_back({"STRLEN", k});
+    if (!names.empty()) batch(names);
+  } while (cursor != "0");
+  return true;
+}
+
+std::vector<EntryInfo> RemoteTier::list() const {
+  std::vector<EntryInfo> out;
+  const std::size_t skip = cfg_.prefix.size() + 6;  // "PREFIX entry:"
+  scan(cfg_.prefix + "entry:*", [&](std::vector<std::string>& keys) {
+    std::vector<Args> lens;
+    for (const auto& k : keys) lens.push_back({"STRLEN", k});
     auto sizes = with_connection([&](Connection& c) { return c.run(lens); });
-    const std::size_t skip = cfg_.prefix.size() + 6;
-    for (std::size_t i = 0; i < names.size(); ++i) {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
       EntryInfo e;
-      e.name = names[i].substr(skip);
+      e.name = keys[i].substr(skip);
       e.path = where(e.name);
       if (sizes && i < sizes->size() && (*sizes)[i]) e.bytes = (*sizes)[i]->integer;
       out.push_back(std::move(e));
     }
-  } while (cursor != "0");
+  });
   std::sort(out.begin(), out.end(), [](const EntryInfo& a, const EntryInfo& b) { return a.name < b.name; });
   return out;
 }
 
 std::int64_t RemoteTier::clear() {
   std::int64_t removed = 0;
-  const std::string pattern = cfg_.prefix + "*";
-  std::string cursor = "0";
-  do {
-    auto reply = with_connection([&](Connection& c) {
-      auto r = c.run({{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}});
-      return r.empty() ? ReplyPtr() : std::move(r[0]);
-    });
-    if (!reply || !*reply || (*reply)->type != REDIS_REPLY_ARRAY || (*reply)->elements != 2) break;
-    cursor = reply_text((*reply)->element[0]);
-    const redisReply* keys = (*reply)->element[1];
-    if (keys->elements == 0) continue;
-    std::vector<std::string> names;
-    for (std::size_t i = 0; i < keys->elements; ++i) names.push_back(reply_text(keys->element[i]));
+  scan(cfg_.prefix + "*", [&](std::vector<std::string>& keys) {
     Args del = {"DEL"};
-    for (const auto& k : names) del.push_back(k);
+    for (const auto& k : keys) del.push_back(k);
     auto n = with_connection([&](Connection& c) {
       auto r = c.run({del});
       return r.empty() ? std::int64_t{0} : static_cast<std::int64_t>(r[0]->integer);
     });
     if (n) removed += *n;
-  } while (cursor != "0");
+  });
   return removed;
 }
 

@@ -106,6 +106,9 @@ class RemoteTier final : public Tier {
   std::unique_ptr<Connection> take() const;
   void give(std::unique_ptr<Connection> c) const;
   void release(const std::string& name, const std::string& token) const;
+  /// Calls `batch` with each batch of the keys matching `pattern` (SCAN); false when Redis stopped
+  /// answering on the way.
+  bool scan(const std::string& pattern, const std::function<void(std::vector<std::string>&)>& batch) const;
   /// Counts `n` under `field` in the fleet-wide counters, sent with the next command.
   void tally(const std::string& field, std::int64_t n) const;
 

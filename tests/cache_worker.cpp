@@ -26,6 +26,7 @@
 
 #include "cache/cache.h"
 #include "kernels/paper_kernels.hpp"
+#include "scaled_kernel.hpp"
 
 namespace {
 
@@ -109,16 +110,9 @@ int examples_mode() {
   return failed == 0 ? 0 : 1;
 }
 
-/// Kernel `i` of the fleet test: a saxpy whose name and scale differ, so each has its own source.
+/// Kernel `i` of the fleet test: its own name and scale, so its own source.
 Kernel fleet_kernel(int i) {
-  KernelBuilder k("fleet_" + std::to_string(i));
-  auto n = k.param<int>("n");
-  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
-  auto y = k.param<GlobalPtr<float>>("y", extent(n));
-  k.block_threads(128);
-  const float scale = 1.0f + static_cast<float>(i);
-  k.body([&](Scope& g) { lib::for_each(g, y, n, [&](Scope&, Expr j, ElemRef yj) { yj = scale * x[j] + yj; }); });
-  return k.build();
+  return test_support::scaled_saxpy("fleet_" + std::to_string(i), 1.0f + static_cast<float>(i), 128);
 }
 
 int arch_mode(const char* name) {

@@ -18,6 +18,7 @@
 #include "jit/nvrtc/nvrtc.h"
 #include "jit/pipeline/handles.h"
 #include "kernels/paper_kernels.hpp"
+#include "log_capture.hpp"
 #include "support/log.h"
 #include "test_support.hpp"
 
@@ -33,25 +34,7 @@ struct TempDir : test_support::TempDir {
   TempDir() : test_support::TempDir("vantage_cache_test") {}
 };
 
-/// Collects what the library logs, so tests can assert the warning a fault must produce.
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
-    logging::get().sinks().push_back(sink_);
-  }
-  ~LogCapture() {
-    auto& sinks = logging::get().sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  std::string text() const {
-    std::string all;
-    for (const auto& line : sink_->last_formatted()) all += line;
-    return all;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-};
+using test_support::LogCapture;
 
 CacheConfig config_for(const fs::path& dir) {
   CacheConfig c;

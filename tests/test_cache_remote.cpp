@@ -24,7 +24,9 @@
 #include "cache/remote.h"
 #include "cache/sign.h"
 #include "kernels/paper_kernels.hpp"
+#include "log_capture.hpp"
 #include "redis_server.hpp"
+#include "scaled_kernel.hpp"
 #include "support/log.h"
 #include "test_support.hpp"
 #include "vantage/cache.hpp"
@@ -44,24 +46,7 @@ using test_support::TempDir;
     if (!(server).available()) GTEST_SKIP() << (server).problem(); \
   } while (0)
 
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
-    logging::get().sinks().push_back(sink_);
-  }
-  ~LogCapture() {
-    auto& sinks = logging::get().sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  std::string text() const {
-    std::string all;
-    for (const auto& line : sink_->last_formatted()) all += line;
-    return all;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-};
+using test_support::LogCapture;
 
 std::unique_ptr<RemoteTier> tier_at(const std::string& url, cache::TrustList trust = {},
                                     std::optional<cache::SecretKey> key = std::nullopt) {
@@ -395,14 +380,7 @@ TEST(Concurrency, EightThreadsShareOneRemoteTier) {
 }
 
 Kernel scaled_saxpy(int i) {
-  KernelBuilder k("scaled_" + std::to_string(i));
-  auto n = k.param<int>("n");
-  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
-  auto y = k.param<GlobalPtr<float>>("y", extent(n));
-  k.block_threads(64);
-  const float scale = 2.0f + static_cast<float>(i);
-  k.body([&](Scope& g) { lib::for_each(g, y, n, [&](Scope&, Expr j, ElemRef yj) { yj = scale * x[j] + yj; }); });
-  return k.build();
+  return test_support::scaled_saxpy("scaled_" + std::to_string(i), 2.0f + static_cast<float>(i), 64);
 }
 
 TEST(Concurrency, ThreadsOfOneCacheShareTheRemoteLeaseAndCompileEachKernelOnce) {
