@@ -99,6 +99,29 @@ TEST(Runtime, AGraphOnAHostDeviceRunsItsFunctionAgain) {
   if (!(other.device() == d)) EXPECT_THROW(g.launch(other), LaunchError);
 }
 
+// The registry `vantage --load` reads: names are identifiers, each registered once, in order.
+TEST(Registry, AKernelIsRegisteredOnceUnderANameThatIsAnIdentifier) {
+  const std::size_t before = registered_kernels().size();
+  register_kernel({"registry_test_saxpy", "saxpy again", [] { return examples::saxpy(); }});
+  auto all = registered_kernels();
+  ASSERT_EQ(all.size(), before + 1);
+  EXPECT_EQ(all.back().name, "registry_test_saxpy");
+  EXPECT_EQ(all.back().build().name(), "saxpy");
+  auto refused = [](RegisteredKernel k, const std::string& says) {
+    try {
+      register_kernel(std::move(k));
+      ADD_FAILURE() << says;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused({"registry_test_saxpy", "", [] { return examples::saxpy(); }}, "'registry_test_saxpy' is registered already");
+  refused({"9lives", "", [] { return examples::saxpy(); }}, "'9lives' is not a name");
+  refused({"has space", "", [] { return examples::saxpy(); }}, "is not a name");
+  refused({"no_factory", "", nullptr}, "'no_factory' has no factory");
+  EXPECT_EQ(registered_kernels().size(), before + 1);
+}
+
 TEST(Runtime, TypedKernelsCheckTheirSignatureWhenMade) {
   Kernel k = examples::saxpy();
   using Good = TypedKernel<void(int, float, Buffer<const float>, Buffer<float>)>;

@@ -1,6 +1,7 @@
 // The `vantage` command line: look at the example kernels (IR, lowered IR, CUDA, PTX), compile them,
 // run them on the interpreter or a GPU with their result checked, list the devices, and manage the
 // kernel cache.
+#include <dlfcn.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,13 +20,14 @@
 #include "kernels/runs.hpp"
 #include "kernels/tuning.hpp"
 #include "tools/cache_cli.h"
+#include "vantage/registry.hpp"
 
 namespace {
 
 constexpr const char* kHelp = R"(vantage - build, check and inspect GPU kernels
 
 Usage:
-  vantage examples              list the built-in example kernels
+  vantage examples              list the built-in example kernels (and those --load added)
   vantage check [NAME...]       build and check examples (all when none named); exit 1 if any fails
   vantage ir NAME               print the checked IR of an example
   vantage lower NAME [OPTIONS]  print its lowered IR (what every backend consumes)
@@ -75,6 +77,9 @@ Usage:
 Options:
   --arch ARCH                             target: ARCHS (default sm_90)
   --threads N                             threads per block when the kernel leaves it open
+  --load LIBRARY                          open a kernel library first (repeatable, anywhere); the
+                                          kernels it registers (VANTAGE_REGISTER_KERNEL, vantage/
+                                          registry.hpp) join the examples in every command
   --size NAME=VALUE                       value of a specialized parameter, or a launch's value of
                                           another integer one: its size class picks the variant, as
                                           a launch's would (repeatable)
@@ -115,7 +120,75 @@ std::string command_help(const std::string& cmd) {
   return out;
 }
 
+const vantage::examples::Example* find_builtin(const std::string& name) {
+  for (const auto& ex : vantage::examples::all())
+    if (ex.name == name) return &ex;
+  return nullptr;
+}
+
+/// The kernels of libraries `--load` opened, as examples the tools take.
+std::vector<vantage::examples::Example>& loaded() {
+  static std::vector<vantage::examples::Example> kernels;
+  return kernels;
+}
+
+/// The built-in examples, then the loaded kernels.
+std::vector<vantage::examples::Example> every_kernel() {
+  std::vector<vantage::examples::Example> all = vantage::examples::all();
+  all.insert(all.end(), loaded().begin(), loaded().end());
+  return all;
+}
+
+/// Opens each `--load FILE` (the libraries' static initializers register their kernels) and drops
+/// the options from argv; false (after a message) when one cannot be opened or registers nothing
+/// usable.
+bool load_libraries(int& argc, char** argv) {
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--load") != 0) {
+      argv[out++] = argv[i];
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "vantage: --load wants a shared library (a kernel library that registers kernels)\n");
+      return false;
+    }
+    const char* file = argv[++i];
+    const std::size_t before = vantage::registered_kernels().size();
+    try {
+      if (!::dlopen(file, RTLD_NOW | RTLD_GLOBAL)) {
+        std::fprintf(stderr, "vantage: --load %s: %s\n", file, ::dlerror());
+        return false;
+      }
+    } catch (const std::exception& e) {  // a registration refused in its static initializer
+      std::fprintf(stderr, "vantage: --load %s: %s\n", file, e.what());
+      return false;
+    }
+    const auto all = vantage::registered_kernels();
+    if (all.size() == before)
+      std::fprintf(stderr, "vantage: --load %s: the library registered no kernel (VANTAGE_REGISTER_KERNEL)\n", file);
+    for (std::size_t k = before; k < all.size(); ++k) {
+      if (find_builtin(all[k].name)) {
+        std::fprintf(stderr, "vantage: --load %s: '%s' is the name of a built-in example\n", file, all[k].name.c_str());
+        return false;
+      }
+      vantage::examples::Example ex;
+      ex.name = all[k].name;
+      ex.what = all[k].what + " (" + file + ")";
+      ex.build = all[k].build;
+      ex.sizes = all[k].sizes;
+      ex.arch = all[k].arch;
+      loaded().push_back(std::move(ex));
+    }
+  }
+  argc = out;
+  argv[argc] = nullptr;
+  return true;
+}
+
 const vantage::examples::Example* find(const std::string& name) {
+  for (const auto& ex : loaded())
+    if (ex.name == name) return &ex;
   for (const auto& ex : vantage::examples::all())
     if (ex.name == name) return &ex;
   return nullptr;
@@ -462,8 +535,14 @@ int report_main(int argc, char** argv) {
   }
   const auto* ex = find(name);
   if (!ex) return unknown(name);
+  const bool builtin = find_builtin(name) != nullptr;  // a loaded kernel has no run to take sizes from
+  if (!builtin && blocks == 0) {
+    std::fprintf(stderr, "vantage report: give --blocks B, the blocks a launch of '%s' runs\n", name.c_str());
+    return 2;
+  }
   try {
-    auto defaults = vantage::examples::default_sizes(name);
+    auto defaults =
+        builtin ? vantage::examples::default_sizes(name) : decltype(vantage::examples::default_sizes(name)){};
     if (!defaults.empty())
       for (const auto& [k, v] : defaults.front()) size.emplace(k, v);
     if (blocks == 0) blocks = vantage::examples::default_blocks(name, size);
@@ -521,6 +600,7 @@ int devices_main() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!load_libraries(argc, argv)) return 2;
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     std::fputs(help().c_str(), argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
@@ -580,7 +660,7 @@ int main(int argc, char** argv) {
         return r;
       };
       if (names.empty())
-        for (const auto& ex : vantage::examples::all()) rc |= one(ex);
+        for (const auto& ex : every_kernel()) rc |= one(ex);
       for (const auto& n : names) {
         const auto* ex = find(n);
         if (!ex) return unknown(n);
@@ -613,13 +693,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (cmd == "examples") {
-    for (const auto& ex : vantage::examples::all()) std::printf("%-16s %s\n", ex.name.c_str(), ex.what.c_str());
+    for (const auto& ex : every_kernel()) std::printf("%-16s %s\n", ex.name.c_str(), ex.what.c_str());
     return 0;
   }
   if (cmd == "check") {
     int rc = 0;
     if (argc == 2) {
-      for (const auto& ex : vantage::examples::all()) rc |= check_one(ex);
+      for (const auto& ex : every_kernel()) rc |= check_one(ex);
       return rc;
     }
     for (int i = 2; i < argc; ++i) {

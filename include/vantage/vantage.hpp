@@ -7,6 +7,7 @@
 #include "vantage/diagnostics.hpp"
 #include "vantage/launch.hpp"
 #include "vantage/library.hpp"
+#include "vantage/registry.hpp"
 #include "vantage/report.hpp"
 #include "vantage/runtime.hpp"
 #include "vantage/tune.hpp"

@@ -27,10 +27,31 @@ cmake --build "$work/cmake" >/dev/null
 LD_LIBRARY_PATH="$work/prefix/lib" "$work/cmake/consumer" | tee "$work/out1"
 grep -q "consumer: saxpy checked" "$work/out1"
 
+# The kernel library built beside it, loaded by the installed CLI: every command takes its kernel.
+lib="$work/cmake/libmykernels.so"
+cli() { env -u LD_LIBRARY_PATH "$work/prefix/bin/vantage" --load "$lib" "$@"; }
+cli examples | grep "^scale_by_two .*from a library outside the tree" >/dev/null
+cli check scale_by_two | grep "scale_by_two .*ok" >/dev/null
+cli check >"$work/check_all" && grep "scale_by_two .*ok" "$work/check_all" >/dev/null
+cli ir scale_by_two | grep "kernel scale_by_two" >/dev/null
+cli lower scale_by_two --threads 128 >/dev/null
+cli cuda scale_by_two | grep 'extern "C" __global__' >/dev/null
+cli report scale_by_two --size n=4096 --blocks 32 | grep -i "scale_by_two" >/dev/null
+if env -u LD_LIBRARY_PATH "$work/prefix/bin/vantage" version | grep -q "NVRTC: not available"; then
+  echo "install: NVRTC not available here: ptx and compile of the loaded kernel skipped"
+else
+  cli ptx scale_by_two | grep "\.entry" >/dev/null
+  cli compile scale_by_two | grep "scale_by_two" >/dev/null
+fi
+if env -u LD_LIBRARY_PATH "$work/prefix/bin/vantage" --load "$work/nothing.so" check 2>"$work/err"; then
+  echo "a library that does not exist was loaded"; exit 1
+fi
+grep "vantage: --load $work/nothing.so:" "$work/err" >/dev/null
+
 libdir=$(ls -d "$work/prefix"/lib*/pkgconfig | head -n 1)
 export PKG_CONFIG_PATH="$libdir"
 # shellcheck disable=SC2046
 c++ $flags "$here/consumer/main.cpp" -o "$work/consumer_pc" $(pkg-config --cflags --libs vantage)
 LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer_pc" | tee "$work/out2"
 grep -q "consumer: saxpy checked" "$work/out2"
-echo "install: the installed CLI ran; find_package and pkg-config consumers built and ran"
+echo "install: the installed CLI ran, on its examples and a kernel library's; find_package and pkg-config consumers built and ran"
