@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "vantage/vantage.hpp"
 
@@ -141,6 +144,76 @@ TEST(Tune, SixteenConfigurationsAreMeasuredAndFailuresScoredNotFatal) {
   std::string lines = progress.str();
   EXPECT_NE(lines.find("[16/16]"), std::string::npos) << lines;
   EXPECT_NE(lines.find("threads=512: check failed"), std::string::npos) << lines;
+}
+
+// A random search measures its seeded sample of the space and leaves the rest unmeasured, saying why.
+TEST(Tune, ARandomSearchMeasuresItsSampleOnly) {
+  AffineProblem p;
+  tune::Options o;
+  o.store = false;
+  o.compile_threads = 2;
+  o.repetitions = 1;
+  o.search = tune::Search::Random;
+  o.samples = 4;
+  o.seed = 7;
+  Device d = host_device();
+  tune::Report r = tune::tune("affine", space({64, 128, 256, 512}), make, p.problem, d, o);
+  EXPECT_EQ(r.measured, 4);
+  std::set<std::string> drawn;
+  int left = 0;
+  for (const auto& x : r.results) {
+    if (x.status == tune::Result::Status::NotMeasured) {
+      EXPECT_EQ(x.detail, "not drawn by the random search");
+      ++left;
+    } else {
+      drawn.insert(tune::to_string(x.config));
+    }
+  }
+  EXPECT_EQ(left, 12);
+  tune::Report again = tune::tune("affine", space({64, 128, 256, 512}), make, p.problem, d, o);
+  std::set<std::string> drawn_again;
+  for (const auto& x : again.results)
+    if (x.status != tune::Result::Status::NotMeasured) drawn_again.insert(tune::to_string(x.config));
+  EXPECT_EQ(drawn, drawn_again) << "the same seed draws the same configurations";
+  o.samples = 0;  // a quarter of the space
+  EXPECT_EQ(tune::tune("affine", space({64, 128, 256, 512}), make, p.problem, d, o).measured, 4);
+}
+
+// Early stopping: configurations far slower than the best so far stop after two repetitions, so the
+// run takes a fraction of the time and picks the same configuration. Each configuration's launch is
+// padded by a sleep (1 ms for the fastest, 40 ms for the others) so that the times are not the host's
+// noise.
+TEST(Tune, EarlyStoppingCutsTheWallTimeWithTheSamePick) {
+  AffineProblem p;
+  tune::Problem slow = p.problem;
+  slow.check = nullptr;
+  slow.run = [&p](const Kernel& k, const Device& d, Grid g) {
+    p.problem.run(k, d, g);
+    std::this_thread::sleep_for(std::chrono::milliseconds(g.threads == 64 ? 1 : 40));
+  };
+  tune::Space s;
+  s.param("threads", {64, 128, 256, 512}).param("items", {1});
+  tune::Options o;
+  o.store = false;
+  o.compile_threads = 1;  // the configurations reach the timing loop in the space's order: the fast one first
+  o.warmup = 0;
+  o.flush_cache = false;
+  Device d = host_device();
+  o.repetitions = 1;
+  tune::tune("warm", s, make, slow, d, o);  // every candidate compiled before the two timed runs
+  o.repetitions = 10;
+  o.early_stop = 0.5;
+  tune::Report early = tune::tune("early", s, make, slow, d, o);
+  o.early_stop = 0;
+  tune::Report full = tune::tune("full", s, make, slow, d, o);
+  ASSERT_NE(early.best(), nullptr);
+  ASSERT_NE(full.best(), nullptr);
+  EXPECT_EQ(tune::to_string(early.best()->config), tune::to_string(full.best()->config));
+  EXPECT_EQ(early.best()->config.at("threads"), 64);
+  int stopped = 0;
+  for (const auto& x : early.results) stopped += x.detail.rfind("stopped after 2 of 10 repetitions", 0) == 0;
+  EXPECT_EQ(stopped, 3);
+  EXPECT_LE(early.total_ms * 2, full.total_ms) << "early " << early.total_ms << " ms, full " << full.total_ms << " ms";
 }
 
 TEST(Tune, ASecondRunMeasuresOnlyTheConfigurationsItHasNoResultFor) {

@@ -20,6 +20,7 @@
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -280,6 +281,17 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
       report.store_path = store->path();
     }
   }
+  // The configurations this search considers: all, or a seeded random sample.
+  std::vector<bool> considered(report.results.size(), options.search == Search::Exhaustive);
+  if (options.search == Search::Random) {
+    std::vector<std::size_t> order(report.results.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::mt19937_64 rng(options.seed);
+    std::shuffle(order.begin(), order.end(), rng);
+    const std::size_t want =
+        options.samples > 0 ? static_cast<std::size_t>(options.samples) : std::max<std::size_t>(1, order.size() / 4);
+    for (std::size_t k = 0; k < std::min(want, order.size()); ++k) considered[order[k]] = true;
+  }
   std::vector<std::size_t> unmeasured;
   {
     auto known = store ? store->load() : std::map<std::string, Result>{};
@@ -290,11 +302,17 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
         r = it->second;
         r.config = std::move(c);
         ++report.reused;
-      } else {
+      } else if (considered[i]) {
         unmeasured.push_back(i);
+      } else {
+        r.detail = "not drawn by the random search";
       }
     }
   }
+  // The best time known so far, for early stopping.
+  double best_ms = std::numeric_limits<double>::infinity();
+  for (const auto& r : report.results)
+    if (r.ok()) best_ms = std::min(best_ms, r.ms);
 
   auto over_budget = [&] { return options.budget_s > 0 && ms_since(start) > options.budget_s * 1000.0; };
 
@@ -395,7 +413,15 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
           device.synchronize();
           if (options.flush_cache && !flush) flush.emplace(device);
           std::vector<double> times;
-          for (int rep = 0; rep < std::max(1, options.repetitions); ++rep) {
+          const int reps = std::max(1, options.repetitions);
+          for (int rep = 0; rep < reps; ++rep) {
+            if (options.early_stop > 0 && rep >= std::max(1, options.early_repetitions) && std::isfinite(best_ms) &&
+                median(times) > best_ms * (1 + options.early_stop)) {
+              r.detail = "stopped after " + std::to_string(rep) + " of " + std::to_string(reps) +
+                         " repetitions: more than " + std::to_string(static_cast<int>(options.early_stop * 100)) +
+                         "% slower than the best";
+              break;
+            }
             if (flush) (*flush)();
             if (device.is_gpu()) {
               Stream s = Stream::default_for(device);
@@ -413,6 +439,7 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
             }
           }
           r.ms = median(times);
+          best_ms = std::min(best_ms, r.ms);
         }
       } catch (...) {
         classify(std::current_exception(), r.status, r.detail);

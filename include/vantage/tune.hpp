@@ -68,7 +68,21 @@ struct Problem {
   std::function<bool(std::string& why)> check;
 };
 
+/// How the space is searched.
+enum class Search : std::uint8_t {
+  Exhaustive,  ///< every configuration
+  Random,      ///< `samples` configurations drawn at random (seeded), the rest left unmeasured
+};
+
 struct Options {
+  Search search = Search::Exhaustive;
+  int samples = 0;         ///< Random: configurations to draw (0: a quarter of the space, at least one)
+  std::uint64_t seed = 1;  ///< Random: the same seed draws the same configurations
+  /// Early stopping: after `early_repetitions` timed launches, a configuration whose median so far is
+  /// more than this fraction slower than the best so far (0.5: 50%) is not timed further; its figure
+  /// is that median. 0: every configuration gets all its repetitions.
+  double early_stop = 0;
+  int early_repetitions = 2;
   int compile_threads = 0;  ///< workers building and compiling candidates; 0: one per core (memory allowing)
   int warmup = 1;           ///< launches before the timed ones (after the checked one)
   int repetitions = 5;      ///< timed launches; the median is the result
