@@ -216,6 +216,50 @@ TEST(Tune, EarlyStoppingCutsTheWallTimeWithTheSamePick) {
   EXPECT_LE(early.total_ms * 2, full.total_ms) << "early " << early.total_ms << " ms, full " << full.total_ms << " ms";
 }
 
+// The dispatcher: each class of problem gets the configuration tuned best for it, a class never tuned
+// the fallback. (Sleeps make threads=64 fastest for small problems and threads=256 for large ones.)
+TEST(Tune, TheDispatcherPicksTheStoredBestForEachClassOfProblem) {
+  TempDir dir("dispatch");
+  AffineProblem p;
+  auto key_class = [](const tune::Dispatcher::Sizes& s) {
+    return std::string(s.at("n") <= 4096 ? "n<=4096" : "n>4096");
+  };
+  tune::Space space;
+  space.param("threads", {64, 128, 256}).param("items", {1});
+  tune::Options o;
+  o.directory = dir.path.string();
+  o.compile_threads = 1;
+  o.repetitions = 2;
+  o.warmup = 0;
+  o.flush_cache = false;
+  Device d = host_device();
+  for (std::int64_t n : {1000, 100000}) {
+    tune::Problem problem = p.problem;
+    problem.check = nullptr;
+    problem.key = key_class({{"n", n}});
+    const std::int64_t fastest = n <= 4096 ? 64 : 256;
+    problem.run = [&p, fastest](const Kernel& k, const Device& dev, Grid g) {
+      p.problem.run(k, dev, g);
+      std::this_thread::sleep_for(std::chrono::milliseconds(g.threads == fastest ? 1 : 15));
+    };
+    tune::tune("sleepy", space, make, problem, d, o);
+  }
+  tune::Dispatcher dispatch("sleepy", d, key_class, {{"threads", 128}, {"items", 1}}, dir.path.string());
+  auto small = dispatch.pick({{"n", 3000}});
+  EXPECT_TRUE(small.tuned);
+  EXPECT_EQ(small.key, "n<=4096");
+  EXPECT_EQ(small.config.at("threads"), 64);
+  auto large = dispatch.pick({{"n", 1 << 20}});
+  EXPECT_TRUE(large.tuned);
+  EXPECT_EQ(large.config.at("threads"), 256);
+  EXPECT_EQ(dispatch.pick({{"n", 17}}).config.at("threads"), 64) << "remembered per class";
+  tune::Dispatcher untuned("never_tuned", d, key_class, {{"threads", 128}, {"items", 1}}, dir.path.string());
+  auto fallback = untuned.pick({{"n", 3000}});
+  EXPECT_FALSE(fallback.tuned);
+  EXPECT_EQ(fallback.config.at("threads"), 128);
+  EXPECT_TRUE(std::isinf(fallback.ms));
+}
+
 TEST(Tune, ASecondRunMeasuresOnlyTheConfigurationsItHasNoResultFor) {
   TempDir dir("resume");
   AffineProblem p;

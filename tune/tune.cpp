@@ -163,6 +163,34 @@ std::string file_name(const std::string& tuner, const std::string& key) {
   return safe + "-" + hex + ".json";
 }
 
+/// Where the results of (tuner, problem, device, toolchain) are stored: under `directory`, else the
+/// kernel cache's directory + "/tune"; "" when there is neither.
+std::string store_path(std::string directory, const std::string& tuner, const std::string& problem,
+                       const std::string& device, const std::string& toolchain) {
+  if (directory.empty()) {
+    std::string cache = KernelCache::global().directory();
+    if (!cache.empty()) directory = cache + "/tune";
+  }
+  if (directory.empty()) return "";
+  return directory + "/" + file_name(tuner, tuner + "\n" + problem + "\n" + device + "\n" + toolchain);
+}
+
+/// The configuration `to_string` printed; nullopt for text it does not write.
+std::optional<Config> config_from(const std::string& text) {
+  Config c;
+  std::istringstream in(text);
+  std::string item;
+  while (in >> item) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) return std::nullopt;
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str() + eq + 1, &end, 10);
+    if (!end || *end) return std::nullopt;
+    c[item.substr(0, eq)] = v;
+  }
+  return c;
+}
+
 /// Workers: as many as asked (or one per core), no more than there is work, and no more than free
 /// memory allows at about 512 MiB per compile (NVRTC and LLVM at O3 on a large kernel).
 int worker_count(int asked, std::size_t work) {
@@ -268,15 +296,10 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
   // Stored results of this tuner, problem, device and toolchain.
   std::optional<Store> store;
   if (options.store) {
-    std::string dir = options.directory;
-    if (dir.empty()) {
-      std::string cache = KernelCache::global().directory();
-      if (!cache.empty()) dir = cache + "/tune";
-    }
-    if (!dir.empty()) {
-      std::string key = name + "\n" + problem.key + "\n" + report.device + "\n" + report.toolchain;
+    if (std::string path = store_path(options.directory, name, problem.key, report.device, report.toolchain);
+        !path.empty()) {
       store.emplace(
-          dir + "/" + file_name(name, key),
+          path,
           Json{{"tuner", name}, {"problem", problem.key}, {"device", report.device}, {"toolchain", report.toolchain}});
       report.store_path = store->path();
     }
@@ -460,6 +483,37 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
     if (!r.ok() && r.status != Result::Status::NotMeasured) ++report.failed;
   report.total_ms = ms_since(start);
   return report;
+}
+
+// ---------------------------------------------------------------- dispatch
+
+Dispatcher::Dispatcher(std::string tuner, const Device& device, std::function<std::string(const Sizes&)> key_class,
+                       Config fallback, std::string directory)
+    : tuner_(std::move(tuner)),
+      device_(device.name()),
+      toolchain_(device.toolchain()),
+      key_class_(std::move(key_class)),
+      fallback_(std::move(fallback)),
+      directory_(std::move(directory)) {}
+
+Dispatcher::Pick Dispatcher::pick(const Sizes& sizes) const {
+  const std::string key = key_class_(sizes);
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = picks_.find(key); it != picks_.end()) return it->second;
+  }
+  Pick p{fallback_, key, false, std::numeric_limits<double>::infinity()};
+  if (std::string path = store_path(directory_, tuner_, key, device_, toolchain_); !path.empty()) {
+    for (const auto& [text, r] : Store(path, Json::object()).load()) {
+      auto c = config_from(text);
+      if (!c || !r.ok() || r.ms >= p.ms) continue;
+      p.config = std::move(*c);
+      p.ms = r.ms;
+      p.tuned = true;
+    }
+  }
+  std::lock_guard lock(mu_);
+  return picks_.emplace(key, std::move(p)).first->second;
 }
 
 // ---------------------------------------------------------------- reports

@@ -15,6 +15,7 @@
 #include <iosfwd>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -135,6 +136,33 @@ struct Report {
   /// An SVG heatmap of milliseconds over parameters `x` and `y` (the best over the other
   /// parameters at each cell); failed cells are grey and marked.
   std::string svg_heatmap(const std::string& x, const std::string& y) const;
+};
+
+/// Picks, at launch, the configuration the tuner found best for the class of a problem: the problem's
+/// sizes go through `key_class` (the user's rounding: "M=1024" for every M from 513 to 1024, say),
+/// and the best stored result of `tuner` for that key on this device and toolchain is the pick, or
+/// `fallback` where none is stored. Tune each class with `Problem::key` set to its key. Picks are
+/// remembered per key; safe to call from several threads.
+class Dispatcher {
+ public:
+  using Sizes = std::map<std::string, std::int64_t>;
+  struct Pick {
+    Config config;
+    std::string key;  ///< the class
+    bool tuned;       ///< from stored results (else the fallback)
+    double ms;        ///< the stored time (infinity for the fallback)
+  };
+  Dispatcher(std::string tuner, const Device& device, std::function<std::string(const Sizes&)> key_class,
+             Config fallback, std::string directory = "");
+  Pick pick(const Sizes& sizes) const;
+
+ private:
+  std::string tuner_, device_, toolchain_;
+  std::function<std::string(const Sizes&)> key_class_;
+  Config fallback_;
+  std::string directory_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, Pick> picks_;
 };
 
 /// The placement advice's model `base` with its CPU figures measured on this host (docs/report.md):
