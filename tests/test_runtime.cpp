@@ -96,7 +96,9 @@ TEST(Runtime, AGraphOnAHostDeviceRunsItsFunctionAgain) {
   g.launch(s);
   EXPECT_EQ(y.to_vector()[0], 13.0f);
   Stream other(Device::cpu_available() ? Device::cpu() : Device::interpreter(InterpreterOptions{}));
-  if (!(other.device() == d)) EXPECT_THROW(g.launch(other), LaunchError);
+  if (!(other.device() == d)) {
+    EXPECT_THROW(g.launch(other), LaunchError);
+  }
 }
 
 // The registry `vantage --load` reads: names are identifiers, each registered once, in order.

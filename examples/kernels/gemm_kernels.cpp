@@ -336,7 +336,7 @@ Kernel sgemm_pipelined(const PipelinedShape& sh, const std::string& name) {
         b.group(thread(1), [&](Scope& th) { th.cp_async_commit(); });
       };
       auto multiply = [&](Scope& b, int slot) {
-        b.for_("kq", 0, BK / 4, [&](Scope& b, Expr kq) {
+        b.for_("kq", 0, BK / 4, [&](Scope&, Expr kq) {
           for (int i = 0; i < TM; ++i)
             for (int v = 0; v < 4; ++v) a[i * 4 + v] = As[slot][(row + i) * BK + kq * 4 + v];
           for (int kk = 0; kk < 4; ++kk) {
