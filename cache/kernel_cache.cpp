@@ -408,16 +408,17 @@ struct KernelCache::Impl {
     }
   }
 
-  /// Without NVRTC: any build of `logical` the remote tier holds and will vouch for.
-  std::optional<Entry> from_remote_any(const std::string& logical) {
+  /// Without NVRTC: any build of `logical` the remote tier holds and will vouch for; what it refused
+  /// goes to `skipped` (this lookup's, for its error: `refused` is the constructor's, read by all).
+  std::optional<Entry> from_remote_any(const std::string& logical, std::vector<std::string>* skipped) {
     for (const auto& name : remote->names_with_prefix(logical + ".")) {
       std::vector<char> bytes;
       std::string why;
       auto outcome = remote->fetch(name, bytes, &why);
       if (outcome == cache::RemoteTier::Outcome::Unavailable) break;
       if (outcome == cache::RemoteTier::Outcome::Refused) {
-        refused.push_back(remote->where(name) + ": " + why);
-        refuse_remote({remote->where(name) + ": " + why});
+        skipped->push_back(remote->where(name) + ": " + why);
+        refuse_remote({skipped->back()});
         continue;
       }
       if (outcome != cache::RemoteTier::Outcome::Hit) continue;
@@ -533,6 +534,7 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
   }
 
   std::shared_ptr<CachedKernel> result;
+  std::vector<std::string> skipped;  // remote entries this lookup refused, for its error
   std::string why;
   auto size_of = [](const Entry& e) { return static_cast<std::int64_t>(e.cubin.size() + e.ptx.size()); };
   const auto layers_start = Clock::now();
@@ -548,7 +550,7 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
   if (!result && !impl_->layers.empty()) impl_->layer_meter.miss(Clock::now() - layers_start);
   if (!result && !full && impl_->remote) {
     const auto t = Clock::now();
-    if (auto e = impl_->from_remote_any(logical)) {
+    if (auto e = impl_->from_remote_any(logical, &skipped)) {
       result = from_entry(*e, "remote", &why);
       if (result) {
         ++impl_->remote_hits;
@@ -573,7 +575,7 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
     std::optional<Entry> e = impl_->from_layers(ol, std::nullopt);
     const char* origin = "layer";
     if (!e && impl_->remote) {
-      e = impl_->from_remote_any(ol);
+      e = impl_->from_remote_any(ol, &skipped);
       origin = "remote";
     }
     if (!e || !(result = from_entry(*e, origin, &why))) continue;
@@ -584,6 +586,7 @@ std::shared_ptr<const CachedKernel> KernelCache::get(const Kernel& kernel, const
   if (!result && !full) {
     std::string refused;
     for (const auto& r : impl_->refused) refused += "\n  skipped: " + r;
+    for (const auto& r : skipped) refused += "\n  skipped: " + r;
     throw ToolchainError("kernel '" + kernel.name() + "' for " + arch_name(spec.arch) +
                          " is in no cache layer and NVRTC is not available here (set VANTAGE_CACHE_PATH to a "
                          "bundle that has it)" +
