@@ -5,15 +5,20 @@
 // time budget leaves configurations unmeasured and unstored; the reports say what happened.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include "kernels/tuning.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -163,7 +168,7 @@ TEST(Tune, ARandomSearchMeasuresItsSampleOnly) {
   int left = 0;
   for (const auto& x : r.results) {
     if (x.status == tune::Result::Status::NotMeasured) {
-      EXPECT_EQ(x.detail, "not drawn by the random search");
+      EXPECT_EQ(x.detail, "not chosen by the random search");
       ++left;
     } else {
       drawn.insert(tune::to_string(x.config));
@@ -348,6 +353,154 @@ TEST(Tune, ReportsAreATableACsvAndAnSvgHeatmap) {
   int rects = 0;
   for (std::size_t at = svg.find("<rect"); at != std::string::npos; at = svg.find("<rect", at + 1)) ++rects;
   EXPECT_EQ(rects, 8) << "one cell per (threads, items)";
+}
+
+// ---------------------------------------------------------------- search quality
+//
+// The random and model-based searches against the exhaustive one, on real landscapes: sgemm rung 4's
+// times over its 35 configurations measured exhaustively on this host's CPU backend (in the test),
+// and on an H100 (rung 4 at 2048³ and sgemm_pipelined at 4096³, `vantage tune` in the GPU check of
+// docs/gpu-runs/2026-11-28-h100-1). Each search then runs the real tuner over the same space with a
+// quarter of its measurements, each candidate's time replayed from the landscape (Problem::measure),
+// and its pick is scored by the landscape: its time over the landscape's best. The H100 landscapes
+// are hard for a quarter: 3 of 35 and 5 of 20 configurations lie within 5% of the best. The host's
+// own landscape moves with the host's noise (its configurations within 5% of the best numbered 3 to
+// 6 from one run to the next), so there the bound is 10%: what a broken search misses (the worst
+// configurations are 1.3 to 1.5 times the best).
+
+/// One landscape: the space of its configurations and the time of each.
+struct Landscape {
+  std::string name;
+  tune::Space space;
+  std::map<std::string, double> ms;  ///< by tune::to_string of the configuration
+  double best() const {
+    double b = std::numeric_limits<double>::infinity();
+    for (const auto& [k, v] : ms) b = std::min(b, v);
+    return b;
+  }
+};
+
+/// A landscape from `vantage tune`'s CSV (parameter columns, then status and ms).
+Landscape landscape_from_csv(const std::string& name, const std::string& text) {
+  Landscape l;
+  l.name = name;
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  for (std::istringstream h(line); std::getline(h, line, ',');) header.push_back(line);
+  const auto params = static_cast<std::size_t>(std::find(header.begin(), header.end(), "status") - header.begin());
+  std::vector<std::set<std::int64_t>> values(params);
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    for (std::istringstream c(line); std::getline(c, line, ',');) cells.push_back(line);
+    if (cells.size() < params + 2 || cells[params] != "ok") continue;
+    tune::Config c;
+    for (std::size_t p = 0; p < params; ++p) {
+      c[header[p]] = std::stoll(cells[p]);
+      values[p].insert(c[header[p]]);
+    }
+    l.ms[tune::to_string(c)] = std::stod(cells[params + 1]);
+  }
+  for (std::size_t p = 0; p < params; ++p) l.space.param(header[p], {values[p].begin(), values[p].end()});
+  auto known = std::make_shared<std::map<std::string, double>>(l.ms);
+  l.space.constraint([known](const tune::Config& c) { return known->count(tune::to_string(c)) > 0; });
+  return l;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// The landscape's time of the configuration `search` picks with `samples` measurements, over the
+/// landscape's best.
+double pick_ratio(const Landscape& l, tune::Search search, int samples, std::uint64_t seed, int* measured) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : l.ms) keys.push_back(k);
+  tune::Problem p;
+  p.key = l.name;
+  p.run = [](const Kernel&, const Device&, Grid) {};
+  p.measure = [&](const Kernel&, const Device&, Grid g) {
+    return l.ms.at(keys[static_cast<std::size_t>(g.blocks - 1)]);
+  };
+  Kernel k = make({{"threads", 64}, {"items", 1}}).kernel;
+  auto candidate = [&](const tune::Config& c) {
+    const auto at = std::find(keys.begin(), keys.end(), tune::to_string(c)) - keys.begin();
+    return tune::Candidate{k, Grid{static_cast<int>(at) + 1, 64}, std::nullopt};
+  };
+  tune::Options o;
+  o.store = false;
+  o.search = search;
+  o.samples = samples;
+  o.seed = seed;
+  o.warmup = 0;
+  o.repetitions = 3;
+  o.flush_cache = false;
+  o.compile_threads = 2;
+  tune::Report r = tune::tune(l.name, l.space, candidate, p, Device::interpreter(), o);
+  *measured = r.measured;
+  if (!r.best()) return std::numeric_limits<double>::infinity();
+  return l.ms.at(tune::to_string(r.best()->config)) / l.best();
+}
+
+TEST(Tune, TheModelAndRandomSearchesComeWithinFivePercentOfTheExhaustiveBestWithAQuarterOfItsMeasurements) {
+  std::vector<Landscape> landscapes;
+  // Rung 4's landscape measured here, exhaustively, on the CPU backend (the interpreter where this
+  // build has none), at a size where a launch takes milliseconds.
+  {
+    tune::Options o;
+    o.store = false;
+    o.repetitions = 5;
+    const std::int64_t n = Device::cpu_available() ? 192 : 32;
+    tune::Report r = examples::tune_example("sgemm", {{"M", n}, {"N", n}, {"K", n}}, host_device(), o);
+    ASSERT_EQ(r.failed, 0);
+    landscapes.push_back(landscape_from_csv("host sgemm rung 4 at " + std::to_string(n), r.csv()));
+  }
+  const fs::path runs = fs::path(VANTAGE_SOURCE_DIR) / "docs/gpu-runs/2026-11-28-h100-1";
+  landscapes.push_back(landscape_from_csv("H100 sgemm rung 4 at 2048", read_text(runs / "tune.csv")));
+  landscapes.push_back(landscape_from_csv("H100 sgemm_pipelined at 4096", read_text(runs / "tune_pipelined.csv")));
+  int model_hits = 0, random_hits = 0;  // over the fixed landscapes
+  for (const auto& l : landscapes) {
+    const int space = static_cast<int>(l.ms.size());
+    ASSERT_GE(space, 20) << l.name;
+    const int quarter = space / 4;
+    int within = 0;
+    for (const auto& [k, v] : l.ms) within += v <= 1.05 * l.best();
+    std::vector<double> model, random;
+    const int seeds = 8;
+    for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+      int measured = 0;
+      model.push_back(pick_ratio(l, tune::Search::Model, quarter, seed, &measured));
+      EXPECT_EQ(measured, quarter) << l.name << " seed " << seed;
+      random.push_back(pick_ratio(l, tune::Search::Random, quarter, seed, &measured));
+      EXPECT_EQ(measured, quarter) << l.name << " seed " << seed;
+    }
+    auto hits = [](const std::vector<double>& v) {
+      return std::count_if(v.begin(), v.end(), [](double r) { return r <= 1.05; });
+    };
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    };
+    std::printf(
+        "%s: %d configurations, %d within 5%% of the best; with %d measurements over %d seeds, the model "
+        "search's picks: median %.3f of the best, %d within 5%%; the random search's: median %.3f, %d\n",
+        l.name.c_str(), space, within, quarter, seeds, median(model), static_cast<int>(hits(model)), median(random),
+        static_cast<int>(hits(random)));
+    const bool host = l.name.rfind("host", 0) == 0;
+    EXPECT_LE(median(model), host ? 1.10 : 1.05) << l.name;
+    EXPECT_LE(median(random), host ? 1.10 : 1.05) << l.name;
+    if (!host) {
+      model_hits += static_cast<int>(hits(model));
+      random_hits += static_cast<int>(hits(random));
+    }
+  }
+  // On the fixed landscapes the model must beat chance: 15 picks within 5% of 16 against random's 12
+  // (with the objective turned upside down, the model's fell to 12).
+  EXPECT_GT(model_hits, random_hits) << "the model search finds no more than the random one on the H100 landscapes";
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ for ex in sgemm_smem sgemm_reg2d sgemm_pipelined; do
   echo "$out" | tail -2
   configs=$(echo "$out" | sed -n "s/^tune $ex: \([0-9]*\) configurations, K=8 M=8 N=8, on interpreter.*/\1/p")
   [ -n "$configs" ] && [ "$configs" -gt 1 ] || fail "$ex: no configuration count"
-  echo "$out" | grep -q "^$configs measured now, 0 from stored results (not stored), 0 failed" ||
+  echo "$out" | grep -q "^$configs measured now (exhaustive search), 0 from stored results (not stored), 0 failed" ||
     fail "$ex: not every one of $configs configurations was measured and right"
   echo "$out" | grep -q "^best: " || fail "$ex: no best configuration"
 done

@@ -25,6 +25,8 @@
 #include <sstream>
 #include <thread>
 
+#include <dlib/global_optimization.h>
+
 #include "support/workers.h"
 #include "vantage/cache.hpp"
 #include "vantage/diagnostics.hpp"
@@ -281,7 +283,297 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/// Builds, compiles and times batches of configurations of one tuning run: the machinery the
+/// searches share. Workers build and compile (through `prepare`); the calling thread times; every
+/// result is stored as it comes. After the time budget runs out, what is left is NotMeasured.
+class Measurer {
+ public:
+  Measurer(const std::string& name, Report& report, const std::function<Candidate(const Config&)>& make,
+           const Problem& problem, const Device& device, const Options& options, Store* store, Clock::time_point start,
+           std::size_t expected)
+      : name_(name),
+        report_(report),
+        make_(make),
+        problem_(problem),
+        device_(device),
+        options_(options),
+        store_(store),
+        start_(start),
+        expected_(expected),
+        workers_(worker_count(options.compile_threads, expected)) {
+    report.compile_threads = workers_;
+    for (const auto& r : report.results)
+      if (r.ok()) best_ms_ = std::min(best_ms_, r.ms);
+    if (options.progress && expected > 0 && is_terminal(options.progress))
+      bar_.emplace(static_cast<unsigned long>(expected), *options.progress,
+                   "tune " + name + ": " + std::to_string(expected) + " configuration(s) on " + report.device + "\n");
+  }
+
+  int workers() const { return workers_; }
+
+  /// Measures the configurations at `batch` (indices into the report's results) and stores them.
+  void measure(const std::vector<std::size_t>& batch) {
+    if (batch.empty()) return;
+    std::mutex m;
+    std::condition_variable ready_cv;
+    std::deque<Built> ready;
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t k; (k = next++) < batch.size();) {
+        Built b;
+        b.index = batch[k];
+        if (stop_ || over_budget()) {  // handed on unmeasured, so that the timing loop sees every one
+          b.status = Result::Status::NotMeasured;
+          b.detail = "the time budget ran out";
+          std::lock_guard lock(m);
+          ready.push_back(std::move(b));
+          ready_cv.notify_one();
+          continue;
+        }
+        auto t0 = Clock::now();
+        try {
+          Candidate c = make_(report_.results[b.index].config);
+          Spec spec = launch_spec(
+              c.kernel, c.spec.value_or(Spec{}.with_threads(c.grid.threads).with_arch(device_.properties().arch)),
+              problem_.sizes);
+          prepare(c.kernel, device_, spec).get();
+          b.candidate = std::move(c);
+        } catch (...) {
+          classify(std::current_exception(), b.status, b.detail);
+        }
+        b.compile_ms = ms_since(t0);
+        std::lock_guard lock(m);
+        if (!compiled_any_ || t0 < first_compile_) first_compile_ = t0;
+        compiled_any_ = true;
+        last_compile_ = Clock::now();
+        ready.push_back(std::move(b));
+        ready_cv.notify_one();
+      }
+    };
+    // The compiles run on the library's background workers (each waits for its `prepare`, which
+    // runs there too: the workers grow so that it never waits behind them).
+    support::TaskGroup compiles;
+    for (int i = 0; i < std::min<int>(workers_, static_cast<int>(batch.size())); ++i) compiles.run(work);
+    // Host devices share their cores with the compiler: time only once every candidate is compiled.
+    if (!device_.is_gpu()) compiles.wait();
+    for (std::size_t measured = 0; measured < batch.size(); ++measured) {
+      Built b;
+      {
+        std::unique_lock lock(m);
+        ready_cv.wait(lock, [&] { return !ready.empty(); });
+        b = std::move(ready.front());
+        ready.pop_front();
+      }
+      time(b);
+    }
+    compiles.wait();
+  }
+
+  /// Once every batch is measured: the compile wall time.
+  void finish() {
+    if (compiled_any_)
+      report_.compile_wall_ms = std::chrono::duration<double, std::milli>(last_compile_ - first_compile_).count();
+  }
+
+ private:
+  bool over_budget() const { return options_.budget_s > 0 && ms_since(start_) > options_.budget_s * 1000.0; }
+
+  void time(Built& b) {
+    Result& r = report_.results[b.index];
+    r.compile_ms = b.compile_ms;
+    r.status = b.status;
+    r.detail = b.detail;
+    if (r.ok() && over_budget()) {
+      r.status = Result::Status::NotMeasured;
+      r.detail = "the time budget ran out";
+      stop_ = true;
+    } else if (r.ok()) {
+      const Candidate& c = *b.candidate;
+      try {
+        problem_.run(c.kernel, device_, c.grid);
+        device_.synchronize();
+        std::string why;
+        if (problem_.check && !problem_.check(why)) {
+          r.status = Result::Status::Wrong;
+          r.detail = why.empty() ? "the check failed" : why;
+        } else {
+          for (int w = 0; w < options_.warmup; ++w) problem_.run(c.kernel, device_, c.grid);
+          device_.synchronize();
+          if (options_.flush_cache && !flush_) flush_.emplace(device_);
+          std::vector<double> times;
+          const int reps = std::max(1, options_.repetitions);
+          for (int rep = 0; rep < reps; ++rep) {
+            if (options_.early_stop > 0 && rep >= std::max(1, options_.early_repetitions) && std::isfinite(best_ms_) &&
+                median(times) > best_ms_ * (1 + options_.early_stop)) {
+              r.detail = "stopped after " + std::to_string(rep) + " of " + std::to_string(reps) +
+                         " repetitions: more than " + std::to_string(static_cast<int>(options_.early_stop * 100)) +
+                         "% slower than the best";
+              break;
+            }
+            if (flush_) (*flush_)();
+            if (problem_.measure) {
+              times.push_back(problem_.measure(c.kernel, device_, c.grid));
+            } else if (device_.is_gpu()) {
+              Stream s = Stream::default_for(device_);
+              Event a(device_), e(device_);
+              a.record(s);
+              problem_.run(c.kernel, device_, c.grid);
+              e.record(s);
+              e.synchronize();
+              times.push_back(e.elapsed_ms(a));
+            } else {
+              auto t0 = Clock::now();
+              problem_.run(c.kernel, device_, c.grid);
+              device_.synchronize();
+              times.push_back(ms_since(t0));
+            }
+          }
+          r.ms = median(times);
+          best_ms_ = std::min(best_ms_, r.ms);
+        }
+      } catch (...) {
+        classify(std::current_exception(), r.status, r.detail);
+      }
+    }
+    if (!r.ok()) r.ms = std::numeric_limits<double>::infinity();
+    if (r.status != Result::Status::NotMeasured) {
+      ++report_.measured;
+      if (store_) store_->put(r);
+    }
+    progress(r);
+  }
+
+  void progress(const Result& r) {
+    ++done_;
+    if (bar_) {
+      if (done_ <= expected_) ++*bar_;
+    } else if (options_.progress) {
+      *options_.progress << "tune " << name_ << " [" << done_ << "/" << expected_ << "] " << to_string(r.config) << ": "
+                         << (r.ok() ? std::to_string(r.ms) + " ms" : std::string(status_name(r.status))) << "\n";
+    }
+  }
+
+  const std::string& name_;
+  Report& report_;
+  const std::function<Candidate(const Config&)>& make_;
+  const Problem& problem_;
+  const Device& device_;
+  const Options& options_;
+  Store* store_;
+  Clock::time_point start_;
+  std::size_t expected_;
+  int workers_;
+  double best_ms_ = std::numeric_limits<double>::infinity();
+  std::optional<Flusher> flush_;
+  std::optional<boost::timer::progress_display> bar_;
+  std::size_t done_ = 0;
+  std::atomic<bool> stop_{false};
+  bool compiled_any_ = false;
+  Clock::time_point first_compile_{}, last_compile_{};
+};
+
+/// The model-based search: dlib's global_function_search over the positions of each parameter's
+/// values (an integer axis per parameter with more than one value), maximizing -log(ms). Stored
+/// results are its first points; then `want / 4` random ones (at least two) are measured; then it
+/// asks for one point at a time, until `want` are measured. A point outside
+/// the space (a constraint fails) or failed is told a penalty (four times the slowest time so far)
+/// and costs no measurement; a point it asks for again is told its known value.
+void model_search(const Space& space, Report& report, Measurer& m, const std::vector<std::size_t>& fresh,
+                  std::size_t want, std::uint64_t seed) {
+  const auto& params = space.params();
+  std::vector<std::size_t> axes;  // the parameters with more than one value
+  for (std::size_t p = 0; p < params.size(); ++p)
+    if (params[p].second.size() > 1) axes.push_back(p);
+  // Each configuration by the positions of its values on the axes.
+  std::map<std::vector<long>, std::size_t> at;
+  auto position = [&](const Config& c) {
+    std::vector<long> pos;
+    for (std::size_t p : axes) {
+      const auto& values = params[p].second;
+      pos.push_back(std::find(values.begin(), values.end(), c.at(params[p].first)) - values.begin());
+    }
+    return pos;
+  };
+  for (std::size_t i = 0; i < report.results.size(); ++i) at.emplace(position(report.results[i].config), i);
+
+  // The random start.
+  std::vector<std::size_t> order = fresh;
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  const std::size_t start = std::min({order.size(), want, std::max<std::size_t>(2, want / 4)});
+  m.measure(std::vector<std::size_t>(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(start)));
+  std::size_t measured = start;
+  if (axes.empty() || measured >= want || measured >= fresh.size()) return;
+
+  auto known = [&](std::size_t i) { return report.results[i].status != Result::Status::NotMeasured; };
+  auto penalty = [&] {
+    double slowest = 0;
+    for (const auto& r : report.results)
+      if (r.ok()) slowest = std::max(slowest, r.ms);
+    return -std::log(4 * (slowest > 0 ? slowest : 1e3));
+  };
+  auto value = [&](std::size_t i) {
+    const Result& r = report.results[i];
+    return r.ok() ? -std::log(std::max(r.ms, 1e-9)) : penalty();
+  };
+  auto point = [&](const std::vector<long>& pos) {
+    dlib::matrix<double, 0, 1> x(static_cast<long>(pos.size()));
+    for (std::size_t d = 0; d < pos.size(); ++d) x(static_cast<long>(d)) = static_cast<double>(pos[d]);
+    return x;
+  };
+  std::vector<dlib::function_evaluation> initial;
+  for (const auto& [pos, i] : at)
+    if (known(i)) initial.emplace_back(point(pos), value(i));
+  dlib::matrix<double, 0, 1> lower(static_cast<long>(axes.size())), upper(static_cast<long>(axes.size()));
+  for (std::size_t d = 0; d < axes.size(); ++d) {
+    lower(static_cast<long>(d)) = 0;
+    upper(static_cast<long>(d)) = static_cast<double>(params[axes[d]].second.size() - 1);
+  }
+  dlib::global_function_search opt({dlib::function_spec(lower, upper, std::vector<bool>(axes.size(), true))},
+                                   {initial});
+  opt.set_seed(static_cast<time_t>(seed));
+
+  // One point at a time: with several requests outstanding, all but one are global exploration
+  // steps, which found worse configurations on the landscapes of tests/test_tune.cpp. Asks are
+  // bounded: the optimizer may keep proposing points it has seen or that are outside the space.
+  std::size_t asks = 0;
+  const std::size_t max_asks = 50 * report.results.size() + 200;
+  while (measured < want && asks < max_asks) {
+    dlib::function_evaluation_request req = opt.get_next_x();
+    ++asks;
+    std::vector<long> pos;
+    for (long d = 0; d < req.x().size(); ++d)
+      pos.push_back(std::clamp(std::lround(req.x()(d)), 0L,
+                               static_cast<long>(params[axes[static_cast<std::size_t>(d)]].second.size() - 1)));
+    auto it = at.find(pos);
+    if (it == at.end()) {
+      req.set(penalty());
+      continue;
+    }
+    if (!known(it->second)) {
+      m.measure({it->second});
+      ++measured;
+    }
+    req.set(known(it->second) ? value(it->second) : penalty());
+  }
+}
+
 }  // namespace
+
+const char* search_name(Search s) {
+  switch (s) {
+    case Search::Exhaustive: return "exhaustive";
+    case Search::Random: return "random";
+    case Search::Model: return "model";
+  }
+  return "?";
+}
+
+std::optional<Search> search_from(const std::string& name) {
+  for (auto s : {Search::Exhaustive, Search::Random, Search::Model})
+    if (name == search_name(s)) return s;
+  return std::nullopt;
+}
 
 Report tune(const std::string& name, const Space& space, const std::function<Candidate(const Config&)>& make,
             const Problem& problem, const Device& device, const Options& options) {
@@ -304,18 +596,8 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
       report.store_path = store->path();
     }
   }
-  // The configurations this search considers: all, or a seeded random sample.
-  std::vector<bool> considered(report.results.size(), options.search == Search::Exhaustive);
-  if (options.search == Search::Random) {
-    std::vector<std::size_t> order(report.results.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::mt19937_64 rng(options.seed);
-    std::shuffle(order.begin(), order.end(), rng);
-    const std::size_t want =
-        options.samples > 0 ? static_cast<std::size_t>(options.samples) : std::max<std::size_t>(1, order.size() / 4);
-    for (std::size_t k = 0; k < std::min(want, order.size()); ++k) considered[order[k]] = true;
-  }
-  std::vector<std::size_t> unmeasured;
+  // The configurations with no stored result.
+  std::vector<std::size_t> fresh;
   {
     auto known = store ? store->load() : std::map<std::string, Result>{};
     for (std::size_t i = 0; i < report.results.size(); ++i) {
@@ -325,160 +607,33 @@ Report tune(const std::string& name, const Space& space, const std::function<Can
         r = it->second;
         r.config = std::move(c);
         ++report.reused;
-      } else if (considered[i]) {
-        unmeasured.push_back(i);
       } else {
-        r.detail = "not drawn by the random search";
+        fresh.push_back(i);
       }
     }
   }
-  // The best time known so far, for early stopping.
-  double best_ms = std::numeric_limits<double>::infinity();
-  for (const auto& r : report.results)
-    if (r.ok()) best_ms = std::min(best_ms, r.ms);
-
-  auto over_budget = [&] { return options.budget_s > 0 && ms_since(start) > options.budget_s * 1000.0; };
-
-  // Progress: a bar on a terminal, a line per configuration elsewhere.
-  std::optional<boost::timer::progress_display> bar;
-  if (options.progress && !unmeasured.empty() && is_terminal(options.progress))
-    bar.emplace(
-        static_cast<unsigned long>(unmeasured.size()), *options.progress,
-        "tune " + name + ": " + std::to_string(unmeasured.size()) + " configuration(s) on " + report.device + "\n");
-  std::size_t done = 0;
-  auto progress = [&](const Result& r) {
-    ++done;
-    if (bar) {
-      ++*bar;
-    } else if (options.progress) {
-      *options.progress << "tune " << name << " [" << done << "/" << unmeasured.size() << "] " << to_string(r.config)
-                        << ": " << (r.ok() ? std::to_string(r.ms) + " ms" : std::string(status_name(r.status))) << "\n";
+  const std::size_t want = options.search == Search::Exhaustive ? fresh.size()
+                           : options.samples > 0                ? static_cast<std::size_t>(options.samples)
+                                                                : std::max<std::size_t>(1, report.results.size() / 4);
+  Measurer m(name, report, make, problem, device, options, store ? &*store : nullptr, start,
+             std::min(want, fresh.size()));
+  switch (options.search) {
+    case Search::Exhaustive: m.measure(fresh); break;
+    case Search::Random: {
+      // A seeded random sample of the configurations.
+      std::vector<std::size_t> order = fresh;
+      std::mt19937_64 rng(options.seed);
+      std::shuffle(order.begin(), order.end(), rng);
+      order.resize(std::min(want, order.size()));
+      m.measure(order);
+      break;
     }
-  };
-
-  // Workers build and compile; the ready queue hands them to the timing loop.
-  std::mutex m;
-  std::condition_variable ready_cv;
-  std::deque<Built> ready;
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> stop{false};
-  Clock::time_point first_compile{}, last_compile{};
-  bool compiled_any = false;
-  const int workers = worker_count(options.compile_threads, unmeasured.size());
-  report.compile_threads = workers;
-  auto work = [&] {
-    for (std::size_t k; (k = next++) < unmeasured.size();) {
-      Built b;
-      b.index = unmeasured[k];
-      if (stop || over_budget()) {  // handed on unmeasured, so that the timing loop sees every one
-        b.status = Result::Status::NotMeasured;
-        b.detail = "the time budget ran out";
-        std::lock_guard lock(m);
-        ready.push_back(std::move(b));
-        ready_cv.notify_one();
-        continue;
-      }
-      auto t0 = Clock::now();
-      try {
-        Candidate c = make(report.results[b.index].config);
-        Spec spec = launch_spec(
-            c.kernel, c.spec.value_or(Spec{}.with_threads(c.grid.threads).with_arch(device.properties().arch)),
-            problem.sizes);
-        prepare(c.kernel, device, spec).get();
-        b.candidate = std::move(c);
-      } catch (...) {
-        classify(std::current_exception(), b.status, b.detail);
-      }
-      b.compile_ms = ms_since(t0);
-      std::lock_guard lock(m);
-      if (!compiled_any || t0 < first_compile) first_compile = t0;
-      compiled_any = true;
-      last_compile = Clock::now();
-      ready.push_back(std::move(b));
-      ready_cv.notify_one();
-    }
-  };
-  // The compiles run on the library's background workers (each waits for its `prepare`, which
-  // runs there too: the workers grow so that it never waits behind them).
-  support::TaskGroup compiles;
-  for (int i = 0; i < workers && !unmeasured.empty(); ++i) compiles.run(work);
-  // Host devices share their cores with the compiler: time only once every candidate is compiled.
-  if (!device.is_gpu()) compiles.wait();
-
-  std::optional<Flusher> flush;
-  for (std::size_t measured = 0; measured < unmeasured.size(); ++measured) {
-    Built b;
-    {
-      std::unique_lock lock(m);
-      ready_cv.wait(lock, [&] { return !ready.empty(); });
-      b = std::move(ready.front());
-      ready.pop_front();
-    }
-    Result& r = report.results[b.index];
-    r.compile_ms = b.compile_ms;
-    r.status = b.status;
-    r.detail = b.detail;
-    if (r.ok() && over_budget()) {
-      r.status = Result::Status::NotMeasured;
-      r.detail = "the time budget ran out";
-      stop = true;
-    } else if (r.ok()) {
-      const Candidate& c = *b.candidate;
-      try {
-        problem.run(c.kernel, device, c.grid);
-        device.synchronize();
-        std::string why;
-        if (problem.check && !problem.check(why)) {
-          r.status = Result::Status::Wrong;
-          r.detail = why.empty() ? "the check failed" : why;
-        } else {
-          for (int w = 0; w < options.warmup; ++w) problem.run(c.kernel, device, c.grid);
-          device.synchronize();
-          if (options.flush_cache && !flush) flush.emplace(device);
-          std::vector<double> times;
-          const int reps = std::max(1, options.repetitions);
-          for (int rep = 0; rep < reps; ++rep) {
-            if (options.early_stop > 0 && rep >= std::max(1, options.early_repetitions) && std::isfinite(best_ms) &&
-                median(times) > best_ms * (1 + options.early_stop)) {
-              r.detail = "stopped after " + std::to_string(rep) + " of " + std::to_string(reps) +
-                         " repetitions: more than " + std::to_string(static_cast<int>(options.early_stop * 100)) +
-                         "% slower than the best";
-              break;
-            }
-            if (flush) (*flush)();
-            if (device.is_gpu()) {
-              Stream s = Stream::default_for(device);
-              Event a(device), e(device);
-              a.record(s);
-              problem.run(c.kernel, device, c.grid);
-              e.record(s);
-              e.synchronize();
-              times.push_back(e.elapsed_ms(a));
-            } else {
-              auto t0 = Clock::now();
-              problem.run(c.kernel, device, c.grid);
-              device.synchronize();
-              times.push_back(ms_since(t0));
-            }
-          }
-          r.ms = median(times);
-          best_ms = std::min(best_ms, r.ms);
-        }
-      } catch (...) {
-        classify(std::current_exception(), r.status, r.detail);
-      }
-    }
-    if (!r.ok()) r.ms = std::numeric_limits<double>::infinity();
-    if (r.status != Result::Status::NotMeasured) {
-      ++report.measured;
-      if (store) store->put(r);
-    }
-    progress(r);
+    case Search::Model: model_search(space, report, m, fresh, want, options.seed); break;
   }
-  stop = true;
-  compiles.wait();
-  if (compiled_any)
-    report.compile_wall_ms = std::chrono::duration<double, std::milli>(last_compile - first_compile).count();
+  m.finish();
+  for (auto& r : report.results)
+    if (r.status == Result::Status::NotMeasured && r.detail.empty())
+      r.detail = std::string("not chosen by the ") + search_name(options.search) + " search";
   for (const auto& r : report.results)
     if (!r.ok() && r.status != Result::Status::NotMeasured) ++report.failed;
   report.total_ms = ms_since(start);

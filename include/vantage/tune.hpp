@@ -67,18 +67,30 @@ struct Problem {
   std::map<std::string, std::int64_t> sizes;
   /// Whether the output of the last `run` is right; `why` says what is wrong. Empty: not checked.
   std::function<bool(std::string& why)> check;
+  /// Where set, a timed repetition calls this instead of `run` and takes the milliseconds it returns:
+  /// for a problem measured its own way (a simulator's cycles, a profiler's counter, a cost model, a
+  /// replay of times measured elsewhere). `run` still makes the checked launch and the warm-ups.
+  std::function<double(const Kernel&, const Device&, Grid)> measure;
 };
 
 /// How the space is searched.
 enum class Search : std::uint8_t {
   Exhaustive,  ///< every configuration
   Random,      ///< `samples` configurations drawn at random (seeded), the rest left unmeasured
+  /// `samples` configurations chosen by a model of the times measured so far (dlib's
+  /// global_function_search: a Lipschitz upper bound explored globally, a quadratic model refined
+  /// around the best), each parameter an axis of its values' positions; a few random ones first.
+  /// Stored results count as measured points of the model.
+  Model,
 };
+/// "exhaustive", "random", "model"; the parse of those names (nullopt for another).
+const char* search_name(Search s);
+std::optional<Search> search_from(const std::string& name);
 
 struct Options {
   Search search = Search::Exhaustive;
-  int samples = 0;         ///< Random: configurations to draw (0: a quarter of the space, at least one)
-  std::uint64_t seed = 1;  ///< Random: the same seed draws the same configurations
+  int samples = 0;         ///< Random, Model: configurations to measure (0: a quarter of the space, at least one)
+  std::uint64_t seed = 1;  ///< Random, Model: the same seed draws the same configurations
   /// Early stopping: after `early_repetitions` timed launches, a configuration whose median so far is
   /// more than this fraction slower than the best so far (0.5: 50%) is not timed further; its figure
   /// is that median. 0: every configuration gets all its repetitions.
