@@ -3,6 +3,7 @@
 // kernel cache.
 #include <dlfcn.h>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -178,6 +179,9 @@ bool load_libraries(int& argc, char** argv) {
       ex.build = all[k].build;
       ex.sizes = all[k].sizes;
       ex.arch = all[k].arch;
+      ex.run = all[k].run;
+      ex.space = all[k].space;
+      ex.candidate = all[k].candidate;
       loaded().push_back(std::move(ex));
     }
   }
@@ -347,6 +351,53 @@ bool add_size(const char* cmd, const std::string& v, std::map<std::string, std::
   return true;
 }
 
+/// `vantage run` of a kernel a `--load` library registered: its RegisteredKernel::run at its sizes
+/// (the command line's over those it registered), launched on `device` and checked by its check.
+int run_loaded(const vantage::examples::Example& ex, std::map<std::string, std::int64_t> size,
+               const vantage::Device& device, bool against_interpreter) {
+  if (!ex.run) {
+    std::fprintf(stderr,
+                 "vantage run: '%s' registers no run (RegisteredKernel::run: its launch's grid, arguments and "
+                 "check; see docs/runtime.md)\n",
+                 ex.name.c_str());
+    return 2;
+  }
+  if (against_interpreter) {
+    std::fprintf(stderr,
+                 "vantage run: --against-interpreter compares the built-in examples' outputs; '%s' is "
+                 "checked by its own check\n",
+                 ex.name.c_str());
+    return 2;
+  }
+  for (const auto& [k, v] : ex.sizes) size.emplace(k, v);
+  try {
+    vantage::KernelRun r = ex.run(device, size);
+    vantage::Kernel k = ex.build();
+    const auto t0 = std::chrono::steady_clock::now();
+    vantage::launch(k, device, r.grid, r.args);
+    device.synchronize();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const std::string wrong = r.check ? r.check() : std::string();
+    std::string sizes;
+    for (const auto& [n, v] : size) sizes += (sizes.empty() ? "" : " ") + n + "=" + std::to_string(v);
+    std::printf("%s %s: %lld x %lld threads on %s, %.3f ms [%s]\n", ex.name.c_str(), sizes.c_str(),
+                static_cast<long long>(r.grid.blocks), static_cast<long long>(r.grid.threads), device.name().c_str(),
+                ms,
+                !r.check        ? "not checked"
+                : wrong.empty() ? "ok"
+                                : "FAIL");
+    if (!wrong.empty()) std::printf("  %s\n", wrong.c_str());
+    return wrong.empty() ? 0 : 1;
+  } catch (const vantage::CheckError& e) {
+    std::fprintf(stderr, "vantage run: %s is rejected:\n%s", ex.name.c_str(),
+                 vantage::render_all(e.diagnostics()).c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vantage run: %s: %s\n", ex.name.c_str(), e.what());
+    return 1;
+  }
+}
+
 int run_main(int argc, char** argv) {
   vantage::InterpreterOptions io;
   std::map<std::string, std::int64_t> size;
@@ -429,6 +480,8 @@ int run_main(int argc, char** argv) {
         name.c_str(), name.c_str());
     return 0;
   }
+  for (const auto& ex : loaded())
+    if (ex.name == name) return run_loaded(ex, size, device, against_interpreter);
   std::vector<std::map<std::string, std::int64_t>> sizes;
   try {
     if (size.empty())
@@ -631,7 +684,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return run_main(argc, argv);
   if (cmd == "report") return report_main(argc, argv);
   if (cmd == "tune")
-    return vantage::examples::tune_main(std::vector<std::string>(argv + 2, argv + argc), "vantage tune");
+    return vantage::examples::tune_main(std::vector<std::string>(argv + 2, argv + argc), "vantage tune", loaded());
   if (cmd == "devices") return devices_main();
   if (cmd == "cuda" || cmd == "ptx" || cmd == "compile" || cmd == "lower" || cmd == "llvm" || cmd == "llvm-opt") {
     vantage::Spec spec;

@@ -146,6 +146,9 @@ struct Example {
   std::function<tune::Candidate(const tune::Config&, const std::map<std::string, std::int64_t>& size)> candidate =
       nullptr;
   bool tunable() const { return space && candidate; }
+  /// A kernel a library registered (`vantage --load`, vantage/registry.hpp): its launch at sizes, for
+  /// `vantage run` and `vantage tune`. Null for the built-in examples (their runs: kernels/runs.hpp).
+  std::function<KernelRun(const Device&, const Sizes&)> run = nullptr;
 };
 /// Every example kernel, in a stable order.
 const std::vector<Example>& all();

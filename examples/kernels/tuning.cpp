@@ -63,8 +63,10 @@ std::string sizes_text(const std::map<std::string, std::int64_t>& s) {
 }
 
 const char* kUsage =
-    "usage: %s NAME [--size N | --size M=.. --size N=.. --size K=..] [--device DEVICE]\n"
-    "          [--budget SECONDS] [--compile-threads N] [--csv FILE] [--svg FILE] [--results DIR] [--fresh]\n"
+    "usage: %s NAME [--size N | --size NAME=VALUE ...] [--device DEVICE]\n"
+    "          [--search exhaustive|random|model] [--samples N] [--seed N] [--early-stop FRACTION]\n"
+    "          [--repetitions N] [--budget SECONDS] [--compile-threads N] [--csv FILE] [--svg FILE]\n"
+    "          [--results DIR] [--fresh]\n"
     "\n"
     "Tunes an example that declares a configuration space (%s; \"sgemm\" is\n"
     "rung 4, sgemm_reg1d) for C = A B on one device. Every configuration is built, compiled on worker\n"
@@ -73,8 +75,16 @@ const char* kUsage =
     "device and toolchain, so a second run measures only what is new.\n"
     "\n"
     "  --size N             M = N = K = N (default 1024 on a GPU, 256 on the CPU, 32 on the interpreter);\n"
-    "                       or each of M, N and K as --size NAME=VALUE\n"
+    "                       or each of M, N and K as --size NAME=VALUE; a kernel of a --load library takes\n"
+    "                       its own sizes by name (default: those it registered)\n"
     "  --device DEVICE      interpreter, cpu, cpu:THREADS, gpu, gpu:N or best (the default)\n"
+    "  --search HOW         exhaustive (the default: every configuration), random (a seeded sample) or\n"
+    "                       model (dlib's global search over the times measured so far)\n"
+    "  --samples N          random, model: configurations to measure (default: a quarter of the space)\n"
+    "  --seed N             random, model: the same seed chooses the same configurations (default 1)\n"
+    "  --early-stop F       stop timing a configuration more than F slower than the best (0.5: 50%%)\n"
+    "                       after two repetitions (default 0: every one gets all its repetitions)\n"
+    "  --repetitions N      timed launches per configuration, the median kept (default 5)\n"
     "  --budget SECONDS     stop measuring after this long and keep the best so far\n"
     "  --compile-threads N  workers compiling candidates (default: one per core, memory allowing)\n"
     "  --csv FILE           write every configuration's result as CSV\n"
@@ -92,31 +102,52 @@ bool write_file(const std::string& path, const std::string& text) {
 
 tune::Report tune_example(const std::string& name, const std::map<std::string, std::int64_t>& size,
                           const Device& device, const tune::Options& options) {
-  const Example& e = tunable(name);
-  Workload w = make_workload(e.name, size, device);
+  return tune_example(tunable(name), size, device, options);
+}
+
+tune::Report tune_example(const Example& e, const std::map<std::string, std::int64_t>& size, const Device& device,
+                          const tune::Options& options) {
+  if (!e.tunable()) throw std::invalid_argument("'" + e.name + "' declares no configuration space");
   tune::Problem problem;
-  // The workload's data and checks are part of what a stored result means: "v1" names them.
-  problem.key = sizes_text(size) + " workload v1";
-  problem.run = [&](const Kernel& k, const Device& d, Grid g) {
-    if (w.reset) w.reset();
-    launch(k, d, g, w.args);
-  };
   problem.sizes = size;
-  problem.check = [&](std::string& why) {
-    why = w.check();
-    return why.empty();
-  };
+  std::optional<Workload> w;
+  std::optional<KernelRun> run;
+  if (e.run) {  // a loaded kernel: its own arguments and check
+    run = e.run(device, size);
+    problem.key = sizes_text(size) + " registered run";
+    problem.run = [&](const Kernel& k, const Device& d, Grid g) { launch(k, d, g, run->args); };
+    if (run->check)
+      problem.check = [&](std::string& why) {
+        why = run->check();
+        return why.empty();
+      };
+  } else {
+    w = make_workload(e.name, size, device);
+    // The workload's data and checks are part of what a stored result means: "v1" names them.
+    problem.key = sizes_text(size) + " workload v1";
+    problem.run = [&](const Kernel& k, const Device& d, Grid g) {
+      if (w->reset) w->reset();
+      launch(k, d, g, w->args);
+    };
+    problem.check = [&](std::string& why) {
+      why = w->check();
+      return why.empty();
+    };
+  }
   return tune::tune(
       e.name, e.space(), [&](const tune::Config& c) { return e.candidate(c, size); }, problem, device, options);
 }
 
-int tune_main(const std::vector<std::string>& args, const std::string& program) {
+int tune_main(const std::vector<std::string>& args, const std::string& program, const std::vector<Example>& loaded) {
   std::string name, device_name = "best", csv, svg;
   std::map<std::string, std::int64_t> size;
   std::int64_t square = 0;
   tune::Options options;
   options.progress = &std::cerr;
-  const std::string usage_names = joined(tunable_examples());
+  std::vector<std::string> names = tunable_examples();
+  for (const auto& e : loaded)
+    if (e.tunable() && e.run) names.push_back(e.name);
+  const std::string usage_names = joined(names);
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const char* what) -> std::optional<std::string> {
@@ -136,9 +167,9 @@ int tune_main(const std::vector<std::string>& args, const std::string& program) 
       const auto eq = v->find('=');
       const std::string key = eq == std::string::npos ? "" : v->substr(0, eq);
       const std::int64_t n = std::atoll(v->c_str() + (eq == std::string::npos ? 0 : eq + 1));
-      if ((eq != std::string::npos && key != "M" && key != "N" && key != "K") || n < 1 || n > 16384) {
-        std::fprintf(stderr, "%s: --size is N or M=N, N=N, K=N with N in 1..16384, not '%s'\n", program.c_str(),
-                     v->c_str());
+      if ((eq != std::string::npos && key.empty()) || n < 1 || n > (std::int64_t{1} << 40)) {
+        std::fprintf(stderr, "%s: --size is N (M = N = K for the examples) or NAME=N with N at least 1, not '%s'\n",
+                     program.c_str(), v->c_str());
         return 2;
       }
       if (eq == std::string::npos)
@@ -148,6 +179,35 @@ int tune_main(const std::vector<std::string>& args, const std::string& program) 
     } else if (a == "--device") {
       if (!(v = value("a device"))) return 2;
       device_name = *v;
+    } else if (a == "--search") {
+      if (!(v = value("exhaustive, random or model"))) return 2;
+      auto how = tune::search_from(*v);
+      if (!how) {
+        std::fprintf(stderr, "%s: --search is exhaustive, random or model, not '%s'\n", program.c_str(), v->c_str());
+        return 2;
+      }
+      options.search = *how;
+    } else if (a == "--samples" || a == "--repetitions") {
+      if (!(v = value("a count"))) return 2;
+      char* end = nullptr;
+      const long n = std::strtol(v->c_str(), &end, 10);
+      if (!end || *end || n < 1 || n > 1000000) {
+        std::fprintf(stderr, "%s: %s wants a count of at least 1, not '%s'\n", program.c_str(), a.c_str(), v->c_str());
+        return 2;
+      }
+      (a == "--samples" ? options.samples : options.repetitions) = static_cast<int>(n);
+    } else if (a == "--seed") {
+      if (!(v = value("a number"))) return 2;
+      options.seed = std::strtoull(v->c_str(), nullptr, 10);
+    } else if (a == "--early-stop") {
+      if (!(v = value("a fraction"))) return 2;
+      char* end = nullptr;
+      const double f = std::strtod(v->c_str(), &end);
+      if (!end || *end || !(f >= 0) || f > 100) {
+        std::fprintf(stderr, "%s: --early-stop wants a fraction such as 0.5, not '%s'\n", program.c_str(), v->c_str());
+        return 2;
+      }
+      options.early_stop = f;
     } else if (a == "--budget") {
       if (!(v = value("seconds"))) return 2;
       options.budget_s = std::atof(v->c_str());
@@ -182,17 +242,42 @@ int tune_main(const std::vector<std::string>& args, const std::string& program) 
     std::fprintf(stderr, "%s: %s\n", program.c_str(), error.c_str());
     return 2;
   }
-  if (square == 0) square = device->is_gpu() ? 1024 : device->kind() == DeviceKind::Cpu ? 256 : 32;
-  for (const char* k : {"M", "N", "K"}) size.emplace(k, square);
+  const Example* from_library = nullptr;
+  for (const auto& e : loaded)
+    if (e.name == name) from_library = &e;
+  if (from_library) {  // a loaded kernel: its own sizes where the command line gives none
+    if (!from_library->tunable() || !from_library->run) {
+      std::fprintf(stderr,
+                   "%s: '%s' registers no configuration space, candidate and run (RegisteredKernel::space, "
+                   "candidate and run; see docs/tune.md)\n",
+                   program.c_str(), name.c_str());
+      return 2;
+    }
+    if (square != 0) {
+      std::fprintf(stderr, "%s: give a loaded kernel's sizes by name (--size NAME=VALUE)\n", program.c_str());
+      return 2;
+    }
+    for (const auto& [k, v] : from_library->sizes) size.emplace(k, v);
+  } else {
+    for (const auto& [k, v] : size)
+      if (k != "M" && k != "N" && k != "K") {
+        std::fprintf(stderr, "%s: the examples' sizes are M, N and K, not '%s'\n", program.c_str(), k.c_str());
+        return 2;
+      }
+    if (square == 0) square = device->is_gpu() ? 1024 : device->kind() == DeviceKind::Cpu ? 256 : 32;
+    for (const char* k : {"M", "N", "K"}) size.emplace(k, square);
+  }
   try {
-    const Example& e = tunable(name);
+    const Example& e = from_library ? *from_library : tunable(name);
     std::printf("tune %s: %zu configurations, %s, on %s\n", e.name.c_str(), e.space().configs().size(),
                 sizes_text(size).c_str(), device->name().c_str());
-    tune::Report r = tune_example(name, size, *device, options);
+    tune::Report r = tune_example(e, size, *device, options);
     std::fputs(r.table().c_str(), stdout);
-    std::printf("%d measured now, %d from stored results (%s), %d failed; compiles on %d worker(s) took %.0f ms\n",
-                r.measured, r.reused, r.store_path.empty() ? "not stored" : r.store_path.c_str(), r.failed,
-                r.compile_threads, r.compile_wall_ms);
+    std::printf(
+        "%d measured now (%s search), %d from stored results (%s), %d failed; compiles on %d worker(s) took "
+        "%.0f ms\n",
+        r.measured, tune::search_name(options.search), r.reused,
+        r.store_path.empty() ? "not stored" : r.store_path.c_str(), r.failed, r.compile_threads, r.compile_wall_ms);
     const tune::Space space = e.space();
     const auto& params = space.params();
     if (!csv.empty() && !write_file(csv, r.csv()))
@@ -204,6 +289,10 @@ int tune_main(const std::vector<std::string>& args, const std::string& program) 
       std::printf("no configuration was measured\n");
       return 1;
     }
+    if (from_library) {
+      std::printf("best: %s, %.4f ms\n", tune::to_string(best->config).c_str(), best->ms);
+      return 0;
+    }
     const double flops =
         2.0 * static_cast<double>(size.at("M")) * static_cast<double>(size.at("N")) * static_cast<double>(size.at("K"));
     std::printf("best: %s, %.4f ms, %.3g GFLOP/s\n", tune::to_string(best->config).c_str(), best->ms,
@@ -212,6 +301,9 @@ int tune_main(const std::vector<std::string>& args, const std::string& program) 
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
     return 2;
+  } catch (const std::exception& e) {  // the loaded kernel's run could not be made (its arguments, a launch check)
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    return 1;
   }
 }
 

@@ -23,11 +23,16 @@ std::vector<std::string> tunable_examples();
 /// `size` holds M, N and K.
 tune::Report tune_example(const std::string& name, const std::map<std::string, std::int64_t>& size,
                           const Device& device, const tune::Options& options);
+/// The same for any tunable example, a loaded kernel's (Example::run gives its arguments) included.
+tune::Report tune_example(const Example& e, const std::map<std::string, std::int64_t>& size, const Device& device,
+                          const tune::Options& options);
 
-/// `PROGRAM NAME [--size N | --size M=..] [--device DEVICE] [--budget SECONDS] [--compile-threads N]
+/// `PROGRAM NAME [--size N | --size NAME=VALUE..] [--device DEVICE] [--budget SECONDS] [--compile-threads N]
 /// [--csv FILE] [--svg FILE] [--results DIR] [--fresh] [--help]`: tunes, prints the table and the
 /// best configuration, writes the CSV and the heatmap. Exit status 0 when a configuration was
 /// measured, 1 when none was, 2 for a bad command line.
-int tune_main(const std::vector<std::string>& args, const std::string& program);
+/// `loaded`: kernels `--load` added, tunable where they declare a space and a run.
+int tune_main(const std::vector<std::string>& args, const std::string& program,
+              const std::vector<Example>& loaded = {});
 
 }  // namespace vantage::examples

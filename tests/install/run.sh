@@ -43,6 +43,17 @@ else
   cli ptx scale_by_two | grep "\.entry" >/dev/null
   cli compile scale_by_two | grep "scale_by_two" >/dev/null
 fi
+# run and tune: the kernel that registers its run and space, on the interpreter (every host has it).
+cli run scale_tiled --device interpreter | grep "^scale_tiled n=4096: .* \[ok\]" >/dev/null
+cli run scale_tiled --device interpreter --size n=1000 | grep "^scale_tiled n=1000: .* \[ok\]" >/dev/null
+cli tune scale_tiled --device interpreter --fresh --size n=2000 --repetitions 1 2>/dev/null >"$work/tune"
+grep "^9 measured now (exhaustive search)" "$work/tune" >/dev/null && grep "^best: items=" "$work/tune" >/dev/null
+cli tune scale_tiled --device interpreter --fresh --search model --samples 3 --repetitions 1 2>/dev/null |
+  grep "^3 measured now (model search)" >/dev/null
+if cli run scale_by_two 2>"$work/err"; then echo "a kernel without a registered run ran"; exit 1; fi
+grep "registers no run" "$work/err" >/dev/null
+if cli tune scale_by_two 2>"$work/err"; then echo "a kernel without a space was tuned"; exit 1; fi
+grep "registers no configuration space" "$work/err" >/dev/null
 if env -u LD_LIBRARY_PATH "$work/prefix/bin/vantage" --load "$work/nothing.so" check 2>"$work/err"; then
   echo "a library that does not exist was loaded"; exit 1
 fi
