@@ -23,17 +23,24 @@ ExprPtr float_lit(ScalarType t, double v, SourceLoc loc) { return ir::make<ir::L
 
 using detail::node;
 
+}  // namespace
+
 /// A weak literal (a C++ number) takes the other operand's type where its value is unchanged by it:
-/// an integer into any integer type that holds it (one that does not is kept, with its value, so
-/// that the checker reports it: V0707), an integer or float into any float type.
-ExprPtr adapt(const ExprArg& x, ScalarType to) {
+/// an integer into any integer type (one that does not hold it keeps its value, so that the checker
+/// reports it: V0707), an integer or float into any float type (with its exact value, which the
+/// checker compares with what the type holds: V0707 again). An integer past 2^53 has no exact
+/// double: it stays an integer (V0701 then names the two types).
+ExprPtr detail::adapt(const ExprArg& x, ScalarType to) {
   const ir::ExprNode* raw = BuilderAccess::raw(x.expr);
   const auto* l = raw ? ir::as<ir::Literal>(*raw) : nullptr;
   if (!x.weak_literal || !l || l->type == to || to == ScalarType::Bool) return node(x.expr);
   ExprPtr n = node(x.expr);
   if (is_integer(l->type)) {
-    if (is_float(to)) return float_lit(to, static_cast<double>(ir::exact(l->type, l->i)), x.loc);
-    __int128 v = ir::exact(l->type, l->i);
+    const __int128 v = ir::exact(l->type, l->i);
+    if (is_float(to)) {
+      const double d = static_cast<double>(v);
+      return static_cast<__int128>(d) == v ? float_lit(to, d, x.loc) : n;
+    }
     // u64 holds bit patterns: a negative value, or one above i64's range in i64, has no literal.
     if (to == ScalarType::U64 && v < 0) return n;
     if (to == ScalarType::I64 && v > INT64_MAX) return n;
@@ -42,6 +49,10 @@ ExprPtr adapt(const ExprArg& x, ScalarType to) {
   if (is_float(l->type) && is_float(to)) return float_lit(to, l->f, x.loc);
   return n;
 }
+
+namespace {
+
+using detail::adapt;
 
 /// Both operands, with weak literals adapted to the other side.
 std::pair<ExprPtr, ExprPtr> unify(const ExprArg& a, const ExprArg& b) {

@@ -58,5 +58,8 @@ struct BuilderAccess {
 
 /// The IR node an expression handle holds.
 inline ir::ExprPtr node(const Expr& e) { return BuilderAccess::node(e); }
+/// A weak literal (a C++ number written next to an expression) in the type `to`, where that keeps its
+/// value; anything else unchanged (frontend/expr.cpp says how; the checker rejects what does not fit).
+ir::ExprPtr adapt(const ExprArg& x, ScalarType to);
 
 }  // namespace vantage::detail

@@ -68,19 +68,7 @@ StmtPtr record(const std::shared_ptr<BuildCtx>& ctx, SourceLoc loc, F&& fn) {
 }
 
 ExprPtr arg_node(const ExprArg& a, std::optional<ScalarType> want = std::nullopt) {
-  ExprPtr n = node(a.expr);
-  const auto* l = n ? ir::as<ir::Literal>(*n) : nullptr;
-  if (want && a.weak_literal && l && l->type != *want) {
-    if (is_integer(l->type) && is_float(*want))
-      return ir::make<ir::Literal>(*want, std::int64_t{0}, static_cast<double>(l->i), a.loc);
-    if (is_integer(l->type) && is_integer(*want)) {
-      __int128 v = ir::exact(l->type, l->i);
-      if ((*want == ScalarType::U64 && v < 0) || (*want == ScalarType::I64 && v > INT64_MAX)) return n;
-      return ir::int_literal(*want, static_cast<std::int64_t>(v), a.loc);  // out of range: V0707
-    }
-    if (is_float(l->type) && is_float(*want)) return ir::make<ir::Literal>(*want, std::int64_t{0}, l->f, a.loc);
-  }
-  return n;
+  return want ? detail::adapt(a, *want) : node(a.expr);
 }
 
 ir::VarPtr new_var(BuildCtx& ctx, std::string name, ScalarType t, ir::VarNode::Origin origin, SourceLoc loc) {

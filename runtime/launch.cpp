@@ -194,6 +194,11 @@ const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std:
       refuse(t, i,
              "a " + describe_arg(a) + " was given, but the kernel runs on the " + device.name() +
                  ", which reads host memory: copy it to a host buffer");
+    } else if (a.kind() == LaunchArg::Kind::DeviceMemory && a.device_kind() != device.kind()) {
+      // Host memory either way, but a buffer belongs to the device that made it (docs/runtime.md).
+      refuse(t, i,
+             "a " + describe_arg(a) + " was given, but the kernel runs on the " + device.name() +
+                 ": allocate it there (device.alloc<T>(n)), or pass host memory (a std::vector or a span)");
     }
     if (p.has_extent) {
       auto ext = p.extent.eval(scalars);

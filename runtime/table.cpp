@@ -69,9 +69,13 @@ static void make(Entry& e, const Kernel& kernel, const Device& device, Table& t)
     e.exec->alignment.resize(t.params.size(), 0);
   } catch (const CheckError& err) {
     if (!err.has("V1004")) throw;
-    // The launch shape is what the kernel's rules refuse: name it.
+    // The launch shape is what the kernel's rules refuse: name it, and the count that would run.
+    std::string fix;
+    if (t.declared_threads && t.declared_threads != e.threads)
+      fix = "; launch it with Grid{blocks, " + std::to_string(t.declared_threads) +
+            "} (or 0 threads: the declared count)";
     throw LaunchError("grid.threads", "kernel '" + t.name + "' cannot run with " + std::to_string(e.threads) +
-                                          " threads per block:\n" + render_all(err.diagnostics(), false));
+                                          " threads per block" + fix + ":\n" + render_all(err.diagnostics(), false));
   }
 }
 

@@ -92,6 +92,71 @@ TEST(Regression, LiteralThatDoesNotFitItsTypeIsRejected) {
   EXPECT_TRUE(rejected_at("V0707", line, build));
 }
 
+// A C++ number next to a float expression takes its type only where its value is unchanged
+// (docs/semantics.md): `y * 1e300` with an f32 y became infinity, and `y * 16777217` built as
+// 16777216. Each is now V0707 at the user's line, saying what the value would become and what to write.
+std::string literal_diagnostic(const std::function<Expr(Expr)>& with, ScalarType t, int& line) {
+  KernelBuilder k("literal");
+  auto y = k.param<GlobalPtr<float>>("y");
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    g.group(thread(1), [&](Scope& th) {
+      Expr v = t == ScalarType::F32 ? Expr(y[0]) : cast(t, Expr(y[0]));
+      th.let("v", with(v));
+    });
+  });
+  try {
+    k.build();
+  } catch (const CheckError& e) {
+    for (const auto& d : e.diagnostics())
+      if (d.code == "V0707") {
+        line = d.loc.line;
+        return d.message;
+      }
+    return "other: " + render_all(e.diagnostics(), false);
+  }
+  return "accepted";
+}
+
+TEST(Regression, AFloatLiteralThatWouldChangeValueIsRejectedAtTheUsersLine) {
+  struct Case {
+    std::function<Expr(Expr)> with;
+    ScalarType type;
+    int line;
+    std::string says;
+  };
+  std::vector<Case> cases;
+  cases.push_back({[](Expr v) { return v * 1e300; }, ScalarType::F32, __LINE__,
+                   "literal 1e+300 is not an f32 value (as one it would be inf): it is outside f32's range"});
+  cases.push_back({[](Expr v) { return v * 16777217; }, ScalarType::F32, __LINE__,
+                   "literal 16777217 is not an f32 value (as one it would be 16777216): write 16777216.0f if that "
+                   "is meant"});
+  cases.push_back({[](Expr v) { return v + 0.1; }, ScalarType::F32, __LINE__,
+                   "literal 0.1 is not an f32 value (as one it would be 0.100000001): write 0.1f for the nearest "
+                   "f32 value"});
+  cases.push_back({[](Expr v) { return v * 1e-50; }, ScalarType::F32, __LINE__,
+                   "(as one it would be 0): it is outside f32's range"});
+  cases.push_back({[](Expr v) { return v * 70000; }, ScalarType::F16, __LINE__,
+                   "literal 70000 is not an f16 value (as one it would be inf)"});
+  cases.push_back({[](Expr v) { return v + 257; }, ScalarType::BF16, __LINE__,
+                   "literal 257 is not a bf16 value (as one it would be 256): write bfloat16(256f) if that is meant"});
+  for (const auto& c : cases) {
+    int line = 0;
+    const std::string said = literal_diagnostic(c.with, c.type, line);
+    EXPECT_NE(said.find(c.says), std::string::npos) << said;
+    EXPECT_EQ(line, c.line) << said;
+  }
+  // Values the type holds adapt as before.
+  for (auto ok :
+       std::vector<std::function<Expr(Expr)>>{[](Expr v) { return v * 0.5; }, [](Expr v) { return v + 2; },
+                                              [](Expr v) { return v * 16777216; }, [](Expr v) { return v * 0.1f; }}) {
+    int line = 0;
+    EXPECT_EQ(literal_diagnostic(ok, ScalarType::F32, line), "accepted");
+  }
+  int line = 0;
+  EXPECT_EQ(literal_diagnostic([](Expr v) { return v * 0.5; }, ScalarType::F16, line), "accepted");
+}
+
 TEST(Regression, NoFullUnrollOfALongConstantLoop) {
   KernelBuilder k("long_loop");
   auto out = k.param<GlobalPtr<float>>("out");

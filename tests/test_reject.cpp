@@ -194,6 +194,40 @@ TEST(Reject, BlockVariableAssignedFromThreadCode) {
   });
 }
 
+// V0201 and V0202 say which declaration fixes them, and that declaration is accepted.
+TEST(Reject, WriteDownDiagnosticsNameTheDeclarationThatFixesThem) {
+  auto message = [](bool fixed, bool from_thread_code) {
+    KernelBuilder k("acc");
+    auto x = k.param<GlobalPtr<const float>>("x", extent(128));
+    k.block_threads(128);
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        auto acc = fixed ? b.let("acc", 0.0f, at(thread(1))) : b.let("acc", 0.0f);
+        if (from_thread_code) {
+          b.group(thread(1), [&](Scope& th) { th.assign(acc, acc + x[th.id(thread(1))]); });
+        } else {
+          auto t = b.let("t", b.id(thread(1)));
+          b.assign(acc, acc + x[t]);
+        }
+      });
+    });
+    try {
+      k.build();
+    } catch (const CheckError& e) {
+      return testing::describe(e.diagnostics());
+    }
+    return std::string("accepted");
+  };
+  const std::string v0202 = message(false, true), v0201 = message(false, false);
+  EXPECT_NE(v0202.find("V0202"), std::string::npos) << v0202;
+  EXPECT_NE(v0202.find("declare it there or with at(thread(1)) (let('acc', value, at(thread(1))))"), std::string::npos)
+      << v0202;
+  EXPECT_NE(v0201.find("V0201"), std::string::npos) << v0201;
+  EXPECT_NE(v0201.find("declare it with at(thread(1)) (let('acc', value, at(thread(1))))"), std::string::npos) << v0201;
+  EXPECT_EQ(message(true, true), "accepted");
+  EXPECT_EQ(message(true, false), "accepted");
+}
+
 TEST(Reject, LoopBoundVariesPerThreadAtBlockPerspective) {
   int bad = 0;
   expect_kernel_rejected("V0204", bad, [&](KB& k) {

@@ -12,6 +12,16 @@
 namespace vantage {
 namespace {
 
+/// x[i] = 2 x[i] on 128 threads a block.
+Kernel examples_scale() {
+  KernelBuilder k("scale");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<float>>("x", extent(n));
+  k.block_threads(128);
+  k.body([&](Scope& g) { lib::for_each(g, x, n, [&](Scope&, Expr, ElemRef xi) { xi = 2.0f * xi; }); });
+  return k.build();
+}
+
 TEST(Runtime, TheBestDeviceIsAGpuOrSaysWhyNot) {
   Device d = Device::best();
   if (Device::gpu_count() == 0) {
@@ -79,6 +89,81 @@ TEST(Runtime, AMovedFromBufferIsEmptyAndALaunchOnItIsRefused) {
 }
 
 // On a host device a graph is its function: run when captured, run again on each launch.
+// A launch with a thread count the kernel does not declare says which count runs, on every device,
+// without naming a GPU target or advising a declaration the kernel already has (V1004 on a CPU launch
+// talked about sm_90a and suggested declaring block_threads).
+TEST(Runtime, AWrongThreadCountIsRefusedWithTheCountThatRuns) {
+  auto scale = [](bool declared) {
+    KernelBuilder k("scale");
+    auto n = k.param<int>("n");
+    auto x = k.param<GlobalPtr<float>>("x", extent(n));
+    if (declared) {
+      k.block_threads(128);
+      k.body([&](Scope& g) { lib::for_each(g, x, n, [&](Scope&, Expr, ElemRef xi) { xi = 2.0f * xi; }); });
+    } else {
+      k.body([&](Scope& g) { g.let("m", n + 1); });  // lib::for_each needs a declared count
+    }
+    return k.build();
+  };
+  auto refusal = [](const Kernel& k, const Device& d, std::int64_t threads) {
+    std::vector<float> v(1000, 1.0f);
+    try {
+      k.launch(d, Grid{4, threads}, 1000, v);
+    } catch (const LaunchError& e) {
+      return std::string(e.what());
+    }
+    return std::string("launched");
+  };
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  for (const Device& d : devices) {
+    for (std::int64_t threads : {256, 2048}) {
+      const std::string said = refusal(scale(true), d, threads);
+      EXPECT_NE(said.find("cannot run with " + std::to_string(threads) +
+                          " threads per block; launch it with Grid{blocks, 128} (or 0 threads: the declared count)"),
+                std::string::npos)
+          << d.name() << ": " << said;
+      EXPECT_NE(said.find("declares 128 threads per block; this specialization asks for " + std::to_string(threads)),
+                std::string::npos)
+          << said;
+      EXPECT_EQ(said.find("sm_90"), std::string::npos) << said;
+      EXPECT_EQ(said.find("declare block_threads"), std::string::npos) << said;
+    }
+    EXPECT_NE(refusal(scale(false), d, 2048).find("cannot have 2048 threads per block: a block has 1 to 1024"),
+              std::string::npos);
+    EXPECT_EQ(refusal(scale(false), d, 0), "kernel 'scale' leaves its threads per block open: give Grid::threads");
+    EXPECT_EQ(refusal(scale(true), d, 0), "launched");
+  }
+}
+
+// A buffer allocated on one host device is refused by a launch on the other, naming the argument
+// (the interpreter's buffers were taken by CPU launches); host memory is taken by both.
+TEST(Runtime, ABufferOfOneHostDeviceIsRefusedOnTheOther) {
+  if (!Device::cpu_available()) GTEST_SKIP() << "this build has no CPU backend";
+  Kernel k = examples_scale();
+  Device interp = Device::interpreter(), cpu = Device::cpu(1);
+  for (auto [from, on] : {std::pair{interp, cpu}, std::pair{cpu, interp}}) {
+    auto x = from.alloc<float>(256);
+    try {
+      k.launch(on, Grid{2, 128}, 256, x);
+      ADD_FAILURE() << "a buffer of the " << from.name() << " was taken on the " << on.name();
+    } catch (const LaunchError& e) {
+      EXPECT_EQ(e.param(), "x");
+      EXPECT_NE(
+          std::string(e.what()).find("was given, but the kernel runs on the " + on.name() + ": allocate it there"),
+          std::string::npos)
+          << e.what();
+    }
+    auto own = on.alloc<float>(256);
+    own.copy_from(std::vector<float>(256, 1.0f));
+    k.launch(on, Grid{2, 128}, 256, own);
+    EXPECT_EQ(own.to_vector()[255], 2.0f);
+    std::vector<float> host(256, 1.0f);
+    k.launch(on, Grid{2, 128}, 256, host);
+    EXPECT_EQ(host[255], 2.0f);
+  }
+}
+
 TEST(Runtime, AGraphOnAHostDeviceRunsItsFunctionAgain) {
   Device d = Device::interpreter();
   Stream s(d);

@@ -1,6 +1,7 @@
 // Vantage runtime: where kernels run and the memory they run on. A Device is the reference
 // interpreter (any machine), a GPU (through the CUDA driver, loaded at run time: the library runs on
-// hosts without one), or later the CPU backend. Streams and events order and time work on a device;
+// hosts without one), or the CPU backend (native code through LLVM ORC on the host's cores, where the
+// build has it). Streams and events order and time work on a device;
 // DeviceBuffer<T> owns memory on a device and knows its length and device; Buffer<T> is the
 // non-owning view a launch takes; PinnedBuffer<T> is page-locked host memory for fast copies. Owners
 // are move-only and their destructors never throw.

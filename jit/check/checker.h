@@ -12,7 +12,11 @@
 #include "jit/check/check.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -21,6 +25,7 @@
 #include "jit/ir/shared_layout.h"
 #include "jit/ir/visit.h"
 #include "jit/target/target.h"
+#include "support/float16.h"
 
 namespace vantage::check::detail {
 
@@ -313,7 +318,43 @@ class ExprChecker {
       c_.error("V0707", here,
                "literal " + std::to_string(n.i) + " does not fit in " + type_name(n.type) +
                    " (write it as a wider type, or cast<T>() explicitly)");
+    if (auto became = float_literal_changes(n.type, n.f)) {
+      const std::string t = type_name(n.type);
+      std::string fix;
+      if (std::isinf(*became) || *became == 0)
+        fix = "it is outside " + t + "'s range: compute in a wider type, or scale it";
+      else if (n.f == std::floor(n.f))
+        fix = "write " + spelled(n.type, *became) + " if that is meant, or compute in a wider type";
+      else
+        fix = "write " + spelled(n.type, n.f) + " for the nearest " + t + " value, or cast<T>() a wider expression";
+      c_.error("V0707", here,
+               "literal " + number(n.f) + " is not " + article(n.type) + " value (as one it would be " +
+                   number(*became) + "): " + fix);
+    }
     return kTop;
+  }
+  /// What a float literal of value `v` becomes in `t` where that is not `v` (F64 holds every value).
+  static std::optional<double> float_literal_changes(ScalarType t, double v) {
+    if (!is_float(t) || t == ScalarType::F64 || std::isnan(v)) return std::nullopt;
+    double r = static_cast<float>(v);
+    if (t == ScalarType::F16) r = float16::half_to_float(float16::f64_to_16bit(v, false));
+    if (t == ScalarType::BF16) r = float16::bf16_to_float(float16::f64_to_16bit(v, true));
+    if (r == v) return std::nullopt;
+    return r;
+  }
+  static std::string number(double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return buf;
+  }
+  static std::string article(ScalarType t) {
+    const std::string n = type_name(t);
+    return (n[0] == 'f' ? "an " : "a ") + n;
+  }
+  /// `v` as the user would write a literal of type `t`.
+  static std::string spelled(ScalarType t, double v) {
+    if (t == ScalarType::F32) return number(v) + (number(v).find_first_of(".e") == std::string::npos ? ".0f" : "f");
+    return std::string(t == ScalarType::F16 ? "half(" : "bfloat16(") + number(v) + "f)";
   }
   Perspective expr_rule(const VarRef& n, SourceLoc, SourceLoc loc) {
     auto it = c_.vars.find(n.var.get());

@@ -51,14 +51,18 @@ auto Checker::write_down(const std::string& name, Perspective p, SourceLoc decl,
     -> void {
   if (c_.narrower_eq(p, c_.code()) == Truth::No) {
     auto& d = c_.error("V0202", loc,
-                       q(name) + " lives at " + p.str() + " and cannot be written from code at " + c_.code().str());
+                       q(name) + " lives at " + p.str() + " and cannot be written from code at " + c_.code().str() +
+                           ": to give each of those its own, declare it there or with at(" + c_.code().str() +
+                           ") (let(" + q(name) + ", value, at(" + c_.code().str() + ")))");
     c_.note(d, decl, "declared here");
     c_.note_code(d);
   }
   if (c_.narrower_eq(p, value) == Truth::No) {
-    auto& d = c_.error("V0201", loc,
-                       "a value that varies with " + value.str() + " cannot be written into " + q(name) +
-                           ", which lives at " + p.str());
+    auto& d =
+        c_.error("V0201", loc,
+                 "a value that varies with " + value.str() + " cannot be written into " + q(name) +
+                     ", which lives at " + p.str() + ": to keep one per " + value.str() + ", declare it with at(" +
+                     value.str() + ") (let(" + q(name) + ", value, at(" + value.str() + ")))");
     c_.note(d, decl, "declared here");
   } else {
     c_.rule(c_.narrower_eq(p, value), Obligation::Kind::Divides, p.count, value.count, "V0201", loc,

@@ -1,5 +1,5 @@
 // Vantage lowering: a checked, specialized kernel becomes lowered IR, the form every backend
-// consumes (the CUDA printer, the interpreter, later the CPU backend and the cost report).
+// consumes (the CUDA printer, the interpreter, the CPU backend and the cost report).
 //
 // Lowered IR uses the IR's own node kinds, minus everything about perspectives and views:
 // - no Group, Split, Destruct, Partition, Claim, Lower, Async and no `id()`: thread and block

@@ -94,23 +94,29 @@ Result run(const KernelNode& k, const std::vector<Obligation>& obligations, cons
   if (k.threads && spec.threads && *k.threads != spec.threads)
     errors.push_back({"V1004",
                       "kernel '" + k.name + "' declares " + std::to_string(*k.threads) +
-                          " threads per block; the Spec asks for " + std::to_string(spec.threads),
+                          " threads per block; this specialization asks for " + std::to_string(spec.threads),
                       k.threads_loc,
                       {}});
   r.threads = spec.threads ? spec.threads : k.threads.value_or(0);
   const target::Info& arch = target::info(spec.arch);
-  if (r.threads < 1 || r.threads > arch.max_threads_per_block)
+  // Out of range: said once, where the count comes from (a declared count the Spec contradicts is
+  // the error above; the declaration then needs no advice).
+  const bool contradicted = k.threads && spec.threads && *k.threads != spec.threads;
+  if ((r.threads < 1 || r.threads > arch.max_threads_per_block) && !contradicted)
     errors.push_back({"V1004",
-                      "kernel '" + k.name + "' needs threads per block between 1 and " +
-                          std::to_string(arch.max_threads_per_block) + " on " + arch.name +
-                          " (declare block_threads or set Spec::threads); got " + std::to_string(r.threads),
-                      k.loc,
+                      r.threads == 0
+                          ? "kernel '" + k.name +
+                                "' declares no threads per block: declare block_threads, or give the "
+                                "count (Spec::threads, a launch's Grid)"
+                          : "kernel '" + k.name + "' cannot have " + std::to_string(r.threads) +
+                                " threads per block: a block has 1 to " + std::to_string(arch.max_threads_per_block),
+                      k.threads ? k.threads_loc : k.loc,
                       {}});
   std::optional<std::int64_t> blocks = spec.blocks ? spec.blocks : k.grid_blocks;
   if (k.grid_blocks && spec.blocks && *k.grid_blocks != *spec.blocks)
     errors.push_back({"V1004",
                       "kernel '" + k.name + "' fixes the grid at " + std::to_string(*k.grid_blocks) +
-                          " blocks; the Spec asks for " + std::to_string(*spec.blocks),
+                          " blocks; this specialization asks for " + std::to_string(*spec.blocks),
                       k.loc,
                       {}});
   FeatureScan features;
