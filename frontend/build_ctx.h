@@ -26,7 +26,8 @@ struct BuildCtx {
   };
   std::vector<Block> open;  ///< bodies being recorded, innermost last
   std::uint64_t next_block = 1;
-  std::vector<Diagnostic> diags;  ///< builder-level errors, reported by build()
+  std::vector<Diagnostic> diags;     ///< builder-level errors, reported by build()
+  std::vector<std::string> helpers;  ///< Scope::called_as names, innermost last
 
   std::vector<ir::ParamNode> params;
   std::vector<ir::TensorMapNode> tensor_maps;

@@ -347,8 +347,18 @@ void narrow_whole(const std::shared_ptr<BuildCtx>& ctx, std::uint64_t block, con
 void Scope::claim(const View& view, Perspective p, const std::function<void(Scope&, View)>& fn,
                   std::source_location l) {
   SourceLoc loc = here(l);
+  const std::string via = ctx_->helpers.empty() ? std::string() : ctx_->helpers.back();
   narrow_whole(ctx_, block_, view, "_claim", ir::MemNode::Origin::Claim, fn, loc,
-               [&](auto src, auto dst, auto b) { return ir::make<ir::Claim>(src, dst, p, b, loc); });
+               [&](auto src, auto dst, auto b) { return ir::make<ir::Claim>(src, dst, p, b, loc, via); });
+}
+
+void Scope::called_as(const std::string& name, const std::function<void()>& body) {
+  ctx_->helpers.push_back(name);
+  struct Pop {
+    BuildCtx* c;
+    ~Pop() { c->helpers.pop_back(); }
+  } pop{ctx_.get()};
+  body();
 }
 
 void Scope::lower(const View& view, const std::function<void(Scope&, View)>& fn, std::source_location l) {

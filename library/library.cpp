@@ -723,12 +723,29 @@ Expr mma_c_row(const ExprArg& lane, int e) { return lane.expr / 4 + (e >= 2 ? 8 
 Expr mma_c_col(const ExprArg& lane, int e) { return lane.expr % 4 * 2 + e % 2; }
 
 void store_by_one(Scope& scope, const View& dst, const ExprArg& index, const ExprArg& value, Loc loc) {
-  scope.claim(
-      dst, thread(1),
-      [&](Scope& s, View mine) {
-        s.split(Level::Thread, {{1, [&](Scope&) { mine[IndexArg(index.expr, loc)] = value; }, loc}}, loc);
-      },
-      loc);
+  scope.called_as("lib::store_by_one", [&] {
+    scope.claim(
+        dst, thread(1),
+        [&](Scope& s, View mine) {
+          s.split(Level::Thread, {{1, [&](Scope&) { mine[IndexArg(index.expr, loc)] = value; }, loc}}, loc);
+        },
+        loc);
+  });
+}
+
+void by_one_thread(Scope& scope, const std::function<void(Scope& one)>& body, Loc loc) {
+  scope.split(Level::Thread, {{1, [&](Scope& one) { body(one); }, loc}}, loc);
+}
+
+void by_one_thread(Scope& scope, const View& dst, const std::function<void(Scope& one, View mine)>& body, Loc loc) {
+  scope.called_as("lib::by_one_thread", [&] {
+    scope.claim(
+        dst, thread(1),
+        [&](Scope& s, View mine) {
+          s.split(Level::Thread, {{1, [&](Scope& one) { body(one, mine); }, loc}}, loc);
+        },
+        loc);
+  });
 }
 
 void for_each_block(Scope& grid, const View& out, std::int64_t per_block,

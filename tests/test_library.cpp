@@ -83,6 +83,107 @@ Kernel scan_kernel(int threads, lib::Op op) {
   return k.build();
 }
 
+// lib::by_one_thread: thread 0 of each block writes the block's sum, minimum and maximum into its
+// share of out (three elements a block), on the interpreter (both thread orders, checked) and the CPU
+// backend, at sizes no block divides; from a block onto memory of the grid, it is refused by name.
+TEST(Library, ByOneThreadWritesTheBlocksResultsFromOneThread) {
+  KernelBuilder k("stats");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 3, [&](Scope& b, Expr blk, View out_b) {
+      Expr idx = blk * 64 + b.id(thread(1));
+      Expr mine = x[min(idx, n - 1)];
+      Var sum = lib::block_reduce(b, "sum", select(idx < n, mine, 0), lib::Op::Sum);
+      Var lo = lib::block_reduce(b, "lo", mine, lib::Op::Min);
+      Var hi = lib::block_reduce(b, "hi", mine, lib::Op::Max);
+      lib::by_one_thread(b, out_b, [&](Scope&, View o) {
+        o[0] = sum;
+        o[1] = lo;
+        o[2] = hi;
+      });
+    });
+  });
+  Kernel kernel = k.build();
+  for (const Device& d : devices())
+    for (int n : {1, 64, 1000, 4097}) {
+      const int blocks = (n + 63) / 64;
+      std::vector<int> x = inputs(n), out(static_cast<std::size_t>(3 * blocks), -7);
+      kernel.launch(d, Grid{blocks, 64}, n, std::as_const(x), out);
+      for (int b = 0; b < blocks; ++b) {
+        int sum = 0, lo = INT32_MAX, hi = INT32_MIN;
+        for (int i = b * 64; i < std::min(n, b * 64 + 64); ++i) {
+          sum += x[static_cast<std::size_t>(i)];
+          lo = std::min(lo, x[static_cast<std::size_t>(i)]);
+          hi = std::max(hi, x[static_cast<std::size_t>(i)]);
+        }
+        EXPECT_EQ(out[static_cast<std::size_t>(3 * b)], sum) << d.name() << " n=" << n << " block " << b;
+        EXPECT_EQ(out[static_cast<std::size_t>(3 * b + 1)], lo) << d.name() << " n=" << n << " block " << b;
+        EXPECT_EQ(out[static_cast<std::size_t>(3 * b + 2)], hi) << d.name() << " n=" << n << " block " << b;
+      }
+    }
+  // A block writing all of `out` from one of its threads: every block would write it (V0303 names
+  // the helper).
+  int bad = 0;
+  try {
+    KernelBuilder w("whole");
+    auto o = w.param<GlobalPtr<int>>("o", extent(4));
+    w.block_threads(64);
+    w.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        bad = __LINE__ + 1;
+        lib::by_one_thread(b, o, [&](Scope&, View mine) { mine[0] = 1; });
+      });
+    });
+    w.build();
+    ADD_FAILURE() << "accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0303", bad, "tests/test_library.cpp"));
+    EXPECT_NE(testing::describe(e.diagnostics()).find("lib::by_one_thread (a claim) of 'o'"), std::string::npos);
+  }
+}
+
+// lib::store_by_one on a kernel parameter from block code: the diagnostic names the helper the user
+// called and what to do, not a `claim` the user never wrote; the advice given (do it at grid(1))
+// builds and runs.
+TEST(Library, StoreByOneWhereItsTargetIsWiderNamesTheHelperAndTheFix) {
+  int bad = 0;
+  auto make = [&](bool at_grid) {
+    KernelBuilder k("total");
+    auto out = k.param<GlobalPtr<float>>("out", extent(1));
+    k.block_threads(128);
+    k.body([&](Scope& g) {
+      if (at_grid) {
+        lib::store_by_one(g, out, 0, 1.0f);
+      } else {
+        g.group(block(1), [&](Scope& b) {
+          bad = __LINE__ + 1;
+          lib::store_by_one(b, out, 0, 1.0f);
+        });
+      }
+    });
+    return k.build();
+  };
+  try {
+    make(false);
+    ADD_FAILURE() << "accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0303", bad, "tests/test_library.cpp"));
+    const std::string said = testing::describe(e.diagnostics());
+    EXPECT_NE(said.find("lib::store_by_one (a claim) of 'out' needs the code at grid(1), where 'out' lives; the code "
+                        "is at block(1), so every block(1) would write all of it: give each block(1) its share first "
+                        "(partition, lib::for_each_block), or do this at grid(1)"),
+              std::string::npos)
+        << said;
+  }
+  Kernel k = make(true);
+  std::vector<float> out(1, 0.0f);
+  k.launch(Device::interpreter(), Grid{3, 128}, out);
+  EXPECT_EQ(out[0], 1.0f);
+}
+
 TEST(Library, BlockReduceGivesEveryOperationAtEveryBlockSize) {
   for (int threads : {32, 64, 96, 256, 1024})
     for (lib::Op op : {lib::Op::Sum, lib::Op::Min, lib::Op::Max}) {

@@ -227,6 +227,14 @@ Expr mma_c_col(const ExprArg& lane, int e);
 /// thread writes the block's result".
 void store_by_one(Scope& scope, const View& dst, const ExprArg& index, const ExprArg& value,
                   std::source_location loc = std::source_location::current());
+/// `body` run by one thread (thread 0) of the scope's perspective, as CUDA's `if (threadIdx.x == 0)`:
+/// a one-thread split branch. Perspective: scope at any level, `one` at thread(1).
+void by_one_thread(Scope& scope, const std::function<void(Scope& one)>& body,
+                   std::source_location loc = std::source_location::current());
+/// The same with `dst` (memory living at the scope's perspective) handed whole to that thread:
+/// `body(one, mine)` may write any element of `mine`, which is `dst`.
+void by_one_thread(Scope& scope, const View& dst, const std::function<void(Scope& one, View mine)>& body,
+                   std::source_location loc = std::source_location::current());
 
 /// At grid(1): block b gets `out[b * per_block .. (b + 1) * per_block)` to write (a block partition
 /// of `out`) and runs `body(b, blk, out_b)` at block(1), where blk is the block's index and

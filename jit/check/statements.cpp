@@ -272,9 +272,16 @@ auto Checker::narrow_source(const MemPtr& src, SourceLoc loc, const char* what) 
   }
   Truth same = c_.same_persp(info->persp, c_.code());
   if (same == Truth::No) {
-    auto& d = c_.error("V0303", loc,
-                       std::string(what) + " of " + q(src->name) + " needs the code at " + info->persp.str() +
-                           ", where " + q(src->name) + " lives; the code is at " + c_.code().str());
+    const bool wider = c_.fits_in(c_.code(), info->persp) == Truth::Yes;
+    auto& d =
+        c_.error("V0303", loc,
+                 std::string(what) + " of " + q(src->name) + " needs the code at " + info->persp.str() + ", where " +
+                     q(src->name) + " lives; the code is at " + c_.code().str() +
+                     (wider ? ", so every " + c_.code().str() + " would write all of it: give each " + c_.code().str() +
+                                  " its share first (partition, lib::for_each_block), or do "
+                                  "this at " +
+                                  info->persp.str()
+                            : std::string()));
     c_.note(d, info->narrowed_at, q(src->name) + " got its perspective here");
     c_.note_code(d);
   } else {
@@ -318,7 +325,8 @@ auto Checker::check(const Partition& n) -> void {
 }
 
 auto Checker::check(const Claim& n) -> void {
-  MemInfo* src = narrow_source(n.src, n.loc, "claim");
+  const std::string what = n.via.empty() ? std::string("claim") : n.via + " (a claim)";
+  MemInfo* src = narrow_source(n.src, n.loc, what.c_str());
   bool p_ok = c_.valid(n.p, n.loc, "claim");
   if (src && p_ok && c_.fits_in(n.p, src->persp) == Truth::No) {
     auto& d = c_.error("V0308", n.loc,

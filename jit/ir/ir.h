@@ -420,8 +420,11 @@ struct Claim : StmtNode {
   MemPtr src, dst;
   Perspective p;
   StmtPtr body;
-  Claim(MemPtr s, MemPtr d, Perspective pp, StmtPtr b, SourceLoc l)
-      : StmtNode(kKind, l), src(std::move(s)), dst(std::move(d)), p(pp), body(std::move(b)) {}
+  /// The helper that made it ("lib::store_by_one"; Scope::called_as), for diagnostics only: not a
+  /// field (the node means the same whoever wrote it).
+  std::string via;
+  Claim(MemPtr s, MemPtr d, Perspective pp, StmtPtr b, SourceLoc l, std::string v = {})
+      : StmtNode(kKind, l), src(std::move(s)), dst(std::move(d)), p(pp), body(std::move(b)), via(std::move(v)) {}
   auto fields() const { return std::tie(src, dst, p, body); }
 };
 struct Lower : StmtNode {
