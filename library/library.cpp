@@ -517,6 +517,17 @@ void copy_tile(Scope& b, const View& dst, const View& src, const ExprArg& src_ro
   copy_tile_impl(b, dst, src, src_rows, src_cols, row0, col0, tile_rows, tile_cols, nullptr, how, "copy_tile", loc);
 }
 
+void copy_tile(Scope& block, const View& dst, const TileOf& from, TileCopy how, Loc loc) {
+  if (from.tile_rows < 1 || from.tile_cols < 1) {
+    block.diagnose("V0913",
+                   "lib::copy_tile needs a tile of at least one row and column (.tile_rows and .tile_cols), not " +
+                       std::to_string(from.tile_rows) + " x " + std::to_string(from.tile_cols),
+                   loc);
+    return;
+  }
+  copy_tile(block, dst, from.src, from.rows, from.cols, from.row0, from.col0, from.tile_rows, from.tile_cols, how, loc);
+}
+
 void start_tile_copy(Scope& b, const View& dst, const View& src, const ExprArg& src_rows, const ExprArg& src_cols,
                      const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, Loc loc) {
   auto threads = b.block_threads();

@@ -145,6 +145,55 @@ TEST(Library, ByOneThreadWritesTheBlocksResultsFromOneThread) {
   }
 }
 
+// copy_tile by name (lib::TileOf) builds the same kernel as by position; a tile of no rows is V0913
+// at the user's line.
+TEST(Library, CopyTileByNameIsTheSameKernelAsByPosition) {
+  auto transpose_in = [](bool named, int tile_rows) {
+    KernelBuilder k("copy");
+    auto M = k.param<int>("M");
+    auto N = k.param<int>("N");
+    auto in = k.param<GlobalPtr<const float>>("in", extent(M * N));
+    auto out = k.param<GlobalPtr<float>>("out", extent(M * N));
+    k.block_threads(256);
+    k.body([&](Scope& g) {
+      lib::for_each_tile(g, out, M, N, 32, 32, [&](Scope& b, const lib::MatrixTile& o) {
+        auto tile = b.shared<float>("tile", 32 * 33);
+        if (named)
+          lib::copy_tile(b, tile,
+                         {.src = in,
+                          .rows = M,
+                          .cols = N,
+                          .row0 = o.row0,
+                          .col0 = o.col0,
+                          .tile_rows = tile_rows,
+                          .tile_cols = 32},
+                         {.pad = 1, .async = true});
+        else
+          lib::copy_tile(b, tile, in, M, N, o.row0, o.col0, tile_rows, 32, {1, true, true});
+        lib::update_sub_tile(b, o, o.row, o.col, lib::SubTile{4, 1, 8, 1},
+                             [&](Scope&, int i, int, ElemRef e) { e = tile[(o.row + 8 * i) * 33 + o.col]; });
+      });
+    });
+    return k.build();
+  };
+  auto code = [](const Kernel& k) {  // the generated CUDA without its #line directives (the calls' lines differ)
+    std::string out, line;
+    std::istringstream in(k.source(Spec{}));
+    while (std::getline(in, line))
+      if (line.rfind("#line", 0) != 0) out += line + "\n";
+    return out;
+  };
+  EXPECT_EQ(code(transpose_in(true, 32)), code(transpose_in(false, 32)));
+  try {
+    transpose_in(true, 0);
+    ADD_FAILURE() << "a tile of no rows was accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(e.has("V0913"));
+    EXPECT_NE(testing::describe(e.diagnostics()).find("lib::copy_tile needs a tile of at least one row and column"),
+              std::string::npos);
+  }
+}
+
 // lib::store_by_one on a kernel parameter from block code: the diagnostic names the helper the user
 // called and what to do, not a `claim` the user never wrote; the advice given (do it at grid(1))
 // builds and runs.

@@ -531,7 +531,10 @@ Kernel transpose_tiled(const char* name, int pad, bool async) {
     lib::for_each_tile(g, out, N, M, kTile, kTile, [&](Scope& b, const lib::MatrixTile& o) {
       auto tile = b.shared<float>("tile", kTile * (kTile + pad));
       // Coalesced reads; the tile's elements past the matrix are never read, so they need no zeros.
-      lib::copy_tile(b, tile, in, M, N, o.col0, o.row0, kTile, kTile, {pad, async, false});
+      lib::copy_tile(
+          b, tile,
+          {.src = in, .rows = M, .cols = N, .row0 = o.col0, .col0 = o.row0, .tile_rows = kTile, .tile_cols = kTile},
+          {.pad = pad, .async = async, .zeros = false});
       // out(row0 + r, col0 + c) = in(col0 + c, row0 + r) = tile[c][r], for the thread's rows
       // r = t / 32 + 8 i: a warp (fixed r, 32 values of c) reads a column of the tile, 32 rows apart:
       // one bank unpadded, 32 banks with a pad of 1.

@@ -153,6 +153,20 @@ void copy_tile(Scope& block, const View& dst, const View& src, const ExprArg& sr
                const ExprArg& row0, const ExprArg& col0, int tile_rows, int tile_cols, TileCopy how = {},
                std::source_location loc = std::source_location::current());
 
+/// Which tile of which row-major matrix `copy_tile` copies, every part by name so that none can be
+/// swapped for another: `{.src = in, .rows = M, .cols = N, .row0 = r, .col0 = c, .tile_rows = 32,
+/// .tile_cols = 32}`. The sizes and the corner have no defaults (leaving one out does not compile);
+/// a tile of no rows or columns is V0913.
+struct TileOf {
+  View src;
+  ExprArg rows, cols;  ///< the matrix's size
+  ExprArg row0, col0;  ///< the tile's first element in it
+  int tile_rows = 0, tile_cols = 0;
+};
+/// `copy_tile` of `from` into `dst`: `lib::copy_tile(b, tile, {.src = in, ...}, {.pad = 1, .async = true})`.
+void copy_tile(Scope& block, const View& dst, const TileOf& from, TileCopy how = {},
+               std::source_location loc = std::source_location::current());
+
 /// At block(1): starts copying the tile_rows x tile_cols tile at (row0, col0) of the row-major `src`
 /// (src_rows x src_cols, elements of 4 bytes) into shared `dst` (row-major, tile_rows x tile_cols) by
 /// `cp.async`, 16 bytes at a time, and does not wait: committing the copies and waiting for them are
