@@ -80,7 +80,8 @@ Options:
   --threads N                             threads per block when the kernel leaves it open
   --load LIBRARY                          open a kernel library first (repeatable, anywhere); the
                                           kernels it registers (VANTAGE_REGISTER_KERNEL, vantage/
-                                          registry.hpp) join the examples in every command
+                                          registry.hpp) join the examples in every command; run and
+                                          tune take those that register a run (and a space)
   --size NAME=VALUE                       value of a specialized parameter, or a launch's value of
                                           another integer one: its size class picks the variant, as
                                           a launch's would (repeatable)
