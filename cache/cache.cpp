@@ -36,13 +36,33 @@ DiskResult get_or_produce(DiskStore& store, const std::string& name, const Key& 
 
 namespace {
 constexpr char kBundleMagic[8] = {'V', 'N', 'T', 'G', 'B', 'N', 'D', '1'};
-constexpr char kSignatureMagic[8] = {'V', 'N', 'T', 'G', 'S', 'I', 'G', '1'};
 constexpr std::size_t kSignatureBytes = 8 + 32 + 64;
+
+// "VNTGSIG" and the manifest's hash: '1' BLAKE2b-256, '2' SHA-256.
+void put_signature(std::vector<char>& out, const std::string& manifest, const SecretKey& key, ManifestHash hash) {
+  const Signature sig = sign(manifest, key);
+  const char magic[8] = {'V', 'N', 'T', 'G', 'S', 'I', 'G', hash == ManifestHash::Blake2b ? '1' : '2'};
+  out.insert(out.end(), magic, magic + 8);
+  out.insert(out.end(), key.begin() + 32, key.end());  // an Ed25519 secret key ends with its public key
+  out.insert(out.end(), sig.begin(), sig.end());
+}
+
+// The signature that ends `size` bytes at `p`, when they end with one.
+std::optional<BundleSignature> trailing_signature(const char* p, std::size_t size) {
+  if (size < kSignatureBytes) return std::nullopt;
+  const char* s = p + size - kSignatureBytes;
+  if (std::memcmp(s, "VNTGSIG", 7) != 0 || (s[7] != '1' && s[7] != '2')) return std::nullopt;
+  BundleSignature sig;
+  sig.hash = s[7] == '1' ? ManifestHash::Blake2b : ManifestHash::Sha256;
+  std::memcpy(sig.key.data(), s + 8, 32);
+  std::memcpy(sig.signature.data(), s + 40, 64);
+  return sig;
+}
 
 }  // namespace
 
 std::vector<char> write_bundle(const std::vector<std::pair<std::string, std::vector<char>>>& entries,
-                               const SecretKey* key) {
+                               const SecretKey* key, ManifestHash hash) {
   std::vector<char> out(kBundleMagic, kBundleMagic + 8);
   put_le(out, 4, kFormatVersion);
   put_le(out, 4, entries.size());
@@ -55,10 +75,7 @@ std::vector<char> write_bundle(const std::vector<std::pair<std::string, std::vec
   put_le(out, 8, XXH3_64bits(out.data(), out.size()));
   if (key) {
     std::map<std::string, std::vector<char>> by_name(entries.begin(), entries.end());
-    const Signature sig = sign(manifest(by_name), *key);
-    out.insert(out.end(), kSignatureMagic, kSignatureMagic + 8);
-    out.insert(out.end(), key->begin() + 32, key->end());  // an Ed25519 secret key ends with its public key
-    out.insert(out.end(), sig.begin(), sig.end());
+    put_signature(out, manifest(by_name, hash), *key, hash);
   }
   return out;
 }
@@ -72,14 +89,11 @@ std::optional<std::map<std::string, std::vector<char>>> read_bundle(const std::s
   std::vector<char> b;
   if (!read_file(file, b)) return fail("cannot be read");
   if (signature) signature->reset();
-  if (b.size() >= 24 + kSignatureBytes && std::memcmp(b.data() + b.size() - kSignatureBytes, kSignatureMagic, 8) == 0) {
-    BundleSignature s;
-    const char* p = b.data() + b.size() - kSignatureBytes + 8;
-    std::memcpy(s.key.data(), p, 32);
-    std::memcpy(s.signature.data(), p + 32, 64);
-    if (signature) *signature = s;
-    b.resize(b.size() - kSignatureBytes);
-  }
+  if (b.size() >= 24 + kSignatureBytes)
+    if (auto s = trailing_signature(b.data(), b.size())) {
+      if (signature) *signature = s;
+      b.resize(b.size() - kSignatureBytes);
+    }
   if (b.size() < 24 || std::memcmp(b.data(), kBundleMagic, 8) != 0) return fail("not a Vantage bundle");
   if (get_le(b.data() + 8, 4) != kFormatVersion) return fail("bundle format version differs from this Vantage's");
   if (get_le(b.data() + b.size() - 8, 8) != XXH3_64bits(b.data(), b.size() - 8))
@@ -105,27 +119,16 @@ std::optional<std::map<std::string, std::vector<char>>> read_bundle(const std::s
   return out;
 }
 
-std::vector<char> seal(const std::string& name, const std::vector<char>& entry, const SecretKey* key) {
+std::vector<char> seal(const std::string& name, const std::vector<char>& entry, const SecretKey* key,
+                       ManifestHash hash) {
   std::vector<char> out = entry;
-  if (key) {
-    const Signature sig = sign(entry_manifest(name, entry.data(), entry.size()), *key);
-    out.insert(out.end(), kSignatureMagic, kSignatureMagic + 8);
-    out.insert(out.end(), key->begin() + 32, key->end());
-    out.insert(out.end(), sig.begin(), sig.end());
-  }
+  if (key) put_signature(out, entry_manifest(name, entry.data(), entry.size(), hash), *key, hash);
   return out;
 }
 
 std::vector<char> unseal(const char* value, std::size_t size, std::optional<BundleSignature>* signature) {
-  signature->reset();
-  if (size < kSignatureBytes || std::memcmp(value + size - kSignatureBytes, kSignatureMagic, 8) != 0)
-    return std::vector<char>(value, value + size);
-  BundleSignature s;
-  const char* p = value + size - kSignatureBytes + 8;
-  std::memcpy(s.key.data(), p, 32);
-  std::memcpy(s.signature.data(), p + 32, 64);
-  *signature = s;
-  return std::vector<char>(value, value + size - kSignatureBytes);
+  *signature = trailing_signature(value, size);
+  return std::vector<char>(value, value + size - (*signature ? kSignatureBytes : 0));
 }
 
 void cubin_resources(const std::vector<char>& c, int* registers, std::int64_t* local_bytes) {

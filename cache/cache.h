@@ -31,24 +31,27 @@ DiskResult get_or_produce(DiskStore& store, const std::string& name, const Key& 
                           std::int64_t max_bytes);
 
 /// Bundle file: "VNTGBND1" | u32 version | u32 count | { u64 name bytes | name | u64 entry bytes |
-/// entry }* | u64 XXH3-64 of everything before it; signed (`key`), then "VNTGSIG1" | the Ed25519
-/// public key (32 bytes) | its signature of the entries' manifest (64 bytes; sign.h).
+/// entry }* | u64 XXH3-64 of everything before it; signed (`key`), then "VNTGSIG2" | the Ed25519
+/// public key (32 bytes) | its signature of the entries' manifest (64 bytes; sign.h). "VNTGSIG1"
+/// marks a signature over a BLAKE2b manifest (`hash`: what Vantage signed before SHA-256), still read.
 std::vector<char> write_bundle(const std::vector<std::pair<std::string, std::vector<char>>>& entries,
-                               const SecretKey* key = nullptr);
+                               const SecretKey* key = nullptr, ManifestHash hash = ManifestHash::Sha256);
 /// A bundle's signature, when it has one.
 struct BundleSignature {
   PublicKey key;
   Signature signature;
+  ManifestHash hash = ManifestHash::Sha256;  ///< the hash of the manifest it signs (its magic's)
 };
 /// Entries by name, or nullopt with the reason; `signature` (when given) is set to the bundle's, or
 /// to nullopt for an unsigned bundle. The signature is read, not verified.
 std::optional<std::map<std::string, std::vector<char>>> read_bundle(
     const std::string& file, std::string* problem, std::optional<BundleSignature>* signature = nullptr);
 
-/// One entry as the remote tier stores it: the entry's bytes, then, when `key` is given, "VNTGSIG1" |
+/// One entry as the remote tier stores it: the entry's bytes, then, when `key` is given, "VNTGSIG2" |
 /// the public key | its signature of the one-entry manifest of `name` and the bytes (sign.h), so a
-/// value moved to another name or changed fails to verify.
-std::vector<char> seal(const std::string& name, const std::vector<char>& entry, const SecretKey* key);
+/// value moved to another name or changed fails to verify ("VNTGSIG1" with a BLAKE2b manifest).
+std::vector<char> seal(const std::string& name, const std::vector<char>& entry, const SecretKey* key,
+                       ManifestHash hash = ManifestHash::Sha256);
 /// Splits a sealed value into the entry's bytes and its signature (nullopt when unsigned); the
 /// signature is read, not verified.
 std::vector<char> unseal(const char* value, std::size_t size, std::optional<BundleSignature>* signature);

@@ -341,7 +341,7 @@ RemoteTier::Outcome RemoteTier::fetch(const std::string& name, std::vector<char>
   std::optional<BundleSignature> sig;
   bytes = unseal(r->str, r->len, &sig);
   tally("bytes_read", static_cast<std::int64_t>(r->len));
-  if (sig && !verify(entry_manifest(name, bytes.data(), bytes.size()), sig->signature, sig->key))
+  if (sig && !verify(entry_manifest(name, bytes.data(), bytes.size(), sig->hash), sig->signature, sig->key))
     return refuse("its signature by key " + key_id(sig->key) +
                   " does not verify (changed since it was signed, or stored under another name)");
   if (!trust_.empty() && !sig)

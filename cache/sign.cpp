@@ -2,6 +2,7 @@
 #include "cache/sign.h"
 
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <sodium.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -106,25 +107,35 @@ std::optional<PublicKey> parse_public_key(const std::string& line) {
 std::string key_id(const PublicKey& key) { return hex(key.data(), 8); }
 
 namespace {
-void add_line(std::string& m, const std::string& name, const char* data, std::size_t size) {
-  unsigned char h[crypto_generichash_BYTES];  // BLAKE2b-256
-  crypto_generichash(h, sizeof h, reinterpret_cast<const unsigned char*>(data), size, nullptr, 0);
+void add_line(std::string& m, const std::string& name, const char* data, std::size_t size, ManifestHash hash) {
+  unsigned char h[32];  // SHA-256 or BLAKE2b-256
+  const auto* in = reinterpret_cast<const unsigned char*>(data);
+  if (hash == ManifestHash::Blake2b) {
+    crypto_generichash(h, sizeof h, in, size, nullptr, 0);
+  } else {
+    unsigned int n = 0;
+    if (EVP_Digest(in, size, h, &n, EVP_sha256(), nullptr) != 1 || n != sizeof h)
+      throw std::runtime_error("OpenSSL could not compute a SHA-256 hash");
+  }
   m += name + " " + std::to_string(size) + " " + hex(h, sizeof h) + "\n";
 }
-constexpr const char* kManifestHeader = "vantage-bundle-manifest 1\n";
+// The header names the hash (1: BLAKE2b-256, 2: SHA-256), so that one manifest never reads as another's.
+std::string header(ManifestHash hash) {
+  return "vantage-bundle-manifest " + std::to_string(static_cast<int>(hash)) + "\n";
+}
 }  // namespace
 
-std::string manifest(const std::map<std::string, std::vector<char>>& entries) {
+std::string manifest(const std::map<std::string, std::vector<char>>& entries, ManifestHash hash) {
   ensure_sodium();
-  std::string m = kManifestHeader;
-  for (const auto& [name, bytes] : entries) add_line(m, name, bytes.data(), bytes.size());
+  std::string m = header(hash);
+  for (const auto& [name, bytes] : entries) add_line(m, name, bytes.data(), bytes.size(), hash);
   return m;
 }
 
-std::string entry_manifest(const std::string& name, const char* data, std::size_t size) {
+std::string entry_manifest(const std::string& name, const char* data, std::size_t size, ManifestHash hash) {
   ensure_sodium();
-  std::string m = kManifestHeader;
-  add_line(m, name, data, size);
+  std::string m = header(hash);
+  add_line(m, name, data, size, hash);
   return m;
 }
 

@@ -1,8 +1,10 @@
-// Vantage cache signatures: Ed25519 (libsodium) over a manifest of BLAKE2b-256 content hashes, one
-// line per entry. A publisher makes a key pair (`vantage cache keygen`), signs a bundle as it
-// exports it (`vantage cache export --sign KEY`), and a fleet lists the public keys it trusts
-// (VANTAGE_CACHE_TRUST): under a trust list a bundle is used only when a listed key signed it and
-// the signature verifies over the entries it holds.
+// Vantage cache signatures: Ed25519 (libsodium) over a manifest of SHA-256 content hashes (OpenSSL's
+// libcrypto, which uses the CPU's SHA extensions: 64 KiB in about 33 µs where libsodium's BLAKE2b
+// takes 90), one line per entry. Signatures made over BLAKE2b-256 manifests (before SHA-256) still
+// verify: the signature's magic says which hash its manifest used. A publisher makes a key pair
+// (`vantage cache keygen`), signs a bundle as it exports it (`vantage cache export --sign KEY`), and
+// a fleet lists the public keys it trusts (VANTAGE_CACHE_TRUST): under a trust list a bundle is used
+// only when a listed key signed it and the signature verifies over the entries it holds.
 #pragma once
 
 #include <array>
@@ -28,10 +30,15 @@ std::optional<PublicKey> parse_public_key(const std::string& line);
 /// How messages name a key: the first 16 hex digits of its public key.
 std::string key_id(const PublicKey& key);
 
-/// The manifest a signature covers: the entries' names and BLAKE2b-256 hashes, by name.
-std::string manifest(const std::map<std::string, std::vector<char>>& entries);
+/// The content hash a manifest lists: SHA-256 for what is signed now, BLAKE2b-256 for signatures
+/// made before (still verified).
+enum class ManifestHash { Blake2b = 1, Sha256 = 2 };
+
+/// The manifest a signature covers: the entries' names, sizes and content hashes, by name.
+std::string manifest(const std::map<std::string, std::vector<char>>& entries, ManifestHash hash = ManifestHash::Sha256);
 /// The manifest of one entry (`manifest({{name, bytes}})`) without copying its bytes.
-std::string entry_manifest(const std::string& name, const char* data, std::size_t size);
+std::string entry_manifest(const std::string& name, const char* data, std::size_t size,
+                           ManifestHash hash = ManifestHash::Sha256);
 Signature sign(const std::string& manifest, const SecretKey& key);
 bool verify(const std::string& manifest, const Signature& sig, const PublicKey& key);
 

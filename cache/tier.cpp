@@ -20,7 +20,7 @@ std::unique_ptr<BundleTier> BundleTier::open(const std::string& file, std::strin
     if (problem) *problem = "bundle " + file + ": " + why;
     return nullptr;
   };
-  if (sig && !verify(manifest(*entries), sig->signature, sig->key))
+  if (sig && !verify(manifest(*entries, sig->hash), sig->signature, sig->key))
     return refuse("its signature by key " + key_id(sig->key) +
                   " does not verify over its entries (changed since it was signed, or not signed by that key)");
   if (!trust.empty() && !sig)

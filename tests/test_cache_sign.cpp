@@ -141,6 +141,51 @@ TEST(CacheSign, ABundleChangedAfterSigningIsRefusedWithOrWithoutATrustList) {
   EXPECT_NE(why.find("checksum"), std::string::npos) << why;
 }
 
+// Signatures are over SHA-256 manifests now (OpenSSL, with the CPU's SHA extensions), over BLAKE2b ones
+// before: a bundle or a sealed entry signed the old way still verifies, and the magic binds the
+// signature to its hash, so one relabelled as the other does not.
+TEST(CacheSign, SignaturesOverTheOldBlake2bManifestsStillVerifyAndTheMagicNamesTheHash) {
+  Keys k;
+  const cache::SecretKey sk = secret(k.ours);
+  const auto ours = cache::TrustList::from_files({k.ours.string() + ".pub"});
+  const auto entries = some_entries('s');
+  const std::map<std::string, std::vector<char>> by_name(entries.begin(), entries.end());
+  const std::string sha = cache::manifest(by_name), blake = cache::manifest(by_name, cache::ManifestHash::Blake2b);
+  EXPECT_EQ(sha.rfind("vantage-bundle-manifest 2\n", 0), 0u) << sha;
+  EXPECT_EQ(blake.rfind("vantage-bundle-manifest 1\n", 0), 0u) << blake;
+  // SHA-256 of 300 bytes of 's', as `head -c 300 /dev/zero | tr '\0' s | sha256sum` gives it.
+  EXPECT_NE(sha.find("saxpy.0123abcd 300 2955c7328c57ca39d0568bb930a5360e6b0e7f33931639c819d7cbfeaf0a88c7"),
+            std::string::npos)
+      << sha;
+
+  for (auto hash : {cache::ManifestHash::Sha256, cache::ManifestHash::Blake2b}) {
+    const auto bytes = cache::write_bundle(entries, &sk, hash);
+    const char digit = hash == cache::ManifestHash::Sha256 ? '2' : '1';
+    EXPECT_EQ(*(bytes.end() - (32 + 64 + 1)), digit);
+    const fs::path bundle = k.dir.path / (std::string("fleet") + digit + ".vbundle");
+    write(bundle, bytes);
+    std::string why;
+    EXPECT_NE(cache::BundleTier::open(bundle.string(), &why, ours), nullptr) << why;
+    // The other magic over the same signature: it verifies over the other hash's manifest, so not.
+    auto relabelled = bytes;
+    *(relabelled.end() - (32 + 64 + 1)) = digit == '2' ? '1' : '2';
+    write(bundle, relabelled);
+    why.clear();
+    EXPECT_EQ(cache::BundleTier::open(bundle.string(), &why, ours), nullptr);
+    EXPECT_NE(why.find("does not verify"), std::string::npos) << why;
+
+    // A sealed entry, as the remote tier stores it.
+    const auto sealed = cache::seal("saxpy.0123abcd", entries[0].second, &sk, hash);
+    std::optional<cache::BundleSignature> sig;
+    const auto back = cache::unseal(sealed.data(), sealed.size(), &sig);
+    ASSERT_TRUE(sig.has_value());
+    EXPECT_EQ(back, entries[0].second);
+    EXPECT_EQ(sig->hash, hash);
+    EXPECT_TRUE(cache::verify(cache::entry_manifest("saxpy.0123abcd", back.data(), back.size(), sig->hash),
+                              sig->signature, sig->key));
+  }
+}
+
 // Read-only layers get the writable directory's checks: a layer others may write could hold
 // planted entries.
 TEST(CacheLayers, ALayerOthersMayWriteIsSkippedWithTheReason) {

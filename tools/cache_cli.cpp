@@ -106,7 +106,7 @@ Kernels are compiled again when next used. Read-only layers are never touched.
 The bundle carries the compiled kernels of this directory to hosts that should never run NVRTC:
 point VANTAGE_CACHE_PATH at it there, or import it. Entries that fail their checks are left out.
 --sign KEY signs it with the secret key KEY (from vantage cache keygen): an Ed25519 signature of
-the BLAKE2b-256 hashes of its entries. Hosts whose VANTAGE_CACHE_TRUST lists the public key use it;
+the SHA-256 hashes of its entries. Hosts whose VANTAGE_CACHE_TRUST lists the public key use it;
 a bundle changed after signing, unsigned, or signed by another key is refused there, with a warning
 that names the bundle and the key.
 )"},
