@@ -69,6 +69,7 @@ enum Attribute : int {
 /// CUtensorMapDataType, CUtensorMapSwizzle and CUtensorMapL2promotion values Vantage passes.
 enum TensorMapValue : int {
   kTensorUint8 = 0,
+  kTensorUint16 = 1,
   kTensorUint32 = 2,
   kTensorInt32 = 3,
   kTensorUint64 = 4,

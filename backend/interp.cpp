@@ -65,6 +65,10 @@ class InterpExecutable final : public Executable {
   static interp::Arg decode(ScalarType type, const void* slot) {
     switch (type) {
       case ScalarType::Bool: return interp::Arg::integer(slot_as<bool>(slot) ? 1 : 0);
+      case ScalarType::I8: return interp::Arg::integer(slot_as<std::int8_t>(slot));
+      case ScalarType::U8: return interp::Arg::integer(slot_as<std::uint8_t>(slot));
+      case ScalarType::I16: return interp::Arg::integer(slot_as<std::int16_t>(slot));
+      case ScalarType::U16: return interp::Arg::integer(slot_as<std::uint16_t>(slot));
       case ScalarType::I32: return interp::Arg::integer(slot_as<std::int32_t>(slot));
       case ScalarType::U32: return interp::Arg::integer(slot_as<std::uint32_t>(slot));
       case ScalarType::I64:

@@ -139,8 +139,9 @@ std::int64_t num(const std::map<std::string, std::string>& m, const std::string&
 
 /// The scalar type `type_name` spells `name`.
 std::optional<ScalarType> type_named(const std::string& name) {
-  for (ScalarType t : {ScalarType::Bool, ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64,
-                       ScalarType::F16, ScalarType::BF16, ScalarType::F32, ScalarType::F64})
+  for (ScalarType t : {ScalarType::Bool, ScalarType::I8, ScalarType::U8, ScalarType::I16, ScalarType::U16,
+                       ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64, ScalarType::F16,
+                       ScalarType::BF16, ScalarType::F32, ScalarType::F64})
     if (name == type_name(t)) return t;
   return std::nullopt;
 }

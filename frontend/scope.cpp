@@ -519,6 +519,7 @@ Var Scope::ballot(std::string name, const ExprArg& pred, std::source_location l)
 Var Scope::atomic(std::string name, AtomicOp op, const View& m, const ExprArg& index, const ExprArg& value,
                   std::source_location l) {
   static_assert(static_cast<int>(AtomicOp::Exch) == static_cast<int>(ir::AtomicKind::Exch));
+  static_assert(static_cast<int>(AtomicOp::Xor) == static_cast<int>(ir::AtomicKind::Xor));
   return VANTAGE_INTRINSIC(Atomic, l)
       .mem(m)
       .arg(index, ScalarType::I32)

@@ -11,6 +11,10 @@ constexpr std::uint8_t kDLBoolCode = 6;  // DLPack 0.8's kDLBool; 0.6 (Debian 12
 DLDataType dl_type(ScalarType t) {
   switch (t) {
     case ScalarType::Bool: return {kDLBoolCode, 8, 1};
+    case ScalarType::I8: return {kDLInt, 8, 1};
+    case ScalarType::U8: return {kDLUInt, 8, 1};
+    case ScalarType::I16: return {kDLInt, 16, 1};
+    case ScalarType::U16: return {kDLUInt, 16, 1};
     case ScalarType::I32: return {kDLInt, 32, 1};
     case ScalarType::U32: return {kDLUInt, 32, 1};
     case ScalarType::I64: return {kDLInt, 64, 1};

@@ -59,7 +59,11 @@ bool host_memory(const LaunchArg& a) {
 namespace {
 int tensor_data_type(ScalarType t) {
   switch (t) {
-    case ScalarType::Bool: return driver::kTensorUint8;
+    case ScalarType::Bool:
+    case ScalarType::I8:  // TMA moves bytes: the signedness is the kernel's reading of them
+    case ScalarType::U8: return driver::kTensorUint8;
+    case ScalarType::I16:
+    case ScalarType::U16: return driver::kTensorUint16;
     case ScalarType::I32: return driver::kTensorInt32;
     case ScalarType::U32: return driver::kTensorUint32;
     case ScalarType::I64: return driver::kTensorInt64;
@@ -255,6 +259,18 @@ const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std:
         case ScalarType::Bool: {
           bool b = a.int_value() != 0;
           std::memcpy(&slot, &b, sizeof b);
+          break;
+        }
+        case ScalarType::I8:
+        case ScalarType::U8: {
+          auto v = static_cast<std::uint8_t>(a.int_value());
+          std::memcpy(&slot, &v, sizeof v);
+          break;
+        }
+        case ScalarType::I16:
+        case ScalarType::U16: {
+          auto v = static_cast<std::uint16_t>(a.int_value());
+          std::memcpy(&slot, &v, sizeof v);
           break;
         }
         case ScalarType::I32:

@@ -50,6 +50,10 @@ std::string Perspective::str() const { return std::string(level_name(level)) + "
 const char* type_name(ScalarType type) {
   switch (type) {
     case ScalarType::Bool: return "bool";
+    case ScalarType::I8: return "i8";
+    case ScalarType::U8: return "u8";
+    case ScalarType::I16: return "i16";
+    case ScalarType::U16: return "u16";
     case ScalarType::I32: return "i32";
     case ScalarType::U32: return "u32";
     case ScalarType::I64: return "i64";
@@ -64,7 +68,11 @@ const char* type_name(ScalarType type) {
 
 int type_bytes(ScalarType type) {
   switch (type) {
-    case ScalarType::Bool: return 1;
+    case ScalarType::Bool:
+    case ScalarType::I8:
+    case ScalarType::U8: return 1;
+    case ScalarType::I16:
+    case ScalarType::U16:
     case ScalarType::F16:
     case ScalarType::BF16: return 2;
     case ScalarType::I32:

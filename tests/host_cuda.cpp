@@ -173,6 +173,9 @@ inline int __all_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred
 inline int __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0u; }
 template <class T> T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
 template <class T> T atomicExch(T* p, T v) { return std::atomic_ref<T>(*p).exchange(v); }
+template <class T> T atomicAnd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_and(v); }
+template <class T> T atomicOr(T* p, T v) { return std::atomic_ref<T>(*p).fetch_or(v); }
+template <class T> T atomicXor(T* p, T v) { return std::atomic_ref<T>(*p).fetch_xor(v); }
 template <class T> T atomicMax(T* p, T v) {
   std::atomic_ref<T> a(*p);
   T old = a.load();

@@ -23,7 +23,7 @@ using test_support::HostLaunch;
 HostArg scalar(const char* type, double v) { return HostArg::of(type, v); }
 template <class T>
 HostArg buffer(const std::vector<T>& v) {
-  return HostArg::of(std::is_same_v<T, float> ? "float" : "int", v);
+  return HostArg::of(std::is_same_v<T, float> ? "float" : std::is_same_v<T, std::uint32_t> ? "unsigned" : "int", v);
 }
 /// A buffer's words as the host run prints them (floats as their bits).
 template <class T>
@@ -155,6 +155,28 @@ std::vector<Case> cases() {
     EXPECT_NE(c.launch.source.find("int small = (t + 1) * 100000;"), std::string::npos) << c.launch.source;
     EXPECT_NE(c.launch.source.find("long long large"), std::string::npos) << c.launch.source;
     c.launch.args = {buffer(got)};
+    kernel.launch(interp, g, got);
+    c.want = words(got);
+    out.push_back(std::move(c));
+  }
+  {
+    // Atomic or, and and xor from 64 threads (their words do not depend on the order).
+    KernelBuilder b("bitwise_atomics");
+    auto w = b.param<GlobalPtr<std::uint32_t>>("w", extent(3));
+    b.block_threads(64);
+    b.body([&](Scope& g) {
+      auto t = g.let("t", cast<std::uint32_t>(g.id(thread(1))));
+      g.group(thread(1), [&](Scope& th) {
+        th.atomic(AtomicOp::Or, w, 0, Expr(1u) << (t % 32u));
+        th.atomic(AtomicOp::And, w, 1, ~(Expr(1u) << (t % 31u)));
+        th.atomic(AtomicOp::Xor, w, 2, t * 0x9E3779B9u);
+      });
+    });
+    Kernel kernel = b.build();
+    Grid g{1, 64};
+    std::vector<std::uint32_t> words_in = {0u, 0xffffffffu, 0x12345678u}, got = words_in;
+    Case c = make("bitwise_atomics", kernel, g);
+    c.launch.args = {buffer(words_in)};
     kernel.launch(interp, g, got);
     c.want = words(got);
     out.push_back(std::move(c));

@@ -12,6 +12,7 @@
 #include "jit/nvrtc/nvrtc.h"
 #include "kernels/paper_kernels.hpp"
 #include "reject_helpers.hpp"
+#include "support/float16.h"
 #include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
@@ -463,8 +464,9 @@ namespace {
 // Target legality: the checker accepts a shuffle of every type but bool; each of them compiles.
 TEST(GeneratedCode, ShufflesOfEveryAcceptedTypeCompile) {
   REQUIRE_NVRTC();
-  for (ScalarType t : {ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64, ScalarType::F16,
-                       ScalarType::BF16, ScalarType::F32, ScalarType::F64}) {
+  for (ScalarType t :
+       {ScalarType::I8, ScalarType::U8, ScalarType::I16, ScalarType::U16, ScalarType::I32, ScalarType::U32,
+        ScalarType::I64, ScalarType::U64, ScalarType::F16, ScalarType::BF16, ScalarType::F32, ScalarType::F64}) {
     KernelBuilder k("shuffle");
     auto out = k.pointer_param("out", t, MemSpace::Global, false);
     k.block_threads(32);
@@ -498,6 +500,10 @@ using ir::Range;
 
 const char* ctype_of(ScalarType t) {
   switch (t) {
+    case ScalarType::I8: return "signed char";
+    case ScalarType::U8: return "unsigned char";
+    case ScalarType::I16: return "short";
+    case ScalarType::U16: return "unsigned short";
     case ScalarType::I32: return "int";
     case ScalarType::U32: return "unsigned";
     case ScalarType::I64: return "long long";
@@ -524,6 +530,10 @@ std::string printed(ScalarType t, std::int64_t v) { return decimal(ir::exact(t, 
 
 std::vector<std::int64_t> edge_values(ScalarType t) {
   switch (t) {
+    case ScalarType::I8: return {INT8_MIN, INT8_MIN + 1, -13, -1, 0, 1, 7, 8, 9, 31, 32, 33, INT8_MAX};
+    case ScalarType::U8: return {0, 1, 7, 8, 9, 15, 16, 17, 32, 33, INT8_MAX, 128, UINT8_MAX};
+    case ScalarType::I16: return {INT16_MIN, INT16_MIN + 1, -13, -1, 0, 1, 7, 15, 16, 17, 32, 33, 255, INT16_MAX};
+    case ScalarType::U16: return {0, 1, 7, 15, 16, 17, 32, 33, 255, 256, INT16_MAX, 32768, UINT16_MAX};
     case ScalarType::I32: return {INT32_MIN, INT32_MIN + 1, -13, -1, 0, 1, 7, 31, 32, 33, 40, INT32_MAX};
     case ScalarType::U32: return {0, 1, 7, 31, 32, 33, 64, INT32_MAX, std::int64_t{1} << 31, UINT32_MAX};
     case ScalarType::I64: return {INT64_MIN, -13, -1, 0, 1, 7, 63, 64, 65, std::int64_t{1} << 32, INT64_MAX};
@@ -560,7 +570,8 @@ void expect_host_values(const std::vector<test_support::HostKernel>& kernels, co
   EXPECT_EQ(wrong, 0) << "of " << expected.size() << " results";
 }
 
-constexpr ScalarType kIntegers[] = {ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64};
+constexpr ScalarType kIntegers[] = {ScalarType::I8,  ScalarType::U8,  ScalarType::I16, ScalarType::U16,
+                                    ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64};
 
 /// The binary operations whose integer edge cases docs/semantics.md defines, as the builder writes them.
 struct IntOp {
@@ -622,6 +633,7 @@ TEST(GeneratedCodeRuns, IntegerOperationsComputeWhatEvalDefines) {
     const std::pair<ir::MathFn, Expr (*)(const ExprArg&)> bit_fns[] = {
         {ir::MathFn::Popc, popc}, {ir::MathFn::Clz, clz}, {ir::MathFn::Ffs, ffs}, {ir::MathFn::Brev, brev}};
     for (auto [fn, call] : bit_fns) {
+      if (is_narrow_integer(t)) break;  // they take 32 or 64 bits (V0702: Semantics.NarrowIntegers...)
       ScalarType out = fn == ir::MathFn::Brev ? t : I32;
       auto k = host_op(t, out, [call](Expr a, Expr) { return call(a); });
       auto patterns = values;
@@ -704,6 +716,10 @@ void integer_operations_on_every_device() {
 }
 
 TEST(Semantics, IntegerOperationsComputeWhatEvalDefinesOnEveryDevice) {
+  integer_operations_on_every_device<std::int8_t>();
+  integer_operations_on_every_device<std::uint8_t>();
+  integer_operations_on_every_device<std::int16_t>();
+  integer_operations_on_every_device<std::uint16_t>();
   integer_operations_on_every_device<std::int32_t>();
   integer_operations_on_every_device<std::uint32_t>();
   integer_operations_on_every_device<std::int64_t>();
@@ -752,6 +768,7 @@ TEST(GeneratedCodeRuns, LoopCountersNeverWrap) {
   std::vector<test_support::HostKernel> kernels;
   std::vector<std::string> expected, what;
   for (ScalarType t : kIntegers) {
+    if (is_narrow_integer(t)) continue;  // loop bounds take 32 or 64 bits (V0704)
     const std::int64_t lo = ir::wrap(t, Range::of(t).lo), hi = ir::wrap(t, Range::of(t).hi);
     const std::vector<std::pair<std::int64_t, std::int64_t>> bounds = {
         {0, 10},      {10, 0},      {5, 5},       {hi - 7, hi}, {hi - 1, hi},
@@ -844,6 +861,275 @@ TEST(GeneratedCodeRuns, AnAccessOutsideItsBufferIsSkippedNotMade) {
   auto run = test_support::run_on_host({{s.source, s.entry, "int", {"0", "1", "-1", "2147483647"}}});
   ASSERT_TRUE(run.ok) << run.problem << "\n" << s.source;
   EXPECT_EQ(run.values, (std::vector<std::string>{"9", "0", "0", "0"})) << s.source;
+}
+
+// ------------------------------------------------------------------ 8- and 16-bit integers
+// i8, u8, i16 and u16 wrap at their width like the wider integers (the operations above run on them
+// at their edges, in generated code and on every device); these are what is theirs alone.
+TEST(Semantics, NarrowIntegersWrapAtTheirWidthAndKeepTheWiderTypesEdgeCases) {
+  constexpr auto I8 = ScalarType::I8, U8 = ScalarType::U8, I16 = ScalarType::I16, U16 = ScalarType::U16;
+  EXPECT_EQ(bin(BinOp::Add, I8, 127, 1), -128);
+  EXPECT_EQ(bin(BinOp::Add, U8, 200, 100), 44);
+  EXPECT_EQ(bin(BinOp::Mul, U16, 65535, 65535), 1);  // in C++ a promoted int product would overflow
+  EXPECT_EQ(bin(BinOp::Div, I8, -128, -1), -128);
+  EXPECT_EQ(bin(BinOp::Mod, I16, INT16_MIN, -1), 0);
+  EXPECT_EQ(bin(BinOp::Div, U8, 7, 0), 255);
+  EXPECT_EQ(bin(BinOp::Div, I16, 7, 0), -1);
+  EXPECT_EQ(bin(BinOp::Shl, I8, 1, 7), -128);
+  EXPECT_EQ(bin(BinOp::Shl, U8, 1, 8), 0);
+  EXPECT_EQ(bin(BinOp::Shr, I8, -128, 8), -1);
+  EXPECT_EQ(bin(BinOp::Shr, U16, 65535, 16), 0);
+  EXPECT_EQ(ir::eval_unary(ir::UnOp::Neg, I8, -128), -128);
+  EXPECT_EQ(ir::eval_unary(ir::UnOp::BitNot, U8, 0), 255);
+  EXPECT_EQ(ir::eval_cast(I32, I8, 200), -56);
+  EXPECT_EQ(ir::eval_cast(I8, U16, -1), 65535);
+  EXPECT_EQ(ir::eval_cast(U8, I32, 255), 255);
+  EXPECT_TRUE(ir::fits(U8, 255));
+  EXPECT_FALSE(ir::fits(U8, 256));
+  EXPECT_FALSE(ir::fits(I16, 32768));
+  EXPECT_EQ(type_bytes(I8), 1);
+  EXPECT_EQ(type_bytes(U16), 2);
+  EXPECT_STREQ(type_name(U16), "u16");
+  EXPECT_EQ(scalar_of<std::int8_t>, I8);
+  EXPECT_EQ(scalar_of<std::uint16_t>, U16);
+}
+
+/// A float truncated toward zero and held at the range of `t`, NaN 0 (docs/semantics.md).
+std::int64_t saturated(double x, ScalarType t) {
+  if (std::isnan(x)) return 0;
+  const ir::Range r = ir::Range::of(t);
+  const double v = std::trunc(x);
+  return v <= static_cast<double>(r.lo)   ? static_cast<std::int64_t>(r.lo)
+         : v >= static_cast<double>(r.hi) ? static_cast<std::int64_t>(r.hi)
+                                          : static_cast<std::int64_t>(v);
+}
+
+/// A kernel storing `fn(x[i])` to `out[i]`, an array of `T`, for each i < n.
+template <class T>
+Kernel from_floats(const std::function<Expr(Scope&, Expr)>& fn) {
+  KernelBuilder k("from_floats");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto out = k.param<GlobalPtr<T>>("out", extent(n));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    auto i = g.let("i", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr j) { return i + j; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) { th.if_(i < n, [&](Scope& th) { o[0] = fn(th, x[i]); }); });
+        });
+  });
+  return k.build();
+}
+
+/// `fn(x[i])` for each of `xs` on `dev`.
+template <class T>
+std::vector<T> run_from_floats(const Kernel& k, const Device& dev, const std::vector<float>& xs) {
+  std::vector<T> out(xs.size(), T{});
+  test_support::launch_on(k, dev, Grid{1, 32}, static_cast<int>(xs.size()), xs, out);
+  return out;
+}
+
+/// Floats to each narrow type (saturating, NaN to 0) and back to f32 (exact), and i16 to f16 (one
+/// rounding), on every device present, against the definitions.
+TEST(Semantics, NarrowIntegersConvertFromFloatsSaturatingAndBackExactlyOnEveryDevice) {
+  const Kernel to_i8 = from_floats<std::int8_t>([](Scope&, Expr v) { return cast<std::int8_t>(v); });
+  const Kernel to_u8 = from_floats<std::uint8_t>([](Scope&, Expr v) { return cast<std::uint8_t>(v); });
+  const Kernel to_i16 = from_floats<std::int16_t>([](Scope&, Expr v) { return cast<std::int16_t>(v); });
+  const Kernel to_u16 = from_floats<std::uint16_t>([](Scope&, Expr v) { return cast<std::uint16_t>(v); });
+  const Kernel back = from_floats<float>([](Scope& th, Expr v) {
+    auto a = th.let("a", cast<std::int8_t>(v));
+    auto b = th.let("b", cast<std::uint8_t>(v));
+    return cast<float>(a) + cast<float>(b) * 1000.0f;  // exact: |a| < 2^7, b < 2^8
+  });
+  const Kernel halves = from_floats<half>([](Scope& th, Expr v) {
+    auto c = th.let("c", cast<std::int16_t>(v));
+    return cast(ScalarType::F16, c + c);  // i16 wraps, then one rounding
+  });
+  const std::string src = specialize_for(to_i8, Spec{}).source;
+  EXPECT_NE(src.find("max((-128), min(127, __float2int_rz("), std::string::npos) << src;
+  if (nvrtc_available())
+    for (const Kernel* k : {&to_i8, &to_u8, &to_i16, &to_u16, &back, &halves})
+      EXPECT_EQ(compile(*k, Spec{}).log, "") << specialize_for(*k, Spec{}).source;
+  const std::vector<float> xs = {std::nanf(""), -1e10f, -40000.5f, -32768.9f, -129.5f, -128.9f, -127.2f,
+                                 -0.5f,         0.0f,   0.7f,      127.9f,    128.0f,  200.3f,  255.9f,
+                                 256.0f,        3.0e4f, 32767.9f,  65535.5f,  70000.f, 1e10f};
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));
+  for (const Device& dev : devices) {
+    const auto a = run_from_floats<std::int8_t>(to_i8, dev, xs);
+    const auto b = run_from_floats<std::uint8_t>(to_u8, dev, xs);
+    const auto c = run_from_floats<std::int16_t>(to_i16, dev, xs);
+    const auto d = run_from_floats<std::uint16_t>(to_u16, dev, xs);
+    const auto f = run_from_floats<float>(back, dev, xs);
+    const auto h = run_from_floats<half>(halves, dev, xs);
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      SCOPED_TRACE(dev.name() + " of " + std::to_string(xs[i]));
+      EXPECT_EQ(a[i], saturated(xs[i], ScalarType::I8));
+      EXPECT_EQ(b[i], saturated(xs[i], ScalarType::U8));
+      EXPECT_EQ(c[i], saturated(xs[i], ScalarType::I16));
+      EXPECT_EQ(d[i], saturated(xs[i], ScalarType::U16));
+      EXPECT_EQ(f[i], static_cast<float>(a[i]) + static_cast<float>(b[i]) * 1000.0f);
+      const std::int64_t twice = ir::wrap(ScalarType::I16, 2 * static_cast<std::int64_t>(c[i]));
+      EXPECT_EQ(h[i].bits, float16::int_to_16bit(twice, false, false));
+    }
+  }
+}
+
+// A scalar parameter of each narrow type, passed by a launch as its C++ type and packed at its width.
+TEST(Semantics, NarrowScalarParametersArePassedAtTheirWidthOnEveryDevice) {
+  KernelBuilder k("narrow_params");
+  auto a = k.param<std::int8_t>("a");
+  auto b = k.param<std::uint8_t>("b");
+  auto c = k.param<std::int16_t>("c");
+  auto d = k.param<std::uint16_t>("d");
+  auto out = k.param<GlobalPtr<std::int64_t>>("out", extent(32 * 4));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    auto i = g.let("i", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr j) { return i * 4 + j; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) {
+            o[0] = cast<std::int64_t>(a + cast<std::int8_t>(i));  // wraps at 8 bits
+            o[1] = cast<std::int64_t>(b * cast<std::uint8_t>(i));
+            o[2] = cast<std::int64_t>(c - cast<std::int16_t>(i));
+            o[3] = cast<std::int64_t>(d + cast<std::uint16_t>(i));
+          });
+        });
+  });
+  const Kernel kernel = k.build();
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));
+  for (const Device& dev : devices) {
+    std::vector<std::int64_t> o(32 * 4, 42);
+    test_support::launch_on(kernel, dev, Grid{1, 32}, std::int8_t{120}, std::uint8_t{200}, std::int16_t{-32760},
+                            std::uint16_t{65530}, o);
+    for (int i = 0; i < 32; ++i) {
+      SCOPED_TRACE(dev.name() + ", thread " + std::to_string(i));
+      EXPECT_EQ(o[i * 4 + 0], static_cast<std::int8_t>(120 + i));
+      EXPECT_EQ(o[i * 4 + 1], static_cast<std::uint8_t>(200 * i));
+      EXPECT_EQ(o[i * 4 + 2], static_cast<std::int16_t>(-32760 - i));
+      EXPECT_EQ(o[i * 4 + 3], static_cast<std::uint16_t>(65530 + i));
+    }
+  }
+}
+
+// ------------------------------------------------------------------ atomics: and, or, xor
+/// 64 threads update three u32 words and one i64 atomically: or sets bit t % 32 of w[0], and clears
+/// bit t % 31 of w[1], xor flips w[2] by t * 0x9E3779B9 and wide[0] by t << 40 (an i64: through
+/// unsigned long long on a GPU). Each kind alone commutes, so the words are the same in any order.
+Kernel bitwise_atomics() {
+  KernelBuilder k("bitwise_atomics");
+  auto w = k.param<GlobalPtr<std::uint32_t>>("w", extent(3));
+  auto wide = k.param<GlobalPtr<std::int64_t>>("wide", extent(1));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    auto t = g.let("t", cast<std::uint32_t>(g.id(thread(1))));  // the thread's place in the grid
+    g.group(thread(1), [&](Scope& th) {
+      th.atomic(AtomicOp::Or, w, 0, Expr(1u) << (t % 32u));
+      th.atomic(AtomicOp::And, w, 1, ~(Expr(1u) << (t % 31u)));
+      th.atomic(AtomicOp::Xor, w, 2, t * 0x9E3779B9u);
+      th.atomic(AtomicOp::Xor, wide, 0, cast<std::int64_t>(t) << 40);
+    });
+  });
+  return k.build();
+}
+
+TEST(Semantics, AtomicAndOrXorGiveTheSameWordsOnEveryDevice) {
+  const Kernel kernel = bitwise_atomics();
+  std::uint32_t want_xor = 0x12345678u;
+  std::int64_t want_wide = -7;
+  for (std::uint32_t t = 0; t < 64; ++t) {
+    want_xor ^= t * 0x9E3779B9u;
+    want_wide ^= static_cast<std::int64_t>(t) << 40;
+  }
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));
+  for (const Device& dev : devices) {
+    std::vector<std::uint32_t> w = {0u, 0xffffffffu, 0x12345678u};
+    std::vector<std::int64_t> wide = {-7};
+    test_support::launch_on(kernel, dev, Grid{1, 64}, w, wide);
+    EXPECT_EQ(w[0], 0xffffffffu) << dev.name();
+    EXPECT_EQ(w[1], 0x80000000u) << dev.name();
+    EXPECT_EQ(w[2], want_xor) << dev.name();
+    EXPECT_EQ(wide[0], want_wide) << dev.name();
+  }
+  const std::string src = specialize_for(kernel, Spec{}).source;
+  for (const char* fn : {"atomicOr(", "atomicAnd(", "atomicXor(", "atomicXor(reinterpret_cast<unsigned long long*>("})
+    EXPECT_NE(src.find(fn), std::string::npos) << fn << " in\n" << src;
+  if (nvrtc_available()) EXPECT_EQ(compile(kernel, Spec{}).log, "");
+}
+
+TEST(Semantics, AtomicAndOrXorTakeIntegersOf32Or64BitsOnly) {
+  int line = 0;
+  auto build = [&] {
+    KernelBuilder k("xor_f32");
+    auto out = k.param<GlobalPtr<float>>("out");
+    k.block_threads(32);
+    k.body([&](Scope& g) {
+      g.group(thread(1), [&](Scope& th) { line = __LINE__, th.atomic(AtomicOp::Xor, out, 0, 1.0f); });
+    });
+    return k.build();
+  };
+  try {
+    build();
+    ADD_FAILURE() << "an atomic xor of f32 was accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0505", line, "tests/test_semantics.cpp"));
+    EXPECT_NE(testing::describe(e.diagnostics()).find("it is for i32, u32, i64, u64"), std::string::npos)
+        << testing::describe(e.diagnostics());
+  }
+}
+
+// What indices, loop bounds, lanes and bit functions take is 32 or 64 bits; an atomic has no 8- or
+// 16-bit form. Each is refused at the user's line, saying to cast.
+TEST(Semantics, NarrowIntegersAreRefusedWhereOnly32Or64BitsAreTakenWithTheCastToWrite) {
+  int line = 0;
+  auto rejects = [&](const std::string& code, const std::string& says,
+                     const std::function<void(Scope&, const View&)>& body) -> ::testing::AssertionResult {
+    KernelBuilder k("narrow");
+    auto small = k.param<GlobalPtr<std::uint8_t>>("small");
+    k.block_threads(32);
+    k.body([&](Scope& g) { body(g, small); });
+    try {
+      k.build();
+    } catch (const CheckError& e) {
+      auto r = testing::has_diag(e, code, line, "tests/test_semantics.cpp");
+      if (!r) return r;
+      if (testing::describe(e.diagnostics()).find(says) == std::string::npos)
+        return ::testing::AssertionFailure() << "no '" << says << "' in:\n" << testing::describe(e.diagnostics());
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << "accepted";
+  };
+  auto refused1 = rejects("V0704", "cast the u8 to i32 first: cast<i32>(x)", [&](Scope& g, const View& small) {
+    g.claim(small, thread(1), [&](Scope& g, View v) {
+      g.split(Level::Thread, {{1, [&](Scope& th) { line = __LINE__, v[cast<std::uint8_t>(Expr(3))] = 1; }}});
+    });
+  });
+  EXPECT_TRUE(refused1);
+  auto refused2 = rejects("V0704", "cast the i16 to i32 first", [&](Scope& g, const View&) {
+    g.group(thread(1), [&](Scope& th) {
+      auto acc = th.let("acc", 0);
+      line = __LINE__, th.for_("j", cast<std::int16_t>(Expr(0)), cast<std::int16_t>(Expr(4)),
+                               cast<std::int16_t>(Expr(1)), [&](Scope& th, Expr) { th.assign(acc, acc + 1); });
+    });
+  });
+  EXPECT_TRUE(refused2);
+  auto refused3 = rejects("V0702", "it takes an integer of 32 or 64 bits", [&](Scope& g, const View&) {
+    g.group(thread(1), [&](Scope& th) { line = __LINE__, th.let("p", popc(cast<std::uint8_t>(th.id(thread(1))))); });
+  });
+  EXPECT_TRUE(refused3);
+  auto refused4 = rejects("V0505", "not supported on u8", [&](Scope& g, const View& small) {
+    g.group(thread(1),
+            [&](Scope& th) { line = __LINE__, th.atomic(AtomicOp::Add, small, 0, cast<std::uint8_t>(Expr(1))); });
+  });
+  EXPECT_TRUE(refused4);
 }
 
 }  // namespace

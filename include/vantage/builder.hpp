@@ -220,8 +220,9 @@ enum class MmaKind : std::uint8_t {
   BF16_M16N8K16,  ///< A: bf16[8], B: bf16[4], C/D: f32[4]
 };
 
-/// Kinds of atomic read-modify-write.
-enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch };
+/// Kinds of atomic read-modify-write: `mem[i] = op(mem[i], value)`. And, Or and Xor take integers of
+/// 32 and 64 bits (docs/semantics.md, "Atomics").
+enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch, And, Or, Xor };
 
 class DeviceFunction;
 class Scope;

@@ -62,16 +62,23 @@ constexpr Perspective warp() { return thread(32); }
 /// A Hopper warpgroup: `thread(128)`.
 constexpr Perspective warpgroup() { return thread(128); }
 
-/// Scalar element types of kernel values and memory.
-enum class ScalarType : std::uint8_t { Bool, I32, U32, I64, U64, F16, BF16, F32, F64 };
+/// Scalar element types of kernel values and memory. (The 8- and 16-bit integers come last so that
+/// the numbers of the others, which cache keys and stored IR hold, stay what they were.)
+enum class ScalarType : std::uint8_t { Bool, I32, U32, I64, U64, F16, BF16, F32, F64, I8, U8, I16, U16 };
 
 /// "bool", "i32", ..., "f64".
 const char* type_name(ScalarType type);
 /// Size in bytes of one element (bool counts as 1).
 int type_bytes(ScalarType type);
-/// i32, u32, i64, u64
+/// i8, u8, i16, u16: integers narrower than 32 bits (computed as docs/semantics.md says, each result
+/// wrapped to its width)
+constexpr bool is_narrow_integer(ScalarType t) {
+  return t == ScalarType::I8 || t == ScalarType::U8 || t == ScalarType::I16 || t == ScalarType::U16;
+}
+/// i8, u8, i16, u16, i32, u32, i64, u64
 constexpr bool is_integer(ScalarType t) {
-  return t == ScalarType::I32 || t == ScalarType::U32 || t == ScalarType::I64 || t == ScalarType::U64;
+  return t == ScalarType::I32 || t == ScalarType::U32 || t == ScalarType::I64 || t == ScalarType::U64 ||
+         is_narrow_integer(t);
 }
 /// The integers and bool: what integer arithmetic and comparisons take.
 constexpr bool is_integral(ScalarType t) { return is_integer(t) || t == ScalarType::Bool; }
@@ -82,7 +89,9 @@ constexpr bool is_float(ScalarType t) {
 /// f16, bf16
 constexpr bool is_16bit_float(ScalarType t) { return t == ScalarType::F16 || t == ScalarType::BF16; }
 /// signed integers and floats
-constexpr bool is_signed(ScalarType t) { return t == ScalarType::I32 || t == ScalarType::I64 || is_float(t); }
+constexpr bool is_signed(ScalarType t) {
+  return t == ScalarType::I8 || t == ScalarType::I16 || t == ScalarType::I32 || t == ScalarType::I64 || is_float(t);
+}
 
 /// Memory spaces of pointers and arrays.
 /// A 1-, 2- or 3-D extent, as CUDA's dim3: x varies fastest. Vantage's launches are linear (B blocks
@@ -111,6 +120,22 @@ struct ScalarOf;
 template <>
 struct ScalarOf<bool> {
   static constexpr ScalarType value = ScalarType::Bool;
+};
+template <>
+struct ScalarOf<std::int8_t> {
+  static constexpr ScalarType value = ScalarType::I8;
+};
+template <>
+struct ScalarOf<std::uint8_t> {
+  static constexpr ScalarType value = ScalarType::U8;
+};
+template <>
+struct ScalarOf<std::int16_t> {
+  static constexpr ScalarType value = ScalarType::I16;
+};
+template <>
+struct ScalarOf<std::uint16_t> {
+  static constexpr ScalarType value = ScalarType::U16;
 };
 template <>
 struct ScalarOf<std::int32_t> {

@@ -49,9 +49,8 @@ auto Checker::run_kernel(const KernelNode& k) -> CheckResult {
   check_params(k.params, std::nullopt);
   for (const auto& p : k.params) {
     if (!p.extent) continue;
-    if (!is_integer(p.extent->type))
-      c_.error("V0904", p.loc,
-               "extent of " + q(p.name) + " must be an integer expression, not " + type_name(p.extent->type));
+    if (!is_index_integer(p.extent->type))
+      c_.error("V0904", p.loc, not_index_integer("extent of " + q(p.name), p.extent->type));
     if (!extent_uses_params_only(p.extent))
       c_.error("V0904", p.loc, "extent of " + q(p.name) + " may only use the kernel's scalar parameters");
     x_.check_expr(p.extent, p.loc);

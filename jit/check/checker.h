@@ -73,6 +73,18 @@ struct MemInfo {
 
 inline std::string q(const std::string& name) { return "'" + name + "'"; }
 
+/// What indices, loop bounds, extents and lanes take: an integer of 32 or 64 bits. An 8- or 16-bit
+/// one is cast first, which `narrow_hint` says.
+inline bool is_index_integer(ScalarType t) { return is_integer(t) && !is_narrow_integer(t); }
+inline std::string narrow_hint(ScalarType t) {
+  return is_narrow_integer(t) ? std::string(" (cast the ") + type_name(t) + " to i32 first: cast<i32>(x))" : "";
+}
+/// "`what` must be an integer of 32 or 64 bits, not T", with the hint.
+inline std::string not_index_integer(const std::string& what, ScalarType t) {
+  return what + " must be an integer" + (is_narrow_integer(t) ? " of 32 or 64 bits" : "") + ", not " + type_name(t) +
+         narrow_hint(t);
+}
+
 /// What the walk knows at the statement being checked: the launch shape, the code's perspective (a
 /// stack of frames pushed by group, split branches and destruct), the names in scope and the
 /// perspectives they live at, and what was found so far (errors, obligations). The rules' classes
@@ -298,8 +310,8 @@ class ExprChecker {
                q(m.name) + " takes " + std::to_string(m.dims) + " index(es), not " + std::to_string(idx.size()));
     for (const auto& i : idx) {
       variance = c_.meet(variance, check_expr(i, loc));
-      if (i && !is_integer(i->type))
-        c_.error("V0704", c_.at(i, loc), "index into " + q(m.name) + " must be an integer, not " + type_name(i->type));
+      if (i && !is_index_integer(i->type))
+        c_.error("V0704", c_.at(i, loc), not_index_integer("index into " + q(m.name), i->type));
     }
   }
 
@@ -394,7 +406,7 @@ class ExprChecker {
     Perspective v = kTop;
     for (const auto& a : n.args) {
       v = c_.meet(v, check_expr(a, here));
-      bool defined = is_bit_fn(n.fn) ? a && is_integer(a->type)
+      bool defined = is_bit_fn(n.fn) ? a && is_index_integer(a->type)
                                      : a && (is_float(a->type) || (n.fn == MathFn::Abs && is_integer(a->type)));
       if (a && !defined)
         c_.error("V0702", here,

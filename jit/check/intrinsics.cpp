@@ -112,8 +112,8 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       if (!n.args.empty() && n.args[0] && (n.args[0]->type == ScalarType::Bool))
         operand_error(n, "cannot shuffle a bool");
       Perspective lane = operand_value(n, 1, std::nullopt, "lane operand");
-      if (n.args.size() > 1 && n.args[1] && !is_integer(n.args[1]->type))
-        operand_error(n, "lane operand must be an integer");
+      if (n.args.size() > 1 && n.args[1] && !is_index_integer(n.args[1]->type))
+        operand_error(n, not_index_integer("lane operand", n.args[1]->type));
       // Every lane reading the same lane is a broadcast: the result is one value of the warp, so it
       // may bound a loop or guard a sync_warp there.
       bool broadcast = n.op == IntrinsicOp::ShflIdx && c_.narrower_eq(warp(), lane) == Truth::Yes;
@@ -135,7 +135,8 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
         if (m.is_const) c_.error("V0310", n.loc, "cannot update " + q(m.name) + " atomically: it is const");
         if (info && info->async) c_.error("V0315", n.loc, "async memory " + q(m.name) + " cannot be used by atomics");
         operand_value(n, 0, std::nullopt, "index");
-        if (!n.args.empty() && n.args[0] && !is_integer(n.args[0]->type)) operand_error(n, "index must be an integer");
+        if (!n.args.empty() && n.args[0] && !is_index_integer(n.args[0]->type))
+          operand_error(n, not_index_integer("index", n.args[0]->type));
         operand_value(n, 1, m.elem, "value");
         auto op = static_cast<AtomicKind>(imm(0));
         if (target::atomic_support(op, m.elem) == target::AtomicSupport::None)

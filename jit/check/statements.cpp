@@ -128,8 +128,7 @@ auto Checker::check(const For& n) -> void {
   Perspective v =
       c_.meet(x_.check_expr(n.begin, n.loc), c_.meet(x_.check_expr(n.end, n.loc), x_.check_expr(n.step, n.loc)));
   for (const auto& e : {n.begin, n.end, n.step}) {
-    if (e && !is_integer(e->type))
-      c_.error("V0704", n.loc, std::string("loop bounds must be integers, not ") + type_name(e->type));
+    if (e && !is_index_integer(e->type)) c_.error("V0704", n.loc, not_index_integer("a loop bound", e->type));
     if (e && n.var && e->type != n.var->type && is_integer(e->type))
       c_.error(
           "V0701", n.loc,
@@ -312,8 +311,8 @@ auto Checker::check(const Partition& n) -> void {
   c_.push_scope();
   for (const auto& v : n.index_vars) c_.declare(v, kTop);
   Perspective v = x_.check_expr(n.index, n.loc);
-  if (n.index && !is_integer(n.index->type))
-    c_.error("V0704", n.loc, std::string("index function must return an integer, not ") + type_name(n.index->type));
+  if (n.index && !is_index_integer(n.index->type))
+    c_.error("V0704", n.loc, not_index_integer("an index function's result", n.index->type));
   c_.pop_scope();
   Perspective target = p_ok ? n.p : thread(1);
   if (c_.narrower_eq(target, v) == Truth::No) {

@@ -132,6 +132,10 @@ auto Gen::run() -> void {
 auto Gen::type(ScalarType t) -> llvm::Type* {
   switch (t) {
     case ScalarType::Bool: return b_.getInt1Ty();
+    case ScalarType::I8:
+    case ScalarType::U8: return b_.getInt8Ty();
+    case ScalarType::I16:
+    case ScalarType::U16: return b_.getInt16Ty();
     case ScalarType::I32:
     case ScalarType::U32: return b_.getInt32Ty();
     case ScalarType::I64:

@@ -74,7 +74,8 @@ auto Values::expr(const ExprPtr& e) -> Value* {
                           [&](const Literal& n) -> Value* {
                             if (n.type == ScalarType::Bool) return g_.b_.getInt1(n.i != 0);
                             if (is_integral(n.type))
-                              return llvm::ConstantInt::get(g_.type(n.type), static_cast<std::uint64_t>(n.i));
+                              return llvm::ConstantInt::get(g_.type(n.type), static_cast<std::uint64_t>(n.i),
+                                                            !unsigned_type(n.type));
                             if (n.type == ScalarType::F64) return llvm::ConstantFP::get(g_.b_.getDoubleTy(), n.f);
                             double v = n.f;
                             if (half_type(n.type))

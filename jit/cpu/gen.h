@@ -61,7 +61,8 @@ enum class Lvl : std::uint8_t { Uniform, Varying };
 inline Lvl join(Lvl a, Lvl b) { return a == Lvl::Varying || b == Lvl::Varying ? Lvl::Varying : Lvl::Uniform; }
 
 inline bool unsigned_type(ScalarType t) {
-  return t == ScalarType::U32 || t == ScalarType::U64 || t == ScalarType::Bool;
+  return t == ScalarType::U8 || t == ScalarType::U16 || t == ScalarType::U32 || t == ScalarType::U64 ||
+         t == ScalarType::Bool;
 }
 inline bool half_type(ScalarType t) { return is_16bit_float(t); }
 

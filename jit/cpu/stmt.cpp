@@ -237,7 +237,10 @@ auto Statements::atomic(const Intrinsic& n) -> void {
     case AtomicKind::Max:
       op = fl ? llvm::AtomicRMWInst::FMax : unsigned_type(e) ? llvm::AtomicRMWInst::UMax : llvm::AtomicRMWInst::Max;
       break;
-    default: op = llvm::AtomicRMWInst::Xchg; break;
+    case AtomicKind::And: op = llvm::AtomicRMWInst::And; break;
+    case AtomicKind::Or: op = llvm::AtomicRMWInst::Or; break;
+    case AtomicKind::Xor: op = llvm::AtomicRMWInst::Xor; break;
+    case AtomicKind::Exch: op = llvm::AtomicRMWInst::Xchg; break;
   }
   auto* slot = g_.entry_alloca(g_.type(e), "atomic_old");
   g_.b_.CreateStore(llvm::Constant::getNullValue(g_.type(e)), slot);

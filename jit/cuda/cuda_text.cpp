@@ -7,6 +7,10 @@ namespace vantage::cuda::detail {
 const char* ctype_name(ScalarType t) {
   switch (t) {
     case ScalarType::Bool: return "bool";
+    case ScalarType::I8: return "signed char";
+    case ScalarType::U8: return "unsigned char";
+    case ScalarType::I16: return "short";
+    case ScalarType::U16: return "unsigned short";
     case ScalarType::I32: return "int";
     case ScalarType::U32: return "unsigned";
     case ScalarType::I64: return "long long";
@@ -76,6 +80,10 @@ std::string int_text(ScalarType t, std::int64_t v) {
       if (v == INT64_MIN) return "(-9223372036854775807LL - 1)";
       return v < 0 ? "(" + std::to_string(v) + "LL)" : std::to_string(v) + "LL";
     case ScalarType::U64: return std::to_string(static_cast<std::uint64_t>(v)) + "ULL";
+    case ScalarType::I8:
+    case ScalarType::U8:
+    case ScalarType::I16:
+    case ScalarType::U16: return "static_cast<" + std::string(ctype_name(t)) + ">(" + std::to_string(v) + ")";
     default: break;
   }
   throw InternalError("int_text: not an integer type");

@@ -52,7 +52,17 @@ auto ExprPrinter::narrow32(const ExprPtr& e, int depth) -> std::optional<std::st
   return "(" + *x + " " + name_of(b->op) + " " + *y + ")";
 }
 
+auto ExprPrinter::widened(const ExprPtr& x) -> ExprPtr {
+  return is_narrow_integer(x->type) ? make<Cast>(ScalarType::I32, x, x->loc) : x;
+}
+
+auto ExprPrinter::narrowed(const std::string& i32_result, ScalarType t) -> std::string {
+  return "static_cast<" + std::string(v_.ctype(t)) + ">(" + unparenthesized(i32_result) + ")";
+}
+
 auto ExprPrinter::text(const Unary& n) -> std::string {
+  if (is_narrow_integer(n.type))
+    return narrowed(text(*make<Unary>(ScalarType::I32, n.op, widened(n.a), n.loc)), n.type);
   std::string a = expr(n.a);
   if (n.op == UnOp::Neg && is_signed(n.type) && is_integer(n.type) && may_overflow(n, env_))
     return v_.helper("neg", n.type) + "(" + a + ")";
@@ -78,6 +88,11 @@ auto ExprPrinter::masked(const ExprPtr& e) -> std::optional<std::string> {
 }
 
 auto ExprPrinter::text(const Binary& n) -> std::string {
+  if (is_narrow_integer(n.a->type) || is_narrow_integer(n.b->type)) {
+    const auto wide =
+        make<Binary>(is_narrow_integer(n.type) ? ScalarType::I32 : n.type, n.op, widened(n.a), widened(n.b), n.loc);
+    return is_narrow_integer(n.type) ? narrowed(text(*wide), n.type) : text(*wide);
+  }
   ScalarType t = n.a->type;
   const bool compare = n.op == BinOp::Lt || n.op == BinOp::Le || n.op == BinOp::Gt || n.op == BinOp::Ge ||
                        n.op == BinOp::Eq || n.op == BinOp::Ne;
@@ -170,6 +185,15 @@ auto ExprPrinter::text(const Cast& n) -> std::string {
     if (is_16bit_float(from)) return "(" + widen(a, from) + " != 0.0f)";
     return "(" + a + " != 0)";
   }
+  if (is_narrow_integer(from) && is_float(to)) return expr(make<Cast>(to, widened(n.a), n.loc));  // exact
+  if (is_float(from) && is_narrow_integer(to)) {
+    // Through int (which saturates there), then clamped to the narrow type's range.
+    const Range r = Range::of(to);
+    return narrowed("max(" + int_text(ScalarType::I32, static_cast<std::int64_t>(r.lo)) + ", min(" +
+                        int_text(ScalarType::I32, static_cast<std::int64_t>(r.hi)) + ", " +
+                        expr(make<Cast>(ScalarType::I32, n.a, n.loc)) + "))",
+                    to);
+  }
   if (is_float(from) && is_integer(to)) {
     // Truncates toward zero and saturates at the type's range; NaN gives 0 (PTX cvt.rzi).
     static const std::map<std::pair<bool, ScalarType>, const char*> kFns = {
@@ -228,6 +252,8 @@ auto ExprPrinter::text(const MathCall& n) -> std::string {
                ")))";
     }
   }
+  if (n.fn == MathFn::Abs && is_narrow_integer(t))
+    return narrowed(text(*make<MathCall>(ScalarType::I32, n.fn, std::vector<ExprPtr>{widened(n.args[0])}, n.loc)), t);
   if (n.fn == MathFn::Abs && is_integer(t)) {
     if (!is_signed(t)) return args[0];
     if (value_range(n.args[0], env_).contains(Range::of(t).lo)) return v_.helper("abs", t) + "(" + args[0] + ")";

@@ -146,7 +146,8 @@ auto Emitter::address(const Intrinsic& n, std::size_t mem, const ExprPtr& index)
 }
 
 void Emitter::atomic(const Intrinsic& n) {
-  static const char* const kFns[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicExch"};
+  static const char* const kFns[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicExch",
+                                     "atomicAnd", "atomicOr",  "atomicXor"};
   auto op = static_cast<AtomicKind>(n.imms[0]);
   ScalarType t = n.mems[0]->elem;
   const char* fn = kFns[static_cast<int>(op)];

@@ -108,6 +108,13 @@ class ExprPrinter {
 
   std::string text(const Unary& n);
 
+  /// An operation on 8- or 16-bit integers: the same operation in i32 on its operands widened, its
+  /// result narrowed back (`i32_result`, the printed i32 operation). docs/semantics.md wraps each
+  /// result to the narrow width, and the i32 operation's own edge cases (a zero divisor, MIN / -1,
+  /// shifts past the width) wrap to the narrow type's; C++ would promote the operands to int anyway.
+  static ExprPtr widened(const ExprPtr& x);
+  std::string narrowed(const std::string& i32_result, ScalarType t);
+
   /// `x` as float, for 16-bit floats computed through float.
   std::string widen(const std::string& x, ScalarType t);
   std::string narrow(const std::string& x, ScalarType t);

@@ -4,25 +4,35 @@
 
 namespace vantage::interp::detail {
 
+namespace {
+/// The value of type T at p, as the IR holds it (integers sign- or zero-extended by T).
+template <class T>
+std::int64_t read_as(const unsigned char* p) {
+  T x;
+  std::memcpy(&x, p, sizeof x);
+  return static_cast<std::int64_t>(x);
+}
+/// The low bytes of `v` at p, as a T.
+template <class T>
+void write_as(unsigned char* p, std::int64_t v) {
+  auto x = static_cast<T>(v);
+  std::memcpy(p, &x, sizeof x);
+}
+}  // namespace
+
 V load_raw(const Region& r, std::int64_t i) {
   const unsigned char* p = r.data + i * type_bytes(r.elem);
   V v;
   switch (r.elem) {
     case ScalarType::Bool: v.i = *p != 0; break;
-    case ScalarType::I32: {
-      std::int32_t x;
-      std::memcpy(&x, p, 4);
-      v.i = x;
-      break;
-    }
-    case ScalarType::U32: {
-      std::uint32_t x;
-      std::memcpy(&x, p, 4);
-      v.i = x;
-      break;
-    }
+    case ScalarType::I8: v.i = read_as<std::int8_t>(p); break;
+    case ScalarType::U8: v.i = read_as<std::uint8_t>(p); break;
+    case ScalarType::I16: v.i = read_as<std::int16_t>(p); break;
+    case ScalarType::U16: v.i = read_as<std::uint16_t>(p); break;
+    case ScalarType::I32: v.i = read_as<std::int32_t>(p); break;
+    case ScalarType::U32: v.i = read_as<std::uint32_t>(p); break;
     case ScalarType::I64:
-    case ScalarType::U64: std::memcpy(&v.i, p, 8); break;
+    case ScalarType::U64: v.i = read_as<std::int64_t>(p); break;
     case ScalarType::F16:
     case ScalarType::BF16: {
       std::uint16_t x;
@@ -45,14 +55,14 @@ void store_raw(Region& r, std::int64_t i, V v) {
   unsigned char* p = r.data + i * type_bytes(r.elem);
   switch (r.elem) {
     case ScalarType::Bool: *p = v.i != 0; break;
+    case ScalarType::I8:
+    case ScalarType::U8: write_as<std::uint8_t>(p, v.i); break;
+    case ScalarType::I16:
+    case ScalarType::U16: write_as<std::uint16_t>(p, v.i); break;
     case ScalarType::I32:
-    case ScalarType::U32: {
-      auto x = static_cast<std::uint32_t>(v.i);
-      std::memcpy(p, &x, 4);
-      break;
-    }
+    case ScalarType::U32: write_as<std::uint32_t>(p, v.i); break;
     case ScalarType::I64:
-    case ScalarType::U64: std::memcpy(p, &v.i, 8); break;
+    case ScalarType::U64: write_as<std::int64_t>(p, v.i); break;
     case ScalarType::F16:
     case ScalarType::BF16: {
       std::uint16_t x = r.elem == ScalarType::F16 ? float16::float_to_half(static_cast<float>(v.f))

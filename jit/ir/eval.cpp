@@ -3,29 +3,16 @@
 
 #include <bit>
 
+#include "jit/ir/range.h"
 #include "jit/ir/visit.h"
 
 namespace vantage::ir {
 namespace {
 
-int width(ScalarType t) { return t == ScalarType::I32 || t == ScalarType::U32 ? 32 : 64; }
+int width(ScalarType t) { return type_bytes(t) * 8; }
 
-__int128 lo(ScalarType t) {
-  switch (t) {
-    case ScalarType::I32: return INT32_MIN;
-    case ScalarType::I64: return INT64_MIN;
-    default: return 0;
-  }
-}
-__int128 hi(ScalarType t) {
-  switch (t) {
-    case ScalarType::Bool: return 1;
-    case ScalarType::I32: return INT32_MAX;
-    case ScalarType::U32: return UINT32_MAX;
-    case ScalarType::I64: return INT64_MAX;
-    default: return static_cast<__int128>(UINT64_MAX);
-  }
-}
+__int128 lo(ScalarType t) { return Range::of(t).lo; }
+__int128 hi(ScalarType t) { return Range::of(t).hi; }
 
 }  // namespace
 
@@ -33,6 +20,10 @@ std::int64_t wrap(ScalarType t, __int128 v) {
   auto bits = static_cast<std::uint64_t>(static_cast<unsigned __int128>(v));
   switch (t) {
     case ScalarType::Bool: return v != 0;
+    case ScalarType::I8: return static_cast<std::int8_t>(static_cast<std::uint8_t>(bits));
+    case ScalarType::U8: return static_cast<std::uint8_t>(bits);
+    case ScalarType::I16: return static_cast<std::int16_t>(static_cast<std::uint16_t>(bits));
+    case ScalarType::U16: return static_cast<std::uint16_t>(bits);
     case ScalarType::I32: return static_cast<std::int32_t>(static_cast<std::uint32_t>(bits));
     case ScalarType::U32: return static_cast<std::uint32_t>(bits);
     default: return static_cast<std::int64_t>(bits);
@@ -45,7 +36,7 @@ std::int64_t eval_binary(BinOp op, ScalarType t, std::int64_t a, std::int64_t b,
     if (overflowed && (r < lo(t) || r > hi(t))) *overflowed = true;
     return wrap(t, r);
   };
-  bool is_signed = t == ScalarType::I32 || t == ScalarType::I64;
+  bool is_signed = vantage::is_signed(t);
   switch (op) {
     case BinOp::Add: return result(x + y);
     case BinOp::Sub: return result(x - y);
@@ -119,7 +110,8 @@ std::int64_t eval_unary(UnOp op, ScalarType t, std::int64_t a, bool* overflowed)
 
 std::int64_t eval_bits(MathFn fn, ScalarType operand, std::int64_t a) {
   const int width = type_bytes(operand) * 8;
-  const std::uint64_t bits = width == 64 ? static_cast<std::uint64_t>(a) : static_cast<std::uint32_t>(a);
+  const std::uint64_t bits =
+      width == 64 ? static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a) & ((std::uint64_t{1} << width) - 1);
   switch (fn) {
     case MathFn::Popc: return std::popcount(bits);
     case MathFn::Clz: return std::countl_zero(bits) - (64 - width);

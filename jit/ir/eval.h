@@ -3,7 +3,7 @@
 // helpers all use these functions, so that a folded constant is exactly what the kernel would have
 // computed at run time.
 //
-// A value is held in an int64: i32 and i64 sign-extended, u32 zero-extended, u64 as its bit pattern,
+// A value is held in an int64: signed integers sign-extended, u8, u16 and u32 zero-extended, u64 as its bit pattern,
 // bool as 0 or 1.
 #pragma once
 
@@ -18,6 +18,10 @@ namespace vantage::ir {
 inline bool fits(ScalarType t, std::int64_t v) {
   switch (t) {
     case ScalarType::Bool: return v == 0 || v == 1;
+    case ScalarType::I8: return v == static_cast<std::int8_t>(v);
+    case ScalarType::U8: return v == static_cast<std::uint8_t>(v);
+    case ScalarType::I16: return v == static_cast<std::int16_t>(v);
+    case ScalarType::U16: return v == static_cast<std::uint16_t>(v);
     case ScalarType::I32: return v == static_cast<std::int32_t>(v);
     case ScalarType::U32: return v == static_cast<std::uint32_t>(v);
     default: return true;

@@ -36,6 +36,10 @@ std::string literal_text(const Literal& l) {
     case ScalarType::U32: return std::to_string(static_cast<std::uint32_t>(l.i)) + "u";
     case ScalarType::I64: return std::to_string(l.i) + "l";
     case ScalarType::U64: return std::to_string(static_cast<std::uint64_t>(l.i)) + "ul";
+    case ScalarType::I8:
+    case ScalarType::U8:
+    case ScalarType::I16:
+    case ScalarType::U16: return std::to_string(l.i) + type_name(l.type);
     default: break;
   }
   char buf[64];

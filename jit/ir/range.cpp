@@ -64,6 +64,10 @@ Range exact_op(const Binary& n, Range a, Range b, __int128 k) {
 Range Range::of(ScalarType t) {
   switch (t) {
     case ScalarType::Bool: return {0, 1};
+    case ScalarType::I8: return {INT8_MIN, INT8_MAX};
+    case ScalarType::U8: return {0, UINT8_MAX};
+    case ScalarType::I16: return {INT16_MIN, INT16_MAX};
+    case ScalarType::U16: return {0, UINT16_MAX};
     case ScalarType::I32: return {INT32_MIN, INT32_MAX};
     case ScalarType::U32: return {0, UINT32_MAX};
     case ScalarType::I64: return {INT64_MIN, INT64_MAX};

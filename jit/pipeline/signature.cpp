@@ -127,7 +127,9 @@ Signature signature_of(const Kernel& kernel) {
                             ") is not an integer expression over the kernel's parameters");
     }
     if (p.specialized && p.var) s.specialized.push_back(static_cast<int>(i));
-    if (!p.specialized && p.var && is_integer(p.var->type) && s.classified.size() < 32)
+    // Sizes: integers of 32 or 64 bits (a class's range, [0, 2^30], does not fit 8 or 16 bits).
+    if (!p.specialized && p.var && is_integer(p.var->type) && !is_narrow_integer(p.var->type) &&
+        s.classified.size() < 32)
       s.classified.push_back(static_cast<int>(i));
     s.params.push_back(std::move(c));
   }

@@ -76,8 +76,8 @@ struct Signature {
   std::int64_t declared_threads = 0;
   std::vector<ParamCheck> params;
   std::vector<int> specialized;  ///< indices of the specialized scalar parameters
-  /// Indices of the integer scalar parameters a launch's value puts in a size class (automatic
-  /// specialization: Assumption::of). At most 32.
+  /// Indices of the integer scalar parameters (of 32 or 64 bits) a launch's value puts in a size
+  /// class (automatic specialization: Assumption::of). At most 32.
   std::vector<int> classified;
   std::vector<RequirementCheck> requirements;
   std::vector<TensorMapCheck> maps;

@@ -636,9 +636,10 @@ class Planner {
   /// Whether atomics of the kinds in `kinds` (one bit each) give the same memory in any order: one
   /// kind, and not an exchange.
   static bool commutes(unsigned kinds) {
-    return kinds == 1u << static_cast<unsigned>(AtomicKind::Add) ||
-           kinds == 1u << static_cast<unsigned>(AtomicKind::Min) ||
-           kinds == 1u << static_cast<unsigned>(AtomicKind::Max);
+    for (AtomicKind k :
+         {AtomicKind::Add, AtomicKind::Min, AtomicKind::Max, AtomicKind::And, AtomicKind::Or, AtomicKind::Xor})
+      if (kinds == 1u << static_cast<unsigned>(k)) return true;
+    return false;
   }
 
   /// Whether the code at `p` is one block or less, where barriers exist.

@@ -55,15 +55,20 @@ const char* atomic_name(AtomicOp op) {
     case AtomicOp::Min: return "Min";
     case AtomicOp::Max: return "Max";
     case AtomicOp::Exch: return "Exch";
+    case AtomicOp::And: return "And";
+    case AtomicOp::Or: return "Or";
+    case AtomicOp::Xor: return "Xor";
   }
   return "?";
 }
 
 // Every supported target is sm_80 or newer, so one table serves them all: atomicAdd exists for int,
 // unsigned, unsigned long long, float, double, __half and __nv_bfloat16; atomicMin and atomicMax for
-// the four integer types; atomicExch for int, unsigned, unsigned long long and float.
+// the four integer types; atomicExch for int, unsigned, unsigned long long and float; atomicAnd,
+// atomicOr and atomicXor for int, unsigned and unsigned long long.
 AtomicSupport atomic_support(AtomicOp op, ScalarType t) {
   using S = ScalarType;
+  if (is_narrow_integer(t)) return AtomicSupport::None;  // no 8- or 16-bit integer atomics in CUDA
   switch (op) {
     case AtomicOp::Add:
       if (t == S::I64) return AtomicSupport::AsUnsigned64;
@@ -74,6 +79,12 @@ AtomicSupport atomic_support(AtomicOp op, ScalarType t) {
     case AtomicOp::Exch:
       if (t == S::I32 || t == S::U32 || t == S::U64 || t == S::F32) return AtomicSupport::Native;
       if (t == S::I64 || t == S::F64) return AtomicSupport::AsUnsigned64;
+      return AtomicSupport::None;
+    case AtomicOp::And:
+    case AtomicOp::Or:
+    case AtomicOp::Xor:  // atomicAnd, atomicOr, atomicXor: int, unsigned, unsigned long long
+      if (t == S::I32 || t == S::U32 || t == S::U64) return AtomicSupport::Native;
+      if (t == S::I64) return AtomicSupport::AsUnsigned64;
       return AtomicSupport::None;
   }
   return AtomicSupport::None;
