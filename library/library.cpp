@@ -13,15 +13,6 @@ namespace {
 
 using Loc = std::source_location;
 
-Expr combine(Op op, const Expr& a, const Expr& b) {
-  switch (op) {
-    case Op::Sum: return a + b;
-    case Op::Min: return min(a, b);
-    case Op::Max: return max(a, b);
-  }
-  return a + b;
-}
-
 /// The block size a block-level helper needs: declared, a multiple of 32, at most 1024. Diagnoses
 /// (at the caller's line) and returns nothing otherwise.
 std::optional<std::int64_t> warps_block(Scope& s, const char* helper, const Loc& loc) {
@@ -57,11 +48,23 @@ Expr zero_of(ScalarType t, const Loc& loc) {
 }
 
 /// Butterfly over `width` lanes (a power of two up to 32): afterwards every lane of each aligned
-/// group of `width` lanes holds the group's result.
-void butterfly(Scope& warp, const Var& v, Op op, int width, const std::string& name, const Loc& loc) {
-  for (int mask = width / 2; mask >= 1; mask /= 2) {
+/// group of `width` lanes holds the group's result. An operator known to commute (`commutes`, the Op
+/// forms) takes the masks from the widest down, once each; any other takes them from 1 up, so that
+/// each step joins two neighbouring runs of lanes, and puts the lower run's value on the left (both
+/// orders computed, one selected), so that every lane holds op(v_0, ..., v_31) in lane order.
+void butterfly(Scope& warp, const Var& v, const Combine& op, int width, const std::string& name, const Loc& loc,
+               bool commutes) {
+  if (commutes) {
+    for (int mask = width / 2; mask >= 1; mask /= 2) {
+      Var other = warp.shfl_xor(name + "_x" + std::to_string(mask), v, mask, loc);
+      warp.assign(v, op(v, other), loc);
+    }
+    return;
+  }
+  Var lane = warp.let(name + "_lane", warp.id(thread(1), loc), loc);
+  for (int mask = 1; mask < width; mask *= 2) {
     Var other = warp.shfl_xor(name + "_x" + std::to_string(mask), v, mask, loc);
-    warp.assign(v, combine(op, v, other), loc);
+    warp.assign(v, select((lane & mask) == 0, op(v, other), op(other, v)), loc);
   }
 }
 
@@ -91,11 +94,12 @@ Var publish_per_warp(Scope& b, const View& shared, const std::string& name,
 }
 
 /// Hillis-Steele scan over the 32 lanes: lane l ends with op(v_0 .. v_l).
-void lane_scan(Scope& warp, const Var& v, Op op, const std::string& name, const Loc& loc) {
+void lane_scan(Scope& warp, const Var& v, const Combine& op, const std::string& name, const Loc& loc, bool commutes) {
   Var lane = warp.let(name + "_lane", warp.id(thread(1), loc), loc);
   for (int d = 1; d < 32; d *= 2) {
     Var other = warp.shfl_up(name + "_up" + std::to_string(d), v, d, loc);
-    warp.assign(v, select(lane >= d, combine(op, v, other), v), loc);
+    // The lanes below come first (the order an operator that commutes does not need).
+    warp.assign(v, select(lane >= d, commutes ? op(v, other) : op(other, v), v), loc);
   }
 }
 
@@ -624,16 +628,47 @@ void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,
       loc);
 }
 
+Combine combiner(Op op) {
+  switch (op) {
+    case Op::Min: return [](const Expr& a, const Expr& b) { return min(a, b); };
+    case Op::Max: return [](const Expr& a, const Expr& b) { return max(a, b); };
+    case Op::Sum: break;
+  }
+  return [](const Expr& a, const Expr& b) { return a + b; };
+}
+
 Var warp_reduce(Scope& warp, std::string name, const ExprArg& value, Op op, Loc loc) {
   Var v = warp.let(name, value, at(thread(1)), loc);
-  butterfly(warp, v, op, 32, name, loc);
+  butterfly(warp, v, combiner(op), 32, name, loc, true);
+  return v;
+}
+Var warp_reduce(Scope& warp, std::string name, const ExprArg& value, const Combine& op, Loc loc) {
+  Var v = warp.let(name, value, at(thread(1)), loc);
+  butterfly(warp, v, op, 32, name, loc, false);
   return v;
 }
 
 Var warp_inclusive_scan(Scope& warp, std::string name, const ExprArg& value, Op op, Loc loc) {
   Var v = warp.let(name, value, at(thread(1)), loc);
-  lane_scan(warp, v, op, name, loc);
+  lane_scan(warp, v, combiner(op), name, loc, true);
   return v;
+}
+Var warp_inclusive_scan(Scope& warp, std::string name, const ExprArg& value, const Combine& op, Loc loc) {
+  Var v = warp.let(name, value, at(thread(1)), loc);
+  lane_scan(warp, v, op, name, loc, false);
+  return v;
+}
+
+Var warp_exclusive_scan(Scope& warp, std::string name, const ExprArg& value, Op op, const ExprArg& identity, Loc loc) {
+  Var v = warp_inclusive_scan(warp, name + "_incl", value, op, loc);
+  Var up = warp.shfl_up(name + "_up", v, 1, loc);
+  return warp.let(name, select(warp.id(thread(1), loc) == 0, identity.expr, up), at(thread(1)), loc);
+}
+Var warp_exclusive_scan(Scope& warp, std::string name, const ExprArg& value, const Combine& op, const ExprArg& identity,
+                        Loc loc) {
+  Var v = warp_inclusive_scan(warp, name + "_incl", value, op, loc);
+  Var up = warp.shfl_up(name + "_up", v, 1, loc);
+  return warp.let(name, select(warp.id(thread(1), loc) == 0, identity.expr, up), at(thread(1)), loc);
 }
 
 Var read_below(Scope& s, std::string name, const View& src, const ExprArg& index, const ExprArg& count,
@@ -651,13 +686,15 @@ Var read_below(Scope& s, std::string name, const View& src, const ExprArg& index
   return v;
 }
 
-Var block_reduce(Scope& b, std::string name, const ExprArg& value, Op op, Loc loc) {
+namespace {
+Var block_reduce_by(Scope& b, const std::string& name, const ExprArg& value, const Combine& op, bool commutes,
+                    Loc loc) {
   Var v = b.let(name + "_part", value, at(thread(1)), loc);
   auto threads = warps_block(b, "block_reduce", loc);
   if (!threads) return v;
   const std::int64_t warps = *threads / 32;
   b.group(
-      thread(32), [&](Scope& w) { butterfly(w, v, op, 32, name, loc); }, loc);
+      thread(32), [&](Scope& w) { butterfly(w, v, op, 32, name, loc, commutes); }, loc);
   // Lane 0 of each warp publishes the warp's result.
   View partial = b.shared(name + "_warps", value.expr.type(), warps, loc);
   publish_per_warp(
@@ -667,19 +704,47 @@ Var block_reduce(Scope& b, std::string name, const ExprArg& value, Op op, Loc lo
   Var total = b.let(name, partial[IndexArg(0, loc)], loc);
   if (warps > 1)
     b.for_(
-        name + "_w", 1, warps,
-        [&](Scope& b, Expr w) { b.assign(total, combine(op, total, partial[IndexArg(w, loc)]), loc); }, loc);
+        name + "_w", 1, warps, [&](Scope& b, Expr w) { b.assign(total, op(total, partial[IndexArg(w, loc)]), loc); },
+        loc);
   return total;
 }
+}  // namespace
 
-Var block_inclusive_scan(Scope& b, std::string name, const ExprArg& value, Op op, Var* total, Loc loc) {
-  Var v = b.let(name, value, at(thread(1)), loc);
-  auto threads = warps_block(b, "block_inclusive_scan", loc);
+Var block_reduce(Scope& b, std::string name, const ExprArg& value, Op op, Loc loc) {
+  return block_reduce_by(b, name, value, combiner(op), true, loc);
+}
+Var block_reduce(Scope& b, std::string name, const ExprArg& value, const Combine& op, Loc loc) {
+  return block_reduce_by(b, name, value, op, false, loc);
+}
+
+namespace {
+/// The block scans: inclusive, or exclusive where `identity` is given.
+Var block_scan(Scope& b, const std::string& name, const ExprArg& value, const Combine& op, bool commutes, Var* total,
+               const std::optional<Expr>& identity, const char* helper, Loc loc) {
+  Var v = b.let(identity ? name + "_incl" : name, value, at(thread(1)), loc);
+  auto threads = warps_block(b, helper, loc);
   if (!threads) return v;
   const std::int64_t warps = *threads / 32;
   b.group(
-      thread(32), [&](Scope& w) { lane_scan(w, v, op, name, loc); }, loc);
-  if (warps == 1 && !total) return v;
+      thread(32), [&](Scope& w) { lane_scan(w, v, op, name, loc, commutes); }, loc);
+  // Exclusive: each lane takes the inclusive result of the lane below it (lane 0 the identity, or
+  // the warps' before it below), with the block's prefix of earlier warps added in the same step.
+  std::optional<Var> ex;
+  if (identity) ex = b.let(name, *identity, at(thread(1)), loc);
+  auto finish = [&](Scope& w, const std::optional<Expr>& before, const Expr& wid) {
+    if (!identity) return;
+    Var up = w.shfl_up(name + "_below", v, 1, loc);
+    Expr lane0 = w.id(thread(1), loc) == 0;
+    if (before)
+      w.assign(*ex, select(wid > 0, select(lane0, *before, op(*before, up)), select(lane0, *identity, up)), loc);
+    else
+      w.assign(*ex, select(lane0, *identity, up), loc);
+  };
+  if (warps == 1 && !total) {
+    b.group(
+        thread(32), [&](Scope& w) { finish(w, std::nullopt, Expr(0)); }, loc);
+    return identity ? *ex : v;
+  }
   // The last lane of each warp holds the warp's total; lane 0 publishes it.
   View totals = b.shared(name + "_warps", value.expr.type(), warps, loc);
   Var wid = publish_per_warp(
@@ -688,21 +753,42 @@ Var block_inclusive_scan(Scope& b, std::string name, const ExprArg& value, Op op
     // The block's result: the warps' totals combined in warp order, read by the whole block.
     *total = b.let(name + "_sum", totals[IndexArg(0, loc)], loc);
     for (std::int64_t w = 1; w < warps; ++w)
-      b.assign(*total, combine(op, *total, totals[IndexArg(static_cast<int>(w), loc)]), loc);
+      b.assign(*total, op(*total, totals[IndexArg(static_cast<int>(w), loc)]), loc);
   }
-  if (warps == 1) return v;
+  if (warps == 1) {
+    b.group(
+        thread(32), [&](Scope& w) { finish(w, std::nullopt, Expr(0)); }, loc);
+    return identity ? *ex : v;
+  }
   // Each warp scans the totals across its lanes and adds the totals of the warps before it.
   b.group(
       thread(32),
       [&](Scope& w) {
         Expr lane = w.id(thread(1), loc);
         Var prefix = w.let(name + "_prefix", totals[IndexArg(min(lane, warps - 1), loc)], at(thread(1)), loc);
-        lane_scan(w, prefix, op, name + "_w", loc);
+        lane_scan(w, prefix, op, name + "_w", loc, commutes);
         Var before = w.shfl_idx(name + "_before", prefix, max(wid - 1, 0), loc);
-        w.assign(v, select(wid > 0, combine(op, before, v), v), loc);
+        finish(w, Expr(before), wid);
+        w.assign(v, select(wid > 0, op(before, v), v), loc);
       },
       loc);
-  return v;
+  return identity ? *ex : v;
+}
+}  // namespace
+
+Var block_inclusive_scan(Scope& b, std::string name, const ExprArg& value, Op op, Var* total, Loc loc) {
+  return block_scan(b, name, value, combiner(op), true, total, std::nullopt, "block_inclusive_scan", loc);
+}
+Var block_inclusive_scan(Scope& b, std::string name, const ExprArg& value, const Combine& op, Var* total, Loc loc) {
+  return block_scan(b, name, value, op, false, total, std::nullopt, "block_inclusive_scan", loc);
+}
+Var block_exclusive_scan(Scope& b, std::string name, const ExprArg& value, Op op, const ExprArg& identity, Var* total,
+                         Loc loc) {
+  return block_scan(b, name, value, combiner(op), true, total, identity.expr, "block_exclusive_scan", loc);
+}
+Var block_exclusive_scan(Scope& b, std::string name, const ExprArg& value, const Combine& op, const ExprArg& identity,
+                         Var* total, Loc loc) {
+  return block_scan(b, name, value, op, false, total, identity.expr, "block_exclusive_scan", loc);
 }
 
 void mma_load_a(Scope& w, const View& frag, const View& src, const ExprArg& ld, const ExprArg& row0,

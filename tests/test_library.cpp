@@ -280,6 +280,172 @@ TEST(Library, BlockInclusiveScanGivesEveryOperationAtEveryBlockSize) {
     }
 }
 
+// Scans and reductions over the user's own operator (a builder lambda), and exclusive scans, at
+// block sizes that are and are not powers of two and sizes no block divides. The operators do not
+// commute: "the later non-zero" (b where b != 0, else a) and "the earlier non-zero" make the scan's
+// and the reduction's order visible; a sum and a bitwise or check the Op and commuting forms.
+enum class UserScan { ExclusiveSum, ExclusiveLater, InclusiveLater, ReduceEarlier, ReduceOr };
+const char* name(UserScan u) {
+  static const char* const kNames[] = {"exclusive_sum", "exclusive_later", "inclusive_later", "reduce_earlier",
+                                       "reduce_or"};
+  return kNames[static_cast<int>(u)];
+}
+Expr later_nonzero(const Expr& a, const Expr& b) { return select(b != 0, b, a); }
+Expr earlier_nonzero(const Expr& a, const Expr& b) { return select(a != 0, a, b); }
+int later_nonzero_of(int a, int b) { return b != 0 ? b : a; }
+int earlier_nonzero_of(int a, int b) { return a != 0 ? a : b; }
+
+/// out[i] = the scan's value at element i (scans), or out[b] = the block's result (reductions); the
+/// elements past n are 0 (the identity of every operator here).
+Kernel user_scan_kernel(int threads, UserScan u) {
+  KernelBuilder k(std::string("user_") + name(u) + "_" + std::to_string(threads));
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out");
+  k.block_threads(threads);
+  const bool reduce = u == UserScan::ReduceEarlier || u == UserScan::ReduceOr;
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, reduce ? 1 : threads, [&](Scope& b, Expr blk, View out_b) {
+      Var v = lib::read_below(b, "v", x, blk * threads + b.id(thread(1)), n, 0);
+      switch (u) {
+        case UserScan::ExclusiveSum: {
+          Var s = lib::block_exclusive_scan(b, "s", v, lib::Op::Sum, 0);
+          lib::block_store(b, out_b, n - blk * threads, s);
+          break;
+        }
+        case UserScan::ExclusiveLater: {
+          Var s = lib::block_exclusive_scan(b, "s", v, later_nonzero, 0);
+          lib::block_store(b, out_b, n - blk * threads, s);
+          break;
+        }
+        case UserScan::InclusiveLater: {
+          Var s = lib::block_inclusive_scan(b, "s", v, later_nonzero);
+          lib::block_store(b, out_b, n - blk * threads, s);
+          break;
+        }
+        case UserScan::ReduceEarlier:
+          lib::store_by_one(b, out_b, 0, lib::block_reduce(b, "r", v, earlier_nonzero));
+          break;
+        case UserScan::ReduceOr:
+          lib::store_by_one(b, out_b, 0,
+                            lib::block_reduce(b, "r", v, [](const Expr& a, const Expr& c) { return a | c; }));
+          break;
+      }
+    });
+  });
+  return k.build();
+}
+
+TEST(Library, ScansAndReductionsTakeTheUsersOperatorAndExclusiveScansStartAtTheIdentity) {
+  for (int threads : {32, 96, 256, 1024})
+    for (UserScan u : {UserScan::ExclusiveSum, UserScan::ExclusiveLater, UserScan::InclusiveLater,
+                       UserScan::ReduceEarlier, UserScan::ReduceOr}) {
+      Kernel kernel = user_scan_kernel(threads, u);
+      const bool reduce = u == UserScan::ReduceEarlier || u == UserScan::ReduceOr;
+      for (int n : {1, threads - 1, 2 * threads + 33}) {
+        if (n < 1) continue;
+        // Mostly zeros, so that the non-zero operators' answers depend on where the values are.
+        std::vector<int> x(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = i % 7 == 3 || i % 11 == 5 ? (i * 37) % 101 + 1 : 0;
+        const std::int64_t blocks = lib::blocks_for(n, threads);
+        std::vector<int> want;
+        for (std::int64_t b = 0; b < blocks; ++b) {
+          int acc = 0, reduced = 0;
+          for (std::int64_t i = b * threads; i < std::min<std::int64_t>(n, (b + 1) * threads); ++i) {
+            const int xi = x[static_cast<std::size_t>(i)];
+            switch (u) {
+              case UserScan::ExclusiveSum: want.push_back(acc), acc += xi; break;
+              case UserScan::ExclusiveLater: want.push_back(acc), acc = later_nonzero_of(acc, xi); break;
+              case UserScan::InclusiveLater: acc = later_nonzero_of(acc, xi), want.push_back(acc); break;
+              case UserScan::ReduceEarlier: reduced = earlier_nonzero_of(reduced, xi); break;
+              case UserScan::ReduceOr: reduced |= xi; break;
+            }
+          }
+          if (reduce) want.push_back(reduced);
+        }
+        for (const Device& d : devices()) {
+          std::vector<int> got(want.size(), -7);
+          kernel.launch(d, Grid{blocks, threads}, n, std::as_const(x), got);
+          EXPECT_EQ(got, want) << kernel.name() << " n=" << n << " on " << d.name();
+        }
+      }
+    }
+}
+
+// A warp's exclusive scan with the user's operator, and a warp reduction with one that does not
+// commute: every lane gets the same, ordered, result.
+TEST(Library, WarpExclusiveScanAndOrderedWarpReduceGiveEveryLaneItsValue) {
+  KernelBuilder k("warp_user_ops");
+  auto xs = k.param<GlobalPtr<const int>>("x", extent(64));
+  auto out = k.param<GlobalPtr<int>>("out", extent(128));  // the reductions, then the scans
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 128, [&](Scope& b, Expr, View out_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(32), [&](Scope& w) {
+              Var r = lib::warp_reduce(w, "r", xs[t], earlier_nonzero);
+              Var p = lib::warp_exclusive_scan(w, "p", xs[t], later_nonzero, 0);
+              w.group(thread(1), [&](Scope&) {
+                mine[0] = r;
+                mine[64] = p;
+              });
+            });
+          });
+    });
+  });
+  Kernel kernel = k.build();
+  std::vector<int> x(64, 0);
+  for (int i : {5, 9, 17, 40, 41, 63}) x[static_cast<std::size_t>(i)] = i;
+  std::vector<int> want(128);
+  for (int w = 0; w < 2; ++w) {
+    int first = 0, acc = 0;
+    for (int l = 0; l < 32; ++l) first = earlier_nonzero_of(first, x[static_cast<std::size_t>(w * 32 + l)]);
+    for (int l = 0; l < 32; ++l) {
+      want[static_cast<std::size_t>(w * 32 + l)] = first;
+      want[static_cast<std::size_t>(64 + w * 32 + l)] = acc;
+      acc = later_nonzero_of(acc, x[static_cast<std::size_t>(w * 32 + l)]);
+    }
+  }
+  for (const Device& d : devices()) {
+    std::vector<int> got(128);
+    kernel.launch(d, Grid{1, 64}, std::as_const(x), got);
+    EXPECT_EQ(got, want) << d.name();
+  }
+}
+
+// A block's exclusive scan called from a warp's code: refused at the caller's line.
+TEST(Library, ABlockExclusiveScanFromAWarpIsRefusedAtTheCallersLine) {
+  KernelBuilder k("scan_at_warp");
+  auto out = k.param<GlobalPtr<int>>("out", extent(64));
+  k.block_threads(64);
+  int line = 0;
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 64, [&](Scope& b, Expr, View out_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(32), [&](Scope& w) {
+              line = __LINE__ + 1;
+              Var s = lib::block_exclusive_scan(w, "s", t, lib::Op::Sum, 0);  // w is a warp, not the block
+              w.group(thread(1), [&](Scope&) { mine[0] = s; });
+            });
+          });
+    });
+  });
+  try {
+    k.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    bool at_line = false;
+    for (const auto& d : e.diagnostics()) at_line |= static_cast<int>(d.loc.line) == line;
+    EXPECT_TRUE(at_line) << testing::describe(e.diagnostics());
+  }
+}
+
 TEST(Library, ForEachCoversEveryElementOnceInEveryTileShape) {
   for (lib::Tile tile :
        {lib::Tile{1, lib::Layout::Striped}, lib::Tile{4, lib::Layout::Striped}, lib::Tile{3, lib::Layout::Blocked}}) {

@@ -182,16 +182,33 @@ void start_tile_copy(Scope& block, const View& dst, const View& src, const ExprA
 
 /// The associative operations the reductions and scans know.
 enum class Op : std::uint8_t { Sum, Min, Max };
+/// Any associative operator, as the user writes it: `[](Expr a, Expr b) { return a * b; }`, or
+/// `lib::combiner(Op::Max)`. The reductions and scans below apply it in a fixed order (the same on
+/// every backend) and never assume it commutes: a scan's result at t is op(...op(op(v_0, v_1), v_2)
+/// ..., v_t) up to the grouping. Its operands and result have the value's type.
+using Combine = std::function<Expr(const Expr&, const Expr&)>;
+/// The operator of `op` as a Combine.
+Combine combiner(Op op);
 
 /// `value` combined over the 32 lanes of each warp, by a butterfly of shuffles (five `shfl_xor`), so
 /// that every lane holds the warp's result. At thread(32) (a warp's code). Integer sums wrap; float
 /// sums are computed in the butterfly's order (a fixed order, the same on every backend).
 Var warp_reduce(Scope& warp, std::string name, const ExprArg& value, Op op,
                 std::source_location loc = std::source_location::current());
+Var warp_reduce(Scope& warp, std::string name, const ExprArg& value, const Combine& op,
+                std::source_location loc = std::source_location::current());
 
 /// Inclusive scan over the lanes of each warp (`shfl_up`, five steps): lane l holds op(v_0 .. v_l).
 /// At thread(32).
 Var warp_inclusive_scan(Scope& warp, std::string name, const ExprArg& value, Op op,
+                        std::source_location loc = std::source_location::current());
+Var warp_inclusive_scan(Scope& warp, std::string name, const ExprArg& value, const Combine& op,
+                        std::source_location loc = std::source_location::current());
+/// Exclusive scan over the lanes of each warp: lane l holds op(v_0 .. v_(l-1)), lane 0 `identity`
+/// (the operator's identity: 0 for a sum, the type's largest value for a minimum). At thread(32).
+Var warp_exclusive_scan(Scope& warp, std::string name, const ExprArg& value, const Combine& op, const ExprArg& identity,
+                        std::source_location loc = std::source_location::current());
+Var warp_exclusive_scan(Scope& warp, std::string name, const ExprArg& value, Op op, const ExprArg& identity,
                         std::source_location loc = std::source_location::current());
 
 /// Each thread's `src[index]` where `index < count`, `otherwise` elsewhere, as a variable of the
@@ -209,6 +226,8 @@ Var read_below(Scope& scope, std::string name, const View& src, const ExprArg& i
 /// the block size must be a multiple of 32, at most 1024.
 Var block_reduce(Scope& block, std::string name, const ExprArg& value, Op op,
                  std::source_location loc = std::source_location::current());
+Var block_reduce(Scope& block, std::string name, const ExprArg& value, const Combine& op,
+                 std::source_location loc = std::source_location::current());
 
 /// Inclusive scan over the threads of the block in thread order: thread t holds op(v_0 .. v_t). With
 /// `total`, that variable is set to the block's whole result, a value of the block (living at
@@ -216,6 +235,16 @@ Var block_reduce(Scope& block, std::string name, const ExprArg& value, Op op,
 /// totals, and a scan of those by every warp. At block(1); T a multiple of 32, at most 1024.
 Var block_inclusive_scan(Scope& block, std::string name, const ExprArg& value, Op op, Var* total = nullptr,
                          std::source_location loc = std::source_location::current());
+Var block_inclusive_scan(Scope& block, std::string name, const ExprArg& value, const Combine& op, Var* total = nullptr,
+                         std::source_location loc = std::source_location::current());
+/// Exclusive scan over the threads of the block: thread t holds op(v_0 .. v_(t-1)), thread 0
+/// `identity`; `total` as for the inclusive scan (the whole block's result). The same warp scans and
+/// shared totals as the inclusive scan, and one more shuffle. At block(1); T a multiple of 32.
+Var block_exclusive_scan(Scope& block, std::string name, const ExprArg& value, const Combine& op,
+                         const ExprArg& identity, Var* total = nullptr,
+                         std::source_location loc = std::source_location::current());
+Var block_exclusive_scan(Scope& block, std::string name, const ExprArg& value, Op op, const ExprArg& identity,
+                         Var* total = nullptr, std::source_location loc = std::source_location::current());
 
 /// Fragments of `mma_sync`, as PTX lays them out over the lanes of a warp (g = lane / 4, t = lane %
 /// 4), chosen by the fragment's element type: f32 for tf32 m16n8k8, f16 or bf16 for m16n8k16. At
