@@ -527,6 +527,17 @@ Var Scope::atomic(std::string name, AtomicOp op, const View& m, const ExprArg& i
       .imm(static_cast<std::int64_t>(op))
       .out(std::move(name), m.elem());
 }
+Var Scope::atomic_cas(std::string name, const View& m, const ExprArg& index, const ExprArg& compare,
+                      const ExprArg& value, std::source_location l) {
+  static_assert(static_cast<int>(AtomicOp::Cas) == static_cast<int>(ir::AtomicKind::Cas));
+  return VANTAGE_INTRINSIC(Atomic, l)
+      .mem(m)
+      .arg(index, ScalarType::I32)
+      .arg(value, m.elem())
+      .arg(compare, m.elem())
+      .imm(static_cast<std::int64_t>(AtomicOp::Cas))
+      .out(std::move(name), m.elem());
+}
 void Scope::atomic(AtomicOp op, const View& m, const ExprArg& index, const ExprArg& value, std::source_location l) {
   VANTAGE_INTRINSIC(Atomic, l)
       .mem(m)

@@ -188,8 +188,8 @@ template <class T> T atomicMin(T* p, T v) {
   while (v < old && !a.compare_exchange_weak(old, v)) {}
   return old;
 }
-inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long cmp, unsigned long long v) {
-  std::atomic_ref<unsigned long long>(*p).compare_exchange_strong(cmp, v);
+template <class T> T atomicCAS(T* p, T cmp, T v) {
+  std::atomic_ref<T>(*p).compare_exchange_strong(cmp, v);
   return cmp;
 }
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }

@@ -181,6 +181,26 @@ std::vector<Case> cases() {
     c.want = words(got);
     out.push_back(std::move(c));
   }
+  {
+    // Compare and swap on each thread's own element: swapped where the compare holds (even ones).
+    KernelBuilder b("compare_and_swap");
+    auto own = b.param<GlobalPtr<int>>("own", extent(64));
+    b.block_threads(64);
+    b.body([&](Scope& g) {
+      auto t = g.let("t", g.id(thread(1)));
+      g.group(thread(1), [&](Scope& th) { th.atomic_cas("old", own, t, t, t * 10); });
+    });
+    Kernel kernel = b.build();
+    Grid g{1, 64};
+    std::vector<int> in(64);
+    for (int i = 0; i < 64; ++i) in[static_cast<std::size_t>(i)] = i % 2 == 0 ? i : -1;
+    std::vector<int> got = in;
+    Case c = make("compare_and_swap", kernel, g);
+    c.launch.args = {buffer(in)};
+    kernel.launch(interp, g, got);
+    c.want = words(got);
+    out.push_back(std::move(c));
+  }
   return out;
 }
 

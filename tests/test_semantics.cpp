@@ -1065,24 +1065,73 @@ TEST(Semantics, AtomicAndOrXorGiveTheSameWordsOnEveryDevice) {
   if (nvrtc_available()) EXPECT_EQ(compile(kernel, Spec{}).log, "");
 }
 
-TEST(Semantics, AtomicAndOrXorTakeIntegersOf32Or64BitsOnly) {
-  int line = 0;
-  auto build = [&] {
-    KernelBuilder k("xor_f32");
-    auto out = k.param<GlobalPtr<float>>("out");
-    k.block_threads(32);
-    k.body([&](Scope& g) {
-      g.group(thread(1), [&](Scope& th) { line = __LINE__, th.atomic(AtomicOp::Xor, out, 0, 1.0f); });
-    });
-    return k.build();
-  };
-  try {
-    build();
-    ADD_FAILURE() << "an atomic xor of f32 was accepted";
-  } catch (const CheckError& e) {
-    EXPECT_TRUE(testing::has_diag(e, "V0505", line, "tests/test_semantics.cpp"));
-    EXPECT_NE(testing::describe(e.diagnostics()).find("it is for i32, u32, i64, u64"), std::string::npos)
-        << testing::describe(e.diagnostics());
+// Compare and swap: on its own element each thread swaps where the compare holds (even elements)
+// and not where it does not; on one shared flag exactly one of 64 threads sees the old 0 and wins,
+// whatever the order (an i64 flag: through unsigned long long on a GPU).
+TEST(Semantics, AtomicCompareAndSwapSwapsWhereTheCompareHoldsAndOneThreadWinsAFlag) {
+  KernelBuilder k("cas");
+  auto own = k.param<GlobalPtr<int>>("own", extent(64));
+  auto flag = k.param<GlobalPtr<std::int64_t>>("flag", extent(1));
+  auto won = k.param<GlobalPtr<int>>("won", extent(64));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        won, thread(1), [&](Expr j) { return t + j; },
+        [&](Scope& g, View mine) {
+          g.group(thread(1), [&](Scope& th) {
+            th.atomic_cas("before", own, t, t, t * 10);
+            Var old = th.atomic_cas("old", flag, 0, std::int64_t{0}, cast<std::int64_t>(t) + 1);
+            mine[0] = select(old == std::int64_t{0}, 1, 0);
+          });
+        });
+  });
+  const Kernel kernel = k.build();
+  std::vector<Device> devices{Device::interpreter()};
+  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
+  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));
+  for (const Device& dev : devices) {
+    std::vector<int> own_v(64), won_v(64, -1);
+    for (int i = 0; i < 64; ++i) own_v[static_cast<std::size_t>(i)] = i % 2 == 0 ? i : -1;
+    std::vector<std::int64_t> flag_v = {0};
+    test_support::launch_on(kernel, dev, Grid{1, 64}, own_v, flag_v, won_v);
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(own_v[static_cast<std::size_t>(i)], i % 2 == 0 ? i * 10 : -1) << dev.name();
+    int winners = 0, winner = -1;
+    for (int i = 0; i < 64; ++i)
+      if (won_v[static_cast<std::size_t>(i)] == 1) ++winners, winner = i;
+    EXPECT_EQ(winners, 1) << dev.name();
+    EXPECT_EQ(flag_v[0], winner + 1) << dev.name() << ": the winner's value stays";
+  }
+  const std::string src = specialize_for(kernel, Spec{}).source;
+  EXPECT_NE(src.find("atomicCAS(reinterpret_cast<unsigned long long*>("), std::string::npos) << src;
+  if (nvrtc_available()) EXPECT_EQ(compile(kernel, Spec{}).log, "");
+}
+
+TEST(Semantics, AtomicAndOrXorAndCompareAndSwapTakeIntegersOf32Or64BitsOnly) {
+  for (bool cas : {false, true}) {
+    int line = 0;
+    auto build = [&] {
+      KernelBuilder k("bits_of_f32");
+      auto out = k.param<GlobalPtr<float>>("out");
+      k.block_threads(32);
+      k.body([&](Scope& g) {
+        g.group(thread(1), [&](Scope& th) {
+          if (cas)
+            line = __LINE__, th.atomic_cas("old", out, 0, 0.0f, 1.0f);
+          else
+            line = __LINE__, th.atomic(AtomicOp::Xor, out, 0, 1.0f);
+        });
+      });
+      return k.build();
+    };
+    try {
+      build();
+      ADD_FAILURE() << "an atomic " << (cas ? "compare and swap" : "xor") << " of f32 was accepted";
+    } catch (const CheckError& e) {
+      EXPECT_TRUE(testing::has_diag(e, "V0505", line, "tests/test_semantics.cpp"));
+      EXPECT_NE(testing::describe(e.diagnostics()).find("it is for i32, u32, i64, u64"), std::string::npos)
+          << testing::describe(e.diagnostics());
+    }
   }
 }
 

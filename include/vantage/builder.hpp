@@ -221,8 +221,8 @@ enum class MmaKind : std::uint8_t {
 };
 
 /// Kinds of atomic read-modify-write: `mem[i] = op(mem[i], value)`. And, Or and Xor take integers of
-/// 32 and 64 bits (docs/semantics.md, "Atomics").
-enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch, And, Or, Xor };
+/// 32 and 64 bits (docs/semantics.md, "Atomics"). Cas is Scope::atomic_cas's (compare and swap).
+enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch, And, Or, Xor, Cas };
 
 class DeviceFunction;
 class Scope;
@@ -430,6 +430,10 @@ class Scope {
   /// Atomic read-modify-write of `mem[index]`; returns the old value.
   Var atomic(std::string name, AtomicOp op, const View& mem, const ExprArg& index, const ExprArg& value,
              std::source_location loc = std::source_location::current());
+  /// Compare and swap: `mem[index] = mem[index] == compare ? value : mem[index]` as one step; returns
+  /// the old value (the swap happened where it equals `compare`). Integers of 32 and 64 bits.
+  Var atomic_cas(std::string name, const View& mem, const ExprArg& index, const ExprArg& compare, const ExprArg& value,
+                 std::source_location loc = std::source_location::current());
   /// The same where the old value is not wanted: `atomic(AtomicOp::Add, hist, bin, 1)`.
   void atomic(AtomicOp op, const View& mem, const ExprArg& index, const ExprArg& value,
               std::source_location loc = std::source_location::current());

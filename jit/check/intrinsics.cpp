@@ -139,6 +139,7 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
           operand_error(n, not_index_integer("index", n.args[0]->type));
         operand_value(n, 1, m.elem, "value");
         auto op = static_cast<AtomicKind>(imm(0));
+        if (op == AtomicKind::Cas) operand_value(n, 2, m.elem, "compare");
         if (target::atomic_support(op, m.elem) == target::AtomicSupport::None)
           c_.error("V0505", n.loc,
                    std::string("atomic ") + target::atomic_name(op) + " is not supported on " + type_name(m.elem) +

@@ -240,13 +240,20 @@ auto Statements::atomic(const Intrinsic& n) -> void {
     case AtomicKind::And: op = llvm::AtomicRMWInst::And; break;
     case AtomicKind::Or: op = llvm::AtomicRMWInst::Or; break;
     case AtomicKind::Xor: op = llvm::AtomicRMWInst::Xor; break;
-    case AtomicKind::Exch: op = llvm::AtomicRMWInst::Xchg; break;
+    case AtomicKind::Exch:
+    case AtomicKind::Cas: op = llvm::AtomicRMWInst::Xchg; break;  // Cas: a cmpxchg below
   }
+  Value* compare = kind == AtomicKind::Cas ? val_.expr(n.args[2]) : nullptr;
   auto* slot = g_.entry_alloca(g_.type(e), "atomic_old");
   g_.b_.CreateStore(llvm::Constant::getNullValue(g_.type(e)), slot);
   mem_.checked(i, r.bound, mem_.site(n.loc, r.name, true), [&] {
-    Value* old = g_.b_.CreateAtomicRMW(op, mem_.address(r, i), x, llvm::MaybeAlign(g_.bytes(e)),
-                                       llvm::AtomicOrdering::Monotonic);
+    Value* old = compare
+                     ? g_.b_.CreateExtractValue(
+                           g_.b_.CreateAtomicCmpXchg(mem_.address(r, i), compare, x, llvm::MaybeAlign(g_.bytes(e)),
+                                                     llvm::AtomicOrdering::Monotonic, llvm::AtomicOrdering::Monotonic),
+                           0)
+                     : g_.b_.CreateAtomicRMW(op, mem_.address(r, i), x, llvm::MaybeAlign(g_.bytes(e)),
+                                             llvm::AtomicOrdering::Monotonic);
     g_.b_.CreateStore(old, slot);
   });
   if (!n.outputs.empty()) val_.write_var(n.outputs[0], g_.b_.CreateLoad(g_.type(e), slot), nullptr);

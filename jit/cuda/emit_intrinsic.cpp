@@ -147,27 +147,32 @@ auto Emitter::address(const Intrinsic& n, std::size_t mem, const ExprPtr& index)
 
 void Emitter::atomic(const Intrinsic& n) {
   static const char* const kFns[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicExch",
-                                     "atomicAnd", "atomicOr",  "atomicXor"};
+                                     "atomicAnd", "atomicOr",  "atomicXor", "atomicCAS"};
   auto op = static_cast<AtomicKind>(n.imms[0]);
   ScalarType t = n.mems[0]->elem;
   const char* fn = kFns[static_cast<int>(op)];
   const std::string address = "&" + x_.access(n.mems[0], {n.args[0]}, n.loc), value = x_.expr(n.args[1]);
+  // Compare and swap takes the compare value before the new one (its third argument here).
+  const std::string compare = op == AtomicKind::Cas ? x_.expr(n.args[2]) : "";
   std::string call;
   switch (target::atomic_support(op, t)) {
-    case target::AtomicSupport::Native: call = std::string(fn) + "(" + address + ", " + value + ")"; break;
-    case target::AtomicSupport::AsUnsigned64:
-      if (t == ScalarType::F64) {
-        call = "__longlong_as_double(static_cast<long long>(" + std::string(fn) +
-               "(reinterpret_cast<unsigned long long*>(" + address +
-               "), static_cast<unsigned long long>(__double_as_longlong(" + value + ")))))";
-      } else {
-        call = "static_cast<" + std::string(v_.ctype(t)) + ">(" + fn + "(reinterpret_cast<unsigned long long*>(" +
-               address + "), static_cast<unsigned long long>(" + value + ")))";
-      }
+    case target::AtomicSupport::Native:
+      call = std::string(fn) + "(" + address + ", " + (compare.empty() ? "" : compare + ", ") + value + ")";
       break;
+    case target::AtomicSupport::AsUnsigned64: {
+      auto bits = [&](const std::string& v) {
+        return t == ScalarType::F64 ? "static_cast<unsigned long long>(__double_as_longlong(" + v + "))"
+                                    : "static_cast<unsigned long long>(" + v + ")";
+      };
+      const std::string inner = std::string(fn) + "(reinterpret_cast<unsigned long long*>(" + address + "), " +
+                                (compare.empty() ? "" : bits(compare) + ", ") + bits(value) + ")";
+      call = t == ScalarType::F64 ? "__longlong_as_double(static_cast<long long>(" + inner + "))"
+                                  : "static_cast<" + std::string(v_.ctype(t)) + ">(" + inner + ")";
+      break;
+    }
     case target::AtomicSupport::None: throw InternalError("emit: an atomic the checker should have rejected");
   }
-  const bool checked = n.args.size() > 2 && n.imms.size() > 1;
+  const bool checked = n.imms.size() > 1;  // lowering appended the bound and the site
   const bool result = !n.outputs.empty();
   if (!checked) {
     ind();
@@ -176,7 +181,7 @@ void Emitter::atomic(const Intrinsic& n) {
     return;
   }
   v_.uses_checks = true;
-  const std::string i = x_.index(n.args[0], n.loc), bound = x_.expr(n.args[2]);
+  const std::string i = x_.index(n.args[0], n.loc), bound = x_.expr(n.args.back());
   const std::string inside = "(" + i + ") >= 0 && (" + i + ") < (" + bound + ")";
   const std::string fail = std::to_string(n.imms[1]) + ", " + i + ", " + bound;
   ind();

@@ -15,8 +15,8 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
     case IntrinsicOp::Atomic: {
       Ref r = mem(t, n.mems[0].get(), n.loc);
       std::int64_t i = exact_index(n.args[0]->type, eval(n.args[0], t).i);
-      if (n.args.size() < 3)
-        checks_.proven(t, r, i, true, n.loc);  // a third argument is the bound it is checked against
+      if (n.imms.size() < 2)
+        checks_.proven(t, r, i, true, n.loc);  // a second immediate: its site, checked against a bound
       V x = eval(n.args[1], t);
       V old = read(t, r, i, n.loc, true);
       V nv = old;
@@ -24,6 +24,8 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
       const auto kind = static_cast<AtomicKind>(n.imms[0]);
       if (kind == AtomicKind::Exch) {
         nv = x;
+      } else if (kind == AtomicKind::Cas) {  // integers only (the checker)
+        if (old.i == eval(n.args[2], t).i) nv = x;
       } else if (is_float(e)) {  // Add, Min, Max (the checker refuses the others on floats)
         nv.f = kind == AtomicKind::Add   ? round_to(e, old.f + x.f)
                : kind == AtomicKind::Min ? std::fmin(old.f, x.f)

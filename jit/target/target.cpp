@@ -58,6 +58,7 @@ const char* atomic_name(AtomicOp op) {
     case AtomicOp::And: return "And";
     case AtomicOp::Or: return "Or";
     case AtomicOp::Xor: return "Xor";
+    case AtomicOp::Cas: return "Cas";
   }
   return "?";
 }
@@ -65,7 +66,7 @@ const char* atomic_name(AtomicOp op) {
 // Every supported target is sm_80 or newer, so one table serves them all: atomicAdd exists for int,
 // unsigned, unsigned long long, float, double, __half and __nv_bfloat16; atomicMin and atomicMax for
 // the four integer types; atomicExch for int, unsigned, unsigned long long and float; atomicAnd,
-// atomicOr and atomicXor for int, unsigned and unsigned long long.
+// atomicOr, atomicXor and atomicCAS for int, unsigned and unsigned long long.
 AtomicSupport atomic_support(AtomicOp op, ScalarType t) {
   using S = ScalarType;
   if (is_narrow_integer(t)) return AtomicSupport::None;  // no 8- or 16-bit integer atomics in CUDA
@@ -83,6 +84,7 @@ AtomicSupport atomic_support(AtomicOp op, ScalarType t) {
     case AtomicOp::And:
     case AtomicOp::Or:
     case AtomicOp::Xor:  // atomicAnd, atomicOr, atomicXor: int, unsigned, unsigned long long
+    case AtomicOp::Cas:  // atomicCAS: the same three
       if (t == S::I32 || t == S::U32 || t == S::U64) return AtomicSupport::Native;
       if (t == S::I64) return AtomicSupport::AsUnsigned64;
       return AtomicSupport::None;

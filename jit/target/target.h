@@ -42,7 +42,7 @@ struct Info {
 };
 
 /// Atomic read-modify-write operations.
-enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch, And, Or, Xor };
+enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch, And, Or, Xor, Cas };
 const char* atomic_name(AtomicOp op);
 /// How every supported target performs an atomic on a type: natively, on the bits reinterpreted as
 /// an unsigned 64-bit integer (two's complement add and exchange are the same operation), or not.
