@@ -8,6 +8,7 @@
 #include "jit/interp/interp.h"
 #include "jit/pipeline/pipeline.h"
 #include "support/float16.h"
+#include "support/float8.h"
 
 namespace vantage::backend {
 namespace {
@@ -65,6 +66,13 @@ class InterpExecutable final : public Executable {
   static interp::Arg decode(ScalarType type, const void* slot) {
     switch (type) {
       case ScalarType::Bool: return interp::Arg::integer(slot_as<bool>(slot) ? 1 : 0);
+      case ScalarType::F8E4M3:
+      case ScalarType::F8E5M2: {
+        auto bits = slot_as<std::uint8_t>(slot);
+        interp::Arg a = interp::Arg::real(float8::decode(bits, type == ScalarType::F8E5M2));
+        a.i = bits;
+        return a;
+      }
       case ScalarType::I8: return interp::Arg::integer(slot_as<std::int8_t>(slot));
       case ScalarType::U8: return interp::Arg::integer(slot_as<std::uint8_t>(slot));
       case ScalarType::I16: return interp::Arg::integer(slot_as<std::int16_t>(slot));

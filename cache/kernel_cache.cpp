@@ -141,7 +141,7 @@ std::int64_t num(const std::map<std::string, std::string>& m, const std::string&
 std::optional<ScalarType> type_named(const std::string& name) {
   for (ScalarType t : {ScalarType::Bool, ScalarType::I8, ScalarType::U8, ScalarType::I16, ScalarType::U16,
                        ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64, ScalarType::F16,
-                       ScalarType::BF16, ScalarType::F32, ScalarType::F64})
+                       ScalarType::BF16, ScalarType::F32, ScalarType::F64, ScalarType::F8E4M3, ScalarType::F8E5M2})
     if (name == type_name(t)) return t;
   return std::nullopt;
 }

@@ -23,6 +23,8 @@ DLDataType dl_type(ScalarType t) {
     case ScalarType::BF16: return {kDLBfloat, 16, 1};
     case ScalarType::F32: return {kDLFloat, 32, 1};
     case ScalarType::F64: return {kDLFloat, 64, 1};
+    case ScalarType::F8E4M3:
+    case ScalarType::F8E5M2: break;  // DLPack 0.6 (Debian 12) has no 8-bit float: refused by the dtype check
   }
   return {kDLOpaqueHandle, 0, 1};
 }

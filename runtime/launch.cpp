@@ -61,7 +61,9 @@ int tensor_data_type(ScalarType t) {
   switch (t) {
     case ScalarType::Bool:
     case ScalarType::I8:  // TMA moves bytes: the signedness is the kernel's reading of them
-    case ScalarType::U8: return driver::kTensorUint8;
+    case ScalarType::U8:
+    case ScalarType::F8E4M3:
+    case ScalarType::F8E5M2: return driver::kTensorUint8;
     case ScalarType::I16:
     case ScalarType::U16: return driver::kTensorUint16;
     case ScalarType::I32: return driver::kTensorInt32;
@@ -262,7 +264,9 @@ const Entry& prepare(const Kernel& kernel, const Device& device, Grid grid, std:
           break;
         }
         case ScalarType::I8:
-        case ScalarType::U8: {
+        case ScalarType::U8:
+        case ScalarType::F8E4M3:
+        case ScalarType::F8E5M2: {
           auto v = static_cast<std::uint8_t>(a.int_value());
           std::memcpy(&slot, &v, sizeof v);
           break;

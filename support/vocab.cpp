@@ -54,6 +54,8 @@ const char* type_name(ScalarType type) {
     case ScalarType::U8: return "u8";
     case ScalarType::I16: return "i16";
     case ScalarType::U16: return "u16";
+    case ScalarType::F8E4M3: return "f8e4m3";
+    case ScalarType::F8E5M2: return "f8e5m2";
     case ScalarType::I32: return "i32";
     case ScalarType::U32: return "u32";
     case ScalarType::I64: return "i64";
@@ -70,7 +72,9 @@ int type_bytes(ScalarType type) {
   switch (type) {
     case ScalarType::Bool:
     case ScalarType::I8:
-    case ScalarType::U8: return 1;
+    case ScalarType::U8:
+    case ScalarType::F8E4M3:
+    case ScalarType::F8E5M2: return 1;
     case ScalarType::I16:
     case ScalarType::U16:
     case ScalarType::F16:

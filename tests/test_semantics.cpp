@@ -949,9 +949,10 @@ TEST(Semantics, NarrowIntegersConvertFromFloatsSaturatingAndBackExactlyOnEveryDe
   });
   const std::string src = specialize_for(to_i8, Spec{}).source;
   EXPECT_NE(src.find("max((-128), min(127, __float2int_rz("), std::string::npos) << src;
-  if (nvrtc_available())
+  if (nvrtc_available()) {
     for (const Kernel* k : {&to_i8, &to_u8, &to_i16, &to_u16, &back, &halves})
       EXPECT_EQ(compile(*k, Spec{}).log, "") << specialize_for(*k, Spec{}).source;
+  }
   const std::vector<float> xs = {std::nanf(""), -1e10f, -40000.5f, -32768.9f, -129.5f, -128.9f, -127.2f,
                                  -0.5f,         0.0f,   0.7f,      127.9f,    128.0f,  200.3f,  255.9f,
                                  256.0f,        3.0e4f, 32767.9f,  65535.5f,  70000.f, 1e10f};
@@ -992,7 +993,7 @@ TEST(Semantics, NarrowScalarParametersArePassedAtTheirWidthOnEveryDevice) {
     g.partition(
         out, thread(1), [&](Expr j) { return i * 4 + j; },
         [&](Scope& g, View o) {
-          g.group(thread(1), [&](Scope& th) {
+          g.group(thread(1), [&](Scope&) {
             o[0] = cast<std::int64_t>(a + cast<std::int8_t>(i));  // wraps at 8 bits
             o[1] = cast<std::int64_t>(b * cast<std::uint8_t>(i));
             o[2] = cast<std::int64_t>(c - cast<std::int16_t>(i));
@@ -1062,7 +1063,9 @@ TEST(Semantics, AtomicAndOrXorGiveTheSameWordsOnEveryDevice) {
   const std::string src = specialize_for(kernel, Spec{}).source;
   for (const char* fn : {"atomicOr(", "atomicAnd(", "atomicXor(", "atomicXor(reinterpret_cast<unsigned long long*>("})
     EXPECT_NE(src.find(fn), std::string::npos) << fn << " in\n" << src;
-  if (nvrtc_available()) EXPECT_EQ(compile(kernel, Spec{}).log, "");
+  if (nvrtc_available()) {
+    EXPECT_EQ(compile(kernel, Spec{}).log, "");
+  }
 }
 
 // Compare and swap: on its own element each thread swaps where the compare holds (even elements)
@@ -1104,7 +1107,9 @@ TEST(Semantics, AtomicCompareAndSwapSwapsWhereTheCompareHoldsAndOneThreadWinsAFl
   }
   const std::string src = specialize_for(kernel, Spec{}).source;
   EXPECT_NE(src.find("atomicCAS(reinterpret_cast<unsigned long long*>("), std::string::npos) << src;
-  if (nvrtc_available()) EXPECT_EQ(compile(kernel, Spec{}).log, "");
+  if (nvrtc_available()) {
+    EXPECT_EQ(compile(kernel, Spec{}).log, "");
+  }
 }
 
 TEST(Semantics, AtomicAndOrXorAndCompareAndSwapTakeIntegersOf32Or64BitsOnly) {
@@ -1158,7 +1163,7 @@ TEST(Semantics, NarrowIntegersAreRefusedWhereOnly32Or64BitsAreTakenWithTheCastTo
   };
   auto refused1 = rejects("V0704", "cast the u8 to i32 first: cast<i32>(x)", [&](Scope& g, const View& small) {
     g.claim(small, thread(1), [&](Scope& g, View v) {
-      g.split(Level::Thread, {{1, [&](Scope& th) { line = __LINE__, v[cast<std::uint8_t>(Expr(3))] = 1; }}});
+      g.split(Level::Thread, {{1, [&](Scope&) { line = __LINE__, v[cast<std::uint8_t>(Expr(3))] = 1; }}});
     });
   });
   EXPECT_TRUE(refused1);

@@ -51,6 +51,9 @@ class LaunchArg {
   /// 16-bit floats by their bits.
   LaunchArg(half v) : type_(ScalarType::F16), i_(v.bits) {}       // NOLINT
   LaunchArg(bfloat16 v) : type_(ScalarType::BF16), i_(v.bits) {}  // NOLINT
+  /// 8-bit floats by their bits.
+  LaunchArg(fp8_e4m3 v) : type_(ScalarType::F8E4M3), i_(v.bits) {}  // NOLINT
+  LaunchArg(fp8_e5m2 v) : type_(ScalarType::F8E5M2), i_(v.bits) {}  // NOLINT
   template <class T>
   LaunchArg(std::vector<T>& v) : LaunchArg(std::span<T>(v)) {}  // NOLINT
   template <class T>

@@ -62,9 +62,26 @@ constexpr Perspective warp() { return thread(32); }
 /// A Hopper warpgroup: `thread(128)`.
 constexpr Perspective warpgroup() { return thread(128); }
 
-/// Scalar element types of kernel values and memory. (The 8- and 16-bit integers come last so that
-/// the numbers of the others, which cache keys and stored IR hold, stay what they were.)
-enum class ScalarType : std::uint8_t { Bool, I32, U32, I64, U64, F16, BF16, F32, F64, I8, U8, I16, U16 };
+/// Scalar element types of kernel values and memory. (The 8- and 16-bit integers and the 8-bit floats
+/// come last so that the numbers of the others, which cache keys and stored IR hold, stay what they
+/// were.)
+enum class ScalarType : std::uint8_t {
+  Bool,
+  I32,
+  U32,
+  I64,
+  U64,
+  F16,
+  BF16,
+  F32,
+  F64,
+  I8,
+  U8,
+  I16,
+  U16,
+  F8E4M3,
+  F8E5M2
+};
 
 /// "bool", "i32", ..., "f64".
 const char* type_name(ScalarType type);
@@ -88,6 +105,9 @@ constexpr bool is_float(ScalarType t) {
 }
 /// f16, bf16
 constexpr bool is_16bit_float(ScalarType t) { return t == ScalarType::F16 || t == ScalarType::BF16; }
+/// f8e4m3, f8e5m2: 8-bit floats, for storage: a kernel converts them to and from f32 (or another
+/// float type) and computes there (docs/semantics.md). Not `is_float`: no arithmetic takes them.
+constexpr bool is_fp8(ScalarType t) { return t == ScalarType::F8E4M3 || t == ScalarType::F8E5M2; }
 /// signed integers and floats
 constexpr bool is_signed(ScalarType t) {
   return t == ScalarType::I8 || t == ScalarType::I16 || t == ScalarType::I32 || t == ScalarType::I64 || is_float(t);
@@ -112,6 +132,13 @@ struct half {
 /// bfloat16 element tag for builder templates.
 struct bfloat16 {
   std::uint16_t bits;
+};
+/// 8-bit float element tags (OCP e4m3 and e5m2) for builder templates, by their bits.
+struct fp8_e4m3 {
+  std::uint8_t bits;
+};
+struct fp8_e5m2 {
+  std::uint8_t bits;
 };
 
 namespace detail {
@@ -160,6 +187,14 @@ struct ScalarOf<half> {
 template <>
 struct ScalarOf<bfloat16> {
   static constexpr ScalarType value = ScalarType::BF16;
+};
+template <>
+struct ScalarOf<fp8_e4m3> {
+  static constexpr ScalarType value = ScalarType::F8E4M3;
+};
+template <>
+struct ScalarOf<fp8_e5m2> {
+  static constexpr ScalarType value = ScalarType::F8E5M2;
 };
 template <>
 struct ScalarOf<float> {

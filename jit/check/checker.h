@@ -79,6 +79,10 @@ inline bool is_index_integer(ScalarType t) { return is_integer(t) && !is_narrow_
 inline std::string narrow_hint(ScalarType t) {
   return is_narrow_integer(t) ? std::string(" (cast the ") + type_name(t) + " to i32 first: cast<i32>(x))" : "";
 }
+/// What to write where an 8-bit float meets an operation (nothing for other types).
+inline std::string fp8_hint(ScalarType t) {
+  return is_fp8(t) ? std::string(" (an ") + type_name(t) + " is for storage: compute in f32, cast<float>(x))" : "";
+}
 /// "`what` must be an integer of 32 or 64 bits, not T", with the hint.
 inline std::string not_index_integer(const std::string& what, ScalarType t) {
   return what + " must be an integer" + (is_narrow_integer(t) ? " of 32 or 64 bits" : "") + ", not " + type_name(t) +
@@ -382,7 +386,8 @@ class ExprChecker {
     if (n.a) {
       ScalarType t = n.a->type;
       if (!defined_for(n.op, t))
-        c_.error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(t));
+        c_.error("V0702", here,
+                 std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(t) + fp8_hint(t));
     }
     return v;
   }
@@ -391,7 +396,18 @@ class ExprChecker {
     if (n.a && n.b) binary_types(n, here);
     return v;
   }
-  Perspective expr_rule(const Cast& n, SourceLoc here, SourceLoc) { return check_expr(n.a, here); }
+  Perspective expr_rule(const Cast& n, SourceLoc here, SourceLoc) {
+    Perspective v = check_expr(n.a, here);
+    // An 8-bit float converts to and from the other floats (one rounding each way), not integers.
+    if (n.a && (is_fp8(n.type) || is_fp8(n.a->type))) {
+      const ScalarType other = is_fp8(n.type) ? n.a->type : n.type;
+      if (!is_float(other) && !is_fp8(other))
+        c_.error("V0702", here,
+                 std::string("a cast between ") + type_name(n.a->type) + " and " + type_name(n.type) +
+                     " is not defined: 8-bit floats convert to and from floats (cast through f32)");
+    }
+    return v;
+  }
   Perspective expr_rule(const Select& n, SourceLoc here, SourceLoc) {
     Perspective v = c_.meet(check_expr(n.c, here), c_.meet(check_expr(n.a, here), check_expr(n.b, here)));
     if (n.c && n.c->type != ScalarType::Bool)
@@ -411,7 +427,7 @@ class ExprChecker {
       if (a && !defined)
         c_.error("V0702", here,
                  std::string(name_of(n.fn)) + " is not defined for " + type_name(a->type) +
-                     (is_bit_fn(n.fn) ? " (it takes an integer of 32 or 64 bits)" : ""));
+                     (is_bit_fn(n.fn) ? " (it takes an integer of 32 or 64 bits)" : fp8_hint(a->type)));
       if (a && n.args.front() && a->type != n.args.front()->type)
         c_.error("V0701", here, std::string(name_of(n.fn)) + " operands have different types");
     }

@@ -109,8 +109,8 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
     case IntrinsicOp::ShflUp:
     case IntrinsicOp::ShflIdx: {
       operand_value(n, 0, std::nullopt, "value");
-      if (!n.args.empty() && n.args[0] && (n.args[0]->type == ScalarType::Bool))
-        operand_error(n, "cannot shuffle a bool");
+      if (!n.args.empty() && n.args[0] && (n.args[0]->type == ScalarType::Bool || is_fp8(n.args[0]->type)))
+        operand_error(n, std::string("cannot shuffle a ") + type_name(n.args[0]->type) + fp8_hint(n.args[0]->type));
       Perspective lane = operand_value(n, 1, std::nullopt, "lane operand");
       if (n.args.size() > 1 && n.args[1] && !is_index_integer(n.args[1]->type))
         operand_error(n, not_index_integer("lane operand", n.args[1]->type));

@@ -9,11 +9,12 @@ auto ExprChecker::binary_types(const Binary& n, SourceLoc here) -> void {
   if (!operands_agree(n.op, a, b)) {
     c_.error("V0701", here,
              std::string("operands of ") + name_of(n.op) + " have different types: " + type_name(a) + " and " +
-                 type_name(b) + " (use cast<T>())");
+                 type_name(b) + (is_fp8(a) || is_fp8(b) ? fp8_hint(is_fp8(a) ? a : b) : " (use cast<T>())"));
     return;
   }
   if (!defined_for(n.op, a))
-    c_.error("V0702", here, std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(a));
+    c_.error("V0702", here,
+             std::string("operator ") + name_of(n.op) + " is not defined for " + type_name(a) + fp8_hint(a));
 }
 
 auto Checker::check(const Seq& n) -> void {

@@ -142,6 +142,8 @@ auto Gen::type(ScalarType t) -> llvm::Type* {
     case ScalarType::U64: return b_.getInt64Ty();
     case ScalarType::F16:
     case ScalarType::BF16:
+    case ScalarType::F8E4M3:  // held as their value in f32 (exact), stored as a byte
+    case ScalarType::F8E5M2:
     case ScalarType::F32: return b_.getFloatTy();  // 16-bit floats are computed in f32, rounded after each op
     case ScalarType::F64: return b_.getDoubleTy();
   }
@@ -150,7 +152,9 @@ auto Gen::type(ScalarType t) -> llvm::Type* {
 
 auto Gen::memtype(ScalarType t) -> llvm::Type* {
   switch (t) {
-    case ScalarType::Bool: return b_.getInt8Ty();
+    case ScalarType::Bool:
+    case ScalarType::F8E4M3:
+    case ScalarType::F8E5M2: return b_.getInt8Ty();
     case ScalarType::F16:
     case ScalarType::BF16: return b_.getInt16Ty();
     default: return type(t);
@@ -174,6 +178,9 @@ auto Gen::pure(const char* name, llvm::Type* ret, std::vector<llvm::Type*> args)
 
 auto Gen::from_mem(Value* v, ScalarType t) -> Value* {
   if (t == ScalarType::Bool) return b_.CreateICmpNE(v, b_.getInt8(0));
+  if (is_fp8(t))
+    return b_.CreateCall(pure("vt_cpu_fp8_to_f32", b_.getFloatTy(), {b_.getInt8Ty(), b_.getInt32Ty()}),
+                         {v, b_.getInt32(t == ScalarType::F8E5M2)});
   if (t == ScalarType::F16) return b_.CreateCall(pure("vt_cpu_f16_to_f32", b_.getFloatTy(), {b_.getInt16Ty()}), {v});
   if (t == ScalarType::BF16) return b_.CreateCall(pure("vt_cpu_bf16_to_f32", b_.getFloatTy(), {b_.getInt16Ty()}), {v});
   return v;
@@ -181,6 +188,10 @@ auto Gen::from_mem(Value* v, ScalarType t) -> Value* {
 
 auto Gen::to_mem(Value* v, ScalarType t) -> Value* {
   if (t == ScalarType::Bool) return b_.CreateZExt(v, b_.getInt8Ty());
+  if (is_fp8(t))
+    return b_.CreateCall(
+        pure("vt_cpu_f64_to_fp8", b_.getInt8Ty(), {b_.getDoubleTy(), b_.getInt32Ty()}),
+        {v->getType()->isDoubleTy() ? v : b_.CreateFPExt(v, b_.getDoubleTy()), b_.getInt32(t == ScalarType::F8E5M2)});
   if (t == ScalarType::F16) return b_.CreateCall(pure("vt_cpu_f32_to_f16", b_.getInt16Ty(), {b_.getFloatTy()}), {v});
   if (t == ScalarType::BF16) return b_.CreateCall(pure("vt_cpu_f32_to_bf16", b_.getInt16Ty(), {b_.getFloatTy()}), {v});
   return v;

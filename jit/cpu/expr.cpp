@@ -267,6 +267,10 @@ auto Values::int_binary(BinOp op, ScalarType t, ScalarType bt, Value* a, Value* 
 
 auto Values::cast(ScalarType from, ScalarType to, Value* a) -> Value* {
   if (from == to) return a;
+  // 8-bit floats (from and to other floats only: the checker): their value is held in f32, exact;
+  // made by one rounding from the value (widened to f64, exactly).
+  if (is_fp8(to)) return g_.from_mem(g_.to_mem(a, to), to);
+  if (is_fp8(from)) return cast(ScalarType::F32, to, a);
   if (is_integral(from) && is_integral(to)) {
     if (to == ScalarType::Bool) return g_.b_.CreateICmpNE(a, llvm::ConstantInt::get(a->getType(), 0));
     if (from == ScalarType::Bool) return g_.b_.CreateZExt(a, g_.type(to));

@@ -9,6 +9,7 @@
 
 #include "jit/ir/collective.h"
 #include "support/float16.h"
+#include "support/float8.h"
 
 namespace vantage::cpu {
 namespace {
@@ -21,6 +22,9 @@ std::uint16_t vt_cpu_f32_to_f16(float f) { return float16::float_to_half(f); }
 std::uint16_t vt_cpu_f32_to_bf16(float f) { return float16::float_to_bf16(f); }
 /// One rounding from f64, or from an integer of any size, to f16 (`bf16` 0) or bf16 (1).
 std::uint16_t vt_cpu_f64_to_16(double x, std::int32_t bf16) { return float16::f64_to_16bit(x, bf16 != 0); }
+/// An 8-bit float's value (e4m3 where `e5m2` is 0), and a double rounded once to one (satfinite).
+float vt_cpu_fp8_to_f32(std::uint8_t b, std::int32_t e5m2) { return static_cast<float>(float8::decode(b, e5m2 != 0)); }
+std::uint8_t vt_cpu_f64_to_fp8(double x, std::int32_t e5m2) { return float8::encode(x, e5m2 != 0); }
 std::uint16_t vt_cpu_int_to_16(std::int64_t v, std::int32_t is_unsigned, std::int32_t bf16) {
   return float16::int_to_16bit(v, is_unsigned != 0, bf16 != 0);
 }
@@ -94,6 +98,8 @@ const std::vector<std::pair<std::string, void*>>& helper_symbols() {
       {"vt_cpu_f32_to_bf16", reinterpret_cast<void*>(&vt_cpu_f32_to_bf16)},
       {"vt_cpu_f64_to_16", reinterpret_cast<void*>(&vt_cpu_f64_to_16)},
       {"vt_cpu_int_to_16", reinterpret_cast<void*>(&vt_cpu_int_to_16)},
+      {"vt_cpu_fp8_to_f32", reinterpret_cast<void*>(&vt_cpu_fp8_to_f32)},
+      {"vt_cpu_f64_to_fp8", reinterpret_cast<void*>(&vt_cpu_f64_to_fp8)},
       {"vt_cpu_fail", reinterpret_cast<void*>(&vt_cpu_fail)},
       {"vt_cpu_mma", reinterpret_cast<void*>(&vt_cpu_mma)},
       {"vt_cpu_ldmatrix", reinterpret_cast<void*>(&vt_cpu_ldmatrix)},

@@ -19,6 +19,8 @@ const char* ctype_name(ScalarType t) {
     case ScalarType::BF16: return "__nv_bfloat16";
     case ScalarType::F32: return "float";
     case ScalarType::F64: return "double";
+    case ScalarType::F8E4M3: return "__nv_fp8_e4m3";
+    case ScalarType::F8E5M2: return "__nv_fp8_e5m2";
   }
   return "int";
 }

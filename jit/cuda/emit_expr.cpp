@@ -181,6 +181,16 @@ auto ExprPrinter::text(const Cast& n) -> std::string {
   if (from == to) return a;
   v_.note(from);
   v_.note(to);
+  // 8-bit floats: made from any float by their constructor (round to nearest even, satfinite), read
+  // through float, where every one of their values is exact.
+  if (is_fp8(to)) {
+    const std::string x = is_fp8(from) ? "static_cast<float>(" + a + ")" : unparenthesized(a);
+    return std::string(v_.ctype(to)) + "(" + x + ")";
+  }
+  if (is_fp8(from)) {
+    if (to == ScalarType::F32) return "static_cast<float>(" + unparenthesized(a) + ")";
+    return expr(make<Cast>(to, make<Cast>(ScalarType::F32, n.a, n.loc), n.loc));
+  }
   if (to == ScalarType::Bool) {
     if (is_16bit_float(from)) return "(" + widen(a, from) + " != 0.0f)";
     return "(" + a + " != 0)";
@@ -413,6 +423,7 @@ auto Vocabulary::ctype(ScalarType t) -> const char* {
 }
 
 void Vocabulary::note(ScalarType t) {
+  if (is_fp8(t)) uses_fp8 = true;
   if (t == ScalarType::F16) uses_half = true;
   if (t == ScalarType::BF16) uses_bf16 = true;
 }

@@ -71,8 +71,8 @@ class Vocabulary {
   }
 
   std::string helper_text;  ///< the definitions of the helpers in use
-  bool uses_half = false, uses_bf16 = false, uses_tf32 = false, uses_select = false, uses_and = false, uses_or = false,
-       uses_checks = false, uses_wgmma = false, uses_setmaxnreg = false;
+  bool uses_fp8 = false, uses_half = false, uses_bf16 = false, uses_tf32 = false, uses_select = false, uses_and = false,
+       uses_or = false, uses_checks = false, uses_wgmma = false, uses_setmaxnreg = false;
 
  private:
   std::unordered_map<const void*, std::string> names_;

@@ -26,6 +26,7 @@
 #include "jit/ir/request_cost.h"
 #include "jit/ir/visit.h"
 #include "support/float16.h"
+#include "support/float8.h"
 
 namespace vantage::interp::detail {
 

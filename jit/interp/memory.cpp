@@ -47,6 +47,8 @@ V load_raw(const Region& r, std::int64_t i) {
       break;
     }
     case ScalarType::F64: std::memcpy(&v.f, p, 8); break;
+    case ScalarType::F8E4M3:
+    case ScalarType::F8E5M2: v.f = float8::decode(*p, r.elem == ScalarType::F8E5M2); break;
   }
   return v;
 }
@@ -55,6 +57,8 @@ void store_raw(Region& r, std::int64_t i, V v) {
   unsigned char* p = r.data + i * type_bytes(r.elem);
   switch (r.elem) {
     case ScalarType::Bool: *p = v.i != 0; break;
+    case ScalarType::F8E4M3:
+    case ScalarType::F8E5M2: *p = float8::encode(v.f, r.elem == ScalarType::F8E5M2); break;
     case ScalarType::I8:
     case ScalarType::U8: write_as<std::uint8_t>(p, v.i); break;
     case ScalarType::I16:

@@ -10,6 +10,11 @@ double round_to(ScalarType t, double x) {
     case ScalarType::F32: return static_cast<float>(x);
     case ScalarType::F16: return float16::half_to_float(float16::float_to_half(static_cast<float>(x)));
     case ScalarType::BF16: return float16::bf16_to_float(float16::float_to_bf16(static_cast<float>(x)));
+    case ScalarType::F8E4M3:
+    case ScalarType::F8E5M2: {  // from the value itself, rounded once (satfinite)
+      const bool e5m2 = t == ScalarType::F8E5M2;
+      return float8::decode(float8::encode(x, e5m2), e5m2);
+    }
     default: return x;
   }
 }
@@ -65,6 +70,8 @@ auto cast_value(ScalarType from, ScalarType to, V a) -> V {
   V v;
   if (is_integral(from) && is_integral(to)) {
     v.i = eval_cast(from, to, a.i);
+  } else if (is_fp8(from) || is_fp8(to)) {  // between an 8-bit float and another float (the checker)
+    v.f = round_to(to, a.f);
   } else if (from == ScalarType::F64 && is_16bit_float(to)) {
     v.f = from_16bit(to, float16::f64_to_16bit(a.f, to == ScalarType::BF16));  // one rounding
   } else if (is_float(from) && is_float(to)) {

@@ -52,6 +52,7 @@ bool is_comparison(BinOp op) {
   return op == BinOp::Eq || op == BinOp::Ne || op == BinOp::Lt || op == BinOp::Le || op == BinOp::Gt || op == BinOp::Ge;
 }
 bool defined_for(BinOp op, ScalarType a) {
+  if (is_fp8(a)) return false;  // for storage: converted to a wider float first
   switch (op) {
     case BinOp::Add:
     case BinOp::Sub:
@@ -82,6 +83,7 @@ bool operands_agree(BinOp op, ScalarType a, ScalarType b) {
   return a == b || (shift && is_integer(a) && is_integer(b));
 }
 bool defined_for(UnOp op, ScalarType a) {
+  if (is_fp8(a)) return false;
   switch (op) {
     case UnOp::Neg: return a != ScalarType::Bool;
     case UnOp::Not: return a == ScalarType::Bool;

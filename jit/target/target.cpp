@@ -69,7 +69,7 @@ const char* atomic_name(AtomicOp op) {
 // atomicOr, atomicXor and atomicCAS for int, unsigned and unsigned long long.
 AtomicSupport atomic_support(AtomicOp op, ScalarType t) {
   using S = ScalarType;
-  if (is_narrow_integer(t)) return AtomicSupport::None;  // no 8- or 16-bit integer atomics in CUDA
+  if (is_narrow_integer(t) || is_fp8(t)) return AtomicSupport::None;  // none of 8 or 16 bits in CUDA
   switch (op) {
     case AtomicOp::Add:
       if (t == S::I64) return AtomicSupport::AsUnsigned64;
