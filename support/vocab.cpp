@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "support/float8.h"
 #include "vantage/diagnostics.hpp"
 #include "vantage/types.hpp"
 
@@ -166,5 +167,10 @@ CompileError::CompileError(std::string message, std::string log, std::vector<std
       options_(std::move(options)),
       source_(std::move(source)),
       diagnostics_(std::move(diagnostics)) {}
+
+double value_of(fp8_e4m3 v) { return float8::decode(v.bits, false); }
+double value_of(fp8_e5m2 v) { return float8::decode(v.bits, true); }
+fp8_e4m3 to_fp8_e4m3(double x) { return {float8::encode(x, false)}; }
+fp8_e5m2 to_fp8_e5m2(double x) { return {float8::encode(x, true)}; }
 
 }  // namespace vantage

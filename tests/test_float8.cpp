@@ -57,6 +57,17 @@ TEST(Float8, ConversionsRoundToNearestEvenAndHoldAtTheLargestFiniteValue) {
     }
 }
 
+// The public host conversions (vantage/types.hpp) are the same.
+TEST(Float8, TheHostConversionsAreTheKernels) {
+  for (double x : {0.0, 1.0, -3.3, 464.0, 1e9, 1e-4, 57344.0, 61440.0}) {
+    EXPECT_EQ(to_fp8_e4m3(x).bits, encode(x, false)) << x;
+    EXPECT_EQ(to_fp8_e5m2(x).bits, encode(x, true)) << x;
+    EXPECT_EQ(value_of(to_fp8_e4m3(x)), decode(encode(x, false), false)) << x;
+    EXPECT_EQ(value_of(to_fp8_e5m2(x)), decode(encode(x, true), true)) << x;
+  }
+  EXPECT_EQ(value_of(fp8_e4m3{0x7e}), 448.0);
+}
+
 #ifdef VANTAGE_HAVE_CUDA_FP8
 // The toolkit's host conversion (what __nv_fp8_e4m3's constructor computes off the GPU) on one f32
 // pattern in every 4099, and every pattern back: the same bits, but for the NaNs' payloads.

@@ -546,6 +546,22 @@ Kernel transpose_tiled(const char* name, int pad, bool async) {
 }
 }  // namespace
 
+// LIBRARY FORM fp8_dequant
+Kernel fp8_dequant() {
+  KernelBuilder k("fp8_dequant");
+  auto rows = k.param<int>("rows");
+  auto cols = k.param<int>("cols");
+  auto q = k.param<GlobalPtr<const fp8_e4m3>>("q", extent(rows * cols));
+  auto scale = k.param<GlobalPtr<const float>>("scale", extent(rows));
+  auto out = k.param<GlobalPtr<float>>("out", extent(rows * cols));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each(g, out, rows * cols, [&](Scope&, Expr i, ElemRef o) { o = cast<float>(q[i]) * scale[i / cols]; });
+  });
+  return k.build();
+}
+// END FORM
+
 Kernel transpose() { return transpose_tiled("transpose", 0, false); }
 Kernel transpose_padded() { return transpose_tiled("transpose_padded", 1, false); }
 Kernel transpose_async() { return transpose_tiled("transpose_async", 1, true); }
@@ -761,6 +777,7 @@ tune::Candidate pipelined_candidate(const tune::Config& c, const Size& s) {
 const std::vector<Example>& all() {
   static const std::vector<Example> kAll = {
       {"saxpy", "y = a*x + y, 256 threads per block", saxpy},
+      {"fp8_dequant", "an f8e4m3 matrix dequantized to f32 with a scale per row", fp8_dequant},
       {"warp_mma", "Fig. 2: a warp issues a tf32 mma.sync", warp_mma},
       {"mma_tf32_naive", "Fig. 6: naive TF32 tensor-core GEMM through simple_mma (Fig. 5)", mma_tf32_naive},
       {"block_load_copy", "Section 6.4: BlockLoad as a block(1) device function", block_load_copy},

@@ -122,6 +122,10 @@ Kernel transpose();
 Kernel transpose_padded();
 Kernel transpose_async();
 
+/// out (rows x cols, f32) = q (an f8e4m3 matrix) dequantized: each element converted to f32 (exact)
+/// and multiplied by its row's scale. 256 threads, one element each (lib::for_each).
+Kernel fp8_dequant();
+
 struct Example {
   std::string name;
   std::string what;

@@ -102,6 +102,29 @@ RunResult run_saxpy(const Kernel& k, const Size& s, const Device& d) {
   return finish(ok, "saxpy n=" + std::to_string(n) + " (tolerance 1e-6)", why, rep, as_doubles(y));
 }
 
+RunResult run_fp8_dequant(const Kernel& k, const Size& s, const Device& d) {
+  const std::int64_t rows = s.at("rows"), cols = s.at("cols"), n = rows * cols;
+  // Values of every kind: small integers, fractions, values past 448 (held at it), subnormals.
+  std::vector<fp8_e4m3> q(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto code = static_cast<std::uint8_t>((i * 37 + 11) % 256);
+    q[static_cast<std::size_t>(i)] = fp8_e4m3{(code & 0x7f) == 0x7f ? std::uint8_t{0x3c} : code};  // no NaN
+  }
+  std::vector<float> scale = floats(rows, 4), out(static_cast<std::size_t>(n), -99.0f), want(out.size());
+  for (std::int64_t i = 0; i < n; ++i)
+    want[static_cast<std::size_t>(i)] =
+        static_cast<float>(value_of(q[static_cast<std::size_t>(i)])) * scale[static_cast<std::size_t>(i / cols)];
+  Staged sq(d, q);
+  Staged ss(d, scale), so(d, out);
+  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(n, 256)), 256}, static_cast<int>(rows),
+                      static_cast<int>(cols), sq.read_only(), ss.read_only(), so.arg());
+  so.fetch();
+  std::string why;
+  bool ok = close(out, want, 0.0, why);
+  return finish(ok, "fp8_dequant rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " (exact)", why, rep,
+                as_doubles(out));
+}
+
 RunResult run_vec_copy(const Kernel& k, const Size& s, const Device& d) {
   std::int64_t n = s.at("n");
   auto in = floats(n, 3);
@@ -314,6 +337,12 @@ Grid tiles_of(const Size& s, std::int64_t bm, std::int64_t bn, std::int64_t thre
 const std::map<std::string, Case>& cases() {
   static const std::map<std::string, Case> kCases = {
       {"saxpy", {run_saxpy, {{{"n", 1000}}, {{"n", 256}}, {{"n", 1}}, {{"n", 777}}}}},
+      {"fp8_dequant",
+       {run_fp8_dequant,
+        {{{"rows", 7}, {"cols", 33}},
+         {{"rows", 16}, {"cols", 256}},
+         {{"rows", 1}, {"cols", 1}},
+         {{"rows", 3}, {"cols", 300}}}}},
       {"vec_copy", {run_vec_copy, {{{"n", 1030}}, {{"n", 1024}}, {{"n", 3}}, {{"n", 4099}}}}},
       {"block_load_copy", {run_block_load_copy, {{{"n", 1000}}, {{"n", 512}}, {{"n", 5}}}}},
       {"block_reduce", {run_block_reduce, {{{"n", 1000}}, {{"n", 256}}, {{"n", 7}}}}},
@@ -397,6 +426,8 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
   std::int64_t b = 1;
   if (name == "saxpy" || name == "scan_lookback" || name == "block_reduce")
     b = ceil_div(at("n"), 256);
+  else if (name == "fp8_dequant")
+    b = ceil_div(at("rows") * at("cols"), 256);
   else if (name == "scan_tiled")
     b = ceil_div(at("n"), 8192);
   else if (name == "vec_copy")
@@ -438,6 +469,7 @@ std::int64_t default_blocks(const std::string& name, const Size& size) {
 Grid default_grid(const std::string& name, const Size& size) {
   static const std::map<std::string, std::int64_t> kThreads = {
       {"saxpy", 256},
+      {"fp8_dequant", 256},
       {"vec_copy", 256},
       {"block_load_copy", 128},
       {"block_reduce", 256},

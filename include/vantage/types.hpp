@@ -140,6 +140,12 @@ struct fp8_e4m3 {
 struct fp8_e5m2 {
   std::uint8_t bits;
 };
+/// The value of an 8-bit float, and a value rounded to one as a kernel's cast does (to nearest even,
+/// held at the largest finite value; docs/semantics.md): for the host side of fp8 buffers.
+double value_of(fp8_e4m3 v);
+double value_of(fp8_e5m2 v);
+fp8_e4m3 to_fp8_e4m3(double x);
+fp8_e5m2 to_fp8_e5m2(double x);
 
 namespace detail {
 template <class T>
