@@ -517,33 +517,35 @@ Var Scope::ballot(std::string name, const ExprArg& pred, std::source_location l)
   return VANTAGE_INTRINSIC(Ballot, l).arg(pred).out(std::move(name), ScalarType::U32);
 }
 Var Scope::atomic(std::string name, AtomicOp op, const View& m, const ExprArg& index, const ExprArg& value,
-                  std::source_location l) {
+                  AtomicScope scope, std::source_location l) {
   static_assert(static_cast<int>(AtomicOp::Exch) == static_cast<int>(ir::AtomicKind::Exch));
   static_assert(static_cast<int>(AtomicOp::Xor) == static_cast<int>(ir::AtomicKind::Xor));
+  static_assert(static_cast<int>(AtomicScope::System) == static_cast<int>(ir::AtomicScope::System));
   return VANTAGE_INTRINSIC(Atomic, l)
       .mem(m)
       .arg(index, ScalarType::I32)
       .arg(value, m.elem())
-      .imm(static_cast<std::int64_t>(op))
+      .imm(ir::atomic_imm(static_cast<ir::AtomicKind>(op), static_cast<ir::AtomicScope>(scope)))
       .out(std::move(name), m.elem());
 }
 Var Scope::atomic_cas(std::string name, const View& m, const ExprArg& index, const ExprArg& compare,
-                      const ExprArg& value, std::source_location l) {
+                      const ExprArg& value, AtomicScope scope, std::source_location l) {
   static_assert(static_cast<int>(AtomicOp::Cas) == static_cast<int>(ir::AtomicKind::Cas));
   return VANTAGE_INTRINSIC(Atomic, l)
       .mem(m)
       .arg(index, ScalarType::I32)
       .arg(value, m.elem())
       .arg(compare, m.elem())
-      .imm(static_cast<std::int64_t>(AtomicOp::Cas))
+      .imm(ir::atomic_imm(ir::AtomicKind::Cas, static_cast<ir::AtomicScope>(scope)))
       .out(std::move(name), m.elem());
 }
-void Scope::atomic(AtomicOp op, const View& m, const ExprArg& index, const ExprArg& value, std::source_location l) {
+void Scope::atomic(AtomicOp op, const View& m, const ExprArg& index, const ExprArg& value, AtomicScope scope,
+                   std::source_location l) {
   VANTAGE_INTRINSIC(Atomic, l)
       .mem(m)
       .arg(index, ScalarType::I32)
       .arg(value, m.elem())
-      .imm(static_cast<std::int64_t>(op))
+      .imm(ir::atomic_imm(static_cast<ir::AtomicKind>(op), static_cast<ir::AtomicScope>(scope)))
       .emit();
 }
 void Scope::mma_sync(MmaKind kind, const View& d, const View& a, const View& b, const View& c, std::source_location l) {

@@ -42,6 +42,22 @@ inline ::testing::AssertionResult rejects_kernel(const std::string& code, const 
   return ::testing::AssertionFailure() << "kernel was accepted; expected " << code << " at line " << line;
 }
 
+/// Builds `k` and expects rejection with `code` at `line` of `file`, its message containing `says`
+/// (the fix it names).
+inline ::testing::AssertionResult rejected_saying(KernelBuilder& k, const std::string& code, const int& line,
+                                                  const std::string& file, const std::string& says) {
+  try {
+    k.build();
+  } catch (const CheckError& e) {
+    auto r = has_diag(e, code, line, file);
+    if (!r) return r;
+    if (describe(e.diagnostics()).find(says) == std::string::npos)
+      return ::testing::AssertionFailure() << "no '" << says << "' in:\n" << describe(e.diagnostics());
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "kernel was accepted; expected " << code << " at line " << line;
+}
+
 inline ::testing::AssertionResult rejects_function(const std::string& code, const int& line,
                                                    const std::function<void(FunctionBuilder&)>& make,
                                                    const std::string& file) {

@@ -223,6 +223,10 @@ enum class MmaKind : std::uint8_t {
 /// Kinds of atomic read-modify-write: `mem[i] = op(mem[i], value)`. And, Or and Xor take integers of
 /// 32 and 64 bits (docs/semantics.md, "Atomics"). Cas is Scope::atomic_cas's (compare and swap).
 enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch, And, Or, Xor, Cas };
+/// Which threads an atomic is indivisible for: every thread of the device (the default), only the
+/// threads of the block (cheaper where only they share the element; two blocks' block-scope atomics
+/// on one element race), or the whole system, the host and other devices included.
+enum class AtomicScope : std::uint8_t { Device, Block, System };
 
 class DeviceFunction;
 class Scope;
@@ -429,14 +433,14 @@ class Scope {
   Var ballot(std::string name, const ExprArg& pred, std::source_location loc = std::source_location::current());
   /// Atomic read-modify-write of `mem[index]`; returns the old value.
   Var atomic(std::string name, AtomicOp op, const View& mem, const ExprArg& index, const ExprArg& value,
-             std::source_location loc = std::source_location::current());
+             AtomicScope scope = AtomicScope::Device, std::source_location loc = std::source_location::current());
   /// Compare and swap: `mem[index] = mem[index] == compare ? value : mem[index]` as one step; returns
   /// the old value (the swap happened where it equals `compare`). Integers of 32 and 64 bits.
   Var atomic_cas(std::string name, const View& mem, const ExprArg& index, const ExprArg& compare, const ExprArg& value,
-                 std::source_location loc = std::source_location::current());
+                 AtomicScope scope = AtomicScope::Device, std::source_location loc = std::source_location::current());
   /// The same where the old value is not wanted: `atomic(AtomicOp::Add, hist, bin, 1)`.
   void atomic(AtomicOp op, const View& mem, const ExprArg& index, const ExprArg& value,
-              std::source_location loc = std::source_location::current());
+              AtomicScope scope = AtomicScope::Device, std::source_location loc = std::source_location::current());
   /// `mma.sync` at thread(32) on fragments held in thread-local arrays: d = a * b + c.
   void mma_sync(MmaKind kind, const View& d, const View& a, const View& b, const View& c,
                 std::source_location loc = std::source_location::current());

@@ -138,8 +138,12 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
         if (!n.args.empty() && n.args[0] && !is_index_integer(n.args[0]->type))
           operand_error(n, not_index_integer("index", n.args[0]->type));
         operand_value(n, 1, m.elem, "value");
-        auto op = static_cast<AtomicKind>(imm(0));
+        auto op = atomic_kind(imm(0));
         if (op == AtomicKind::Cas) operand_value(n, 2, m.elem, "compare");
+        if (atomic_scope(imm(0)) == AtomicScope::System && is_16bit_float(m.elem))
+          c_.error("V0505", n.loc,
+                   std::string("a system-scope atomic is not supported on ") + type_name(m.elem) +
+                       " by any target (CUDA has none: use the device scope, or f32)");
         if (target::atomic_support(op, m.elem) == target::AtomicSupport::None)
           c_.error("V0505", n.loc,
                    std::string("atomic ") + target::atomic_name(op) + " is not supported on " + type_name(m.elem) +

@@ -226,7 +226,7 @@ auto Statements::atomic(const Intrinsic& n) -> void {
   Value* x = val_.expr(n.args[1]);
   ScalarType e = r.elem;
   if (half_type(e) || e == ScalarType::Bool) unsupported("an atomic on " + std::string(type_name(e)), n.loc);
-  auto kind = static_cast<AtomicKind>(n.imms[0]);
+  auto kind = atomic_kind(n.imms[0]);  // the scope: every CPU thread of a launch is in one process
   llvm::AtomicRMWInst::BinOp op;
   bool fl = is_float(e);
   switch (kind) {

@@ -148,23 +148,30 @@ auto Emitter::address(const Intrinsic& n, std::size_t mem, const ExprPtr& index)
 void Emitter::atomic(const Intrinsic& n) {
   static const char* const kFns[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicExch",
                                      "atomicAnd", "atomicOr",  "atomicXor", "atomicCAS"};
-  auto op = static_cast<AtomicKind>(n.imms[0]);
+  auto op = atomic_kind(n.imms[0]);
+  const AtomicScope scope = atomic_scope(n.imms[0]);
   ScalarType t = n.mems[0]->elem;
-  const char* fn = kFns[static_cast<int>(op)];
+  // CUDA's scoped forms (atomicAdd_block, atomicAdd_system); the 16-bit floats have none, and a
+  // block's atomic on them is the device's, which is indivisible for the block too.
+  const std::string suffix = is_16bit_float(t)              ? ""
+                             : scope == AtomicScope::Block  ? "_block"
+                             : scope == AtomicScope::System ? "_system"
+                                                            : "";
+  const std::string fn = kFns[static_cast<int>(op)] + suffix;
   const std::string address = "&" + x_.access(n.mems[0], {n.args[0]}, n.loc), value = x_.expr(n.args[1]);
   // Compare and swap takes the compare value before the new one (its third argument here).
   const std::string compare = op == AtomicKind::Cas ? x_.expr(n.args[2]) : "";
   std::string call;
   switch (target::atomic_support(op, t)) {
     case target::AtomicSupport::Native:
-      call = std::string(fn) + "(" + address + ", " + (compare.empty() ? "" : compare + ", ") + value + ")";
+      call = fn + "(" + address + ", " + (compare.empty() ? "" : compare + ", ") + value + ")";
       break;
     case target::AtomicSupport::AsUnsigned64: {
       auto bits = [&](const std::string& v) {
         return t == ScalarType::F64 ? "static_cast<unsigned long long>(__double_as_longlong(" + v + "))"
                                     : "static_cast<unsigned long long>(" + v + ")";
       };
-      const std::string inner = std::string(fn) + "(reinterpret_cast<unsigned long long*>(" + address + "), " +
+      const std::string inner = fn + "(reinterpret_cast<unsigned long long*>(" + address + "), " +
                                 (compare.empty() ? "" : bits(compare) + ", ") + bits(value) + ")";
       call = t == ScalarType::F64 ? "__longlong_as_double(static_cast<long long>(" + inner + "))"
                                   : "static_cast<" + std::string(v_.ctype(t)) + ">(" + inner + ")";

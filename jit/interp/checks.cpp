@@ -103,7 +103,7 @@ void Checks::uninitialised(const Region& r) const {
   }
 }
 
-void Checks::read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, bool atomic) {
+void Checks::read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t atomic) {
   check_inflight(t, r, i, false, l);
   if (!r.shadow.empty()) {
     Shadow& s = r.shadow[static_cast<std::size_t>(i)];
@@ -112,7 +112,7 @@ void Checks::read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, bool 
     if (r.initcheck && !s.init && s.uninit.block < 0)
       s.uninit = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic};
     if (r.track) {
-      if (s.write.block >= 0 && !ordered_before(s.write, t) && !(atomic && s.write.atomic))
+      if (s.write.block >= 0 && !ordered_before(s.write, t) && !exclusive(s.write, atomic))
         race(t, r, i, false, l, s.write, true);
       std::erase_if(s.reads, [&](const Access& a) { return a.block == block_ && a.thread == t.tid; });
       s.reads.push_back({static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic});
@@ -121,16 +121,16 @@ void Checks::read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, bool 
   }
 }
 
-void Checks::write(const Thread& t, Region& r, std::int64_t i, SourceLoc l, bool atomic) {
+void Checks::write(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t atomic) {
   check_inflight(t, r, i, true, l);
   if (!r.shadow.empty()) {
     Shadow& s = r.shadow[static_cast<std::size_t>(i)];
     s.init = true;
     if (r.track) {
-      if (s.write.block >= 0 && !ordered_before(s.write, t) && !(atomic && s.write.atomic))
+      if (s.write.block >= 0 && !ordered_before(s.write, t) && !exclusive(s.write, atomic))
         race(t, r, i, true, l, s.write, true);
       for (const auto& a : s.reads)
-        if (!ordered_before(a, t) && !(atomic && a.atomic)) race(t, r, i, true, l, a, false);
+        if (!ordered_before(a, t) && !exclusive(a, atomic)) race(t, r, i, true, l, a, false);
       s.reads.clear();
       s.write = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic};
       if (!r.reused.empty()) check_reused(t, r, i, true, l);

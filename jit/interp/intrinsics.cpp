@@ -18,10 +18,11 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
       if (n.imms.size() < 2)
         checks_.proven(t, r, i, true, n.loc);  // a second immediate: its site, checked against a bound
       V x = eval(n.args[1], t);
-      V old = read(t, r, i, n.loc, true);
+      const std::uint8_t how = atomic_scope(n.imms[0]) == AtomicScope::Block ? kBlockAtomic : kAtomic;
+      V old = read(t, r, i, n.loc, how);
       V nv = old;
       ScalarType e = n.mems[0]->elem;
-      const auto kind = static_cast<AtomicKind>(n.imms[0]);
+      const auto kind = atomic_kind(n.imms[0]);
       if (kind == AtomicKind::Exch) {
         nv = x;
       } else if (kind == AtomicKind::Cas) {  // integers only (the checker)
@@ -35,7 +36,7 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
                                          BinOp::And, BinOp::Or,  BinOp::Xor};
         nv.i = eval_binary(kOps[static_cast<int>(kind)], e, old.i, x.i);
       }
-      write(t, r, i, nv, n.loc, true);
+      write(t, r, i, nv, n.loc, how);
       measure_.request(t, &n, 0, r, i, type_bytes(e), true, n.loc);
       if (!n.outputs.empty()) var(t, n.outputs[0].get()) = old;
       return;

@@ -54,11 +54,14 @@ V cast_value(ScalarType from, ScalarType to, V a);
 V math_value(const MathCall& n, const std::vector<V>& x);
 
 // ------------------------------------------------------------------ memory
+/// How an access is made: plainly, by an atomic of the device's (or the system's) scope, or by one of
+/// the block's scope, which excludes only the same block's atomics.
+inline constexpr std::uint8_t kPlain = 0, kAtomic = 1, kBlockAtomic = 2;
 struct Access {
   std::int32_t block = -1, thread = -1;
   std::uint32_t clock = 0;
   SourceLoc loc;
-  bool atomic = false;
+  std::uint8_t atomic = kPlain;
 };
 struct Shadow {
   Access write;
@@ -181,8 +184,12 @@ class Checks {
   /// into an access outside the buffer), never the user's error.
   void proven(const Thread& t, const Ref& ref, std::int64_t index, bool writing, SourceLoc l) const;
   /// Element i of r (inside it) read or written by t: races, initialisation, copies in flight.
-  void read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, bool atomic);
-  void write(const Thread& t, Region& r, std::int64_t i, SourceLoc l, bool atomic);
+  void read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t atomic);
+  void write(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t atomic);
+  /// Whether an atomic access (`atomic`) by this block and the earlier access `a` exclude each other.
+  bool exclusive(const Access& a, std::uint8_t atomic) const {
+    return atomic && a.atomic && ((atomic != kBlockAtomic && a.atomic != kBlockAtomic) || a.block == block_);
+  }
   /// An element of r read before this block wrote it (initcheck, when the block ends).
   void uninitialised(const Region& r) const;
   /// Element i of r (inside it) is the destination of t's cp.async, off limits until t waits for it.
@@ -364,8 +371,8 @@ class Machine {
   /// An access lowering could not prove inside its memory: index against its bound (what the GPU
   /// and CPU code check as they run).
   void checked(Thread& t, const MemPtr& m, std::int64_t index, std::int64_t bound, bool writing, SourceLoc l);
-  V read(Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, bool atomic = false);
-  void write(Thread& t, const Ref& ref, std::int64_t index, V v, SourceLoc l, bool atomic = false);
+  V read(Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, std::uint8_t atomic = kPlain);
+  void write(Thread& t, const Ref& ref, std::int64_t index, V v, SourceLoc l, std::uint8_t atomic = kPlain);
 
   // ------------------------------------------------------------ expressions
   V eval(const ExprPtr& e, Thread& t);

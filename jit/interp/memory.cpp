@@ -119,14 +119,14 @@ void Machine::checked(Thread& t, const MemPtr& m, std::int64_t index, std::int64
                        {l});
 }
 
-auto Machine::read(Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, bool atomic) -> V {
+auto Machine::read(Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, std::uint8_t atomic) -> V {
   const std::int64_t i = checks_.bounds(t, ref, index, l, "reads");
   checks_.read(t, *ref.region, i, l, atomic);
   ++stats_.thread_statements;
   return load_raw(*ref.region, i);
 }
 
-void Machine::write(Thread& t, const Ref& ref, std::int64_t index, V v, SourceLoc l, bool atomic) {
+void Machine::write(Thread& t, const Ref& ref, std::int64_t index, V v, SourceLoc l, std::uint8_t atomic) {
   const std::int64_t i = checks_.bounds(t, ref, index, l, "writes");
   checks_.write(t, *ref.region, i, l, atomic);
   store_raw(*ref.region, i, v);

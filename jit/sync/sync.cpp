@@ -528,7 +528,7 @@ class Planner {
           case Touch::AsyncWrite: p_.async_write(access, m); break;
           case Touch::Atomic:
             if (const auto* r = p_.root(m.get())) {
-              access.atomics[r] |= 1u << n.imms[0];
+              access.atomics[r] |= 1u << static_cast<unsigned>(atomic_kind(n.imms[0]));
               access.opaque.insert(r);
               p_.span(access, r, nullptr);
             }

@@ -92,6 +92,15 @@ AtomicSupport atomic_support(AtomicOp op, ScalarType t) {
   return AtomicSupport::None;
 }
 
+const char* atomic_scope_name(AtomicScope s) {
+  switch (s) {
+    case AtomicScope::Device: return "device";
+    case AtomicScope::Block: return "block";
+    case AtomicScope::System: return "system";
+  }
+  return "?";
+}
+
 std::string atomic_types(AtomicOp op) {
   std::string out;
   for (ScalarType t : {ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64, ScalarType::F16,

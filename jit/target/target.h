@@ -43,6 +43,10 @@ struct Info {
 
 /// Atomic read-modify-write operations.
 enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch, And, Or, Xor, Cas };
+/// Which threads an atomic is indivisible for: the device's (the default, CUDA's plain atomics),
+/// the block's only (`atomicAdd_block`), or the whole system's, host included (`atomicAdd_system`).
+enum class AtomicScope : std::uint8_t { Device, Block, System };
+const char* atomic_scope_name(AtomicScope s);
 const char* atomic_name(AtomicOp op);
 /// How every supported target performs an atomic on a type: natively, on the bits reinterpreted as
 /// an unsigned 64-bit integer (two's complement add and exchange are the same operation), or not.
