@@ -791,6 +791,42 @@ Var block_exclusive_scan(Scope& b, std::string name, const ExprArg& value, const
   return block_scan(b, name, value, op, false, total, identity.expr, "block_exclusive_scan", loc);
 }
 
+void block_exchange(Scope& b, std::string name, const View& items, int count, Arrangement from, Loc loc) {
+  auto threads = b.block_threads();
+  if (!threads || count < 1) {
+    b.diagnose("V0913",
+               !threads ? std::string("lib::block_exchange needs the kernel's block size: call block_threads() before "
+                                      "body() (and not in a device function)")
+                        : "lib::block_exchange needs at least one item a thread, not " + std::to_string(count),
+               loc);
+    return;
+  }
+  const std::int64_t T = *threads;
+  View tmp = b.shared(name, items.elem(), T * count, loc);
+  Var t = b.let(name + "_t", b.id(thread(1), loc), loc);
+  // Each thread writes its items where they lie in the block's order, then reads its items in the
+  // other arrangement from there.
+  auto place = [&](Arrangement a, const Expr& k) { return a == Arrangement::Blocked ? t * count + k : k * T + t; };
+  b.partition(
+      tmp, thread(1), [&](Expr k) { return place(from, k); },
+      [&](Scope& b, View mine) {
+        b.group(
+            thread(1),
+            [&](Scope&) {
+              for (int k = 0; k < count; ++k) mine[IndexArg(k, loc)] = items[IndexArg(k, loc)];
+            },
+            loc);
+      },
+      loc);
+  const Arrangement to = from == Arrangement::Blocked ? Arrangement::Striped : Arrangement::Blocked;
+  b.group(
+      thread(1),
+      [&](Scope&) {
+        for (int k = 0; k < count; ++k) items[IndexArg(k, loc)] = tmp[IndexArg(place(to, Expr(k)), loc)];
+      },
+      loc);
+}
+
 void mma_load_a(Scope& w, const View& frag, const View& src, const ExprArg& ld, const ExprArg& row0,
                 const ExprArg& col0, Loc loc) {
   Var lane = w.let(frag.name() + "_lane", w.id(thread(1), loc), loc);

@@ -446,6 +446,87 @@ TEST(Library, ABlockExclusiveScanFromAWarpIsRefusedAtTheCallersLine) {
   }
 }
 
+/// Each block loads its T x K items of x in `from`'s arrangement, exchanges them, and stores them in
+/// the other: out == x where the exchange is right (and a permutation of x where it is not).
+Kernel exchange_kernel(int threads, int items, lib::Arrangement from) {
+  KernelBuilder k("exchange_" + std::to_string(threads) + "_" + std::to_string(items) +
+                  (from == lib::Arrangement::Blocked ? "_blocked" : "_striped"));
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out", extent(n));
+  const int tile = threads * items;
+  k.block_threads(threads);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, tile, [&](Scope& b, Expr blk, View out_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      View mine = b.local_array("mine", ScalarType::I32, items, at(thread(1)));
+      auto slot = [&](lib::Arrangement a, int e) -> Expr {
+        return a == lib::Arrangement::Blocked ? t * items + e : Expr(e * threads) + t;
+      };
+      b.group(thread(1), [&](Scope& th) {
+        for (int e = 0; e < items; ++e) {
+          Expr i = blk * tile + slot(from, e);
+          th.if_(
+              i < n, [&](Scope&) { mine[e] = x[i]; }, [&](Scope&) { mine[e] = -1; });
+        }
+      });
+      lib::block_exchange(b, "swap", mine, items, from);
+      const lib::Arrangement to =
+          from == lib::Arrangement::Blocked ? lib::Arrangement::Striped : lib::Arrangement::Blocked;
+      b.partition(
+          out_b, thread(1), [&](Expr e) { return to == lib::Arrangement::Blocked ? t * items + e : e * threads + t; },
+          [&](Scope& b, View o) {
+            b.group(thread(1), [&](Scope& th) {
+              for (int e = 0; e < items; ++e) th.if_(blk * tile + slot(to, e) < n, [&](Scope&) { o[e] = mine[e]; });
+            });
+          });
+    });
+  });
+  return k.build();
+}
+
+TEST(Library, BlockExchangeTurnsBlockedItemsStripedAndBack) {
+  for (int threads : {32, 96, 256})
+    for (int items : {1, 3, 4})
+      for (lib::Arrangement from : {lib::Arrangement::Blocked, lib::Arrangement::Striped}) {
+        Kernel kernel = exchange_kernel(threads, items, from);
+        for (int n : {1, threads * items - 1, 2 * threads * items + 7}) {
+          const auto x = inputs(n);
+          const std::int64_t blocks = (n + threads * items - 1) / (threads * items);
+          for (const Device& d : devices()) {
+            std::vector<int> got(static_cast<std::size_t>(n), -7);
+            kernel.launch(d, Grid{blocks, threads}, n, x, got);
+            EXPECT_EQ(got, x) << kernel.name() << " n=" << n << " on " << d.name();
+          }
+        }
+      }
+}
+
+// From a warp's code, where the block's items are not all there: refused at the caller's line.
+TEST(Library, ABlockExchangeFromAWarpIsRefusedAtTheCallersLine) {
+  KernelBuilder k("exchange_at_warp");
+  auto out = k.param<GlobalPtr<int>>("out", extent(64));
+  k.block_threads(64);
+  int line = 0;
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 64, [&](Scope& b, Expr, View) {
+      View mine = b.local_array("mine", ScalarType::I32, 2, at(thread(1)));
+      b.group(thread(32), [&](Scope& w) {
+        line = __LINE__ + 1;
+        lib::block_exchange(w, "swap", mine, 2, lib::Arrangement::Blocked);  // w is a warp, not the block
+      });
+    });
+  });
+  try {
+    k.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    bool at_line = false;
+    for (const auto& d : e.diagnostics()) at_line |= static_cast<int>(d.loc.line) == line;
+    EXPECT_TRUE(at_line) << testing::describe(e.diagnostics());
+  }
+}
+
 TEST(Library, ForEachCoversEveryElementOnceInEveryTileShape) {
   for (lib::Tile tile :
        {lib::Tile{1, lib::Layout::Striped}, lib::Tile{4, lib::Layout::Striped}, lib::Tile{3, lib::Layout::Blocked}}) {

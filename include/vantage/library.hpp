@@ -246,6 +246,16 @@ Var block_exclusive_scan(Scope& block, std::string name, const ExprArg& value, c
 Var block_exclusive_scan(Scope& block, std::string name, const ExprArg& value, Op op, const ExprArg& identity,
                          Var* total = nullptr, std::source_location loc = std::source_location::current());
 
+/// How a block's T x K items lie over its threads, K a thread: blocked, thread t holds items t K ..
+/// t K + K - 1 (what a thread scans or sorts in registers); striped, thread t holds items t, t + T,
+/// ..., t + (K - 1) T (what a coalesced load or store reads).
+enum class Arrangement : std::uint8_t { Blocked, Striped };
+/// Rearranges the block's items, `count` a thread in `items` (a thread-local array living at
+/// thread(1)), from `from` to the other arrangement, through a shared array of T x count elements
+/// (allocated here, named `name`) and the one barrier the sync pass places. At block(1).
+void block_exchange(Scope& block, std::string name, const View& items, int count, Arrangement from,
+                    std::source_location loc = std::source_location::current());
+
 /// Fragments of `mma_sync`, as PTX lays them out over the lanes of a warp (g = lane / 4, t = lane %
 /// 4), chosen by the fragment's element type: f32 for tf32 m16n8k8, f16 or bf16 for m16n8k16. At
 /// thread(32); `src` is read, never written, so it may be shared memory the whole block reads, and
