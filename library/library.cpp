@@ -827,6 +827,37 @@ void block_exchange(Scope& b, std::string name, const View& items, int count, Ar
       loc);
 }
 
+Var block_radix_sort(Scope& b, std::string name, const ExprArg& key, int bits, Loc loc) {
+  Var k = b.let(name, key, at(thread(1)), loc);
+  auto threads = warps_block(b, "block_radix_sort", loc);
+  if (!threads) return k;
+  if (key.expr.type() != ScalarType::U32 || bits < 1 || bits > 32) {
+    b.diagnose("V0913",
+               std::string("lib::block_radix_sort sorts u32 keys by 1 to 32 of their low bits, not ") +
+                   type_name(key.expr.type()) + " keys by " + std::to_string(bits),
+               loc);
+    return k;
+  }
+  View slots = b.shared(name + "_slots", ScalarType::U32, *threads, loc);
+  Var t = b.let(name + "_t", b.id(thread(1), loc), loc);
+  for (int bit = 0; bit < bits; ++bit) {
+    const std::string pass = name + "_" + std::to_string(bit);
+    Var one = b.let(pass + "_one", cast<int>((k >> static_cast<unsigned>(bit)) & 1u), at(thread(1)), loc);
+    Var zeros;  // the block's keys with the bit clear: those go first, in thread order
+    Var zeros_before = block_exclusive_scan(b, pass, Expr(1) - one, Op::Sum, 0, &zeros, loc);
+    b.group(
+        thread(1),
+        [&](Scope& th) {
+          Expr place = select(one == 0, zeros_before, zeros + (t - zeros_before));
+          th.atomic(AtomicOp::Exch, slots, place, k, AtomicScope::Block, loc);
+        },
+        loc);
+    b.group(
+        thread(1), [&](Scope& th) { th.assign(k, slots[IndexArg(t, loc)], loc); }, loc);
+  }
+  return k;
+}
+
 void mma_load_a(Scope& w, const View& frag, const View& src, const ExprArg& ld, const ExprArg& row0,
                 const ExprArg& col0, Loc loc) {
   Var lane = w.let(frag.name() + "_lane", w.id(thread(1), loc), loc);

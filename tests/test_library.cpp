@@ -527,6 +527,53 @@ TEST(Library, ABlockExchangeFromAWarpIsRefusedAtTheCallersLine) {
   }
 }
 
+/// Each block sorts its keys (keys past n are all ones, sorted last) by their low `bits` bits and
+/// stores the first n - block start of them.
+Kernel radix_kernel(int threads, int bits) {
+  KernelBuilder k("radix_" + std::to_string(threads) + "_" + std::to_string(bits));
+  auto n = k.param<int>("n");
+  auto keys = k.param<GlobalPtr<const std::uint32_t>>("keys", extent(n));
+  auto out = k.param<GlobalPtr<std::uint32_t>>("out", extent(n));
+  k.block_threads(threads);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, threads, [&](Scope& b, Expr blk, View out_b) {
+      Var key = lib::read_below(b, "key", keys, blk * threads + b.id(thread(1)), n, 0xffffffffu);
+      Var sorted = lib::block_radix_sort(b, "s", key, bits);
+      lib::block_store(b, out_b, n - blk * threads, sorted);
+    });
+  });
+  return k.build();
+}
+
+TEST(Library, BlockRadixSortSortsEachBlocksKeysStablyByTheirLowBits) {
+  for (int threads : {32, 96, 256})
+    for (int bits : {32, 5}) {
+      Kernel kernel = radix_kernel(threads, bits);
+      for (int n : {1, threads - 1, 2 * threads + 19}) {
+        std::vector<std::uint32_t> keys(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i)
+          keys[static_cast<std::size_t>(i)] = static_cast<std::uint32_t>(i) * 2654435761u ^ 0x5bd1e995u;
+        const std::uint32_t mask = bits == 32 ? 0xffffffffu : (1u << bits) - 1;
+        std::vector<std::uint32_t> want = keys;
+        for (int b = 0; b * threads < n; ++b) {
+          auto first = want.begin() + b * threads, last = want.begin() + std::min(n, (b + 1) * threads);
+          std::stable_sort(first, last, [&](std::uint32_t x, std::uint32_t y) { return (x & mask) < (y & mask); });
+        }
+        const std::int64_t blocks = (n + threads - 1) / threads;
+        for (const Device& d : devices()) {
+          std::vector<std::uint32_t> got(static_cast<std::size_t>(n), 7);
+          kernel.launch(d, Grid{blocks, threads}, n, keys, got);
+          EXPECT_EQ(got, want) << kernel.name() << " n=" << n << " on " << d.name();
+        }
+      }
+    }
+  if (nvrtc_available()) {
+    const Kernel k = radix_kernel(256, 5);
+    EXPECT_EQ(compile(k, Spec{}).log, "");
+    EXPECT_NE(specialize_for(k, Spec{}).source.find("atomicExch_block("), std::string::npos);
+  }
+}
+
 TEST(Library, ForEachCoversEveryElementOnceInEveryTileShape) {
   for (lib::Tile tile :
        {lib::Tile{1, lib::Layout::Striped}, lib::Tile{4, lib::Layout::Striped}, lib::Tile{3, lib::Layout::Blocked}}) {

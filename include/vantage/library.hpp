@@ -256,6 +256,14 @@ enum class Arrangement : std::uint8_t { Blocked, Striped };
 void block_exchange(Scope& block, std::string name, const View& items, int count, Arrangement from,
                     std::source_location loc = std::source_location::current());
 
+/// The block's keys sorted: thread t's result is the t-th smallest of the keys the threads give (one
+/// u32 each), by their low `bits` bits, stably (equal keys keep their threads' order). An LSD radix
+/// sort of one bit a pass: each pass splits the keys by the bit with an exclusive scan
+/// (block_exclusive_scan) and moves each to its place in a shared array (T elements, reused by every
+/// pass; the moves are atomic exchanges, each to its own element). At block(1); T whole warps.
+Var block_radix_sort(Scope& block, std::string name, const ExprArg& key, int bits = 32,
+                     std::source_location loc = std::source_location::current());
+
 /// Fragments of `mma_sync`, as PTX lays them out over the lanes of a warp (g = lane / 4, t = lane %
 /// 4), chosen by the fragment's element type: f32 for tf32 m16n8k8, f16 or bf16 for m16n8k16. At
 /// thread(32); `src` is read, never written, so it may be shared memory the whole block reads, and

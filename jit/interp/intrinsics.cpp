@@ -19,10 +19,11 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
         checks_.proven(t, r, i, true, n.loc);  // a second immediate: its site, checked against a bound
       V x = eval(n.args[1], t);
       const std::uint8_t how = atomic_scope(n.imms[0]) == AtomicScope::Block ? kBlockAtomic : kAtomic;
-      V old = read(t, r, i, n.loc, how);
+      const auto kind = atomic_kind(n.imms[0]);
+      // An exchange whose old value nobody takes only writes (the element may be uninitialised).
+      V old = kind == AtomicKind::Exch && n.outputs.empty() ? V{} : read(t, r, i, n.loc, how);
       V nv = old;
       ScalarType e = n.mems[0]->elem;
-      const auto kind = atomic_kind(n.imms[0]);
       if (kind == AtomicKind::Exch) {
         nv = x;
       } else if (kind == AtomicKind::Cas) {  // integers only (the checker)
