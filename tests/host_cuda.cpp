@@ -192,6 +192,14 @@ template <class T> T atomicCAS(T* p, T cmp, T v) {
   std::atomic_ref<T>(*p).compare_exchange_strong(cmp, v);
   return cmp;
 }
+// The scoped forms: host threads share one memory, so every scope is the same atomic.
+#define VT_HOST_SCOPED(op)                                                   \
+  template <class T> T op##_block(T* p, T v) { return op(p, v); }           \
+  template <class T> T op##_system(T* p, T v) { return op(p, v); }
+VT_HOST_SCOPED(atomicAdd) VT_HOST_SCOPED(atomicExch) VT_HOST_SCOPED(atomicMax) VT_HOST_SCOPED(atomicMin)
+VT_HOST_SCOPED(atomicAnd) VT_HOST_SCOPED(atomicOr) VT_HOST_SCOPED(atomicXor)
+template <class T> T atomicCAS_block(T* p, T cmp, T v) { return atomicCAS(p, cmp, v); }
+template <class T> T atomicCAS_system(T* p, T cmp, T v) { return atomicCAS(p, cmp, v); }
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }

@@ -144,9 +144,7 @@ TEST(Float8, KernelsConvertAlikeOnEveryDevice) {
   std::vector<double> ys(xs.begin(), xs.end());
   ys[2] = 1.0 + std::ldexp(1.0, -4) + std::ldexp(1.0, -40);  // just above a tie: up, where f32 would tie and stay
   const int n = static_cast<int>(xs.size());
-  std::vector<Device> devices{Device::interpreter()};
-  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
-  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));
+  const std::vector<Device> devices = test_support::every_device();
   auto same = [](double want, float got) { return std::isnan(want) ? std::isnan(got) : want == got; };
   for (const Device& dev : devices) {
     std::vector<fp8_e4m3> a(static_cast<std::size_t>(n), fp8_e4m3{0x55});

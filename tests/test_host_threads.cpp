@@ -201,6 +201,35 @@ std::vector<Case> cases() {
     c.want = words(got);
     out.push_back(std::move(c));
   }
+  {
+    // A block's radix sort (lib::block_radix_sort: exclusive scans, block-scope exchanges into shared
+    // memory) of 8 bits, and the blocks' key sums added to a total with the system's scope.
+    KernelBuilder b("radix_and_scopes");
+    auto keys = b.param<GlobalPtr<const std::uint32_t>>("keys", extent(128));
+    auto res = b.param<GlobalPtr<std::uint32_t>>("res", extent(129));  // the sorted keys, then the sum
+    b.block_threads(64);
+    b.body([&](Scope& g) {
+      auto blk = g.let("blk", g.id(block(1)));
+      g.group(block(1), [&](Scope& b) {
+        auto t = b.let("t", b.id(thread(1)));
+        Var key = b.let("key", keys[blk * 64 + t], at(thread(1)));
+        Var sorted = lib::block_radix_sort(b, "s", key, 8);
+        b.group(thread(1), [&](Scope& th) {
+          th.atomic(AtomicOp::Exch, res, blk * 64 + t, sorted, AtomicScope::Block);
+          th.atomic(AtomicOp::Add, res, 128, key & 0xffu, AtomicScope::System);
+        });
+      });
+    });
+    Kernel kernel = b.build();
+    Grid g{2, 64};
+    std::vector<std::uint32_t> in(128), got(129, 0);
+    for (std::uint32_t i = 0; i < 128; ++i) in[i] = i * 2654435761u;
+    Case c = make("radix_and_scopes", kernel, g);
+    c.launch.args = {buffer(in), buffer(got)};
+    kernel.launch(interp, g, in, got);
+    c.want = words(got);
+    out.push_back(std::move(c));
+  }
   return out;
 }
 

@@ -196,9 +196,7 @@ TEST(Semantics, ConversionsToSixteenBitFloatsRoundOnce) {
     qs.push_back(c.q);
     us.push_back(c.u);
   }
-  std::vector<Device> devices{Device::interpreter()};
-  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
-  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));  // the GPU bundle's check
+  const std::vector<Device> devices = test_support::every_device();
   for (const Device& dev : devices) {
     std::vector<float> o(static_cast<std::size_t>(N * 6));
     test_support::launch_on(kernel, dev, Grid{1, 32}, N, std::as_const(ds), std::as_const(qs), std::as_const(us), o);
@@ -695,9 +693,7 @@ void integer_operations_on_every_device() {
       bs.push_back(static_cast<T>(y));
     }
   const int N = static_cast<int>(as.size());
-  std::vector<Device> devices{Device::interpreter()};
-  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
-  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));  // the GPU bundle's check
+  const std::vector<Device> devices = test_support::every_device();
   for (const Device& dev : devices) {
     std::vector<T> o(static_cast<std::size_t>(N * kOps), T{42});
     test_support::launch_on(kernel, dev, Grid{(N + 31) / 32, 32}, N, std::as_const(as), std::as_const(bs), o);
@@ -956,9 +952,7 @@ TEST(Semantics, NarrowIntegersConvertFromFloatsSaturatingAndBackExactlyOnEveryDe
   const std::vector<float> xs = {std::nanf(""), -1e10f, -40000.5f, -32768.9f, -129.5f, -128.9f, -127.2f,
                                  -0.5f,         0.0f,   0.7f,      127.9f,    128.0f,  200.3f,  255.9f,
                                  256.0f,        3.0e4f, 32767.9f,  65535.5f,  70000.f, 1e10f};
-  std::vector<Device> devices{Device::interpreter()};
-  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
-  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));
+  const std::vector<Device> devices = test_support::every_device();
   for (const Device& dev : devices) {
     const auto a = run_from_floats<std::int8_t>(to_i8, dev, xs);
     const auto b = run_from_floats<std::uint8_t>(to_u8, dev, xs);
@@ -1002,9 +996,7 @@ TEST(Semantics, NarrowScalarParametersArePassedAtTheirWidthOnEveryDevice) {
         });
   });
   const Kernel kernel = k.build();
-  std::vector<Device> devices{Device::interpreter()};
-  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
-  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));
+  const std::vector<Device> devices = test_support::every_device();
   for (const Device& dev : devices) {
     std::vector<std::int64_t> o(32 * 4, 42);
     test_support::launch_on(kernel, dev, Grid{1, 32}, std::int8_t{120}, std::uint8_t{200}, std::int16_t{-32760},
@@ -1048,9 +1040,7 @@ TEST(Semantics, AtomicAndOrXorGiveTheSameWordsOnEveryDevice) {
     want_xor ^= t * 0x9E3779B9u;
     want_wide ^= static_cast<std::int64_t>(t) << 40;
   }
-  std::vector<Device> devices{Device::interpreter()};
-  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
-  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));
+  const std::vector<Device> devices = test_support::every_device();
   for (const Device& dev : devices) {
     std::vector<std::uint32_t> w = {0u, 0xffffffffu, 0x12345678u};
     std::vector<std::int64_t> wide = {-7};
@@ -1090,9 +1080,7 @@ TEST(Semantics, AtomicCompareAndSwapSwapsWhereTheCompareHoldsAndOneThreadWinsAFl
         });
   });
   const Kernel kernel = k.build();
-  std::vector<Device> devices{Device::interpreter()};
-  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
-  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));
+  const std::vector<Device> devices = test_support::every_device();
   for (const Device& dev : devices) {
     std::vector<int> own_v(64), won_v(64, -1);
     for (int i = 0; i < 64; ++i) own_v[static_cast<std::size_t>(i)] = i % 2 == 0 ? i : -1;
@@ -1149,9 +1137,7 @@ TEST(Semantics, AtomicScopesCompileToCudasScopedFormsAndTheBlocksScopeIsTheBlock
   std::vector<int> want(8, 0);
   for (int v : in) ++want[static_cast<std::size_t>(v & 7)];
   const Kernel device_sum = scoped_histogram(AtomicScope::Device), system_sum = scoped_histogram(AtomicScope::System);
-  std::vector<Device> devices{Device::interpreter()};
-  if (Device::cpu_available()) devices.push_back(Device::cpu(2));
-  if (Device::gpu_count() > 0) devices.push_back(Device::gpu(0));
+  const std::vector<Device> devices = test_support::every_device();
   for (const Device& dev : devices)
     for (const Kernel* k : {&device_sum, &system_sum}) {
       std::vector<int> bins(8, 0);

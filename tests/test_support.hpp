@@ -82,6 +82,16 @@ auto stage(const Device& d, A&& a) {
 }
 }  // namespace detail
 
+/// Every device a kernel's result is checked on: the interpreter in two thread orders, the CPU backend
+/// (two threads) where this build has it, and a GPU where there is one (the GPU bundle's check).
+inline std::vector<Device> every_device() {
+  std::vector<Device> d{Device::interpreter({.order = ThreadOrder::Forward}),
+                        Device::interpreter({.order = ThreadOrder::Reverse})};
+  if (Device::cpu_available()) d.push_back(Device::cpu(2));
+  if (Device::gpu_count() > 0) d.push_back(Device::gpu(0));
+  return d;
+}
+
 /// `k.launch(d, g, args...)` with host vectors standing for buffers of `d`: the interpreter and the
 /// CPU backend take them as they are; on a GPU each is copied to a buffer of its own, and those the
 /// caller may change are copied back after the launch. So one test runs on every device.
