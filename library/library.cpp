@@ -7,11 +7,13 @@
 #include <optional>
 #include <string>
 
+#include "library/common.h"
+
 namespace vantage::lib {
 
-namespace {
-
 using Loc = std::source_location;
+
+namespace detail {
 
 /// The block size a block-level helper needs: declared, a multiple of 32, at most 1024. Diagnoses
 /// (at the caller's line) and returns nothing otherwise.
@@ -33,6 +35,12 @@ std::optional<std::int64_t> warps_block(Scope& s, const char* helper, const Loc&
   }
   return t;
 }
+
+}  // namespace detail
+
+using detail::warps_block;
+
+namespace {
 
 /// A literal zero of `t` (a folded constant, where a cast of 0 would be an operation to compute).
 Expr zero_of(ScalarType t, const Loc& loc) {
@@ -619,11 +627,13 @@ void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,
   }
   const Expr first = begin.expr, last = end.expr;
   Var t = block.let("t", block.id(thread(1), loc), loc);
+  // A range of 64-bit indices takes the thread's position in 64 bits.
+  const Expr from = first.type() == ScalarType::I32 ? first + t : first + cast(first.type(), t);
   block.group(
       thread(1),
       [&](Scope& th) {
         th.for_(
-            "i", first + t, last, *threads, [&](Scope& th, Expr i) { body(th, i); }, loc);
+            "i", from, last, *threads, [&](Scope& th, Expr i) { body(th, i); }, loc);
       },
       loc);
 }

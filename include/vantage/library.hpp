@@ -60,7 +60,8 @@ void grid_stride(Scope& grid, const View& out, const ExprArg& n,
 
 /// A block-strided loop at block(1): thread t of the block runs `body(th, i)` at thread(1) for
 /// i = begin + t, begin + t + T, ... while i < end. Nothing is written for the caller; use it to read
-/// (into a variable living at thread(1)) or to write memory the caller partitioned.
+/// (into a variable living at thread(1)) or to write memory the caller partitioned. `i` has begin's type
+/// (a 64-bit range takes the thread's position in 64 bits).
 void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,
                    const std::function<void(Scope& th, Expr i)>& body,
                    std::source_location loc = std::source_location::current());
@@ -263,6 +264,80 @@ void block_exchange(Scope& block, std::string name, const View& items, int count
 /// pass; the moves are atomic exchanges, each to its own element). At block(1); T whole warps.
 Var block_radix_sort(Scope& block, std::string name, const ExprArg& key, int bits = 32,
                      std::source_location loc = std::source_location::current());
+
+/// Device-wide operations, CUB's `DeviceScan`, `DeviceReduce`, `DeviceSelect` and
+/// `DeviceHistogram` as one kernel each: the helper is the kernel's whole body, at grid(1). Each block
+/// takes one tile of T x `items` elements (thread t the `items` consecutive ones from t x items, read in
+/// 16-byte vectors where all are inside); the tiles are chained by a single-pass decoupled look-back:
+/// a tile publishes its own total at once, then the total of everything up to its end as soon as it
+/// knows it, in one u64 word of `temp` per tile, and a tile's first warp reads the words before its
+/// own, 32 at a time, until one is complete. Launch `device_blocks(n, T, tile)` blocks of T threads.
+struct DeviceTile {
+  int items = 8;  ///< elements a thread: a multiple of 4 from 4 to 32
+};
+/// The blocks a device-wide operation of `n` elements is launched with: one a tile, at least one.
+std::int64_t device_blocks(std::int64_t n, std::int64_t threads, DeviceTile tile = {});
+/// The u64 words of its temporary storage: one a tile and a count of the tiles finished. Zero them
+/// once, when the storage is allocated: the tile that finishes last zeroes them again, so every
+/// launch leaves them as it found them and the next launch may use them as they are.
+std::int64_t device_temp_words(std::int64_t n, std::int64_t threads, DeviceTile tile = {});
+/// The same as an expression of the kernel's parameters (computed in 64 bits), for the temporary
+/// buffer's extent: `k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, T)))`.
+Expr device_temp_extent(const ExprArg& n, std::int64_t threads, DeviceTile tile = {});
+
+/// The look-back itself, for a single-pass algorithm of your own (CUB's TilePrefixCallbackOp): at
+/// block(1), the block's tile `tile` (a value of the block) publishes `total` (a value of the block,
+/// i32 or u32) in temp[tile] at once, its first warp combines the earlier tiles' words, 32 at a time,
+/// until one holds the whole prefix before it, and it publishes its own inclusive value. Returns
+/// op(total of tile 0, ..., total of tile - 1), the identity for tile 0, as a value of the block.
+/// `temp` (u64 words, one a tile) must be zero at launch, and is not zeroed again; a tile's block
+/// waits for every earlier tile's, so tiles follow the blocks' order (as blocks are dispatched on a
+/// GPU and run on the interpreter and the CPU backend).
+Var tile_prefix(Scope& block, std::string name, const View& temp, const ExprArg& tile, const ExprArg& total, Op op,
+                std::source_location loc = std::source_location::current());
+Var tile_prefix(Scope& block, std::string name, const View& temp, const ExprArg& tile, const ExprArg& total,
+                const Combine& op, const ExprArg& identity, std::source_location loc = std::source_location::current());
+
+/// At grid(1): out[i] = op(in[0], ..., in[i]) for every i < n (`in` and `out` of one 32-bit integer
+/// type, i32 or u32; integer sums wrap), in the order of the elements whatever the operator: the
+/// tiles' results are combined earlier on the left. A Combine needs its identity (the value it
+/// leaves unchanged: what the elements past n count as); an Op knows its own.
+void device_inclusive_scan(Scope& grid, const View& out, const View& in, const ExprArg& n, Op op, const View& temp,
+                           DeviceTile tile = {}, std::source_location loc = std::source_location::current());
+void device_inclusive_scan(Scope& grid, const View& out, const View& in, const ExprArg& n, const Combine& op,
+                           const ExprArg& identity, const View& temp, DeviceTile tile = {},
+                           std::source_location loc = std::source_location::current());
+/// At grid(1): out[0] = the identity, out[i] = op(in[0], ..., in[i - 1]) for 0 < i < n.
+void device_exclusive_scan(Scope& grid, const View& out, const View& in, const ExprArg& n, Op op, const View& temp,
+                           DeviceTile tile = {}, std::source_location loc = std::source_location::current());
+void device_exclusive_scan(Scope& grid, const View& out, const View& in, const ExprArg& n, const Combine& op,
+                           const ExprArg& identity, const View& temp, DeviceTile tile = {},
+                           std::source_location loc = std::source_location::current());
+/// At grid(1): out[0] = op(in[0], ..., in[n - 1]) (the identity when n is 0), combined in the
+/// elements' order; the last tile writes it, by one atomic exchange.
+void device_reduce(Scope& grid, const View& out, const View& in, const ExprArg& n, Op op, const View& temp,
+                   DeviceTile tile = {}, std::source_location loc = std::source_location::current());
+void device_reduce(Scope& grid, const View& out, const View& in, const ExprArg& n, const Combine& op,
+                   const ExprArg& identity, const View& temp, DeviceTile tile = {},
+                   std::source_location loc = std::source_location::current());
+/// Whether an element is selected: a bool of the element's value.
+using Predicate = std::function<Expr(const Expr&)>;
+/// At grid(1), a stream compaction: the elements of in[0 .. n) for which `keep` holds, in their
+/// order, to out[0 ..), and their number to count[0] (an i32). Each selected element is written by
+/// an atomic exchange to its place (the scan of the kept elements before it), so `out` and `in` hold
+/// an element type atomics exchange (i32, u32, i64, u64, f32); out needs room for n.
+void device_select(Scope& grid, const View& out, const View& count, const View& in, const ExprArg& n,
+                   const Predicate& keep, const View& temp, DeviceTile tile = {},
+                   std::source_location loc = std::source_location::current());
+/// Which bin an element counts in: an integer of the element's value (outside [0, bins), none).
+using Binning = std::function<Expr(const Expr&)>;
+/// At grid(1): adds to bins[b] (u32 or i32) the number of elements of in[0 .. n) that `bin_of`
+/// puts in bin b, for b < `bins` (a constant: each block counts its tile in shared memory with
+/// atomics of the block's scope, then adds its non-zero counts to `out` with atomics of the
+/// device's). The tiles are T x items elements, striped (coalesced); no temporary storage. Launch
+/// `device_blocks(n, T, tile)` blocks.
+void device_histogram(Scope& grid, const View& out, const View& in, const ExprArg& n, int bins, const Binning& bin_of,
+                      DeviceTile tile = {}, std::source_location loc = std::source_location::current());
 
 /// Fragments of `mma_sync`, as PTX lays them out over the lanes of a warp (g = lane / 4, t = lane %
 /// 4), chosen by the fragment's element type: f32 for tf32 m16n8k8, f16 or bf16 for m16n8k16. At

@@ -1,0 +1,572 @@
+// The device library's device-wide operations (include/vantage/library.hpp, docs/library.md): each
+// is a kernel's whole body at grid(1), written only with the public builder over the block-level
+// helpers of library.cpp, so that the checker, the sync pass and lowering treat it as user code.
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "library/common.h"
+#include "vantage/library.hpp"
+
+namespace vantage::lib {
+
+namespace {
+
+using Loc = std::source_location;
+
+// A tile's word in the temporary storage: its status in bits 62..63, its 32-bit value below, so that
+// one 64-bit atomic publishes both and a reader never sees a status without its value.
+constexpr int kAggregate = 1;  // the tile's own total
+constexpr int kInclusive = 2;  // the total of every element up to the tile's last
+
+Expr word(int status, const Expr& value) {
+  return (cast<std::uint64_t>(status) << 62) | cast<std::uint64_t>(cast<std::uint32_t>(value));
+}
+
+std::int64_t tile_elems(std::int64_t threads, DeviceTile tile) { return threads * tile.items; }
+
+/// The tiles of n elements as the kernel counts them: ceil(n / tile), at least one (so that n = 0
+/// still has a tile to write a reduction's identity), in 64 bits.
+Expr tiles_of(const Expr& n, std::int64_t per_tile) {
+  return max((cast<std::int64_t>(n) + (per_tile - 1)) / per_tile, cast<std::int64_t>(1));
+}
+
+/// An Op's identity in `t`: 0 for a sum, the type's largest value for a minimum, its smallest for a
+/// maximum.
+Expr identity_of(Op op, ScalarType t) {
+  const bool is_unsigned = t == ScalarType::U32;
+  switch (op) {
+    case Op::Min: return is_unsigned ? Expr(0xffffffffu) : Expr(std::numeric_limits<int>::max());
+    case Op::Max: return is_unsigned ? Expr(0u) : Expr(std::numeric_limits<int>::min());
+    case Op::Sum: break;
+  }
+  return is_unsigned ? Expr(0u) : Expr(0);
+}
+
+/// What a look-back operation is asked to do.
+struct Job {
+  const char* helper;
+  View in;
+  Expr n;
+  Combine op;
+  std::optional<Op> known;  // the Op the Combine is (it commutes), if any
+  Expr identity;
+  View temp;
+  DeviceTile tile;
+  ScalarType type;  // the scanned values' type
+  /// The value element e scans as, from the element and whether it is inside; none: the element
+  /// itself, the identity past n.
+  Predicate keep;
+};
+
+/// Whether the job's shapes are ones the look-back handles; diagnoses at the caller's line if not.
+std::optional<std::int64_t> valid(Scope& grid, const Job& j, const Loc& loc) {
+  auto threads = detail::warps_block(grid, j.helper, loc);
+  if (!threads) return std::nullopt;
+  const int items = j.tile.items;
+  if (items < 4 || items > 32 || items % 4 != 0) {
+    grid.diagnose("V0913",
+                  std::string("lib::") + j.helper + " takes a multiple of 4 from 4 to 32 items a thread, not " +
+                      std::to_string(items),
+                  loc);
+    return std::nullopt;
+  }
+  if (j.type != ScalarType::I32 && j.type != ScalarType::U32) {
+    grid.diagnose("V0913",
+                  std::string("lib::") + j.helper + " combines 32-bit integers (i32 or u32), not " + type_name(j.type) +
+                      ": a tile's value and status share one 64-bit word",
+                  loc);
+    return std::nullopt;
+  }
+  if (j.temp.elem() != ScalarType::U64) {
+    grid.diagnose("V0913",
+                  std::string("lib::") + j.helper +
+                      "'s temporary storage is u64 words (device_temp_extent of them), not " + type_name(j.temp.elem()),
+                  loc);
+    return std::nullopt;
+  }
+  return threads;
+}
+
+/// What a tile's code has when its prefix is known: the thread's items (as loaded, and as the values
+/// it scans, and their inclusive scan in the thread), the thread's exclusive prefix including the
+/// tiles before (`prefix`), and the index of its first item.
+struct TileState {
+  View raw, vals, incl;
+  Var first, prefix;
+};
+
+/// Loads the thread's `items` elements from `first`: one vector loop per 4 where all are inside
+/// (lowering makes it a 16-byte load), element by element at the tail, `fill` past n.
+void load_items(Scope& b, const View& dst, const View& src, const Expr& first, const Expr& n64, int items,
+                const Expr& fill, const Loc& loc) {
+  b.group(
+      thread(1),
+      [&](Scope& th) {
+        th.if_(
+            first + items <= n64,
+            [&](Scope& th) {
+              for (int h = 0; h < items; h += 4)
+                th.for_(
+                    "v", 0, 4,
+                    [&](Scope&, Expr v) {
+                      dst[IndexArg(h + v, loc)] = src[IndexArg(first + h + cast<std::int64_t>(v), loc)];
+                    },
+                    loc);
+            },
+            [&](Scope& th) {
+              for (int e = 0; e < items; ++e)
+                th.if_(
+                    first + e < n64, [&](Scope&) { dst[IndexArg(e, loc)] = src[IndexArg(first + e, loc)]; },
+                    [&](Scope&) { dst[IndexArg(e, loc)] = fill; }, loc);
+            },
+            loc);
+      },
+      loc);
+}
+
+/// What the tile's publishing thread does when it knows its inclusive value: (th, blk, tiles, value).
+using AtEnd = std::function<void(Scope&, const Expr&, const Expr&, const Expr&)>;
+
+/// The look-back: at block(1), the tile `blk` of `tiles` publishes `total` and learns `before`, the
+/// values of every tile before it combined (the identity for the first). The first warp does it; the
+/// one thread that publishes the inclusive word also runs `at_end` and counts the
+/// tile finished (with `tiles`; without, every block is a tile and none is counted). Returns the shared
+/// array whose element 0 then holds `before` and element 1 whether this tile finished last (then its
+/// block zeroes the storage).
+View look_back(Scope& b, const Job& j, const std::string& name, const Expr& blk, const std::optional<Expr>& tiles,
+               const Expr& total, const AtEnd& at_end, const Loc& loc) {
+  // Without a count of the tiles, every block is a tile (the caller's tile_prefix).
+  auto is_tile = [&](const Expr& c) { return tiles ? c && cast<std::int64_t>(blk) < *tiles : c; };
+  auto decode = [&](const Expr& d) { return cast(j.type, cast<std::uint32_t>(d & 0xffffffffu)); };
+  View shared = b.shared(name + "_prefix", j.type, 2, loc);  // [0]: before, [1]: finished last
+  b.claim(
+      shared, warp(),
+      [&](Scope& b, View pw) {
+        b.split(
+            Level::Thread,
+            {{32,
+              [&](Scope& w) {
+                Var lane = w.let(name + "_lane", w.id(thread(1), loc), loc);
+                Var before = w.let(name + "_before", j.identity, loc);
+                w.if_(
+                    is_tile(blk > 0),
+                    [&](Scope& w) {
+                      w.claim(
+                          pw, thread(1),
+                          [&](Scope& w, View) {
+                            w.split(Level::Thread,
+                                    {{1,
+                                      [&](Scope& th) {
+                                        th.atomic(AtomicOp::Exch, j.temp, blk, word(kAggregate, total),
+                                                  AtomicScope::Device, loc);
+                                      },
+                                      loc}},
+                                    loc);
+                          },
+                          loc);
+                      // Each lane reads one earlier tile's word (blk - 1 - lane, then 32 further
+                      // back); lanes past tile 0 count as an inclusive identity.
+                      Var base = w.let(name + "_base", blk - 1, loc);
+                      Var looking = w.let(name + "_looking", true, loc);
+                      w.while_(
+                          looking,
+                          [&](Scope& w) {
+                            Var at = w.let(name + "_j", base - lane, loc);
+                            Expr at_j = min(max(at, 0), blk);
+                            Var d = w.atomic(name + "_d", AtomicOp::Add, j.temp, at_j, cast<std::uint64_t>(0),
+                                             AtomicScope::Device, loc);  // a read
+                            Var status = w.let(name + "_status", select(at >= 0, cast<int>(d >> 62), kInclusive), loc);
+                            // Until every word of the window is published.
+                            Var waiting =
+                                w.let(name + "_waiting", w.ballot(name + "_unpublished", status == 0, loc), loc);
+                            w.while_(
+                                waiting != 0u,
+                                [&](Scope& w) {
+                                  Var again = w.atomic(name + "_again", AtomicOp::Add, j.temp, at_j,
+                                                       cast<std::uint64_t>(0), AtomicScope::Device, loc);
+                                  w.assign(d, again, loc);
+                                  w.assign(status, select(at >= 0, cast<int>(again >> 62), kInclusive), loc);
+                                  w.assign(waiting, w.ballot(name + "_unpublished_yet", status == 0, loc), loc);
+                                },
+                                loc);
+                            // The window: the words up to the nearest inclusive one, or all 32,
+                            // combined in the tiles' order (the highest lane is the earliest tile).
+                            Var done = w.ballot(name + "_done", status == kInclusive, loc);
+                            Var last = w.let(name + "_last", select(done != 0u, ffs(done) - 1, 31), loc);
+                            Expr mine = select(lane <= last && at >= 0, decode(d), j.identity);
+                            Var window = j.known ? warp_reduce(w, name + "_window", mine, *j.known, loc)
+                                                 : warp_reduce(
+                                                       w, name + "_window", mine,
+                                                       [&](const Expr& x, const Expr& y) { return j.op(y, x); }, loc);
+                            Var sum = w.shfl_idx(name + "_sum", window, 0, loc);
+                            w.assign(before, j.op(sum, before), loc);
+                            w.if_(
+                                done != 0u, [&](Scope& w) { w.assign(looking, false, loc); },
+                                [&](Scope& w) { w.assign(base, base - 32, loc); }, loc);
+                          },
+                          loc);
+                    },
+                    loc);
+                w.claim(
+                    pw, thread(1),
+                    [&](Scope& w, View one) {
+                      w.split(Level::Thread,
+                              {{1,
+                                [&](Scope& th) {
+                                  Var finished = th.let(name + "_finished", cast(j.type, 0), loc);
+                                  auto publish = [&](Scope& th) {
+                                    Expr inclusive = j.op(before, total);
+                                    th.atomic(AtomicOp::Exch, j.temp, blk, word(kInclusive, inclusive),
+                                              AtomicScope::Device, loc);
+                                    if (!tiles) return;
+                                    at_end(th, blk, *tiles, inclusive);
+                                    // After every read of the words: the last tile to count itself
+                                    // finished knows no tile reads them any more.
+                                    Var old = th.atomic(name + "_count", AtomicOp::Add, j.temp, *tiles,
+                                                        cast<std::uint64_t>(1), AtomicScope::Device, loc);
+                                    th.assign(finished,
+                                              cast(j.type, select(old == cast<std::uint64_t>(*tiles - 1), 1, 0)), loc);
+                                  };
+                                  if (tiles)
+                                    th.if_(cast<std::int64_t>(blk) < *tiles, publish, loc);
+                                  else
+                                    publish(th);
+                                  one[IndexArg(0, loc)] = before;
+                                  one[IndexArg(1, loc)] = finished;
+                                },
+                                loc}},
+                              loc);
+                    },
+                    loc);
+              },
+              loc}},
+            loc);
+      },
+      loc);
+  return shared;
+}
+
+/// The shape every look-back operation shares: at grid(1), block blk loads its tile, scans each
+/// thread's values in registers and the threads' totals over the block, learns the tiles before by
+/// the look-back, runs `finish(b, blk, state)` (its outputs; with none, the threads' prefixes are not
+/// computed, only the tile's total), and, if it finished last, zeroes the temporary storage. `out` (if any) is
+/// partitioned into the blocks' tiles for `finish`.
+void run_tiles(Scope& grid, const Job& j, const View* out, const AtEnd& at_end,
+               const std::function<void(Scope&, const Expr&, const TileState&, const View*)>& finish, const Loc& loc) {
+  auto threads = valid(grid, j, loc);
+  if (!threads) return;
+  const int items = j.tile.items;
+  const std::int64_t per_tile = tile_elems(*threads, j.tile);
+  const std::string name = "dev";
+  auto per_block = [&](Scope& b, const Expr& blk, const View* out_b) {
+    Var t = b.let(name + "_t", b.id(thread(1), loc), loc);
+    const Expr n64 = cast<std::int64_t>(j.n);
+    Var first = b.let(name + "_first", cast<std::int64_t>(blk) * per_tile + cast<std::int64_t>(t * items), loc);
+    View raw = b.local_array(name + "_raw", j.in.elem(), items, at(thread(1)), loc);
+    load_items(b, raw, j.in, first, n64, items, j.keep ? cast(j.in.elem(), 0) : j.identity, loc);
+    View vals = raw;
+    if (j.keep) {  // the values scanned are the selections: 1 where kept and inside
+      vals = b.local_array(name + "_keep", j.type, items, at(thread(1)), loc);
+      for (int e = 0; e < items; ++e)
+        vals[IndexArg(e, loc)] = select(first + e < n64 && j.keep(raw[IndexArg(e, loc)]), 1, 0);
+    }
+    View incl = b.local_array(name + "_incl", j.type, items, at(thread(1)), loc);
+    incl[IndexArg(0, loc)] = vals[IndexArg(0, loc)];
+    for (int e = 1; e < items; ++e) incl[IndexArg(e, loc)] = j.op(incl[IndexArg(e - 1, loc)], vals[IndexArg(e, loc)]);
+    Var mine = b.let(name + "_mine", incl[IndexArg(items - 1, loc)], at(thread(1)), loc);
+    Var total, thread_before;
+    if (finish && j.known == Op::Sum)  // a sum's exclusive prefix is its inclusive one less the thread's own
+      thread_before =
+          b.let(name + "_before", block_inclusive_scan(b, name + "_scan", mine, Op::Sum, &total, loc) - mine, loc);
+    else if (finish)  // the threads' own prefixes are wanted
+      thread_before = j.known ? block_exclusive_scan(b, name + "_scan", mine, *j.known, j.identity, &total, loc)
+                              : block_exclusive_scan(b, name + "_scan", mine, j.op, j.identity, &total, loc);
+    else  // only the tile's total
+      total = j.known ? block_reduce(b, name + "_total", mine, *j.known, loc)
+                      : block_reduce(b, name + "_total", mine, j.op, loc);
+    const Expr tiles = tiles_of(j.n, per_tile);
+    View shared = look_back(b, j, name + "_lb", blk, tiles, total, at_end, loc);
+    Var last = b.let(name + "_finished_last", shared[IndexArg(1, loc)], loc);
+    if (finish) {
+      Var prefix = b.let(name + "_prefix", j.op(shared[IndexArg(0, loc)], thread_before), at(thread(1)), loc);
+      finish(b, blk, TileState{raw, vals, incl, first, prefix}, out_b);
+    }
+    // The last tile to finish zeroes the words and the count for the next launch.
+    b.if_(
+        last != 0,
+        [&](Scope& b) {
+          block_strided(
+              b, Expr(0LL, loc), tiles + 1,
+              [&](Scope& th, Expr i) {
+                th.atomic(AtomicOp::Exch, j.temp, i, cast<std::uint64_t>(0), AtomicScope::Device, loc);
+              },
+              loc);
+        },
+        loc);
+  };
+  if (out) {
+    for_each_block(
+        grid, *out, per_tile, [&](Scope& b, Expr blk, View out_b) { per_block(b, blk, &out_b); }, loc);
+    return;
+  }
+  Var blk = grid.let("blk", grid.id(block(1), loc), loc);
+  grid.group(
+      block(1), [&](Scope& b) { per_block(b, blk, nullptr); }, loc);
+}
+
+/// The scans' outputs: each thread's items, at its first item of its block's tile, by 16-byte
+/// vectors where all are inside.
+void store_items(Scope& b, const View& out_b, const TileState& s, const Expr& n64, int items,
+                 const std::function<Expr(int)>& value, const Loc& loc) {
+  View res = b.local_array("dev_out", out_b.elem(), items, at(thread(1)), loc);
+  for (int e = 0; e < items; ++e) res[IndexArg(e, loc)] = value(e);
+  Var t = b.let("dev_st", b.id(thread(1), loc), loc);
+  b.partition(
+      out_b, thread(1), [&](Expr i) { return t * items + i; },
+      [&](Scope& b, View mine) {
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              th.if_(
+                  s.first + items <= n64,
+                  [&](Scope& th) {
+                    for (int h = 0; h < items; h += 4)
+                      th.for_(
+                          "w", 0, 4, [&](Scope&, Expr w) { mine[IndexArg(h + w, loc)] = res[IndexArg(h + w, loc)]; },
+                          loc);
+                  },
+                  [&](Scope& th) {
+                    for (int e = 0; e < items; ++e)
+                      th.if_(
+                          s.first + e < n64, [&](Scope&) { mine[IndexArg(e, loc)] = res[IndexArg(e, loc)]; }, loc);
+                  },
+                  loc);
+            },
+            loc);
+      },
+      loc);
+}
+
+void scan(Scope& grid, const View& out, const View& in, const ExprArg& n, const Combine& op, std::optional<Op> known,
+          const Expr& identity, const View& temp, DeviceTile tile, bool exclusive, const Loc& loc) {
+  const char* helper = exclusive ? "device_exclusive_scan" : "device_inclusive_scan";
+  if (out.elem() != in.elem()) {
+    grid.diagnose("V0913",
+                  std::string("lib::") + helper + " writes the type it reads: out is " + type_name(out.elem()) +
+                      ", in " + type_name(in.elem()),
+                  loc);
+    return;
+  }
+  Job j{helper, in, n.expr, op, known, identity, temp, tile, in.elem(), nullptr};
+  const int items = tile.items;
+  run_tiles(
+      grid, j, &out, [](Scope&, const Expr&, const Expr&, const Expr&) {},
+      [&](Scope& b, const Expr&, const TileState& s, const View* out_b) {
+        store_items(
+            b, *out_b, s, cast<std::int64_t>(j.n), items,
+            [&](int e) -> Expr {
+              if (!exclusive) return op(s.prefix, s.incl[IndexArg(e, loc)]);
+              return e == 0 ? Expr(s.prefix) : op(s.prefix, s.incl[IndexArg(e - 1, loc)]);
+            },
+            loc);
+      },
+      loc);
+}
+
+/// The last tile's inclusive value, written by its publishing thread to dst[0] (one atomic
+/// exchange: no other thread of the launch writes it).
+AtEnd last_tile_writes(const View& dst, const Loc& loc) {
+  return [=](Scope& th, const Expr& blk, const Expr& tiles, const Expr& inclusive) {
+    th.if_(
+        cast<std::int64_t>(blk) == tiles - 1,
+        [&](Scope& th) { th.atomic(AtomicOp::Exch, dst, 0, cast(dst.elem(), inclusive), AtomicScope::Device, loc); },
+        loc);
+  };
+}
+
+}  // namespace
+
+std::int64_t device_blocks(std::int64_t n, std::int64_t threads, DeviceTile tile) {
+  const std::int64_t per = std::max<std::int64_t>(tile_elems(std::max<std::int64_t>(threads, 1), tile), 1);
+  return std::max<std::int64_t>((n + per - 1) / per, 1);
+}
+
+std::int64_t device_temp_words(std::int64_t n, std::int64_t threads, DeviceTile tile) {
+  return device_blocks(n, threads, tile) + 1;
+}
+
+Expr device_temp_extent(const ExprArg& n, std::int64_t threads, DeviceTile tile) {
+  return tiles_of(n.expr, std::max<std::int64_t>(tile_elems(threads, tile), 1)) + 1;
+}
+
+void device_inclusive_scan(Scope& grid, const View& out, const View& in, const ExprArg& n, Op op, const View& temp,
+                           DeviceTile tile, Loc loc) {
+  scan(grid, out, in, n, combiner(op), op, identity_of(op, in.elem()), temp, tile, false, loc);
+}
+void device_inclusive_scan(Scope& grid, const View& out, const View& in, const ExprArg& n, const Combine& op,
+                           const ExprArg& identity, const View& temp, DeviceTile tile, Loc loc) {
+  scan(grid, out, in, n, op, std::nullopt, identity.expr, temp, tile, false, loc);
+}
+void device_exclusive_scan(Scope& grid, const View& out, const View& in, const ExprArg& n, Op op, const View& temp,
+                           DeviceTile tile, Loc loc) {
+  scan(grid, out, in, n, combiner(op), op, identity_of(op, in.elem()), temp, tile, true, loc);
+}
+void device_exclusive_scan(Scope& grid, const View& out, const View& in, const ExprArg& n, const Combine& op,
+                           const ExprArg& identity, const View& temp, DeviceTile tile, Loc loc) {
+  scan(grid, out, in, n, op, std::nullopt, identity.expr, temp, tile, true, loc);
+}
+
+namespace {
+Var tile_prefix_of(Scope& b, const std::string& name, const View& temp, const ExprArg& tile, const ExprArg& total,
+                   const Combine& op, std::optional<Op> known, const Expr& identity, const Loc& loc) {
+  const ScalarType type = total.expr.type();
+  Job j{"tile_prefix", temp, Expr(0), op, known, identity, temp, DeviceTile{}, type, nullptr};
+  if (!detail::warps_block(b, "tile_prefix", loc)) return b.let(name, identity, loc);
+  if ((type != ScalarType::I32 && type != ScalarType::U32) || temp.elem() != ScalarType::U64) {
+    b.diagnose("V0913",
+               std::string("lib::tile_prefix combines 32-bit integers (i32 or u32) through u64 words, not ") +
+                   type_name(type) + " through " + type_name(temp.elem()),
+               loc);
+    return b.let(name, identity, loc);
+  }
+  Var at_tile = b.let(name + "_tile", tile, loc);
+  View shared = look_back(b, j, name, at_tile, std::nullopt, total.expr, nullptr, loc);
+  return b.let(name, shared[IndexArg(0, loc)], loc);
+}
+}  // namespace
+
+Var tile_prefix(Scope& block, std::string name, const View& temp, const ExprArg& tile, const ExprArg& total, Op op,
+                Loc loc) {
+  return tile_prefix_of(block, name, temp, tile, total, combiner(op), op, identity_of(op, total.expr.type()), loc);
+}
+Var tile_prefix(Scope& block, std::string name, const View& temp, const ExprArg& tile, const ExprArg& total,
+                const Combine& op, const ExprArg& identity, Loc loc) {
+  return tile_prefix_of(block, name, temp, tile, total, op, std::nullopt, identity.expr, loc);
+}
+
+namespace {
+void reduce(Scope& grid, const View& out, const View& in, const ExprArg& n, const Combine& op, std::optional<Op> known,
+            const Expr& identity, const View& temp, DeviceTile tile, const Loc& loc) {
+  if (out.elem() != in.elem()) {
+    grid.diagnose("V0913",
+                  std::string("lib::device_reduce writes the type it reads: out is ") + type_name(out.elem()) +
+                      ", in " + type_name(in.elem()),
+                  loc);
+    return;
+  }
+  Job j{"device_reduce", in, n.expr, op, known, identity, temp, tile, in.elem(), nullptr};
+  run_tiles(grid, j, nullptr, last_tile_writes(out, loc), nullptr, loc);
+}
+}  // namespace
+
+void device_reduce(Scope& grid, const View& out, const View& in, const ExprArg& n, Op op, const View& temp,
+                   DeviceTile tile, Loc loc) {
+  reduce(grid, out, in, n, combiner(op), op, identity_of(op, in.elem()), temp, tile, loc);
+}
+void device_reduce(Scope& grid, const View& out, const View& in, const ExprArg& n, const Combine& op,
+                   const ExprArg& identity, const View& temp, DeviceTile tile, Loc loc) {
+  reduce(grid, out, in, n, op, std::nullopt, identity.expr, temp, tile, loc);
+}
+
+void device_select(Scope& grid, const View& out, const View& count, const View& in, const ExprArg& n,
+                   const Predicate& keep, const View& temp, DeviceTile tile, Loc loc) {
+  if (out.elem() != in.elem()) {
+    grid.diagnose("V0913",
+                  std::string("lib::device_select writes the type it reads: out is ") + type_name(out.elem()) +
+                      ", in " + type_name(in.elem()),
+                  loc);
+    return;
+  }
+  Job j{"device_select", in, n.expr, combiner(Op::Sum), Op::Sum, Expr(0), temp, tile, ScalarType::I32, keep};
+  const int items = tile.items;
+  run_tiles(
+      grid, j, nullptr, last_tile_writes(count, loc),
+      [&](Scope& b, const Expr&, const TileState& s, const View*) {
+        // Each kept item goes to its place: the kept items before it, in the launch.
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              for (int e = 0; e < items; ++e) {
+                Expr kept = s.vals[IndexArg(e, loc)];
+                Expr place = s.prefix + (s.incl[IndexArg(e, loc)] - kept);
+                th.if_(
+                    kept != 0,
+                    [&](Scope& th) {
+                      th.atomic(AtomicOp::Exch, out, place, s.raw[IndexArg(e, loc)], AtomicScope::Device, loc);
+                    },
+                    loc);
+              }
+            },
+            loc);
+      },
+      loc);
+}
+
+void device_histogram(Scope& grid, const View& out, const View& in, const ExprArg& n, int bins, const Binning& bin_of,
+                      DeviceTile tile, Loc loc) {
+  auto threads = detail::warps_block(grid, "device_histogram", loc);
+  if (!threads) return;
+  const ScalarType ct = out.elem();
+  if ((ct != ScalarType::U32 && ct != ScalarType::I32) || bins < 1 || tile.items < 1) {
+    grid.diagnose("V0913",
+                  std::string("lib::device_histogram counts into u32 or i32 bins, at least one, with at least one "
+                              "item a thread, not ") +
+                      std::to_string(bins) + " of " + type_name(ct) + " with " + std::to_string(tile.items),
+                  loc);
+    return;
+  }
+  const std::int64_t T = *threads, per_tile = tile_elems(T, tile);
+  const int per_thread = static_cast<int>((bins + T - 1) / T);  // the block's bins a thread zeroes and adds
+  Var blk = grid.let("blk", grid.id(block(1), loc), loc);
+  grid.group(
+      block(1),
+      [&](Scope& b) {
+        View hist = b.shared("dev_hist", ct, bins, loc);
+        Var t = b.let("dev_t", b.id(thread(1), loc), loc);
+        auto own_bins = [&](const std::function<void(Scope&, int, const Expr&, const View&)>& body) {
+          b.partition(
+              hist, thread(1), [&](Expr k) { return t + k * T; },
+              [&](Scope& b, View mine) {
+                b.group(
+                    thread(1),
+                    [&](Scope& th) {
+                      for (int k = 0; k < per_thread; ++k)
+                        th.if_(
+                            t + k * T < bins, [&](Scope& th) { body(th, k, t + k * T, mine); }, loc);
+                    },
+                    loc);
+              },
+              loc);
+        };
+        own_bins([&](Scope&, int k, const Expr&, const View& mine) { mine[IndexArg(k, loc)] = cast(ct, 0); });
+        const Expr n64 = cast<std::int64_t>(n.expr);
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              for (int e = 0; e < tile.items; ++e) {
+                Expr i = cast<std::int64_t>(blk) * per_tile + (cast<std::int64_t>(t) + e * T);
+                th.if_(
+                    i < n64,
+                    [&](Scope& th) {
+                      Var bin = th.let("dev_bin", bin_of(in[IndexArg(i, loc)]), loc);
+                      th.if_(
+                          bin >= 0 && bin < bins,
+                          [&](Scope& th) { th.atomic(AtomicOp::Add, hist, bin, cast(ct, 1), AtomicScope::Block, loc); },
+                          loc);
+                    },
+                    loc);
+              }
+            },
+            loc);
+        own_bins([&](Scope& th, int k, const Expr& bin, const View& mine) {
+          Var c = th.let("dev_count", mine[IndexArg(k, loc)], loc);
+          th.if_(
+              c != cast(ct, 0), [&](Scope& th) { th.atomic(AtomicOp::Add, out, bin, c, AtomicScope::Device, loc); },
+              loc);
+        });
+      },
+      loc);
+}
+
+}  // namespace vantage::lib

@@ -1,0 +1,450 @@
+// The device library's device-wide operations (lib::device_*): each computes what a loop in C++
+// computes, on the interpreter in both thread orders (every check on) and on the CPU backend with one
+// and two threads, at tile shapes of 32 x 4 and 256 x 8 and at sizes no tile divides, including more
+// tiles than one look-back window of 32; a launch leaves its temporary storage zero, so the next
+// launch may reuse it; a misuse is refused at the caller's line with the fix named.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "reject_helpers.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+std::vector<Device> devices() {
+  std::vector<Device> d{Device::interpreter({ThreadOrder::Forward, 7, true}),
+                        Device::interpreter({ThreadOrder::Reverse, 7, true})};
+  if (Device::cpu_available()) {
+    d.push_back(Device::cpu(1));
+    d.push_back(Device::cpu(2));
+  }
+  return d;
+}
+
+struct Shape {
+  int threads, items;
+};
+constexpr Shape kShapes[] = {{32, 4}, {256, 8}};
+
+/// Sizes for a tile of `per` elements: none, one, a tile less one, a few tiles and a part, and more
+/// tiles than a look-back window (32) sees at once.
+std::vector<int> sizes(int per) { return {0, 1, per - 1, 3 * per + 5, 37 * per + 3}; }
+
+std::vector<int> inputs(int n) {
+  std::vector<int> x(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = static_cast<int>((i * 7919L) % 201) - 100;
+  return x;
+}
+
+/// The "later non-zero" operator: op(a, b) = b unless b is 0. Associative, not commutative, with
+/// identity 0; a scan with it gives each element the last non-zero value up to it.
+Expr later_non_zero(const Expr& a, const Expr& b) { return select(b != 0, b, a); }
+int later_non_zero(int a, int b) { return b != 0 ? b : a; }
+
+enum class ScanKind { Inclusive, Exclusive };
+
+/// A scan kernel: `op` an Op (sum) or, with `user`, the later-non-zero operator.
+Kernel scan_kernel(Shape s, ScanKind kind, bool user) {
+  KernelBuilder k(std::string(kind == ScanKind::Inclusive ? "incl" : "excl") + (user ? "_user_" : "_sum_") +
+                  std::to_string(s.threads) + "x" + std::to_string(s.items));
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto y = k.param<GlobalPtr<int>>("y", extent(n));
+  const lib::DeviceTile tile{s.items};
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, s.threads, tile)));
+  k.block_threads(s.threads);
+  k.body([&](Scope& g) {
+    if (kind == ScanKind::Inclusive) {
+      if (user)
+        lib::device_inclusive_scan(
+            g, y, x, n, [](const Expr& a, const Expr& b) { return later_non_zero(a, b); }, 0, temp, tile);
+      else
+        lib::device_inclusive_scan(g, y, x, n, lib::Op::Sum, temp, tile);
+    } else {
+      if (user)
+        lib::device_exclusive_scan(
+            g, y, x, n, [](const Expr& a, const Expr& b) { return later_non_zero(a, b); }, 0, temp, tile);
+      else
+        lib::device_exclusive_scan(g, y, x, n, lib::Op::Sum, temp, tile);
+    }
+  });
+  return k.build();
+}
+
+std::vector<int> scan_reference(const std::vector<int>& x, ScanKind kind, bool user) {
+  std::vector<int> y(x.size());
+  int acc = 0;  // the identity of both operators
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (kind == ScanKind::Exclusive) y[i] = acc;
+    acc = user ? later_non_zero(acc, x[i])
+               : static_cast<int>(static_cast<unsigned>(acc) + static_cast<unsigned>(x[i]));  // i32 sums wrap
+    if (kind == ScanKind::Inclusive) y[i] = acc;
+  }
+  return y;
+}
+
+TEST(DeviceLibrary, ScansGiveEveryElementItsPrefixInTheElementsOrderAndLeaveTheirStorageZero) {
+  for (Shape s : kShapes)
+    for (ScanKind kind : {ScanKind::Inclusive, ScanKind::Exclusive})
+      for (bool user : {false, true}) {
+        Kernel kernel = scan_kernel(s, kind, user);
+        const lib::DeviceTile tile{s.items};
+        for (int n : sizes(s.threads * s.items)) {
+          auto x = inputs(n);
+          if (user)  // mostly zeros, so that the operator's order shows
+            for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = i % 7 == 3 ? i + 1 : 0;
+          const auto want = scan_reference(x, kind, user);
+          for (const Device& d : devices()) {
+            std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(n, s.threads, tile)), 0);
+            for (int launch = 0; launch < 2; ++launch) {  // the second reuses the storage as the first left it
+              std::vector<int> y(static_cast<std::size_t>(n), -7);
+              kernel.launch(d, Grid{lib::device_blocks(n, s.threads, tile), s.threads}, n, x, y, temp);
+              EXPECT_EQ(y, want) << kernel.name() << " n=" << n << " launch " << launch << " on " << d.name();
+              EXPECT_EQ(std::count(temp.begin(), temp.end(), 0u), static_cast<long>(temp.size()))
+                  << kernel.name() << " n=" << n << " left its storage non-zero on " << d.name();
+            }
+          }
+        }
+      }
+}
+
+TEST(DeviceLibrary, ScansOfUnsignedIntegersTakeTheirOwnIdentities) {
+  // Min over u32: identity 0xffffffff (what the elements past n count as).
+  KernelBuilder k("min_scan_u32");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const std::uint32_t>>("x", extent(n));
+  auto y = k.param<GlobalPtr<std::uint32_t>>("y", extent(n));
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, 64, {4})));
+  k.block_threads(64);
+  k.body([&](Scope& g) { lib::device_inclusive_scan(g, y, x, n, lib::Op::Min, temp, {4}); });
+  Kernel kernel = k.build();
+  for (int n : {1, 255, 1000}) {
+    std::vector<std::uint32_t> x(static_cast<std::size_t>(n)), want(x.size());
+    std::uint32_t m = 0xffffffffu;
+    for (int i = 0; i < n; ++i) {
+      x[static_cast<std::size_t>(i)] = 0xf0000000u - static_cast<std::uint32_t>(i % 97) * 12345u;
+      m = std::min(m, x[static_cast<std::size_t>(i)]);
+      want[static_cast<std::size_t>(i)] = m;
+    }
+    for (const Device& d : devices()) {
+      std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(n, 64, {4})), 0);
+      std::vector<std::uint32_t> y(x.size(), 1);
+      kernel.launch(d, Grid{lib::device_blocks(n, 64, {4}), 64}, n, x, y, temp);
+      EXPECT_EQ(y, want) << "n=" << n << " on " << d.name();
+    }
+  }
+}
+
+Kernel reduce_kernel(Shape s, const std::string& which) {
+  KernelBuilder k("reduce_" + which + "_" + std::to_string(s.threads));
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out", extent(1));
+  const lib::DeviceTile tile{s.items};
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, s.threads, tile)));
+  k.block_threads(s.threads);
+  k.body([&](Scope& g) {
+    if (which == "sum")
+      lib::device_reduce(g, out, x, n, lib::Op::Sum, temp, tile);
+    else if (which == "max")
+      lib::device_reduce(g, out, x, n, lib::Op::Max, temp, tile);
+    else
+      lib::device_reduce(
+          g, out, x, n, [](const Expr& a, const Expr& b) { return later_non_zero(a, b); }, 0, temp, tile);
+  });
+  return k.build();
+}
+
+TEST(DeviceLibrary, ReductionsCombineEveryElementInOrderAndGiveTheIdentityForNone) {
+  for (Shape s : kShapes)
+    for (const std::string which : {"sum", "max", "user"}) {
+      Kernel kernel = reduce_kernel(s, which);
+      const lib::DeviceTile tile{s.items};
+      for (int n : sizes(s.threads * s.items)) {
+        auto x = inputs(n);
+        if (which == "user")
+          for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = i % 11 == 4 ? i : 0;
+        int want = which == "max" ? std::numeric_limits<int>::min() : 0;
+        for (int v : x)
+          want = which == "sum"   ? static_cast<int>(static_cast<unsigned>(want) + static_cast<unsigned>(v))
+                 : which == "max" ? std::max(want, v)
+                                  : later_non_zero(want, v);
+        for (const Device& d : devices()) {
+          std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(n, s.threads, tile)), 0);
+          for (int launch = 0; launch < 2; ++launch) {
+            std::vector<int> out{12345};
+            kernel.launch(d, Grid{lib::device_blocks(n, s.threads, tile), s.threads}, n, x, out, temp);
+            EXPECT_EQ(out[0], want) << kernel.name() << " n=" << n << " launch " << launch << " on " << d.name();
+          }
+          EXPECT_EQ(std::count(temp.begin(), temp.end(), 0u), static_cast<long>(temp.size()));
+        }
+      }
+    }
+}
+
+template <class T>
+Kernel select_kernel(Shape s) {
+  KernelBuilder k(std::string("select_") + type_name(scalar_of<T>) + "_" + std::to_string(s.threads));
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const T>>("x", extent(n));
+  auto out = k.param<GlobalPtr<T>>("out", extent(n));
+  auto count = k.param<GlobalPtr<int>>("count", extent(1));
+  const lib::DeviceTile tile{s.items};
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, s.threads, tile)));
+  k.block_threads(s.threads);
+  k.body([&](Scope& g) {
+    lib::device_select(
+        g, out, count, x, n, [](const Expr& v) { return v > cast(scalar_of<T>, 0); }, temp, tile);
+  });
+  return k.build();
+}
+
+template <class T>
+void check_select(Shape s) {
+  Kernel kernel = select_kernel<T>(s);
+  const lib::DeviceTile tile{s.items};
+  for (int n : sizes(s.threads * s.items)) {
+    std::vector<T> x(static_cast<std::size_t>(n)), want;
+    for (int i = 0; i < n; ++i) {
+      x[static_cast<std::size_t>(i)] = static_cast<T>((i * 37 % 23) - 11) * static_cast<T>(i + 1);
+      if (x[static_cast<std::size_t>(i)] > 0) want.push_back(x[static_cast<std::size_t>(i)]);
+    }
+    for (const Device& d : devices()) {
+      std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(n, s.threads, tile)), 0);
+      for (int launch = 0; launch < 2; ++launch) {
+        std::vector<T> out(x.size(), T(-1));
+        std::vector<int> count{-1};
+        kernel.launch(d, Grid{lib::device_blocks(n, s.threads, tile), s.threads}, n, x, out, count, temp);
+        ASSERT_EQ(count[0], static_cast<int>(want.size())) << kernel.name() << " n=" << n << " on " << d.name();
+        out.resize(want.size());
+        EXPECT_EQ(out, want) << kernel.name() << " n=" << n << " launch " << launch << " on " << d.name();
+      }
+    }
+  }
+}
+
+TEST(DeviceLibrary, SelectKeepsTheElementsThatHoldInTheirOrderAndCountsThem) {
+  for (Shape s : kShapes) {
+    check_select<int>(s);
+    check_select<float>(s);
+  }
+}
+
+Kernel histogram_kernel(int threads, int items, int bins) {
+  KernelBuilder k("histogram_" + std::to_string(bins));
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto hist = k.param<GlobalPtr<std::uint32_t>>("hist", extent(bins));
+  k.block_threads(threads);
+  // Negative values fall in no bin; the others in value % bins.
+  k.body([&](Scope& g) {
+    lib::device_histogram(g, hist, x, n, bins, [&](const Expr& v) { return select(v < 0, -1, v % bins); }, {items});
+  });
+  return k.build();
+}
+
+TEST(DeviceLibrary, HistogramAddsEachElementsBinToTheCounts) {
+  for (auto [threads, items, bins] : {std::tuple{32, 4, 16}, std::tuple{256, 2, 300}, std::tuple{64, 3, 64}}) {
+    Kernel kernel = histogram_kernel(threads, items, bins);
+    for (int n : {0, 1, threads * items - 1, 9 * threads * items + 5}) {
+      const auto x = inputs(n);
+      std::vector<std::uint32_t> want(static_cast<std::size_t>(bins), 3);  // added to what is there
+      for (int v : x)
+        if (v >= 0) ++want[static_cast<std::size_t>(v % bins)];
+      const std::int64_t blocks = lib::device_blocks(n, threads, {items});
+      for (const Device& d : devices()) {
+        std::vector<std::uint32_t> hist(static_cast<std::size_t>(bins), 3);
+        kernel.launch(d, Grid{blocks, threads}, n, x, hist);
+        EXPECT_EQ(hist, want) << kernel.name() << " n=" << n << " on " << d.name();
+      }
+    }
+  }
+}
+
+TEST(DeviceLibrary, TheGeneratedCudaCompilesCleanlyAndTheScanMovesWholeVectors) {
+  if (!nvrtc_available()) GTEST_SKIP() << "no NVRTC";
+  for (const Kernel& k : {scan_kernel({256, 8}, ScanKind::Inclusive, false), reduce_kernel({256, 8}, "user"),
+                          select_kernel<float>({256, 8}), histogram_kernel(256, 4, 300)}) {
+    auto c = compile(k, Spec{});
+    EXPECT_EQ(c.log, "") << k.name();
+  }
+  // The scan's loads and stores are 16-byte vectors (the tile's threads' items are aligned).
+  const std::string src = specialize_for(scan_kernel({256, 8}, ScanKind::Inclusive, false), Spec{}).source;
+  EXPECT_NE(src.find("int4"), std::string::npos) << src;
+}
+
+/// Block b is tile `offset + b` of a chain whose first `offset` tiles' words the test writes as it
+/// likes (so that a look-back meets tiles that have published only their own totals, as on a GPU
+/// where they are still looking back themselves): out[b] = tile_prefix of x[b].
+Kernel prefix_kernel(bool user) {
+  KernelBuilder k(user ? "tile_prefix_user" : "tile_prefix_sum");
+  auto offset = k.param<int>("offset");
+  auto blocks = k.param<int>("blocks");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(blocks));
+  auto out = k.param<GlobalPtr<int>>("out", extent(blocks));
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(offset + blocks));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, [&](Scope& b, Expr blk, View out_b) {
+      b.if_(blk < blocks, [&](Scope& b) {
+        Var total = b.let("total", x[blk]);
+        Var before = user ? lib::tile_prefix(
+                                b, "before", temp, offset + blk, total,
+                                [](const Expr& a, const Expr& c) { return later_non_zero(a, c); }, 0)
+                          : lib::tile_prefix(b, "before", temp, offset + blk, total, lib::Op::Sum);
+        lib::store_by_one(b, out_b, 0, before);
+      });
+    });
+  });
+  return k.build();
+}
+
+TEST(DeviceLibrary, TheLookBackCombinesWindowsOfTilesThatPublishedOnlyTheirOwnTotalsInOrder) {
+  const std::uint64_t kAggregate = 1ull << 62, kInclusive = 2ull << 62;
+  for (bool user : {false, true}) {
+    Kernel kernel = prefix_kernel(user);
+    // Tile 0 complete, tiles 1 .. offset - 1 only their own totals: the first block's look-back
+    // crosses 32-tile windows (offset 40: two windows; 70: three), the later ones stop at the tile
+    // before them.
+    for (int offset : {1, 2, 33, 40, 70}) {
+      const int blocks = 5;
+      std::vector<int> seeded(static_cast<std::size_t>(offset)), x(blocks);
+      for (int i = 0; i < offset; ++i)
+        seeded[static_cast<std::size_t>(i)] = user ? (i % 13 == 3 ? 100 + i : 0) : i * 3 - 50;
+      for (int b = 0; b < blocks; ++b) x[static_cast<std::size_t>(b)] = user ? (b == 2 ? 7 : 0) : b + 1;
+      std::vector<int> want(blocks);
+      int acc = 0;
+      for (int v : seeded) acc = user ? later_non_zero(acc, v) : acc + v;
+      for (int b = 0; b < blocks; ++b) {
+        want[static_cast<std::size_t>(b)] = acc;
+        acc = user ? later_non_zero(acc, x[static_cast<std::size_t>(b)]) : acc + x[static_cast<std::size_t>(b)];
+      }
+      for (const Device& d : devices()) {
+        std::vector<std::uint64_t> temp(static_cast<std::size_t>(offset + blocks), 0);
+        for (int i = 0; i < offset; ++i)
+          temp[static_cast<std::size_t>(i)] =
+              (i == 0 ? kInclusive : kAggregate) | static_cast<std::uint32_t>(seeded[static_cast<std::size_t>(i)]);
+        std::vector<int> out(blocks, -1);
+        kernel.launch(d, Grid{blocks, 64}, offset, blocks, x, out, temp);
+        EXPECT_EQ(out, want) << kernel.name() << " offset " << offset << " on " << d.name();
+        // Each tile published its inclusive value.
+        int inclusive = want.back();
+        inclusive = user ? later_non_zero(inclusive, x.back()) : inclusive + x.back();
+        EXPECT_EQ(temp.back(), kInclusive | static_cast<std::uint32_t>(inclusive)) << kernel.name();
+      }
+    }
+  }
+}
+
+// ---- misuse, refused at the caller's line
+
+TEST(DeviceLibrary, AScanOfFloatsIsRefusedNamingTheTypesItTakes) {
+  KernelBuilder k("scan_f32");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto y = k.param<GlobalPtr<float>>("y", extent(n));
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, 128)));
+  k.block_threads(128);
+  int line = 0;
+  k.body([&](Scope& g) {
+    line = __LINE__ + 1;
+    lib::device_inclusive_scan(g, y, x, n, lib::Op::Sum, temp);
+  });
+  EXPECT_TRUE(testing::rejected_saying(k, "V0913", line, "test_device_library.cpp", "32-bit integers (i32 or u32)"));
+}
+
+TEST(DeviceLibrary, ItemsThatAreNotWholeVectorsAreRefused) {
+  KernelBuilder k("scan_items_6");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto y = k.param<GlobalPtr<int>>("y", extent(n));
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, 128, {6})));
+  k.block_threads(128);
+  int line = 0;
+  k.body([&](Scope& g) {
+    line = __LINE__ + 1;
+    lib::device_exclusive_scan(g, y, x, n, lib::Op::Sum, temp, {6});
+  });
+  EXPECT_TRUE(testing::rejected_saying(k, "V0913", line, "test_device_library.cpp", "multiple of 4 from 4 to 32"));
+}
+
+TEST(DeviceLibrary, TemporaryStorageOfAnotherTypeIsRefused) {
+  KernelBuilder k("reduce_temp_u32");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out", extent(1));
+  auto temp = k.param<GlobalPtr<std::uint32_t>>("temp", extent(lib::device_temp_extent(n, 128)));
+  k.block_threads(128);
+  int line = 0;
+  k.body([&](Scope& g) {
+    line = __LINE__ + 1;
+    lib::device_reduce(g, out, x, n, lib::Op::Sum, temp);
+  });
+  EXPECT_TRUE(testing::rejected_saying(k, "V0913", line, "test_device_library.cpp", "u64 words"));
+}
+
+// A device-wide operation is a kernel's whole body: from a block's code it is refused at the line.
+TEST(DeviceLibrary, ADeviceScanFromABlocksCodeIsRefusedAtTheCallersLine) {
+  KernelBuilder k("scan_in_block");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto y = k.param<GlobalPtr<int>>("y", extent(n));
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, 128)));
+  k.block_threads(128);
+  int line = 0;
+  k.body([&](Scope& g) {
+    g.group(block(1), [&](Scope& b) {
+      line = __LINE__ + 1;
+      lib::device_inclusive_scan(b, y, x, n, lib::Op::Sum, temp);  // b is a block, not the grid
+    });
+  });
+  try {
+    k.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    bool at_line = false;
+    for (const auto& d : e.diagnostics()) at_line |= static_cast<int>(d.loc.line) == line;
+    EXPECT_TRUE(at_line) << testing::describe(e.diagnostics());
+  }
+}
+
+TEST(DeviceLibrary, ATilePrefixOfFloatsIsRefused) {
+  KernelBuilder k("tile_prefix_f32");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(4));
+  auto out = k.param<GlobalPtr<float>>("out", extent(4));
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(4));
+  k.block_threads(64);
+  int line = 0;
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, [&](Scope& b, Expr blk, View out_b) {
+      Var total = b.let("total", x[min(blk, 3)]);
+      line = __LINE__ + 1;
+      Var before = lib::tile_prefix(b, "before", temp, blk, total, lib::Op::Sum);
+      lib::store_by_one(b, out_b, 0, before);
+    });
+  });
+  EXPECT_TRUE(testing::rejected_saying(k, "V0913", line, "test_device_library.cpp", "32-bit integers"));
+}
+
+TEST(DeviceLibrary, AHistogramOfNoBinsIsRefused) {
+  KernelBuilder k("histogram_0");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto hist = k.param<GlobalPtr<std::uint32_t>>("hist", extent(1));
+  k.block_threads(128);
+  int line = 0;
+  k.body([&](Scope& g) {
+    line = __LINE__ + 1;
+    lib::device_histogram(g, hist, x, n, 0, [](const Expr& v) { return v; });
+  });
+  EXPECT_TRUE(testing::rejected_saying(k, "V0913", line, "test_device_library.cpp", "at least one"));
+}
+
+}  // namespace
+}  // namespace vantage
