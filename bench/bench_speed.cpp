@@ -150,7 +150,8 @@ const Variant* variant_of(const std::string& name) {
 }
 
 /// The rows at the sizes: GEMMs at 1024, 2048, 4096 (bf16: 4096, 8192); copies and transposes
-/// at 8192 x 8192 floats; the reduction at 2^26; the scan at 2^24 to 2^28.
+/// at 8192 x 8192 floats; the reduction at 2^26; the scans and the device-wide operations at 2^24 to
+/// 2^28.
 std::vector<Case> speed_cases() {
   std::vector<Case> c;
   for (const char* ex :
@@ -162,7 +163,10 @@ std::vector<Case> speed_cases() {
   for (const char* ex : {"transpose", "transpose_padded", "transpose_async"})
     c.push_back({ex, Shape::Transpose, {{"M", 8192}, {"N", 8192}}});
   c.push_back({"block_reduce", Shape::Reduce, {{"n", std::int64_t{1} << 26}}});
-  for (const char* ex : {"scan_lookback", "scan_tiled"})
+  for (const char* ex : {"scan_lookback", "scan_tiled", "device_scan"})
+    for (int k : {24, 26, 28}) c.push_back({ex, Shape::Scan, {{"n", std::int64_t{1} << k}}});
+  // The device library's device-wide operations, against CUB's (cub_scan times those too).
+  for (const char* ex : {"device_sum", "compact", "byte_histogram"})
     for (int k : {24, 26, 28}) c.push_back({ex, Shape::Scan, {{"n", std::int64_t{1} << k}}});
   for (const auto& v : variants()) c.push_back({v.example, v.shape, v.size, v.name});
   return c;

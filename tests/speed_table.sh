@@ -19,6 +19,8 @@ row() {  # row NAME COUNTERS...
   echo ,
   row scan_lookback/n=2^28 '"vantage_ms": 1.0, "vantage_min_ms": 0.9, "vantage_max_ms": 1.1, "checks": 4, "GBps": 2147, "twin_ms": 1.0, "speed_of_twin": 1.0, "copy_ms": 0.8, "copy_GBps": 2684, "of_copy": 0.8'
   echo ,
+  row device_sum/n=2^28 '"vantage_ms": 0.5, "vantage_min_ms": 0.45, "vantage_max_ms": 0.55, "checks": 0, "GBps": 2147, "copy_ms": 0.8, "copy_GBps": 2684, "of_copy": 1.6'
+  echo ,
   row gemm_wgmma_bf16/4096 '"vantage_ms": 0.3, "vantage_min_ms": 0.29, "vantage_max_ms": 0.31, "checks": 0, "TFLOPs": 458.1'
   echo ,
   row gemm_wgmma_bf16_wide/4096 '"vantage_ms": 0.2, "vantage_min_ms": 0.19, "vantage_max_ms": 0.21, "checks": 0, "TFLOPs": 687.2'
@@ -26,7 +28,7 @@ row() {  # row NAME COUNTERS...
   printf '{"name": "speed/vec_copy/n=2^26/iterations:1/manual_time", "error_occurred": true, "error_message": "no GPU"}'
   echo ']}'
 } > "$dir/speed.json"
-echo '{"n": 268435456, "log2n": 28, "scan_ms": 1.2, "copy_ms": 0.8}' > "$dir/cub.jsonl"
+echo '{"n": 268435456, "log2n": 28, "scan_ms": 1.2, "reduce_ms": 0.475, "copy_ms": 0.8}' > "$dir/cub.jsonl"
 {
   echo '{"mode": "fp32", "n": 4096, "ms": 4.0, "TFLOPs": 34.4, "out": "f32"}'
   echo '{"mode": "bf16", "n": 4096, "ms": 0.19, "TFLOPs": 723.4, "out": "f32"}'
@@ -48,5 +50,8 @@ grep -q '^UNMEASURED .*wgmma GEMM .* 8192' "$dir/out.txt" || fail "an unmeasured
 grep -q '^NOT RUN    speed/vec_copy/n=2^26.*no GPU' "$dir/out.txt" || fail "the row that did not run"
 grep -q '^| gemm_wgmma_bf16 | 4096 | 0.3000 .* | cuBLAS bf16 | 0.1900 | 0.633 |' "$dir/out.txt" || fail "the bf16 baseline"
 grep -q '^MET .*best bf16 wgmma GEMM .* 4096^3 (gemm_wgmma_bf16_wide): 0.950' "$dir/out.txt" || fail "the best wgmma GEMM"
-grep -q '^goals: 2 of 9 met; 6 rows measured, 1 not$' "$dir/out.txt" || fail "the count"
+grep -q '^| device_sum | n=2^28 | 0.5000 .* | CUB reduce | 0.4750 | 0.950 |' "$dir/out.txt" || fail "CUB's reduce"
+grep -q '^MET .*device_sum at 2^28 at least 0.90 of CUB.s reduce: 0.950' "$dir/out.txt" || fail "the reduce goal"
+grep -q '^UNMEASURED .*compact at 2^24 at least 0.90 of CUB.s select' "$dir/out.txt" || fail "the select goal"
+grep -q '^goals: 3 of 21 met; 7 rows measured, 1 not$' "$dir/out.txt" || fail "the count"
 echo "speed_table.sh: ok"

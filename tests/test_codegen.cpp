@@ -66,6 +66,14 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       // other blocks' words after lane 0 published the block's own, and lane 0's last word after
       // them (the planner cannot tell the words apart; the twin has the same two).
       {"scan_tiled", 4},
+      {"device_scan", 4},  // scan_tiled's four: lib::device_inclusive_scan is that kernel
+      // The warps' sums, the two warp barriers around the look-back, and the block's reading of
+      // whether its tile finished last (then it zeroes the storage).
+      {"device_sum", 4},
+      {"compact", 4},  // the same scan of the kept elements' flags; the scatter is atomics
+      // After the bins in shared memory are zeroed, and after the block's counts, before each
+      // thread adds its bins' counts to the global ones.
+      {"byte_histogram", 2},
       {"transpose", 1},
       {"transpose_padded", 1},  // between writing the tile and reading its columns
       // As by hand: the tile's elements past the matrix are never read, so the copy writes no zeros

@@ -792,12 +792,53 @@ int body_lines(const std::string& kind, const std::string& example) {
 }
 
 TEST(Library, LibraryFormsAreAtMostAThirdOfThePrimitiveLines) {
-  for (const char* ex : {"saxpy", "block_reduce", "sgemm_smem", "vec_copy"}) {
+  for (const char* ex : {"saxpy", "block_reduce", "sgemm_smem", "vec_copy", "device_scan"}) {
     int lib = body_lines("LIBRARY", ex), prim = body_lines("PRIMITIVE", ex);
     ASSERT_GT(lib, 0) << ex << ": no library form found";
     ASSERT_GT(prim, 0) << ex << ": no primitive form found";
     EXPECT_LE(3 * lib, prim) << ex << ": " << lib << " lines with the library, " << prim << " without";
     std::printf("%s: %d lines with the library, %d in primitives\n", ex, lib, prim);
+  }
+}
+
+/// Lines of the body of CUDA kernel `entry` in bench/twins/`file`: after the line that opens it up to
+/// the `}` that closes it, not counting blank lines, comment lines and `#pragma unroll`.
+int cuda_lines(const std::string& file, const std::string& entry) {
+  std::ifstream in(std::string(VANTAGE_SOURCE_DIR) + "/bench/twins/" + file);
+  std::string line;
+  bool signature = false, body = false;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    if (!signature && !body && line.find(entry + "(") != std::string::npos) signature = true;
+    if (signature && !line.empty() && line.back() == '{') {
+      signature = false;
+      body = true;
+      continue;
+    }
+    if (!body) continue;
+    if (line == "}") break;
+    const auto first = line.find_first_not_of(' ');
+    if (first == std::string::npos || line.compare(first, 2, "//") == 0 || line.compare(first, 7, "#pragma") == 0)
+      continue;
+    ++lines;
+  }
+  return body ? lines : 0;
+}
+
+// Issue 38's measure: a device-wide kernel written with the library takes at most the lines of the
+// same kernel in plain CUDA without CUB (its twin in bench/twins, counted without comments).
+TEST(Library, DeviceWideKernelsTakeFewerLinesThanTheirPlainCudaTwins) {
+  const std::tuple<const char*, const char*, const char*> kPairs[] = {
+      {"device_scan", "reduce_scan.cu", "twin_scan_tiled"},
+      {"compact", "device.cu", "twin_compact"},
+      {"byte_histogram", "device.cu", "twin_byte_histogram"},
+  };
+  for (const auto& [ex, file, entry] : kPairs) {
+    const int lib = body_lines("LIBRARY", ex), cuda = cuda_lines(file, entry);
+    ASSERT_GT(lib, 0) << ex << ": no library form found";
+    ASSERT_GT(cuda, 0) << entry << " not found in bench/twins/" << file;
+    EXPECT_LE(lib, cuda) << ex << ": " << lib << " lines with the library, " << cuda << " in plain CUDA";
+    std::printf("%s: %d lines with the library, %d in plain CUDA (%s)\n", ex, lib, cuda, entry);
   }
 }
 

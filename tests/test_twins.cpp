@@ -107,6 +107,8 @@ TEST(Twins, PlainTwinsComputeTheirExamplesResultsOnHostThreads) {
       {"block_reduce", "reduce_scan.cu", {{"n", 1000}}, {}},
       {"scan_lookback", "reduce_scan.cu", {{"n", 1000}}, {}},
       {"scan_tiled", "reduce_scan.cu", {{"n", 20000}}, {}},
+      {"compact", "device.cu", {{"n", 5000}}, {}},
+      {"byte_histogram", "device.cu", {{"n", 9000}}, {}},
   };
   using A = test_support::HostArg;
   std::vector<test_support::HostLaunch> launches;
@@ -169,6 +171,24 @@ TEST(Twins, PlainTwinsComputeTheirExamplesResultsOnHostThreads) {
       l.args = {A::of("int", n), A::of("float", x), A::of("float", out)};
       k.launch(interp, Grid{blocks, threads}, n, std::as_const(x), out);
       wants.push_back(bits(out));
+    } else if (c.example == "compact") {
+      const int n = static_cast<int>(c.size.at("n"));
+      auto x = ints_as_floats(static_cast<std::size_t>(n), 7);
+      std::vector<float> out(static_cast<std::size_t>(n), -9.0f);
+      std::vector<int> count{-1};
+      std::vector<std::uint64_t> temp(static_cast<std::size_t>(blocks + 1), 0);
+      l.args = {A::of("int", n),     A::of("float", 0.5), A::of("float", x),
+                A::of("float", out), A::of("int", count), A::of("unsigned long long", temp)};
+      k.launch(interp, Grid{blocks, threads}, n, 0.5f, std::as_const(x), out, count, temp);
+      wants.push_back(bits(out));
+    } else if (c.example == "byte_histogram") {
+      const int n = static_cast<int>(c.size.at("n"));
+      std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n));
+      for (int i = 0; i < n; ++i) bytes[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(i * 37 % 251);
+      std::vector<std::uint32_t> hist(256, 2);
+      l.args = {A::of("int", n), A::of("unsigned char", bytes), A::of("unsigned", hist)};
+      k.launch(interp, Grid{blocks, threads}, n, std::as_const(bytes), hist);
+      wants.push_back(std::vector<long long>(hist.begin(), hist.end()));
     } else {
       const int n = static_cast<int>(c.size.at("n"));
       std::vector<int> x(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n), -9);
@@ -184,9 +204,13 @@ TEST(Twins, PlainTwinsComputeTheirExamplesResultsOnHostThreads) {
   ASSERT_TRUE(run.ok) << run.problem;
   ASSERT_EQ(run.results.size(), cases.size());
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    // The output is the last buffer but the scans' (y, before desc).
+    // The output is the last buffer but the scans' (y, before desc) and the compaction's (out, before
+    // count and temp).
     const auto& buffers = run.results[i].buffers;
-    const auto& got = cases[i].example.rfind("scan_", 0) == 0 ? buffers[buffers.size() - 2] : buffers.back();
+    const std::string& ex = cases[i].example;
+    const auto& got = ex.rfind("scan_", 0) == 0 ? buffers[buffers.size() - 2]
+                      : ex == "compact"         ? buffers[buffers.size() - 3]
+                                                : buffers.back();
     EXPECT_EQ(got, wants[i]) << cases[i].example << "'s twin and the example differ";
   }
 }

@@ -1,10 +1,17 @@
 // CUB's single-pass device scan (cub::DeviceScan::InclusiveSum over ints): the vendor baseline of
-// Vantage's look-back scan, timed as bench/bench_speed.cpp times it (the L2 flushed by a memset of
+// Vantage's look-back scan; and the baselines of the device library's other device-wide examples:
+// cub::DeviceReduce::Sum of the same ints (device_sum), cub::DeviceSelect::If of the floats above 0.5
+// (compact), cub::DeviceHistogram::HistogramEven of bytes into 256 bins (byte_histogram). Each is
+// checked, then timed as bench/bench_speed.cpp times it (the L2 flushed by a memset of
 // twice its size before each launch, event timing, warm-ups, the median of the launches), with a
 // device-to-device copy of the same bytes in the same run. Built with nvcc by scripts/gpu-bundle and
 // carried in the GPU bundle (it needs only the driver: the CUDA runtime is linked statically).
-//   cub_scan [--reps N] LOG2N...      one JSON object per line: n, scan and copy medians, GB/s
+//   cub_scan [--reps N] LOG2N...      one JSON object per line: n, the medians (scan, reduce, select,
+//                                     histogram, copy), GB/s
+#include <cub/device/device_histogram.cuh>
+#include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
 
 #include <algorithm>
 #include <cstdio>
@@ -21,6 +28,10 @@
     }                                                                                                \
   } while (0)
 
+struct AboveHalf {
+  __host__ __device__ bool operator()(float v) const { return v > 0.5f; }
+};
+
 static double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -34,8 +45,10 @@ int main(int argc, char** argv) {
       reps = std::max(5, std::atoi(argv[++i]));
     } else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
       std::puts(
-          "usage: cub_scan [--reps N] LOG2N...\nTimes cub::DeviceScan::InclusiveSum of 2^LOG2N ints and a copy of "
-          "as many bytes (L2 flushed, medians of N launches, default 25).");
+          "usage: cub_scan [--reps N] LOG2N...\nTimes cub::DeviceScan::InclusiveSum of 2^LOG2N ints, "
+          "cub::DeviceReduce::Sum of them, cub::DeviceSelect::If of as many floats (those above 0.5), "
+          "cub::DeviceHistogram::HistogramEven of as many bytes (256 bins), and a copy of the ints (L2 flushed, "
+          "medians of N launches, default 25), each checked first.");
       return 0;
     } else {
       const int l = std::atoi(argv[i]);
@@ -85,6 +98,60 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
+    // The other baselines, each checked against the host's result.
+    int* dsum = nullptr;
+    CHECK(cudaMalloc(&dsum, sizeof(int)));
+    size_t reduce_bytes = 0;
+    CHECK(cub::DeviceReduce::Sum(nullptr, reduce_bytes, dx, dsum, static_cast<int>(n)));
+    std::vector<float> f(static_cast<size_t>(n));
+    std::vector<unsigned char> b(static_cast<size_t>(n));
+    long long kept = 0;
+    std::vector<unsigned> want_hist(256, 0);
+    for (long long i = 0; i < n; ++i) {
+      f[static_cast<size_t>(i)] = static_cast<float>((i * 7 + 6 * 13) % 11 - 5);  // the compact workload's
+      kept += f[static_cast<size_t>(i)] > 0.5f;
+      b[static_cast<size_t>(i)] = static_cast<unsigned char>((i * 7919 + i / 3) % 256);  // byte_histogram's
+      ++want_hist[b[static_cast<size_t>(i)]];
+    }
+    float *df = nullptr, *dsel = nullptr;
+    int* dkept = nullptr;
+    unsigned char* db = nullptr;
+    unsigned* dhist = nullptr;
+    CHECK(cudaMalloc(&df, n * sizeof(float)));
+    CHECK(cudaMalloc(&dsel, n * sizeof(float)));
+    CHECK(cudaMalloc(&dkept, sizeof(int)));
+    CHECK(cudaMalloc(&db, n));
+    CHECK(cudaMalloc(&dhist, 256 * sizeof(unsigned)));
+    CHECK(cudaMemcpy(df, f.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(db, b.data(), n, cudaMemcpyHostToDevice));
+    size_t select_bytes = 0, hist_bytes = 0;
+    CHECK(cub::DeviceSelect::If(nullptr, select_bytes, df, dsel, dkept, static_cast<int>(n), AboveHalf{}));
+    CHECK(cub::DeviceHistogram::HistogramEven(nullptr, hist_bytes, db, dhist, 257, 0, 256, static_cast<int>(n)));
+    void *rtemp = nullptr, *stemp = nullptr, *htemp = nullptr;
+    CHECK(cudaMalloc(&rtemp, reduce_bytes));
+    CHECK(cudaMalloc(&stemp, select_bytes));
+    CHECK(cudaMalloc(&htemp, hist_bytes));
+    auto reduce = [&] { CHECK(cub::DeviceReduce::Sum(rtemp, reduce_bytes, dx, dsum, static_cast<int>(n))); };
+    auto select = [&] {
+      CHECK(cub::DeviceSelect::If(stemp, select_bytes, df, dsel, dkept, static_cast<int>(n), AboveHalf{}));
+    };
+    auto histogram = [&] {
+      CHECK(cub::DeviceHistogram::HistogramEven(htemp, hist_bytes, db, dhist, 257, 0, 256, static_cast<int>(n)));
+    };
+    reduce();
+    select();
+    histogram();
+    CHECK(cudaDeviceSynchronize());
+    int got_sum = 0, got_kept = 0;
+    std::vector<unsigned> got_hist(256);
+    CHECK(cudaMemcpy(&got_sum, dsum, sizeof(int), cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(&got_kept, dkept, sizeof(int), cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(got_hist.data(), dhist, 256 * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    if (got_sum != static_cast<int>(sum) || got_kept != kept || got_hist != want_hist) {
+      std::fprintf(stderr, "cub_scan: 2^%d: CUB's sum %d (want %d), kept %d (want %lld), or histogram differs\n", l,
+                   got_sum, static_cast<int>(sum), got_kept, kept);
+      return 1;
+    }
     auto timed = [&](auto&& launch) {
       CHECK(cudaMemsetAsync(flush, 0, flush_bytes));
       CHECK(cudaEventRecord(start));
@@ -97,21 +164,31 @@ int main(int argc, char** argv) {
     };
     for (int r = 0; r < 3; ++r) {
       timed(scan);
+      timed(reduce);
+      timed(select);
+      timed(histogram);
       timed(copy);
     }
-    std::vector<double> scan_ms, copy_ms;
+    std::vector<double> scan_ms, reduce_ms, select_ms, histogram_ms, copy_ms;
     for (int r = 0; r < reps; ++r) {
       scan_ms.push_back(timed(scan));
+      reduce_ms.push_back(timed(reduce));
+      select_ms.push_back(timed(select));
+      histogram_ms.push_back(timed(histogram));
       copy_ms.push_back(timed(copy));
     }
     const double s = median(scan_ms), c = median(copy_ms), bytes = 2.0 * static_cast<double>(n) * sizeof(int);
     std::printf(
         "{\"n\": %lld, \"log2n\": %d, \"reps\": %d, \"scan_ms\": %.5f, \"scan_min_ms\": %.5f, \"scan_max_ms\": %.5f, "
+        "\"reduce_ms\": %.5f, \"select_ms\": %.5f, \"histogram_ms\": %.5f, "
         "\"copy_ms\": %.5f, \"scan_GBps\": %.1f, \"copy_GBps\": %.1f, \"of_copy\": %.4f}\n",
         n, l, reps, s, *std::min_element(scan_ms.begin(), scan_ms.end()),
-        *std::max_element(scan_ms.begin(), scan_ms.end()), c, bytes / (s * 1e-3) * 1e-9, bytes / (c * 1e-3) * 1e-9,
-        c / s);
+        *std::max_element(scan_ms.begin(), scan_ms.end()), median(reduce_ms), median(select_ms), median(histogram_ms),
+        c, bytes / (s * 1e-3) * 1e-9, bytes / (c * 1e-3) * 1e-9, c / s);
     std::fflush(stdout);
+    for (void* p : {static_cast<void*>(dsum), static_cast<void*>(df), static_cast<void*>(dsel),
+                    static_cast<void*>(dkept), static_cast<void*>(db), static_cast<void*>(dhist), rtemp, stemp, htemp})
+      CHECK(cudaFree(p));
     CHECK(cudaFree(temp));
     CHECK(cudaFree(dx));
     CHECK(cudaFree(dy));

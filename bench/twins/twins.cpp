@@ -35,6 +35,9 @@ const std::vector<Twin>& all() {
       {"block_reduce", "reduce_scan.cu", "twin_block_reduce", vector},
       {"scan_lookback", "reduce_scan.cu", "twin_scan_lookback", vector},
       {"scan_tiled", "reduce_scan.cu", "twin_scan_tiled", vector},
+      {"device_scan", "reduce_scan.cu", "twin_scan_tiled", vector},
+      {"compact", "device.cu", "twin_compact", vector},
+      {"byte_histogram", "device.cu", "twin_byte_histogram", vector},
   };
   return kTwins;
 }

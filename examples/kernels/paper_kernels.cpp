@@ -387,6 +387,7 @@ Kernel scan_lookback() {
   return k.build();
 }
 
+// PRIMITIVE FORM device_scan
 Kernel scan_tiled(int T, int ITEMS, const std::string& name) {
   if (T < 64 || T > 1024 || T % 32 != 0 || ITEMS < 4 || ITEMS % 4 != 0 || ITEMS > 32)
     throw std::invalid_argument("scan_tiled: " + std::to_string(T) + " threads of " + std::to_string(ITEMS) +
@@ -513,6 +514,7 @@ Kernel scan_tiled(int T, int ITEMS, const std::string& name) {
   });
   return k.build();
 }
+// END FORM
 
 namespace {
 Kernel transpose_tiled(const char* name, int pad, bool async) {
@@ -557,6 +559,68 @@ Kernel fp8_dequant() {
   k.block_threads(256);
   k.body([&](Scope& g) {
     lib::for_each(g, out, rows * cols, [&](Scope&, Expr i, ElemRef o) { o = cast<float>(q[i]) * scale[i / cols]; });
+  });
+  return k.build();
+}
+// END FORM
+
+// LIBRARY FORM device_scan
+Kernel device_scan() {
+  constexpr int T = 1024;  // 8 items a thread: scan_tiled's tile of 8192
+  KernelBuilder k("device_scan");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto y = k.param<GlobalPtr<int>>("y", extent(n));
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, T)));
+  k.block_threads(T);
+  k.body([&](Scope& g) { lib::device_inclusive_scan(g, y, x, n, lib::Op::Sum, temp); });
+  return k.build();
+}
+// END FORM
+
+// LIBRARY FORM device_sum
+Kernel device_sum() {
+  constexpr int T = 1024;
+  KernelBuilder k("device_sum");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+  auto out = k.param<GlobalPtr<int>>("out", extent(1));
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, T)));
+  k.block_threads(T);
+  k.body([&](Scope& g) { lib::device_reduce(g, out, x, n, lib::Op::Sum, temp); });
+  return k.build();
+}
+// END FORM
+
+// LIBRARY FORM compact
+Kernel compact() {
+  constexpr int T = 256;
+  KernelBuilder k("compact");
+  auto n = k.param<int>("n");
+  auto threshold = k.param<float>("threshold");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto out = k.param<GlobalPtr<float>>("out", extent(n));
+  auto count = k.param<GlobalPtr<int>>("count", extent(1));
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, T)));
+  k.block_threads(T);
+  k.body([&](Scope& g) {
+    lib::device_select(
+        g, out, count, x, n, [&](const Expr& v) { return v > threshold; }, temp);
+  });
+  return k.build();
+}
+// END FORM
+
+// LIBRARY FORM byte_histogram
+Kernel byte_histogram() {
+  constexpr int T = 256;
+  KernelBuilder k("byte_histogram");
+  auto n = k.param<int>("n");
+  auto bytes = k.param<GlobalPtr<const std::uint8_t>>("bytes", extent(n));
+  auto hist = k.param<GlobalPtr<std::uint32_t>>("hist", extent(256));
+  k.block_threads(T);
+  k.body([&](Scope& g) {
+    lib::device_histogram(g, hist, bytes, n, 256, [](const Expr& b) { return cast<int>(b); }, {16});
   });
   return k.build();
 }
@@ -823,6 +887,13 @@ const std::vector<Example>& all() {
       {"scan_lookback", "single-pass inclusive scan of ints, decoupled look-back across blocks of 256", scan_lookback},
       {"scan_tiled", "the look-back scan with 8 ints per thread in 16-byte loads and stores, 8192 per block of 1024",
        [] { return scan_tiled(); }},
+      {"device_scan", "the tiled look-back scan as one library call: lib::device_inclusive_scan, 8192 ints per block",
+       device_scan},
+      {"device_sum", "the sum of n ints as one library call: lib::device_reduce, 8192 per block", device_sum},
+      {"compact", "stream compaction: the floats above a threshold, in order, and their count (lib::device_select)",
+       compact},
+      {"byte_histogram", "a 256-bin histogram of bytes: shared-memory counts per block (lib::device_histogram)",
+       byte_histogram},
       {"transpose", "out = in^T through a 32x32 shared tile (column reads: 32-way bank conflicts)", transpose},
       {"transpose_padded", "the same through a 32x33 tile (no bank conflicts)", transpose_padded},
       {"transpose_async", "the padded transpose with the tile staged by cp.async", transpose_async},

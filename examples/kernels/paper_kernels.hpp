@@ -126,6 +126,19 @@ Kernel transpose_async();
 /// and multiplied by its row's scale. 256 threads, one element each (lib::for_each).
 Kernel fp8_dequant();
 
+/// The device library's device-wide operations as whole kernels (lib::device_*, docs/library.md).
+/// `device_scan`: scan_tiled in one call, y = the inclusive sums of x, 1024 threads of 8 items;
+/// `temp` (lib::device_temp_words of it) zero when allocated, and left zero by every launch.
+Kernel device_scan();
+/// out[0] = the sum of x (wrapping), lib::device_reduce on device_scan's tiles, `temp` as its.
+Kernel device_sum();
+/// Stream compaction: the elements of x above `threshold`, in their order, to out, and their number
+/// to count[0]; 256 threads of 8 items, `temp` as device_scan's.
+Kernel compact();
+/// hist[b] += the number of bytes equal to b, for 256 bins: 256 threads of 16 bytes, each block
+/// counting in shared memory.
+Kernel byte_histogram();
+
 struct Example {
   std::string name;
   std::string what;

@@ -1,6 +1,7 @@
 // Vantage example runs: see runs.hpp.
 #include "kernels/runs.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -142,8 +143,10 @@ RunResult run_vec_copy(const Kernel& k, const Size& s, const Device& d) {
 RunResult run_scan(const Kernel& k, const Size& s, const Device& d, std::int64_t per_block, std::int64_t threads) {
   std::int64_t n = s.at("n"), blocks = std::max<std::int64_t>(1, ceil_div(n, per_block));
   std::vector<int> x(static_cast<std::size_t>(n)), y(x.size(), -1), want(x.size());
-  std::vector<std::uint64_t> desc(static_cast<std::size_t>(blocks), 0);  // zero at launch, as it needs
-  std::uint32_t sum = 0;                                                 // wrapping, as the kernel's i32 additions do
+  // Zero at launch, as they need; one word more than a block each for lib::device_inclusive_scan's
+  // count of the tiles finished.
+  std::vector<std::uint64_t> desc(static_cast<std::size_t>(blocks + 1), 0);
+  std::uint32_t sum = 0;  // wrapping, as the kernel's i32 additions do
   for (std::int64_t i = 0; i < n; ++i) {
     x[static_cast<std::size_t>(i)] = static_cast<int>((i * 7919) % 201) - 100;
     sum += static_cast<std::uint32_t>(x[static_cast<std::size_t>(i)]);
@@ -161,6 +164,85 @@ RunResult run_scan(const Kernel& k, const Size& s, const Device& d, std::int64_t
                                         "] = " + std::to_string(y[static_cast<std::size_t>(first_bad)]) + ", want " +
                                         std::to_string(want[static_cast<std::size_t>(first_bad)]);
   return finish(first_bad < 0, k.name() + " n=" + std::to_string(n) + " (exact)", why, rep, as_doubles(y));
+}
+
+RunResult run_device_sum(const Kernel& k, const Size& s, const Device& d) {
+  const std::int64_t n = s.at("n");
+  std::vector<int> x(static_cast<std::size_t>(n));
+  std::uint32_t sum = 0;  // wrapping, as the kernel's i32 additions
+  for (std::int64_t i = 0; i < n; ++i) {
+    x[static_cast<std::size_t>(i)] = static_cast<int>((i * 7919) % 201) - 100;
+    sum += static_cast<std::uint32_t>(x[static_cast<std::size_t>(i)]);
+  }
+  std::vector<int> out{-1};
+  std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(n, 1024)), 0);
+  Staged sx(d, x);
+  Staged sout(d, out);
+  Staged stemp(d, temp);
+  auto rep = k.launch(d, Grid{lib::device_blocks(n, 1024), 1024}, static_cast<int>(n), sx.read_only(), sout.arg(),
+                      stemp.arg());
+  sout.fetch();
+  const bool ok = out[0] == static_cast<int>(sum);
+  return finish(ok, "device_sum n=" + std::to_string(n) + " (exact)",
+                "the sum is " + std::to_string(out[0]) + ", want " + std::to_string(static_cast<int>(sum)), rep,
+                as_doubles(out));
+}
+
+/// The stream compaction: the floats above 0.5, launched twice on the same temporary storage (the
+/// second launch finds it as the first left it: zero).
+RunResult run_compact(const Kernel& k, const Size& s, const Device& d) {
+  const std::int64_t n = s.at("n"), blocks = lib::device_blocks(n, 256);
+  auto x = floats(n, 6);
+  for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] += static_cast<float>(i % 3) * 0.25f;
+  std::vector<float> want;
+  for (float v : x)
+    if (v > 0.5f) want.push_back(v);
+  std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(n, 256)), 0);
+  Staged sx(d, x);
+  Staged stemp(d, temp);
+  LaunchReport rep;
+  std::vector<float> out;
+  std::string why;
+  for (int launch = 0; launch < 2 && why.empty(); ++launch) {
+    out.assign(static_cast<std::size_t>(n), -99.0f);
+    std::vector<int> count{-1};
+    Staged sout(d, out);
+    Staged scount(d, count);
+    rep = k.launch(d, Grid{blocks, 256}, static_cast<int>(n), 0.5f, sx.read_only(), sout.arg(), scount.arg(),
+                   stemp.arg());
+    sout.fetch();
+    scount.fetch();
+    if (count[0] != static_cast<int>(want.size()))
+      why = "launch " + std::to_string(launch) + " counted " + std::to_string(count[0]) + ", want " +
+            std::to_string(want.size());
+    else if (!std::equal(want.begin(), want.end(), out.begin()))
+      why = "launch " + std::to_string(launch) + " kept other elements";
+  }
+  stemp.fetch();
+  if (why.empty() && std::any_of(temp.begin(), temp.end(), [](std::uint64_t w) { return w != 0; }))
+    why = "the temporary storage is not zero after the launch";
+  out.resize(want.size());
+  return finish(why.empty(), "compact n=" + std::to_string(n) + " (exact, two launches)", why, rep, as_doubles(out));
+}
+
+RunResult run_byte_histogram(const Kernel& k, const Size& s, const Device& d) {
+  const std::int64_t n = s.at("n");
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n));
+  std::vector<std::uint32_t> hist(256, 1), want(256, 1);  // counts are added to what is there
+  for (std::int64_t i = 0; i < n; ++i) {
+    bytes[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>((i * i * 31 + i * 7) % 251);
+    ++want[bytes[static_cast<std::size_t>(i)]];
+  }
+  Staged sb(d, bytes);
+  Staged sh(d, hist);
+  auto rep = k.launch(d, Grid{lib::device_blocks(n, 256, {16}), 256}, static_cast<int>(n), sb.read_only(), sh.arg());
+  sh.fetch();
+  std::string why;
+  for (int b = 0; b < 256 && why.empty(); ++b)
+    if (hist[static_cast<std::size_t>(b)] != want[static_cast<std::size_t>(b)])
+      why = "bin " + std::to_string(b) + " is " + std::to_string(hist[static_cast<std::size_t>(b)]) + ", want " +
+            std::to_string(want[static_cast<std::size_t>(b)]);
+  return finish(why.empty(), "byte_histogram n=" + std::to_string(n) + " (exact)", why, rep, as_doubles(hist));
 }
 
 RunResult run_transpose(const Kernel& k, const Size& s, const Device& d) {
@@ -394,6 +476,14 @@ const std::map<std::string, Case>& cases() {
       {"scan_tiled",
        {[](const Kernel& k, const Size& s, const Device& d) { return run_scan(k, s, d, 8192, 1024); },
         {{{"n", 5000}}, {{"n", 8192}}, {{"n", 1}}, {{"n", 80003}}}}},
+      // device_scan: scan_tiled's tile; compact: 2048 a tile, 40963 is 21 tiles; the histogram: 4096 a
+      // block.
+      {"device_scan",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_scan(k, s, d, 8192, 1024); },
+        {{{"n", 5000}}, {{"n", 8192}}, {{"n", 1}}, {{"n", 80003}}}}},
+      {"device_sum", {run_device_sum, {{{"n", 5000}}, {{"n", 8192}}, {{"n", 1}}, {{"n", 80003}}}}},
+      {"compact", {run_compact, {{{"n", 5000}}, {{"n", 2048}}, {{"n", 1}}, {{"n", 40963}}}}},
+      {"byte_histogram", {run_byte_histogram, {{{"n", 5000}}, {{"n", 4096}}, {{"n", 1}}, {{"n", 70001}}}}},
       {"transpose", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"transpose_padded", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"transpose_async", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
@@ -428,8 +518,12 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
     b = ceil_div(at("n"), 256);
   else if (name == "fp8_dequant")
     b = ceil_div(at("rows") * at("cols"), 256);
-  else if (name == "scan_tiled")
+  else if (name == "scan_tiled" || name == "device_scan" || name == "device_sum")
     b = ceil_div(at("n"), 8192);
+  else if (name == "compact")
+    b = ceil_div(at("n"), 2048);
+  else if (name == "byte_histogram")
+    b = ceil_div(at("n"), 4096);
   else if (name == "vec_copy")
     b = ceil_div(at("n"), 1024);
   else if (name == "block_load_copy")
@@ -490,6 +584,10 @@ Grid default_grid(const std::string& name, const Size& size) {
       {"mma_tf32_naive", 32},
       {"sgemm_pipelined", 256},
       {"scan_tiled", 1024},
+      {"device_scan", 1024},
+      {"device_sum", 1024},
+      {"compact", 256},
+      {"byte_histogram", 256},
       {"gemm_wgmma_bf16_wide", 384},
   };
   auto it = kThreads.find(name);

@@ -191,7 +191,8 @@ Workload scan(const Device& d, const Size& s) {
   for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = static_cast<int>((i * 7919) % 201) - 100;
   auto xb = upload(d, x);
   auto y = upload(d, std::vector<int>(static_cast<std::size_t>(n), -1));
-  auto desc = std::make_shared<DeviceBuffer<std::uint64_t>>(d.alloc<std::uint64_t>(blocks));
+  // A word a block, and one more (lib::device_inclusive_scan's count of the tiles finished).
+  auto desc = std::make_shared<DeviceBuffer<std::uint64_t>>(d.alloc<std::uint64_t>(blocks + 1));
   desc->zero();
   Workload w;
   w.owned = {xb, y, desc};
@@ -215,7 +216,99 @@ Workload scan(const Device& d, const Size& s) {
   return w;
 }
 
-enum class Shape { None, Gemm, Wgmma, Copy, Transpose, Reduce, Scan };
+/// lib::device_reduce's sum of ints: the storage needs no reset (each launch leaves it zero).
+Workload device_sum(const Device& d, const Size& s) {
+  const std::int64_t n = s.at("n");
+  auto x = small_ints<int>(n, 5);
+  auto xb = upload(d, x);
+  auto o = upload(d, std::vector<int>{-9});
+  auto temp = upload(d, std::vector<std::uint64_t>(static_cast<std::size_t>(lib::device_temp_words(n, 1024)), 0));
+  Workload w;
+  w.owned = {xb, o, temp};
+  w.args = {LaunchArg(static_cast<int>(n)), LaunchArg(std::as_const(*xb)), LaunchArg(*o), LaunchArg(*temp)};
+  w.restore = [o] { o->copy_from(std::vector<int>{-9}); };
+  w.output = [o] { return bytes_of(*o); };
+  w.check = [o, x = std::move(x)] {
+    std::uint32_t sum = 0;  // wrapping, as the kernel's i32 additions
+    for (int v : x) sum += static_cast<std::uint32_t>(v);
+    const int got = values_of<int>(bytes_of(*o)).at(0);
+    return got == static_cast<int>(sum) ? std::string() : differs(0, got, static_cast<int>(sum));
+  };
+  w.bytes = 4.0 * static_cast<double>(n);
+  w.copy_bytes = 4 * n;
+  w.input = 1;
+  return w;
+}
+
+/// lib::device_select of the floats above 0.5 (small integers: about 5 in 11 kept).
+Workload compact(const Device& d, const Size& s) {
+  const std::int64_t n = s.at("n");
+  auto x = small_ints<float>(n, 6);
+  std::vector<float> want;
+  for (float v : x)
+    if (v > 0.5f) want.push_back(v);
+  auto xb = upload(d, x);
+  auto o = upload(d, std::vector<float>(static_cast<std::size_t>(n), -9.0f));
+  auto count = upload(d, std::vector<int>{-1});
+  auto temp = upload(d, std::vector<std::uint64_t>(static_cast<std::size_t>(lib::device_temp_words(n, 256)), 0));
+  Workload w;
+  w.owned = {xb, o, count, temp};
+  w.args = {LaunchArg(static_cast<int>(n)),
+            LaunchArg(0.5f),
+            LaunchArg(std::as_const(*xb)),
+            LaunchArg(*o),
+            LaunchArg(*count),
+            LaunchArg(*temp)};
+  w.restore = [o, count, n] {
+    o->copy_from(std::vector<float>(static_cast<std::size_t>(n), -9.0f));
+    count->copy_from(std::vector<int>{-1});
+  };
+  w.output = [o] { return bytes_of(*o); };
+  w.check = [o, count, want = std::move(want)] {
+    const int kept = values_of<int>(bytes_of(*count)).at(0);
+    if (kept != static_cast<int>(want.size()))
+      return "count is " + std::to_string(kept) + ", the reference " + std::to_string(want.size());
+    const auto got = values_of<float>(bytes_of(*o));
+    for (std::size_t i = 0; i < want.size(); ++i)
+      if (got[i] != want[i]) return differs(static_cast<std::int64_t>(i), got[i], want[i]);
+    return std::string();
+  };
+  w.bytes = 4.0 * static_cast<double>(n) + 4.0 * static_cast<double>(want.size());
+  w.copy_bytes = 4 * n;
+  w.input = 2;
+  return w;
+}
+
+/// lib::device_histogram of bytes into 256 bins, zeroed before each launch (the counts are added).
+Workload byte_histogram(const Device& d, const Size& s) {
+  const std::int64_t n = s.at("n");
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n));
+  std::vector<std::uint32_t> want(256, 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    bytes[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>((i * 7919 + i / 3) % 256);
+    ++want[bytes[static_cast<std::size_t>(i)]];
+  }
+  auto b = upload(d, bytes);
+  auto h = upload(d, std::vector<std::uint32_t>(256, 0));
+  Workload w;
+  w.owned = {b, h};
+  w.args = {LaunchArg(static_cast<int>(n)), LaunchArg(std::as_const(*b)), LaunchArg(*h)};
+  w.reset = [h] { h->zero(); };
+  w.restore = [h] { h->zero(); };
+  w.output = [h] { return bytes_of(*h); };
+  w.check = [h, want = std::move(want)] {
+    const auto got = values_of<std::uint32_t>(bytes_of(*h));
+    for (std::size_t i = 0; i < want.size(); ++i)
+      if (got[i] != want[i]) return differs(static_cast<std::int64_t>(i), got[i], want[i]);
+    return std::string();
+  };
+  w.bytes = static_cast<double>(n);
+  w.copy_bytes = n;
+  w.input = 1;
+  return w;
+}
+
+enum class Shape { None, Gemm, Wgmma, Copy, Transpose, Reduce, Scan, Sum, Select, Histogram };
 
 Shape shape_of(const std::string& name) {
   if (name.rfind("gemm_wgmma_bf16", 0) == 0) return Shape::Wgmma;
@@ -223,7 +316,10 @@ Shape shape_of(const std::string& name) {
   if (name == "vec_copy") return Shape::Copy;
   if (name.rfind("transpose", 0) == 0) return Shape::Transpose;
   if (name == "block_reduce") return Shape::Reduce;
-  if (name == "scan_lookback" || name == "scan_tiled") return Shape::Scan;
+  if (name == "scan_lookback" || name == "scan_tiled" || name == "device_scan") return Shape::Scan;
+  if (name == "device_sum") return Shape::Sum;
+  if (name == "compact") return Shape::Select;
+  if (name == "byte_histogram") return Shape::Histogram;
   return Shape::None;
 }
 
@@ -233,7 +329,7 @@ bool has_workload(const std::string& name) { return shape_of(name) != Shape::Non
 
 Workload make_workload(const std::string& name, const Size& size, const Device& d) {
   const Shape shape = shape_of(name);
-  const std::string needs[] = {"", "M N K", "M N K", "n", "M N", "n", "n"};
+  const std::string needs[] = {"", "M N K", "M N K", "n", "M N", "n", "n", "n", "n", "n"};
   const std::string& want = needs[static_cast<int>(shape)];
   for (const char* k : {"M", "N", "K", "n"})
     if (want.find(k) != std::string::npos && !size.count(k))
@@ -245,11 +341,14 @@ Workload make_workload(const std::string& name, const Size& size, const Device& 
     case Shape::Transpose: return copy_like(d, size, true);
     case Shape::Reduce: return reduce(d, size);
     case Shape::Scan: return scan(d, size);
+    case Shape::Sum: return device_sum(d, size);
+    case Shape::Select: return compact(d, size);
+    case Shape::Histogram: return byte_histogram(d, size);
     case Shape::None: break;
   }
   throw std::invalid_argument("example '" + name +
                               "' has no workload (the GEMMs, vec_copy, the transposes, "
-                              "block_reduce and the scans have)");
+                              "block_reduce, the scans and the device-wide examples have)");
 }
 
 }  // namespace vantage::examples

@@ -31,7 +31,8 @@ struct Workload {
 };
 
 /// Whether example `name` has a workload: the GEMMs (sgemm rungs, mma_tf32, gemm_wgmma_bf16), the
-/// copy, the transposes, the block reduction and the scans.
+/// copy, the transposes, the block reduction, the scans, and the device-wide examples (device_sum,
+/// compact, byte_histogram).
 bool has_workload(const std::string& name);
 /// Example `name`'s workload at `size` (its run's size names: M, N, K or n) on `device`. Throws
 /// std::invalid_argument for an example without one or a size it lacks.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The speed table of one GPU check: Vantage's kernels (bench_speed's JSON) beside their twins, the copy
-bandwidth, CUB's scan (cub_scan's lines) and cuBLAS (cublas_sgemm.py --json lines), with the goals of
+bandwidth, CUB's scan, reduce, select and histogram (cub_scan's lines) and cuBLAS (cublas_sgemm.py --json lines), with the goals of
 the speed-of-light issue checked. Every ratio is of figures measured in the same run.
 
 usage: speed_table.py SPEED.json [--cub CUB.jsonl] [--cublas CUBLAS.jsonl ...]
@@ -54,12 +54,14 @@ def main():
             if c:
                 return f"cuBLAS {mode}" + (" (bf16 out)" if c.get("out") == "bf16" else ""), c["ms"], c["ms"] / r["vantage_ms"]
             return f"cuBLAS {mode}", None, None
-        if ex.startswith("scan_"):
+        which = {"device_scan": "scan", "device_sum": "reduce", "compact": "select",
+                 "byte_histogram": "histogram"}.get(ex, "scan" if ex.startswith("scan_") else None)
+        if which:
             log2n = int(size.split("^")[1]) if "^" in size else None
             c = cub.get(log2n)
-            if c:
-                return "CUB scan", c["scan_ms"], c["scan_ms"] / r["vantage_ms"]
-            return "CUB scan", None, None
+            if c and f"{which}_ms" in c:
+                return f"CUB {which}", c[f"{which}_ms"], c[f"{which}_ms"] / r["vantage_ms"]
+            return f"CUB {which}", None, None
         return None, None, None
 
     out = []
@@ -109,6 +111,14 @@ def main():
     goal("the scan at 2^28 at least 0.90 of the copy bandwidth" + (f" ({s['example']})" if s else ""),
          s.get("of_copy") if s else None, 0.90)
     goal("the scan at 2^28 at least CUB's speed", cub[28]["scan_ms"] / s["vantage_ms"] if s and 28 in cub else None, 1.0)
+    # The device library's device-wide operations against CUB's, at every size (issue 38).
+    for ex, which in (("device_scan", "scan"), ("device_sum", "reduce"), ("compact", "select"),
+                      ("byte_histogram", "histogram")):
+        for k in (24, 26, 28):
+            r = next((r for r in rows if r["example"] == ex and r["size"] == f"n=2^{k}"), None)
+            c = cub.get(k)
+            goal(f"{ex} at 2^{k} at least 0.90 of CUB's {which}",
+                 c[f"{which}_ms"] / r["vantage_ms"] if r and c and f"{which}_ms" in c else None, 0.90)
     for t in ("transpose", "transpose_padded", "transpose_async"):
         r = next((r for r in rows if r["example"] == t), None)
         goal(f"{t} at least 0.85 of the copy bandwidth", r.get("of_copy") if r else None, 0.85)
