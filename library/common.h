@@ -2,6 +2,7 @@
 // caller's line.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <source_location>
 
@@ -12,5 +13,15 @@ namespace vantage::lib::detail {
 /// The block size a block-level helper needs: declared, a multiple of 32, at most 1024. Diagnoses
 /// (V0913, naming `lib::helper`, at the caller's line) and returns nothing otherwise.
 std::optional<std::int64_t> warps_block(Scope& s, const char* helper, const std::source_location& loc);
+
+/// The tiles of n elements as a device-wide kernel counts them: ceil(n / per_tile), at least one (so
+/// that n = 0 still has a tile, to write a reduction's identity), in 64 bits.
+Expr tiles_of(const Expr& n, std::int64_t per_tile);
+
+/// At block(1): thread t (of `threads`) owns elements t, t + threads, ... below `count` of the shared
+/// array `shared` (a thread partition) and runs `body(th, k, index, mine)` at thread(1) for each, where
+/// `mine[k]` is `shared[index]`.
+void for_own(Scope& b, const View& shared, const Expr& t, std::int64_t threads, std::int64_t count,
+             const std::function<void(Scope&, int, const Expr&, const View&)>& body, const std::source_location& loc);
 
 }  // namespace vantage::lib::detail

@@ -10,6 +10,32 @@
 
 namespace vantage::lib {
 
+namespace detail {
+
+Expr tiles_of(const Expr& n, std::int64_t per_tile) {
+  return max((cast<std::int64_t>(n) + (per_tile - 1)) / per_tile, cast<std::int64_t>(1));
+}
+
+void for_own(Scope& b, const View& shared, const Expr& t, std::int64_t threads, std::int64_t count,
+             const std::function<void(Scope&, int, const Expr&, const View&)>& body, const std::source_location& loc) {
+  const int per_thread = static_cast<int>((count + threads - 1) / threads);
+  b.partition(
+      shared, thread(1), [&](Expr k) { return t + k * threads; },
+      [&](Scope& b, View mine) {
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              for (int k = 0; k < per_thread; ++k)
+                th.if_(
+                    t + k * threads < count, [&](Scope& th) { body(th, k, t + k * threads, mine); }, loc);
+            },
+            loc);
+      },
+      loc);
+}
+
+}  // namespace detail
+
 namespace {
 
 using Loc = std::source_location;
@@ -25,11 +51,7 @@ Expr word(int status, const Expr& value) {
 
 std::int64_t tile_elems(std::int64_t threads, DeviceTile tile) { return threads * tile.items; }
 
-/// The tiles of n elements as the kernel counts them: ceil(n / tile), at least one (so that n = 0
-/// still has a tile to write a reduction's identity), in 64 bits.
-Expr tiles_of(const Expr& n, std::int64_t per_tile) {
-  return max((cast<std::int64_t>(n) + (per_tile - 1)) / per_tile, cast<std::int64_t>(1));
-}
+using detail::tiles_of;
 
 /// An Op's identity in `t`: 0 for a sum, the type's largest value for a minimum, its smallest for a
 /// maximum.
@@ -517,7 +539,6 @@ void device_histogram(Scope& grid, const View& out, const View& in, const ExprAr
     return;
   }
   const std::int64_t T = *threads, per_tile = tile_elems(T, tile);
-  const int per_thread = static_cast<int>((bins + T - 1) / T);  // the block's bins a thread zeroes and adds
   Var blk = grid.let("blk", grid.id(block(1), loc), loc);
   grid.group(
       block(1),
@@ -525,19 +546,7 @@ void device_histogram(Scope& grid, const View& out, const View& in, const ExprAr
         View hist = b.shared("dev_hist", ct, bins, loc);
         Var t = b.let("dev_t", b.id(thread(1), loc), loc);
         auto own_bins = [&](const std::function<void(Scope&, int, const Expr&, const View&)>& body) {
-          b.partition(
-              hist, thread(1), [&](Expr k) { return t + k * T; },
-              [&](Scope& b, View mine) {
-                b.group(
-                    thread(1),
-                    [&](Scope& th) {
-                      for (int k = 0; k < per_thread; ++k)
-                        th.if_(
-                            t + k * T < bins, [&](Scope& th) { body(th, k, t + k * T, mine); }, loc);
-                    },
-                    loc);
-              },
-              loc);
+          detail::for_own(b, hist, t, T, bins, body, loc);
         };
         own_bins([&](Scope&, int k, const Expr&, const View& mine) { mine[IndexArg(k, loc)] = cast(ct, 0); });
         const Expr n64 = cast<std::int64_t>(n.expr);

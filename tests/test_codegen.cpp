@@ -70,7 +70,10 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       // The warps' sums, the two warp barriers around the look-back, and the block's reading of
       // whether its tile finished last (then it zeroes the storage).
       {"device_sum", 4},
-      {"compact", 4},  // the same scan of the kept elements' flags; the scatter is atomics
+      {"compact", 4},
+      // After the warps' counts are zeroed, after the warps have counted their keys by digit (before
+      // the counts become the warps' places), and before the keys read those places.
+      {"radix_sort", 3},  // the same scan of the kept elements' flags; the scatter is atomics
       // After the bins in shared memory are zeroed, and after the block's counts, before each
       // thread adds its bins' counts to the global ones.
       {"byte_histogram", 2},

@@ -342,6 +342,140 @@ TEST(DeviceLibrary, TheLookBackCombinesWindowsOfTilesThatPublishedOnlyTheirOwnTo
   }
 }
 
+/// A radix sort's three kernels at T threads and `tile`: the counts, their exclusive scan, the
+/// scatter (with values or keys only).
+struct RadixKernels {
+  Kernel count, scan, scatter;
+  int threads;
+  lib::RadixTile tile;
+  bool values;
+};
+RadixKernels radix_kernels(int threads, lib::RadixTile tile, bool values) {
+  RadixKernels r{Kernel{}, Kernel{}, Kernel{}, threads, tile, values};
+  {
+    KernelBuilder k("radix_count");
+    auto n = k.param<int>("n");
+    auto shift = k.param<int>("shift");
+    auto keys = k.param<GlobalPtr<const std::uint32_t>>("keys", extent(n));
+    auto table = k.param<GlobalPtr<int>>("table", extent(lib::radix_table_extent(n, threads, tile)));
+    k.block_threads(threads);
+    k.body([&](Scope& g) { lib::radix_count(g, table, keys, n, shift, tile); });
+    r.count = k.build();
+  }
+  {
+    KernelBuilder k("radix_offsets");
+    auto m = k.param<int>("m");
+    auto table = k.param<GlobalPtr<const int>>("table", extent(m));
+    auto offsets = k.param<GlobalPtr<int>>("offsets", extent(m));
+    auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(m, threads)));
+    k.block_threads(threads);
+    k.body([&](Scope& g) { lib::device_exclusive_scan(g, offsets, table, m, lib::Op::Sum, temp); });
+    r.scan = k.build();
+  }
+  KernelBuilder k(values ? "radix_scatter_pairs" : "radix_scatter_keys");
+  auto n = k.param<int>("n");
+  auto shift = k.param<int>("shift");
+  auto keys_in = k.param<GlobalPtr<const std::uint32_t>>("keys_in", extent(n));
+  auto vals_in = k.param<GlobalPtr<const std::uint32_t>>("vals_in", extent(n));
+  auto offsets = k.param<GlobalPtr<const int>>("offsets", extent(lib::radix_table_extent(n, threads, tile)));
+  auto keys_out = k.param<GlobalPtr<std::uint32_t>>("keys_out", extent(n));
+  auto vals_out = k.param<GlobalPtr<std::uint32_t>>("vals_out", extent(n));
+  k.block_threads(threads);
+  k.body([&](Scope& g) {
+    if (values)
+      lib::radix_scatter(g, keys_out, vals_out, keys_in, vals_in, n, offsets, shift, tile);
+    else
+      lib::radix_scatter(g, keys_out, keys_in, n, offsets, shift, tile);
+  });
+  r.scatter = k.build();
+  return r;
+}
+
+/// Sorts `keys` (and `vals`) on `d`: a pass a digit, from one pair of buffers to the other.
+void radix_sort_on(const RadixKernels& r, const Device& d, std::vector<std::uint32_t>& keys,
+                   std::vector<std::uint32_t>& vals) {
+  const int n = static_cast<int>(keys.size()), T = r.threads;
+  const std::int64_t m = lib::radix_table_size(n, T, r.tile);
+  std::vector<int> table(static_cast<std::size_t>(m)), offsets(table.size());
+  std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(m, T)), 0);
+  std::vector<std::uint32_t> keys2(keys.size()), vals2(vals.size());
+  const Grid tiles{lib::radix_blocks(n, T, r.tile), T};
+  for (int shift = 0; shift < 32; shift += r.tile.bits) {
+    r.count.launch(d, tiles, n, shift, std::as_const(keys), table);
+    r.scan.launch(d, Grid{lib::device_blocks(m, T), T}, static_cast<int>(m), std::as_const(table), offsets, temp);
+    r.scatter.launch(d, tiles, n, shift, std::as_const(keys), std::as_const(vals), std::as_const(offsets), keys2,
+                     vals2);
+    std::swap(keys, keys2);
+    std::swap(vals, vals2);
+  }
+}
+
+TEST(DeviceLibrary, RadixSortPassesSortKeysAndTheirValuesStably) {
+  struct Shape {
+    int threads;
+    lib::RadixTile tile;
+    bool values;
+  };
+  for (const Shape& sh : {Shape{256, {16, 8}, true}, Shape{32, {3, 4}, true}, Shape{64, {4, 5}, false}}) {
+    const RadixKernels r = radix_kernels(sh.threads, sh.tile, sh.values);
+    const int per = sh.threads * sh.tile.items;
+    for (int n : {0, 1, per - 1, 2 * per + 5}) {
+      // Full 32-bit keys, and many repeated ones, so that stability shows in the values.
+      std::vector<std::uint32_t> keys(static_cast<std::size_t>(n)), vals(keys.size());
+      for (int i = 0; i < n; ++i) {
+        const std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u;
+        keys[static_cast<std::size_t>(i)] = i % 3 == 0 ? h : (h % 37) << 20;
+        vals[static_cast<std::size_t>(i)] = static_cast<std::uint32_t>(i);
+      }
+      std::vector<std::size_t> order(keys.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+      std::vector<std::uint32_t> want_keys, want_vals;
+      for (std::size_t i : order) {
+        want_keys.push_back(keys[i]);
+        want_vals.push_back(vals[i]);
+      }
+      for (const Device& d : devices()) {
+        auto k = keys, v = vals;
+        radix_sort_on(r, d, k, v);
+        EXPECT_EQ(k, want_keys) << sh.threads << " threads, " << sh.tile.bits << "-bit digits, n=" << n << " on "
+                                << d.name();
+        if (sh.values) EXPECT_EQ(v, want_vals) << "the values, n=" << n << " on " << d.name();
+      }
+    }
+    if (nvrtc_available())
+      for (const Kernel* k : {&r.count, &r.scan, &r.scatter}) EXPECT_EQ(compile(*k, Spec{}).log, "") << k->name();
+  }
+}
+
+TEST(DeviceLibrary, RadixDigitsWiderThanTheBlockAreRefused) {
+  KernelBuilder k("radix_wide");
+  auto n = k.param<int>("n");
+  auto keys = k.param<GlobalPtr<const std::uint32_t>>("keys", extent(n));
+  auto table = k.param<GlobalPtr<int>>("table", extent(lib::radix_table_extent(n, 128)));
+  k.block_threads(128);
+  int line = 0;
+  k.body([&](Scope& g) {
+    line = __LINE__ + 1;
+    lib::radix_count(g, table, keys, n, 0);  // 8-bit digits need 256 threads
+  });
+  EXPECT_TRUE(testing::rejected_saying(k, "V0913", line, "test_device_library.cpp", "at least 2^bits threads"));
+}
+
+TEST(DeviceLibrary, RadixKeysThatAreNotU32AreRefused) {
+  KernelBuilder k("radix_i32");
+  auto n = k.param<int>("n");
+  auto keys = k.param<GlobalPtr<const int>>("keys", extent(n));
+  auto table = k.param<GlobalPtr<int>>("table", extent(lib::radix_table_extent(n, 256)));
+  k.block_threads(256);
+  int line = 0;
+  k.body([&](Scope& g) {
+    line = __LINE__ + 1;
+    lib::radix_count(g, table, keys, n, 0);
+  });
+  EXPECT_TRUE(testing::rejected_saying(k, "V0913", line, "test_device_library.cpp", "sorts u32 keys, not i32"));
+}
+
 // ---- misuse, refused at the caller's line
 
 TEST(DeviceLibrary, AScanOfFloatsIsRefusedNamingTheTypesItTakes) {

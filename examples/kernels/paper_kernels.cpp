@@ -592,6 +592,47 @@ Kernel device_sum() {
 }
 // END FORM
 
+// LIBRARY FORM radix_sort
+Kernel radix_sort() {     // a pass's scatter; its counts and their places: radix_counts, radix_places
+  constexpr int T = 256;  // 16 keys a thread, 8-bit digits: four passes
+  KernelBuilder k("radix_sort");
+  auto n = k.param<int>("n");
+  auto shift = k.param<int>("shift");
+  auto keys_in = k.param<GlobalPtr<const std::uint32_t>>("keys_in", extent(n));
+  auto vals_in = k.param<GlobalPtr<const std::uint32_t>>("vals_in", extent(n));
+  auto places = k.param<GlobalPtr<const int>>("places", extent(lib::radix_table_extent(n, T)));
+  auto keys_out = k.param<GlobalPtr<std::uint32_t>>("keys_out", extent(n));
+  auto vals_out = k.param<GlobalPtr<std::uint32_t>>("vals_out", extent(n));
+  k.block_threads(T);
+  k.body([&](Scope& g) { lib::radix_scatter(g, keys_out, vals_out, keys_in, vals_in, n, places, shift); });
+  return k.build();
+}
+// END FORM
+
+Kernel radix_counts() {
+  constexpr int T = 256;
+  KernelBuilder k("radix_counts");
+  auto n = k.param<int>("n");
+  auto shift = k.param<int>("shift");
+  auto keys = k.param<GlobalPtr<const std::uint32_t>>("keys", extent(n));
+  auto table = k.param<GlobalPtr<int>>("table", extent(lib::radix_table_extent(n, T)));
+  k.block_threads(T);
+  k.body([&](Scope& g) { lib::radix_count(g, table, keys, n, shift); });
+  return k.build();
+}
+
+Kernel radix_places() {
+  constexpr int T = 256;
+  KernelBuilder k("radix_places");
+  auto m = k.param<int>("m");
+  auto table = k.param<GlobalPtr<const int>>("table", extent(m));
+  auto places = k.param<GlobalPtr<int>>("places", extent(m));
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(m, T)));
+  k.block_threads(T);
+  k.body([&](Scope& g) { lib::device_exclusive_scan(g, places, table, m, lib::Op::Sum, temp); });
+  return k.build();
+}
+
 // LIBRARY FORM compact
 Kernel compact() {
   constexpr int T = 256;
@@ -890,6 +931,10 @@ const std::vector<Example>& all() {
       {"device_scan", "the tiled look-back scan as one library call: lib::device_inclusive_scan, 8192 ints per block",
        device_scan},
       {"device_sum", "the sum of n ints as one library call: lib::device_reduce, 8192 per block", device_sum},
+      {"radix_sort",
+       "a pass of an LSD radix sort of u32 keys with values: each key to its digit's place, stably "
+       "(lib::radix_scatter; the run adds radix_counts and radix_places, four passes)",
+       radix_sort},
       {"compact", "stream compaction: the floats above a threshold, in order, and their count (lib::device_select)",
        compact},
       {"byte_histogram", "a 256-bin histogram of bytes: shared-memory counts per block (lib::device_histogram)",

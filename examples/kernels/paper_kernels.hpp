@@ -132,6 +132,12 @@ Kernel fp8_dequant();
 Kernel device_scan();
 /// out[0] = the sum of x (wrapping), lib::device_reduce on device_scan's tiles, `temp` as its.
 Kernel device_sum();
+/// A radix sort of u32 keys with u32 values, 8-bit digits, four passes of three kernels each:
+/// `radix_counts` (each tile's keys by digit), `radix_places` (their exclusive scan) and `radix_sort`
+/// (the scatter, the example itself). 256 threads of 16 keys.
+Kernel radix_sort();
+Kernel radix_counts();
+Kernel radix_places();
 /// Stream compaction: the elements of x above `threshold`, in their order, to out, and their number
 /// to count[0]; 256 threads of 8 items, `temp` as device_scan's.
 Kernel compact();

@@ -188,6 +188,57 @@ RunResult run_device_sum(const Kernel& k, const Size& s, const Device& d) {
                 as_doubles(out));
 }
 
+/// The whole sort: four passes of radix_counts, radix_places and the example's scatter, from one
+/// pair of buffers to the other and back, against std::stable_sort.
+RunResult run_radix_sort(const Kernel& k, const Size& s, const Device& d) {
+  static const Kernel counts = radix_counts(), places = radix_places();
+  const std::int64_t n = s.at("n"), m = lib::radix_table_size(n, 256);
+  std::vector<std::uint32_t> keys(static_cast<std::size_t>(n)), vals(keys.size()), keys2(keys.size()),
+      vals2(keys.size());
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u;
+    keys[static_cast<std::size_t>(i)] = i % 4 == 0 ? h : (h % 50) << 16;  // many equal keys: stability shows
+    vals[static_cast<std::size_t>(i)] = static_cast<std::uint32_t>(i);
+  }
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> want;
+  for (std::int64_t i = 0; i < n; ++i)
+    want.emplace_back(keys[static_cast<std::size_t>(i)], vals[static_cast<std::size_t>(i)]);
+  std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<int> table(static_cast<std::size_t>(m)), place(table.size());
+  std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(m, 256)), 0);
+  Staged sk(d, keys);
+  Staged sv(d, vals);
+  Staged sk2(d, keys2);
+  Staged sv2(d, vals2);
+  Staged st(d, table);
+  Staged sp(d, place);
+  Staged stemp(d, temp);
+  const Grid tiles{lib::radix_blocks(n, 256), 256};
+  LaunchReport rep;
+  for (int pass = 0; pass < 4; ++pass) {
+    auto& from_k = pass % 2 == 0 ? sk : sk2;
+    auto& from_v = pass % 2 == 0 ? sv : sv2;
+    auto& to_k = pass % 2 == 0 ? sk2 : sk;
+    auto& to_v = pass % 2 == 0 ? sv2 : sv;
+    counts.launch(d, tiles, static_cast<int>(n), 8 * pass, from_k.read_only(), st.arg());
+    places.launch(d, Grid{lib::device_blocks(m, 256), 256}, static_cast<int>(m), st.read_only(), sp.arg(), stemp.arg());
+    rep = k.launch(d, tiles, static_cast<int>(n), 8 * pass, from_k.read_only(), from_v.read_only(), sp.read_only(),
+                   to_k.arg(), to_v.arg());
+  }
+  sk.fetch();
+  sv.fetch();
+  std::string why;
+  for (std::int64_t i = 0; i < n && why.empty(); ++i)
+    if (keys[static_cast<std::size_t>(i)] != want[static_cast<std::size_t>(i)].first ||
+        vals[static_cast<std::size_t>(i)] != want[static_cast<std::size_t>(i)].second)
+      why = "element " + std::to_string(i) + " is (" + std::to_string(keys[static_cast<std::size_t>(i)]) + ", " +
+            std::to_string(vals[static_cast<std::size_t>(i)]) + "), want (" +
+            std::to_string(want[static_cast<std::size_t>(i)].first) + ", " +
+            std::to_string(want[static_cast<std::size_t>(i)].second) + ")";
+  return finish(why.empty(), "radix_sort n=" + std::to_string(n) + " (exact, stable, four passes)", why, rep,
+                as_doubles(keys));
+}
+
 /// The stream compaction: the floats above 0.5, launched twice on the same temporary storage (the
 /// second launch finds it as the first left it: zero).
 RunResult run_compact(const Kernel& k, const Size& s, const Device& d) {
@@ -482,6 +533,8 @@ const std::map<std::string, Case>& cases() {
        {[](const Kernel& k, const Size& s, const Device& d) { return run_scan(k, s, d, 8192, 1024); },
         {{{"n", 5000}}, {{"n", 8192}}, {{"n", 1}}, {{"n", 80003}}}}},
       {"device_sum", {run_device_sum, {{{"n", 5000}}, {{"n", 8192}}, {{"n", 1}}, {{"n", 80003}}}}},
+      // 4096 keys a tile: 5000 is a tile and a part, 20483 five and a part.
+      {"radix_sort", {run_radix_sort, {{{"n", 5000}}, {{"n", 4096}}, {{"n", 1}}, {{"n", 20483}}}}},
       {"compact", {run_compact, {{{"n", 5000}}, {{"n", 2048}}, {{"n", 1}}, {{"n", 40963}}}}},
       {"byte_histogram", {run_byte_histogram, {{{"n", 5000}}, {{"n", 4096}}, {{"n", 1}}, {{"n", 70001}}}}},
       {"transpose", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
@@ -520,6 +573,8 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
     b = ceil_div(at("rows") * at("cols"), 256);
   else if (name == "scan_tiled" || name == "device_scan" || name == "device_sum")
     b = ceil_div(at("n"), 8192);
+  else if (name == "radix_sort")
+    b = ceil_div(at("n"), 4096);
   else if (name == "compact")
     b = ceil_div(at("n"), 2048);
   else if (name == "byte_histogram")
@@ -562,33 +617,13 @@ std::int64_t default_blocks(const std::string& name, const Size& size) {
 
 Grid default_grid(const std::string& name, const Size& size) {
   static const std::map<std::string, std::int64_t> kThreads = {
-      {"saxpy", 256},
-      {"fp8_dequant", 256},
-      {"vec_copy", 256},
-      {"block_load_copy", 128},
-      {"block_reduce", 256},
-      {"sgemm_naive", 256},
-      {"sgemm_coalesced", 256},
-      {"sgemm_smem", 1024},
-      {"sgemm_reg1d", 512},
-      {"sgemm_reg2d", 256},
-      {"sgemm_vec", 256},
-      {"sgemm_warptile", 128},
-      {"mma_tf32", 128},
-      {"scan_lookback", 256},
-      {"transpose", 256},
-      {"transpose_padded", 256},
-      {"transpose_async", 256},
-      {"warp_mma", 32},
-      {"gemm_wgmma_bf16", 384},
-      {"mma_tf32_naive", 32},
-      {"sgemm_pipelined", 256},
-      {"scan_tiled", 1024},
-      {"device_scan", 1024},
-      {"device_sum", 1024},
-      {"compact", 256},
-      {"byte_histogram", 256},
-      {"gemm_wgmma_bf16_wide", 384},
+      {"saxpy", 256},           {"fp8_dequant", 256},   {"vec_copy", 256},        {"block_load_copy", 128},
+      {"block_reduce", 256},    {"sgemm_naive", 256},   {"sgemm_coalesced", 256}, {"sgemm_smem", 1024},
+      {"sgemm_reg1d", 512},     {"sgemm_reg2d", 256},   {"sgemm_vec", 256},       {"sgemm_warptile", 128},
+      {"mma_tf32", 128},        {"scan_lookback", 256}, {"transpose", 256},       {"transpose_padded", 256},
+      {"transpose_async", 256}, {"warp_mma", 32},       {"gemm_wgmma_bf16", 384}, {"mma_tf32_naive", 32},
+      {"sgemm_pipelined", 256}, {"scan_tiled", 1024},   {"device_scan", 1024},    {"device_sum", 1024},
+      {"compact", 256},         {"radix_sort", 256},    {"byte_histogram", 256},  {"gemm_wgmma_bf16_wide", 384},
   };
   auto it = kThreads.find(name);
   if (it == kThreads.end()) throw std::invalid_argument("no grid is defined for example '" + name + "'");

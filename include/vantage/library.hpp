@@ -339,6 +339,35 @@ using Binning = std::function<Expr(const Expr&)>;
 void device_histogram(Scope& grid, const View& out, const View& in, const ExprArg& n, int bins, const Binning& bin_of,
                       DeviceTile tile = {}, std::source_location loc = std::source_location::current());
 
+/// A device-wide radix sort's pass, in three kernels: `radix_count` counts each tile's keys by digit
+/// into a table (digit-major: entry d * tiles + tile), `device_exclusive_scan` of that table gives
+/// every (digit, tile) the place of its first key, and `radix_scatter` moves each key (and its value)
+/// there, stably. A sort of u32 keys by `bits`-bit digits runs ceil(32 / bits) passes, shift 0,
+/// bits, 2 bits, ..., from one buffer to another and back.
+struct RadixTile {
+  int items = 16;  ///< keys a thread
+  int bits = 8;    ///< bits a digit: 1 to 8 (the block needs at least 2^bits threads)
+};
+/// The tiles of a radix pass: one a block, T x items keys each, at least one.
+std::int64_t radix_blocks(std::int64_t n, std::int64_t threads, RadixTile tile = {});
+/// The entries of its table of counts, 2^bits a tile (the count and scan kernels' extent).
+std::int64_t radix_table_size(std::int64_t n, std::int64_t threads, RadixTile tile = {});
+/// The same as an expression of the kernel's parameters.
+Expr radix_table_extent(const ExprArg& n, std::int64_t threads, RadixTile tile = {});
+/// At grid(1): table[d * tiles + b] = the number of keys of tile b (keys[b * T * items ..]) whose
+/// digit `(key >> shift) & (2^bits - 1)` is d. Keys u32; the table i32 (written whole: no zeroing).
+void radix_count(Scope& grid, const View& table, const View& keys, const ExprArg& n, const ExprArg& shift,
+                 RadixTile tile = {}, std::source_location loc = std::source_location::current());
+/// At grid(1): each key of keys_in goes to keys_out[offsets[d * tiles + b] + its rank among tile
+/// b's keys of digit d], and its value (if given) to the same place of vals_out, so that the keys
+/// are ordered by digit, stably. `offsets` is the exclusive scan of radix_count's table.
+void radix_scatter(Scope& grid, const View& keys_out, const View& keys_in, const ExprArg& n, const View& offsets,
+                   const ExprArg& shift, RadixTile tile = {},
+                   std::source_location loc = std::source_location::current());
+void radix_scatter(Scope& grid, const View& keys_out, const View& vals_out, const View& keys_in, const View& vals_in,
+                   const ExprArg& n, const View& offsets, const ExprArg& shift, RadixTile tile = {},
+                   std::source_location loc = std::source_location::current());
+
 /// Fragments of `mma_sync`, as PTX lays them out over the lanes of a warp (g = lane / 4, t = lane %
 /// 4), chosen by the fragment's element type: f32 for tf32 m16n8k8, f16 or bf16 for m16n8k16. At
 /// thread(32); `src` is read, never written, so it may be shared memory the whole block reads, and

@@ -1,0 +1,266 @@
+// The device library's radix sort passes (include/vantage/library.hpp, docs/library.md): a tile's
+// keys counted by digit, and scattered to their places by a warp-level split of each round of keys
+// into digits (ballots), written only with the public builder.
+#include <optional>
+#include <string>
+
+#include "library/common.h"
+#include "vantage/library.hpp"
+
+namespace vantage::lib {
+
+namespace {
+
+using Loc = std::source_location;
+
+/// A pass's shape: T threads of `items` keys, digits of `bits` bits.
+struct Pass {
+  std::int64_t threads = 0, warps = 0, digits = 0, per_tile = 0;
+  int items = 0, bits = 0;
+};
+
+std::optional<Pass> pass_of(Scope& grid, const char* helper, const View& keys, RadixTile tile, const Loc& loc) {
+  auto threads = detail::warps_block(grid, helper, loc);
+  if (!threads) return std::nullopt;
+  if (tile.bits < 1 || tile.bits > 8 || tile.items < 1 || tile.items > 32 ||
+      (std::int64_t{1} << tile.bits) > *threads) {
+    grid.diagnose("V0913",
+                  std::string("lib::") + helper +
+                      " takes digits of 1 to 8 bits on a block of at least 2^bits threads, and 1 to 32 keys a "
+                      "thread, not " +
+                      std::to_string(tile.bits) + " bits on " + std::to_string(*threads) + " threads with " +
+                      std::to_string(tile.items),
+                  loc);
+    return std::nullopt;
+  }
+  if (keys.elem() != ScalarType::U32) {
+    grid.diagnose("V0913", std::string("lib::") + helper + " sorts u32 keys, not " + type_name(keys.elem()), loc);
+    return std::nullopt;
+  }
+  Pass p;
+  p.threads = *threads;
+  p.warps = *threads / 32;
+  p.digits = std::int64_t{1} << tile.bits;
+  p.items = tile.items;
+  p.bits = tile.bits;
+  p.per_tile = *threads * tile.items;
+  return p;
+}
+
+/// Whether the table of counts is i32, as the scan of it and the places need; diagnoses if not.
+bool table_ok(Scope& grid, const char* helper, const View& table, const Loc& loc) {
+  if (table.elem() == ScalarType::I32) return true;
+  grid.diagnose("V0913", std::string("lib::") + helper + "'s table of counts is i32, not " + type_name(table.elem()),
+                loc);
+  return false;
+}
+
+/// A key's digit: (key >> shift) & (digits - 1), as an i32.
+Expr digit_of(const Expr& key, const Expr& shift, const Pass& p) {
+  return cast<int>((key >> shift) & static_cast<std::uint32_t>(p.digits - 1));
+}
+
+void scatter(Scope& grid, const View& keys_out, const View* vals_out, const View& keys_in, const View* vals_in,
+             const ExprArg& n, const View& offsets, const ExprArg& shift, RadixTile tile, const Loc& loc) {
+  auto p = pass_of(grid, "radix_scatter", keys_in, tile, loc);
+  if (!p || !table_ok(grid, "radix_scatter", offsets, loc)) return;
+  if (keys_out.elem() != ScalarType::U32 || (vals_in && vals_out->elem() != vals_in->elem())) {
+    grid.diagnose("V0913",
+                  "lib::radix_scatter writes the types it reads: keys_out is " +
+                      std::string(type_name(keys_out.elem())) +
+                      (vals_in ? std::string(", vals_out ") + type_name(vals_out->elem()) + " and vals_in " +
+                                     type_name(vals_in->elem())
+                               : std::string()),
+                  loc);
+    return;
+  }
+  const Expr n64 = cast<std::int64_t>(n.expr), tiles = cast<int>(detail::tiles_of(n.expr, p->per_tile));
+  const std::int64_t D = p->digits, W = p->warps;
+  Var blk = grid.let("blk", grid.id(block(1), loc), loc);
+  grid.group(
+      block(1),
+      [&](Scope& b) {
+        // counts[w * D + d]: warp w's keys of digit d so far, then the keys of digit d of the warps
+        // before w.
+        View counts = b.shared("radix_counts", ScalarType::I32, W * D, loc);
+        Var t = b.let("radix_t", b.id(thread(1), loc), loc);
+        Var wid = b.let("radix_warp", b.id(thread(32), loc), loc);
+        Var lane = b.let("radix_lane", t % 32, loc);
+        detail::for_own(
+            b, counts, t, p->threads, W * D,
+            [&](Scope&, int k, const Expr&, const View& mine) { mine[IndexArg(k, loc)] = 0; }, loc);
+        // Warp w takes the tile's keys w * 32 * items .., round r its lanes' keys r * 32 + lane.
+        auto index = [&](int r) {
+          return cast<std::int64_t>(blk) * p->per_tile + cast<std::int64_t>(wid * (32 * p->items) + (r * 32 + lane));
+        };
+        View keys = b.local_array("radix_keys", ScalarType::U32, p->items, at(thread(1)), loc);
+        View rank = b.local_array("radix_rank", ScalarType::I32, p->items, at(thread(1)), loc);
+        std::optional<View> vals;
+        if (vals_in) vals = b.local_array("radix_vals", vals_in->elem(), p->items, at(thread(1)), loc);
+        b.group(
+            thread(32),
+            [&](Scope& w) {
+              for (int r = 0; r < p->items; ++r) {
+                const std::string rn = "radix_" + std::to_string(r);
+                Var i = w.let(rn + "_i", index(r), loc);
+                Var valid = w.let(rn + "_valid", i < n64, loc);
+                keys[IndexArg(r, loc)] = 0xffffffffu;
+                w.group(
+                    thread(1),
+                    [&](Scope& th) {
+                      th.if_(
+                          valid,
+                          [&](Scope&) {
+                            keys[IndexArg(r, loc)] = keys_in[IndexArg(i, loc)];
+                            if (vals) (*vals)[IndexArg(r, loc)] = (*vals_in)[IndexArg(i, loc)];
+                          },
+                          loc);
+                    },
+                    loc);
+                Var d = w.let(rn + "_d", digit_of(keys[IndexArg(r, loc)], shift.expr, *p), loc);
+                // The lanes whose keys share this lane's digit: a ballot a bit.
+                Var peers = w.let(rn + "_peers", w.ballot(rn + "_valid_lanes", valid, loc), at(thread(1)), loc);
+                for (int bit = 0; bit < p->bits; ++bit) {
+                  Expr set = ((d >> bit) & 1) != 0;
+                  Var m = w.ballot(rn + "_bit" + std::to_string(bit), set, loc);
+                  w.assign(peers, peers & select(set, Expr(m), ~m), loc);
+                }
+                // The lowest of them adds their number to the warp's count of the digit; each takes
+                // the count before as its base and adds the peers below it.
+                Var leader = w.let(rn + "_leader", select(valid, ffs(peers) - 1, lane), loc);
+                Var old = w.let(rn + "_old", 0, at(thread(1)), loc);
+                w.group(
+                    thread(1),
+                    [&](Scope& th) {
+                      th.if_(
+                          valid && lane == leader,
+                          [&](Scope& th) {
+                            th.assign(old,
+                                      th.atomic(rn + "_before", AtomicOp::Add, counts, wid * D + d, popc(peers),
+                                                AtomicScope::Block, loc),
+                                      loc);
+                          },
+                          loc);
+                    },
+                    loc);
+                Var base = w.shfl_idx(rn + "_base", old, leader, loc);
+                rank[IndexArg(r, loc)] = base + popc(peers & ((Expr(1u) << cast<std::uint32_t>(lane)) - 1u));
+              }
+            },
+            loc);
+        // Each digit's counts over the warps, in warp order, become the warps' places in the digit.
+        b.partition(
+            counts, thread(1), [&](Expr j) { return j * D + t; },
+            [&](Scope& b, View mine) {
+              b.group(
+                  thread(1),
+                  [&](Scope& th) {
+                    th.if_(
+                        t < D,
+                        [&](Scope& th) {
+                          Var acc = th.let("radix_acc", 0, loc);
+                          for (std::int64_t j = 0; j < W; ++j) {
+                            Var c =
+                                th.let("radix_c" + std::to_string(j), mine[IndexArg(static_cast<int>(j), loc)], loc);
+                            mine[IndexArg(static_cast<int>(j), loc)] = acc;
+                            th.assign(acc, acc + c, loc);
+                          }
+                        },
+                        loc);
+                  },
+                  loc);
+            },
+            loc);
+        // Each key to its place: its digit's first place for this tile, its warp's place in the
+        // digit, its rank in the warp.
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              for (int r = 0; r < p->items; ++r) {
+                th.if_(
+                    index(r) < n64,
+                    [&](Scope& th) {
+                      Var d = th.let("radix_d", digit_of(keys[IndexArg(r, loc)], shift.expr, *p), loc);
+                      Var place = th.let("radix_place",
+                                         offsets[IndexArg(d * tiles + blk, loc)] + counts[IndexArg(wid * D + d, loc)] +
+                                             rank[IndexArg(r, loc)],
+                                         loc);
+                      th.atomic(AtomicOp::Exch, keys_out, place, keys[IndexArg(r, loc)], AtomicScope::Device, loc);
+                      if (vals)
+                        th.atomic(AtomicOp::Exch, *vals_out, place, (*vals)[IndexArg(r, loc)], AtomicScope::Device,
+                                  loc);
+                    },
+                    loc);
+              }
+            },
+            loc);
+      },
+      loc);
+}
+
+}  // namespace
+
+std::int64_t radix_blocks(std::int64_t n, std::int64_t threads, RadixTile tile) {
+  const std::int64_t per = std::max<std::int64_t>(threads * tile.items, 1);
+  return std::max<std::int64_t>((n + per - 1) / per, 1);
+}
+
+std::int64_t radix_table_size(std::int64_t n, std::int64_t threads, RadixTile tile) {
+  return radix_blocks(n, threads, tile) << tile.bits;
+}
+
+Expr radix_table_extent(const ExprArg& n, std::int64_t threads, RadixTile tile) {
+  return detail::tiles_of(n.expr, std::max<std::int64_t>(threads * tile.items, 1)) * (std::int64_t{1} << tile.bits);
+}
+
+void radix_count(Scope& grid, const View& table, const View& keys, const ExprArg& n, const ExprArg& shift,
+                 RadixTile tile, Loc loc) {
+  auto p = pass_of(grid, "radix_count", keys, tile, loc);
+  if (!p || !table_ok(grid, "radix_count", table, loc)) return;
+  const Expr n64 = cast<std::int64_t>(n.expr), tiles = cast<int>(detail::tiles_of(n.expr, p->per_tile));
+  Var blk = grid.let("blk", grid.id(block(1), loc), loc);
+  grid.group(
+      block(1),
+      [&](Scope& b) {
+        View hist = b.shared("radix_hist", ScalarType::I32, p->digits, loc);
+        Var t = b.let("radix_t", b.id(thread(1), loc), loc);
+        detail::for_own(
+            b, hist, t, p->threads, p->digits,
+            [&](Scope&, int k, const Expr&, const View& mine) { mine[IndexArg(k, loc)] = 0; }, loc);
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              for (int e = 0; e < p->items; ++e) {
+                Expr i = cast<std::int64_t>(blk) * p->per_tile + (cast<std::int64_t>(t) + e * p->threads);
+                th.if_(
+                    i < n64,
+                    [&](Scope& th) {
+                      th.atomic(AtomicOp::Add, hist, digit_of(keys[IndexArg(i, loc)], shift.expr, *p), 1,
+                                AtomicScope::Block, loc);
+                    },
+                    loc);
+              }
+            },
+            loc);
+        // The tile's counts, a digit a thread, into its column of the table (written whole, by
+        // exchanges: the places are a block's stride apart).
+        detail::for_own(
+            b, hist, t, p->threads, p->digits,
+            [&](Scope& th, int k, const Expr& d, const View& mine) {
+              th.atomic(AtomicOp::Exch, table, d * tiles + blk, mine[IndexArg(k, loc)], AtomicScope::Device, loc);
+            },
+            loc);
+      },
+      loc);
+}
+
+void radix_scatter(Scope& grid, const View& keys_out, const View& keys_in, const ExprArg& n, const View& offsets,
+                   const ExprArg& shift, RadixTile tile, Loc loc) {
+  scatter(grid, keys_out, nullptr, keys_in, nullptr, n, offsets, shift, tile, loc);
+}
+void radix_scatter(Scope& grid, const View& keys_out, const View& vals_out, const View& keys_in, const View& vals_in,
+                   const ExprArg& n, const View& offsets, const ExprArg& shift, RadixTile tile, Loc loc) {
+  scatter(grid, keys_out, &vals_out, keys_in, &vals_in, n, offsets, shift, tile, loc);
+}
+
+}  // namespace vantage::lib
