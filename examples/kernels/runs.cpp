@@ -203,7 +203,6 @@ RunResult run_radix_sort(const Kernel& k, const Size& s, const Device& d) {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> want;
   for (std::int64_t i = 0; i < n; ++i)
     want.emplace_back(keys[static_cast<std::size_t>(i)], vals[static_cast<std::size_t>(i)]);
-  std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<int> table(static_cast<std::size_t>(m)), place(table.size());
   std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(m, 256)), 0);
   Staged sk(d, keys);
@@ -214,8 +213,12 @@ RunResult run_radix_sort(const Kernel& k, const Size& s, const Device& d) {
   Staged sp(d, place);
   Staged stemp(d, temp);
   const Grid tiles{lib::radix_blocks(n, 256), 256};
+  const int passes = static_cast<int>(s.at("shift") / 8) + 1;  // shift 24: all four, a full sort
+  if (s.at("shift") % 8 != 0 || passes < 1 || passes > 4)
+    throw std::invalid_argument("radix_sort: shift is the last pass's, 0, 8, 16 or 24, not " +
+                                std::to_string(s.at("shift")));
   LaunchReport rep;
-  for (int pass = 0; pass < 4; ++pass) {
+  for (int pass = 0; pass < passes; ++pass) {
     auto& from_k = pass % 2 == 0 ? sk : sk2;
     auto& from_v = pass % 2 == 0 ? sv : sv2;
     auto& to_k = pass % 2 == 0 ? sk2 : sk;
@@ -225,8 +228,18 @@ RunResult run_radix_sort(const Kernel& k, const Size& s, const Device& d) {
     rep = k.launch(d, tiles, static_cast<int>(n), 8 * pass, from_k.read_only(), from_v.read_only(), sp.read_only(),
                    to_k.arg(), to_v.arg());
   }
-  sk.fetch();
-  sv.fetch();
+  auto& last_k = passes % 2 == 0 ? sk : sk2;
+  auto& last_v = passes % 2 == 0 ? sv : sv2;
+  last_k.fetch();
+  last_v.fetch();
+  if (passes % 2 != 0) {
+    keys.swap(keys2);
+    vals.swap(vals2);
+  }
+  // The keys sorted by their low 8 * passes bits, stably.
+  const std::uint64_t mask = passes == 4 ? 0xffffffffull : (1ull << (8 * passes)) - 1;
+  std::stable_sort(want.begin(), want.end(),
+                   [&](const auto& a, const auto& b) { return (a.first & mask) < (b.first & mask); });
   std::string why;
   for (std::int64_t i = 0; i < n && why.empty(); ++i)
     if (keys[static_cast<std::size_t>(i)] != want[static_cast<std::size_t>(i)].first ||
@@ -235,8 +248,9 @@ RunResult run_radix_sort(const Kernel& k, const Size& s, const Device& d) {
             std::to_string(vals[static_cast<std::size_t>(i)]) + "), want (" +
             std::to_string(want[static_cast<std::size_t>(i)].first) + ", " +
             std::to_string(want[static_cast<std::size_t>(i)].second) + ")";
-  return finish(why.empty(), "radix_sort n=" + std::to_string(n) + " (exact, stable, four passes)", why, rep,
-                as_doubles(keys));
+  return finish(why.empty(),
+                "radix_sort n=" + std::to_string(n) + " (exact, stable, " + std::to_string(passes) + " passes)", why,
+                rep, as_doubles(keys));
 }
 
 /// The stream compaction: the floats above 0.5, launched twice on the same temporary storage (the
@@ -534,7 +548,13 @@ const std::map<std::string, Case>& cases() {
         {{{"n", 5000}}, {{"n", 8192}}, {{"n", 1}}, {{"n", 80003}}}}},
       {"device_sum", {run_device_sum, {{{"n", 5000}}, {{"n", 8192}}, {{"n", 1}}, {{"n", 80003}}}}},
       // 4096 keys a tile: 5000 is a tile and a part, 20483 five and a part.
-      {"radix_sort", {run_radix_sort, {{{"n", 5000}}, {{"n", 4096}}, {{"n", 1}}, {{"n", 20483}}}}},
+      // `shift`: the last pass's (the launch reported is that pass's scatter); 24 sorts all 32 bits.
+      {"radix_sort",
+       {run_radix_sort,
+        {{{"n", 5000}, {"shift", 24}},
+         {{"n", 4096}, {"shift", 24}},
+         {{"n", 1}, {"shift", 24}},
+         {{"n", 20483}, {"shift", 24}}}}},
       {"compact", {run_compact, {{{"n", 5000}}, {{"n", 2048}}, {{"n", 1}}, {{"n", 40963}}}}},
       {"byte_histogram", {run_byte_histogram, {{{"n", 5000}}, {{"n", 4096}}, {{"n", 1}}, {{"n", 70001}}}}},
       {"transpose", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
