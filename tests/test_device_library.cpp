@@ -12,20 +12,14 @@
 #include <vector>
 
 #include "reject_helpers.hpp"
+#include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
 namespace {
 
-std::vector<Device> devices() {
-  std::vector<Device> d{Device::interpreter({ThreadOrder::Forward, 7, true}),
-                        Device::interpreter({ThreadOrder::Reverse, 7, true})};
-  if (Device::cpu_available()) {
-    d.push_back(Device::cpu(1));
-    d.push_back(Device::cpu(2));
-  }
-  return d;
-}
+/// The interpreter in both thread orders, the CPU backend, and a GPU where there is one.
+std::vector<Device> devices() { return test_support::every_device(); }
 
 struct Shape {
   int threads, items;
@@ -104,7 +98,8 @@ TEST(DeviceLibrary, ScansGiveEveryElementItsPrefixInTheElementsOrderAndLeaveThei
             std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(n, s.threads, tile)), 0);
             for (int launch = 0; launch < 2; ++launch) {  // the second reuses the storage as the first left it
               std::vector<int> y(static_cast<std::size_t>(n), -7);
-              kernel.launch(d, Grid{lib::device_blocks(n, s.threads, tile), s.threads}, n, x, y, temp);
+              test_support::launch_on(kernel, d, Grid{lib::device_blocks(n, s.threads, tile), s.threads}, n, x, y,
+                                      temp);
               EXPECT_EQ(y, want) << kernel.name() << " n=" << n << " launch " << launch << " on " << d.name();
               EXPECT_EQ(std::count(temp.begin(), temp.end(), 0u), static_cast<long>(temp.size()))
                   << kernel.name() << " n=" << n << " left its storage non-zero on " << d.name();
@@ -135,7 +130,7 @@ TEST(DeviceLibrary, ScansOfUnsignedIntegersTakeTheirOwnIdentities) {
     for (const Device& d : devices()) {
       std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(n, 64, {4})), 0);
       std::vector<std::uint32_t> y(x.size(), 1);
-      kernel.launch(d, Grid{lib::device_blocks(n, 64, {4}), 64}, n, x, y, temp);
+      test_support::launch_on(kernel, d, Grid{lib::device_blocks(n, 64, {4}), 64}, n, x, y, temp);
       EXPECT_EQ(y, want) << "n=" << n << " on " << d.name();
     }
   }
@@ -179,7 +174,8 @@ TEST(DeviceLibrary, ReductionsCombineEveryElementInOrderAndGiveTheIdentityForNon
           std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(n, s.threads, tile)), 0);
           for (int launch = 0; launch < 2; ++launch) {
             std::vector<int> out{12345};
-            kernel.launch(d, Grid{lib::device_blocks(n, s.threads, tile), s.threads}, n, x, out, temp);
+            test_support::launch_on(kernel, d, Grid{lib::device_blocks(n, s.threads, tile), s.threads}, n, x, out,
+                                    temp);
             EXPECT_EQ(out[0], want) << kernel.name() << " n=" << n << " launch " << launch << " on " << d.name();
           }
           EXPECT_EQ(std::count(temp.begin(), temp.end(), 0u), static_cast<long>(temp.size()));
@@ -220,7 +216,8 @@ void check_select(Shape s) {
       for (int launch = 0; launch < 2; ++launch) {
         std::vector<T> out(x.size(), T(-1));
         std::vector<int> count{-1};
-        kernel.launch(d, Grid{lib::device_blocks(n, s.threads, tile), s.threads}, n, x, out, count, temp);
+        test_support::launch_on(kernel, d, Grid{lib::device_blocks(n, s.threads, tile), s.threads}, n, x, out, count,
+                                temp);
         ASSERT_EQ(count[0], static_cast<int>(want.size())) << kernel.name() << " n=" << n << " on " << d.name();
         out.resize(want.size());
         EXPECT_EQ(out, want) << kernel.name() << " n=" << n << " launch " << launch << " on " << d.name();
@@ -260,7 +257,7 @@ TEST(DeviceLibrary, HistogramAddsEachElementsBinToTheCounts) {
       const std::int64_t blocks = lib::device_blocks(n, threads, {items});
       for (const Device& d : devices()) {
         std::vector<std::uint32_t> hist(static_cast<std::size_t>(bins), 3);
-        kernel.launch(d, Grid{blocks, threads}, n, x, hist);
+        test_support::launch_on(kernel, d, Grid{blocks, threads}, n, x, hist);
         EXPECT_EQ(hist, want) << kernel.name() << " n=" << n << " on " << d.name();
       }
     }
@@ -268,7 +265,7 @@ TEST(DeviceLibrary, HistogramAddsEachElementsBinToTheCounts) {
 }
 
 TEST(DeviceLibrary, TheGeneratedCudaCompilesCleanlyAndTheScanMovesWholeVectors) {
-  if (!nvrtc_available()) GTEST_SKIP() << "no NVRTC";
+  REQUIRE_NVRTC();
   for (const Kernel& k : {scan_kernel({256, 8}, ScanKind::Inclusive, false), reduce_kernel({256, 8}, "user"),
                           select_kernel<float>({256, 8}), histogram_kernel(256, 4, 300)}) {
     auto c = compile(k, Spec{});
@@ -331,7 +328,7 @@ TEST(DeviceLibrary, TheLookBackCombinesWindowsOfTilesThatPublishedOnlyTheirOwnTo
           temp[static_cast<std::size_t>(i)] =
               (i == 0 ? kInclusive : kAggregate) | static_cast<std::uint32_t>(seeded[static_cast<std::size_t>(i)]);
         std::vector<int> out(blocks, -1);
-        kernel.launch(d, Grid{blocks, 64}, offset, blocks, x, out, temp);
+        test_support::launch_on(kernel, d, Grid{blocks, 64}, offset, blocks, x, out, temp);
         EXPECT_EQ(out, want) << kernel.name() << " offset " << offset << " on " << d.name();
         // Each tile published its inclusive value.
         int inclusive = want.back();
@@ -401,10 +398,11 @@ void radix_sort_on(const RadixKernels& r, const Device& d, std::vector<std::uint
   std::vector<std::uint32_t> keys2(keys.size()), vals2(vals.size());
   const Grid tiles{lib::radix_blocks(n, T, r.tile), T};
   for (int shift = 0; shift < 32; shift += r.tile.bits) {
-    r.count.launch(d, tiles, n, shift, std::as_const(keys), table);
-    r.scan.launch(d, Grid{lib::device_blocks(m, T), T}, static_cast<int>(m), std::as_const(table), offsets, temp);
-    r.scatter.launch(d, tiles, n, shift, std::as_const(keys), std::as_const(vals), std::as_const(offsets), keys2,
-                     vals2);
+    test_support::launch_on(r.count, d, tiles, n, shift, std::as_const(keys), table);
+    test_support::launch_on(r.scan, d, Grid{lib::device_blocks(m, T), T}, static_cast<int>(m), std::as_const(table),
+                            offsets, temp);
+    test_support::launch_on(r.scatter, d, tiles, n, shift, std::as_const(keys), std::as_const(vals),
+                            std::as_const(offsets), keys2, vals2);
     std::swap(keys, keys2);
     std::swap(vals, vals2);
   }
