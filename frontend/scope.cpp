@@ -516,37 +516,51 @@ Var Scope::vote_any(std::string name, const ExprArg& pred, std::source_location 
 Var Scope::ballot(std::string name, const ExprArg& pred, std::source_location l) {
   return VANTAGE_INTRINSIC(Ballot, l).arg(pred).out(std::move(name), ScalarType::U32);
 }
-Var Scope::atomic(std::string name, AtomicOp op, const View& m, const ExprArg& index, const ExprArg& value,
-                  AtomicScope scope, std::source_location l) {
-  static_assert(static_cast<int>(AtomicOp::Exch) == static_cast<int>(ir::AtomicKind::Exch));
-  static_assert(static_cast<int>(AtomicOp::Xor) == static_cast<int>(ir::AtomicKind::Xor));
+namespace {
+std::int64_t atomic_code(AtomicOp op, Atomicity how) {
+  static_assert(static_cast<int>(AtomicOp::Store) == static_cast<int>(ir::AtomicKind::Store));
   static_assert(static_cast<int>(AtomicScope::System) == static_cast<int>(ir::AtomicScope::System));
+  static_assert(static_cast<int>(MemoryOrder::AcqRel) == static_cast<int>(ir::MemoryOrder::AcqRel));
+  return ir::atomic_imm(static_cast<ir::AtomicKind>(op), static_cast<ir::AtomicScope>(how.scope),
+                        static_cast<ir::MemoryOrder>(how.order));
+}
+}  // namespace
+
+Var Scope::atomic(std::string name, AtomicOp op, const View& m, const ExprArg& index, const ExprArg& value,
+                  Atomicity how, std::source_location l) {
   return VANTAGE_INTRINSIC(Atomic, l)
       .mem(m)
       .arg(index, ScalarType::I32)
       .arg(value, m.elem())
-      .imm(ir::atomic_imm(static_cast<ir::AtomicKind>(op), static_cast<ir::AtomicScope>(scope)))
+      .imm(atomic_code(op, how))
       .out(std::move(name), m.elem());
 }
 Var Scope::atomic_cas(std::string name, const View& m, const ExprArg& index, const ExprArg& compare,
-                      const ExprArg& value, AtomicScope scope, std::source_location l) {
-  static_assert(static_cast<int>(AtomicOp::Cas) == static_cast<int>(ir::AtomicKind::Cas));
+                      const ExprArg& value, Atomicity how, std::source_location l) {
   return VANTAGE_INTRINSIC(Atomic, l)
       .mem(m)
       .arg(index, ScalarType::I32)
       .arg(value, m.elem())
       .arg(compare, m.elem())
-      .imm(ir::atomic_imm(ir::AtomicKind::Cas, static_cast<ir::AtomicScope>(scope)))
+      .imm(atomic_code(AtomicOp::Cas, how))
       .out(std::move(name), m.elem());
 }
-void Scope::atomic(AtomicOp op, const View& m, const ExprArg& index, const ExprArg& value, AtomicScope scope,
+void Scope::atomic(AtomicOp op, const View& m, const ExprArg& index, const ExprArg& value, Atomicity how,
                    std::source_location l) {
-  VANTAGE_INTRINSIC(Atomic, l)
+  VANTAGE_INTRINSIC(Atomic, l).mem(m).arg(index, ScalarType::I32).arg(value, m.elem()).imm(atomic_code(op, how)).emit();
+}
+Var Scope::atomic_load(std::string name, const View& m, const ExprArg& index, Atomicity how, std::source_location l) {
+  // The value operand of a load is the element's zero, so that every atomic has the same operands.
+  return VANTAGE_INTRINSIC(Atomic, l)
       .mem(m)
       .arg(index, ScalarType::I32)
-      .arg(value, m.elem())
-      .imm(ir::atomic_imm(static_cast<ir::AtomicKind>(op), static_cast<ir::AtomicScope>(scope)))
-      .emit();
+      .arg(cast(m.elem(), 0), m.elem())
+      .imm(atomic_code(AtomicOp::Load, how))
+      .out(std::move(name), m.elem());
+}
+void Scope::atomic_store(const View& m, const ExprArg& index, const ExprArg& value, Atomicity how,
+                         std::source_location l) {
+  atomic(AtomicOp::Store, m, index, value, how, l);
 }
 void Scope::mma_sync(MmaKind kind, const View& d, const View& a, const View& b, const View& c, std::source_location l) {
   static_assert(static_cast<int>(MmaKind::BF16_M16N8K16) == static_cast<int>(ir::MmaShape::BF16_M16N8K16));

@@ -201,6 +201,63 @@ VT_HOST_SCOPED(atomicAnd) VT_HOST_SCOPED(atomicOr) VT_HOST_SCOPED(atomicXor)
 template <class T> T atomicCAS_block(T* p, T cmp, T v) { return atomicCAS(p, cmp, v); }
 template <class T> T atomicCAS_system(T* p, T cmp, T v) { return atomicCAS(p, cmp, v); }
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+// The wrapping counters (CUDA's atomicInc and atomicDec on unsigned) and the compiler's __nv_atomic
+// builtins, with their orderings as the C++ memory orders of the same names.
+inline unsigned vt_host_wrap(unsigned* p, unsigned v, bool inc) {
+  std::atomic_ref<unsigned> a(*p);
+  unsigned old = a.load();
+  while (!a.compare_exchange_weak(old, inc ? (old >= v ? 0u : old + 1u) : (old == 0u || old > v ? v : old - 1u))) {}
+  return old;
+}
+inline unsigned atomicInc(unsigned* p, unsigned v) { return vt_host_wrap(p, v, true); }
+inline unsigned atomicDec(unsigned* p, unsigned v) { return vt_host_wrap(p, v, false); }
+inline unsigned atomicInc_block(unsigned* p, unsigned v) { return atomicInc(p, v); }
+inline unsigned atomicInc_system(unsigned* p, unsigned v) { return atomicInc(p, v); }
+inline unsigned atomicDec_block(unsigned* p, unsigned v) { return atomicDec(p, v); }
+inline unsigned atomicDec_system(unsigned* p, unsigned v) { return atomicDec(p, v); }
+enum { __NV_ATOMIC_RELAXED, __NV_ATOMIC_CONSUME, __NV_ATOMIC_ACQUIRE, __NV_ATOMIC_RELEASE, __NV_ATOMIC_ACQ_REL };
+enum { __NV_THREAD_SCOPE_THREAD, __NV_THREAD_SCOPE_BLOCK, __NV_THREAD_SCOPE_CLUSTER, __NV_THREAD_SCOPE_DEVICE,
+       __NV_THREAD_SCOPE_SYSTEM };
+inline std::memory_order vt_host_order(int o) {
+  return o == __NV_ATOMIC_ACQUIRE   ? std::memory_order_acquire
+         : o == __NV_ATOMIC_RELEASE ? std::memory_order_release
+         : o == __NV_ATOMIC_ACQ_REL ? std::memory_order_acq_rel
+                                    : std::memory_order_relaxed;
+}
+template <class T> void __nv_atomic_load(T* p, T* v, int o, int) { *v = std::atomic_ref<T>(*p).load(vt_host_order(o)); }
+template <class T> void __nv_atomic_store(T* p, T* v, int o, int) { std::atomic_ref<T>(*p).store(*v, vt_host_order(o)); }
+template <class T> void __nv_atomic_exchange(T* p, T* v, T* old, int o, int) {
+  *old = std::atomic_ref<T>(*p).exchange(*v, vt_host_order(o));
+}
+template <class T> bool __nv_atomic_compare_exchange(T* p, T* c, T* v, bool, int o, int f, int) {
+  return std::atomic_ref<T>(*p).compare_exchange_strong(*c, *v, vt_host_order(o), vt_host_order(f));
+}
+template <class T> T __nv_atomic_fetch_add(T* p, T v, int o, int) {
+  return std::atomic_ref<T>(*p).fetch_add(v, vt_host_order(o));
+}
+template <class T> T __nv_atomic_fetch_and(T* p, T v, int o, int) {
+  return std::atomic_ref<T>(*p).fetch_and(v, vt_host_order(o));
+}
+template <class T> T __nv_atomic_fetch_or(T* p, T v, int o, int) {
+  return std::atomic_ref<T>(*p).fetch_or(v, vt_host_order(o));
+}
+template <class T> T __nv_atomic_fetch_xor(T* p, T v, int o, int) {
+  return std::atomic_ref<T>(*p).fetch_xor(v, vt_host_order(o));
+}
+template <class T> T __nv_atomic_fetch_min(T* p, T v, int o, int) {
+  std::atomic_ref<T> a(*p);
+  T old = a.load(std::memory_order_relaxed);
+  while (v < old && !a.compare_exchange_weak(old, v, vt_host_order(o), std::memory_order_relaxed)) {}
+  return old;
+}
+template <class T> T __nv_atomic_fetch_max(T* p, T v, int o, int) {
+  std::atomic_ref<T> a(*p);
+  T old = a.load(std::memory_order_relaxed);
+  while (old < v && !a.compare_exchange_weak(old, v, vt_host_order(o), std::memory_order_relaxed)) {}
+  return old;
+}
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
 /// Runs `body` as a launch: the blocks in turn, every thread of a block on a host thread of its own.

@@ -438,11 +438,14 @@ TEST(DeviceLibrary, RadixSortPassesSortKeysAndTheirValuesStably) {
         radix_sort_on(r, d, k, v);
         EXPECT_EQ(k, want_keys) << sh.threads << " threads, " << sh.tile.bits << "-bit digits, n=" << n << " on "
                                 << d.name();
-        if (sh.values) EXPECT_EQ(v, want_vals) << "the values, n=" << n << " on " << d.name();
+        if (sh.values) {
+          EXPECT_EQ(v, want_vals) << "the values, n=" << n << " on " << d.name();
+        }
       }
     }
-    if (nvrtc_available())
+    if (nvrtc_available()) {
       for (const Kernel* k : {&r.count, &r.scan, &r.scatter}) EXPECT_EQ(compile(*k, Spec{}).log, "") << k->name();
+    }
   }
 }
 

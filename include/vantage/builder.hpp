@@ -221,12 +221,31 @@ enum class MmaKind : std::uint8_t {
 };
 
 /// Kinds of atomic read-modify-write: `mem[i] = op(mem[i], value)`. And, Or and Xor take integers of
-/// 32 and 64 bits (docs/semantics.md, "Atomics"). Cas is Scope::atomic_cas's (compare and swap).
-enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch, And, Or, Xor, Cas };
+/// 32 and 64 bits (docs/semantics.md, "Atomics"). Cas is Scope::atomic_cas's (compare and swap). Inc
+/// and Dec are CUDA's wrapping counters on u32 (`value` is the bound): Inc gives `old >= value ? 0 :
+/// old + 1`, Dec `old == 0 || old > value ? value : old - 1`. Load and Store are Scope::atomic_load's
+/// and Scope::atomic_store's.
+enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch, And, Or, Xor, Cas, Inc, Dec, Load, Store };
 /// Which threads an atomic is indivisible for: every thread of the device (the default), only the
 /// threads of the block (cheaper where only they share the element; two blocks' block-scope atomics
 /// on one element race), or the whole system, the host and other devices included.
 enum class AtomicScope : std::uint8_t { Device, Block, System };
+/// How an atomic orders its thread's other accesses for the threads of its scope (C++'s
+/// memory_order, PTX's .relaxed, .acquire, .release and .acq_rel): relaxed (the default) orders
+/// nothing; a release makes every earlier access of its thread visible to whoever acquires the value
+/// it wrote; an acquire makes what the releasing thread did before visible to every later access.
+/// A load takes relaxed or acquire, a store relaxed or release (V0506).
+enum class MemoryOrder : std::uint8_t { Relaxed, Acquire, Release, AcqRel };
+/// An atomic's scope and ordering, from either or both: `AtomicScope::Block`, `MemoryOrder::Release`,
+/// `{AtomicScope::Block, MemoryOrder::Acquire}`.
+struct Atomicity {
+  AtomicScope scope = AtomicScope::Device;
+  MemoryOrder order = MemoryOrder::Relaxed;
+  constexpr Atomicity() = default;
+  constexpr Atomicity(AtomicScope s) : scope(s) {}  // NOLINT(google-explicit-constructor): as the enum
+  constexpr Atomicity(MemoryOrder o) : order(o) {}  // NOLINT(google-explicit-constructor)
+  constexpr Atomicity(AtomicScope s, MemoryOrder o) : scope(s), order(o) {}
+};
 
 class DeviceFunction;
 class Scope;
@@ -431,16 +450,24 @@ class Scope {
   Var vote_all(std::string name, const ExprArg& pred, std::source_location loc = std::source_location::current());
   Var vote_any(std::string name, const ExprArg& pred, std::source_location loc = std::source_location::current());
   Var ballot(std::string name, const ExprArg& pred, std::source_location loc = std::source_location::current());
-  /// Atomic read-modify-write of `mem[index]`; returns the old value.
+  /// Atomic read-modify-write of `mem[index]`; returns the old value. `how`: the scope and ordering
+  /// (the device's, relaxed).
   Var atomic(std::string name, AtomicOp op, const View& mem, const ExprArg& index, const ExprArg& value,
-             AtomicScope scope = AtomicScope::Device, std::source_location loc = std::source_location::current());
+             Atomicity how = {}, std::source_location loc = std::source_location::current());
   /// Compare and swap: `mem[index] = mem[index] == compare ? value : mem[index]` as one step; returns
   /// the old value (the swap happened where it equals `compare`). Integers of 32 and 64 bits.
   Var atomic_cas(std::string name, const View& mem, const ExprArg& index, const ExprArg& compare, const ExprArg& value,
-                 AtomicScope scope = AtomicScope::Device, std::source_location loc = std::source_location::current());
+                 Atomicity how = {}, std::source_location loc = std::source_location::current());
   /// The same where the old value is not wanted: `atomic(AtomicOp::Add, hist, bin, 1)`.
-  void atomic(AtomicOp op, const View& mem, const ExprArg& index, const ExprArg& value,
-              AtomicScope scope = AtomicScope::Device, std::source_location loc = std::source_location::current());
+  void atomic(AtomicOp op, const View& mem, const ExprArg& index, const ExprArg& value, Atomicity how = {},
+              std::source_location loc = std::source_location::current());
+  /// An atomic load of `mem[index]` (relaxed or acquire): one indivisible read, which never races
+  /// with other atomics of the element. Types of 32 and 64 bits.
+  Var atomic_load(std::string name, const View& mem, const ExprArg& index, Atomicity how = {},
+                  std::source_location loc = std::source_location::current());
+  /// An atomic store of `value` to `mem[index]` (relaxed or release).
+  void atomic_store(const View& mem, const ExprArg& index, const ExprArg& value, Atomicity how = {},
+                    std::source_location loc = std::source_location::current());
   /// `mma.sync` at thread(32) on fragments held in thread-local arrays: d = a * b + c.
   void mma_sync(MmaKind kind, const View& d, const View& a, const View& b, const View& c,
                 std::source_location loc = std::source_location::current());

@@ -132,7 +132,11 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
         info = c_.use_mem(n.mems[0], n.loc);
         const MemNode& m = *n.mems[0];
         if (m.space == MemSpace::Local) operand_error(n, "atomics need global or shared memory");
-        if (m.is_const) c_.error("V0310", n.loc, "cannot update " + q(m.name) + " atomically: it is const");
+        if (m.is_const)
+          c_.error("V0310", n.loc,
+                   atomic_kind(imm(0)) == AtomicKind::Load
+                       ? "no atomic load of " + q(m.name) + " is needed: it is const, so nothing writes it (read it)"
+                       : "cannot update " + q(m.name) + " atomically: it is const");
         if (info && info->async) c_.error("V0315", n.loc, "async memory " + q(m.name) + " cannot be used by atomics");
         operand_value(n, 0, std::nullopt, "index");
         if (!n.args.empty() && n.args[0] && !is_index_integer(n.args[0]->type))
@@ -140,10 +144,23 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
         operand_value(n, 1, m.elem, "value");
         auto op = atomic_kind(imm(0));
         if (op == AtomicKind::Cas) operand_value(n, 2, m.elem, "compare");
+        const MemoryOrder order = atomic_order(imm(0));
         if (atomic_scope(imm(0)) == AtomicScope::System && is_16bit_float(m.elem))
           c_.error("V0505", n.loc,
                    std::string("a system-scope atomic is not supported on ") + type_name(m.elem) +
                        " by any target (CUDA has none: use the device scope, or f32)");
+        if (order != MemoryOrder::Relaxed && is_16bit_float(m.elem))
+          c_.error("V0505", n.loc,
+                   std::string("an atomic with the ") + target::memory_order_name(order) +
+                       " ordering is not supported on " + type_name(m.elem) +
+                       " by any target (CUDA's are relaxed only: order it by an atomic of 32 bits, or use f32)");
+        if (!target::order_fits(op, order))
+          c_.error("V0506", n.loc,
+                   std::string("an atomic ") + (op == AtomicKind::Load ? "load" : "store") + " cannot be " +
+                       target::memory_order_name(order) +
+                       " (a load is relaxed or acquire, a store relaxed or release)");
+        if (op == AtomicKind::Store && !n.outputs.empty())
+          operand_error(n, "an atomic store yields no value (Scope::atomic_store)");
         if (target::atomic_support(op, m.elem) == target::AtomicSupport::None)
           c_.error("V0505", n.loc,
                    std::string("atomic ") + target::atomic_name(op) + " is not supported on " + type_name(m.elem) +

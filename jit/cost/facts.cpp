@@ -26,7 +26,8 @@ Contents contents_of(const StmtNode& s) {
     }
     void visit(const Intrinsic& n) override {
       if (n.op == IntrinsicOp::Atomic)
-        c.accesses.push_back({&n, 0, n.loc, n.mems[0].get(), true, type_bytes(n.mems[0]->elem)});
+        c.accesses.push_back(
+            {&n, 0, n.loc, n.mems[0].get(), atomic_kind(n.imms[0]) != AtomicKind::Load, type_bytes(n.mems[0]->elem)});
       if (n.op == IntrinsicOp::CpAsync) {
         c.accesses.push_back({&n, 0, n.loc, n.mems[1].get(), false, static_cast<int>(n.imms[0])});
         c.accesses.push_back({&n, 1, n.loc, n.mems[0].get(), true, static_cast<int>(n.imms[0])});

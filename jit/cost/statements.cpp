@@ -323,7 +323,10 @@ auto Analyzer::st(const Intrinsic& n, Mask m) -> void {
   for (const auto& a : n.args) args.push_back(eval(a, m));
   for (const auto& o : n.outputs) set(o.get(), shuffled(n, args, m), m);
   switch (n.op) {
-    case IntrinsicOp::Atomic: access(&n, n.mems[0].get(), args[0], m, true, type_bytes(n.mems[0]->elem), n.loc); break;
+    case IntrinsicOp::Atomic:  // every atomic but a load writes
+      access(&n, n.mems[0].get(), args[0], m, atomic_kind(n.imms[0]) != AtomicKind::Load, type_bytes(n.mems[0]->elem),
+             n.loc);
+      break;
     case IntrinsicOp::CpAsync: {
       const int bytes = static_cast<int>(n.imms[0]);
       tally_.async_copy(&n);

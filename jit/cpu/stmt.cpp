@@ -226,8 +226,13 @@ auto Statements::atomic(const Intrinsic& n) -> void {
   Value* x = val_.expr(n.args[1]);
   ScalarType e = r.elem;
   if (half_type(e) || e == ScalarType::Bool) unsupported("an atomic on " + std::string(type_name(e)), n.loc);
-  auto kind = atomic_kind(n.imms[0]);  // the scope: every CPU thread of a launch is in one process
-  llvm::AtomicRMWInst::BinOp op;
+  // The scope: every CPU thread of a launch is in one process, so each is the process's.
+  const auto kind = atomic_kind(n.imms[0]);
+  static constexpr llvm::AtomicOrdering kOrders[] = {llvm::AtomicOrdering::Monotonic, llvm::AtomicOrdering::Acquire,
+                                                     llvm::AtomicOrdering::Release,
+                                                     llvm::AtomicOrdering::AcquireRelease};
+  const llvm::AtomicOrdering order = kOrders[static_cast<int>(atomic_order(n.imms[0]))];
+  llvm::AtomicRMWInst::BinOp op = llvm::AtomicRMWInst::Xchg;  // Exch; Cas, Load and Store are below
   bool fl = is_float(e);
   switch (kind) {
     case AtomicKind::Add: op = fl ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add; break;
@@ -240,20 +245,37 @@ auto Statements::atomic(const Intrinsic& n) -> void {
     case AtomicKind::And: op = llvm::AtomicRMWInst::And; break;
     case AtomicKind::Or: op = llvm::AtomicRMWInst::Or; break;
     case AtomicKind::Xor: op = llvm::AtomicRMWInst::Xor; break;
+    case AtomicKind::Inc: op = llvm::AtomicRMWInst::UIncWrap; break;  // CUDA's atomicInc, the same wrap
+    case AtomicKind::Dec: op = llvm::AtomicRMWInst::UDecWrap; break;
     case AtomicKind::Exch:
-    case AtomicKind::Cas: op = llvm::AtomicRMWInst::Xchg; break;  // Cas: a cmpxchg below
+    case AtomicKind::Cas:
+    case AtomicKind::Load:
+    case AtomicKind::Store: break;
   }
-  Value* compare = kind == AtomicKind::Cas ? val_.expr(n.args[2]) : nullptr;
   auto* slot = g_.entry_alloca(g_.type(e), "atomic_old");
   g_.b_.CreateStore(llvm::Constant::getNullValue(g_.type(e)), slot);
-  mem_.checked(i, r.bound, mem_.site(n.loc, r.name, true), [&] {
-    Value* old = compare
-                     ? g_.b_.CreateExtractValue(
-                           g_.b_.CreateAtomicCmpXchg(mem_.address(r, i), compare, x, llvm::MaybeAlign(g_.bytes(e)),
-                                                     llvm::AtomicOrdering::Monotonic, llvm::AtomicOrdering::Monotonic),
-                           0)
-                     : g_.b_.CreateAtomicRMW(op, mem_.address(r, i), x, llvm::MaybeAlign(g_.bytes(e)),
-                                             llvm::AtomicOrdering::Monotonic);
+  const llvm::MaybeAlign align(g_.bytes(e));
+  mem_.checked(i, r.bound, mem_.site(n.loc, r.name, kind != AtomicKind::Load), [&] {
+    Value* address = mem_.address(r, i);
+    Value* old = nullptr;
+    if (kind == AtomicKind::Cas) {
+      // A failed compare and swap only reads: its ordering may not release.
+      const llvm::AtomicOrdering failure = order == llvm::AtomicOrdering::Release ? llvm::AtomicOrdering::Monotonic
+                                           : order == llvm::AtomicOrdering::AcquireRelease
+                                               ? llvm::AtomicOrdering::Acquire
+                                               : order;
+      old = g_.b_.CreateExtractValue(g_.b_.CreateAtomicCmpXchg(address, val_.expr(n.args[2]), x, align, order, failure),
+                                     0);
+    } else if (kind == AtomicKind::Load) {
+      auto* load = g_.b_.CreateAlignedLoad(g_.type(e), address, align);
+      load->setAtomic(order);
+      old = load;
+    } else if (kind == AtomicKind::Store) {
+      g_.b_.CreateAlignedStore(x, address, align)->setAtomic(order);
+      return;
+    } else {
+      old = g_.b_.CreateAtomicRMW(op, address, x, align, order);
+    }
     g_.b_.CreateStore(old, slot);
   });
   if (!n.outputs.empty()) val_.write_var(n.outputs[0], g_.b_.CreateLoad(g_.type(e), slot), nullptr);

@@ -146,33 +146,57 @@ auto Emitter::address(const Intrinsic& n, std::size_t mem, const ExprPtr& index)
 }
 
 void Emitter::atomic(const Intrinsic& n) {
-  static const char* const kFns[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicExch",
-                                     "atomicAnd", "atomicOr",  "atomicXor", "atomicCAS"};
+  static const char* const kFns[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicExch", "atomicAnd",
+                                     "atomicOr",  "atomicXor", "atomicCAS", "atomicInc",  "atomicDec"};
+  static const char* const kFetch[] = {"add", "min", "max", "", "and", "or", "xor"};
+  static const char* const kOrders[] = {"__NV_ATOMIC_RELAXED", "__NV_ATOMIC_ACQUIRE", "__NV_ATOMIC_RELEASE",
+                                        "__NV_ATOMIC_ACQ_REL"};
+  static const char* const kScopes[] = {"__NV_THREAD_SCOPE_DEVICE", "__NV_THREAD_SCOPE_BLOCK",
+                                        "__NV_THREAD_SCOPE_SYSTEM"};
   auto op = atomic_kind(n.imms[0]);
   const AtomicScope scope = atomic_scope(n.imms[0]);
+  const MemoryOrder order = atomic_order(n.imms[0]);
   ScalarType t = n.mems[0]->elem;
-  // CUDA's scoped forms (atomicAdd_block, atomicAdd_system); the 16-bit floats have none, and a
-  // block's atomic on them is the device's, which is indivisible for the block too.
+  // Relaxed read-modify-writes are CUDA's atomic functions and their scoped forms (atomicAdd_block,
+  // atomicAdd_system); the 16-bit floats have none, and a block's atomic on them is the device's, which
+  // is indivisible for the block too. Loads, stores and ordered atomics are the compiler's
+  // __nv_atomic builtins, with the ordering and scope as their arguments (the vt_atomic helpers).
+  const bool cuda_form = order == MemoryOrder::Relaxed && op != AtomicKind::Load && op != AtomicKind::Store;
   const std::string suffix = is_16bit_float(t)              ? ""
                              : scope == AtomicScope::Block  ? "_block"
                              : scope == AtomicScope::System ? "_system"
                                                             : "";
-  const std::string fn = kFns[static_cast<int>(op)] + suffix;
+  const std::string how = std::string(kOrders[static_cast<int>(order)]) + ", " + kScopes[static_cast<int>(scope)];
+  auto invoke = [&](const std::string& address, const std::string& compare, const std::string& value) {
+    if (cuda_form)
+      return std::string(kFns[static_cast<int>(op)]) + suffix + "(" + address + ", " +
+             (compare.empty() ? "" : compare + ", ") + value + ")";
+    v_.uses_atomic_helpers = true;
+    switch (op) {
+      case AtomicKind::Load: return "vt_atomic_load<" + how + ">(" + address + ")";
+      case AtomicKind::Store: return "vt_atomic_store<" + how + ">(" + address + ", " + value + ")";
+      case AtomicKind::Exch: return "vt_atomic_exchange<" + how + ">(" + address + ", " + value + ")";
+      case AtomicKind::Cas: return "vt_atomic_cas<" + how + ">(" + address + ", " + compare + ", " + value + ")";
+      case AtomicKind::Inc: return "vt_atomic_inc<" + how + ">(" + address + ", " + value + ")";
+      case AtomicKind::Dec: return "vt_atomic_dec<" + how + ">(" + address + ", " + value + ")";
+      default: break;
+    }
+    return std::string("__nv_atomic_fetch_") + kFetch[static_cast<int>(op)] + "(" + address + ", " + value + ", " +
+           how + ")";
+  };
   const std::string address = "&" + x_.access(n.mems[0], {n.args[0]}, n.loc), value = x_.expr(n.args[1]);
   // Compare and swap takes the compare value before the new one (its third argument here).
   const std::string compare = op == AtomicKind::Cas ? x_.expr(n.args[2]) : "";
   std::string call;
   switch (target::atomic_support(op, t)) {
-    case target::AtomicSupport::Native:
-      call = fn + "(" + address + ", " + (compare.empty() ? "" : compare + ", ") + value + ")";
-      break;
+    case target::AtomicSupport::Native: call = invoke(address, compare, value); break;
     case target::AtomicSupport::AsUnsigned64: {
       auto bits = [&](const std::string& v) {
         return t == ScalarType::F64 ? "static_cast<unsigned long long>(__double_as_longlong(" + v + "))"
                                     : "static_cast<unsigned long long>(" + v + ")";
       };
-      const std::string inner = fn + "(reinterpret_cast<unsigned long long*>(" + address + "), " +
-                                (compare.empty() ? "" : bits(compare) + ", ") + bits(value) + ")";
+      const std::string inner = invoke("reinterpret_cast<unsigned long long*>(" + address + ")",
+                                       compare.empty() ? "" : bits(compare), bits(value));
       call = t == ScalarType::F64 ? "__longlong_as_double(static_cast<long long>(" + inner + "))"
                                   : "static_cast<" + std::string(v_.ctype(t)) + ">(" + inner + ")";
       break;

@@ -72,7 +72,7 @@ class Vocabulary {
 
   std::string helper_text;  ///< the definitions of the helpers in use
   bool uses_fp8 = false, uses_half = false, uses_bf16 = false, uses_tf32 = false, uses_select = false, uses_and = false,
-       uses_or = false, uses_checks = false, uses_wgmma = false, uses_setmaxnreg = false;
+       uses_or = false, uses_checks = false, uses_wgmma = false, uses_setmaxnreg = false, uses_atomic_helpers = false;
 
  private:
   std::unordered_map<const void*, std::string> names_;

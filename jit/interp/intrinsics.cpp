@@ -20,12 +20,25 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
       V x = eval(n.args[1], t);
       const std::uint8_t how = atomic_scope(n.imms[0]) == AtomicScope::Block ? kBlockAtomic : kAtomic;
       const auto kind = atomic_kind(n.imms[0]);
-      // An exchange whose old value nobody takes only writes (the element may be uninitialised).
-      V old = kind == AtomicKind::Exch && n.outputs.empty() ? V{} : read(t, r, i, n.loc, how);
-      V nv = old;
       ScalarType e = n.mems[0]->elem;
-      if (kind == AtomicKind::Exch) {
+      if (kind == AtomicKind::Load) {  // one read, ordered as docs/semantics.md says (the interpreter is sequential)
+        V v = read(t, r, i, n.loc, how);
+        measure_.request(t, &n, 0, r, i, type_bytes(e), false, n.loc);
+        if (!n.outputs.empty()) var(t, n.outputs[0].get()) = v;
+        return;
+      }
+      // A store, or an exchange whose old value nobody takes, only writes (the element may be
+      // uninitialised).
+      const bool writes_only = kind == AtomicKind::Store || (kind == AtomicKind::Exch && n.outputs.empty());
+      V old = writes_only ? V{} : read(t, r, i, n.loc, how);
+      V nv = old;
+      if (kind == AtomicKind::Exch || kind == AtomicKind::Store) {
         nv = x;
+      } else if (kind == AtomicKind::Inc || kind == AtomicKind::Dec) {  // u32 only (the checker)
+        const auto o = static_cast<std::uint32_t>(old.i), bound = static_cast<std::uint32_t>(x.i);
+        const std::uint32_t v =
+            kind == AtomicKind::Inc ? (o >= bound ? 0u : o + 1u) : (o == 0u || o > bound ? bound : o - 1u);
+        nv.i = static_cast<std::int64_t>(v);
       } else if (kind == AtomicKind::Cas) {  // integers only (the checker)
         if (old.i == eval(n.args[2], t).i) nv = x;
       } else if (is_float(e)) {  // Add, Min, Max (the checker refuses the others on floats)

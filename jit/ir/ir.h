@@ -130,15 +130,18 @@ enum class IntrinsicOp : std::uint8_t {
 };
 inline constexpr std::size_t kIntrinsics = static_cast<std::size_t>(IntrinsicOp::SetMaxNreg) + 1;
 
-/// Kinds of atomic read-modify-write, and their scopes: an Atomic intrinsic's first imm is the kind
-/// plus 16 times the scope (the device scope, 0, leaves it the kind alone).
+/// Kinds of atomic operation, their scopes and orderings: an Atomic intrinsic's first imm is the kind
+/// plus 16 times the scope plus 64 times the ordering (the device scope and relaxed ordering, both 0,
+/// leave it the kind alone).
 using AtomicKind = target::AtomicOp;
 using AtomicScope = target::AtomicScope;
-inline constexpr std::int64_t atomic_imm(AtomicKind k, AtomicScope s) {
-  return static_cast<std::int64_t>(k) + 16 * static_cast<std::int64_t>(s);
+using MemoryOrder = target::MemoryOrder;
+inline constexpr std::int64_t atomic_imm(AtomicKind k, AtomicScope s, MemoryOrder o = MemoryOrder::Relaxed) {
+  return static_cast<std::int64_t>(k) + 16 * static_cast<std::int64_t>(s) + 64 * static_cast<std::int64_t>(o);
 }
 inline constexpr AtomicKind atomic_kind(std::int64_t imm) { return static_cast<AtomicKind>(imm % 16); }
-inline constexpr AtomicScope atomic_scope(std::int64_t imm) { return static_cast<AtomicScope>(imm / 16); }
+inline constexpr AtomicScope atomic_scope(std::int64_t imm) { return static_cast<AtomicScope>(imm / 16 % 4); }
+inline constexpr MemoryOrder atomic_order(std::int64_t imm) { return static_cast<MemoryOrder>(imm / 64); }
 /// Tensor-core `mma.sync` shapes (the imm of an MmaSync intrinsic).
 enum class MmaShape : std::uint8_t { TF32_M16N8K8, F16_M16N8K16, BF16_M16N8K16 };
 

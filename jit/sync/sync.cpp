@@ -634,10 +634,10 @@ class Planner {
   }
 
   /// Whether atomics of the kinds in `kinds` (one bit each) give the same memory in any order: one
-  /// kind, and not an exchange.
+  /// kind, and not an exchange, a store, a compare and swap or a wrapping counter (loads only read).
   static bool commutes(unsigned kinds) {
-    for (AtomicKind k :
-         {AtomicKind::Add, AtomicKind::Min, AtomicKind::Max, AtomicKind::And, AtomicKind::Or, AtomicKind::Xor})
+    for (AtomicKind k : {AtomicKind::Add, AtomicKind::Min, AtomicKind::Max, AtomicKind::And, AtomicKind::Or,
+                         AtomicKind::Xor, AtomicKind::Load})
       if (kinds == 1u << static_cast<unsigned>(k)) return true;
     return false;
   }

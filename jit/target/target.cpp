@@ -59,14 +59,36 @@ const char* atomic_name(AtomicOp op) {
     case AtomicOp::Or: return "Or";
     case AtomicOp::Xor: return "Xor";
     case AtomicOp::Cas: return "Cas";
+    case AtomicOp::Inc: return "Inc";
+    case AtomicOp::Dec: return "Dec";
+    case AtomicOp::Load: return "Load";
+    case AtomicOp::Store: return "Store";
   }
   return "?";
+}
+
+const char* memory_order_name(MemoryOrder o) {
+  switch (o) {
+    case MemoryOrder::Relaxed: return "relaxed";
+    case MemoryOrder::Acquire: return "acquire";
+    case MemoryOrder::Release: return "release";
+    case MemoryOrder::AcqRel: return "acq_rel";
+  }
+  return "?";
+}
+
+bool order_fits(AtomicOp op, MemoryOrder o) {
+  if (op == AtomicOp::Load) return o == MemoryOrder::Relaxed || o == MemoryOrder::Acquire;
+  if (op == AtomicOp::Store) return o == MemoryOrder::Relaxed || o == MemoryOrder::Release;
+  return true;
 }
 
 // Every supported target is sm_80 or newer, so one table serves them all: atomicAdd exists for int,
 // unsigned, unsigned long long, float, double, __half and __nv_bfloat16; atomicMin and atomicMax for
 // the four integer types; atomicExch for int, unsigned, unsigned long long and float; atomicAnd,
-// atomicOr, atomicXor and atomicCAS for int, unsigned and unsigned long long.
+// atomicOr, atomicXor and atomicCAS for int, unsigned and unsigned long long; atomicInc and
+// atomicDec for unsigned only. Atomic loads and stores (ld.relaxed, st.release and the rest) move
+// any type of 32 or 64 bits.
 AtomicSupport atomic_support(AtomicOp op, ScalarType t) {
   using S = ScalarType;
   if (is_narrow_integer(t) || is_fp8(t)) return AtomicSupport::None;  // none of 8 or 16 bits in CUDA
@@ -88,6 +110,13 @@ AtomicSupport atomic_support(AtomicOp op, ScalarType t) {
       if (t == S::I32 || t == S::U32 || t == S::U64) return AtomicSupport::Native;
       if (t == S::I64) return AtomicSupport::AsUnsigned64;
       return AtomicSupport::None;
+    case AtomicOp::Inc:
+    case AtomicOp::Dec: return t == S::U32 ? AtomicSupport::Native : AtomicSupport::None;
+    case AtomicOp::Load:
+    case AtomicOp::Store:
+      return t == S::I32 || t == S::U32 || t == S::I64 || t == S::U64 || t == S::F32 || t == S::F64
+                 ? AtomicSupport::Native
+                 : AtomicSupport::None;
   }
   return AtomicSupport::None;
 }

@@ -41,12 +41,19 @@ struct Info {
   bool has(Feature f) const { return (features >> static_cast<int>(f)) & 1u; }
 };
 
-/// Atomic read-modify-write operations.
-enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch, And, Or, Xor, Cas };
+/// Atomic operations: the read-modify-writes, CUDA's wrapping increment and decrement (unsigned
+/// 32-bit), and the atomic load and store.
+enum class AtomicOp : std::uint8_t { Add, Min, Max, Exch, And, Or, Xor, Cas, Inc, Dec, Load, Store };
 /// Which threads an atomic is indivisible for: the device's (the default, CUDA's plain atomics),
 /// the block's only (`atomicAdd_block`), or the whole system's, host included (`atomicAdd_system`).
 enum class AtomicScope : std::uint8_t { Device, Block, System };
 const char* atomic_scope_name(AtomicScope s);
+/// How an atomic orders the same thread's other accesses for the threads of its scope (PTX's .relaxed,
+/// .acquire, .release, .acq_rel; C++'s memory_order of the same names).
+enum class MemoryOrder : std::uint8_t { Relaxed, Acquire, Release, AcqRel };
+const char* memory_order_name(MemoryOrder o);
+/// Whether an operation takes an ordering: a load no release, a store no acquire.
+bool order_fits(AtomicOp op, MemoryOrder o);
 const char* atomic_name(AtomicOp op);
 /// How every supported target performs an atomic on a type: natively, on the bits reinterpreted as
 /// an unsigned 64-bit integer (two's complement add and exchange are the same operation), or not.
