@@ -172,6 +172,10 @@ Expr popc(const ExprArg& e) { return math(ir::MathFn::Popc, {node(e.expr)}, e.lo
 Expr clz(const ExprArg& e) { return math(ir::MathFn::Clz, {node(e.expr)}, e.loc); }
 Expr ffs(const ExprArg& e) { return math(ir::MathFn::Ffs, {node(e.expr)}, e.loc); }
 Expr brev(const ExprArg& e) { return math(ir::MathFn::Brev, {node(e.expr)}, e.loc); }
+Expr bit_cast(ScalarType to, const ExprArg& e) {
+  return BuilderAccess::expr(
+      ir::make<ir::MathCall>(to, ir::MathFn::Bitcast, std::vector<ExprPtr>{node(e.expr)}, e.loc));
+}
 Expr fma(const ExprArg& a, const ExprArg& b, const ExprArg& c) {
   ScalarType t = a.expr.defined() ? a.expr.type() : ScalarType::F32;
   return math(ir::MathFn::Fma, {adapt(a, t), adapt(b, t), adapt(c, t)}, a.loc);

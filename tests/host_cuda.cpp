@@ -260,6 +260,8 @@ template <class T> T __nv_atomic_fetch_max(T* p, T v, int o, int) {
 }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
+inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
 /// Runs `body` as a launch: the blocks in turn, every thread of a block on a host thread of its own.
 /// A thread that returns leaves its block's and its warp's barriers, as an exited GPU thread does.
 template <class F>

@@ -4,6 +4,7 @@
 // refused at the user's line.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -284,6 +285,86 @@ TEST(Atomics, OrderingsAndOperationsThatDoNotFitAreRefusedAtTheUsersLine) {
   auto refused =
       testing::rejected_saying(k, "V0310", line, "tests/test_atomics.cpp", "no atomic load of 'in' is needed");
   EXPECT_TRUE(refused);
+}
+
+// ------------------------------------------------------------------ bit_cast
+/// Each thread takes one word: its f32's bits as u32 and i32, and the f32 those bits make again;
+/// an f64 likewise through u64; and an i32 seen as u32 and back.
+Kernel bit_casts() {
+  KernelBuilder k("bit_casts");
+  auto words = k.param<GlobalPtr<std::uint32_t>>("words", extent(32));
+  auto wide = k.param<GlobalPtr<std::uint64_t>>("wide", extent(32));
+  auto out = k.param<GlobalPtr<std::uint32_t>>("out", extent(32 * 4));
+  auto out64 = k.param<GlobalPtr<std::uint64_t>>("out64", extent(32));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.group(thread(1), [&](Scope& th) {
+      Var f = th.let("f", bit_cast<float>(words[t]));
+      th.atomic_store(out, t * 4, bit_cast<std::uint32_t>(f));
+      th.atomic_store(out, t * 4 + 1, cast<std::uint32_t>(bit_cast<int>(f) >> 31));  // the sign, arithmetic
+      th.atomic_store(out, t * 4 + 2, bit_cast<std::uint32_t>(f * 2.0f));
+      th.atomic_store(out, t * 4 + 3, bit_cast<std::uint32_t>(bit_cast<int>(words[t]) + 1));
+      Var d = th.let("d", bit_cast<double>(wide[t]));
+      th.atomic_store(out64, t, bit_cast<std::uint64_t>(bit_cast<std::int64_t>(d)));
+    });
+  });
+  return k.build();
+}
+
+TEST(Semantics, BitCastGivesTheSameBitsOnEveryDevice) {
+  const Kernel kernel = bit_casts();
+  // 1, -0, +inf, -inf, a quiet NaN, the smallest subnormal, the largest finite, -1.5, and patterns.
+  std::vector<std::uint32_t> words = {0x3f800000u, 0x80000000u, 0x7f800000u, 0xff800000u,
+                                      0x7fc00000u, 0x00000001u, 0x7f7fffffu, 0xbfc00000u};
+  std::vector<std::uint64_t> wide = {0x3ff0000000000000ull, 0x8000000000000000ull, 0x7ff0000000000000ull,
+                                     0x7ff8000000000000ull, 0x0000000000000001ull, 0xc00921fb54442d18ull};
+  for (std::uint32_t i = 0; words.size() < 32; ++i) words.push_back(0x40490fdbu + i * 0x01234567u % 0x3f000000u);
+  for (std::uint64_t i = 0; wide.size() < 32; ++i) wide.push_back(0x400921fb54442d18ull + i * 0x0123456789abull);
+  std::vector<std::uint32_t> want(32 * 4);
+  std::vector<std::uint64_t> want64(32);
+  for (int t = 0; t < 32; ++t) {
+    const float f = std::bit_cast<float>(words[t]);
+    want[t * 4] = words[t];
+    want[t * 4 + 1] = static_cast<std::uint32_t>(std::bit_cast<std::int32_t>(f) >> 31);
+    want[t * 4 + 2] = std::bit_cast<std::uint32_t>(f * 2.0f);
+    want[t * 4 + 3] = static_cast<std::uint32_t>(static_cast<std::int32_t>(words[t] + 1u));
+    want64[t] = wide[t];
+  }
+  for (const Device& dev : test_support::every_device()) {
+    std::vector<std::uint32_t> out(32 * 4, 7);
+    std::vector<std::uint64_t> out64(32, 7);
+    test_support::launch_on(kernel, dev, Grid{1, 32}, words, wide, out, out64);
+    EXPECT_EQ(out, want) << dev.name();
+    EXPECT_EQ(out64, want64) << dev.name();
+  }
+  const Specialized s = specialize_for(kernel, Spec{});
+  for (const char* form : {"__uint_as_float(static_cast<unsigned>(", "static_cast<unsigned>(__float_as_uint(",
+                           "static_cast<int>(__float_as_uint(", "__longlong_as_double(static_cast<long long>("})
+    EXPECT_NE(s.source.find(form), std::string::npos) << form << " in\n" << s.source;
+  if (nvrtc_available()) {
+    EXPECT_EQ(compile(kernel, Spec{}).log, "");
+  }
+  // Sizes that differ, and bool, are refused at the user's line.
+  for (int which = 0; which < 2; ++which) {
+    int line = 0;
+    KernelBuilder r("bad_bit_cast");
+    auto o = r.param<GlobalPtr<float>>("o", extent(1));
+    r.block_threads(32);
+    r.body([&](Scope& g) {
+      g.claim(o, thread(1), [&](Scope& g, View v) {
+        g.split(Level::Thread, {{1, [&](Scope&) {
+                                   if (which == 0)
+                                     line = __LINE__, v[0] = bit_cast<float>(std::int64_t{1});
+                                   else
+                                     line = __LINE__, v[0] = cast<float>(bit_cast<bool>(1));
+                                 }}});
+      });
+    });
+    auto refused = testing::rejected_saying(r, "V0702", line, "tests/test_atomics.cpp",
+                                            which == 0 ? "not i64 to f32" : "not i32 to bool");
+    EXPECT_TRUE(refused);
+  }
 }
 
 }  // namespace

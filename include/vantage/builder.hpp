@@ -132,6 +132,15 @@ Expr popc(const ExprArg& e);
 Expr clz(const ExprArg& e);
 Expr ffs(const ExprArg& e);
 Expr brev(const ExprArg& e);
+/// The bits of `e` as a value of type `to` of the same size, 32 or 64 bits (C++'s std::bit_cast,
+/// CUDA's `__float_as_uint` and `__double_as_longlong`): `bit_cast<std::uint32_t>(x)` is an f32's
+/// bits, `bit_cast<float>(w)` the f32 they make. Integers of one size and different signedness
+/// reinterpret their two's complement bits.
+Expr bit_cast(ScalarType to, const ExprArg& e);
+template <class T>
+Expr bit_cast(const ExprArg& e) {
+  return bit_cast(scalar_of<T>, e);
+}
 
 /// A thread-local variable declared with `let`; reads like an expression, changes with `assign`.
 class Var : public Expr {

@@ -420,6 +420,17 @@ class ExprChecker {
   }
   Perspective expr_rule(const MathCall& n, SourceLoc here, SourceLoc) {
     Perspective v = kTop;
+    if (n.fn == MathFn::Bitcast) {
+      for (const auto& a : n.args) v = c_.meet(v, check_expr(a, here));
+      const ScalarType from = n.args.empty() || !n.args[0] ? n.type : n.args[0]->type;
+      auto sized = [](ScalarType t) { return is_index_integer(t) || t == ScalarType::F32 || t == ScalarType::F64; };
+      if (!sized(from) || !sized(n.type) || type_bytes(from) != type_bytes(n.type))
+        c_.error("V0702", here,
+                 std::string("bit_cast takes a type of 32 or 64 bits to another of the same size (i32, u32 or f32; "
+                             "i64, u64 or f64), not ") +
+                     type_name(from) + " to " + type_name(n.type));
+      return v;
+    }
     for (const auto& a : n.args) {
       v = c_.meet(v, check_expr(a, here));
       bool defined = is_bit_fn(n.fn) ? a && is_index_integer(a->type)

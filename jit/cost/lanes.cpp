@@ -173,6 +173,10 @@ auto Analyzer::ev(const Select& n, Mask m, Lanes& out) -> const Lanes& {
 }
 
 auto Analyzer::ev(const MathCall& n, Mask m, Lanes& out) -> const Lanes& {
+  if (n.fn == MathFn::Bitcast) {  // bits the analysis does not follow
+    for (const auto& a : n.args) eval(a, m, out);
+    return unknown(out);
+  }
   if (is_integral(n.type) && !n.args.empty()) {  // abs or a bit function
     const Lanes& x = eval(n.args[0], m, out);
     const Mask known = m & x.known;

@@ -320,6 +320,7 @@ auto Values::math(const MathCall& n) -> Value* {
   std::vector<Value*> xs;
   for (const auto& a : n.args) xs.push_back(expr(a));
   ScalarType t = n.type;
+  if (n.fn == MathFn::Bitcast) return g_.b_.CreateBitCast(xs[0], g_.type(t));  // i32 and u32 are one LLVM type
   if (is_bit_fn(n.fn)) {
     Value* x = xs[0];
     llvm::Type* xt = x->getType();
@@ -368,7 +369,8 @@ auto Values::math(const MathCall& n) -> Value* {
     case MathFn::Popc:
     case MathFn::Clz:
     case MathFn::Ffs:
-    case MathFn::Brev: throw InternalError("cpu: a bit function of a float (the checker refuses it)");
+    case MathFn::Brev:
+    case MathFn::Bitcast: throw InternalError("cpu: a bit function of a float (the checker refuses it)");
   }
   return g_.round16(r, t);
 }

@@ -247,6 +247,15 @@ auto ExprPrinter::text(const MathCall& n) -> std::string {
   ScalarType t = n.type;
   std::vector<std::string> args;
   for (const auto& a : n.args) args.push_back(expr(a));
+  if (n.fn == MathFn::Bitcast) {
+    const ScalarType from = n.args[0]->type;
+    const std::string to = v_.ctype(t);
+    if (from == ScalarType::F32) return "static_cast<" + to + ">(__float_as_uint(" + args[0] + "))";
+    if (from == ScalarType::F64) return "static_cast<" + to + ">(__double_as_longlong(" + args[0] + "))";
+    if (t == ScalarType::F32) return "__uint_as_float(static_cast<unsigned>(" + args[0] + "))";
+    if (t == ScalarType::F64) return "__longlong_as_double(static_cast<long long>(" + args[0] + "))";
+    return "static_cast<" + to + ">(" + args[0] + ")";  // the same bits in two's complement
+  }
   if (is_bit_fn(n.fn)) {
     // CUDA's intrinsics take int or unsigned (long long) and agree on the bits: cast the operand
     // to the one each takes, and brev's result back to the operand's type.

@@ -1,6 +1,8 @@
 // The interpreter's values: scalar conversions and docs/semantics.md's operations, as free
 // functions of the operands (integers through jit/ir/eval, floats rounded to their types). See
 // machine.h.
+#include <bit>
+
 #include "jit/interp/machine.h"
 
 namespace vantage::interp::detail {
@@ -91,6 +93,25 @@ auto cast_value(ScalarType from, ScalarType to, V a) -> V {
 
 auto math_value(const MathCall& n, const std::vector<V>& x) -> V {
   V v;
+  if (n.fn == MathFn::Bitcast) {  // 32 or 64 bits (the checker): the bits through a u64
+    const ScalarType from = n.args[0]->type;
+    std::uint64_t bits = 0;
+    if (from == ScalarType::F32) {
+      bits = std::bit_cast<std::uint32_t>(static_cast<float>(x[0].f));
+    } else if (from == ScalarType::F64) {
+      bits = std::bit_cast<std::uint64_t>(x[0].f);
+    } else {
+      bits = static_cast<std::uint64_t>(x[0].i);
+    }
+    if (n.type == ScalarType::F32)
+      v.f = std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+    else if (n.type == ScalarType::F64)
+      v.f = std::bit_cast<double>(bits);
+    else
+      v.i = eval_cast(type_bytes(n.type) == 4 ? ScalarType::U32 : ScalarType::U64, n.type,
+                      static_cast<std::int64_t>(type_bytes(n.type) == 4 ? bits & 0xffffffffu : bits));
+    return v;
+  }
   if (is_bit_fn(n.fn)) {
     v.i = eval_bits(n.fn, n.args[0]->type, x[0].i);
     return v;
@@ -117,7 +138,8 @@ auto math_value(const MathCall& n, const std::vector<V>& x) -> V {
     case MathFn::Popc:
     case MathFn::Clz:
     case MathFn::Ffs:
-    case MathFn::Brev: throw InternalError("interp: a bit function of a float (the checker refuses it)");
+    case MathFn::Brev:
+    case MathFn::Bitcast: throw InternalError("interp: a bit function of a float (the checker refuses it)");
   }
   if (n.fn == MathFn::Fma && n.type == ScalarType::F32)
     v.f = std::fmaf(static_cast<float>(a), static_cast<float>(x[1].f), static_cast<float>(x[2].f));

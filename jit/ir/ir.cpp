@@ -44,8 +44,8 @@ const char* name_of(BinOp op) {
   return kNames[static_cast<int>(op)];
 }
 const char* name_of(MathFn fn) {
-  static const char* const kNames[] = {"sqrt", "rsqrt", "exp",  "exp2", "log",  "log2", "sin", "cos", "tanh",
-                                       "abs",  "floor", "ceil", "fma",  "popc", "clz",  "ffs", "brev"};
+  static const char* const kNames[] = {"sqrt", "rsqrt", "exp",  "exp2", "log",  "log2", "sin", "cos",  "tanh",
+                                       "abs",  "floor", "ceil", "fma",  "popc", "clz",  "ffs", "brev", "bit_cast"};
   return kNames[static_cast<int>(fn)];
 }
 bool is_comparison(BinOp op) {

@@ -91,6 +91,8 @@ enum class MathFn : std::uint8_t {
   Clz,   ///< leading zero bits, the width for 0: i32
   Ffs,   ///< 1 + the lowest set bit's position, 0 for 0: i32
   Brev,  ///< the bits in reverse order: the operand's type
+  /// The operand's bits as the call's type, of the same size (32 or 64 bits; bit_cast).
+  Bitcast,
 };
 /// Whether `fn` is one of the bit functions (integer operands; not a float math function).
 constexpr bool is_bit_fn(MathFn fn) {
