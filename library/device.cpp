@@ -40,29 +40,59 @@ namespace {
 
 using Loc = std::source_location;
 
-// A tile's word in the temporary storage: its status in bits 62..63, its 32-bit value below, so that
-// one 64-bit atomic publishes both and a reader never sees a status without its value.
+// A tile's word in the temporary storage: its status in bits 62..63. A value of 32 bits lies below
+// it, so that one 64-bit atomic store publishes both and a reader never sees a status without its
+// value (relaxed atomics suffice). A value of 64 bits has a word of its own, one array for the
+// tiles' aggregates and one for their inclusive values after the count: it is stored first, the
+// status after it with a release, and a reader that acquires the status then loads the value of
+// the array the status names (each written once a launch, so no later value can be seen there).
 constexpr int kAggregate = 1;  // the tile's own total
 constexpr int kInclusive = 2;  // the total of every element up to the tile's last
 
-Expr word(int status, const Expr& value) {
-  return (cast<std::uint64_t>(status) << 62) | cast<std::uint64_t>(cast<std::uint32_t>(value));
+bool packed(ScalarType t) { return type_bytes(t) == 4; }
+/// A value's bits as the low bits of a word.
+Expr bits_of(const Expr& v, ScalarType t) {
+  return packed(t) ? cast<std::uint64_t>(bit_cast<std::uint32_t>(v)) : bit_cast<std::uint64_t>(v);
+}
+/// The value whose bits are the low bits of `d`.
+Expr value_of(const Expr& d, ScalarType t) {
+  return packed(t) ? bit_cast(t, cast<std::uint32_t>(d & 0xffffffffu)) : bit_cast(t, d);
+}
+Expr word(int status, const Expr& value, ScalarType t) {
+  return (cast<std::uint64_t>(status) << 62) | (packed(t) ? bits_of(value, t) : cast<std::uint64_t>(0));
+}
+/// Where a 64-bit value of a tile with `status` lies: past the statuses and the count.
+Expr value_slot(const Expr& status_is_inclusive, const Expr& tile, const Expr& tiles) {
+  return select(status_is_inclusive, 2 * tiles + 1, tiles + 1) + cast<std::int64_t>(tile);
 }
 
 std::int64_t tile_elems(std::int64_t threads, DeviceTile tile) { return threads * tile.items; }
 
 using detail::tiles_of;
 
-/// An Op's identity in `t`: 0 for a sum, the type's largest value for a minimum, its smallest for a
-/// maximum.
+/// An Op's identity in `t`: 0 for a sum, the type's largest value for a minimum (+inf for a float),
+/// its smallest for a maximum (-inf).
 Expr identity_of(Op op, ScalarType t) {
-  const bool is_unsigned = t == ScalarType::U32;
+  using S = ScalarType;
+  auto extreme = [&](bool largest) -> Expr {
+    switch (t) {
+      case S::U32: return largest ? Expr(0xffffffffu) : Expr(0u);
+      case S::I64:
+        return largest ? Expr(std::numeric_limits<long long>::max()) : Expr(std::numeric_limits<long long>::min());
+      case S::U64: return Expr(largest ? ~0ul : 0ul);
+      case S::F32:
+        return Expr(largest ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity());
+      case S::F64:
+        return Expr(largest ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity());
+      default: return largest ? Expr(std::numeric_limits<int>::max()) : Expr(std::numeric_limits<int>::min());
+    }
+  };
   switch (op) {
-    case Op::Min: return is_unsigned ? Expr(0xffffffffu) : Expr(std::numeric_limits<int>::max());
-    case Op::Max: return is_unsigned ? Expr(0u) : Expr(std::numeric_limits<int>::min());
+    case Op::Min: return extreme(true);
+    case Op::Max: return extreme(false);
     case Op::Sum: break;
   }
-  return is_unsigned ? Expr(0u) : Expr(0);
+  return t == S::I32 ? Expr(0) : t == S::U32 ? Expr(0u) : cast(t, 0);
 }
 
 /// What a look-back operation is asked to do.
@@ -81,6 +111,12 @@ struct Job {
   Predicate keep;
 };
 
+/// The types a look-back publishes: values of 32 or 64 bits (bit_cast into its words).
+bool combinable(ScalarType t) {
+  using S = ScalarType;
+  return t == S::I32 || t == S::U32 || t == S::F32 || t == S::I64 || t == S::U64 || t == S::F64;
+}
+
 /// Whether the job's shapes are ones the look-back handles; diagnoses at the caller's line if not.
 std::optional<std::int64_t> valid(Scope& grid, const Job& j, const Loc& loc) {
   auto threads = detail::warps_block(grid, j.helper, loc);
@@ -93,10 +129,10 @@ std::optional<std::int64_t> valid(Scope& grid, const Job& j, const Loc& loc) {
                   loc);
     return std::nullopt;
   }
-  if (j.type != ScalarType::I32 && j.type != ScalarType::U32) {
+  if (!combinable(j.type)) {
     grid.diagnose("V0913",
-                  std::string("lib::") + j.helper + " combines 32-bit integers (i32 or u32), not " + type_name(j.type) +
-                      ": a tile's value and status share one 64-bit word",
+                  std::string("lib::") + j.helper +
+                      " combines values of 32 or 64 bits (i32, u32, f32, i64, u64, f64), not " + type_name(j.type),
                   loc);
     return std::nullopt;
   }
@@ -160,7 +196,17 @@ View look_back(Scope& b, const Job& j, const std::string& name, const Expr& blk,
                const Expr& total, const AtEnd& at_end, const Loc& loc) {
   // Without a count of the tiles, every block is a tile (the caller's tile_prefix).
   auto is_tile = [&](const Expr& c) { return tiles ? c && cast<std::int64_t>(blk) < *tiles : c; };
-  auto decode = [&](const Expr& d) { return cast(j.type, cast<std::uint32_t>(d & 0xffffffffu)); };
+  const bool wide = !packed(j.type);  // a value of 64 bits: in a word of its own (callers pass `tiles`)
+  const MemoryOrder reading = wide ? MemoryOrder::Acquire : MemoryOrder::Relaxed;
+  auto publish_word = [&](Scope& th, int status, const Expr& value) {
+    if (wide) {
+      th.atomic_store(j.temp, value_slot(Expr(status == kInclusive, loc), blk, *tiles), bits_of(value, j.type), {},
+                      loc);
+      th.atomic_store(j.temp, blk, word(status, value, j.type), MemoryOrder::Release, loc);
+    } else {
+      th.atomic_store(j.temp, blk, word(status, value, j.type), {}, loc);
+    }
+  };
   View shared = b.shared(name + "_prefix", j.type, 2, loc);  // [0]: before, [1]: finished last
   b.claim(
       shared, warp(),
@@ -177,13 +223,7 @@ View look_back(Scope& b, const Job& j, const std::string& name, const Expr& blk,
                       w.claim(
                           pw, thread(1),
                           [&](Scope& w, View) {
-                            w.split(Level::Thread,
-                                    {{1,
-                                      [&](Scope& th) {
-                                        th.atomic(AtomicOp::Exch, j.temp, blk, word(kAggregate, total),
-                                                  AtomicScope::Device, loc);
-                                      },
-                                      loc}},
+                            w.split(Level::Thread, {{1, [&](Scope& th) { publish_word(th, kAggregate, total); }, loc}},
                                     loc);
                           },
                           loc);
@@ -196,8 +236,7 @@ View look_back(Scope& b, const Job& j, const std::string& name, const Expr& blk,
                           [&](Scope& w) {
                             Var at = w.let(name + "_j", base - lane, loc);
                             Expr at_j = min(max(at, 0), blk);
-                            Var d = w.atomic(name + "_d", AtomicOp::Add, j.temp, at_j, cast<std::uint64_t>(0),
-                                             AtomicScope::Device, loc);  // a read
+                            Var d = w.atomic_load(name + "_d", j.temp, at_j, reading, loc);
                             Var status = w.let(name + "_status", select(at >= 0, cast<int>(d >> 62), kInclusive), loc);
                             // Until every word of the window is published.
                             Var waiting =
@@ -205,8 +244,7 @@ View look_back(Scope& b, const Job& j, const std::string& name, const Expr& blk,
                             w.while_(
                                 waiting != 0u,
                                 [&](Scope& w) {
-                                  Var again = w.atomic(name + "_again", AtomicOp::Add, j.temp, at_j,
-                                                       cast<std::uint64_t>(0), AtomicScope::Device, loc);
+                                  Var again = w.atomic_load(name + "_again", j.temp, at_j, reading, loc);
                                   w.assign(d, again, loc);
                                   w.assign(status, select(at >= 0, cast<int>(again >> 62), kInclusive), loc);
                                   w.assign(waiting, w.ballot(name + "_unpublished_yet", status == 0, loc), loc);
@@ -216,7 +254,11 @@ View look_back(Scope& b, const Job& j, const std::string& name, const Expr& blk,
                             // combined in the tiles' order (the highest lane is the earliest tile).
                             Var done = w.ballot(name + "_done", status == kInclusive, loc);
                             Var last = w.let(name + "_last", select(done != 0u, ffs(done) - 1, 31), loc);
-                            Expr mine = select(lane <= last && at >= 0, decode(d), j.identity);
+                            Expr bits =
+                                wide ? Expr(w.atomic_load(name + "_v", j.temp,
+                                                          value_slot(status == kInclusive, at_j, *tiles), {}, loc))
+                                     : Expr(d);
+                            Expr mine = select(lane <= last && at >= 0, value_of(bits, j.type), j.identity);
                             Var window = j.known ? warp_reduce(w, name + "_window", mine, *j.known, loc)
                                                  : warp_reduce(
                                                        w, name + "_window", mine,
@@ -238,15 +280,15 @@ View look_back(Scope& b, const Job& j, const std::string& name, const Expr& blk,
                                 [&](Scope& th) {
                                   Var finished = th.let(name + "_finished", cast(j.type, 0), loc);
                                   auto publish = [&](Scope& th) {
-                                    Expr inclusive = j.op(before, total);
-                                    th.atomic(AtomicOp::Exch, j.temp, blk, word(kInclusive, inclusive),
-                                              AtomicScope::Device, loc);
+                                    Var inclusive = th.let(name + "_inclusive", j.op(before, total), loc);
+                                    publish_word(th, kInclusive, inclusive);
                                     if (!tiles) return;
                                     at_end(th, blk, *tiles, inclusive);
                                     // After every read of the words: the last tile to count itself
                                     // finished knows no tile reads them any more.
+                                    // (acquire and release: every tile's reads before the last one's zeroing)
                                     Var old = th.atomic(name + "_count", AtomicOp::Add, j.temp, *tiles,
-                                                        cast<std::uint64_t>(1), AtomicScope::Device, loc);
+                                                        cast<std::uint64_t>(1), MemoryOrder::AcqRel, loc);
                                     th.assign(finished,
                                               cast(j.type, select(old == cast<std::uint64_t>(*tiles - 1), 1, 0)), loc);
                                   };
@@ -320,10 +362,7 @@ void run_tiles(Scope& grid, const Job& j, const View* out, const AtEnd& at_end,
         [&](Scope& b) {
           block_strided(
               b, Expr(0LL, loc), tiles + 1,
-              [&](Scope& th, Expr i) {
-                th.atomic(AtomicOp::Exch, j.temp, i, cast<std::uint64_t>(0), AtomicScope::Device, loc);
-              },
-              loc);
+              [&](Scope& th, Expr i) { th.atomic_store(j.temp, i, cast<std::uint64_t>(0), {}, loc); }, loc);
         },
         loc);
   };
@@ -414,12 +453,14 @@ std::int64_t device_blocks(std::int64_t n, std::int64_t threads, DeviceTile tile
   return std::max<std::int64_t>((n + per - 1) / per, 1);
 }
 
-std::int64_t device_temp_words(std::int64_t n, std::int64_t threads, DeviceTile tile) {
-  return device_blocks(n, threads, tile) + 1;
+std::int64_t device_temp_words(std::int64_t n, std::int64_t threads, DeviceTile tile, ScalarType values) {
+  const std::int64_t tiles = device_blocks(n, threads, tile);
+  return tiles + 1 + (packed(values) ? 0 : 2 * tiles);
 }
 
-Expr device_temp_extent(const ExprArg& n, std::int64_t threads, DeviceTile tile) {
-  return tiles_of(n.expr, std::max<std::int64_t>(tile_elems(threads, tile), 1)) + 1;
+Expr device_temp_extent(const ExprArg& n, std::int64_t threads, DeviceTile tile, ScalarType values) {
+  const Expr tiles = tiles_of(n.expr, std::max<std::int64_t>(tile_elems(threads, tile), 1));
+  return packed(values) ? tiles + 1 : 3 * tiles + 1;
 }
 
 void device_inclusive_scan(Scope& grid, const View& out, const View& in, const ExprArg& n, Op op, const View& temp,
@@ -445,9 +486,9 @@ Var tile_prefix_of(Scope& b, const std::string& name, const View& temp, const Ex
   const ScalarType type = total.expr.type();
   Job j{"tile_prefix", temp, Expr(0), op, known, identity, temp, DeviceTile{}, type, nullptr};
   if (!detail::warps_block(b, "tile_prefix", loc)) return b.let(name, identity, loc);
-  if ((type != ScalarType::I32 && type != ScalarType::U32) || temp.elem() != ScalarType::U64) {
+  if (!combinable(type) || !packed(type) || temp.elem() != ScalarType::U64) {
     b.diagnose("V0913",
-               std::string("lib::tile_prefix combines 32-bit integers (i32 or u32) through u64 words, not ") +
+               std::string("lib::tile_prefix combines values of 32 bits (i32, u32 or f32) through u64 words, not ") +
                    type_name(type) + " through " + type_name(temp.elem()),
                loc);
     return b.let(name, identity, loc);

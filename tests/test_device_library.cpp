@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "reject_helpers.hpp"
@@ -182,6 +184,112 @@ TEST(DeviceLibrary, ReductionsCombineEveryElementInOrderAndGiveTheIdentityForNon
         }
       }
     }
+}
+
+// ---- values of other types: f32 in the status word by its bits, 64-bit values in words of their own
+
+/// Inputs of type T whose sums are exact in T (small integers, scaled into 64 bits for the integers
+/// of 64 bits, so that their sums pass 32 bits, and by 1/8 for f64).
+template <class T>
+std::vector<T> typed_inputs(int n) {
+  std::vector<T> x(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const long long small = (i * 7919L) % 201 - 100;
+    if constexpr (std::is_same_v<T, float>)
+      x[static_cast<std::size_t>(i)] = static_cast<float>(small);
+    else if constexpr (std::is_same_v<T, double>)
+      x[static_cast<std::size_t>(i)] = static_cast<double>(small) / 8.0;
+    else
+      x[static_cast<std::size_t>(i)] = static_cast<T>(small * (1LL << 40) + i);
+  }
+  return x;
+}
+
+/// An inclusive scan (Op::Sum), an exclusive scan (Op::Max), a reduction (Op::Sum) and one by
+/// Op::Min of T, in one kernel each.
+template <class T>
+std::vector<Kernel> typed_kernels(Shape s) {
+  std::vector<Kernel> out;
+  for (int which = 0; which < 4; ++which) {
+    KernelBuilder k(std::string("typed_") + type_name(scalar_of<T>) + "_" + std::to_string(which) + "_" +
+                    std::to_string(s.threads));
+    auto n = k.param<int>("n");
+    auto x = k.param<GlobalPtr<const T>>("x", extent(n));
+    auto y = k.param<GlobalPtr<T>>("y", extent(which < 2 ? Expr(n) : Expr(1)));
+    const lib::DeviceTile tile{s.items};
+    auto temp =
+        k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, s.threads, tile, scalar_of<T>)));
+    k.block_threads(s.threads);
+    k.body([&](Scope& g) {
+      if (which == 0) lib::device_inclusive_scan(g, y, x, n, lib::Op::Sum, temp, tile);
+      if (which == 1) lib::device_exclusive_scan(g, y, x, n, lib::Op::Max, temp, tile);
+      if (which == 2) lib::device_reduce(g, y, x, n, lib::Op::Sum, temp, tile);
+      if (which == 3) lib::device_reduce(g, y, x, n, lib::Op::Min, temp, tile);
+    });
+    out.push_back(k.build());
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> typed_reference(const std::vector<T>& x, int which) {
+  const T lowest =
+      std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  const T highest =
+      std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  std::vector<T> y;
+  T acc = which == 1 ? lowest : which == 3 ? highest : T(0);
+  for (const T& v : x) {
+    if (which == 1) y.push_back(acc);
+    acc = which == 1 ? std::max(acc, v) : which == 3 ? std::min(acc, v) : static_cast<T>(acc + v);
+    if (which == 0) y.push_back(acc);
+  }
+  if (which >= 2) y = {acc};
+  return y;
+}
+
+template <class T>
+void check_typed(Shape s) {
+  const std::vector<Kernel> kernels = typed_kernels<T>(s);
+  if (nvrtc_available()) {
+    for (const Kernel& k : kernels) EXPECT_EQ(compile(k, Spec{}).log, "") << k.name();
+  }
+  const lib::DeviceTile tile{s.items};
+  for (int n : sizes(s.threads * s.items)) {
+    const auto x = typed_inputs<T>(n);
+    const std::int64_t tiles = lib::device_blocks(n, s.threads, tile);
+    for (int which = 0; which < 4; ++which) {
+      const Kernel& kernel = kernels[static_cast<std::size_t>(which)];
+      const auto want = typed_reference(x, which);
+      for (const Device& d : devices()) {
+        std::vector<std::uint64_t> temp(
+            static_cast<std::size_t>(lib::device_temp_words(n, s.threads, tile, scalar_of<T>)), 0);
+        ASSERT_EQ(static_cast<std::int64_t>(temp.size()), tiles + 1 + (sizeof(T) == 8 ? 2 * tiles : 0));
+        for (int launch = 0; launch < 2; ++launch) {  // the second reuses the storage as the first left it
+          std::vector<T> y(which < 2 ? x.size() : 1, T(7));
+          test_support::launch_on(kernel, d, Grid{tiles, s.threads}, n, x, y, temp);
+          EXPECT_EQ(y, want) << kernel.name() << " n=" << n << " launch " << launch << " on " << d.name();
+          // The tiles' words and the count are zero again; 64-bit values' words are only ever read
+          // after their tile's status says they are written.
+          EXPECT_EQ(std::count(temp.begin(), temp.begin() + tiles + 1, 0u), tiles + 1)
+              << kernel.name() << " n=" << n << " left its storage non-zero on " << d.name();
+        }
+      }
+    }
+  }
+}
+
+TEST(DeviceLibrary, ScansAndReductionsOfF32GiveTheirReference) {
+  for (Shape s : kShapes) check_typed<float>(s);
+}
+TEST(DeviceLibrary, ScansAndReductionsOfF64GiveTheirReference) {
+  for (Shape s : kShapes) check_typed<double>(s);
+}
+TEST(DeviceLibrary, ScansAndReductionsOfI64GiveTheirReference) {
+  for (Shape s : kShapes) check_typed<std::int64_t>(s);
+}
+TEST(DeviceLibrary, ScansAndReductionsOfU64GiveTheirReference) {
+  for (Shape s : kShapes) check_typed<std::uint64_t>(s);
 }
 
 template <class T>
@@ -479,11 +587,11 @@ TEST(DeviceLibrary, RadixKeysThatAreNotU32AreRefused) {
 
 // ---- misuse, refused at the caller's line
 
-TEST(DeviceLibrary, AScanOfFloatsIsRefusedNamingTheTypesItTakes) {
-  KernelBuilder k("scan_f32");
+TEST(DeviceLibrary, AScanOfSixteenBitValuesIsRefusedNamingTheTypesItTakes) {
+  KernelBuilder k("scan_i16");
   auto n = k.param<int>("n");
-  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
-  auto y = k.param<GlobalPtr<float>>("y", extent(n));
+  auto x = k.param<GlobalPtr<const std::int16_t>>("x", extent(n));
+  auto y = k.param<GlobalPtr<std::int16_t>>("y", extent(n));
   auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, 128)));
   k.block_threads(128);
   int line = 0;
@@ -491,7 +599,8 @@ TEST(DeviceLibrary, AScanOfFloatsIsRefusedNamingTheTypesItTakes) {
     line = __LINE__ + 1;
     lib::device_inclusive_scan(g, y, x, n, lib::Op::Sum, temp);
   });
-  EXPECT_TRUE(testing::rejected_saying(k, "V0913", line, "test_device_library.cpp", "32-bit integers (i32 or u32)"));
+  EXPECT_TRUE(testing::rejected_saying(k, "V0913", line, "test_device_library.cpp",
+                                       "combines values of 32 or 64 bits (i32, u32, f32, i64, u64, f64), not i16"));
 }
 
 TEST(DeviceLibrary, ItemsThatAreNotWholeVectorsAreRefused) {
@@ -549,10 +658,11 @@ TEST(DeviceLibrary, ADeviceScanFromABlocksCodeIsRefusedAtTheCallersLine) {
   }
 }
 
-TEST(DeviceLibrary, ATilePrefixOfFloatsIsRefused) {
-  KernelBuilder k("tile_prefix_f32");
-  auto x = k.param<GlobalPtr<const float>>("x", extent(4));
-  auto out = k.param<GlobalPtr<float>>("out", extent(4));
+// tile_prefix has no count of the tiles, so no room for words of 64-bit values after the statuses.
+TEST(DeviceLibrary, ATilePrefixOf64BitValuesIsRefused) {
+  KernelBuilder k("tile_prefix_f64");
+  auto x = k.param<GlobalPtr<const double>>("x", extent(4));
+  auto out = k.param<GlobalPtr<double>>("out", extent(4));
   auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(4));
   k.block_threads(64);
   int line = 0;
@@ -564,7 +674,8 @@ TEST(DeviceLibrary, ATilePrefixOfFloatsIsRefused) {
       lib::store_by_one(b, out_b, 0, before);
     });
   });
-  EXPECT_TRUE(testing::rejected_saying(k, "V0913", line, "test_device_library.cpp", "32-bit integers"));
+  EXPECT_TRUE(testing::rejected_saying(k, "V0913", line, "test_device_library.cpp",
+                                       "values of 32 bits (i32, u32 or f32) through u64 words, not f64"));
 }
 
 TEST(DeviceLibrary, AHistogramOfNoBinsIsRefused) {

@@ -270,24 +270,29 @@ Var block_radix_sort(Scope& block, std::string name, const ExprArg& key, int bit
 /// takes one tile of T x `items` elements (thread t the `items` consecutive ones from t x items, read in
 /// 16-byte vectors where all are inside); the tiles are chained by a single-pass decoupled look-back:
 /// a tile publishes its own total at once, then the total of everything up to its end as soon as it
-/// knows it, in one u64 word of `temp` per tile, and a tile's first warp reads the words before its
-/// own, 32 at a time, until one is complete. Launch `device_blocks(n, T, tile)` blocks of T threads.
+/// knows it, in one u64 word of `temp` per tile (a value of 64 bits in a word of its own, under a
+/// status stored with a release and loaded with an acquire), and a tile's first warp reads the words
+/// before its own, 32 at a time, until one is complete. Launch `device_blocks(n, T, tile)` blocks of T threads.
 struct DeviceTile {
   int items = 8;  ///< elements a thread: a multiple of 4 from 4 to 32
 };
 /// The blocks a device-wide operation of `n` elements is launched with: one a tile, at least one.
 std::int64_t device_blocks(std::int64_t n, std::int64_t threads, DeviceTile tile = {});
-/// The u64 words of its temporary storage: one a tile and a count of the tiles finished. Zero them
-/// once, when the storage is allocated: the tile that finishes last zeroes them again, so every
-/// launch leaves them as it found them and the next launch may use them as they are.
-std::int64_t device_temp_words(std::int64_t n, std::int64_t threads, DeviceTile tile = {});
+/// The u64 words of its temporary storage, for combining values of type `values`: one a tile and a
+/// count of the tiles finished, and for values of 64 bits two more a tile (the tiles' own totals and
+/// inclusive values, in words of their own). Zero them once, when the storage is allocated: the tile
+/// that finishes last zeroes the tiles' words and the count again, so every launch leaves them as it
+/// found them and the next launch may use them as they are.
+std::int64_t device_temp_words(std::int64_t n, std::int64_t threads, DeviceTile tile = {},
+                               ScalarType values = ScalarType::I32);
 /// The same as an expression of the kernel's parameters (computed in 64 bits), for the temporary
 /// buffer's extent: `k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, T)))`.
-Expr device_temp_extent(const ExprArg& n, std::int64_t threads, DeviceTile tile = {});
+Expr device_temp_extent(const ExprArg& n, std::int64_t threads, DeviceTile tile = {},
+                        ScalarType values = ScalarType::I32);
 
 /// The look-back itself, for a single-pass algorithm of your own (CUB's TilePrefixCallbackOp): at
 /// block(1), the block's tile `tile` (a value of the block) publishes `total` (a value of the block,
-/// i32 or u32) in temp[tile] at once, its first warp combines the earlier tiles' words, 32 at a time,
+/// i32, u32 or f32) in temp[tile] at once, its first warp combines the earlier tiles' words, 32 at a time,
 /// until one holds the whole prefix before it, and it publishes its own inclusive value. Returns
 /// op(total of tile 0, ..., total of tile - 1), the identity for tile 0, as a value of the block.
 /// `temp` (u64 words, one a tile) must be zero at launch, and is not zeroed again; a tile's block
@@ -298,8 +303,10 @@ Var tile_prefix(Scope& block, std::string name, const View& temp, const ExprArg&
 Var tile_prefix(Scope& block, std::string name, const View& temp, const ExprArg& tile, const ExprArg& total,
                 const Combine& op, const ExprArg& identity, std::source_location loc = std::source_location::current());
 
-/// At grid(1): out[i] = op(in[0], ..., in[i]) for every i < n (`in` and `out` of one 32-bit integer
-/// type, i32 or u32; integer sums wrap), in the order of the elements whatever the operator: the
+/// At grid(1): out[i] = op(in[0], ..., in[i]) for every i < n (`in` and `out` of one type of 32 or
+/// 64 bits: i32, u32, f32, i64, u64, f64; integer sums wrap, float sums round as the
+/// tiles' values meet, which depends on when each tile finds its predecessors' words: exact sums of
+/// floats come out the same on every device), in the order of the elements whatever the operator: the
 /// tiles' results are combined earlier on the left. A Combine needs its identity (the value it
 /// leaves unchanged: what the elements past n count as); an Op knows its own.
 void device_inclusive_scan(Scope& grid, const View& out, const View& in, const ExprArg& n, Op op, const View& temp,

@@ -10,6 +10,49 @@
 #include "jit/cuda/emitter.h"
 
 namespace vantage::cuda {
+
+// Atomic loads, stores and ordered atomics (docs/semantics.md): the __nv_atomic builtins, with the
+// ordering and scope as template arguments; the wrapping counters fenced where ordered.
+constexpr const char* kAtomicHelpers =
+    "// Atomic loads, stores and ordered atomics (docs/semantics.md): the __nv_atomic builtins, with the\n"
+    "// ordering and scope as template arguments; the wrapping counters fenced where ordered.\n"
+    "template <int O, int S, class T>\n"
+    "static __device__ __forceinline__ T vt_atomic_load(T* p) {\n  T v;\n  __nv_atomic_load(p, &v, O, S);\n"
+    "  return v;\n}\n"
+    "template <int O, int S, class T>\n"
+    "static __device__ __forceinline__ void vt_atomic_store(T* p, T v) { __nv_atomic_store(p, &v, O, S); }\n"
+    "template <int O, int S, class T>\n"
+    "static __device__ __forceinline__ T vt_atomic_exchange(T* p, T v) {\n  T old;\n"
+    "  __nv_atomic_exchange(p, &v, &old, O, S);\n  return old;\n}\n"
+    "template <int O, int S, class T>\n"
+    "static __device__ __forceinline__ T vt_atomic_cas(T* p, T c, T v) {\n"
+    "  __nv_atomic_compare_exchange(p, &c, &v, false, O,\n"
+    "                               O == __NV_ATOMIC_RELEASE  ? __NV_ATOMIC_RELAXED\n"
+    "                               : O == __NV_ATOMIC_ACQ_REL ? __NV_ATOMIC_ACQUIRE\n"
+    "                                                          : O,\n"
+    "                               S);\n  return c;\n}\n"
+    "template <int S>\n"
+    "static __device__ __forceinline__ void vt_atomic_fence() {\n"
+    "  if (S == __NV_THREAD_SCOPE_BLOCK)\n    __threadfence_block();\n"
+    "  else if (S == __NV_THREAD_SCOPE_SYSTEM)\n    __threadfence_system();\n"
+    "  else\n    __threadfence();\n}\n"
+    "template <int O, int S>\n"
+    "static __device__ __forceinline__ unsigned vt_atomic_wrap(unsigned* p, unsigned v, bool inc) {\n"
+    "  if (O == __NV_ATOMIC_RELEASE || O == __NV_ATOMIC_ACQ_REL) vt_atomic_fence<S>();\n"
+    "  const unsigned old = S == __NV_THREAD_SCOPE_BLOCK    ? (inc ? atomicInc_block(p, v) : atomicDec_block(p, "
+    "v))\n"
+    "                       : S == __NV_THREAD_SCOPE_SYSTEM ? (inc ? atomicInc_system(p, v) : "
+    "atomicDec_system(p, v))\n"
+    "                                                       : (inc ? atomicInc(p, v) : atomicDec(p, v));\n"
+    "  if (O == __NV_ATOMIC_ACQUIRE || O == __NV_ATOMIC_ACQ_REL) vt_atomic_fence<S>();\n"
+    "  return old;\n}\n"
+    "template <int O, int S>\n"
+    "static __device__ __forceinline__ unsigned vt_atomic_inc(unsigned* p, unsigned v) {\n"
+    "  return vt_atomic_wrap<O, S>(p, v, true);\n}\n"
+    "template <int O, int S>\n"
+    "static __device__ __forceinline__ unsigned vt_atomic_dec(unsigned* p, unsigned v) {\n"
+    "  return vt_atomic_wrap<O, S>(p, v, false);\n}\n";
+
 namespace detail {
 
 auto Emitter::run(const lower::Lowered& lowered) -> EmitResult {
@@ -54,45 +97,7 @@ auto Emitter::run(const lower::Lowered& lowered) -> EmitResult {
     src << "// select evaluates both arms (docs/semantics.md): the arguments of a call all are.\n"
            "template <class T>\nstatic __device__ __forceinline__ T vt_select(bool c, T a, T b) { return c ? a : b; "
            "}\n";
-  if (v_.uses_atomic_helpers)
-    src << "// Atomic loads, stores and ordered atomics (docs/semantics.md): the __nv_atomic builtins, with the\n"
-           "// ordering and scope as template arguments; the wrapping counters fenced where ordered.\n"
-           "template <int O, int S, class T>\n"
-           "static __device__ __forceinline__ T vt_atomic_load(T* p) {\n  T v;\n  __nv_atomic_load(p, &v, O, S);\n"
-           "  return v;\n}\n"
-           "template <int O, int S, class T>\n"
-           "static __device__ __forceinline__ void vt_atomic_store(T* p, T v) { __nv_atomic_store(p, &v, O, S); }\n"
-           "template <int O, int S, class T>\n"
-           "static __device__ __forceinline__ T vt_atomic_exchange(T* p, T v) {\n  T old;\n"
-           "  __nv_atomic_exchange(p, &v, &old, O, S);\n  return old;\n}\n"
-           "template <int O, int S, class T>\n"
-           "static __device__ __forceinline__ T vt_atomic_cas(T* p, T c, T v) {\n"
-           "  __nv_atomic_compare_exchange(p, &c, &v, false, O,\n"
-           "                               O == __NV_ATOMIC_RELEASE  ? __NV_ATOMIC_RELAXED\n"
-           "                               : O == __NV_ATOMIC_ACQ_REL ? __NV_ATOMIC_ACQUIRE\n"
-           "                                                          : O,\n"
-           "                               S);\n  return c;\n}\n"
-           "template <int S>\n"
-           "static __device__ __forceinline__ void vt_atomic_fence() {\n"
-           "  if (S == __NV_THREAD_SCOPE_BLOCK)\n    __threadfence_block();\n"
-           "  else if (S == __NV_THREAD_SCOPE_SYSTEM)\n    __threadfence_system();\n"
-           "  else\n    __threadfence();\n}\n"
-           "template <int O, int S>\n"
-           "static __device__ __forceinline__ unsigned vt_atomic_wrap(unsigned* p, unsigned v, bool inc) {\n"
-           "  if (O == __NV_ATOMIC_RELEASE || O == __NV_ATOMIC_ACQ_REL) vt_atomic_fence<S>();\n"
-           "  const unsigned old = S == __NV_THREAD_SCOPE_BLOCK    ? (inc ? atomicInc_block(p, v) : atomicDec_block(p, "
-           "v))\n"
-           "                       : S == __NV_THREAD_SCOPE_SYSTEM ? (inc ? atomicInc_system(p, v) : "
-           "atomicDec_system(p, v))\n"
-           "                                                       : (inc ? atomicInc(p, v) : atomicDec(p, v));\n"
-           "  if (O == __NV_ATOMIC_ACQUIRE || O == __NV_ATOMIC_ACQ_REL) vt_atomic_fence<S>();\n"
-           "  return old;\n}\n"
-           "template <int O, int S>\n"
-           "static __device__ __forceinline__ unsigned vt_atomic_inc(unsigned* p, unsigned v) {\n"
-           "  return vt_atomic_wrap<O, S>(p, v, true);\n}\n"
-           "template <int O, int S>\n"
-           "static __device__ __forceinline__ unsigned vt_atomic_dec(unsigned* p, unsigned v) {\n"
-           "  return vt_atomic_wrap<O, S>(p, v, false);\n}\n";
+  if (v_.uses_atomic_helpers) src << kAtomicHelpers;
   if (v_.uses_and) src << "static __device__ __forceinline__ bool vt_and(bool a, bool b) { return a && b; }\n";
   if (v_.uses_or) src << "static __device__ __forceinline__ bool vt_or(bool a, bool b) { return a || b; }\n";
   if (v_.uses_checks) {

@@ -31,25 +31,7 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
       // uninitialised).
       const bool writes_only = kind == AtomicKind::Store || (kind == AtomicKind::Exch && n.outputs.empty());
       V old = writes_only ? V{} : read(t, r, i, n.loc, how);
-      V nv = old;
-      if (kind == AtomicKind::Exch || kind == AtomicKind::Store) {
-        nv = x;
-      } else if (kind == AtomicKind::Inc || kind == AtomicKind::Dec) {  // u32 only (the checker)
-        const auto o = static_cast<std::uint32_t>(old.i), bound = static_cast<std::uint32_t>(x.i);
-        const std::uint32_t v =
-            kind == AtomicKind::Inc ? (o >= bound ? 0u : o + 1u) : (o == 0u || o > bound ? bound : o - 1u);
-        nv.i = static_cast<std::int64_t>(v);
-      } else if (kind == AtomicKind::Cas) {  // integers only (the checker)
-        if (old.i == eval(n.args[2], t).i) nv = x;
-      } else if (is_float(e)) {  // Add, Min, Max (the checker refuses the others on floats)
-        nv.f = kind == AtomicKind::Add   ? round_to(e, old.f + x.f)
-               : kind == AtomicKind::Min ? std::fmin(old.f, x.f)
-                                         : std::fmax(old.f, x.f);
-      } else {  // the integer operation of the same name, as docs/semantics.md defines it
-        static constexpr BinOp kOps[] = {BinOp::Add, BinOp::Min, BinOp::Max, BinOp::Add,
-                                         BinOp::And, BinOp::Or,  BinOp::Xor};
-        nv.i = eval_binary(kOps[static_cast<int>(kind)], e, old.i, x.i);
-      }
+      const V nv = atomic_value(kind, e, old, x, kind == AtomicKind::Cas ? eval(n.args[2], t) : V{});
       write(t, r, i, nv, n.loc, how);
       measure_.request(t, &n, 0, r, i, type_bytes(e), true, n.loc);
       if (!n.outputs.empty()) var(t, n.outputs[0].get()) = old;

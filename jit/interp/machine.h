@@ -52,6 +52,8 @@ std::int64_t exact_index(ScalarType t, std::int64_t v);
 V binary_value(const Binary& n, V a, V b);
 V cast_value(ScalarType from, ScalarType to, V a);
 V math_value(const MathCall& n, const std::vector<V>& x);
+/// What an atomic of `kind` leaves in an element of type `e` that held `old` (Load aside).
+V atomic_value(AtomicKind kind, ScalarType e, V old, V x, V compare);
 
 // ------------------------------------------------------------------ memory
 /// How an access is made: plainly, by an atomic of the device's (or the system's) scope, or by one of

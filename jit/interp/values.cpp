@@ -91,6 +91,28 @@ auto cast_value(ScalarType from, ScalarType to, V a) -> V {
   return v;
 }
 
+auto atomic_value(AtomicKind kind, ScalarType e, V old, V x, V compare) -> V {
+  V nv = old;
+  if (kind == AtomicKind::Exch || kind == AtomicKind::Store) {
+    nv = x;
+  } else if (kind == AtomicKind::Inc || kind == AtomicKind::Dec) {  // u32 only (the checker)
+    const auto o = static_cast<std::uint32_t>(old.i), bound = static_cast<std::uint32_t>(x.i);
+    const std::uint32_t v =
+        kind == AtomicKind::Inc ? (o >= bound ? 0u : o + 1u) : (o == 0u || o > bound ? bound : o - 1u);
+    nv.i = static_cast<std::int64_t>(v);
+  } else if (kind == AtomicKind::Cas) {  // integers only (the checker)
+    if (old.i == compare.i) nv = x;
+  } else if (is_float(e)) {  // Add, Min, Max (the checker refuses the others on floats)
+    nv.f = kind == AtomicKind::Add   ? round_to(e, old.f + x.f)
+           : kind == AtomicKind::Min ? std::fmin(old.f, x.f)
+                                     : std::fmax(old.f, x.f);
+  } else {  // the integer operation of the same name, as docs/semantics.md defines it
+    static constexpr BinOp kOps[] = {BinOp::Add, BinOp::Min, BinOp::Max, BinOp::Add, BinOp::And, BinOp::Or, BinOp::Xor};
+    nv.i = eval_binary(kOps[static_cast<int>(kind)], e, old.i, x.i);
+  }
+  return nv;
+}
+
 auto math_value(const MathCall& n, const std::vector<V>& x) -> V {
   V v;
   if (n.fn == MathFn::Bitcast) {  // 32 or 64 bits (the checker): the bits through a u64

@@ -138,7 +138,10 @@ class Printer {
   }
   std::string text(const Cast& n) { return std::string(type_name(n.type)) + "(" + expr(n.a) + ")"; }
   std::string text(const Select& n) { return "select(" + expr(n.c) + ", " + expr(n.a) + ", " + expr(n.b) + ")"; }
-  std::string text(const MathCall& n) { return std::string(name_of(n.fn)) + "(" + list(n.args) + ")"; }
+  std::string text(const MathCall& n) {
+    const std::string to = n.fn == MathFn::Bitcast ? std::string("<") + type_name(n.type) + ">" : "";
+    return std::string(name_of(n.fn)) + to + "(" + list(n.args) + ")";
+  }
   std::string text(const Id& n) { return "id(" + n.p.str() + ")"; }
   /// An access checked as it runs shows its bound: `x[i if < vt_len_x]`.
   std::string access(const MemPtr& m, const std::vector<ExprPtr>& idx, const ExprPtr& bound) {
