@@ -563,7 +563,7 @@ void Scope::atomic_store(const View& m, const ExprArg& index, const ExprArg& val
   atomic(AtomicOp::Store, m, index, value, how, l);
 }
 void Scope::mma_sync(MmaKind kind, const View& d, const View& a, const View& b, const View& c, std::source_location l) {
-  static_assert(static_cast<int>(MmaKind::BF16_M16N8K16) == static_cast<int>(ir::MmaShape::BF16_M16N8K16));
+  static_assert(static_cast<int>(MmaKind::S8_M16N8K32) == static_cast<int>(ir::MmaShape::S8_M16N8K32));
   VANTAGE_INTRINSIC(MmaSync, l).mem(d).mem(a).mem(b).mem(c).imm(static_cast<std::int64_t>(kind)).emit();
 }
 void Scope::ldmatrix(int count, const View& dst, const View& src, const ExprArg& index, std::source_location l) {

@@ -877,6 +877,11 @@ void mma_load_a(Scope& w, const View& frag, const View& src, const ExprArg& ld, 
       frag[IndexArg(e, loc)] = src[IndexArg((r0 + g + 8 * (e / 2 % 2)) * L + c0 + 2 * t + e % 2 + 8 * (e / 4), loc)];
     return;
   }
+  if (frag.elem() == ScalarType::I8) {  // four bytes a register where the 16-bit shapes have two halves
+    for (int e = 0; e < 16; ++e)
+      frag[IndexArg(e, loc)] = src[IndexArg((r0 + g + 8 * (e / 4 % 2)) * L + c0 + 4 * t + e % 4 + 16 * (e / 8), loc)];
+    return;
+  }
   const int rows[] = {0, 8, 0, 8}, cols[] = {0, 0, 4, 4};
   for (int e = 0; e < 4; ++e) frag[IndexArg(e, loc)] = src[IndexArg((r0 + g + rows[e]) * L + c0 + t + cols[e], loc)];
 }
@@ -888,6 +893,11 @@ void mma_load_b(Scope& w, const View& frag, const View& src, const ExprArg& ld, 
   if (frag.elem() == ScalarType::F16 || frag.elem() == ScalarType::BF16) {
     for (int e = 0; e < 4; ++e)
       frag[IndexArg(e, loc)] = src[IndexArg((r0 + 2 * t + e % 2 + 8 * (e / 2)) * L + c0 + g, loc)];
+    return;
+  }
+  if (frag.elem() == ScalarType::I8) {
+    for (int e = 0; e < 8; ++e)
+      frag[IndexArg(e, loc)] = src[IndexArg((r0 + 4 * t + e % 4 + 16 * (e / 4)) * L + c0 + g, loc)];
     return;
   }
   for (int e = 0; e < 2; ++e) frag[IndexArg(e, loc)] = src[IndexArg((r0 + t + 4 * e) * L + c0 + g, loc)];

@@ -1323,3 +1323,81 @@ TEST(Library, SixteenBitMmaFragmentsGiveTheProductOnEveryDevice) {
 }
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+// The s8 fragments of mma_load_a / mma_load_b (m16n8k32, i32 sums): one warp computes C (16 x 8) +=
+// A (16 x 64) * B (64 x 8) in two K steps straight from global memory, with every byte value from
+// -128 to 127 among the inputs and C starting far from zero, on every host device; NVRTC compiles
+// the mma; an f32 accumulator for the s8 shape is refused.
+TEST(Library, EightBitIntegerMmaFragmentsGiveTheExactProductOnEveryDevice) {
+  KernelBuilder k("s8_mma");
+  auto A = k.param<GlobalPtr<const std::int8_t>>("A", extent(16 * 64));
+  auto B = k.param<GlobalPtr<const std::int8_t>>("B", extent(64 * 8));
+  auto C = k.param<GlobalPtr<int>>("C", extent(16 * 8));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, C, 16 * 8, [&](Scope& b, Expr, View c) {
+      auto lane = b.let("lane", b.id(thread(1)));
+      auto place = [&](const Expr& i) { return (lane / 4 + i / 2 * 8) * 8 + lane % 4 * 2 + i % 2; };
+      View acc = b.local_array("acc", ScalarType::I32, 4, at(thread(1)));
+      View fa = b.local_array("fa", ScalarType::I8, 16, at(thread(1)));
+      View fb = b.local_array("fb", ScalarType::I8, 8, at(thread(1)));
+      for (int e = 0; e < 4; ++e) acc[e] = 1000000000 + place(e);
+      b.group(warp(), [&](Scope& w) {
+        for (int k0 = 0; k0 < 64; k0 += 32) {
+          lib::mma_load_a(w, fa, A, 64, 0, k0);
+          lib::mma_load_b(w, fb, B, 8, k0, 0);
+          w.mma_sync(MmaKind::S8_M16N8K32, acc, fa, fb, acc);
+        }
+      });
+      b.partition(c, thread(1), place, [&](Scope& b, View mine) {
+        b.group(thread(1), [&](Scope&) {
+          for (int e = 0; e < 4; ++e) mine[e] = acc[e];
+        });
+      });
+    });
+  });
+  Kernel kernel = k.build();
+  std::vector<std::int8_t> a(16 * 64), b(64 * 8);
+  // Every row of A and of B differs from every other (a layout that mixes rows up shows).
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = static_cast<std::int8_t>(static_cast<int>((i * 37 + i / 64) % 256) - 128);
+  for (std::size_t i = 0; i < b.size(); ++i)
+    b[i] = static_cast<std::int8_t>(static_cast<int>((i * 101 + i / 8 * 3) % 256) - 128);
+  std::vector<int> want(16 * 8);
+  for (int r = 0; r < 16; ++r)
+    for (int col = 0; col < 8; ++col) {
+      long long s = 1000000000 + r * 8 + col;
+      for (int p = 0; p < 64; ++p)
+        s += a[static_cast<std::size_t>(r * 64 + p)] * b[static_cast<std::size_t>(p * 8 + col)];
+      want[static_cast<std::size_t>(r * 8 + col)] = static_cast<int>(s);
+    }
+  for (const Device& d : devices()) {
+    std::vector<int> got(16 * 8, -1);
+    kernel.launch(d, Grid{1, 32}, std::as_const(a), std::as_const(b), got);
+    EXPECT_EQ(got, want) << d.name();
+  }
+  if (nvrtc_available()) {
+    Compiled compiled = compile(kernel, Spec{});
+    EXPECT_EQ(compiled.log, "");
+  }
+  const std::string src = specialize_for(kernel, Spec{}).source;
+  EXPECT_NE(src.find("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"), std::string::npos) << src;
+  EXPECT_NE(src.find("alignas(4) signed char fa[16]"), std::string::npos) << src;
+  // An f32 accumulator for the s8 shape, at the user's line.
+  int line = 0;
+  KernelBuilder r("s8_mma_f32_acc");
+  r.block_threads(32);
+  r.body([&](Scope& g) {
+    g.group(block(1), [&](Scope& b) {
+      View acc = b.local_array("acc", ScalarType::F32, 4, at(thread(1)));
+      View fa = b.local_array("fa", ScalarType::I8, 16, at(thread(1)));
+      View fb = b.local_array("fb", ScalarType::I8, 8, at(thread(1)));
+      b.group(warp(), [&](Scope& w) { line = __LINE__, w.mma_sync(MmaKind::S8_M16N8K32, acc, fa, fb, acc); });
+    });
+  });
+  EXPECT_TRUE(testing::rejected_saying(r, "V0503", line, "tests/test_library.cpp", "i32"));
+}
+}  // namespace
+}  // namespace vantage

@@ -227,6 +227,7 @@ enum class MmaKind : std::uint8_t {
   TF32_M16N8K8,   ///< A: f32[4], B: f32[2], C/D: f32[4]
   F16_M16N8K16,   ///< A: f16[8], B: f16[4], C/D: f32[4]
   BF16_M16N8K16,  ///< A: bf16[8], B: bf16[4], C/D: f32[4]
+  S8_M16N8K32,    ///< A: i8[16], B: i8[8], C/D: i32[4] (exact, wrapping sums)
 };
 
 /// Kinds of atomic read-modify-write: `mem[i] = op(mem[i], value)`. And, Or and Xor take integers of

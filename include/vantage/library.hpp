@@ -376,16 +376,19 @@ void radix_scatter(Scope& grid, const View& keys_out, const View& vals_out, cons
                    std::source_location loc = std::source_location::current());
 
 /// Fragments of `mma_sync`, as PTX lays them out over the lanes of a warp (g = lane / 4, t = lane %
-/// 4), chosen by the fragment's element type: f32 for tf32 m16n8k8, f16 or bf16 for m16n8k16. At
+/// 4), chosen by the fragment's element type: f32 for tf32 m16n8k8, f16 or bf16 for m16n8k16, i8 for
+/// s8 m16n8k32. At
 /// thread(32); `src` is read, never written, so it may be shared memory the whole block reads, and
 /// the fragments are thread-local arrays.
 /// A, tf32: the 16 x 8 tile at (row0, col0) of the row-major `src` with rows `ld` apart, into 4
 /// floats: (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4). A, 16-bit: the 16 x 16 tile into 8
-/// elements: (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1), then the same 8 columns on.
+/// elements: (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1), then the same 8 columns on. A, s8:
+/// the 16 x 32 tile into 16 bytes: (g, 4t .. 4t + 3), (g + 8, 4t .. 4t + 3), then the same 16 columns on.
 void mma_load_a(Scope& warp, const View& frag, const View& src, const ExprArg& ld, const ExprArg& row0,
                 const ExprArg& col0, std::source_location loc = std::source_location::current());
 /// B, tf32: the 8 x 8 tile (k x n) at (row0, col0), into 2 floats: (t, g), (t + 4, g). B, 16-bit:
-/// the 16 x 8 tile into 4 elements: (2t, g), (2t + 1, g), (2t + 8, g), (2t + 9, g).
+/// the 16 x 8 tile into 4 elements: (2t, g), (2t + 1, g), (2t + 8, g), (2t + 9, g). B, s8: the 32 x 8
+/// tile into 8 bytes: (4t .. 4t + 3, g), (4t + 16 .. 4t + 19, g).
 void mma_load_b(Scope& warp, const View& frag, const View& src, const ExprArg& ld, const ExprArg& row0,
                 const ExprArg& col0, std::source_location loc = std::source_location::current());
 /// The accumulator's place: element e (0..3) of a lane's C or D fragment of a 16 x 8 tile is at

@@ -175,13 +175,15 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       auto kind = static_cast<MmaShape>(imm(0));
       ScalarType in = kind == MmaShape::TF32_M16N8K8   ? ScalarType::F32
                       : kind == MmaShape::F16_M16N8K16 ? ScalarType::F16
+                      : kind == MmaShape::S8_M16N8K32  ? ScalarType::I8
                                                        : ScalarType::BF16;
-      std::int64_t a_n = kind == MmaShape::TF32_M16N8K8 ? 4 : 8;
-      std::int64_t b_n = kind == MmaShape::TF32_M16N8K8 ? 2 : 4;
-      fragment(n, 0, ScalarType::F32, 4, "d");
+      const ScalarType acc = kind == MmaShape::S8_M16N8K32 ? ScalarType::I32 : ScalarType::F32;
+      std::int64_t a_n = kind == MmaShape::TF32_M16N8K8 ? 4 : kind == MmaShape::S8_M16N8K32 ? 16 : 8;
+      std::int64_t b_n = kind == MmaShape::TF32_M16N8K8 ? 2 : kind == MmaShape::S8_M16N8K32 ? 8 : 4;
+      fragment(n, 0, acc, 4, "d");
       fragment(n, 1, in, a_n, "a");
       fragment(n, 2, in, b_n, "b");
-      fragment(n, 3, ScalarType::F32, 4, "c");
+      fragment(n, 3, acc, 4, "c");
       break;
     }
     case IntrinsicOp::Ldmatrix: {

@@ -44,8 +44,8 @@ void vt_cpu_fail(std::uint64_t* record, std::uint64_t tag, std::int32_t site, st
 }
 
 /// mma.sync for warp `w` on fragments in the layout [element][thread] of `threads` threads. A and B
-/// are f32 (`kind` 0), or f16 (1) or bf16 (2) bits; C and D are f32.
-void vt_cpu_mma(std::int32_t shape, float* d, const void* a, const void* b, const float* c, std::int32_t threads,
+/// are f32 (`kind` 0), or f16 (1) or bf16 (2) bits, with C and D f32; or s8 (3) with C and D s32.
+void vt_cpu_mma(std::int32_t shape, void* d, const void* a, const void* b, const void* c, std::int32_t threads,
                 std::int32_t w, std::int32_t kind) {
   auto at = [&](int lane, int i) { return static_cast<std::int64_t>(i) * threads + w * 32 + lane; };
   auto in16 = [&](const void* p, int lane, int i) -> double {
@@ -55,11 +55,20 @@ void vt_cpu_mma(std::int32_t shape, float* d, const void* a, const void* b, cons
   ir::mma_sync(
       static_cast<ir::MmaShape>(shape),
       [&](int lane, int operand, int i) -> double {
-        if (operand == 3) return c[at(lane, i)];
+        if (kind == 3)
+          return operand == 3 ? static_cast<const std::int32_t*>(c)[at(lane, i)]
+                              : static_cast<const std::int8_t*>(operand == 1 ? a : b)[at(lane, i)];
+        if (operand == 3) return static_cast<const float*>(c)[at(lane, i)];
         const void* p = operand == 1 ? a : b;
         return kind == 0 ? static_cast<const float*>(p)[at(lane, i)] : in16(p, lane, i);
       },
-      [&](int lane, int i, float v) { d[at(lane, i)] = v; });
+      [&](int lane, int i, double v) {
+        if (kind == 3)  // s32 sums wrap
+          static_cast<std::int32_t*>(d)[at(lane, i)] =
+              static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::int64_t>(v)));
+        else
+          static_cast<float*>(d)[at(lane, i)] = static_cast<float>(v);
+      });
 }
 
 /// ldmatrix.x{count} for warp `w`: lane 8m + r gives (in `rows`, an element index of `src`) the row

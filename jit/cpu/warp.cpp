@@ -221,6 +221,7 @@ auto Warps::mma(const Intrinsic& n, Value* mask) -> void {
                               g_.b_.getInt32(static_cast<std::int32_t>(g_.T_)), w,
                               g_.b_.getInt32(n.mems[1]->elem == ScalarType::F16    ? 1
                                              : n.mems[1]->elem == ScalarType::BF16 ? 2
+                                             : n.mems[1]->elem == ScalarType::I8   ? 3
                                                                                    : 0)});
       },
       "mwarp");

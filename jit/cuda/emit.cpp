@@ -56,7 +56,8 @@ constexpr const char* kAtomicHelpers =
 namespace detail {
 
 auto Emitter::run(const lower::Lowered& lowered) -> EmitResult {
-  // Thread-local arrays a vector copy reads or writes are declared aligned to the vector.
+  // Thread-local arrays a vector copy reads or writes are declared aligned to the vector, and mma
+  // fragments of 8- and 16-bit elements to the 32-bit registers they are read as.
   struct Vectors : IRVisitor {
     std::unordered_map<const MemNode*, std::int64_t>& align;
     explicit Vectors(std::unordered_map<const MemNode*, std::int64_t>& a) : align(a) {}
@@ -64,6 +65,13 @@ auto Emitter::run(const lower::Lowered& lowered) -> EmitResult {
       const std::int64_t bytes = n.count * type_bytes(n.src->elem);
       for (const MemNode* m : {n.dst.get(), n.src.get()})
         if (m->space == MemSpace::Local) align[m] = std::max(align[m], bytes);
+      IRVisitor::visit(n);
+    }
+    void visit(const Intrinsic& n) override {
+      if (n.op == IntrinsicOp::MmaSync)
+        for (std::size_t i = 1; i < 3 && i < n.mems.size(); ++i)
+          if (n.mems[i]->space == MemSpace::Local && type_bytes(n.mems[i]->elem) < 4)
+            align[n.mems[i].get()] = std::max<std::int64_t>(align[n.mems[i].get()], 4);
       IRVisitor::visit(n);
     }
   } vectors(local_align_);

@@ -237,6 +237,15 @@ void Emitter::mma(const Intrinsic& n) {
          << d << "[0]), \"=f\"(" << d << "[1]), \"=f\"(" << d << "[2]), \"=f\"(" << d << "[3]) : ";
     for (int i = 0; i < 4; ++i) out_ << "\"r\"(vt_tf32(" << a << "[" << i << "])), ";
     for (int i = 0; i < 2; ++i) out_ << "\"r\"(vt_tf32(" << b << "[" << i << "])), ";
+  } else if (kind == MmaShape::S8_M16N8K32) {  // four s8 a register, s32 sums (wrapping: no .satfinite)
+    out_ << "asm volatile(\"mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+            "{%8, %9}, {%10, %11, %12, %13};\" : \"=r\"("
+         << d << "[0]), \"=r\"(" << d << "[1]), \"=r\"(" << d << "[2]), \"=r\"(" << d << "[3]) : ";
+    for (int i = 0; i < 4; ++i) out_ << "\"r\"(*reinterpret_cast<const unsigned*>(&" << a << "[" << 4 * i << "])), ";
+    for (int i = 0; i < 2; ++i) out_ << "\"r\"(*reinterpret_cast<const unsigned*>(&" << b << "[" << 4 * i << "])), ";
+    for (int i = 0; i < 4; ++i) out_ << (i ? ", " : "") << "\"r\"(" << c << "[" << i << "])";
+    out_ << ");\n";
+    return;
   } else {
     const char* t = kind == MmaShape::F16_M16N8K16 ? "f16" : "bf16";
     out_ << "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32." << t << "." << t

@@ -167,12 +167,16 @@ void Machine::mma(const Intrinsic& n, const std::vector<Thread*>& lanes) {
       shape,
       [&](int l, int operand, int i) {
         Thread& t = *lanes[static_cast<std::size_t>(l)];
-        return read(t, mem(t, n.mems[static_cast<std::size_t>(operand)].get(), n.loc), i, n.loc).f;
+        const V v = read(t, mem(t, n.mems[static_cast<std::size_t>(operand)].get(), n.loc), i, n.loc);
+        return shape == MmaShape::S8_M16N8K32 ? static_cast<double>(v.i) : v.f;
       },
-      [&](int l, int i, float value) {
+      [&](int l, int i, double value) {
         Thread& t = *lanes[static_cast<std::size_t>(l)];
         V v;
-        v.f = value;
+        if (shape == MmaShape::S8_M16N8K32)
+          v.i = wrap(ScalarType::I32, static_cast<__int128>(value));  // s32 sums wrap
+        else
+          v.f = value;
         write(t, mem(t, n.mems[0].get(), n.loc), i, v, n.loc);
       });
 }

@@ -145,7 +145,7 @@ inline constexpr AtomicKind atomic_kind(std::int64_t imm) { return static_cast<A
 inline constexpr AtomicScope atomic_scope(std::int64_t imm) { return static_cast<AtomicScope>(imm / 16 % 4); }
 inline constexpr MemoryOrder atomic_order(std::int64_t imm) { return static_cast<MemoryOrder>(imm / 64); }
 /// Tensor-core `mma.sync` shapes (the imm of an MmaSync intrinsic).
-enum class MmaShape : std::uint8_t { TF32_M16N8K8, F16_M16N8K16, BF16_M16N8K16 };
+enum class MmaShape : std::uint8_t { TF32_M16N8K8, F16_M16N8K16, BF16_M16N8K16, S8_M16N8K32 };
 
 const char* name_of(ExprKind k);
 const char* name_of(StmtKind k);
