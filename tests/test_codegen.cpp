@@ -61,6 +61,7 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       {"sgemm_pipelined", 2},
       {"vec_copy", 0},
       {"mma_tf32", 2},       // per K step, as sgemm_smem
+      {"igemm_mma", 2},      // the same: mma_tf32 on bytes
       {"scan_lookback", 2},  // after the warps' totals are published, after the first thread's look-back
       // The same two, and two warp barriers around the first warp's look-back: its lanes' reads of
       // other blocks' words after lane 0 published the block's own, and lane 0's last word after

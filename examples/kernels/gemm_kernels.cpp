@@ -417,4 +417,53 @@ Kernel mma_tf32() {
   return k.build();
 }
 
+Kernel igemm_mma() {
+  constexpr int BM = 32, BN = 32, BK = 32, T = 128;  // four warps, each a 16 x 16 tile: two m16n8k32 mmas
+  KernelBuilder k("igemm_mma");
+  auto M = k.param<int>("M"), N = k.param<int>("N"), K = k.param<int>("K");
+  auto A = k.param<GlobalPtr<const std::int8_t>>("A", extent(M * K));
+  auto B = k.param<GlobalPtr<const std::int8_t>>("B", extent(K * N));
+  auto C = k.param<GlobalPtr<int>>("C", extent(M * N));
+  k.block_threads(T);
+  k.shared_budget(BM * BK + BK * BN);
+  k.body([&](Scope& g) {
+    lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
+      auto warp = b.let("warp", c.thread / 32), lane = b.let("lane", c.thread % 32);
+      auto wr = b.let("wr", warp / 2 * 16), wc = b.let("wc", warp % 2 * 16);  // the warp's tile
+      View acc[2] = {b.local_array("acc0", ScalarType::I32, 4, at(thread(1))),
+                     b.local_array("acc1", ScalarType::I32, 4, at(thread(1)))};
+      for (const View& a : acc)
+        for (int e = 0; e < 4; ++e) a[e] = 0;
+      auto fa = b.local_array("fa", ScalarType::I8, 16, at(thread(1)));
+      View fb[2] = {b.local_array("fb0", ScalarType::I8, 8, at(thread(1))),
+                    b.local_array("fb1", ScalarType::I8, 8, at(thread(1)))};
+      auto As = b.shared<std::int8_t>("As", BM * BK), Bs = b.shared<std::int8_t>("Bs", BK * BN);
+      b.for_("kb", 0, K, BK, [&](Scope& b, Expr kb) {
+        lib::stage_tile(b, As, A, M, K, c.row0, kb, BM, BK);  // zeros past the edges: any M, N, K
+        lib::stage_tile(b, Bs, B, K, N, kb, c.col0, BK, BN);
+        b.group(thread(32), [&](Scope& w) {
+          lib::mma_load_a(w, fa, As, BK, wr, 0);
+          for (int j = 0; j < 2; ++j) {
+            lib::mma_load_b(w, fb[j], Bs, BN, 0, wc + 8 * j);
+            w.mma_sync(MmaKind::S8_M16N8K32, acc[j], fa, fb[j], acc[j]);
+          }
+        });
+      });
+      auto row_of = [&](const Expr& e) { return wr + lane / 4 + e / 2 * 8; };
+      auto col_of = [&](const Expr& j, const Expr& e) { return wc + j * 8 + lane % 4 * 2 + e % 2; };
+      b.partition(
+          c.view, thread(1), [&](Expr i) { return row_of(i % 4) * N + col_of(i / 4, i % 4); },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope& th) {
+              for (int j = 0; j < 2; ++j)
+                for (int e = 0; e < 4; ++e)
+                  th.if_(c.row0 + wr + lib::mma_c_row(lane, e) < M && c.col0 + wc + 8 * j + lib::mma_c_col(lane, e) < N,
+                         [&](Scope&) { mine[4 * j + e] = acc[j][e]; });
+            });
+          });
+    });
+  });
+  return k.build();
+}
+
 }  // namespace vantage::examples

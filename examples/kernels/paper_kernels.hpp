@@ -95,6 +95,8 @@ Kernel vec_copy_primitive();
 /// computing a 16 x 16 tile as two m16n8k8 `mma_sync`s per step of 8 in K, with the fragments loaded
 /// by lib::mma_load_a / mma_load_b. 128 threads; any M, N and K.
 Kernel mma_tf32();
+/// int8 tensor-core GEMM: C (i32) = A (s8, M x K) * B (s8, K x N), mma_tf32's tiles with m16n8k32 mmas.
+Kernel igemm_mma();
 
 /// Single-pass inclusive scan of n ints (y[i] = x[0] + ... + x[i], wrapping) with decoupled look-back
 /// (Merrill and Garland): block b scans its 256 elements (lib::block_inclusive_scan), publishes their

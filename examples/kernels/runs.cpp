@@ -394,6 +394,39 @@ RunResult run_sgemm(const Kernel& k, const Size& s, const Device& d, Grid g) {
                 why, rep, as_doubles(C));
 }
 
+/// The int8 GEMM: C = A * B of bytes over their whole range, exact in i32 (K * 128 * 128 < 2^31).
+RunResult run_igemm(const Kernel& k, const Size& s, const Device& d) {
+  const std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
+  std::vector<std::int8_t> A(static_cast<std::size_t>(M * K)), B(static_cast<std::size_t>(K * N));
+  for (std::size_t i = 0; i < A.size(); ++i)
+    A[i] = static_cast<std::int8_t>(static_cast<int>((i * 37 + i / 7) % 256) - 128);
+  for (std::size_t i = 0; i < B.size(); ++i)
+    B[i] = static_cast<std::int8_t>(static_cast<int>((i * 101 + 5) % 256) - 128);
+  std::vector<int> C(static_cast<std::size_t>(M * N), -1), want(C.size());
+  for (std::int64_t r = 0; r < M; ++r)
+    for (std::int64_t c = 0; c < N; ++c) {
+      std::int64_t acc = 0;
+      for (std::int64_t p = 0; p < K; ++p)
+        acc += A[static_cast<std::size_t>(r * K + p)] * B[static_cast<std::size_t>(p * N + c)];
+      want[static_cast<std::size_t>(r * N + c)] = static_cast<int>(acc);
+    }
+  Staged sA(d, A), sB(d, B);
+  Staged sC(d, C);
+  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(M, 32) * ceil_div(N, 32)), 128}, static_cast<int>(M),
+                      static_cast<int>(N), static_cast<int>(K), sA.read_only(), sB.read_only(), sC.arg());
+  sC.fetch();
+  std::int64_t bad = -1;
+  for (std::size_t i = 0; i < C.size() && bad < 0; ++i)
+    if (C[i] != want[i]) bad = static_cast<std::int64_t>(i);
+  const std::string why = bad < 0 ? ""
+                                  : "C[" + std::to_string(bad) + "] is " +
+                                        std::to_string(C[static_cast<std::size_t>(bad)]) + ", not " +
+                                        std::to_string(want[static_cast<std::size_t>(bad)]);
+  return finish(bad < 0,
+                "igemm_mma M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " (exact)",
+                why, rep, as_doubles(C));
+}
+
 /// The bf16 wgmma GEMM: C = A * Bt^T with A (M x K) and Bt (N x K) of quarters in [-1, 1], exact in
 /// bf16; their products and sums are exact in f32 too, so the result is bit-exact in any order. Only a
 /// GPU of sm_90 runs it; the interpreter and the CPU backend stop at its first Hopper instruction
@@ -533,6 +566,10 @@ const std::map<std::string, Case>& cases() {
       {"mma_tf32",
        {[](const Kernel& k, const Size& s, const Device& d) { return run_sgemm(k, s, d, tiles_of(s, 32, 32, 128)); },
         {{{"M", 70}, {"N", 45}, {"K", 19}}, {{"M", 64}, {"N", 64}, {"K", 32}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
+      // Edges in every direction, a K that is no multiple of 32, and whole tiles.
+      {"igemm_mma",
+       {run_igemm,
+        {{{"M", 70}, {"N", 45}, {"K", 50}}, {{"M", 64}, {"N", 64}, {"K", 64}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
       {"scan_lookback",
        {[](const Kernel& k, const Size& s, const Device& d) { return run_scan(k, s, d, 256, 256); },
         {{{"n", 1000}}, {{"n", 256}}, {{"n", 1}}, {{"n", 5000}}}}},
@@ -605,7 +642,7 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
     b = ceil_div(at("n"), 512);
   else if (name == "sgemm_naive" || name == "sgemm_coalesced")
     b = ceil_div(at("M") * at("N"), 256);
-  else if (name == "sgemm_smem" || name == "mma_tf32" || name.rfind("transpose", 0) == 0)
+  else if (name == "sgemm_smem" || name == "mma_tf32" || name == "igemm_mma" || name.rfind("transpose", 0) == 0)
     b = tiles(32, 32);
   else if (name == "sgemm_pipelined")
     b = tiles(128, 128);
@@ -644,6 +681,7 @@ Grid default_grid(const std::string& name, const Size& size) {
       {"transpose_async", 256}, {"warp_mma", 32},       {"gemm_wgmma_bf16", 384}, {"mma_tf32_naive", 32},
       {"sgemm_pipelined", 256}, {"scan_tiled", 1024},   {"device_scan", 1024},    {"device_sum", 1024},
       {"compact", 256},         {"radix_sort", 256},    {"byte_histogram", 256},  {"gemm_wgmma_bf16_wide", 384},
+      {"igemm_mma", 128},
   };
   auto it = kThreads.find(name);
   if (it == kThreads.end()) throw std::invalid_argument("no grid is defined for example '" + name + "'");
