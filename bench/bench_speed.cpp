@@ -157,6 +157,7 @@ std::vector<Case> speed_cases() {
   for (const char* ex :
        {"sgemm_smem", "sgemm_reg1d", "sgemm_reg2d", "sgemm_vec", "sgemm_warptile", "sgemm_pipelined", "mma_tf32"})
     for (std::int64_t n : {1024, 2048, 4096}) c.push_back({ex, Shape::Gemm, square(n)});
+  for (std::int64_t n : {1024, 2048, 4096}) c.push_back({"igemm_mma", Shape::Gemm, square(n)});  // against cuBLAS int8
   for (const char* ex : {"gemm_wgmma_bf16", "gemm_wgmma_bf16_wide"})
     for (std::int64_t n : {4096, 8192}) c.push_back({ex, Shape::Wgmma, square(n)});
   c.push_back({"vec_copy", Shape::Copy, {{"n", std::int64_t{1} << 26}}});

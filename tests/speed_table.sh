@@ -21,6 +21,8 @@ row() {  # row NAME COUNTERS...
   echo ,
   row device_sum/n=2^28 '"vantage_ms": 0.5, "vantage_min_ms": 0.45, "vantage_max_ms": 0.55, "checks": 0, "GBps": 2147, "copy_ms": 0.8, "copy_GBps": 2684, "of_copy": 1.6'
   echo ,
+  row igemm_mma/4096 '"vantage_ms": 1.0, "vantage_min_ms": 0.9, "vantage_max_ms": 1.1, "checks": 0, "TFLOPs": 137.4'
+  echo ,
   row gemm_wgmma_bf16/4096 '"vantage_ms": 0.3, "vantage_min_ms": 0.29, "vantage_max_ms": 0.31, "checks": 0, "TFLOPs": 458.1'
   echo ,
   row gemm_wgmma_bf16_wide/4096 '"vantage_ms": 0.2, "vantage_min_ms": 0.19, "vantage_max_ms": 0.21, "checks": 0, "TFLOPs": 687.2'
@@ -32,6 +34,7 @@ echo '{"n": 268435456, "log2n": 28, "scan_ms": 1.2, "reduce_ms": 0.475, "copy_ms
 {
   echo '{"mode": "fp32", "n": 4096, "ms": 4.0, "TFLOPs": 34.4, "out": "f32"}'
   echo '{"mode": "bf16", "n": 4096, "ms": 0.19, "TFLOPs": 723.4, "out": "f32"}'
+  echo '{"mode": "int8", "n": 4096, "ms": 0.25, "TFLOPs": 549.8, "out": "i32"}'
 } > "$dir/cublas.jsonl"
 set +e
 python3 "$src/scripts/gpu/speed_table.py" "$dir/speed.json" --cub "$dir/cub.jsonl" --cublas "$dir/cublas.jsonl" > "$dir/out.txt"
@@ -53,5 +56,7 @@ grep -q '^MET .*best bf16 wgmma GEMM .* 4096^3 (gemm_wgmma_bf16_wide): 0.950' "$
 grep -q '^| device_sum | n=2^28 | 0.5000 .* | CUB reduce | 0.4750 | 0.950 |' "$dir/out.txt" || fail "CUB's reduce"
 grep -q '^MET .*device_sum at 2^28 at least 0.90 of CUB.s reduce: 0.950' "$dir/out.txt" || fail "the reduce goal"
 grep -q '^UNMEASURED .*compact at 2^24 at least 0.90 of CUB.s select' "$dir/out.txt" || fail "the select goal"
-grep -q '^goals: 3 of 21 met; 7 rows measured, 1 not$' "$dir/out.txt" || fail "the count"
+grep -q '^| igemm_mma | 4096 | 1.0000 .* | cuBLAS int8 | 0.2500 | 0.250 |' "$dir/out.txt" || fail "the int8 baseline"
+grep -q '^MISSED .*int8 GEMM at least 0.70 of cuBLAS int8 at 4096^3: 0.250 (goal 0.7)' "$dir/out.txt" || fail "the int8 goal"
+grep -q '^goals: 3 of 22 met; 8 rows measured, 1 not$' "$dir/out.txt" || fail "the count"
 echo "speed_table.sh: ok"

@@ -28,6 +28,7 @@ const std::vector<Twin>& all() {
       {"sgemm_warptile", "sgemm.cu", "twin_sgemm_warptile", gemm},
       {"sgemm_pipelined", "async.cu", "twin_sgemm_pipelined", gemm},
       {"mma_tf32", "mma.cu", "twin_mma_tf32", gemm},
+      {"igemm_mma", "mma.cu", "twin_igemm_mma", gemm},
       {"vec_copy", "copy.cu", "twin_vec_copy", vector},
       {"transpose", "copy.cu", "twin_transpose", matrix},
       {"transpose_padded", "copy.cu", "twin_transpose_padded", matrix},

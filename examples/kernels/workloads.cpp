@@ -129,6 +129,39 @@ Workload wgmma(const Device& d, const Size& s) {
   return w;
 }
 
+/// The int8 GEMM: C (i32) = A (s8, M x K) * B (s8, K x N) of bytes over their whole range, exact.
+Workload igemm(const Device& d, const Size& s) {
+  const std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
+  auto byte = [](std::int64_t i, int seed) {
+    return static_cast<std::int8_t>((i * 37 + seed * 101 + i / 61) % 256 - 128);
+  };
+  std::vector<std::int8_t> A(static_cast<std::size_t>(M * K)), B(static_cast<std::size_t>(K * N));
+  for (std::size_t i = 0; i < A.size(); ++i) A[i] = byte(static_cast<std::int64_t>(i), 1);
+  for (std::size_t i = 0; i < B.size(); ++i) B[i] = byte(static_cast<std::int64_t>(i), 2);
+  Workload w;
+  auto a = upload(d, A), b = upload(d, B);
+  auto c = upload(d, std::vector<int>(static_cast<std::size_t>(M * N), -1));
+  w.owned = {a, b, c};
+  w.args = {LaunchArg(static_cast<int>(M)), LaunchArg(static_cast<int>(N)), LaunchArg(static_cast<int>(K)),
+            LaunchArg(std::as_const(*a)),   LaunchArg(std::as_const(*b)),   LaunchArg(*c)};
+  w.restore = [c] { c->zero(); };
+  w.output = [c] { return bytes_of(*c); };
+  w.check = [c, byte, M, N, K] {
+    const auto got = values_of<int>(bytes_of(*c));
+    for (auto [r, col] : samples(M, N)) {
+      std::int64_t acc = 0;
+      for (std::int64_t p = 0; p < K; ++p) acc += byte(r * K + p, 1) * byte(p * N + col, 2);
+      const std::int64_t i = r * N + col;
+      if (got[static_cast<std::size_t>(i)] != acc)
+        return differs(i, got[static_cast<std::size_t>(i)], static_cast<double>(acc));
+    }
+    return std::string();
+  };
+  w.flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);  // integer ops
+  w.bytes = static_cast<double>(M * K + K * N) + 4.0 * static_cast<double>(M * N);
+  return w;
+}
+
 /// out = in (Copy) or in transposed (Transpose): the output compared with the input element by element.
 Workload copy_like(const Device& d, const Size& s, bool transpose) {
   const std::int64_t M = transpose ? s.at("M") : 1, N = transpose ? s.at("N") : s.at("n"), n = M * N;
@@ -308,7 +341,7 @@ Workload byte_histogram(const Device& d, const Size& s) {
   return w;
 }
 
-enum class Shape { None, Gemm, Wgmma, Copy, Transpose, Reduce, Scan, Sum, Select, Histogram };
+enum class Shape { None, Gemm, Wgmma, Copy, Transpose, Reduce, Scan, Sum, Select, Histogram, IGemm };
 
 Shape shape_of(const std::string& name) {
   if (name.rfind("gemm_wgmma_bf16", 0) == 0) return Shape::Wgmma;
@@ -320,6 +353,7 @@ Shape shape_of(const std::string& name) {
   if (name == "device_sum") return Shape::Sum;
   if (name == "compact") return Shape::Select;
   if (name == "byte_histogram") return Shape::Histogram;
+  if (name == "igemm_mma") return Shape::IGemm;
   return Shape::None;
 }
 
@@ -329,7 +363,7 @@ bool has_workload(const std::string& name) { return shape_of(name) != Shape::Non
 
 Workload make_workload(const std::string& name, const Size& size, const Device& d) {
   const Shape shape = shape_of(name);
-  const std::string needs[] = {"", "M N K", "M N K", "n", "M N", "n", "n", "n", "n", "n"};
+  const std::string needs[] = {"", "M N K", "M N K", "n", "M N", "n", "n", "n", "n", "n", "M N K"};
   const std::string& want = needs[static_cast<int>(shape)];
   for (const char* k : {"M", "N", "K", "n"})
     if (want.find(k) != std::string::npos && !size.count(k))
@@ -344,10 +378,11 @@ Workload make_workload(const std::string& name, const Size& size, const Device& 
     case Shape::Sum: return device_sum(d, size);
     case Shape::Select: return compact(d, size);
     case Shape::Histogram: return byte_histogram(d, size);
+    case Shape::IGemm: return igemm(d, size);
     case Shape::None: break;
   }
   throw std::invalid_argument("example '" + name +
-                              "' has no workload (the GEMMs, vec_copy, the transposes, "
+                              "' has no workload (the GEMMs, igemm_mma, vec_copy, the transposes, "
                               "block_reduce, the scans and the device-wide examples have)");
 }
 

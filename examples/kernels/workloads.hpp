@@ -30,7 +30,7 @@ struct Workload {
   int input = -1;                             ///< ...and which argument that input is
 };
 
-/// Whether example `name` has a workload: the GEMMs (sgemm rungs, mma_tf32, gemm_wgmma_bf16), the
+/// Whether example `name` has a workload: the GEMMs (sgemm rungs, mma_tf32, igemm_mma, gemm_wgmma_bf16), the
 /// copy, the transposes, the block reduction, the scans, and the device-wide examples (device_sum,
 /// compact, byte_histogram).
 bool has_workload(const std::string& name);
