@@ -837,6 +837,32 @@ void block_exchange(Scope& b, std::string name, const View& items, int count, Ar
       loc);
 }
 
+void warp_exchange(Scope& w, std::string name, const View& items, int count, Arrangement from, Loc loc) {
+  if (count < 1 || count > 32) {
+    w.diagnose("V0913", "lib::warp_exchange takes 1 to 32 items a lane, not " + std::to_string(count), loc);
+    return;
+  }
+  Var lane = w.let(name + "_lane", w.id(thread(1), loc), loc);
+  View out = w.local_array(name + "_out", items.elem(), count, at(thread(1)), loc);
+  for (int j = 0; j < count; ++j) {
+    // The item a lane holds at j in the new arrangement: its index in the warp's order, then the lane
+    // and the slot that hold it now. Every lane sends its slot p in round p; each keeps its own slot's.
+    const Expr g = from == Arrangement::Blocked ? Expr(32 * j) + lane : lane * count + j;
+    const Expr src = from == Arrangement::Blocked ? g / count : g % 32;
+    Var slot = w.let(name + "_slot", from == Arrangement::Blocked ? g % count : g / 32, loc);
+    Var got = w.let(name + "_got", items[IndexArg(0, loc)], at(thread(1)), loc);
+    for (int p = 0; p < count; ++p) {
+      Var v = w.shfl_idx(name + "_v", items[IndexArg(p, loc)], src, loc);
+      if (p == 0)
+        w.assign(got, v, loc);
+      else
+        w.assign(got, select(slot == p, v, got), loc);
+    }
+    out[IndexArg(j, loc)] = got;
+  }
+  for (int j = 0; j < count; ++j) items[IndexArg(j, loc)] = out[IndexArg(j, loc)];
+}
+
 Var block_radix_sort(Scope& b, std::string name, const ExprArg& key, int bits, Loc loc) {
   Var k = b.let(name, key, at(thread(1)), loc);
   auto threads = warps_block(b, "block_radix_sort", loc);

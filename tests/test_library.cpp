@@ -448,9 +448,11 @@ TEST(Library, ABlockExclusiveScanFromAWarpIsRefusedAtTheCallersLine) {
 
 /// Each block loads its T x K items of x in `from`'s arrangement, exchanges them, and stores them in
 /// the other: out == x where the exchange is right (and a permutation of x where it is not).
-Kernel exchange_kernel(int threads, int items, lib::Arrangement from) {
-  KernelBuilder k("exchange_" + std::to_string(threads) + "_" + std::to_string(items) +
-                  (from == lib::Arrangement::Blocked ? "_blocked" : "_striped"));
+/// With `warps`, each warp exchanges its own 32 x items elements (lib::warp_exchange) and the
+/// arrangements are the warp's: blocked by lane, striped over 32 lanes.
+Kernel exchange_kernel(int threads, int items, lib::Arrangement from, bool warps = false) {
+  KernelBuilder k(std::string(warps ? "warp_" : "") + "exchange_" + std::to_string(threads) + "_" +
+                  std::to_string(items) + (from == lib::Arrangement::Blocked ? "_blocked" : "_striped"));
   auto n = k.param<int>("n");
   auto x = k.param<GlobalPtr<const int>>("x", extent(n));
   auto out = k.param<GlobalPtr<int>>("out", extent(n));
@@ -460,8 +462,11 @@ Kernel exchange_kernel(int threads, int items, lib::Arrangement from) {
     lib::for_each_block(g, out, tile, [&](Scope& b, Expr blk, View out_b) {
       auto t = b.let("t", b.id(thread(1)));
       View mine = b.local_array("mine", ScalarType::I32, items, at(thread(1)));
+      const int width = warps ? 32 : threads;  // the threads that exchange together
+      auto base = [&]() -> Expr { return warps ? t / 32 * (32 * items) : Expr(0); };
+      auto lane = [&]() -> Expr { return warps ? t % 32 : Expr(t); };
       auto slot = [&](lib::Arrangement a, int e) -> Expr {
-        return a == lib::Arrangement::Blocked ? t * items + e : Expr(e * threads) + t;
+        return base() + (a == lib::Arrangement::Blocked ? lane() * items + e : Expr(e * width) + lane());
       };
       b.group(thread(1), [&](Scope& th) {
         for (int e = 0; e < items; ++e) {
@@ -470,11 +475,15 @@ Kernel exchange_kernel(int threads, int items, lib::Arrangement from) {
               i < n, [&](Scope&) { mine[e] = x[i]; }, [&](Scope&) { mine[e] = -1; });
         }
       });
-      lib::block_exchange(b, "swap", mine, items, from);
+      if (warps)
+        b.group(thread(32), [&](Scope& w) { lib::warp_exchange(w, "swap", mine, items, from); });
+      else
+        lib::block_exchange(b, "swap", mine, items, from);
       const lib::Arrangement to =
           from == lib::Arrangement::Blocked ? lib::Arrangement::Striped : lib::Arrangement::Blocked;
       b.partition(
-          out_b, thread(1), [&](Expr e) { return to == lib::Arrangement::Blocked ? t * items + e : e * threads + t; },
+          out_b, thread(1),
+          [&](Expr e) { return base() + (to == lib::Arrangement::Blocked ? lane() * items + e : e * width + lane()); },
           [&](Scope& b, View o) {
             b.group(thread(1), [&](Scope& th) {
               for (int e = 0; e < items; ++e) th.if_(blk * tile + slot(to, e) < n, [&](Scope&) { o[e] = mine[e]; });
@@ -500,6 +509,63 @@ TEST(Library, BlockExchangeTurnsBlockedItemsStripedAndBack) {
           }
         }
       }
+}
+
+TEST(Library, WarpExchangeTurnsEachWarpsBlockedItemsStripedAndBack) {
+  for (int threads : {32, 96})
+    for (int items : {1, 3, 4, 8})
+      for (lib::Arrangement from : {lib::Arrangement::Blocked, lib::Arrangement::Striped}) {
+        Kernel kernel = exchange_kernel(threads, items, from, true);
+        for (int n : {1, threads * items - 1, 2 * threads * items + 7}) {
+          const auto x = inputs(n);
+          const std::int64_t blocks = (n + threads * items - 1) / (threads * items);
+          for (const Device& d : devices()) {
+            std::vector<int> got(static_cast<std::size_t>(n), -7);
+            kernel.launch(d, Grid{blocks, threads}, n, x, got);
+            EXPECT_EQ(got, x) << kernel.name() << " n=" << n << " on " << d.name();
+          }
+        }
+        if (items == 4 && threads == 32) {
+          const std::string src = specialize_for(kernel, Spec{}).source;
+          EXPECT_EQ(src.find("__shared__"), std::string::npos) << "a warp exchange needs no shared memory";
+          EXPECT_EQ(src.find("__syncthreads"), std::string::npos);
+          if (nvrtc_available()) {
+            EXPECT_EQ(compile(kernel, Spec{}).log, "");
+          }
+        }
+      }
+}
+
+// A warp exchange from a block's code (its shuffles need a warp), or of no items: at the caller's line.
+TEST(Library, AWarpExchangeFromABlockOrOfNoItemsIsRefusedAtTheCallersLine) {
+  for (int items : {2, 0}) {
+    KernelBuilder k("warp_exchange_misuse");
+    auto out = k.param<GlobalPtr<int>>("out", extent(64));
+    k.block_threads(64);
+    int line = 0;
+    k.body([&](Scope& g) {
+      lib::for_each_block(g, out, 64, [&](Scope& b, Expr, View) {
+        View mine = b.local_array("mine", ScalarType::I32, 2, at(thread(1)));
+        if (items == 0) {
+          b.group(thread(32), [&](Scope& w) {
+            line = __LINE__ + 1;
+            lib::warp_exchange(w, "swap", mine, items, lib::Arrangement::Blocked);
+          });
+        } else {
+          line = __LINE__ + 1;
+          lib::warp_exchange(b, "swap", mine, items, lib::Arrangement::Blocked);  // b is the block, not a warp
+        }
+      });
+    });
+    try {
+      k.build();
+      ADD_FAILURE() << "accepted with " << items << " items";
+    } catch (const CheckError& e) {
+      bool at_line = false;
+      for (const auto& d : e.diagnostics()) at_line |= static_cast<int>(d.loc.line) == line;
+      EXPECT_TRUE(at_line) << testing::describe(e.diagnostics());
+    }
+  }
 }
 
 // From a warp's code, where the block's items are not all there: refused at the caller's line.

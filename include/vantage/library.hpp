@@ -256,6 +256,12 @@ enum class Arrangement : std::uint8_t { Blocked, Striped };
 /// (allocated here, named `name`) and the one barrier the sync pass places. At block(1).
 void block_exchange(Scope& block, std::string name, const View& items, int count, Arrangement from,
                     std::source_location loc = std::source_location::current());
+/// The same within each warp, by shuffles and no memory (CUB's WarpExchange): at thread(32), each
+/// lane's `count` items (1 to 32, a thread-local array) from `from` to the other arrangement, blocked
+/// (lane l holds the warp's items l x count .. l x count + count - 1) or striped (lane l holds l,
+/// l + 32, ...). count x count shuffles, each lane keeping the one meant for it.
+void warp_exchange(Scope& warp, std::string name, const View& items, int count, Arrangement from,
+                   std::source_location loc = std::source_location::current());
 
 /// The block's keys sorted: thread t's result is the t-th smallest of the keys the threads give (one
 /// u32 each), by their low `bits` bits, stably (equal keys keep their threads' order). An LSD radix
