@@ -932,6 +932,36 @@ void mma_load_b(Scope& w, const View& frag, const View& src, const ExprArg& ld, 
 Expr mma_c_row(const ExprArg& lane, int e) { return lane.expr / 4 + (e >= 2 ? 8 : 0); }
 Expr mma_c_col(const ExprArg& lane, int e) { return lane.expr % 4 * 2 + e % 2; }
 
+void mma_store_c(Scope& b, const MatrixTile& c, const std::vector<View>& acc, const ExprArg& warp_row,
+                 const ExprArg& warp_col, const MmaOutput& value, Loc loc) {
+  Var lane = b.let("lane", c.thread % 32, loc);
+  const Expr wr = warp_row.expr, wc = warp_col.expr;
+  // Element 4j + e of a lane's share: its accumulator j's element e, where PTX places it.
+  auto row_of = [&](const Expr& e) { return wr + lane / 4 + e / 2 * 8; };
+  auto col_of = [&](const Expr& j, const Expr& e) { return wc + j * 8 + lane % 4 * 2 + e % 2; };
+  b.partition(
+      c.view, thread(1), [&](Expr i) { return row_of(i % 4) * c.cols + col_of(i / 4, i % 4); },
+      [&](Scope& b, View mine) {
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              for (std::size_t j = 0; j < acc.size(); ++j)
+                for (int e = 0; e < 4; ++e) {
+                  const int jj = static_cast<int>(j);
+                  th.if_(
+                      c.row0 + wr + mma_c_row(lane, e) < c.rows && c.col0 + wc + 8 * jj + mma_c_col(lane, e) < c.cols,
+                      [&](Scope&) {
+                        ElemRef old = mine[IndexArg(4 * jj + e, loc)];
+                        old = value(acc[j][IndexArg(e, loc)], old);
+                      },
+                      loc);
+                }
+            },
+            loc);
+      },
+      loc);
+}
+
 void store_by_one(Scope& scope, const View& dst, const ExprArg& index, const ExprArg& value, Loc loc) {
   scope.called_as("lib::store_by_one", [&] {
     scope.claim(

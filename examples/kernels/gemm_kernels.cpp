@@ -378,7 +378,7 @@ Kernel mma_tf32() {
   k.shared_budget((BM * BK + BK * BN) * 4);
   k.body([&](Scope& g) {
     lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
-      auto warp = b.let("warp", c.thread / 32), lane = b.let("lane", c.thread % 32);
+      auto warp = b.let("warp", c.thread / 32);
       auto wr = b.let("wr", warp / 2 * 16), wc = b.let("wc", warp % 2 * 16);  // the warp's tile
       View acc[2] = {b.local_array("acc0", ScalarType::F32, 4, at(thread(1))),
                      b.local_array("acc1", ScalarType::F32, 4, at(thread(1)))};
@@ -399,24 +399,14 @@ Kernel mma_tf32() {
           }
         });
       });
-      // Element 4j + e of a lane: its accumulator j's element e, at the place PTX gives it.
-      auto row_of = [&](const Expr& e) { return wr + lane / 4 + e / 2 * 8; };
-      auto col_of = [&](const Expr& j, const Expr& e) { return wc + j * 8 + lane % 4 * 2 + e % 2; };
-      b.partition(
-          c.view, thread(1), [&](Expr i) { return row_of(i % 4) * N + col_of(i / 4, i % 4); },
-          [&](Scope& b, View mine) {
-            b.group(thread(1), [&](Scope& th) {
-              for (int j = 0; j < 2; ++j)
-                for (int e = 0; e < 4; ++e)
-                  th.if_(c.row0 + wr + lib::mma_c_row(lane, e) < M && c.col0 + wc + 8 * j + lib::mma_c_col(lane, e) < N,
-                         [&](Scope&) { mine[4 * j + e] = alpha * acc[j][e] + beta * mine[4 * j + e]; });
-            });
-          });
+      lib::mma_store_c(b, c, {acc[0], acc[1]}, wr, wc,
+                       [&](const Expr& v, const ElemRef& old) { return alpha * v + beta * old; });
     });
   });
   return k.build();
 }
 
+// LIBRARY FORM igemm_mma
 Kernel igemm_mma() {
   constexpr int BM = 32, BN = 32, BK = 32, T = 128;  // four warps, each a 16 x 16 tile: two m16n8k32 mmas
   KernelBuilder k("igemm_mma");
@@ -428,7 +418,7 @@ Kernel igemm_mma() {
   k.shared_budget(BM * BK + BK * BN);
   k.body([&](Scope& g) {
     lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
-      auto warp = b.let("warp", c.thread / 32), lane = b.let("lane", c.thread % 32);
+      auto warp = b.let("warp", c.thread / 32);
       auto wr = b.let("wr", warp / 2 * 16), wc = b.let("wc", warp % 2 * 16);  // the warp's tile
       View acc[2] = {b.local_array("acc0", ScalarType::I32, 4, at(thread(1))),
                      b.local_array("acc1", ScalarType::I32, 4, at(thread(1)))};
@@ -449,21 +439,11 @@ Kernel igemm_mma() {
           }
         });
       });
-      auto row_of = [&](const Expr& e) { return wr + lane / 4 + e / 2 * 8; };
-      auto col_of = [&](const Expr& j, const Expr& e) { return wc + j * 8 + lane % 4 * 2 + e % 2; };
-      b.partition(
-          c.view, thread(1), [&](Expr i) { return row_of(i % 4) * N + col_of(i / 4, i % 4); },
-          [&](Scope& b, View mine) {
-            b.group(thread(1), [&](Scope& th) {
-              for (int j = 0; j < 2; ++j)
-                for (int e = 0; e < 4; ++e)
-                  th.if_(c.row0 + wr + lib::mma_c_row(lane, e) < M && c.col0 + wc + 8 * j + lib::mma_c_col(lane, e) < N,
-                         [&](Scope&) { mine[4 * j + e] = acc[j][e]; });
-            });
-          });
+      lib::mma_store_c(b, c, {acc[0], acc[1]}, wr, wc, [](const Expr& v, const ElemRef&) { return v; });
     });
   });
   return k.build();
 }
+// END FORM
 
 }  // namespace vantage::examples

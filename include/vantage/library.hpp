@@ -402,6 +402,16 @@ void mma_load_b(Scope& warp, const View& frag, const View& src, const ExprArg& l
 /// (g + 8, 2t + 1).
 Expr mma_c_row(const ExprArg& lane, int e);
 Expr mma_c_col(const ExprArg& lane, int e);
+/// What an accumulator's element becomes in C: `value(acc, old)` of the fragment's element and C's
+/// element there (read only if used), e.g. `alpha * acc + beta * old`, or `acc`.
+using MmaOutput = std::function<Expr(const Expr& acc, const ElemRef& old)>;
+/// The warps' accumulators written to the block's tile of C, at block(1): each lane's `acc[j]` (a C or
+/// D fragment: 4 elements) is the 16 x 8 tile at tile row `warp_row`, column `warp_col + 8 j` (values
+/// of the thread: its warp's place in the tile), element e at mma_c_row / mma_c_col, stored as
+/// `value` where it is inside the matrix. The store the mma examples share.
+void mma_store_c(Scope& block, const MatrixTile& c, const std::vector<View>& acc, const ExprArg& warp_row,
+                 const ExprArg& warp_col, const MmaOutput& value,
+                 std::source_location loc = std::source_location::current());
 
 /// `dst[index] = value` by one thread (thread 0) of the scope's perspective: a claim of `dst` at
 /// thread(1) and a one-thread split branch. At block(1) or thread(32): the usual "the block's first
