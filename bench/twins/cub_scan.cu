@@ -1,14 +1,16 @@
 // CUB's single-pass device scan (cub::DeviceScan::InclusiveSum over ints): the vendor baseline of
 // Vantage's look-back scan; and the baselines of the device library's other device-wide examples:
 // cub::DeviceReduce::Sum of the same ints (device_sum), cub::DeviceSelect::If of the floats above 0.5
-// (compact), cub::DeviceHistogram::HistogramEven of bytes into 256 bins (byte_histogram). Each is
+// (compact), cub::DeviceHistogram::HistogramEven of bytes into 256 bins (byte_histogram),
+// cub::DeviceRadixSort::SortPairs of u32 keys and values (radix_sort's workload). Each is
 // checked, then timed as bench/bench_speed.cpp times it (the L2 flushed by a memset of
 // twice its size before each launch, event timing, warm-ups, the median of the launches), with a
 // device-to-device copy of the same bytes in the same run. Built with nvcc by scripts/gpu-bundle and
 // carried in the GPU bundle (it needs only the driver: the CUDA runtime is linked statically).
 //   cub_scan [--reps N] LOG2N...      one JSON object per line: n, the medians (scan, reduce, select,
-//                                     histogram, copy), GB/s
+//                                     histogram, radix, copy), GB/s
 #include <cub/device/device_histogram.cuh>
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -47,8 +49,9 @@ int main(int argc, char** argv) {
       std::puts(
           "usage: cub_scan [--reps N] LOG2N...\nTimes cub::DeviceScan::InclusiveSum of 2^LOG2N ints, "
           "cub::DeviceReduce::Sum of them, cub::DeviceSelect::If of as many floats (those above 0.5), "
-          "cub::DeviceHistogram::HistogramEven of as many bytes (256 bins), and a copy of the ints (L2 flushed, "
-          "medians of N launches, default 25), each checked first.");
+          "cub::DeviceHistogram::HistogramEven of as many bytes (256 bins), cub::DeviceRadixSort::SortPairs of as "
+          "many u32 pairs, and a copy of the ints (L2 flushed, medians of N launches, default 25), each checked "
+          "first.");
       return 0;
     } else {
       const int l = std::atoi(argv[i]);
@@ -152,6 +155,44 @@ int main(int argc, char** argv) {
                    got_sum, static_cast<int>(sum), got_kept, kept);
       return 1;
     }
+    // The radix sort's pairs: radix_sort's workload (many equal keys, values their indices).
+    std::vector<unsigned> rk(static_cast<size_t>(n)), rv(static_cast<size_t>(n));
+    for (long long i = 0; i < n; ++i) {
+      const unsigned h = static_cast<unsigned>(i) * 2654435761u;
+      rk[static_cast<size_t>(i)] = i % 4 == 0 ? h : (h % 50) << 16;
+      rv[static_cast<size_t>(i)] = static_cast<unsigned>(i);
+    }
+    unsigned *dk = nullptr, *dv = nullptr, *dk2 = nullptr, *dv2 = nullptr;
+    for (unsigned** p : {&dk, &dv, &dk2, &dv2}) CHECK(cudaMalloc(p, n * sizeof(unsigned)));
+    CHECK(cudaMemcpy(dk, rk.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dv, rv.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice));
+    size_t sort_bytes = 0;
+    CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, dk, dk2, dv, dv2, static_cast<int>(n)));
+    void* sorttemp = nullptr;
+    CHECK(cudaMalloc(&sorttemp, sort_bytes));
+    auto radix = [&] {
+      CHECK(cub::DeviceRadixSort::SortPairs(sorttemp, sort_bytes, dk, dk2, dv, dv2, static_cast<int>(n)));
+    };
+    radix();
+    CHECK(cudaDeviceSynchronize());
+    {
+      std::vector<unsigned> gk(static_cast<size_t>(n)), gv(static_cast<size_t>(n));
+      CHECK(cudaMemcpy(gk.data(), dk2, n * sizeof(unsigned), cudaMemcpyDeviceToHost));
+      CHECK(cudaMemcpy(gv.data(), dv2, n * sizeof(unsigned), cudaMemcpyDeviceToHost));
+      std::vector<bool> seen(static_cast<size_t>(n), false);
+      for (long long i = 0; i < n; ++i) {
+        const unsigned k = gk[static_cast<size_t>(i)], v = gv[static_cast<size_t>(i)];
+        const bool bad = v >= n || seen[v] || rk[v] != k ||
+                         (i > 0 && (k < gk[static_cast<size_t>(i - 1)] ||
+                                    (k == gk[static_cast<size_t>(i - 1)] && v < gv[static_cast<size_t>(i - 1)])));
+        if (bad) {
+          std::fprintf(stderr, "cub_scan: 2^%d: CUB's sorted pair %lld is (%u, %u), out of order or not an input's\n",
+                       l, i, k, v);
+          return 1;
+        }
+        seen[v] = true;
+      }
+    }
     auto timed = [&](auto&& launch) {
       CHECK(cudaMemsetAsync(flush, 0, flush_bytes));
       CHECK(cudaEventRecord(start));
@@ -167,27 +208,31 @@ int main(int argc, char** argv) {
       timed(reduce);
       timed(select);
       timed(histogram);
+      timed(radix);
       timed(copy);
     }
-    std::vector<double> scan_ms, reduce_ms, select_ms, histogram_ms, copy_ms;
+    std::vector<double> scan_ms, reduce_ms, select_ms, histogram_ms, radix_ms, copy_ms;
     for (int r = 0; r < reps; ++r) {
       scan_ms.push_back(timed(scan));
       reduce_ms.push_back(timed(reduce));
       select_ms.push_back(timed(select));
       histogram_ms.push_back(timed(histogram));
+      radix_ms.push_back(timed(radix));
       copy_ms.push_back(timed(copy));
     }
     const double s = median(scan_ms), c = median(copy_ms), bytes = 2.0 * static_cast<double>(n) * sizeof(int);
     std::printf(
         "{\"n\": %lld, \"log2n\": %d, \"reps\": %d, \"scan_ms\": %.5f, \"scan_min_ms\": %.5f, \"scan_max_ms\": %.5f, "
-        "\"reduce_ms\": %.5f, \"select_ms\": %.5f, \"histogram_ms\": %.5f, "
+        "\"reduce_ms\": %.5f, \"select_ms\": %.5f, \"histogram_ms\": %.5f, \"radix_ms\": %.5f, "
         "\"copy_ms\": %.5f, \"scan_GBps\": %.1f, \"copy_GBps\": %.1f, \"of_copy\": %.4f}\n",
         n, l, reps, s, *std::min_element(scan_ms.begin(), scan_ms.end()),
         *std::max_element(scan_ms.begin(), scan_ms.end()), median(reduce_ms), median(select_ms), median(histogram_ms),
-        c, bytes / (s * 1e-3) * 1e-9, bytes / (c * 1e-3) * 1e-9, c / s);
+        median(radix_ms), c, bytes / (s * 1e-3) * 1e-9, bytes / (c * 1e-3) * 1e-9, c / s);
     std::fflush(stdout);
     for (void* p : {static_cast<void*>(dsum), static_cast<void*>(df), static_cast<void*>(dsel),
-                    static_cast<void*>(dkept), static_cast<void*>(db), static_cast<void*>(dhist), rtemp, stemp, htemp})
+                    static_cast<void*>(dkept), static_cast<void*>(db), static_cast<void*>(dhist), rtemp, stemp, htemp,
+                    static_cast<void*>(dk), static_cast<void*>(dv), static_cast<void*>(dk2), static_cast<void*>(dv2),
+                    sorttemp})
       CHECK(cudaFree(p));
     CHECK(cudaFree(temp));
     CHECK(cudaFree(dx));

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "kernels/paper_kernels.hpp"
+
 namespace vantage::examples {
 namespace {
 
@@ -341,7 +343,80 @@ Workload byte_histogram(const Device& d, const Size& s) {
   return w;
 }
 
-enum class Shape { None, Gemm, Wgmma, Copy, Transpose, Reduce, Scan, Sum, Select, Histogram, IGemm };
+/// The whole radix sort of u32 keys with u32 values (radix_sort's run: keys with many equal ones,
+/// values their indices): four passes of radix_counts, radix_places and the example's scatter,
+/// from the input buffers through a second pair and back. Each launch overwrites the input, so
+/// reset puts it back. The check: keys in order, each with its own value, equal keys in their
+/// input order.
+Workload radix_sort_all(const Device& d, const Size& s) {
+  static const Kernel counts = radix_counts(), places = radix_places(), scatter = radix_sort();
+  const std::int64_t n = s.at("n"), m = lib::radix_table_size(n, 256);
+  std::vector<std::uint32_t> keys(static_cast<std::size_t>(n)), vals(keys.size());
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u;
+    keys[static_cast<std::size_t>(i)] = i % 4 == 0 ? h : (h % 50) << 16;
+    vals[static_cast<std::size_t>(i)] = static_cast<std::uint32_t>(i);
+  }
+  auto k0 = upload(d, keys), v0 = upload(d, vals), k1 = upload(d, keys), v1 = upload(d, vals);
+  auto table = upload(d, std::vector<int>(static_cast<std::size_t>(m), 0));
+  auto place = upload(d, std::vector<int>(static_cast<std::size_t>(m), 0));
+  auto temp = upload(d, std::vector<std::uint64_t>(static_cast<std::size_t>(lib::device_temp_words(m, 256)), 0));
+  Workload w;
+  w.owned = {k0, v0, k1, v1, table, place, temp};
+  w.run = [=](const Stream& stream) {
+    const Grid tiles{lib::radix_blocks(n, 256), 256}, scan{lib::device_blocks(m, 256), 256};
+    for (int pass = 0; pass < 4; ++pass) {
+      auto& from_k = pass % 2 == 0 ? *k0 : *k1;
+      auto& from_v = pass % 2 == 0 ? *v0 : *v1;
+      auto& to_k = pass % 2 == 0 ? *k1 : *k0;
+      auto& to_v = pass % 2 == 0 ? *v1 : *v0;
+      const LaunchArg c[] = {LaunchArg(static_cast<int>(n)), LaunchArg(8 * pass), LaunchArg(std::as_const(from_k)),
+                             LaunchArg(*table)};
+      launch(counts, stream, tiles, c);
+      const LaunchArg p[] = {LaunchArg(static_cast<int>(m)), LaunchArg(std::as_const(*table)), LaunchArg(*place),
+                             LaunchArg(*temp)};
+      launch(places, stream, scan, p);
+      const LaunchArg x[] = {LaunchArg(static_cast<int>(n)),
+                             LaunchArg(8 * pass),
+                             LaunchArg(std::as_const(from_k)),
+                             LaunchArg(std::as_const(from_v)),
+                             LaunchArg(std::as_const(*place)),
+                             LaunchArg(to_k),
+                             LaunchArg(to_v)};
+      launch(scatter, stream, tiles, x);
+    }
+  };
+  w.reset = [k0, v0, keys, vals] {
+    k0->copy_from(keys);
+    v0->copy_from(vals);
+  };
+  w.restore = w.reset;
+  w.output = [k0, v0] {
+    auto out = bytes_of(*k0);
+    auto more = bytes_of(*v0);
+    out.insert(out.end(), more.begin(), more.end());
+    return out;
+  };
+  w.check = [k0, v0, keys, n] {
+    const auto got_k = values_of<std::uint32_t>(bytes_of(*k0)), got_v = values_of<std::uint32_t>(bytes_of(*v0));
+    std::vector<bool> seen(static_cast<std::size_t>(n), false);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint32_t v = got_v[static_cast<std::size_t>(i)], k = got_k[static_cast<std::size_t>(i)];
+      if (v >= static_cast<std::uint64_t>(n) || seen[v] || keys[v] != k)
+        return "element " + std::to_string(i) + " is the pair (" + std::to_string(k) + ", " + std::to_string(v) +
+               "), not one of the input's";
+      seen[v] = true;
+      if (i > 0 && (k < got_k[static_cast<std::size_t>(i - 1)] ||
+                    (k == got_k[static_cast<std::size_t>(i - 1)] && v < got_v[static_cast<std::size_t>(i - 1)])))
+        return "elements " + std::to_string(i - 1) + " and " + std::to_string(i) + " are out of order (or unstable)";
+    }
+    return std::string();
+  };
+  w.bytes = 16.0 * static_cast<double>(n);  // nominal: the pairs read and written once
+  return w;
+}
+
+enum class Shape { None, Gemm, Wgmma, Copy, Transpose, Reduce, Scan, Sum, Select, Histogram, IGemm, Sort };
 
 Shape shape_of(const std::string& name) {
   if (name.rfind("gemm_wgmma_bf16", 0) == 0) return Shape::Wgmma;
@@ -354,6 +429,7 @@ Shape shape_of(const std::string& name) {
   if (name == "compact") return Shape::Select;
   if (name == "byte_histogram") return Shape::Histogram;
   if (name == "igemm_mma") return Shape::IGemm;
+  if (name == "radix_sort") return Shape::Sort;
   return Shape::None;
 }
 
@@ -363,7 +439,7 @@ bool has_workload(const std::string& name) { return shape_of(name) != Shape::Non
 
 Workload make_workload(const std::string& name, const Size& size, const Device& d) {
   const Shape shape = shape_of(name);
-  const std::string needs[] = {"", "M N K", "M N K", "n", "M N", "n", "n", "n", "n", "n", "M N K"};
+  const std::string needs[] = {"", "M N K", "M N K", "n", "M N", "n", "n", "n", "n", "n", "M N K", "n"};
   const std::string& want = needs[static_cast<int>(shape)];
   for (const char* k : {"M", "N", "K", "n"})
     if (want.find(k) != std::string::npos && !size.count(k))
@@ -379,10 +455,11 @@ Workload make_workload(const std::string& name, const Size& size, const Device& 
     case Shape::Select: return compact(d, size);
     case Shape::Histogram: return byte_histogram(d, size);
     case Shape::IGemm: return igemm(d, size);
+    case Shape::Sort: return radix_sort_all(d, size);
     case Shape::None: break;
   }
   throw std::invalid_argument("example '" + name +
-                              "' has no workload (the GEMMs, igemm_mma, vec_copy, the transposes, "
+                              "' has no workload (the GEMMs, igemm_mma, vec_copy, the transposes, radix_sort, "
                               "block_reduce, the scans and the device-wide examples have)");
 }
 

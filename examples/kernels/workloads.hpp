@@ -28,11 +28,14 @@ struct Workload {
   double flops = 0, bytes = 0;                ///< per launch: the math, and the bytes the kernel must move
   std::int64_t copy_bytes = 0;                ///< kernels bound by memory: the bytes of their input (0: none)
   int input = -1;                             ///< ...and which argument that input is
+  /// A workload of several kernels (radix_sort's passes): launches them all, in order, on the stream;
+  /// `args` are then unused. Null for one kernel launched with `args`.
+  std::function<void(const Stream&)> run;
 };
 
 /// Whether example `name` has a workload: the GEMMs (sgemm rungs, mma_tf32, igemm_mma, gemm_wgmma_bf16), the
 /// copy, the transposes, the block reduction, the scans, and the device-wide examples (device_sum,
-/// compact, byte_histogram).
+/// compact, byte_histogram), and the radix sort (four passes of three kernels: Workload::run).
 bool has_workload(const std::string& name);
 /// Example `name`'s workload at `size` (its run's size names: M, N, K or n) on `device`. Throws
 /// std::invalid_argument for an example without one or a size it lacks.

@@ -56,7 +56,7 @@ def main():
                 return f"cuBLAS {mode}" + (" (bf16 out)" if c.get("out") == "bf16" else ""), c["ms"], c["ms"] / r["vantage_ms"]
             return f"cuBLAS {mode}", None, None
         which = {"device_scan": "scan", "device_sum": "reduce", "compact": "select",
-                 "byte_histogram": "histogram"}.get(ex, "scan" if ex.startswith("scan_") else None)
+                 "byte_histogram": "histogram", "radix_sort": "radix"}.get(ex, "scan" if ex.startswith("scan_") else None)
         if which:
             log2n = int(size.split("^")[1]) if "^" in size else None
             c = cub.get(log2n)
@@ -117,7 +117,7 @@ def main():
     goal("the scan at 2^28 at least CUB's speed", cub[28]["scan_ms"] / s["vantage_ms"] if s and 28 in cub else None, 1.0)
     # The device library's device-wide operations against CUB's, at every size (issue 38).
     for ex, which in (("device_scan", "scan"), ("device_sum", "reduce"), ("compact", "select"),
-                      ("byte_histogram", "histogram")):
+                      ("byte_histogram", "histogram"), ("radix_sort", "radix")):
         for k in (24, 26, 28):
             r = next((r for r in rows if r["example"] == ex and r["size"] == f"n=2^{k}"), None)
             c = cub.get(k)
