@@ -536,6 +536,34 @@ TEST(Library, WarpExchangeTurnsEachWarpsBlockedItemsStripedAndBack) {
       }
 }
 
+// The accumulators' store partitions the block's tile among its threads: from a warp's code it is
+// refused at the caller's line.
+TEST(Library, AnMmaStoreFromAWarpIsRefusedAtTheCallersLine) {
+  KernelBuilder k("mma_store_at_warp");
+  auto M = k.param<int>("M"), N = k.param<int>("N");
+  auto C = k.param<GlobalPtr<int>>("C", extent(M * N));
+  k.block_threads(128);
+  int line = 0;
+  k.body([&](Scope& g) {
+    lib::for_each_tile(g, C, M, N, 32, 32, [&](Scope& b, const lib::MatrixTile& c) {
+      View acc = b.local_array("acc", ScalarType::I32, 4, at(thread(1)));
+      for (int e = 0; e < 4; ++e) acc[e] = e;
+      b.group(thread(32), [&](Scope& w) {
+        line = __LINE__ + 1;
+        lib::mma_store_c(w, c, {acc}, 0, 0, [](const Expr& v, const ElemRef&) { return v; });  // w: a warp
+      });
+    });
+  });
+  try {
+    k.build();
+    FAIL() << "accepted";
+  } catch (const CheckError& e) {
+    bool at_line = false;
+    for (const auto& d : e.diagnostics()) at_line |= static_cast<int>(d.loc.line) == line;
+    EXPECT_TRUE(at_line) << testing::describe(e.diagnostics());
+  }
+}
+
 // A warp exchange from a block's code (its shuffles need a warp), or of no items: at the caller's line.
 TEST(Library, AWarpExchangeFromABlockOrOfNoItemsIsRefusedAtTheCallersLine) {
   for (int items : {2, 0}) {
