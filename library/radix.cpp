@@ -60,10 +60,91 @@ Expr digit_of(const Expr& key, const Expr& shift, const Pass& p) {
   return cast<int>((key >> shift) & static_cast<std::uint32_t>(p.digits - 1));
 }
 
+/// A one-sweep pass's storage: every pass's digit counts (and its count of the tiles finished), and
+/// the tiles' look-back words, two regions a pass's parity apart.
+struct Sweep {
+  View hist, lookback;
+};
+
+/// The onesweep's look-back for digit t of tile blk (thread t, t < D): publishes the tile's count of
+/// the digit, adds the counts of the tiles before until one holds their whole prefix, publishes its
+/// own, and zeroes its word in the other region (the next pass's). Returns the count before the tile.
+Expr digit_look_back(Scope& th, const Sweep& s, const Pass& p, const Expr& blk, const Expr& tiles, const Expr& t,
+                     const Expr& pass, const Expr& total, const Loc& loc) {
+  const Expr region = cast<std::int64_t>(pass % 2) * cast<std::int64_t>(tiles) * p.digits;
+  const Expr other = cast<std::int64_t>((pass + 1) % 2) * cast<std::int64_t>(tiles) * p.digits;
+  auto word = [&](std::uint32_t status, const Expr& v) { return Expr(status << 30) | cast<std::uint32_t>(v); };
+  auto at = [&](const Expr& tile) { return region + cast<std::int64_t>(tile) * p.digits + cast<std::int64_t>(t); };
+  th.atomic_store(s.lookback, at(blk), select(blk == 0, word(2u, total), word(1u, total)), {}, loc);
+  Var before = th.let("radix_before", 0, loc);
+  th.if_(
+      blk > 0,
+      [&](Scope& th) {
+        Var j = th.let("radix_j", blk - 1, loc);
+        Var looking = th.let("radix_looking", true, loc);
+        th.while_(
+            looking,
+            [&](Scope& th) {
+              Var w = th.atomic_load("radix_w", s.lookback, at(j), {}, loc);
+              th.while_(
+                  (w >> 30u) == 0u,
+                  [&](Scope& th) { th.assign(w, th.atomic_load("radix_w_again", s.lookback, at(j), {}, loc), loc); },
+                  loc);
+              th.assign(before, before + cast<int>(w & 0x3fffffffu), loc);
+              th.if_((w >> 30u) == 2u, [&](Scope& th) { th.assign(looking, false, loc); },
+                     [&](Scope& th) { th.assign(j, j - 1, loc); }, loc);
+            },
+            loc);
+        th.atomic_store(s.lookback, at(blk), word(2u, before + total), {}, loc);
+      },
+      loc);
+  th.atomic_store(s.lookback, other + cast<std::int64_t>(blk) * p.digits + cast<std::int64_t>(t), 0u, {}, loc);
+  return before;
+}
+
+/// The passes a onesweep sort of u32 keys makes, and the digits of each.
+std::int64_t sweep_passes(const Pass& p) { return 32 / p.bits; }
+
+/// After a onesweep tile: it counts itself finished (after its reads of the pass's counts, an
+/// acquire and release); the last tile zeroes the pass's counts and its count for the next sort.
+void finish_pass(Scope& b, const Sweep& s, const Pass& p, const Expr& pass, const Expr& tiles, const Loc& loc) {
+  const std::int64_t D = p.digits, P = sweep_passes(p);
+  View done = b.shared("radix_done", ScalarType::I32, 1, loc);
+  b.claim(
+      done, thread(1),
+      [&](Scope& b, View one) {
+        b.split(Level::Thread,
+                {{1,
+                  [&](Scope& th) {
+                    Var old =
+                        th.atomic("radix_finished", AtomicOp::Add, s.hist, P * D + pass, 1, MemoryOrder::AcqRel, loc);
+                    one[IndexArg(0, loc)] = select(old == tiles - 1, 1, 0);
+                  },
+                  loc}},
+                loc);
+      },
+      loc);
+  Var last = b.let("radix_last", done[IndexArg(0, loc)], loc);
+  b.if_(
+      last != 0,
+      [&](Scope& b) {
+        block_strided(
+            b, Expr(0LL, loc), Expr(D + 1, loc),
+            [&](Scope& th, Expr i) {
+              th.atomic_store(s.hist, select(i < D, cast<std::int64_t>(pass * D) + i, cast<std::int64_t>(P * D + pass)),
+                              0, {}, loc);
+            },
+            loc);
+      },
+      loc);
+}
+
 void scatter(Scope& grid, const View& keys_out, const View* vals_out, const View& keys_in, const View* vals_in,
-             const ExprArg& n, const View& offsets, const ExprArg& shift, RadixTile tile, const Loc& loc) {
-  auto p = pass_of(grid, "radix_scatter", keys_in, tile, loc);
-  if (!p || !table_ok(grid, "radix_scatter", offsets, loc)) return;
+             const ExprArg& n, const View& offsets, const ExprArg& shift, RadixTile tile, const Loc& loc,
+             const Sweep* sweep = nullptr) {
+  const char* helper = sweep ? "radix_onesweep" : "radix_scatter";
+  auto p = pass_of(grid, helper, keys_in, tile, loc);
+  if (!p || !table_ok(grid, helper, offsets, loc)) return;
   if (keys_out.elem() != ScalarType::U32 || (vals_in && vals_out->elem() != vals_in->elem())) {
     grid.diagnose("V0913",
                   "lib::radix_scatter writes the types it reads: keys_out is " +
@@ -81,14 +162,33 @@ void scatter(Scope& grid, const View& keys_out, const View* vals_out, const View
       block(1),
       [&](Scope& b) {
         // counts[w * D + d]: warp w's keys of digit d so far, then the keys of digit d of the warps
-        // before w.
-        View counts = b.shared("radix_counts", ScalarType::I32, W * D, loc);
+        // before w; a onesweep's last row, the tile's count of digit d, then its first place.
+        const std::int64_t rows = sweep ? W + 1 : W;
+        View counts = b.shared("radix_counts", ScalarType::I32, rows * D, loc);
         Var t = b.let("radix_t", b.id(thread(1), loc), loc);
         Var wid = b.let("radix_warp", b.id(thread(32), loc), loc);
         Var lane = b.let("radix_lane", t % 32, loc);
         detail::for_own(
-            b, counts, t, p->threads, W * D,
+            b, counts, t, p->threads, rows * D,
             [&](Scope&, int k, const Expr&, const View& mine) { mine[IndexArg(k, loc)] = 0; }, loc);
+        // A onesweep's digits' first places in the launch: the exclusive scan of the pass's counts.
+        const Expr pass = cast<int>(shift.expr) / p->bits;
+        std::optional<Var> start;
+        if (sweep) {  // atomic loads: the pass's last tile zeroes the counts while others may read
+          Var count = b.let("radix_count", 0, at(thread(1)), loc);
+          b.group(
+              thread(1),
+              [&](Scope& th) {
+                th.if_(
+                    t < D,
+                    [&](Scope& th) {
+                      th.assign(count, th.atomic_load("radix_h", sweep->hist, pass * D + t, {}, loc), loc);
+                    },
+                    loc);
+              },
+              loc);
+          start = block_exclusive_scan(b, "radix_start", count, Op::Sum, 0, nullptr, loc);
+        }
         // Warp w takes the tile's keys w * 32 * items .., round r its lanes' keys r * 32 + lane.
         auto index = [&](int r) {
           return cast<std::int64_t>(blk) * p->per_tile + cast<std::int64_t>(wid * (32 * p->items) + (r * 32 + lane));
@@ -165,6 +265,9 @@ void scatter(Scope& grid, const View& keys_out, const View* vals_out, const View
                             mine[IndexArg(static_cast<int>(j), loc)] = acc;
                             th.assign(acc, acc + c, loc);
                           }
+                          if (sweep)  // the digit's first place: the pass's, plus the tiles' before
+                            mine[IndexArg(static_cast<int>(W), loc)] =
+                                *start + digit_look_back(th, *sweep, *p, blk, tiles, t, pass, acc, loc);
                         },
                         loc);
                   },
@@ -181,10 +284,10 @@ void scatter(Scope& grid, const View& keys_out, const View* vals_out, const View
                     index(r) < n64,
                     [&](Scope& th) {
                       Var d = th.let("radix_d", digit_of(keys[IndexArg(r, loc)], shift.expr, *p), loc);
+                      const Expr first = sweep ? Expr(counts[IndexArg(static_cast<int>(W * D) + d, loc)])
+                                               : Expr(offsets[IndexArg(d * tiles + blk, loc)]);
                       Var place = th.let("radix_place",
-                                         offsets[IndexArg(d * tiles + blk, loc)] + counts[IndexArg(wid * D + d, loc)] +
-                                             rank[IndexArg(r, loc)],
-                                         loc);
+                                         first + counts[IndexArg(wid * D + d, loc)] + rank[IndexArg(r, loc)], loc);
                       th.atomic(AtomicOp::Exch, keys_out, place, keys[IndexArg(r, loc)], AtomicScope::Device, loc);
                       if (vals)
                         th.atomic(AtomicOp::Exch, *vals_out, place, (*vals)[IndexArg(r, loc)], AtomicScope::Device,
@@ -194,6 +297,7 @@ void scatter(Scope& grid, const View& keys_out, const View* vals_out, const View
               }
             },
             loc);
+        if (sweep) finish_pass(b, *sweep, *p, pass, tiles, loc);
       },
       loc);
 }
@@ -252,6 +356,98 @@ void radix_count(Scope& grid, const View& table, const View& keys, const ExprArg
             loc);
       },
       loc);
+}
+
+namespace {
+/// Whether a onesweep's tile and storage fit; diagnoses at the caller's line if not.
+bool sweep_ok(Scope& grid, const char* helper, RadixTile tile, const View& hist, const View* lookback, const Loc& loc) {
+  if (tile.bits != 1 && tile.bits != 2 && tile.bits != 4 && tile.bits != 8) {
+    grid.diagnose("V0913",
+                  std::string("lib::") + helper +
+                      " takes digits of 1, 2, 4 or 8 bits (an even number of passes over 32), not " +
+                      std::to_string(tile.bits),
+                  loc);
+    return false;
+  }
+  if (hist.elem() != ScalarType::I32 || (lookback && lookback->elem() != ScalarType::U32)) {
+    grid.diagnose("V0913",
+                  std::string("lib::") + helper + "'s counts are i32 and its look-back words u32, not " +
+                      type_name(hist.elem()) + (lookback ? std::string(" and ") + type_name(lookback->elem()) : ""),
+                  loc);
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::int64_t radix_hist_size(RadixTile tile) {
+  const std::int64_t passes = 32 / std::max(tile.bits, 1);
+  return passes * (std::int64_t{1} << tile.bits) + passes;
+}
+
+std::int64_t radix_lookback_words(std::int64_t n, std::int64_t threads, RadixTile tile) {
+  return 2 * radix_table_size(n, threads, tile);
+}
+
+Expr radix_lookback_extent(const ExprArg& n, std::int64_t threads, RadixTile tile) {
+  return 2 * radix_table_extent(n, threads, tile);
+}
+
+void radix_histogram(Scope& grid, const View& hist, const View& keys, const ExprArg& n, RadixTile tile, Loc loc) {
+  auto p = pass_of(grid, "radix_histogram", keys, tile, loc);
+  if (!p || !sweep_ok(grid, "radix_histogram", tile, hist, nullptr, loc)) return;
+  const std::int64_t P = sweep_passes(*p), D = p->digits;
+  const Expr n64 = cast<std::int64_t>(n.expr);
+  Var blk = grid.let("blk", grid.id(block(1), loc), loc);
+  grid.group(
+      block(1),
+      [&](Scope& b) {
+        View h = b.shared("radix_hist", ScalarType::I32, P * D, loc);
+        Var t = b.let("radix_t", b.id(thread(1), loc), loc);
+        detail::for_own(
+            b, h, t, p->threads, P * D,
+            [&](Scope&, int k, const Expr&, const View& mine) { mine[IndexArg(k, loc)] = 0; }, loc);
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              for (int e = 0; e < p->items; ++e) {
+                Expr i = cast<std::int64_t>(blk) * p->per_tile + (cast<std::int64_t>(t) + e * p->threads);
+                th.if_(
+                    i < n64,
+                    [&](Scope& th) {
+                      Var key = th.let("radix_key", keys[IndexArg(i, loc)], loc);
+                      for (std::int64_t q = 0; q < P; ++q)
+                        th.atomic(AtomicOp::Add, h, q * D + digit_of(key, Expr(static_cast<int>(q * p->bits)), *p), 1,
+                                  AtomicScope::Block, loc);
+                    },
+                    loc);
+              }
+            },
+            loc);
+        detail::for_own(
+            b, h, t, p->threads, P * D,
+            [&](Scope& th, int k, const Expr& idx, const View& mine) {
+              Var c = th.let("radix_c", mine[IndexArg(k, loc)], loc);
+              th.if_(
+                  c != 0, [&](Scope& th) { th.atomic(AtomicOp::Add, hist, idx, c, AtomicScope::Device, loc); }, loc);
+            },
+            loc);
+      },
+      loc);
+}
+
+void radix_onesweep(Scope& grid, const View& keys_out, const View& keys_in, const ExprArg& n, const View& hist,
+                    const View& lookback, const ExprArg& shift, RadixTile tile, Loc loc) {
+  if (!sweep_ok(grid, "radix_onesweep", tile, hist, &lookback, loc)) return;
+  const Sweep s{hist, lookback};
+  scatter(grid, keys_out, nullptr, keys_in, nullptr, n, hist, shift, tile, loc, &s);
+}
+void radix_onesweep(Scope& grid, const View& keys_out, const View& vals_out, const View& keys_in, const View& vals_in,
+                    const ExprArg& n, const View& hist, const View& lookback, const ExprArg& shift, RadixTile tile,
+                    Loc loc) {
+  if (!sweep_ok(grid, "radix_onesweep", tile, hist, &lookback, loc)) return;
+  const Sweep s{hist, lookback};
+  scatter(grid, keys_out, &vals_out, keys_in, &vals_in, n, hist, shift, tile, loc, &s);
 }
 
 void radix_scatter(Scope& grid, const View& keys_out, const View& keys_in, const ExprArg& n, const View& offsets,

@@ -557,6 +557,118 @@ TEST(DeviceLibrary, RadixSortPassesSortKeysAndTheirValuesStably) {
   }
 }
 
+// ---- the one-sweep radix sort: a histogram launch, then one launch a pass
+
+struct SweepKernels {
+  Kernel histogram, pass;
+  int threads;
+  lib::RadixTile tile;
+  bool values;
+};
+SweepKernels sweep_kernels(int threads, lib::RadixTile tile, bool values) {
+  SweepKernels r{Kernel{}, Kernel{}, threads, tile, values};
+  {
+    KernelBuilder k("radix_histogram");
+    auto n = k.param<int>("n");
+    auto keys = k.param<GlobalPtr<const std::uint32_t>>("keys", extent(n));
+    auto hist = k.param<GlobalPtr<int>>("hist", extent(lib::radix_hist_size(tile)));
+    k.block_threads(threads);
+    k.body([&](Scope& g) { lib::radix_histogram(g, hist, keys, n, tile); });
+    r.histogram = k.build();
+  }
+  KernelBuilder k(values ? "radix_onesweep_pairs" : "radix_onesweep_keys");
+  auto n = k.param<int>("n");
+  auto shift = k.param<int>("shift");
+  auto keys_in = k.param<GlobalPtr<const std::uint32_t>>("keys_in", extent(n));
+  auto vals_in = k.param<GlobalPtr<const std::uint32_t>>("vals_in", extent(n));
+  auto hist = k.param<GlobalPtr<int>>("hist", extent(lib::radix_hist_size(tile)));
+  auto lookback = k.param<GlobalPtr<std::uint32_t>>("lookback", extent(lib::radix_lookback_extent(n, threads, tile)));
+  auto keys_out = k.param<GlobalPtr<std::uint32_t>>("keys_out", extent(n));
+  auto vals_out = k.param<GlobalPtr<std::uint32_t>>("vals_out", extent(n));
+  k.block_threads(threads);
+  k.body([&](Scope& g) {
+    if (values)
+      lib::radix_onesweep(g, keys_out, vals_out, keys_in, vals_in, n, hist, lookback, shift, tile);
+    else
+      lib::radix_onesweep(g, keys_out, keys_in, n, hist, lookback, shift, tile);
+  });
+  r.pass = k.build();
+  return r;
+}
+
+TEST(DeviceLibrary, OneSweepRadixSortSortsKeysAndValuesStablyOnReusedStorage) {
+  struct Shape {
+    int threads;
+    lib::RadixTile tile;
+    bool values;
+  };
+  for (const Shape& sh : {Shape{256, {8, 8}, true}, Shape{32, {3, 4}, true}, Shape{64, {5, 2}, false}}) {
+    const SweepKernels r = sweep_kernels(sh.threads, sh.tile, sh.values);
+    const int per = sh.threads * sh.tile.items;
+    for (int n : {0, 1, per - 1, 3 * per + 5, 37 * per + 3}) {
+      std::vector<std::uint32_t> keys(static_cast<std::size_t>(n)), vals(keys.size());
+      for (int i = 0; i < n; ++i) {
+        const std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u;
+        keys[static_cast<std::size_t>(i)] = i % 3 == 0 ? h : (h % 37) << 20;
+        vals[static_cast<std::size_t>(i)] = static_cast<std::uint32_t>(i);
+      }
+      std::vector<std::size_t> order(keys.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+      std::vector<std::uint32_t> want_keys, want_vals;
+      for (std::size_t i : order) {
+        want_keys.push_back(keys[i]);
+        want_vals.push_back(vals[i]);
+      }
+      for (const Device& d : devices()) {
+        std::vector<int> hist(static_cast<std::size_t>(lib::radix_hist_size(sh.tile)), 0);
+        std::vector<std::uint32_t> lookback(static_cast<std::size_t>(lib::radix_lookback_words(n, sh.threads, sh.tile)),
+                                            0);
+        const Grid tiles{lib::radix_blocks(n, sh.threads, sh.tile), sh.threads};
+        for (int sort = 0; sort < 2; ++sort) {  // the second on the storage as the first left it
+          auto k = keys, v = vals;
+          std::vector<std::uint32_t> k2(k.size()), v2(v.size());
+          test_support::launch_on(r.histogram, d, tiles, n, std::as_const(k), hist);
+          for (int shift = 0; shift < 32; shift += sh.tile.bits) {
+            test_support::launch_on(r.pass, d, tiles, n, shift, std::as_const(k), std::as_const(v), hist, lookback, k2,
+                                    v2);
+            std::swap(k, k2);
+            std::swap(v, v2);
+          }
+          const std::string at = std::to_string(sh.threads) + " threads, " + std::to_string(sh.tile.bits) +
+                                 "-bit digits, n=" + std::to_string(n) + ", sort " + std::to_string(sort) + " on " +
+                                 d.name();
+          EXPECT_EQ(k, want_keys) << at;
+          if (sh.values) {
+            EXPECT_EQ(v, want_vals) << "the values, " << at;
+          }
+          EXPECT_EQ(std::count(hist.begin(), hist.end(), 0), static_cast<long>(hist.size())) << "the counts, " << at;
+          // The first region is zero again; the second, the last pass's, the next sort's first pass zeroes.
+          const auto half = static_cast<long>(lookback.size() / 2);
+          EXPECT_EQ(std::count(lookback.begin(), lookback.begin() + half, 0u), half) << "the look-back words, " << at;
+        }
+      }
+    }
+    if (nvrtc_available()) {
+      for (const Kernel* k : {&r.histogram, &r.pass}) EXPECT_EQ(compile(*k, Spec{}).log, "") << k->name();
+    }
+  }
+}
+
+TEST(DeviceLibrary, OneSweepDigitsOfAnOddNumberOfPassesAreRefused) {
+  KernelBuilder k("onesweep_3_bits");
+  auto n = k.param<int>("n");
+  auto keys = k.param<GlobalPtr<const std::uint32_t>>("keys", extent(n));
+  auto hist = k.param<GlobalPtr<int>>("hist", extent(64));
+  k.block_threads(64);
+  int line = 0;
+  k.body([&](Scope& g) {
+    line = __LINE__ + 1;
+    lib::radix_histogram(g, hist, keys, n, {4, 3});
+  });
+  EXPECT_TRUE(testing::rejected_saying(k, "V0913", line, "test_device_library.cpp", "1, 2, 4 or 8 bits"));
+}
+
 TEST(DeviceLibrary, RadixDigitsWiderThanTheBlockAreRefused) {
   KernelBuilder k("radix_wide");
   auto n = k.param<int>("n");

@@ -381,6 +381,32 @@ void radix_scatter(Scope& grid, const View& keys_out, const View& vals_out, cons
                    const ExprArg& n, const View& offsets, const ExprArg& shift, RadixTile tile = {},
                    std::source_location loc = std::source_location::current());
 
+/// The one-sweep radix sort (CUB's default, after Adinets and Merrill): one `radix_histogram` launch
+/// counts every pass's digits of all keys into `hist`, then one `radix_onesweep` launch a pass (shift
+/// 0, bits, 2 bits, ...) moves each key to its place. A pass's tile learns where its keys of digit d go
+/// from the pass's counts (scanned in the block) and a look-back over the tiles before it, a digit a
+/// thread, through `lookback` (u32 words: a status and a 30-bit count, so fewer than 2^30 keys), in
+/// two regions that alternate between passes, each pass zeroing the other's words of its tile. Digits
+/// of 1, 2, 4 or 8 bits (an even number of passes). `hist` (i32, radix_hist_size: the counts and a
+/// count of each pass's finished tiles) and `lookback` (u32, radix_lookback_words) are zeroed once,
+/// when allocated: the pass's last tile zeroes its counts again, and each pass zeroes the words of
+/// the other region, so a whole sort leaves the first region zero and the second, which its last
+/// pass used, to the next sort's first pass. Run every pass of a sort, in order.
+std::int64_t radix_hist_size(RadixTile tile = {});
+std::int64_t radix_lookback_words(std::int64_t n, std::int64_t threads, RadixTile tile = {});
+Expr radix_lookback_extent(const ExprArg& n, std::int64_t threads, RadixTile tile = {});
+/// At grid(1): hist[p * 2^bits + d] += the keys whose digit of pass p is d, for every pass p.
+void radix_histogram(Scope& grid, const View& hist, const View& keys, const ExprArg& n, RadixTile tile = {},
+                     std::source_location loc = std::source_location::current());
+/// At grid(1): the pass of digit `(key >> shift) & (2^bits - 1)`: keys_in (and vals_in) to their
+/// places in keys_out (vals_out), stably. Launch radix_blocks(n, T, tile) blocks.
+void radix_onesweep(Scope& grid, const View& keys_out, const View& keys_in, const ExprArg& n, const View& hist,
+                    const View& lookback, const ExprArg& shift, RadixTile tile = {},
+                    std::source_location loc = std::source_location::current());
+void radix_onesweep(Scope& grid, const View& keys_out, const View& vals_out, const View& keys_in, const View& vals_in,
+                    const ExprArg& n, const View& hist, const View& lookback, const ExprArg& shift, RadixTile tile = {},
+                    std::source_location loc = std::source_location::current());
+
 /// Fragments of `mma_sync`, as PTX lays them out over the lanes of a warp (g = lane / 4, t = lane %
 /// 4), chosen by the fragment's element type: f32 for tf32 m16n8k8, f16 or bf16 for m16n8k16, i8 for
 /// s8 m16n8k32. At
