@@ -118,6 +118,16 @@ const std::vector<Variant>& variants() {
                      return Grid{std::max<std::int64_t>(1, (s.at("n") + tile - 1) / tile), threads};
                    }});
     }
+    // The one-sweep sort (a histogram launch, then one a pass) beside the three-kernel passes.
+    for (int k : {24, 26, 28})
+      v.push_back({"radix_sort_onesweep",
+                   "radix_sort",
+                   Shape::Scan,
+                   {{"n", std::int64_t{1} << k}, {"shift", 24}},
+                   [] { return examples::radix_onesweep_pass(); },
+                   [](const Size& s) {
+                     return Grid{lib::radix_blocks(s.at("n"), 256), 256};
+                   }});
     for (auto [bn, group] : {std::pair{256, 1}, {256, 4}, {256, 8}, {256, 32}}) {
       const std::string name = "gemm_wgmma_bf16" + std::string(bn == 256 ? "_wide" : "") + "_g" + std::to_string(group);
       for (std::int64_t n : {4096, 8192})
@@ -216,7 +226,10 @@ Grid grid_of(const Case& c) {
 const twins::Twin* twin_of(const Case& c) { return c.variant.empty() ? twins::find(c.example) : nullptr; }
 
 /// Small integers in [-5, 5] as T.
-Workload workload(const Case& c, const Device& d) { return examples::make_workload(c.example, c.size, d); }
+/// A variant with a workload of its own (radix_sort_onesweep) takes it; the others, their example's.
+Workload workload(const Case& c, const Device& d) {
+  return examples::make_workload(examples::has_workload(c.name()) ? c.name() : c.example, c.size, d);
+}
 
 /// The twin's cubin for a row: prepared (--twins DIR), else compiled from its source.
 std::vector<char> twin_cubin(const Case& c, const twins::Twin& t) {

@@ -621,6 +621,33 @@ Kernel radix_counts() {
   return k.build();
 }
 
+Kernel radix_histogram_all() {
+  constexpr int T = 256;
+  KernelBuilder k("radix_histogram_all");
+  auto n = k.param<int>("n");
+  auto keys = k.param<GlobalPtr<const std::uint32_t>>("keys", extent(n));
+  auto hist = k.param<GlobalPtr<int>>("hist", extent(lib::radix_hist_size()));
+  k.block_threads(T);
+  k.body([&](Scope& g) { lib::radix_histogram(g, hist, keys, n); });
+  return k.build();
+}
+
+Kernel radix_onesweep_pass() {
+  constexpr int T = 256;
+  KernelBuilder k("radix_onesweep_pass");
+  auto n = k.param<int>("n");
+  auto shift = k.param<int>("shift");
+  auto keys_in = k.param<GlobalPtr<const std::uint32_t>>("keys_in", extent(n));
+  auto vals_in = k.param<GlobalPtr<const std::uint32_t>>("vals_in", extent(n));
+  auto hist = k.param<GlobalPtr<int>>("hist", extent(lib::radix_hist_size()));
+  auto lookback = k.param<GlobalPtr<std::uint32_t>>("lookback", extent(lib::radix_lookback_extent(n, T)));
+  auto keys_out = k.param<GlobalPtr<std::uint32_t>>("keys_out", extent(n));
+  auto vals_out = k.param<GlobalPtr<std::uint32_t>>("vals_out", extent(n));
+  k.block_threads(T);
+  k.body([&](Scope& g) { lib::radix_onesweep(g, keys_out, vals_out, keys_in, vals_in, n, hist, lookback, shift); });
+  return k.build();
+}
+
 Kernel radix_places() {
   constexpr int T = 256;
   KernelBuilder k("radix_places");

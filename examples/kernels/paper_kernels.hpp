@@ -140,6 +140,11 @@ Kernel device_sum();
 Kernel radix_sort();
 Kernel radix_counts();
 Kernel radix_places();
+/// The one-sweep sort's kernels (lib::radix_histogram, lib::radix_onesweep), 256 threads, 16 keys a
+/// thread, 8-bit digits: one histogram launch, then four passes. Timed by bench_speed beside the
+/// three-kernel passes above (variant radix_sort_onesweep); not examples of their own.
+Kernel radix_histogram_all();
+Kernel radix_onesweep_pass();
 /// Stream compaction: the elements of x above `threshold`, in their order, to out, and their number
 /// to count[0]; 256 threads of 8 items, `temp` as device_scan's.
 Kernel compact();

@@ -348,7 +348,7 @@ Workload byte_histogram(const Device& d, const Size& s) {
 /// from the input buffers through a second pair and back. Each launch overwrites the input, so
 /// reset puts it back. The check: keys in order, each with its own value, equal keys in their
 /// input order.
-Workload radix_sort_all(const Device& d, const Size& s) {
+Workload radix_sort_all(const Device& d, const Size& s, bool onesweep) {
   static const Kernel counts = radix_counts(), places = radix_places(), scatter = radix_sort();
   const std::int64_t n = s.at("n"), m = lib::radix_table_size(n, 256);
   std::vector<std::uint32_t> keys(static_cast<std::size_t>(n)), vals(keys.size());
@@ -363,29 +363,59 @@ Workload radix_sort_all(const Device& d, const Size& s) {
   auto temp = upload(d, std::vector<std::uint64_t>(static_cast<std::size_t>(lib::device_temp_words(m, 256)), 0));
   Workload w;
   w.owned = {k0, v0, k1, v1, table, place, temp};
-  w.run = [=](const Stream& stream) {
-    const Grid tiles{lib::radix_blocks(n, 256), 256}, scan{lib::device_blocks(m, 256), 256};
-    for (int pass = 0; pass < 4; ++pass) {
-      auto& from_k = pass % 2 == 0 ? *k0 : *k1;
-      auto& from_v = pass % 2 == 0 ? *v0 : *v1;
-      auto& to_k = pass % 2 == 0 ? *k1 : *k0;
-      auto& to_v = pass % 2 == 0 ? *v1 : *v0;
-      const LaunchArg c[] = {LaunchArg(static_cast<int>(n)), LaunchArg(8 * pass), LaunchArg(std::as_const(from_k)),
-                             LaunchArg(*table)};
-      launch(counts, stream, tiles, c);
-      const LaunchArg p[] = {LaunchArg(static_cast<int>(m)), LaunchArg(std::as_const(*table)), LaunchArg(*place),
-                             LaunchArg(*temp)};
-      launch(places, stream, scan, p);
-      const LaunchArg x[] = {LaunchArg(static_cast<int>(n)),
-                             LaunchArg(8 * pass),
-                             LaunchArg(std::as_const(from_k)),
-                             LaunchArg(std::as_const(from_v)),
-                             LaunchArg(std::as_const(*place)),
-                             LaunchArg(to_k),
-                             LaunchArg(to_v)};
-      launch(scatter, stream, tiles, x);
-    }
-  };
+  if (onesweep) {
+    // One histogram launch, then a launch a pass; the counts and look-back words zeroed once here.
+    static const Kernel histogram = radix_histogram_all(), sweep = radix_onesweep_pass();
+    auto hist = upload(d, std::vector<int>(static_cast<std::size_t>(lib::radix_hist_size()), 0));
+    auto lookback =
+        upload(d, std::vector<std::uint32_t>(static_cast<std::size_t>(lib::radix_lookback_words(n, 256)), 0));
+    w.owned.push_back(hist);
+    w.owned.push_back(lookback);
+    w.run = [=](const Stream& stream) {
+      const Grid tiles{lib::radix_blocks(n, 256), 256};
+      const LaunchArg h[] = {LaunchArg(static_cast<int>(n)), LaunchArg(std::as_const(*k0)), LaunchArg(*hist)};
+      launch(histogram, stream, tiles, h);
+      for (int pass = 0; pass < 4; ++pass) {
+        auto& from_k = pass % 2 == 0 ? *k0 : *k1;
+        auto& from_v = pass % 2 == 0 ? *v0 : *v1;
+        auto& to_k = pass % 2 == 0 ? *k1 : *k0;
+        auto& to_v = pass % 2 == 0 ? *v1 : *v0;
+        const LaunchArg x[] = {LaunchArg(static_cast<int>(n)),
+                               LaunchArg(8 * pass),
+                               LaunchArg(std::as_const(from_k)),
+                               LaunchArg(std::as_const(from_v)),
+                               LaunchArg(*hist),
+                               LaunchArg(*lookback),
+                               LaunchArg(to_k),
+                               LaunchArg(to_v)};
+        launch(sweep, stream, tiles, x);
+      }
+    };
+  } else {
+    w.run = [=](const Stream& stream) {
+      const Grid tiles{lib::radix_blocks(n, 256), 256}, scan{lib::device_blocks(m, 256), 256};
+      for (int pass = 0; pass < 4; ++pass) {
+        auto& from_k = pass % 2 == 0 ? *k0 : *k1;
+        auto& from_v = pass % 2 == 0 ? *v0 : *v1;
+        auto& to_k = pass % 2 == 0 ? *k1 : *k0;
+        auto& to_v = pass % 2 == 0 ? *v1 : *v0;
+        const LaunchArg c[] = {LaunchArg(static_cast<int>(n)), LaunchArg(8 * pass), LaunchArg(std::as_const(from_k)),
+                               LaunchArg(*table)};
+        launch(counts, stream, tiles, c);
+        const LaunchArg p[] = {LaunchArg(static_cast<int>(m)), LaunchArg(std::as_const(*table)), LaunchArg(*place),
+                               LaunchArg(*temp)};
+        launch(places, stream, scan, p);
+        const LaunchArg x[] = {LaunchArg(static_cast<int>(n)),
+                               LaunchArg(8 * pass),
+                               LaunchArg(std::as_const(from_k)),
+                               LaunchArg(std::as_const(from_v)),
+                               LaunchArg(std::as_const(*place)),
+                               LaunchArg(to_k),
+                               LaunchArg(to_v)};
+        launch(scatter, stream, tiles, x);
+      }
+    };
+  }
   w.reset = [k0, v0, keys, vals] {
     k0->copy_from(keys);
     v0->copy_from(vals);
@@ -416,7 +446,7 @@ Workload radix_sort_all(const Device& d, const Size& s) {
   return w;
 }
 
-enum class Shape { None, Gemm, Wgmma, Copy, Transpose, Reduce, Scan, Sum, Select, Histogram, IGemm, Sort };
+enum class Shape { None, Gemm, Wgmma, Copy, Transpose, Reduce, Scan, Sum, Select, Histogram, IGemm, Sort, Sweep };
 
 Shape shape_of(const std::string& name) {
   if (name.rfind("gemm_wgmma_bf16", 0) == 0) return Shape::Wgmma;
@@ -430,6 +460,7 @@ Shape shape_of(const std::string& name) {
   if (name == "byte_histogram") return Shape::Histogram;
   if (name == "igemm_mma") return Shape::IGemm;
   if (name == "radix_sort") return Shape::Sort;
+  if (name == "radix_sort_onesweep") return Shape::Sweep;
   return Shape::None;
 }
 
@@ -439,7 +470,7 @@ bool has_workload(const std::string& name) { return shape_of(name) != Shape::Non
 
 Workload make_workload(const std::string& name, const Size& size, const Device& d) {
   const Shape shape = shape_of(name);
-  const std::string needs[] = {"", "M N K", "M N K", "n", "M N", "n", "n", "n", "n", "n", "M N K", "n"};
+  const std::string needs[] = {"", "M N K", "M N K", "n", "M N", "n", "n", "n", "n", "n", "M N K", "n", "n"};
   const std::string& want = needs[static_cast<int>(shape)];
   for (const char* k : {"M", "N", "K", "n"})
     if (want.find(k) != std::string::npos && !size.count(k))
@@ -455,7 +486,8 @@ Workload make_workload(const std::string& name, const Size& size, const Device& 
     case Shape::Select: return compact(d, size);
     case Shape::Histogram: return byte_histogram(d, size);
     case Shape::IGemm: return igemm(d, size);
-    case Shape::Sort: return radix_sort_all(d, size);
+    case Shape::Sort: return radix_sort_all(d, size, false);
+    case Shape::Sweep: return radix_sort_all(d, size, true);
     case Shape::None: break;
   }
   throw std::invalid_argument("example '" + name +

@@ -56,7 +56,8 @@ def main():
                 return f"cuBLAS {mode}" + (" (bf16 out)" if c.get("out") == "bf16" else ""), c["ms"], c["ms"] / r["vantage_ms"]
             return f"cuBLAS {mode}", None, None
         which = {"device_scan": "scan", "device_sum": "reduce", "compact": "select",
-                 "byte_histogram": "histogram", "radix_sort": "radix"}.get(ex, "scan" if ex.startswith("scan_") else None)
+                 "byte_histogram": "histogram", "radix_sort": "radix",
+                 "radix_sort_onesweep": "radix"}.get(ex, "scan" if ex.startswith("scan_") else None)
         if which:
             log2n = int(size.split("^")[1]) if "^" in size else None
             c = cub.get(log2n)
@@ -119,7 +120,10 @@ def main():
     for ex, which in (("device_scan", "scan"), ("device_sum", "reduce"), ("compact", "select"),
                       ("byte_histogram", "histogram"), ("radix_sort", "radix")):
         for k in (24, 26, 28):
-            r = next((r for r in rows if r["example"] == ex and r["size"] == f"n=2^{k}"), None)
+            # The radix sort: the faster of its two forms (three kernels a pass, or one sweep).
+            same = [r for r in rows if (r["example"] == ex or (ex == "radix_sort" and r["example"] == "radix_sort_onesweep"))
+                    and r["size"] == f"n=2^{k}"]
+            r = min(same, key=lambda r: r["vantage_ms"]) if same else None
             c = cub.get(k)
             goal(f"{ex} at 2^{k} at least 0.90 of CUB's {which}",
                  c[f"{which}_ms"] / r["vantage_ms"] if r and c and f"{which}_ms" in c else None, 0.90)
