@@ -2,6 +2,7 @@
 // keys counted by digit, and scattered to their places by a warp-level split of each round of keys
 // into digits (ballots), written only with the public builder.
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "library/common.h"
@@ -386,6 +387,9 @@ std::int64_t radix_hist_size(RadixTile tile) {
 }
 
 std::int64_t radix_lookback_words(std::int64_t n, std::int64_t threads, RadixTile tile) {
+  if (n >= (std::int64_t{1} << 30))  // a look-back word holds a count of 30 bits
+    throw std::invalid_argument("lib::radix_lookback_words: the one-sweep sort takes fewer than 2^30 keys, not " +
+                                std::to_string(n));
   return 2 * radix_table_size(n, threads, tile);
 }
 

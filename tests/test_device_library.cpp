@@ -655,6 +655,16 @@ TEST(DeviceLibrary, OneSweepRadixSortSortsKeysAndValuesStablyOnReusedStorage) {
   }
 }
 
+TEST(DeviceLibrary, OneSweepStorageForTwoToTheThirtyKeysOrMoreIsRefused) {
+  EXPECT_EQ(lib::radix_lookback_words((std::int64_t{1} << 30) - 1, 256), 2 * lib::radix_table_size((1 << 30) - 1, 256));
+  try {
+    lib::radix_lookback_words(std::int64_t{1} << 30, 256);
+    ADD_FAILURE() << "storage for 2^30 keys, whose counts the look-back's 30 bits cannot hold";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("fewer than 2^30 keys"), std::string::npos) << e.what();
+  }
+}
+
 TEST(DeviceLibrary, OneSweepDigitsOfAnOddNumberOfPassesAreRefused) {
   KernelBuilder k("onesweep_3_bits");
   auto n = k.param<int>("n");

@@ -393,6 +393,7 @@ void radix_scatter(Scope& grid, const View& keys_out, const View& vals_out, cons
 /// the other region, so a whole sort leaves the first region zero and the second, which its last
 /// pass used, to the next sort's first pass. Run every pass of a sort, in order.
 std::int64_t radix_hist_size(RadixTile tile = {});
+/// (std::invalid_argument for 2^30 keys or more: the look-back's counts have 30 bits.)
 std::int64_t radix_lookback_words(std::int64_t n, std::int64_t threads, RadixTile tile = {});
 Expr radix_lookback_extent(const ExprArg& n, std::int64_t threads, RadixTile tile = {});
 /// At grid(1): hist[p * 2^bits + d] += the keys whose digit of pass p is d, for every pass p.
