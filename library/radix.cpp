@@ -61,6 +61,27 @@ Expr digit_of(const Expr& key, const Expr& shift, const Pass& p) {
   return cast<int>((key >> shift) & static_cast<std::uint32_t>(p.digits - 1));
 }
 
+/// At block(1): a shared array of `size` i32 counts, zeroed, then `count(th, counts, key)` for each
+/// key of the block's tile (thread t the keys t, t + T, ...: coalesced). radix_count's and
+/// radix_histogram's tiles.
+View tile_counts(Scope& b, const Expr& blk, const Expr& n64, const Pass& p, const Expr& t, std::int64_t size,
+                 const View& keys, const std::function<void(Scope&, const View&, const Expr&)>& count, const Loc& loc) {
+  View h = b.shared("radix_hist", ScalarType::I32, size, loc);
+  detail::for_own(
+      b, h, t, p.threads, size, [&](Scope&, int k, const Expr&, const View& mine) { mine[IndexArg(k, loc)] = 0; }, loc);
+  b.group(
+      thread(1),
+      [&](Scope& th) {
+        for (int e = 0; e < p.items; ++e) {
+          Expr i = cast<std::int64_t>(blk) * p.per_tile + (cast<std::int64_t>(t) + e * p.threads);
+          th.if_(
+              i < n64, [&](Scope& th) { count(th, h, keys[IndexArg(i, loc)]); }, loc);
+        }
+      },
+      loc);
+  return h;
+}
+
 /// A one-sweep pass's storage: every pass's digit counts (and its count of the tiles finished), and
 /// the tiles' look-back words, two regions a pass's parity apart.
 struct Sweep {
@@ -327,24 +348,11 @@ void radix_count(Scope& grid, const View& table, const View& keys, const ExprArg
   grid.group(
       block(1),
       [&](Scope& b) {
-        View hist = b.shared("radix_hist", ScalarType::I32, p->digits, loc);
         Var t = b.let("radix_t", b.id(thread(1), loc), loc);
-        detail::for_own(
-            b, hist, t, p->threads, p->digits,
-            [&](Scope&, int k, const Expr&, const View& mine) { mine[IndexArg(k, loc)] = 0; }, loc);
-        b.group(
-            thread(1),
-            [&](Scope& th) {
-              for (int e = 0; e < p->items; ++e) {
-                Expr i = cast<std::int64_t>(blk) * p->per_tile + (cast<std::int64_t>(t) + e * p->threads);
-                th.if_(
-                    i < n64,
-                    [&](Scope& th) {
-                      th.atomic(AtomicOp::Add, hist, digit_of(keys[IndexArg(i, loc)], shift.expr, *p), 1,
-                                AtomicScope::Block, loc);
-                    },
-                    loc);
-              }
+        View hist = tile_counts(
+            b, blk, n64, *p, t, p->digits, keys,
+            [&](Scope& th, const View& h, const Expr& key) {
+              th.atomic(AtomicOp::Add, h, digit_of(key, shift.expr, *p), 1, AtomicScope::Block, loc);
             },
             loc);
         // The tile's counts, a digit a thread, into its column of the table (written whole, by
@@ -406,26 +414,14 @@ void radix_histogram(Scope& grid, const View& hist, const View& keys, const Expr
   grid.group(
       block(1),
       [&](Scope& b) {
-        View h = b.shared("radix_hist", ScalarType::I32, P * D, loc);
         Var t = b.let("radix_t", b.id(thread(1), loc), loc);
-        detail::for_own(
-            b, h, t, p->threads, P * D,
-            [&](Scope&, int k, const Expr&, const View& mine) { mine[IndexArg(k, loc)] = 0; }, loc);
-        b.group(
-            thread(1),
-            [&](Scope& th) {
-              for (int e = 0; e < p->items; ++e) {
-                Expr i = cast<std::int64_t>(blk) * p->per_tile + (cast<std::int64_t>(t) + e * p->threads);
-                th.if_(
-                    i < n64,
-                    [&](Scope& th) {
-                      Var key = th.let("radix_key", keys[IndexArg(i, loc)], loc);
-                      for (std::int64_t q = 0; q < P; ++q)
-                        th.atomic(AtomicOp::Add, h, q * D + digit_of(key, Expr(static_cast<int>(q * p->bits)), *p), 1,
-                                  AtomicScope::Block, loc);
-                    },
-                    loc);
-              }
+        View h = tile_counts(
+            b, blk, n64, *p, t, P * D, keys,
+            [&](Scope& th, const View& h, const Expr& key) {
+              Var k = th.let("radix_key", key, loc);
+              for (std::int64_t q = 0; q < P; ++q)
+                th.atomic(AtomicOp::Add, h, q * D + digit_of(k, Expr(static_cast<int>(q * p->bits)), *p), 1,
+                          AtomicScope::Block, loc);
             },
             loc);
         detail::for_own(
