@@ -42,6 +42,19 @@ inline ::testing::AssertionResult rejects_kernel(const std::string& code, const 
   return ::testing::AssertionFailure() << "kernel was accepted; expected " << code << " at line " << line;
 }
 
+/// Builds `k` and expects rejection with some diagnostic at `line` (a misuse whose code depends on
+/// which rule meets it first: a helper called from the wrong perspective).
+inline ::testing::AssertionResult rejected_at(KernelBuilder& k, int line) {
+  try {
+    k.build();
+  } catch (const CheckError& e) {
+    for (const auto& d : e.diagnostics())
+      if (static_cast<int>(d.loc.line) == line) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "nothing at line " << line << " in:\n" << describe(e.diagnostics());
+  }
+  return ::testing::AssertionFailure() << "kernel was accepted; expected a diagnostic at line " << line;
+}
+
 /// Builds `k` and expects rejection with `code` at `line` of `file`, its message containing `says`
 /// (the fix it names).
 inline ::testing::AssertionResult rejected_saying(KernelBuilder& k, const std::string& code, const int& line,

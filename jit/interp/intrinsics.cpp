@@ -15,11 +15,11 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
     case IntrinsicOp::Atomic: {
       Ref r = mem(t, n.mems[0].get(), n.loc);
       std::int64_t i = exact_index(n.args[0]->type, eval(n.args[0], t).i);
-      if (n.imms.size() < 2)
-        checks_.proven(t, r, i, true, n.loc);  // a second immediate: its site, checked against a bound
+      const auto kind = atomic_kind(n.imms[0]);
+      if (n.imms.size() < 2)  // a second immediate: its site, checked against a bound
+        checks_.proven(t, r, i, kind != AtomicKind::Load, n.loc);
       V x = eval(n.args[1], t);
       const std::uint8_t how = atomic_scope(n.imms[0]) == AtomicScope::Block ? kBlockAtomic : kAtomic;
-      const auto kind = atomic_kind(n.imms[0]);
       ScalarType e = n.mems[0]->elem;
       if (kind == AtomicKind::Load) {  // one read, ordered as docs/semantics.md says (the interpreter is sequential)
         V v = read(t, r, i, n.loc, how);
