@@ -319,6 +319,10 @@ void Scope::diagnose(std::string code, std::string message, std::source_location
   ctx_->error(std::move(code), here(l), std::move(message));
 }
 
+void Scope::diagnose(std::string code, std::string message, SourceLoc loc) {
+  ctx_->error(std::move(code), loc, std::move(message));
+}
+
 void Scope::partition(const View& view, Perspective p, const std::function<Expr(Expr)>& index,
                       const std::function<void(Scope&, View)>& fn, std::source_location l) {
   partition_impl(

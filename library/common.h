@@ -14,6 +14,12 @@ namespace vantage::lib::detail {
 /// (V0913, naming `lib::helper`, at the caller's line) and returns nothing otherwise.
 std::optional<std::int64_t> warps_block(Scope& s, const char* helper, const std::source_location& loc);
 
+/// The block size a grid-level helper needs, or a V0913 (naming `lib::helper`) at the caller's line.
+std::optional<std::int64_t> declared_threads(Scope& grid, const char* helper, std::source_location loc);
+/// At grid(1): block blk owns out[blk * per_block ..), and thread t of it the elements `share(t, i)`
+/// of that block share; `body(b, blk, t, out_t)` runs at block(1) with out_t the thread's share.
+void thread_shares(Scope& grid, const View& out, std::int64_t per_block, const std::function<Expr(Expr, Expr)>& share,
+                   const std::function<void(Scope&, const Var&, const Var&, View)>& body, std::source_location loc);
 /// The tiles of n elements as a device-wide kernel counts them: ceil(n / per_tile), at least one (so
 /// that n = 0 still has a tile, to write a reduction's identity), in 64 bits.
 Expr tiles_of(const Expr& n, std::int64_t per_tile);

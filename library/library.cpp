@@ -118,7 +118,7 @@ std::int64_t blocks_for(std::int64_t n, std::int64_t threads, Tile tile) {
   return std::max<std::int64_t>((n + per_block - 1) / per_block, 1);
 }
 
-namespace {
+namespace detail {
 /// The block size a grid-level helper needs, or a V0913 at the caller's line.
 std::optional<std::int64_t> declared_threads(Scope& grid, const char* helper, Loc loc) {
   auto threads = grid.block_threads();
@@ -152,13 +152,16 @@ void thread_shares(Scope& grid, const View& out, std::int64_t per_block, const s
       },
       loc);
 }
-}  // namespace
+}  // namespace detail
+
+using detail::declared_threads;
+using detail::thread_shares;
 
 void copy(Scope& grid, const View& out, const View& in, const ExprArg& n, Loc loc) {
   auto threads = declared_threads(grid, "copy", loc);
   if (!threads) return;
   const int bytes = type_bytes(out.elem());
-  const int v = bytes >= 4 ? 16 / bytes : 1;
+  const int v = 16 / bytes;
   const std::int64_t T = *threads, per_block = T * v;
   const Expr count = n.expr;
   thread_shares(

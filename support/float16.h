@@ -14,8 +14,14 @@ inline float half_to_float(std::uint16_t h) {
   float v;
   if (exp == 0)
     v = std::ldexp(static_cast<float>(man), -24);
-  else if (exp == 31)
-    v = man ? std::nanf("") : INFINITY;
+  else if (exp == 31 && man) {
+    // A NaN keeps its sign and payload (the fraction's top bits), quieted, as bf16's and the
+    // hardware's conversions keep them: a load and store of an f16 NaN moves its bits.
+    std::uint32_t bits = (sign << 31) | 0x7fc00000u | (man << 13);
+    std::memcpy(&v, &bits, 4);
+    return v;
+  } else if (exp == 31)
+    v = INFINITY;
   else
     v = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
   return sign ? -v : v;
@@ -25,7 +31,7 @@ inline std::uint16_t float_to_half(float f) {  // round to nearest even
   std::memcpy(&x, &f, 4);
   std::uint32_t sign = (x >> 16) & 0x8000;
   std::uint32_t abs = x & 0x7fffffff;
-  if (abs > 0x7f800000) return static_cast<std::uint16_t>(sign | 0x7e00);
+  if (abs > 0x7f800000) return static_cast<std::uint16_t>(sign | 0x7e00 | ((abs >> 13) & 0x3ff));
   if (abs >= 0x477ff000) return static_cast<std::uint16_t>(sign | 0x7c00);  // rounds to infinity
   if (abs < 0x38800000) {                                                   // subnormal half
     float a;

@@ -98,6 +98,8 @@ struct alignas(16) int4 { int x, y, z, w; };
 struct alignas(8) float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) longlong2 { long long x, y; };
+struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
 static thread_local vt_host_dim3 threadIdx, blockIdx;
 static vt_host_dim3 blockDim, gridDim;
 using std::max;

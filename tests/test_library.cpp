@@ -899,6 +899,7 @@ TEST(Library, LibraryKernelsTakeFewerLinesThanTheirPlainCudaTwins) {
       {"compact", "device.cu", "twin_compact"},
       {"byte_histogram", "device.cu", "twin_byte_histogram"},
       {"igemm_mma", "mma.cu", "twin_igemm_mma"},
+      {"saxpy_vec", "copy.cu", "twin_saxpy_vec"},
   };
   for (const auto& [ex, file, entry] : kPairs) {
     const int lib = body_lines("LIBRARY", ex), cuda = cuda_lines(file, entry);

@@ -102,6 +102,7 @@ TEST(Twins, PlainTwinsComputeTheirExamplesResultsOnHostThreads) {
       {"sgemm_warptile", "sgemm.cu", {{"M", 70}, {"N", 65}, {"K", 19}}, {}},
       {"sgemm_vec", "sgemm.cu", {{"M", 70}, {"N", 68}, {"K", 36}}, {{"N", 68}, {"K", 36}}},
       {"vec_copy", "copy.cu", {{"n", 1030}}, {}},
+      {"saxpy_vec", "copy.cu", {{"n", 1031}}, {}},
       {"transpose", "copy.cu", {{"M", 70}, {"N", 45}}, {}},
       {"transpose_padded", "copy.cu", {{"M", 70}, {"N", 45}}, {}},
       {"block_reduce", "reduce_scan.cu", {{"n", 1000}}, {}},
@@ -157,6 +158,12 @@ TEST(Twins, PlainTwinsComputeTheirExamplesResultsOnHostThreads) {
       l.args = {A::of("int", n), A::of("float", in), A::of("float", out)};
       k.launch(interp, Grid{blocks, threads}, n, std::as_const(in), out);
       wants.push_back(bits(out));
+    } else if (c.example == "saxpy_vec") {
+      const int n = static_cast<int>(c.size.at("n"));
+      auto x = ints_as_floats(static_cast<std::size_t>(n), 4), y = ints_as_floats(static_cast<std::size_t>(n), 8);
+      l.args = {A::of("int", n), A::of("float", 1.5), A::of("float", x), A::of("float", y)};
+      k.launch(interp, Grid{blocks, threads}, n, 1.5f, std::as_const(x), y);
+      wants.push_back(bits(y));
     } else if (c.example.rfind("transpose", 0) == 0) {
       const int M = static_cast<int>(c.size.at("M")), N = static_cast<int>(c.size.at("N"));
       auto in = ints_as_floats(static_cast<std::size_t>(M * N), 5);

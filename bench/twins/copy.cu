@@ -1,4 +1,4 @@
-// Hand-written twins of the copy and the two plain transposes (examples/kernels/paper_kernels.cpp):
+// Hand-written twins of the copy, the vector saxpy and the two plain transposes (examples/kernels/paper_kernels.cpp):
 // the same work per thread, tile shape, thread count and block order as each Vantage kernel, with no
 // check but the bounds a block at the edge needs. Baselines for measurement (bench/twins/twins.hpp);
 // the transpose staged by cp.async is in async.cu (inline PTX, which the host-thread runs of these
@@ -15,6 +15,27 @@ extern "C" __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int e = 0; e < 4; ++e)
       if (first + e < n) out[first + e] = in[first + e];
+  }
+}
+
+// saxpy_vec: y = a * x + y (n floats), each of 256 threads per block loading 4 consecutive floats of x
+// and of y with one 16-byte load each and storing 4 of y with one, the last thread of the array the
+// n % 4 left one by one.
+extern "C" __global__ void __launch_bounds__(256)
+    twin_saxpy_vec(int n, float a, const float* __restrict__ x, float* __restrict__ y) {
+  const long long first = static_cast<long long>(blockIdx.x) * 1024 + threadIdx.x * 4;
+  if (first + 4 <= n) {
+    const float4 xv = *reinterpret_cast<const float4*>(&x[first]);
+    float4 yv = *reinterpret_cast<const float4*>(&y[first]);
+    yv.x = a * xv.x + yv.x;
+    yv.y = a * xv.y + yv.y;
+    yv.z = a * xv.z + yv.z;
+    yv.w = a * xv.w + yv.w;
+    *reinterpret_cast<float4*>(&y[first]) = yv;
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (first + e < n) y[first + e] = a * x[first + e] + y[first + e];
   }
 }
 

@@ -30,6 +30,7 @@ const std::vector<Twin>& all() {
       {"mma_tf32", "mma.cu", "twin_mma_tf32", gemm},
       {"igemm_mma", "mma.cu", "twin_igemm_mma", gemm},
       {"vec_copy", "copy.cu", "twin_vec_copy", vector},
+      {"saxpy_vec", "copy.cu", "twin_saxpy_vec", vector},
       {"transpose", "copy.cu", "twin_transpose", matrix},
       {"transpose_padded", "copy.cu", "twin_transpose_padded", matrix},
       {"transpose_async", "async.cu", "twin_transpose_async", matrix},

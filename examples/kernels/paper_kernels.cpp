@@ -730,6 +730,23 @@ Kernel vec_copy_primitive() {
 }
 // END FORM
 
+// LIBRARY FORM saxpy_vec
+Kernel saxpy_vec() {
+  KernelBuilder k("saxpy_vec");
+  auto n = k.param<int>("n");
+  auto a = k.param<float>("a");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto y = k.param<GlobalPtr<float>>("y", extent(n));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each_vector(g, y, n, f32x4, [&](Scope& th, const VecRef& y_v) {
+      lib::store(th, y_v, a * lib::load(th, "xv", y_v.like(x)) + lib::load(th, "yv", y_v));
+    });
+  });
+  return k.build();
+}
+// END FORM
+
 // LIBRARY FORM vec_copy
 Kernel vec_copy() {
   KernelBuilder k("vec_copy");
@@ -909,6 +926,8 @@ tune::Candidate pipelined_candidate(const tune::Config& c, const Size& s) {
 const std::vector<Example>& all() {
   static const std::vector<Example> kAll = {
       {"saxpy", "y = a*x + y, 256 threads per block", saxpy},
+      {"saxpy_vec", "y = a*x + y in f32x4 vectors (one 16-byte load of x and y a thread), the tail by element",
+       saxpy_vec},
       {"fp8_dequant", "an f8e4m3 matrix dequantized to f32 with a scale per row", fp8_dequant},
       {"warp_mma", "Fig. 2: a warp issues a tf32 mma.sync", warp_mma},
       {"mma_tf32_naive", "Fig. 6: naive TF32 tensor-core GEMM through simple_mma (Fig. 5)", mma_tf32_naive},

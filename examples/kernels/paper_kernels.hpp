@@ -17,6 +17,10 @@ namespace vantage::examples {
 /// generate the same CUDA.
 Kernel saxpy();
 Kernel saxpy_primitive();
+/// The same in f32x4 vectors (include/vantage/vector.hpp): each of 256 threads a block loads 4
+/// elements of x and of y as one 16-byte access each and stores 4 of y; the thread holding the tail
+/// runs it element by element.
+Kernel saxpy_vec();
 /// Fig. 2: one warp fills fragments and issues a tf32 `mma.sync`; each thread stores its D fragment.
 Kernel warp_mma();
 /// Fig. 5: `simple_mma`, a thread(32) device function that loads 16x8 and 8x8 tf32 tiles with strides

@@ -88,15 +88,15 @@ RunResult finish(bool ok, const std::string& what, const std::string& why, Launc
   return r;
 }
 
-RunResult run_saxpy(const Kernel& k, const Size& s, const Device& d) {
+RunResult run_saxpy(const Kernel& k, const Size& s, const Device& d, std::int64_t per_block = 256) {
   std::int64_t n = s.at("n");
   float a = 2.0f;
   auto x = floats(n, 1), y = floats(n, 2), want = y;
   for (std::int64_t i = 0; i < n; ++i)
     want[static_cast<std::size_t>(i)] = a * x[static_cast<std::size_t>(i)] + y[static_cast<std::size_t>(i)];
   Staged sx(d, x), sy(d, y);
-  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(n, 256)), 256}, static_cast<int>(n), a, sx.read_only(),
-                      sy.arg());
+  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(n, per_block)), 256}, static_cast<int>(n), a,
+                      sx.read_only(), sy.arg());
   sy.fetch();
   std::string why;
   bool ok = close(y, want, 1e-6, why);
@@ -516,7 +516,13 @@ Grid tiles_of(const Size& s, std::int64_t bm, std::int64_t bn, std::int64_t thre
 
 const std::map<std::string, Case>& cases() {
   static const std::map<std::string, Case> kCases = {
-      {"saxpy", {run_saxpy, {{{"n", 1000}}, {{"n", 256}}, {{"n", 1}}, {{"n", 777}}}}},
+      {"saxpy",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_saxpy(k, s, d); },
+        {{{"n", 1000}}, {{"n", 256}}, {{"n", 1}}, {{"n", 777}}}}},
+      // Whole vectors, a tail of 1 to 3 elements, one element, a tail in a block of its own.
+      {"saxpy_vec",
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_saxpy(k, s, d, 1024); },
+        {{{"n", 4096}}, {{"n", 1001}}, {{"n", 1}}, {{"n", 1027}}, {{"n", 778}}}}},
       {"fp8_dequant",
        {run_fp8_dequant,
         {{{"rows", 7}, {"cols", 33}},
@@ -626,6 +632,8 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
   std::int64_t b = 1;
   if (name == "saxpy" || name == "scan_lookback" || name == "block_reduce")
     b = ceil_div(at("n"), 256);
+  else if (name == "saxpy_vec")
+    b = ceil_div(at("n"), 1024);
   else if (name == "fp8_dequant")
     b = ceil_div(at("rows") * at("cols"), 256);
   else if (name == "scan_tiled" || name == "device_scan" || name == "device_sum")
@@ -681,7 +689,7 @@ Grid default_grid(const std::string& name, const Size& size) {
       {"transpose_async", 256}, {"warp_mma", 32},       {"gemm_wgmma_bf16", 384}, {"mma_tf32_naive", 32},
       {"sgemm_pipelined", 256}, {"scan_tiled", 1024},   {"device_scan", 1024},    {"device_sum", 1024},
       {"compact", 256},         {"radix_sort", 256},    {"byte_histogram", 256},  {"gemm_wgmma_bf16_wide", 384},
-      {"igemm_mma", 128},
+      {"igemm_mma", 128},       {"saxpy_vec", 256},
   };
   auto it = kThreads.find(name);
   if (it == kThreads.end()) throw std::invalid_argument("no grid is defined for example '" + name + "'");

@@ -328,6 +328,8 @@ class Scope {
   /// Records a builder error (reported by `build()` with the checker's) at the caller's line: for
   /// helpers written over these primitives (the device library) whose preconditions fail.
   void diagnose(std::string code, std::string message, std::source_location loc = std::source_location::current());
+  /// The same at a line a helper kept (the line of an operator whose result it records now).
+  void diagnose(std::string code, std::string message, SourceLoc loc);
   /// Records `body` as the work of helper `name` ("lib::store_by_one"): the checker's diagnostics on
   /// the claims it makes name the helper, not a primitive its caller never wrote.
   void called_as(const std::string& name, const std::function<void()>& body);

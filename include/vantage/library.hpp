@@ -41,11 +41,11 @@ void for_each(Scope& grid, const View& out, const ExprArg& n,
               std::source_location loc = std::source_location::current());
 
 /// At grid(1): out[i] = in[i] for every i < n, in 16-byte vectors. Each thread copies v = 16 / (element
-/// bytes) consecutive elements (4 floats, 2 doubles), block b the T * v from b * T * v. A thread whose
-/// v elements are all below n copies them as one vector load and store (lowering proves the vector
-/// inside both buffers and its offset a multiple of v; the launcher checks that both buffers are
-/// 16-byte aligned); the thread that holds the tail copies it element by element. Launch
-/// `blocks_for(n, T, Tile{v})` blocks. Elements of 1 or 2 bytes are copied one by one.
+/// bytes) consecutive elements (4 floats, 2 doubles, 8 halves, 16 bytes), block b the T * v from
+/// b * T * v. A thread whose v elements are all below n copies them as one vector load and store
+/// (lowering proves the vector inside both buffers and its offset a multiple of v; the launcher
+/// checks that both buffers are 16-byte aligned); the thread that holds the tail copies it element
+/// by element. Launch `blocks_for(n, T, Tile{v})` blocks.
 void copy(Scope& grid, const View& out, const View& in, const ExprArg& n,
           std::source_location loc = std::source_location::current());
 

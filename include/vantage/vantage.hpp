@@ -12,4 +12,5 @@
 #include "vantage/runtime.hpp"
 #include "vantage/tune.hpp"
 #include "vantage/types.hpp"
+#include "vantage/vector.hpp"
 #include "vantage/version.hpp"

@@ -276,7 +276,10 @@ void Emitter::wgmma(const Intrinsic& n) {
 auto Emitter::vector_type(ScalarType t, std::int64_t count) -> std::string {
   bool fp = is_float(t);
   if (type_bytes(t) == 4) return std::string(fp ? "float" : "int") + std::to_string(count);
-  return std::string(fp ? "double" : "longlong") + std::to_string(count);
+  if (type_bytes(t) == 8) return std::string(fp ? "double" : "longlong") + std::to_string(count);
+  // Elements of 1 or 2 bytes move as words: 4, 8 or 16 bytes.
+  const std::int64_t words = count * type_bytes(t) / 4;
+  return words == 1 ? "unsigned" : "uint" + std::to_string(words);
 }
 
 }  // namespace vantage::cuda::detail

@@ -313,7 +313,8 @@ auto BodyLowerer::vector_copy(const For& n, const ExprPtr& b, const ExprPtr& e, 
   ScalarType t = store->mem->elem;
   if (t != load->mem->elem) return nullptr;
   std::int64_t bytes = count * type_bytes(t);
-  if ((bytes != 8 && bytes != 16) || (type_bytes(t) != 4 && type_bytes(t) != 8)) return nullptr;
+  // 4, 8 or 16 bytes in at least two elements (a word of two f16, a uint4 of sixteen u8).
+  if ((bytes != 4 && bytes != 8 && bytes != 16) || count < 2) return nullptr;
   // Between memory and a thread's registers (a local array, declared aligned to the vector), or
   // between two memories; not between two local arrays (register moves).
   if (store->mem->space == MemSpace::Local && load->mem->space == MemSpace::Local) return nullptr;
