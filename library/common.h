@@ -20,6 +20,19 @@ std::optional<std::int64_t> declared_threads(Scope& grid, const char* helper, st
 /// of that block share; `body(b, blk, t, out_t)` runs at block(1) with out_t the thread's share.
 void thread_shares(Scope& grid, const View& out, std::int64_t per_block, const std::function<Expr(Expr, Expr)>& share,
                    const std::function<void(Scope&, const Var&, const Var&, View)>& body, std::source_location loc);
+/// A thread's run of `for_each_vector` and `copy`: its block and position, its share of `out`
+/// (elements 0 .. run), and the index in `out` of the share's first element.
+struct Run {
+  Var blk, t;
+  View out;
+  Expr first;
+};
+/// At grid(1), with the block size T declared: block b owns elements [b T run, (b + 1) T run) of
+/// `out`, thread t the `run` from b T run + t run. A thread whose run is below n runs `whole`; the
+/// thread holding the tail runs `one(th, r, e)` for each of its elements e below n.
+void runs_of(Scope& grid, const View& out, const ExprArg& n, int run,
+             const std::function<void(Scope&, const Run&)>& whole,
+             const std::function<void(Scope&, const Run&, const Expr&)>& one, const std::source_location& loc);
 /// The tiles of n elements as a device-wide kernel counts them: ceil(n / per_tile), at least one (so
 /// that n = 0 still has a tile, to write a reduction's identity), in 64 bits.
 Expr tiles_of(const Expr& n, std::int64_t per_tile);

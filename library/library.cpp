@@ -157,43 +157,59 @@ void thread_shares(Scope& grid, const View& out, std::int64_t per_block, const s
 using detail::declared_threads;
 using detail::thread_shares;
 
-void copy(Scope& grid, const View& out, const View& in, const ExprArg& n, Loc loc) {
-  auto threads = declared_threads(grid, "copy", loc);
+namespace detail {
+void runs_of(Scope& grid, const View& out, const ExprArg& n, int run,
+             const std::function<void(Scope&, const Run&)>& whole,
+             const std::function<void(Scope&, const Run&, const Expr&)>& one, const Loc& loc) {
+  auto threads = grid.block_threads();
   if (!threads) return;
-  const int bytes = type_bytes(out.elem());
-  const int v = 16 / bytes;
-  const std::int64_t T = *threads, per_block = T * v;
+  const std::int64_t T = *threads, per_block = T * run;
   const Expr count = n.expr;
   thread_shares(
-      grid, out, per_block, [&](Expr t, Expr i) { return t * v + i; },
+      grid, out, per_block, [&](Expr t, Expr i) { return t * run + i; },
       [&](Scope& b, const Var& blk, const Var& t, View out_t) {
         b.group(
             thread(1),
             [&](Scope& th) {
               // In 64 bits, so that the comparisons cannot wrap for any grid: blk * per_block itself
               // (past 2^31 from 2^21 blocks of 256) is computed in 64 bits.
-              Var first = th.let("first", cast<std::int64_t>(blk) * per_block + cast<std::int64_t>(t * v), loc);
+              Var first = th.let("first", cast<std::int64_t>(blk) * per_block + cast<std::int64_t>(t * run), loc);
               Var len = th.let("len", cast<std::int64_t>(count), loc);
-              Expr src = blk * per_block + t * v;
-              auto one = [&](Scope&, Expr e) { out_t[IndexArg(e, loc)] = in[IndexArg(src + e, loc)]; };
-              auto all = [&](Scope& th) { th.for_("e", 0, v, one, loc); };
+              const Run r{blk, t, out_t, blk * per_block + t * run};
               auto tail = [&](Scope& th) {
                 th.for_(
-                    "e", 0, v,
+                    "e", 0, run,
                     [&](Scope& th, Expr e) {
                       th.if_(
-                          first + cast<std::int64_t>(e) < len, [&](Scope& th) { one(th, e); }, loc);
+                          first + cast<std::int64_t>(e) < len, [&](Scope& th) { one(th, r, e); }, loc);
                     },
                     loc);
               };
-              if (v == 1)
+              if (run == 1)
                 tail(th);
               else
-                th.if_(first + v <= len, all, tail, loc);
+                th.if_(
+                    first + run <= len, [&](Scope& th) { whole(th, r); }, tail, loc);
             },
             loc);
       },
       loc);
+}
+}  // namespace detail
+
+void copy(Scope& grid, const View& out, const View& in, const ExprArg& n, Loc loc) {
+  if (!declared_threads(grid, "copy", loc)) return;
+  const int v = 16 / type_bytes(out.elem());
+  auto one = [&](Scope&, const detail::Run& r, const Expr& e) {
+    r.out[IndexArg(e, loc)] = in[IndexArg(r.first + e, loc)];
+  };
+  detail::runs_of(
+      grid, out, n, v,
+      [&](Scope& th, const detail::Run& r) {
+        th.for_(
+            "e", 0, v, [&](Scope& s, Expr e) { one(s, r, e); }, loc);
+      },
+      one, loc);
 }
 
 void for_each(Scope& grid, const View& out, const ExprArg& n,

@@ -235,42 +235,17 @@ Vec let(Scope& th, const std::string& name, const Vec& value, Loc loc) {
 
 void for_each_vector(Scope& grid, const View& out, const ExprArg& n, VecType type,
                      const std::function<void(Scope& th, const VecRef& out_v)>& body, Loc loc) {
-  auto threads = detail::declared_threads(grid, "for_each_vector", loc);
-  if (!threads) return;
+  if (!detail::declared_threads(grid, "for_each_vector", loc)) return;
   if (std::string why = refused(type, out, "for_each_vector"); !why.empty()) {
     grid.diagnose("V0708", why, loc);
     return;
   }
   const int L = type.lanes;
-  const std::int64_t T = *threads, per_block = T * L;
-  const Expr count = n.expr;
-  detail::thread_shares(
-      grid, out, per_block, [&](Expr t, Expr i) { return t * L + i; },
-      [&](Scope& b, const Var& blk, const Var& t, View out_t) {
-        b.group(
-            thread(1),
-            [&](Scope& th) {
-              // In 64 bits, as lib::copy compares: blk * per_block may pass 2^31.
-              Var first = th.let("first", cast<std::int64_t>(blk) * per_block + cast<std::int64_t>(t * L), loc);
-              Var len = th.let("len", cast<std::int64_t>(count), loc);
-              auto whole = [&](Scope& th) { body(th, VecRef(out_t, type, 0, blk * T + t)); };
-              auto tail = [&](Scope& th) {
-                const VecType one{type.elem, 1};
-                th.for_(
-                    "e", 0, L,
-                    [&](Scope& th, Expr e) {
-                      th.if_(
-                          first + cast<std::int64_t>(e) < len,
-                          [&](Scope& th) { body(th, VecRef(out_t, one, e, blk * per_block + t * L + e)); }, loc);
-                    },
-                    loc);
-              };
-              if (L == 1)
-                tail(th);
-              else
-                th.if_(first + L <= len, whole, tail, loc);
-            },
-            loc);
+  const std::int64_t T = *grid.block_threads();
+  detail::runs_of(
+      grid, out, n, L, [&](Scope& th, const detail::Run& r) { body(th, VecRef(r.out, type, 0, r.blk * T + r.t)); },
+      [&](Scope& th, const detail::Run& r, const Expr& e) {
+        body(th, VecRef(r.out, VecType{type.elem, 1}, e, r.first + e));
       },
       loc);
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "host_cuda.hpp"
+#include "kernels/stages.hpp"
 #include "reject_helpers.hpp"
 #include "test_support.hpp"
 #include "vantage/vantage.hpp"
@@ -162,6 +163,37 @@ TEST(Vector, TheCostReportCountsAVectorsBytesPerLane) {
     }
   EXPECT_TRUE(seen) << r.text();
   EXPECT_DOUBLE_EQ(r.global_bytes, 3.0 * n * 4) << r.text();
+}
+
+// Lane-wise f16 arithmetic on an f16x8 vector compiles, on sm_90, to packed half2 math: the CUDA
+// compiler pairs the lanes' __half operations, so `a * x + y` over eight lanes is four HFMA2 between
+// one 128-bit load of each input and one 128-bit store.
+TEST(Vector, HalfLanesCompileToPackedHalfMathBetweenWideAccesses) {
+  REQUIRE_NVRTC();
+  if (examples::find_cuobjdump().empty()) GTEST_SKIP() << "cuobjdump not found (scripts/setup installs it)";
+  KernelBuilder k("haxpy");
+  auto n = k.param<int>("n");
+  auto a = k.param<half>("a");
+  auto x = k.param<GlobalPtr<const half>>("x", extent(n));
+  auto y = k.param<GlobalPtr<half>>("y", extent(n));
+  k.block_threads(kThreads);
+  k.body([&](Scope& g) {
+    lib::for_each_vector(g, y, n, f16x8, [&](Scope& th, const VecRef& y_v) {
+      lib::store(th, y_v, a * lib::load(th, "xv", y_v.like(x)) + lib::load(th, "yv", y_v));
+    });
+  });
+  const std::string sass = examples::sass(k.build().cubin(Spec{}.with_arch(Arch::SM_90)));
+  auto count = [](const std::string& text, const std::string& what) {
+    int c = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
+    return c;
+  };
+  EXPECT_EQ(count(sass, "LDG.E.128"), 2) << sass;
+  ASSERT_EQ(count(sass, "STG.E.128"), 1) << sass;
+  // Between the whole vector's loads and its store: 4 packed FMAs (eight scalar ones, unpaired).
+  const std::size_t from = sass.find("LDG.E.128"), to = sass.find("STG.E.128");
+  ASSERT_LT(from, to) << sass;
+  EXPECT_EQ(count(sass.substr(from, to - from), "HFMA2"), 4) << sass;
 }
 
 /// out = in by f32x4 and f16x8 vectors, no arithmetic: the lanes' bits as they were.
