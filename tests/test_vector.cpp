@@ -414,5 +414,35 @@ TEST(Vector, MisusesAreRefusedAtTheUsersLine) {
   EXPECT_TRUE(testing::rejected_at(*stored, line));
 }
 
+// From the wrong perspective, at the caller's line: a vector loop from a block's code (it hands out
+// the grid's elements), a vector store from the grid's code (every thread would write the vector).
+TEST(Vector, HelpersFromTheWrongPerspectiveAreRefusedAtTheCallersLine) {
+  int line = 0;
+  {
+    KernelBuilder k("loop_in_block");
+    auto n = k.param<int>("n");
+    auto y = k.param<GlobalPtr<float>>("y", extent(n));
+    k.block_threads(kThreads);
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        line = __LINE__ + 1;
+        lib::for_each_vector(b, y, n, f32x4,
+                             [&](Scope& th, const VecRef& v) { lib::store(th, v, Vec::splat(v.type().lanes, 1.0f)); });
+      });
+    });
+    EXPECT_TRUE(testing::rejected_saying(k, "V0303", line, __FILE__, "the code is at block(1)"));
+  }
+  {
+    KernelBuilder k("store_from_grid");
+    auto y = k.param<GlobalPtr<float>>("y", extent(64));
+    k.block_threads(kThreads);
+    k.body([&](Scope& g) {
+      line = __LINE__ + 1;
+      lib::store(g, VecRef(y, f32x4, 0), Vec::splat(4, 1.0f));
+    });
+    EXPECT_TRUE(testing::rejected_saying(k, "V0301", line, __FILE__, "narrow it to thread(1)"));
+  }
+}
+
 }  // namespace
 }  // namespace vantage
