@@ -171,6 +171,7 @@ std::vector<Case> speed_cases() {
   for (const char* ex : {"gemm_wgmma_bf16", "gemm_wgmma_bf16_wide"})
     for (std::int64_t n : {4096, 8192}) c.push_back({ex, Shape::Wgmma, square(n)});
   c.push_back({"vec_copy", Shape::Copy, {{"n", std::int64_t{1} << 26}}});
+  c.push_back({"saxpy_vec", Shape::Copy, {{"n", std::int64_t{1} << 26}}});  // f32x4 vectors
   for (const char* ex : {"transpose", "transpose_padded", "transpose_async"})
     c.push_back({ex, Shape::Transpose, {{"M", 8192}, {"N", 8192}}});
   c.push_back({"block_reduce", Shape::Reduce, {{"n", std::int64_t{1} << 26}}});

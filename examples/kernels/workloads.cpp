@@ -195,6 +195,31 @@ Workload copy_like(const Device& d, const Size& s, bool transpose) {
   return w;
 }
 
+/// y = a * x + y (saxpy_vec): y is put back before each launch (a copy from the host, outside the
+/// timed events), so that every launch leaves the same output.
+Workload axpy(const Device& d, const Size& s) {
+  const std::int64_t n = s.at("n");
+  const float a = 2.0f;
+  auto x = small_ints<float>(n, 6), y = small_ints<float>(n, 7);
+  auto xb = upload(d, x), yb = upload(d, y);
+  Workload w;
+  w.owned = {xb, yb};
+  w.args = {LaunchArg(static_cast<int>(n)), LaunchArg(a), LaunchArg(std::as_const(*xb)), LaunchArg(*yb)};
+  w.reset = [yb, y] { yb->copy_from(y); };
+  w.restore = w.reset;
+  w.output = [yb] { return bytes_of(*yb); };
+  w.check = [yb, x = std::move(x), y, a] {
+    const auto got = values_of<float>(bytes_of(*yb));
+    for (std::size_t i = 0; i < got.size(); ++i)
+      if (got[i] != a * x[i] + y[i]) return differs(static_cast<std::int64_t>(i), got[i], a * x[i] + y[i]);
+    return std::string();
+  };
+  w.bytes = 12.0 * static_cast<double>(n);  // x and y read, y written
+  w.copy_bytes = 4 * n;
+  w.input = 2;
+  return w;
+}
+
 Workload reduce(const Device& d, const Size& s) {
   const std::int64_t n = s.at("n"), blocks = (n + 255) / 256;
   auto x = small_ints<float>(n, 4);
@@ -446,12 +471,13 @@ Workload radix_sort_all(const Device& d, const Size& s, bool onesweep) {
   return w;
 }
 
-enum class Shape { None, Gemm, Wgmma, Copy, Transpose, Reduce, Scan, Sum, Select, Histogram, IGemm, Sort, Sweep };
+enum class Shape { None, Gemm, Wgmma, Copy, Transpose, Reduce, Scan, Sum, Select, Histogram, IGemm, Sort, Sweep, Axpy };
 
 Shape shape_of(const std::string& name) {
   if (name.rfind("gemm_wgmma_bf16", 0) == 0) return Shape::Wgmma;
   if (name == "mma_tf32" || (name.rfind("sgemm_", 0) == 0)) return Shape::Gemm;
   if (name == "vec_copy") return Shape::Copy;
+  if (name == "saxpy_vec") return Shape::Axpy;
   if (name.rfind("transpose", 0) == 0) return Shape::Transpose;
   if (name == "block_reduce") return Shape::Reduce;
   if (name == "scan_lookback" || name == "scan_tiled" || name == "device_scan") return Shape::Scan;
@@ -470,7 +496,7 @@ bool has_workload(const std::string& name) { return shape_of(name) != Shape::Non
 
 Workload make_workload(const std::string& name, const Size& size, const Device& d) {
   const Shape shape = shape_of(name);
-  const std::string needs[] = {"", "M N K", "M N K", "n", "M N", "n", "n", "n", "n", "n", "M N K", "n", "n"};
+  const std::string needs[] = {"", "M N K", "M N K", "n", "M N", "n", "n", "n", "n", "n", "M N K", "n", "n", "n"};
   const std::string& want = needs[static_cast<int>(shape)];
   for (const char* k : {"M", "N", "K", "n"})
     if (want.find(k) != std::string::npos && !size.count(k))
@@ -488,11 +514,13 @@ Workload make_workload(const std::string& name, const Size& size, const Device& 
     case Shape::IGemm: return igemm(d, size);
     case Shape::Sort: return radix_sort_all(d, size, false);
     case Shape::Sweep: return radix_sort_all(d, size, true);
+    case Shape::Axpy: return axpy(d, size);
     case Shape::None: break;
   }
-  throw std::invalid_argument("example '" + name +
-                              "' has no workload (the GEMMs, igemm_mma, vec_copy, the transposes, radix_sort, "
-                              "block_reduce, the scans and the device-wide examples have)");
+  throw std::invalid_argument(
+      "example '" + name +
+      "' has no workload (the GEMMs, igemm_mma, vec_copy, saxpy_vec, the transposes, radix_sort, "
+      "block_reduce, the scans and the device-wide examples have)");
 }
 
 }  // namespace vantage::examples

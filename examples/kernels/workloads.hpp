@@ -34,7 +34,7 @@ struct Workload {
 };
 
 /// Whether example `name` has a workload: the GEMMs (sgemm rungs, mma_tf32, igemm_mma, gemm_wgmma_bf16), the
-/// copy, the transposes, the block reduction, the scans, and the device-wide examples (device_sum,
+/// copy, saxpy_vec, the transposes, the block reduction, the scans, and the device-wide examples (device_sum,
 /// compact, byte_histogram), and the radix sort (four passes of three kernels: Workload::run).
 bool has_workload(const std::string& name);
 /// Example `name`'s workload at `size` (its run's size names: M, N, K or n) on `device`. Throws
