@@ -329,6 +329,54 @@ TEST(Vector, LibCopyMovesNarrowElementsSixteenBytesAtATime) {
   copies_narrow<half>("copy_f16", 8);
 }
 
+// Vectors of shared memory: each thread stores its f32x4 of the input into a shared tile, and after
+// the barrier the sync pass places, reads another thread's (the block's tile reversed by vectors)
+// and stores it to its share of the output: 128-bit shared accesses, on every device.
+TEST(Vector, SharedMemoryVectorsAreWideAccessesOrderedByTheBarrier) {
+  constexpr int T = 64, L = 4, per_block = T * L, blocks = 3;
+  KernelBuilder k("shared_vectors");
+  auto in = k.param<GlobalPtr<const float>>("in", extent(per_block * blocks));
+  auto out = k.param<GlobalPtr<float>>("out", extent(per_block * blocks));
+  k.block_threads(T);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, per_block, [&](Scope& b, Expr blk, View out_b) {
+      View tile = b.shared("tile", ScalarType::F32, per_block);
+      Var t = b.let("t", b.id(thread(1)));
+      b.partition(
+          tile, thread(1), [&](Expr i) { return t * L + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope& th) {
+              lib::store(th, VecRef(mine, f32x4, 0), lib::load(th, "v", VecRef(in, f32x4, blk * T + t)));
+            });
+          });
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t * L + i; },
+          [&](Scope& b, View mine) {
+            b.group(thread(1), [&](Scope& th) {
+              lib::store(th, VecRef(mine, f32x4, 0), lib::load(th, "w", VecRef(tile, f32x4, T - 1 - t)));
+            });
+          });
+    });
+  });
+  const Kernel kernel = k.build();
+  const std::string cuda = kernel.source(Spec{});
+  EXPECT_NE(cuda.find("*reinterpret_cast<float4*>(&tile["), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("*reinterpret_cast<const float4*>(&tile["), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("__syncthreads()"), std::string::npos) << cuda;
+  std::vector<float> x(per_block * blocks);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  for (const Device& dev : test_support::every_device()) {
+    std::vector<float> y(x.size(), -1.0f);
+    test_support::launch_on(kernel, dev, Grid{blocks, T}, std::as_const(x), y);
+    for (int b = 0; b < blocks; ++b)
+      for (int t = 0; t < T; ++t)
+        for (int e = 0; e < L; ++e)
+          ASSERT_EQ(y[static_cast<std::size_t>(b * per_block + t * L + e)],
+                    x[static_cast<std::size_t>(b * per_block + (T - 1 - t) * L + e)])
+              << "block " << b << " thread " << t << " lane " << e << " on " << dev.name();
+  }
+}
+
 // A vector lowering cannot prove inside its buffer (a thread's own index, unguarded) stays a loop of
 // checked elements: no vector access in the CUDA, and the interpreter reports the element past the
 // end at the load's line.
