@@ -120,6 +120,47 @@ TEST(Vector, LaneWiseAxpyOverEveryVectorTypeEqualsCppOnEveryDevice) {
   axpy_on_every_device<bfloat16>(bf16x2);
 }
 
+// The remainder, bit operators and shifts lane by lane on integer vectors, with vectors and scalars
+// on either side: y = ((x ^ y) | (x & 3)) + ((x << 2) >> 1) + x % 5 + (7 - x % 3) on u32x4 and i32x4.
+TEST(Vector, IntegerLanesTakeRemaindersBitOperatorsAndShifts) {
+  for (const VecType t : {u32x4, i32x4}) {
+    KernelBuilder k("bits_" + t.name());
+    auto n = k.param<int>("n");
+    auto x = k.pointer_param("x", t.elem, MemSpace::Global, true, extent(n));
+    auto y = k.pointer_param("y", t.elem, MemSpace::Global, false, extent(n));
+    k.block_threads(kThreads);
+    k.body([&](Scope& g) {
+      lib::for_each_vector(g, y, n, t, [&](Scope& th, const VecRef& y_v) {
+        Vec xv = lib::let(th, "x", lib::load(th, "xv", y_v.like(x)));
+        Vec yv = lib::load(th, "yv", y_v);
+        lib::store(th, y_v, ((xv ^ yv) | (xv & 3)) + ((xv << 2) >> 1) + xv % 5 + (7 - xv % 3));
+      });
+    });
+    const Kernel kernel = k.build();
+    const int n0 = kThreads * 4 * 2 + 3;
+    std::vector<std::int32_t> xs(n0), ys(n0), want(n0);
+    for (int i = 0; i < n0; ++i) {
+      xs[i] = i * 2654435 % 100003;  // positive: the same bits and results signed and unsigned
+      ys[i] = i * 40503 % 65521;
+      const std::int32_t a = xs[i], b = ys[i];
+      want[i] = ((a ^ b) | (a & 3)) + ((a << 2) >> 1) + a % 5 + (7 - a % 3);
+    }
+    for (const Device& dev : test_support::every_device()) {
+      std::vector<std::int32_t> got = ys;
+      if (t == u32x4) {
+        std::vector<std::uint32_t> ux(xs.begin(), xs.end()), uy(ys.begin(), ys.end());
+        test_support::launch_on(kernel, dev, Grid{lib::blocks_for(n0, kThreads, lib::Tile{4}), kThreads}, n0,
+                                std::as_const(ux), uy);
+        got.assign(uy.begin(), uy.end());
+      } else {
+        test_support::launch_on(kernel, dev, Grid{lib::blocks_for(n0, kThreads, lib::Tile{4}), kThreads}, n0,
+                                std::as_const(xs), got);
+      }
+      EXPECT_EQ(got, want) << t.name() << " on " << dev.name();
+    }
+  }
+}
+
 // A whole vector is one access of its bytes in the CUDA (NVRTC compiles it), read and written
 // without a run-time check: lowering proves it inside both buffers and aligned, and the launch
 // checks the buffers' alignment.
@@ -398,6 +439,16 @@ TEST(Vector, AnUnprovenVectorStaysCheckedElementByElement) {
   const std::string cuda = kernel.source(Spec{});
   EXPECT_EQ(cuda.find("reinterpret_cast<const float4*>"), std::string::npos) << cuda;
   EXPECT_NE(cuda.find("vt_ld("), std::string::npos) << cuda;
+  // The cost report says why, at the load's line: its element reads of x carry the reason.
+  const CostReport r = kernel.report(Spec{}, {{"n", kThreads * 4}}, 1);
+  bool said = false;
+  for (const AccessCost& a : r.accesses)
+    if (a.memory == "x" && static_cast<int>(a.loc.line) == load_line) {
+      EXPECT_EQ(a.bytes, 4) << r.text();
+      said =
+          a.hint.find("a copy of 4 f32 (16 bytes) kept element by element: not proven inside 'x'") != std::string::npos;
+    }
+  EXPECT_TRUE(said) << r.text();
   std::vector<float> xs(kThreads * 4), o(kThreads);
   for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i);
   kernel.launch(Device::interpreter(), Grid{1, kThreads}, kThreads * 4, std::as_const(xs), o);

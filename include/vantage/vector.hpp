@@ -87,18 +87,23 @@ struct VecArg {
       : v(x), loc(SourceLoc::from(l)) {}
 };
 
-Vec operator+(const VecArg& a, const VecArg& b);
-Vec operator-(const VecArg& a, const VecArg& b);
-Vec operator*(const VecArg& a, const VecArg& b);
-Vec operator/(const VecArg& a, const VecArg& b);
-Vec operator+(const VecArg& a, const ExprArg& b);
-Vec operator-(const VecArg& a, const ExprArg& b);
-Vec operator*(const VecArg& a, const ExprArg& b);
-Vec operator/(const VecArg& a, const ExprArg& b);
-Vec operator+(const ExprArg& a, const VecArg& b);
-Vec operator-(const ExprArg& a, const VecArg& b);
-Vec operator*(const ExprArg& a, const VecArg& b);
-Vec operator/(const ExprArg& a, const VecArg& b);
+// Lane by lane, with a vector or a scalar (to every lane) on either side: the arithmetic operators,
+// and on integer lanes the remainder, bit operators and shifts.
+#define VANTAGE_VEC_DECLARE(OP)                       \
+  Vec operator OP(const VecArg& a, const VecArg& b);  \
+  Vec operator OP(const VecArg& a, const ExprArg& b); \
+  Vec operator OP(const ExprArg& a, const VecArg& b);
+VANTAGE_VEC_DECLARE(+)
+VANTAGE_VEC_DECLARE(-)
+VANTAGE_VEC_DECLARE(*)
+VANTAGE_VEC_DECLARE(/)
+VANTAGE_VEC_DECLARE(%)
+VANTAGE_VEC_DECLARE(&)
+VANTAGE_VEC_DECLARE(|)
+VANTAGE_VEC_DECLARE(^)
+VANTAGE_VEC_DECLARE(<<)
+VANTAGE_VEC_DECLARE(>>)
+#undef VANTAGE_VEC_DECLARE
 Vec operator-(const VecArg& a);
 Vec min(const VecArg& a, const VecArg& b);
 Vec max(const VecArg& a, const VecArg& b);

@@ -409,7 +409,8 @@ class SeenLanes {
 /// the order the report lists them in.
 class Tally {
  public:
-  explicit Tally(std::unordered_set<const void*> mergeable) : mergeable_(std::move(mergeable)) {}
+  Tally(std::unordered_set<const void*> mergeable, const std::unordered_map<const void*, std::string>& scalar_copies)
+      : mergeable_(std::move(mergeable)), scalar_copies_(scalar_copies) {}
 
   /// The site of access `node` (its `part`), made the first time it is reached.
   Site& site(const void* node, int part, SourceLoc loc, const MemNode& root, bool write, int bytes);
@@ -450,10 +451,11 @@ class Tally {
   std::map<std::pair<const void*, int>, Site> sites_;
   std::map<const StmtNode*, BranchSite> branches_;
   std::unordered_map<const StmtNode*, Contents> contents_;
-  std::unordered_set<const void*> tainted_;                   ///< accesses and branches whose numbers are estimates
-  std::unordered_set<const void*> mergeable_;                 ///< shared loads the compiler may merge (mergeable_loads)
-  std::unordered_set<const void*> async_;                     ///< cp.async copies
-  std::unordered_map<const StmtNode*, Order> tainted_stmts_;  ///< tainted statements, first when
+  std::unordered_set<const void*> tainted_;    ///< accesses and branches whose numbers are estimates
+  std::unordered_set<const void*> mergeable_;  ///< shared loads the compiler may merge (mergeable_loads)
+  std::unordered_set<const void*> async_;      ///< cp.async copies
+  const std::unordered_map<const void*, std::string>& scalar_copies_;  ///< lowering's (Lowered::scalar_copies)
+  std::unordered_map<const StmtNode*, Order> tainted_stmts_;           ///< tainted statements, first when
   Order next_order_ = 0;
   bool exact_ = true;
 };
@@ -463,7 +465,7 @@ class Analyzer {
   /// `whole`: past opt_.max_blocks, the middle block stands for every block (else for all but the
   /// first and last, which are followed apart).
   Analyzer(const lower::Lowered& l, std::span<const std::int64_t> values, const Options& o, bool whole = false)
-      : l_(l), opt_(o), T_(l.options.threads), whole_(whole), tally_(mergeable_loads(l.kernel)) {
+      : l_(l), opt_(o), T_(l.options.threads), whole_(whole), tally_(mergeable_loads(l.kernel), l.scalar_copies) {
     const KernelNode& k = l.kernel;
     std::vector<std::int64_t> lengths;
     for (std::size_t i = 0; i < k.params.size(); ++i) {

@@ -180,6 +180,8 @@ void Tally::fill(CostReport& r) const {
     if (c.compiler_may_merge)
       c.hint += std::string(c.hint.empty() ? "" : "; ") +
                 "next to another load of an adjacent element: the compiler may merge them (a GPU counts fewer)";
+    if (auto kept = scalar_copies_.find(node); kept != scalar_copies_.end())
+      c.hint += std::string(c.hint.empty() ? "" : "; ") + kept->second;
     r.accesses.push_back(std::move(c));
   }
   std::vector<std::pair<const StmtNode*, const BranchSite*>> branches;

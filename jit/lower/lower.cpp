@@ -326,27 +326,48 @@ auto BodyLowerer::vector_copy(const For& n, const ExprPtr& b, const ExprPtr& e, 
   // memory the loop may store to can change between rounds.
   const std::unordered_set<const VarNode*> counter{n.var.get()};
   // Lets are put in (`normal`): `x[first + v]` with `let first = blk * 2048 + t * 8` is aligned.
-  auto aligned_with_unit_step = [&](const ExprPtr& idx) {
+  // Whether round e copies element e of the vector (the counter once, with step 1, and no other term
+  // that changes between rounds), and then whether the vector's first element is a multiple of count.
+  enum class Shape { NotInOrder, Misaligned, Aligned };
+  auto shape_of = [&](const ExprPtr& idx) {
     Affine a = prover_.products(prover_.normal(idx));
-    bool has_var = false;
-    if (a.constant % count != 0) return false;
+    bool has_var = false, aligned = a.constant % count == 0;
     for (const auto& [atom, k] : a.terms) {
       if (equal(atom, iv)) {
-        if (k != 1) return false;
+        if (k != 1) return Shape::NotInOrder;
         has_var = true;
-      } else if (k % count != 0 || prover_.reads_changing(atom, counter)) {
-        return false;
+      } else if (prover_.reads_changing(atom, counter)) {
+        return Shape::NotInOrder;
+      } else if (k % count != 0) {
+        aligned = false;
       }
     }
-    return has_var;
+    return !has_var ? Shape::NotInOrder : aligned ? Shape::Aligned : Shape::Misaligned;
   };
   const ExprPtr& di = store->indices[0];
   const ExprPtr& si = load->indices[0];
-  if (!aligned_with_unit_step(di) || !aligned_with_unit_step(si)) return nullptr;
+  const Shape ds = shape_of(di), ss = shape_of(si);
+  if (ds == Shape::NotInOrder || ss == Shape::NotInOrder) return nullptr;
+  // A copy in order of a vector's size kept as a loop: the report says why at its line.
+  auto kept = [&](const std::string& why) -> StmtPtr {
+    const std::string what = "a copy of " + std::to_string(count) + " " + type_name(t) + " (" + std::to_string(bytes) +
+                             " bytes) kept element by element: " + why;
+    c_.out.scalar_copies[store] = what;
+    c_.out.scalar_copies[load] = what;
+    return nullptr;
+  };
+  if (ds == Shape::Misaligned || ss == Shape::Misaligned)
+    return kept("the first element of '" + (ds == Shape::Misaligned ? store->mem : load->mem)->name +
+                "' it copies is not proven a multiple of " + std::to_string(count));
   VarMap zero{{n.var.get(), int_literal(n.var->type, 0, n.loc)}};
   ExprPtr d0 = fold(substitute(di, zero)), s0 = fold(substitute(si, zero));
   // The scalar loop stays where the whole vector is not proven inside both buffers.
-  if (!proven_in_bounds(store->mem, d0, count, n.loc) || !proven_in_bounds(load->mem, s0, count, n.loc)) return nullptr;
+  const bool d_in = proven_in_bounds(store->mem, d0, count, n.loc),
+             s_in = proven_in_bounds(load->mem, s0, count, n.loc);
+  if (!d_in || !s_in)
+    return kept("not proven inside '" + (!s_in ? load->mem : store->mem)->name +
+                "' (a bound on its index the prover knows, such as a guard `first + " + std::to_string(count) +
+                " <= n`, makes it one access)");
   for (const MemNode* r : {store->mem.get(), load->mem.get()}) {
     auto p = c_.param_index.find(r);
     if (p != c_.param_index.end())

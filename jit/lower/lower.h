@@ -62,7 +62,11 @@ struct Lowered {
   /// Residual guards lowering adds to specialization's (a grid whose blocks' shares meet: one block).
   std::vector<Guard> guards;
   std::vector<CheckSite> checks;  ///< every access checked as it runs, by site
-  std::size_t user_params = 0;    ///< the kernel's own parameters; then one length per pointer
+  /// The accesses (a Store and its Load) of copy loops of a vector's shape and size kept element by
+  /// element, with why (its place not proven inside a buffer, or not a multiple of the vector): the
+  /// cost report says it at their line.
+  std::unordered_map<const void*, std::string> scalar_copies;
+  std::size_t user_params = 0;  ///< the kernel's own parameters; then one length per pointer
 };
 
 /// The tag a kernel's code writes into its error record when an access checked as it runs fails
