@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -120,23 +121,28 @@ TEST(Vector, LaneWiseAxpyOverEveryVectorTypeEqualsCppOnEveryDevice) {
   axpy_on_every_device<bfloat16>(bf16x2);
 }
 
+/// A kernel (n, x, y) over n elements of `t`: `body(th, y_v, x)` for each thread's vector y_v of y
+/// (lib::for_each_vector), x read-only.
+Kernel vector_loop(const std::string& name, VecType t,
+                   const std::function<void(Scope&, const VecRef&, const View&)>& body) {
+  KernelBuilder k(name);
+  auto n = k.param<int>("n");
+  auto x = k.pointer_param("x", t.elem, MemSpace::Global, true, extent(n));
+  auto y = k.pointer_param("y", t.elem, MemSpace::Global, false, extent(n));
+  k.block_threads(kThreads);
+  k.body([&](Scope& g) { lib::for_each_vector(g, y, n, t, [&](Scope& th, const VecRef& y_v) { body(th, y_v, x); }); });
+  return k.build();
+}
+
 // The remainder, bit operators and shifts lane by lane on integer vectors, with vectors and scalars
 // on either side: y = ((x ^ y) | (x & 3)) + ((x << 2) >> 1) + x % 5 + (7 - x % 3) on u32x4 and i32x4.
 TEST(Vector, IntegerLanesTakeRemaindersBitOperatorsAndShifts) {
   for (const VecType t : {u32x4, i32x4}) {
-    KernelBuilder k("bits_" + t.name());
-    auto n = k.param<int>("n");
-    auto x = k.pointer_param("x", t.elem, MemSpace::Global, true, extent(n));
-    auto y = k.pointer_param("y", t.elem, MemSpace::Global, false, extent(n));
-    k.block_threads(kThreads);
-    k.body([&](Scope& g) {
-      lib::for_each_vector(g, y, n, t, [&](Scope& th, const VecRef& y_v) {
-        Vec xv = lib::let(th, "x", lib::load(th, "xv", y_v.like(x)));
-        Vec yv = lib::load(th, "yv", y_v);
-        lib::store(th, y_v, ((xv ^ yv) | (xv & 3)) + ((xv << 2) >> 1) + xv % 5 + (7 - xv % 3));
-      });
+    const Kernel kernel = vector_loop("bits_" + t.name(), t, [](Scope& th, const VecRef& y_v, const View& x) {
+      Vec xv = lib::let(th, "x", lib::load(th, "xv", y_v.like(x)));
+      Vec yv = lib::load(th, "yv", y_v);
+      lib::store(th, y_v, ((xv ^ yv) | (xv & 3)) + ((xv << 2) >> 1) + xv % 5 + (7 - xv % 3));
     });
-    const Kernel kernel = k.build();
     const int n0 = kThreads * 4 * 2 + 3;
     std::vector<std::int32_t> xs(n0), ys(n0), want(n0);
     for (int i = 0; i < n0; ++i) {
@@ -239,16 +245,9 @@ TEST(Vector, HalfLanesCompileToPackedHalfMathBetweenWideAccesses) {
 
 /// out = in by f32x4 and f16x8 vectors, no arithmetic: the lanes' bits as they were.
 Kernel move_bits(VecType t) {
-  KernelBuilder k("move_" + t.name());
-  auto n = k.param<int>("n");
-  auto in = k.pointer_param("in", t.elem, MemSpace::Global, true, extent(n));
-  auto out = k.pointer_param("out", t.elem, MemSpace::Global, false, extent(n));
-  k.block_threads(kThreads);
-  k.body([&](Scope& g) {
-    lib::for_each_vector(g, out, n, t,
-                         [&](Scope& th, const VecRef& v) { lib::store(th, v, lib::load(th, "v", v.like(in))); });
+  return vector_loop("move_" + t.name(), t, [](Scope& th, const VecRef& v, const View& in) {
+    lib::store(th, v, lib::load(th, "v", v.like(in)));
   });
-  return k.build();
 }
 
 // Infinities, -0, subnormals and quiet NaNs with payloads move through a vector's lanes with their
