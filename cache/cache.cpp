@@ -3,6 +3,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -38,22 +39,26 @@ namespace {
 constexpr char kBundleMagic[8] = {'V', 'N', 'T', 'G', 'B', 'N', 'D', '1'};
 constexpr std::size_t kSignatureBytes = 8 + 32 + 64;
 
-// "VNTGSIG" and the manifest's hash: '1' BLAKE2b-256, '2' SHA-256.
-void put_signature(std::vector<char>& out, const std::string& manifest, const SecretKey& key, ManifestHash hash) {
-  const Signature sig = sign(manifest, key);
-  const char magic[8] = {'V', 'N', 'T', 'G', 'S', 'I', 'G', hash == ManifestHash::Blake2b ? '1' : '2'};
+// "VNTGSIG" and the manifest's hash: '1' BLAKE2b-256, '2' SHA-256, '3' BLAKE3.
+void put_signature(std::vector<char>& out, const BundleSignature& sig) {
+  const char magic[8] = {'V', 'N', 'T', 'G', 'S', 'I', 'G', static_cast<char>('0' + static_cast<int>(sig.hash))};
   out.insert(out.end(), magic, magic + 8);
-  out.insert(out.end(), key.begin() + 32, key.end());  // an Ed25519 secret key ends with its public key
-  out.insert(out.end(), sig.begin(), sig.end());
+  out.insert(out.end(), sig.key.begin(), sig.key.end());
+  out.insert(out.end(), sig.signature.begin(), sig.signature.end());
 }
+void put_signature(std::vector<char>& out, const std::string& manifest, const SecretKey& key, ManifestHash hash) {
+  put_signature(out, sign_manifest(manifest, key, hash));
+}
+constexpr char kListedMagic[8] = {'V', 'N', 'T', 'G', 'M', 'F', 'S', '1'};
+constexpr std::size_t kListedBytes = 8 + 16;
 
 // The signature that ends `size` bytes at `p`, when they end with one.
 std::optional<BundleSignature> trailing_signature(const char* p, std::size_t size) {
   if (size < kSignatureBytes) return std::nullopt;
   const char* s = p + size - kSignatureBytes;
-  if (std::memcmp(s, "VNTGSIG", 7) != 0 || (s[7] != '1' && s[7] != '2')) return std::nullopt;
+  if (std::memcmp(s, "VNTGSIG", 7) != 0 || s[7] < '1' || s[7] > '3') return std::nullopt;
   BundleSignature sig;
-  sig.hash = s[7] == '1' ? ManifestHash::Blake2b : ManifestHash::Sha256;
+  sig.hash = static_cast<ManifestHash>(s[7] - '0');
   std::memcpy(sig.key.data(), s + 8, 32);
   std::memcpy(sig.signature.data(), s + 40, 64);
   return sig;
@@ -126,9 +131,51 @@ std::vector<char> seal(const std::string& name, const std::vector<char>& entry, 
   return out;
 }
 
-std::vector<char> unseal(const char* value, std::size_t size, std::optional<BundleSignature>* signature) {
+BundleSignature sign_manifest(const std::string& manifest, const SecretKey& key, ManifestHash hash) {
+  BundleSignature sig;
+  sig.hash = hash;
+  std::copy(key.begin() + 32, key.end(), sig.key.begin());  // an Ed25519 secret key ends with its public key
+  sig.signature = sign(manifest, key);
+  return sig;
+}
+
+ManifestId manifest_id(const std::string& manifest) {
+  const Digest h = content_hash(manifest.data(), manifest.size(), ManifestHash::Blake3);
+  ManifestId id;
+  std::copy(h.begin(), h.begin() + id.size(), id.begin());
+  return id;
+}
+
+std::vector<char> seal_listed(const std::vector<char>& entry, const ManifestId& manifest) {
+  std::vector<char> out(entry);
+  out.insert(out.end(), kListedMagic, kListedMagic + 8);
+  out.insert(out.end(), manifest.begin(), manifest.end());
+  return out;
+}
+
+std::vector<char> unseal(const char* value, std::size_t size, std::optional<BundleSignature>* signature,
+                         std::optional<ManifestId>* listed) {
   *signature = trailing_signature(value, size);
+  if (listed) listed->reset();
+  if (!*signature && listed && size >= kListedBytes && std::memcmp(value + size - kListedBytes, kListedMagic, 8) == 0) {
+    ManifestId id;
+    std::memcpy(id.data(), value + size - 16, 16);
+    *listed = id;
+    return std::vector<char>(value, value + size - kListedBytes);
+  }
   return std::vector<char>(value, value + size - (*signature ? kSignatureBytes : 0));
+}
+
+std::vector<char> signed_manifest(const std::string& manifest, const BundleSignature& sig) {
+  std::vector<char> out(manifest.begin(), manifest.end());
+  put_signature(out, sig);
+  return out;
+}
+
+std::optional<std::pair<std::string, BundleSignature>> read_signed_manifest(const char* value, std::size_t size) {
+  auto sig = trailing_signature(value, size);
+  if (!sig) return std::nullopt;
+  return std::make_pair(std::string(value, size - kSignatureBytes), *sig);
 }
 
 void cubin_resources(const std::vector<char>& c, int* registers, std::int64_t* local_bytes) {

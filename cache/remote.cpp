@@ -317,6 +317,11 @@ RemoteTier::~RemoteTier() {
 // ---------------------------------------------------------------- entries
 std::string RemoteTier::where(const std::string& name) const { return cfg_.url() + " entry " + name; }
 
+struct RemoteTier::Manifest {
+  BundleSignature signature;
+  ParsedManifest entries;
+};
+
 RemoteTier::Outcome RemoteTier::fetch(const std::string& name, std::vector<char>& bytes, std::string* problem) const {
   const auto start = Clock::now();
   const std::string key = cfg_.prefix + "entry:" + name;
@@ -339,11 +344,25 @@ RemoteTier::Outcome RemoteTier::fetch(const std::string& name, std::vector<char>
   };
   if (r->type != REDIS_REPLY_STRING) return refuse("the value is not a string (" + reply_text(r) + ")");
   std::optional<BundleSignature> sig;
-  bytes = unseal(r->str, r->len, &sig);
+  std::optional<ManifestId> listed;
+  bytes = unseal(r->str, r->len, &sig, &listed);
   tally("bytes_read", static_cast<std::int64_t>(r->len));
-  if (sig && !verify(entry_manifest(name, bytes.data(), bytes.size(), sig->hash), sig->signature, sig->key))
+  if (listed) {
+    // Pushed from a bundle: its manifest's one signature, verified once, covers its hash.
+    std::string why;
+    bool unavailable = false;
+    auto m = manifest(*listed, &why, &unavailable);
+    if (unavailable) return Outcome::Unavailable;
+    if (!m) return refuse(why);
+    if (!m->entries.lists(name, bytes.data(), bytes.size()))
+      return refuse("it is not the entry its manifest " + hex_digits(listed->data(), listed->size()) +
+                    ", signed by key " + key_id(m->signature.key) +
+                    ", lists (changed since it was signed, or stored under another name)");
+    sig = m->signature;
+  } else if (sig && !verify(entry_manifest(name, bytes.data(), bytes.size(), sig->hash), sig->signature, sig->key)) {
     return refuse("its signature by key " + key_id(sig->key) +
                   " does not verify (changed since it was signed, or stored under another name)");
+  }
   if (!trust_.empty() && !sig)
     return refuse(
         "it is not signed, and VANTAGE_CACHE_TRUST accepts only entries a key it lists signed "
@@ -352,6 +371,73 @@ RemoteTier::Outcome RemoteTier::fetch(const std::string& name, std::vector<char>
     return refuse("it is signed by key " + key_id(sig->key) + ", which VANTAGE_CACHE_TRUST does not list");
   tally("hits", 1);
   return Outcome::Hit;
+}
+
+std::shared_ptr<const RemoteTier::Manifest> RemoteTier::manifest(const ManifestId& id, std::string* problem,
+                                                                 bool* unavailable) const {
+  {
+    std::lock_guard lock(manifests_mu_);
+    if (auto it = manifests_.find(id); it != manifests_.end()) return it->second;
+  }
+  const std::string hex_id = hex_digits(id.data(), id.size());
+  auto reply = with_connection([&](Connection& c) {
+    auto r = c.run({{"GET", cfg_.prefix + "manifest:" + hex_id}});
+    return r.empty() ? ReplyPtr() : std::move(r[0]);
+  });
+  if (!reply || !*reply) {
+    *unavailable = true;
+    return nullptr;
+  }
+  const redisReply* r = reply->get();
+  const std::string which = "its manifest " + hex_id;
+  auto fail = [&](const std::string& why) {
+    *problem = which + why;
+    return nullptr;
+  };
+  if (r->type == REDIS_REPLY_NIL) return fail(" is not in the tier (evicted? push its bundle again)");
+  auto stored = r->type == REDIS_REPLY_STRING ? read_signed_manifest(r->str, r->len) : std::nullopt;
+  if (!stored) return fail(" is not a signed manifest");
+  const auto& [text, sig] = *stored;
+  if (manifest_id(text) != id) return fail(" holds another manifest");
+  if (!verify(text, sig.signature, sig.key))
+    return fail(": its signature by key " + key_id(sig.key) + " does not verify");
+  std::string why;
+  auto parsed = parse_manifest(text, &why);
+  if (!parsed) return fail(": " + why);
+  auto m = std::make_shared<const Manifest>(Manifest{sig, std::move(*parsed)});
+  // Content-addressed, so never stale; a bounded number kept (a fleet pushes few bundles).
+  constexpr std::size_t kManifestsKept = 64;
+  std::lock_guard lock(manifests_mu_);
+  if (manifests_.size() >= kManifestsKept) manifests_.clear();
+  manifests_.emplace(id, m);
+  return m;
+}
+
+bool RemoteTier::push(const std::map<std::string, std::vector<char>>& entries, const std::string& manifest_text,
+                      const BundleSignature& sig, std::string* problem) {
+  auto fail = [&](const std::string& why) {
+    *problem = why;
+    return false;
+  };
+  std::string why;
+  auto parsed = parse_manifest(manifest_text, &why);
+  if (!parsed) return fail("cannot push: " + why);
+  if (!verify(manifest_text, sig.signature, sig.key))
+    return fail("cannot push: the manifest's signature by key " + key_id(sig.key) + " does not verify");
+  for (const auto& [name, bytes] : entries)
+    if (!parsed->lists(name, bytes.data(), bytes.size()))
+      return fail("cannot push: the manifest does not list entry " + name + " as it is");
+  const ManifestId id = manifest_id(manifest_text);
+  const std::vector<char> value = signed_manifest(manifest_text, sig);
+  auto ok = with_connection([&](Connection& c) {
+    auto r = c.run({{"SET", cfg_.prefix + "manifest:" + hex_digits(id.data(), id.size()),
+                     std::string_view(value.data(), value.size())}});
+    return r.size() == 1 && is_status(r[0].get(), "OK");
+  });
+  if (!ok || !*ok) return fail(ok ? cfg_.url() + ": the manifest was not stored (Redis refused the write)" : "");
+  for (const auto& [name, bytes] : entries)
+    if (!store_raw(name, seal_listed(bytes, id), problem)) return false;
+  return true;
 }
 
 bool RemoteTier::read(const std::string& name, std::vector<char>& bytes) const {

@@ -1,7 +1,10 @@
 // Vantage remote cache tier: entries shared by a fleet through one Redis server (hiredis).
 //
 //   PREFIX entry:NAME    an entry's bytes (entry.h), sealed (cache.h): signed when this process has a
-//                        signing key (VANTAGE_CACHE_SIGN_KEY)
+//                        signing key (VANTAGE_CACHE_SIGN_KEY), or naming the signed manifest that
+//                        lists it when it was pushed from a bundle (`vantage cache push`)
+//   PREFIX manifest:ID   a pushed bundle's manifest and its one signature: a process verifies it
+//                        once, then each entry it lists by its hash alone
 //   PREFIX builds:LOGICAL  the set of NAMEs of one source's builds, for hosts without NVRTC, which
 //                        cannot compute the full key
 //   PREFIX lease:NAME    who compiles NAME now: a random token, set if absent with an expiry, so a
@@ -26,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/cache.h"
 #include "cache/sign.h"
 #include "cache/tier.h"
 
@@ -73,6 +77,12 @@ class RemoteTier final : public Tier {
   Outcome fetch(const std::string& name, std::vector<char>& bytes, std::string* problem) const;
   /// Stores an entry's bytes as they are (sealed with this process's key); false with the reason.
   bool store(const std::string& name, const std::vector<char>& bytes, std::string* problem);
+  /// Pushes `entries` under one signed manifest (`vantage cache push`): the manifest's text and
+  /// signature once, under `manifest:ID`, then each entry with the manifest's id. A process verifies
+  /// the manifest's signature once and each entry it fetches by its hash alone. The signature must
+  /// verify over `manifest`, and the manifest must list every entry as it is; false with the reason.
+  bool push(const std::map<std::string, std::vector<char>>& entries, const std::string& manifest,
+            const BundleSignature& sig, std::string* problem);
   /// Stores a value exactly as given, unchecked: for tests that plant bad values, and `push` of
   /// values already sealed.
   bool store_raw(const std::string& name, const std::vector<char>& value, std::string* problem);
@@ -98,6 +108,7 @@ class RemoteTier final : public Tier {
   std::unique_ptr<Lease> lease(const std::string& name, std::chrono::milliseconds timeout) const override;
 
   struct Connection;  // one hiredis context and the generation of the pool it came from (remote.cpp)
+  struct Manifest;    // a pushed bundle's manifest, verified: its signature and its entries' hashes
 
  private:
   template <typename F>
@@ -109,6 +120,9 @@ class RemoteTier final : public Tier {
   /// Calls `batch` with each batch of the keys matching `pattern` (SCAN); false when Redis stopped
   /// answering on the way.
   bool scan(const std::string& pattern, const std::function<void(std::vector<std::string>&)>& batch) const;
+  /// The manifest `id` names, verified (from memory after the first time); null when it is not in
+  /// the tier or does not verify (`problem` says why), or when Redis did not answer (`unavailable`).
+  std::shared_ptr<const Manifest> manifest(const ManifestId& id, std::string* problem, bool* unavailable) const;
   /// Counts `n` under `field` in the fleet-wide counters, sent with the next command.
   void tally(const std::string& field, std::int64_t n) const;
 
@@ -120,6 +134,8 @@ class RemoteTier final : public Tier {
   mutable std::atomic<std::int64_t> open_until_ns_{0};  ///< the breaker: skip commands until then
   mutable std::atomic<bool> warned_{false};
   mutable std::atomic<std::uint64_t> generation_{0};  ///< bumped when the breaker opens: pooled connections are dropped
+  mutable std::mutex manifests_mu_;
+  mutable std::map<ManifestId, std::shared_ptr<const Manifest>> manifests_;  ///< verified, by id
   mutable std::mutex tally_mu_;
   mutable std::map<std::string, std::int64_t> pending_;  ///< counters not yet sent
   friend class RemoteLease;

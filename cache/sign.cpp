@@ -12,7 +12,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
+
+#include "cache/blake3_whole.h"
 
 namespace vantage::cache {
 namespace {
@@ -106,23 +109,36 @@ std::optional<PublicKey> parse_public_key(const std::string& line) {
 
 std::string key_id(const PublicKey& key) { return hex(key.data(), 8); }
 
+std::string hex_digits(const unsigned char* p, std::size_t n) { return hex(p, n); }
+
+Digest content_hash(const char* data, std::size_t size, ManifestHash hash) {
+  Digest h;
+  const auto* in = reinterpret_cast<const unsigned char*>(data);
+  switch (hash) {
+    case ManifestHash::Blake3: vantage_blake3_whole(in, size, h.data()); break;
+    case ManifestHash::Sha256: {
+      unsigned int n = 0;
+      if (EVP_Digest(in, size, h.data(), &n, EVP_sha256(), nullptr) != 1 || n != h.size())
+        throw std::runtime_error("OpenSSL could not compute a SHA-256 hash");
+      break;
+    }
+    case ManifestHash::Blake2b:
+      ensure_sodium();
+      crypto_generichash(h.data(), h.size(), in, size, nullptr, 0);
+      break;
+  }
+  return h;
+}
+
 namespace {
 void add_line(std::string& m, const std::string& name, const char* data, std::size_t size, ManifestHash hash) {
-  unsigned char h[32];  // SHA-256 or BLAKE2b-256
-  const auto* in = reinterpret_cast<const unsigned char*>(data);
-  if (hash == ManifestHash::Blake2b) {
-    crypto_generichash(h, sizeof h, in, size, nullptr, 0);
-  } else {
-    unsigned int n = 0;
-    if (EVP_Digest(in, size, h, &n, EVP_sha256(), nullptr) != 1 || n != sizeof h)
-      throw std::runtime_error("OpenSSL could not compute a SHA-256 hash");
-  }
-  m += name + " " + std::to_string(size) + " " + hex(h, sizeof h) + "\n";
+  const Digest h = content_hash(data, size, hash);
+  m += name + " " + std::to_string(size) + " " + hex(h.data(), h.size()) + "\n";
 }
-// The header names the hash (1: BLAKE2b-256, 2: SHA-256), so that one manifest never reads as another's.
-std::string header(ManifestHash hash) {
-  return "vantage-bundle-manifest " + std::to_string(static_cast<int>(hash)) + "\n";
-}
+constexpr const char* kManifestTag = "vantage-bundle-manifest";
+// The header names the hash (1: BLAKE2b-256, 2: SHA-256, 3: BLAKE3), so that one manifest never reads
+// as another's.
+std::string header(ManifestHash hash) { return kManifestTag + (" " + std::to_string(static_cast<int>(hash))) + "\n"; }
 }  // namespace
 
 std::string manifest(const std::map<std::string, std::vector<char>>& entries, ManifestHash hash) {
@@ -151,6 +167,41 @@ bool verify(const std::string& manifest, const Signature& sig, const PublicKey& 
   ensure_sodium();
   return crypto_sign_verify_detached(sig.data(), reinterpret_cast<const unsigned char*>(manifest.data()),
                                      manifest.size(), key.data()) == 0;
+}
+
+bool ParsedManifest::lists(const std::string& name, const char* data, std::size_t size) const {
+  auto it = entries.find(name);
+  if (it == entries.end() || it->second.size != size) return false;
+  const Digest h = content_hash(data, size, hash);
+  return sodium_memcmp(h.data(), it->second.digest.data(), h.size()) == 0;
+}
+
+std::optional<ParsedManifest> parse_manifest(const std::string& text, std::string* problem) {
+  auto fail = [&](const std::string& why) -> std::optional<ParsedManifest> {
+    *problem = "not a manifest: " + why;
+    return std::nullopt;
+  };
+  ParsedManifest m;
+  std::size_t p = 0;
+  for (int hash = 1; hash <= 3; ++hash)
+    if (text.rfind(header(static_cast<ManifestHash>(hash)), 0) == 0) {
+      m.hash = static_cast<ManifestHash>(hash);
+      p = header(m.hash).size();
+    }
+  if (p == 0) return fail("it does not begin with its header (vantage-bundle-manifest 1, 2 or 3)");
+  for (int line = 2; p < text.size(); ++line) {
+    const std::size_t end = text.find('\n', p);
+    if (end == std::string::npos) return fail("line " + std::to_string(line) + " has no end");
+    std::istringstream in(text.substr(p, end - p));
+    std::string name, size, digest, extra;
+    in >> name >> size >> digest;
+    auto h = unhex<32>(digest);
+    if (!in || (in >> extra) || !h || size.empty() || size.find_first_not_of("0123456789") != std::string::npos ||
+        size.size() > 15 || !m.entries.emplace(name, ParsedManifest::Line{std::stoull(size), *h}).second)
+      return fail("line " + std::to_string(line) + " is not `NAME SIZE HASH` of a new name");
+    p = end + 1;
+  }
+  return m;
 }
 
 bool TrustList::trusts(const PublicKey& k) const {

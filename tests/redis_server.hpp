@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace vantage::test_support {
 
@@ -66,6 +67,23 @@ class RedisServer {
     kill();
     return false;
   }
+  /// Sends one command (binary-safe arguments) and returns the first line of the reply without its
+  /// CRLF ("+OK", ":1", "$-1"): for tests that change what the server holds behind the tier's back.
+  std::string command(const std::vector<std::string>& args) const {
+    std::string req = "*" + std::to_string(args.size()) + "\r\n";
+    for (const auto& a : args) req += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr = loopback(port_);
+    std::string line;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+        ::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char c = 0;
+      while (::read(fd, &c, 1) == 1 && c != '\n') line += c;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+    }
+    ::close(fd);
+    return line;
+  }
   /// SIGKILL: the server dies as in a crash, with every key.
   void kill() {
     if (pid_ <= 0) return;
@@ -89,13 +107,17 @@ class RedisServer {
     ::close(fd);
     return port;
   }
+  static sockaddr_in loopback(int port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+  }
   /// A PING answered with +PONG.
   bool answers() const {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port_));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sockaddr_in a = loopback(port_);
     bool ok = false;
     if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::write(fd, "PING\r\n", 6) == 6) {
       char buf[16] = {};

@@ -269,6 +269,107 @@ TEST(CacheRemote, BadValuesAreRefusedWithTheReasonAndTheKernelCompiled) {
   EXPECT_NE(r.problems[0].find("holds a different key than its name says"), std::string::npos) << r.problems[0];
 }
 
+// A pushed bundle (`vantage cache push`): one manifest and its one signature beside the entries. A
+// process verifies the manifest once and each entry by its hash alone; every way the manifest or an
+// entry can be wrong is refused with its reason.
+TEST(CacheRemote, APushedBundlesEntriesAreCheckedAgainstItsManifestVerifiedOnce) {
+  RedisServer redis;
+  REQUIRE_REDIS(redis);
+  TempDir dir{"vantage_remote"};
+  const fs::path ours = dir.path / "ours", theirs = dir.path / "theirs";
+  cache::write_key_pair(ours.string());
+  cache::write_key_pair(theirs.string());
+  std::string why;
+  const cache::SecretKey our_key = *cache::read_secret_key(ours.string() + ".key", &why);
+  const cache::SecretKey their_key = *cache::read_secret_key(theirs.string() + ".key", &why);
+  const cache::TrustList trust = cache::TrustList::from_files({ours.string() + ".pub"});
+  const std::string url = redis.url("timeout_ms=1000");
+
+  std::map<std::string, std::vector<char>> entries;
+  for (int i = 0; i < 3; ++i)
+    entries[std::string(32, static_cast<char>('a' + i)) + ".0000000" + std::to_string(i)] =
+        cache::serialize(synthetic("pushed" + std::to_string(i), 1000 + 4096 * static_cast<std::size_t>(i)));
+  const std::string manifest = cache::manifest(entries);
+  const cache::BundleSignature sig = cache::sign_manifest(manifest, our_key);
+  const std::string id = cache::hex_digits(cache::manifest_id(manifest).data(), 16);
+  const std::string manifest_key = "vantage:manifest:" + id;
+  const std::string first = entries.begin()->first, second = std::next(entries.begin())->first;
+
+  auto pusher = tier_at(url);
+  ASSERT_TRUE(pusher->push(entries, manifest, sig, &why)) << why;
+  auto server = tier_at(url, trust);
+  std::vector<char> bytes;
+  for (const auto& [name, want] : entries) {
+    ASSERT_EQ(server->fetch(name, bytes, &why), RemoteTier::Outcome::Hit) << name << ": " << why;
+    EXPECT_EQ(bytes, want);
+  }
+  auto pulled = cache::remote_get_or_produce(*server, first, cache::make_key({"pushed0"}),
+                                             []() -> cache::Entry { throw std::runtime_error("a miss"); });
+  ASSERT_TRUE(pulled.entry.has_value());
+  EXPECT_EQ(pulled.entry->cubin, synthetic("pushed0", 1000).cubin);
+
+  // Verified once: with the manifest gone from Redis, this process still takes the entries; a new one
+  // does not.
+  ASSERT_EQ(redis.command({"DEL", manifest_key}), ":1");
+  EXPECT_EQ(server->fetch(second, bytes, &why), RemoteTier::Outcome::Hit) << why;
+  EXPECT_EQ(tier_at(url, trust)->fetch(second, bytes, &why), RemoteTier::Outcome::Refused);
+  EXPECT_NE(why.find("its manifest " + id + " is not in the tier"), std::string::npos) << why;
+
+  // Each bad value or manifest, seen by a fresh process under the trust list.
+  std::vector<char> listed;
+  ASSERT_TRUE(pusher->read_raw(first, listed));
+  std::vector<char> changed = listed;
+  changed[changed.size() / 2] ^= 0x01;
+  std::vector<char> signed_text = cache::signed_manifest(manifest, sig);
+  std::vector<char> bad_signature = signed_text;
+  bad_signature.back() ^= 0x01;
+  std::vector<char> other_text = cache::signed_manifest(manifest + first + " 1 " + std::string(64, '0') + "\n", sig);
+  const std::vector<char> truncated(signed_text.begin(), signed_text.begin() + 40);
+  const std::string theirs_manifest = manifest;  // the same entries, signed by a key the list does not hold
+  const std::vector<char> theirs_text =
+      cache::signed_manifest(theirs_manifest, cache::sign_manifest(manifest, their_key));
+  struct Case {
+    const char* what;
+    std::string name;
+    std::vector<char> value, manifest_value;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"an entry changed", first, changed, signed_text, "is not the entry its manifest " + id},
+      {"an entry under another name", second, listed, signed_text, "stored under another name"},
+      {"a manifest whose signature does not verify", first, listed, bad_signature, "signature by key"},
+      {"another manifest under its id", first, listed, other_text, "holds another manifest"},
+      {"a manifest cut short", first, listed, truncated, "is not a signed manifest"},
+      {"a manifest signed by a key the list does not hold", first, listed, theirs_text,
+       "which VANTAGE_CACHE_TRUST does not list"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ASSERT_TRUE(pusher->store_raw(c.name, c.value, &why)) << why;
+    ASSERT_EQ(redis.command({"SET", manifest_key, std::string(c.manifest_value.begin(), c.manifest_value.end())}),
+              "+OK");
+    why.clear();
+    EXPECT_EQ(tier_at(url, trust)->fetch(c.name, bytes, &why), RemoteTier::Outcome::Refused);
+    EXPECT_NE(why.find(c.says), std::string::npos) << why;
+    ASSERT_TRUE(pusher->push(entries, manifest, sig, &why)) << why;  // put everything back
+  }
+  // Without a trust list a pushed entry's manifest must still verify.
+  ASSERT_TRUE(pusher->store_raw(first, changed, &why));
+  EXPECT_EQ(tier_at(url)->fetch(first, bytes, &why), RemoteTier::Outcome::Refused);
+
+  // What push itself refuses: a signature over something else, an entry the manifest does not list.
+  auto more = entries;
+  more[std::string(32, 'f') + ".00000009"] = cache::serialize(synthetic("extra", 10));
+  EXPECT_FALSE(pusher->push(more, manifest, sig, &why));
+  EXPECT_NE(why.find("does not list entry " + std::string(32, 'f')), std::string::npos) << why;
+  EXPECT_FALSE(pusher->push(entries, manifest + "x", sig, &why));
+  EXPECT_NE(why.find("not a manifest"), std::string::npos) << why;
+  cache::BundleSignature wrong = sig;
+  wrong.signature[0] ^= 0x01;
+  EXPECT_FALSE(pusher->push(entries, manifest, wrong, &why));
+  EXPECT_NE(why.find("does not verify"), std::string::npos) << why;
+}
+
 // ------------------------------------------------------------------ leases
 TEST(CacheRemote, ALeaseIsOneHoldersUntilDroppedOrExpired) {
   RedisServer redis;
@@ -379,6 +480,38 @@ TEST(Concurrency, EightThreadsShareOneRemoteTier) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(produced.load(), 6) << "one producer per key: the lease holds across threads too";
+}
+
+// Threads of one process meeting a pushed bundle's manifest for the first time at once: each fetches
+// or finds it, and every entry is taken whole.
+TEST(Concurrency, EightThreadsMeetOnePushedManifest) {
+  RedisServer redis;
+  REQUIRE_REDIS(redis);
+  TempDir dir{"vantage_remote"};
+  cache::write_key_pair((dir.path / "ci").string());
+  std::string why;
+  const cache::SecretKey key = *cache::read_secret_key((dir.path / "ci.key").string(), &why);
+  std::map<std::string, std::vector<char>> entries;
+  for (int i = 0; i < 6; ++i)
+    entries[std::string(32, static_cast<char>('a' + i)) + ".00000000"] =
+        cache::serialize(synthetic("p" + std::to_string(i), 3000 + 17 * static_cast<std::size_t>(i)));
+  const std::string manifest = cache::manifest(entries);
+  ASSERT_TRUE(tier_at(redis.url("timeout_ms=5000"))->push(entries, manifest, cache::sign_manifest(manifest, key), &why))
+      << why;
+  auto tier = tier_at(redis.url("timeout_ms=5000"), cache::TrustList::from_files({(dir.path / "ci.pub").string()}));
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 12; ++i) {
+        auto it = std::next(entries.begin(), (t + i) % 6);
+        std::vector<char> bytes;
+        std::string problem;
+        if (tier->fetch(it->first, bytes, &problem) != RemoteTier::Outcome::Hit || bytes != it->second) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 Kernel scaled_saxpy(int i) {

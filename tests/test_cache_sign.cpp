@@ -1,6 +1,7 @@
 // Signed bundles (cache/sign.h): a bundle signed at export is used under a trust list that names its
 // key, and refused, with a reason that names the bundle and the key, when it was changed after
 // signing, is unsigned, or was signed by a key the list does not hold.
+#include <blake3.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -141,38 +142,47 @@ TEST(CacheSign, ABundleChangedAfterSigningIsRefusedWithOrWithoutATrustList) {
   EXPECT_NE(why.find("checksum"), std::string::npos) << why;
 }
 
-// Signatures are over SHA-256 manifests now (OpenSSL, with the CPU's SHA extensions), over BLAKE2b ones
-// before: a bundle or a sealed entry signed the old way still verifies, and the magic binds the
-// signature to its hash, so one relabelled as the other does not.
-TEST(CacheSign, SignaturesOverTheOldBlake2bManifestsStillVerifyAndTheMagicNamesTheHash) {
+// Signatures are over BLAKE3 manifests now, over SHA-256 and BLAKE2b ones before: a bundle or a
+// sealed entry signed the old ways still verifies, and the magic binds the signature to its hash, so
+// one relabelled as another does not.
+TEST(CacheSign, SignaturesOverTheOlderManifestsStillVerifyAndTheMagicNamesTheHash) {
   Keys k;
   const cache::SecretKey sk = secret(k.ours);
   const auto ours = cache::TrustList::from_files({k.ours.string() + ".pub"});
   const auto entries = some_entries('s');
   const std::map<std::string, std::vector<char>> by_name(entries.begin(), entries.end());
-  const std::string sha = cache::manifest(by_name), blake = cache::manifest(by_name, cache::ManifestHash::Blake2b);
+  const std::string b3 = cache::manifest(by_name), sha = cache::manifest(by_name, cache::ManifestHash::Sha256),
+                    blake = cache::manifest(by_name, cache::ManifestHash::Blake2b);
+  EXPECT_EQ(b3.rfind("vantage-bundle-manifest 3\n", 0), 0u) << b3;
   EXPECT_EQ(sha.rfind("vantage-bundle-manifest 2\n", 0), 0u) << sha;
   EXPECT_EQ(blake.rfind("vantage-bundle-manifest 1\n", 0), 0u) << blake;
-  // SHA-256 of 300 bytes of 's', as `head -c 300 /dev/zero | tr '\0' s | sha256sum` gives it.
+  // BLAKE3 of 300 bytes of 's', as the Rust `blake3` crate (through Python's binding) gives it.
+  EXPECT_NE(b3.find("saxpy.0123abcd 300 9fee1aef7282fb80587ec551b0c469d0e2b3470309ba4325c16f7f48d9943d06"),
+            std::string::npos)
+      << b3;
+  // SHA-256 of the same, as `head -c 300 /dev/zero | tr '\0' s | sha256sum` gives it.
   EXPECT_NE(sha.find("saxpy.0123abcd 300 2955c7328c57ca39d0568bb930a5360e6b0e7f33931639c819d7cbfeaf0a88c7"),
             std::string::npos)
       << sha;
 
-  for (auto hash : {cache::ManifestHash::Sha256, cache::ManifestHash::Blake2b}) {
+  for (auto hash : {cache::ManifestHash::Blake3, cache::ManifestHash::Sha256, cache::ManifestHash::Blake2b}) {
     const auto bytes = cache::write_bundle(entries, &sk, hash);
-    const char digit = hash == cache::ManifestHash::Sha256 ? '2' : '1';
+    const char digit = static_cast<char>('0' + static_cast<int>(hash));
     EXPECT_EQ(*(bytes.end() - (32 + 64 + 1)), digit);
     const fs::path bundle = k.dir.path / (std::string("fleet") + digit + ".vbundle");
     write(bundle, bytes);
     std::string why;
     EXPECT_NE(cache::BundleTier::open(bundle.string(), &why, ours), nullptr) << why;
-    // The other magic over the same signature: it verifies over the other hash's manifest, so not.
-    auto relabelled = bytes;
-    *(relabelled.end() - (32 + 64 + 1)) = digit == '2' ? '1' : '2';
-    write(bundle, relabelled);
-    why.clear();
-    EXPECT_EQ(cache::BundleTier::open(bundle.string(), &why, ours), nullptr);
-    EXPECT_NE(why.find("does not verify"), std::string::npos) << why;
+    // Another magic over the same signature: it verifies over another hash's manifest, so not.
+    for (char other : {'1', '2', '3'}) {
+      if (other == digit) continue;
+      auto relabelled = bytes;
+      *(relabelled.end() - (32 + 64 + 1)) = other;
+      write(bundle, relabelled);
+      why.clear();
+      EXPECT_EQ(cache::BundleTier::open(bundle.string(), &why, ours), nullptr) << other;
+      EXPECT_NE(why.find("does not verify"), std::string::npos) << why;
+    }
 
     // A sealed entry, as the remote tier stores it.
     const auto sealed = cache::seal("saxpy.0123abcd", entries[0].second, &sk, hash);
@@ -183,6 +193,38 @@ TEST(CacheSign, SignaturesOverTheOldBlake2bManifestsStillVerifyAndTheMagicNamesT
     EXPECT_EQ(sig->hash, hash);
     EXPECT_TRUE(cache::verify(cache::entry_manifest("saxpy.0123abcd", back.data(), back.size(), sig->hash),
                               sig->signature, sig->key));
+  }
+}
+
+// Manifests list standard BLAKE3 hashes, computed a whole buffer at once (cache/blake3_whole.c): the
+// same as the reference hasher at every size to 5000 bytes and at sizes far past 64 KiB, and as the
+// Rust crate's values (through Python's `blake3`) at sizes around its batches.
+TEST(CacheSign, WholeBufferBlake3IsTheStandardHashAtEverySize) {
+  std::vector<char> data(300000);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>((i * 7) ^ (i >> 8));
+  int wrong = 0;
+  for (std::size_t n = 0; n <= data.size(); n += n < 5000 ? 1 : n < 70000 ? 13 : 997) {
+    cache::Digest want;
+    blake3_hasher h;
+    blake3_hasher_init(&h);
+    blake3_hasher_update(&h, data.data(), n);
+    blake3_hasher_finalize(&h, want.data(), want.size());
+    if (cache::content_hash(data.data(), n, cache::ManifestHash::Blake3) != want && ++wrong < 5)
+      ADD_FAILURE() << "BLAKE3 differs from the reference hasher at " << n << " bytes";
+  }
+  EXPECT_EQ(wrong, 0);
+  std::vector<char> ramp(200000);
+  for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<char>(i % 251);
+  const std::pair<std::size_t, const char*> rust[] = {
+      {0, "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"},
+      {1025, "d00278ae47eb27b34faecf67b4fe263f82d5412916c1ffd97c8cb7fb814b8444"},
+      {65360, "1bdeadaf81a46ea86cb145d37f61856fdd3eb6935fbf9c39df006dc20f1b5d48"},
+      {65536, "68d647e619a930e7b1082f74f334b0c65a315725569bdc123f0ee11881717bfe"},
+      {200000, "55409142cced2ec79897459f170b6d22565daf883710b4ad7aeeddaef54244b4"},
+  };
+  for (const auto& [n, hex] : rust) {
+    const cache::Digest d = cache::content_hash(ramp.data(), n, cache::ManifestHash::Blake3);
+    EXPECT_EQ(cache::hex_digits(d.data(), d.size()), hex) << n << " bytes";
   }
 }
 

@@ -126,10 +126,13 @@ are printed and the exit status is 1).
     {"push", R"(vantage cache push FILE [--sign KEY] [--json] - copy a bundle's entries into the remote tier
 
 Checks the bundle as import does (framing, signature, VANTAGE_CACHE_TRUST, every entry) and stores each
-entry in the Redis tier VANTAGE_CACHE_REMOTE names, so that a fleet finds them without compiling. Each
-entry is signed on its own with KEY (else VANTAGE_CACHE_SIGN_KEY): under a trust list, the servers use
-only entries a listed key signed, and a bundle's signature covers the whole bundle, not one entry.
-Prints how many were stored; exits 1 when the bundle is refused or the tier does not answer.
+entry in the Redis tier VANTAGE_CACHE_REMOTE names, so that a fleet finds them without compiling. A
+signed bundle keeps its publisher's signature: its manifest (every entry's name, size and hash) and
+that one signature go to the tier beside the entries, and no secret key is needed to push it. With
+--sign KEY (else VANTAGE_CACHE_SIGN_KEY) the entries are pushed under a new manifest KEY signs instead.
+A server verifies a manifest's signature once and each entry it fetches by its hash alone; under a
+trust list it uses only entries whose manifest a listed key signed. Prints how many were stored;
+exits 1 when the bundle is refused or the tier does not answer.
 )"},
     {"pull", R"(vantage cache pull FILE [--sign KEY] [--json] - write the remote tier's entries into a bundle
 
@@ -330,19 +333,31 @@ int remote_command(const std::string& cmd, const std::vector<std::string>& rest,
     verify_bundle(files[0], &problems);
     for (const auto& p : problems) std::fprintf(stderr, "vantage cache push: %s\n", p.c_str());
     if (!problems.empty()) return 1;
-    auto entries = cache::read_bundle(files[0], &why);
+    std::optional<cache::BundleSignature> sig;
+    auto entries = cache::read_bundle(files[0], &why, &sig);
     if (!entries) return fail(why);
-    int n = 0;
-    for (const auto& [name, bytes] : *entries) {
-      if (!tier.store(name, bytes, &why))
-        return fail(why.empty() ? "the remote tier " + rc->url() + " did not answer" : why);
-      ++n;
+    // One manifest and one signature for the whole push: the bundle's own, or a new one by KEY.
+    std::string manifest;
+    if (key) {
+      manifest = cache::manifest(*entries);
+      sig = cache::sign_manifest(manifest, *key);
+    } else if (sig) {
+      manifest = cache::manifest(*entries, sig->hash);
     }
+    const bool pushed = sig ? tier.push(*entries, manifest, *sig, &why) : [&] {
+      for (const auto& [name, bytes] : *entries)
+        if (!tier.store(name, bytes, &why)) return false;
+      return true;
+    }();
+    if (!pushed) return fail(why.empty() ? "the remote tier " + rc->url() + " did not answer" : why);
+    const int n = static_cast<int>(entries->size());
+    const std::string signer = sig ? cache::key_id(sig->key) : "";
     if (json)
-      std::printf("{\"pushed\": %d, \"remote\": \"%s\", \"signed\": %s}\n", n, rc->url().c_str(),
-                  key ? "true" : "false");
+      std::printf("{\"pushed\": %d, \"remote\": \"%s\", \"signed\": %s, \"key\": \"%s\"}\n", n, rc->url().c_str(),
+                  sig ? "true" : "false", signer.c_str());
     else
-      std::printf("pushed %d entr%s to %s%s\n", n, n == 1 ? "y" : "ies", rc->url().c_str(), key ? ", each signed" : "");
+      std::printf("pushed %d entr%s to %s%s\n", n, n == 1 ? "y" : "ies", rc->url().c_str(),
+                  sig ? (", under one manifest signed by key " + signer).c_str() : ", unsigned");
     return 0;
   }
   std::vector<std::pair<std::string, std::vector<char>>> good;
