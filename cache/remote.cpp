@@ -303,6 +303,13 @@ auto RemoteTier::with_connection(F&& f) const {
   return out;
 }
 
+auto RemoteTier::get(const std::string& key) const {
+  return with_connection([&](Connection& c) {
+    auto r = c.run({{"GET", key}});
+    return r.empty() ? ReplyPtr() : std::move(r[0]);
+  });
+}
+
 RemoteTier::~RemoteTier() {
   // Send the counters not yet sent, if the tier still answers.
   bool pending = false;
@@ -325,10 +332,7 @@ struct RemoteTier::Manifest {
 RemoteTier::Outcome RemoteTier::fetch(const std::string& name, std::vector<char>& bytes, std::string* problem) const {
   const auto start = Clock::now();
   const std::string key = cfg_.prefix + "entry:" + name;
-  auto reply = with_connection([&](Connection& c) {
-    auto r = c.run({{"GET", key}});
-    return r.empty() ? ReplyPtr() : std::move(r[0]);
-  });
+  auto reply = get(key);
   if (!reply || !*reply) return Outcome::Unavailable;
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
   tally("lat:" + std::to_string(latency_bucket(us)), 1);
@@ -380,10 +384,7 @@ std::shared_ptr<const RemoteTier::Manifest> RemoteTier::manifest(const ManifestI
     if (auto it = manifests_.find(id); it != manifests_.end()) return it->second;
   }
   const std::string hex_id = hex_digits(id.data(), id.size());
-  auto reply = with_connection([&](Connection& c) {
-    auto r = c.run({{"GET", cfg_.prefix + "manifest:" + hex_id}});
-    return r.empty() ? ReplyPtr() : std::move(r[0]);
-  });
+  auto reply = get(cfg_.prefix + "manifest:" + hex_id);
   if (!reply || !*reply) {
     *unavailable = true;
     return nullptr;
@@ -447,10 +448,7 @@ bool RemoteTier::read(const std::string& name, std::vector<char>& bytes) const {
 
 bool RemoteTier::read_raw(const std::string& name, std::vector<char>& value) const {
   const std::string key = cfg_.prefix + "entry:" + name;
-  auto reply = with_connection([&](Connection& c) {
-    auto r = c.run({{"GET", key}});
-    return r.empty() ? ReplyPtr() : std::move(r[0]);
-  });
+  auto reply = get(key);
   if (!reply || !*reply || (*reply)->type != REDIS_REPLY_STRING) return false;
   value.assign((*reply)->str, (*reply)->str + (*reply)->len);
   return true;

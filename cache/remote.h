@@ -113,6 +113,8 @@ class RemoteTier final : public Tier {
  private:
   template <typename F>
   auto with_connection(F&& f) const;
+  /// GET `key`: the reply (null when Redis gave none), or nullopt when the tier did not answer.
+  auto get(const std::string& key) const;
   void trip(const std::string& why) const;
   std::unique_ptr<Connection> take() const;
   void give(std::unique_ptr<Connection> c) const;
