@@ -18,7 +18,8 @@
 //   --prepare DIR   compile every row's twin into DIR (NAME.cubin) and every row's Vantage variant
 //                   into the kernel cache (the GPU bundle carries both); exits 1 if one fails.
 //   --small         run every row's kernel at a small size on a host device (the CPU backend, else the
-//                   interpreter) through the same setup and checks; exits 1 if one is wrong.
+//                   interpreter; the wgmma GEMMs on the interpreter) through the same setup and
+//                   checks; exits 1 if one is wrong.
 //   --twins DIR     where the GPU run finds the twins' cubins (else: NVRTC from the sources).
 //   --reps N        timed launches per side (at least 5).
 #include <benchmark/benchmark.h>
@@ -137,6 +138,13 @@ const std::vector<Variant>& variants() {
                        return Grid{s.at("M") / 128 * (s.at("N") / bn), 384};
                      }});
     }
+    // Rung 2 with one step's wgmma group left running as the consumer goes on (wgmma_wait(1)).
+    for (std::int64_t n : {4096, 8192})
+      v.push_back({"gemm_wgmma_bf16_wide_w1", "gemm_wgmma_bf16_wide", Shape::Wgmma, square(n),
+                   [] { return examples::wgmma_gemm("gemm_wgmma_bf16_wide_w1", 256, 16, 1); },
+                   [](const Size& s) {
+                     return Grid{s.at("M") / 128 * (s.at("N") / 256), 384};
+                   }});
     for (auto [bm, bn, bk] : {std::tuple{64, 128, 16}}) {
       const std::string name =
           "sgemm_pipelined_" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk);
@@ -190,9 +198,10 @@ std::vector<Case> speed_cases() {
 std::vector<Case> small_cases() {
   std::vector<Case> c;
   for (const auto& r : speed_cases()) {
-    if (r.shape == Shape::Wgmma) continue;  // Hopper instructions: a GPU only
     Case s = r;
     switch (r.shape) {
+      // One block of the wide tile (two of the narrow), five K steps through the four slots.
+      case Shape::Wgmma: s.size = {{"M", 128}, {"N", 256}, {"K", 320}}; break;
       case Shape::Gemm: s.size = {{"M", 70}, {"N", 68}, {"K", 36}}; break;
       case Shape::Transpose: s.size = {{"M", 70}, {"N", 45}}; break;
       case Shape::Scan: s.size = {{"n", 5000}}; break;
@@ -419,9 +428,12 @@ int prepare(const std::string& dir) {
 
 /// --small: every row's kernel at a small size on a host device, through the same setup and checks.
 int small() {
-  const Device d = Device::cpu_available() ? Device::cpu() : Device::interpreter();
+  const Device host = Device::cpu_available() ? Device::cpu() : Device::interpreter();
+  const Device interpreter = Device::interpreter();
   int failed = 0;
   for (const auto& c : small_cases()) {
+    // The CPU backend runs no Hopper instruction: the wgmma GEMMs run on the interpreter.
+    const Device& d = c.shape == Shape::Wgmma ? interpreter : host;
     std::string why;
     try {
       Workload w = workload(c, d);

@@ -42,6 +42,82 @@ TEST(Concurrency, KernelsCanBeBuiltFromManyThreads) {
   for (auto h : hashes) EXPECT_EQ(h, hashes[0]) << "each builder sees only its own statements";
 }
 
+// The interpreter runs threads that wait on each other's mbarriers as fibers, one OS thread each,
+// handing the run on under a mutex: a producer thread loading 8 x 32 boxes by TMA into two slots and
+// a warp of consumers that sum them and free the slots, for `steps` boxes. Each consumer sums 8
+// elements of each box; together they sum the whole matrix. Run by several threads at once, each
+// launch with fibers of its own.
+Kernel fiber_pipeline(int steps) {
+  KernelBuilder k("fiber_pipeline");
+  auto src = k.param<GlobalPtr<const float>>("src", extent(steps * 8 * 32));
+  auto out = k.param<GlobalPtr<float>>("out", extent(32));
+  k.block_threads(64);
+  TensorMap map = k.tensor_map("src_map", src, steps * 8, 32, 8, 32);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 32, [&](Scope& b, Expr, View out_b) {
+      View slots = b.shared_aligned("slots", ScalarType::F32, 2 * 8 * 32, 1024);
+      View full = b.shared<std::uint64_t>("full", 2), empty = b.shared<std::uint64_t>("empty", 2);
+      b.split(Level::Thread, {{1, [&](Scope& th) {
+                                 th.for_("s", 0, 2, [&](Scope& th, Expr s) {
+                                   th.mbarrier_init(full, s, 1);
+                                   th.mbarrier_init(empty, s, 32);
+                                 });
+                               }}});
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View mine) {
+            b.split(Level::Thread,
+                    {{32,
+                      [&](Scope& w) {
+                        w.group(thread(1), [&](Scope& th) {
+                          auto sum = th.let("sum", 0.0f);
+                          th.for_("k", 0, steps, [&](Scope& th, Expr kt) {
+                            auto s = th.let("s", kt % 2);
+                            th.mbarrier_wait(full, s, kt / 2 % 2);
+                            th.for_("e", 0, 8,
+                                    [&](Scope& th, Expr e) { th.assign(sum, sum + slots[s * 256 + t * 8 + e]); });
+                            th.mbarrier_arrive(empty, s);
+                          });
+                          mine[0] = sum;
+                        });
+                      }},
+                     {32, [&](Scope& p) {
+                        p.split(Level::Thread,
+                                {{1, [&](Scope& th) {
+                                    th.for_("k", 0, steps, [&](Scope& th, Expr kt) {
+                                      auto s = th.let("s", kt % 2);
+                                      th.if_(kt >= 2, [&](Scope& th) { th.mbarrier_wait(empty, s, (kt / 2 - 1) % 2); });
+                                      th.mbarrier_arrive_expect_tx(full, s, map.box_bytes());
+                                      th.tma_load(slots, s * 256, map, kt * 8, 0, full, s);
+                                    });
+                                  }}});
+                      }}});
+          });
+    });
+  });
+  return k.build();
+}
+
+TEST(Concurrency, InterpretersRunFibersOfThreadsThatWaitOnEachOther) {
+  constexpr int kSteps = 7;
+  const Kernel k = fiber_pipeline(kSteps);
+  std::vector<float> src(kSteps * 8 * 32);
+  double want = 0;
+  for (std::size_t i = 0; i < src.size(); ++i) want += src[i] = static_cast<float>(i % 13);
+  std::vector<std::thread> threads;
+  std::vector<double> totals(4, -1);
+  for (std::size_t i = 0; i < totals.size(); ++i)
+    threads.emplace_back([&, i] {
+      std::vector<float> out(32, -1.0f);
+      k.launch(Device::interpreter({ThreadOrder::Random, i + 1, true}), Grid{1, 64}, src, out);
+      totals[i] = 0;
+      for (float v : out) totals[i] += v;
+    });
+  for (auto& t : threads) t.join();
+  for (double total : totals) EXPECT_EQ(total, want);
+}
+
 TEST(Concurrency, ManyJobsOnAThreadPoolFailIndependently) {
   REQUIRE_NVRTC();
   KernelBuilder bad("bad");

@@ -1,8 +1,8 @@
 // Hopper's asynchronous machinery: TMA loads through tensor maps the runtime makes, mbarriers indexed
 // by pipeline slot, wgmma on tiles in the 128-byte swizzle layout, setmaxnreg, and the bf16 GEMM
-// example that uses them all. No host device runs these instructions: they compile with NVRTC for
-// sm_90a here, the interpreter and the CPU backend stop at the first one with UnsupportedOnDevice,
-// and each rule that keeps them safe has a program it refuses. (The GPU check runs the GEMM.)
+// example that uses them all: they compile with NVRTC for sm_90a here, and each rule that keeps them
+// safe has a program it refuses. The interpreter runs them (test_hopper_run.cpp); the CPU backend
+// stops at the first one with UnsupportedOnDevice; the GPU check runs the GEMMs.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -74,26 +74,6 @@ TEST(Hopper, TheWgmmaGemmsCompileForSm90aWithEveryHopperInstructionTheyName) {
       }
     }
   }
-}
-
-// "Checked on the interpreter up to the unsupported construct": the kernel checks, specializes and
-// runs there until one thread reaches the first Hopper instruction, the mbarrier initialisation.
-TEST(Hopper, TheInterpreterAndTheCpuStopAtTheGemmsFirstHopperInstruction) {
-  const auto& ex = gemm_example();
-  EXPECT_FALSE(ex.runs_on_host());
-  std::vector<Device> devices = {Device::interpreter()};
-  if (Device::cpu_available()) devices.push_back(Device::cpu(1));
-  for (const Device& d : devices)
-    for (const auto& size : examples::default_sizes(ex.name)) {
-      try {
-        examples::run_example(ex.name, size, d);
-        ADD_FAILURE() << "the wgmma GEMM ran on " << d.name();
-      } catch (const UnsupportedOnDevice& e) {
-        EXPECT_TRUE(contains(e.what(), "mbarrier_init")) << d.name() << ": " << e.what();
-        ASSERT_FALSE(e.locs().empty());
-        EXPECT_TRUE(contains(e.locs()[0].file, "paper_kernels.cpp")) << e.what();
-      }
-    }
 }
 
 // ---------------------------------------------------------------- a TMA load, used after its wait

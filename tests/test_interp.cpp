@@ -429,7 +429,6 @@ TEST(Interp, EveryExampleRunsCleanUnderEveryThreadOrder) {
   for (const auto& ex : examples::all())
     for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random})
       for (const auto& size : test_support::sweep_sizes(examples::default_sizes(ex.name))) {
-        if (!ex.runs_on_host()) continue;  // test_hopper.cpp: it stops at its first Hopper instruction
         auto r = examples::run_example(ex.name, size, interp(order));
         EXPECT_TRUE(r.ok) << r.summary;
       }
@@ -439,7 +438,6 @@ TEST(Interp, EveryExampleRunsCleanUnderEveryThreadOrder) {
 // one its run launches.
 TEST(Interp, EachExampleRunLaunchesItsDefaultGrid) {
   for (const auto& ex : examples::all()) {
-    if (!ex.runs_on_host()) continue;
     for (const auto& size : examples::default_sizes(ex.name)) {
       const Grid g = examples::default_grid(ex.name, size);
       auto r = examples::run_example(ex.name, size, interp());

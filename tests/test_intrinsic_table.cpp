@@ -25,7 +25,9 @@ TEST(IntrinsicTable, HasOneRowPerIntrinsicInOrderWithTheBuildersNames) {
   EXPECT_TRUE(ir::info(ir::IntrinsicOp::ShflIdx).exchanges_lanes);
   EXPECT_TRUE(ir::info(ir::IntrinsicOp::SyncThreads).orders_memory);
   EXPECT_EQ(ir::info(ir::IntrinsicOp::Wgmma).feature, target::Feature::Wgmma);
-  EXPECT_FALSE(ir::runs_on(ir::IntrinsicOp::Wgmma, ir::kInterpreter));
+  EXPECT_TRUE(ir::runs_on(ir::IntrinsicOp::Wgmma, ir::kInterpreter));
+  EXPECT_FALSE(ir::runs_on(ir::IntrinsicOp::Wgmma, ir::kCpu));
+  EXPECT_FALSE(ir::runs_on(ir::IntrinsicOp::MbarrierWait, ir::kCpu));
   EXPECT_TRUE(ir::runs_on(ir::IntrinsicOp::CpAsync, ir::kCpu));
 }
 

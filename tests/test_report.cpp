@@ -920,7 +920,6 @@ TEST(Report, EveryExampleAgreesWithItsMeasuredRun) {
   io.checks = false;
   const Device interp = Device::interpreter(io);
   for (const auto& ex : examples::all()) {
-    if (!ex.runs_on_host()) continue;
     auto sizes = test_support::sweep_sizes(examples::default_sizes(ex.name));
 #ifndef VANTAGE_TEST_SANITIZED  // and the size of many blocks in the plain pass only
     if (kManyBlocks.count(ex.name)) {

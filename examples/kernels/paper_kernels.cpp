@@ -764,8 +764,13 @@ Kernel vec_copy() {
 // of C each, four m64nBNk16 wgmma per step, BN / 2 accumulators a thread); warpgroup 2 produces (one
 // thread issues the TMA loads). The slots are a loop: slot s = kt % 4 is used in round kt / 4, whose
 // parity the waits name. BN is 128 (rung 1) or 256 (rung 2: a quarter fewer tile loads per product).
-Kernel wgmma_gemm(const std::string& name, int BN, int group_rows) {
+// With `in_flight` 1 a consumer keeps one step's wgmma group running while it waits for the next
+// slot and issues the next step's: after the step's commit it waits for all but that group and frees
+// the slot the step before read (wgmma_wait(1)), where 0 waits for the step's own and frees its slot.
+Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight) {
   if (BN != 128 && BN != 256) throw std::invalid_argument("wgmma_gemm: BN is 128 or 256, not " + std::to_string(BN));
+  if (in_flight != 0 && in_flight != 1)
+    throw std::invalid_argument("wgmma_gemm: in_flight is 0 or 1, not " + std::to_string(in_flight));
   constexpr int BM = 128, BK = 64, kStages = 4, T = 384;
   KernelBuilder k(name);
   auto M = k.param<int>("M", specialize);
@@ -812,9 +817,15 @@ Kernel wgmma_gemm(const std::string& name, int BN, int group_rows) {
                 for (int kk = 0; kk < BK / 16; ++kk)
                   w.wgmma(BN, acc, As, s * (BM * BK) + wg * (64 * BK) + kk * 16, Bs, s * (BN * BK) + kk * 16);
                 w.wgmma_commit();
-                w.wgmma_wait(0);
-                w.mbarrier_arrive(empty, s);
+                if (in_flight == 0) {
+                  w.wgmma_wait(0);
+                  w.mbarrier_arrive(empty, s);
+                } else {
+                  w.wgmma_wait(1);
+                  w.if_(kt > 0, [&](Scope& w) { w.mbarrier_arrive(empty, (kt + kStages - 1) % kStages); });
+                }
               });
+              if (in_flight) w.wgmma_wait(0);  // the last step's group, before its accumulators are read
               w.group(thread(1), [&](Scope& th) {
                 for (int i = 0; i < BN / 2; ++i)
                   th.if_(c.row0 + row_of(i) < M && c.col0 + col_of(i) < N, [&](Scope&) { mine[i] = acc[i]; });

@@ -170,9 +170,9 @@ struct Example {
     if (arch) base.arch = *arch;
     return base;
   }
-  /// Whether it runs on the interpreter and the CPU backend (wgmma and TMA do not: they stop at
-  /// the first such instruction with UnsupportedOnDevice).
-  bool runs_on_host() const { return !arch; }
+  /// Whether the CPU backend runs it. Every example runs on the interpreter; wgmma, TMA and mbarriers
+  /// run there and on a GPU only (the CPU backend stops at the first with UnsupportedOnDevice).
+  bool runs_on_cpu() const { return !arch; }
   /// An example whose shape can be tuned (`vantage tune NAME`, kernels/tuning.hpp): its space of
   /// configurations, and the kernel and grid of one configuration for a problem of sizes `size` (its
   /// run's names: M, N, K). Null for the others.
@@ -192,7 +192,8 @@ Kernel gemm_wgmma_bf16();
 /// blocks running at one time share their rows of A and columns of Bt in L2.
 Kernel gemm_wgmma_bf16_wide();
 /// Either, named `name`, on 128 x `bn` tiles (128 or 256) taken in groups of `group_rows` tile rows
-/// (lib::for_each_tile_grouped; 1: row by row).
-Kernel wgmma_gemm(const std::string& name, int bn, int group_rows);
+/// (lib::for_each_tile_grouped; 1: row by row), with `in_flight` (0 or 1) of a consumer's wgmma
+/// groups left running as it goes on to the next K step.
+Kernel wgmma_gemm(const std::string& name, int bn, int group_rows, int in_flight = 0);
 
 }  // namespace vantage::examples

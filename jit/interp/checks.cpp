@@ -26,6 +26,20 @@ void Checks::join(const std::vector<Thread*>& members) {
   }
 }
 
+void Checks::release(const Thread& t, std::vector<std::uint32_t>& into) {
+  if (!on_) return;
+  into.resize(static_cast<std::size_t>(T_), 0);
+  for (std::int64_t u = 0; u < T_; ++u)
+    into[static_cast<std::size_t>(u)] = std::max(into[static_cast<std::size_t>(u)], clock(t.tid, u));
+  ++clock(t.tid, t.tid);
+}
+
+void Checks::acquire(const Thread& t, const std::vector<std::uint32_t>& from) {
+  if (!on_) return;
+  for (std::size_t u = 0; u < from.size(); ++u)
+    clock(t.tid, static_cast<std::int64_t>(u)) = std::max(clock(t.tid, static_cast<std::int64_t>(u)), from[u]);
+}
+
 auto Checks::bounds(const Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, const char* what) const
     -> std::int64_t {
   std::int64_t i = ref.offset + index;
@@ -85,8 +99,8 @@ void Checks::check_inflight(const Thread& t, const Region& r, std::int64_t i, bo
   const Access& a = it->second;
   throw ExecutionError("racecheck",
                        describe(t) + (writing ? " writes " : " reads ") + element(r, i) + " at " + where(l) +
-                           ", which the cp.async issued by block " + std::to_string(a.block) + " thread " +
-                           std::to_string(a.thread) + " at " + where(a.loc) +
+                           ", which the " + (a.atomic ? "wgmma" : "cp.async") + " issued by block " +
+                           std::to_string(a.block) + " thread " + std::to_string(a.thread) + " at " + where(a.loc) +
                            " has not written yet (that thread has not waited for it)",
                        {l, a.loc});
 }
@@ -103,7 +117,7 @@ void Checks::uninitialised(const Region& r) const {
   }
 }
 
-void Checks::read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t atomic) {
+void Checks::read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t atomic, bool record) {
   check_inflight(t, r, i, false, l);
   if (!r.shadow.empty()) {
     Shadow& s = r.shadow[static_cast<std::size_t>(i)];
@@ -114,8 +128,10 @@ void Checks::read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::
     if (r.track) {
       if (s.write.block >= 0 && !ordered_before(s.write, t) && !exclusive(s.write, atomic))
         race(t, r, i, false, l, s.write, true);
-      std::erase_if(s.reads, [&](const Access& a) { return a.block == block_ && a.thread == t.tid; });
-      s.reads.push_back({static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic});
+      if (record) {
+        std::erase_if(s.reads, [&](const Access& a) { return a.block == block_ && a.thread == t.tid; });
+        s.reads.push_back({static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic});
+      }
       if (!r.reused.empty()) check_reused(t, r, i, false, l);
     }
   }

@@ -6,6 +6,8 @@ namespace vantage::interp {
 namespace detail {
 
 auto Machine::run() -> Stats {
+  if (collectives_.waits(k_.kernel.body))
+    fibers_ = std::make_unique<Fibers>([this](const std::vector<Fibers::Wait>& waits) { return hang(block_, waits); });
   for (std::int64_t b = 0; b < blocks_; ++b) run_block(b);
   if (opt_.measure) *opt_.measure = measure_.report(k_.kernel.name, blocks_, T_);
   return stats_;
@@ -15,6 +17,7 @@ void Machine::run_block(std::int64_t b) {
   block_ = b;
   checks_.start_block(b);
   shared_.clear();
+  hopper_.start_block(fibers_.get());
   threads_.clear();
   threads_.resize(static_cast<std::size_t>(T_));
   std::vector<Thread*> all;
@@ -26,7 +29,7 @@ void Machine::run_block(std::int64_t b) {
   }
   exec_all(k_.kernel.body, all);
   measure_.flush();
-  for (const auto& [key, r] : shared_) checks_.uninitialised(*r);
+  shared_.each([&](const Region& r) { checks_.uninitialised(r); });
   for (auto& t : threads_)
     for (const auto& [m, r] : t.locals) checks_.uninitialised(*r);
 }
@@ -100,8 +103,12 @@ void Machine::exec_one(const StmtPtr& s, Thread& t) {
                      measure_.leave(t);
                    },
                    [&](const Jump& n) { t.jump = n.is_break ? 1 : 2; },
-                   [&](const SharedAlloc& n) { t.mems[n.mem.get()] = shared(t, n); },
-                   [&](const LocalAlloc& n) { t.mems[n.mem.get()] = local(t, n); },
+                   [&](const SharedAlloc& n) {
+                     t.mems[n.mem.get()] = {&shared_.get(n, t.frames.back().smem, k_.shared_offsets, opt_.checks), 0};
+                   },
+                   [&](const LocalAlloc& n) {
+                     t.mems[n.mem.get()] = {&local_region(t, n, opt_.checks), 0};
+                   },
                    [&](const Call& n) {
                      std::vector<Thread*> one{&t};
                      call(n, one);
@@ -182,54 +189,6 @@ auto Machine::start(const For& n, Thread& t) -> Loop {
   return lp;
 }
 
-auto Machine::shared(Thread& t, const SharedAlloc& n) -> Ref {
-  std::int64_t base = t.frames.back().smem;
-  auto key = std::make_pair(n.mem.get(), base);
-  auto it = shared_.find(key);
-  if (it == shared_.end()) {
-    auto r = std::make_unique<Region>();
-    r->name = n.mem->name;
-    r->elem = n.mem->elem;
-    r->space = MemSpace::Shared;
-    r->length = const_int(n.count).value_or(0);
-    r->own.assign(static_cast<std::size_t>(r->length * type_bytes(r->elem)), 0);
-    r->data = r->own.data();
-    r->track = opt_.checks;
-    r->initcheck = opt_.checks;
-    r->shadow.resize(static_cast<std::size_t>(r->length));
-    // Arrays of scopes that ended, and earlier calls' arrays, leave their bytes to later ones
-    // (jit/ir/shared_layout): an access here must also be ordered after theirs (check_reused).
-    if (auto o = k_.shared_offsets.find(n.mem.get()); o != k_.shared_offsets.end()) {
-      r->at = base + o->second;
-      const std::int64_t end = r->at + r->length * type_bytes(r->elem);
-      for (auto& [other_key, q] : shared_)
-        if (r->at < q->at + q->length * type_bytes(q->elem) && q->at < end) {
-          r->reused.push_back(q.get());
-          q->reused.push_back(r.get());
-        }
-    }
-    it = shared_.emplace(key, std::move(r)).first;
-  }
-  return {it->second.get(), 0};
-}
-
-auto Machine::local(Thread& t, const LocalAlloc& n) -> Ref {
-  auto& slot = t.locals[n.mem.get()];
-  if (!slot) {
-    slot = std::make_unique<Region>();
-    slot->name = n.mem->name;
-    slot->elem = n.mem->elem;
-    slot->space = MemSpace::Local;
-    slot->length = n.count;
-    slot->own.assign(static_cast<std::size_t>(n.count * type_bytes(n.mem->elem)), 0);
-    slot->data = slot->own.data();
-    slot->track = false;
-    slot->initcheck = opt_.checks;
-    slot->shadow.resize(static_cast<std::size_t>(n.count));
-  }
-  return {slot.get(), 0};
-}
-
 void Machine::complete_async(Thread& t, std::int64_t group) {
   std::vector<AsyncCopy> left;
   for (auto& c : t.async) {
@@ -254,7 +213,7 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
     if (!t->stopped()) ts.push_back(t);
   if (ts.empty()) return;
   if (!collectives_.of(s)) {
-    for (auto* t : ordered(ts)) exec_one(s, *t);
+    each_thread(ts, collectives_.waits(s), [&](Thread& t) { exec_one(s, t); });
     return;
   }
   if (const auto* seq = as<Seq>(*s)) {
@@ -265,9 +224,12 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
         continue;
       }
       std::size_t j = i;
-      while (j < seq->stmts.size() && !collectives_.of(seq->stmts[j])) ++j;
-      for (auto* t : ordered(ts))
-        for (std::size_t k = i; k < j && !t->stopped(); ++k) exec_one(seq->stmts[k], *t);
+      bool waits = false;
+      while (j < seq->stmts.size() && !collectives_.of(seq->stmts[j]))
+        waits = collectives_.waits(seq->stmts[j++]) || waits;
+      each_thread(ts, waits, [&](Thread& t) {
+        for (std::size_t k = i; k < j && !t.stopped(); ++k) exec_one(seq->stmts[k], t);
+      });
       i = j;
     }
     return;
@@ -278,6 +240,11 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
       const bool c = eval(n->cond, *t).i != 0;
       measure_.decision(*t, n, "if", n->loc, c);
       (c ? a : b).push_back(t);
+    }
+    // In a kernel that waits on mbarriers the two sides run side by side: one may wait for the other.
+    if (fibers_ && !a.empty() && !b.empty() && (collectives_.waits(n->then_body) || collectives_.waits(n->else_body))) {
+      fibers_->run_all({[&] { exec_all(n->then_body, a); }, [&] { exec_all(n->else_body, b); }});
+      return;
     }
     exec_all(n->then_body, a);
     exec_all(n->else_body, b);
@@ -337,6 +304,18 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
   if (const auto* n = as<Call>(*s)) return call(*n, ts);
   if (const auto* n = as<Intrinsic>(*s)) return warp_op(*n, ts);
   throw InternalError(std::string("interp: a collective ") + name_of(s->kind));
+}
+
+void Machine::each_thread(const std::vector<Thread*>& ts, bool may_wait, const std::function<void(Thread&)>& f) {
+  std::vector<Thread*> order = ordered(ts);
+  if (!fibers_ || !may_wait || order.size() < 2) {
+    for (auto* t : order) f(*t);
+    return;
+  }
+  std::vector<std::function<void()>> bodies;
+  bodies.reserve(order.size());
+  for (Thread* t : order) bodies.push_back([&f, t] { f(*t); });
+  fibers_->run_all(std::move(bodies));
 }
 
 void Machine::no_jump(const std::vector<Thread*>& ts, SourceLoc l) {

@@ -2,11 +2,14 @@
 // (docs/semantics.md). It runs one launch deterministically on the host, a block at a time, each
 // block as thread loops cut at its barriers and warp collectives (docs/design.md section 6): between two
 // such points every thread runs on its own, one after the other, in the order the options ask for,
-// so a missing barrier changes the result as well as being reported. It checks as compute-sanitizer
+// so a missing barrier changes the result as well as being reported (in a kernel that waits on
+// mbarriers, a stretch whose threads may wait for each other runs them as fibers: fibers.h). It
+// checks as compute-sanitizer
 // does on a GPU, but names the user's builder lines: memcheck (accesses outside an argument's extent
 // or an allocation), racecheck (two threads, one address, no barrier covering both, at least one a
 // write, not both atomic), synccheck (a barrier or warp collective reached by only some of its
-// threads) and initcheck (a read of shared or thread-local memory nothing wrote).
+// threads, a block whose threads all wait at mbarriers nothing can complete) and initcheck (a read
+// of shared or thread-local memory nothing wrote).
 //
 // Asked to (Options::measure), it also measures what the static cost report predicts
 // (docs/report.md), on every request of the launch: each warp's request of each access is the lanes

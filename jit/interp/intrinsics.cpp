@@ -1,5 +1,5 @@
-// The interpreter's intrinsics: lane exchanges and votes, atomics, cp.async, ldmatrix and mma, and
-// the Hopper instructions it stops at. See machine.h.
+// The interpreter's intrinsics: lane exchanges and votes, atomics, cp.async, ldmatrix and mma (the
+// Hopper instructions: hopper.cpp). See machine.h.
 #include "jit/interp/machine.h"
 
 namespace vantage::interp::detail {
@@ -72,9 +72,24 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
       complete_async(t, t.groups - keep);
       return;
     }
-    default: break;
+    default:
+      if (Hopper::runs(n.op)) return hopper(n, t);
+      break;
   }
   throw UnsupportedOnDevice(std::string(user_name(n.op)) + " cannot run on the interpreter", {n.loc});
+}
+
+void Machine::hopper(const Intrinsic& n, Thread& t) {
+  std::vector<Ref> mems;
+  for (const auto& m : n.mems) mems.push_back(mem(t, m.get(), n.loc));
+  std::vector<std::int64_t> args;
+  for (const auto& a : n.args) args.push_back(exact_index(a->type, eval(a, t).i));
+  Hopper::Source tma;
+  if (n.op == IntrinsicOp::TmaLoad2D) {  // the map (lowering made its index) of a pointer parameter
+    const TensorMapNode& map = k_.kernel.tensor_maps.at(static_cast<std::size_t>(n.imms[0]));
+    tma = {&map, globals_.at(map.mem.get()), eval(map.rows, t).i, eval(map.cols, t).i};
+  }
+  hopper_.run(n, t, mems, args, tma);
 }
 
 void Machine::warp_op(const Intrinsic& n, const std::vector<Thread*>& ts) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -17,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "jit/interp/fibers.h"
 #include "jit/interp/interp.h"
 #include "jit/ir/collective.h"
 #include "jit/ir/eval.h"
@@ -104,6 +106,24 @@ struct AsyncCopy {
   SourceLoc loc;
   std::int64_t group = -1;  ///< the commit group, -1 while uncommitted
 };
+/// A wgmma a thread has issued and not yet waited for: it reads its tiles and adds to the
+/// accumulators when the thread's wgmma_wait covers its group (docs/semantics.md).
+struct WgmmaOp {
+  Ref acc, a, b;
+  std::int64_t a_first = 0, b_first = 0;  ///< each tile's first element (before the swizzle)
+  int n = 0;                              ///< m64nNk16
+  std::int64_t group = -1;                ///< its commit group, -1 while uncommitted
+  SourceLoc loc;
+};
+/// An mbarrier's state (PTX ISA, mbarrier): arrivals and transaction bytes its current phase still
+/// waits for, the phases completed so far, and for racecheck what the threads that completed each
+/// parity's last phase had done (their vector clocks, joined).
+struct Mbarrier {
+  bool init = false;
+  std::int64_t count = 0, pending = 0, tx = 0, phases = 0;
+  std::vector<std::uint32_t> gathered;
+  std::array<std::vector<std::uint32_t>, 2> done;
+};
 struct Frame {
   std::int64_t tid = 0, bid = 0;  ///< what Builtin reads here
   std::int64_t smem = 0;          ///< where a device function's shared memory starts in the block's
@@ -120,6 +140,8 @@ struct Thread {
   std::unordered_map<const MemNode*, std::unique_ptr<Region>> locals;
   std::vector<AsyncCopy> async;  ///< cp.async copies issued and not yet complete, oldest first
   std::int64_t groups = 0;       ///< cp.async groups committed so far
+  std::vector<WgmmaOp> wgmma;    ///< wgmma issued and not yet complete, oldest first
+  std::int64_t wgmma_groups = 0;
   /// A break (1) or continue (2) on its way out of the loop body; the loop clears it.
   std::int8_t jump = 0;
   /// Measuring: where the thread is, as the iteration of each loop around it and each call it is in;
@@ -135,6 +157,25 @@ struct Thread {
 };
 
 std::string where(const SourceLoc& l);
+
+/// The block's shared arrays (memory.cpp), each made the first time a thread reaches its allocation
+/// (per call of a device function: by the base of the call's shared memory), zeroed, with its place
+/// among the block's bytes and the arrays it shares bytes with.
+class SharedArrays {
+ public:
+  void clear() { arrays_.clear(); }
+  Region& get(const SharedAlloc& n, std::int64_t base, const std::unordered_map<const MemNode*, std::int64_t>& offsets,
+              bool checks);
+  template <class F>
+  void each(F f) const {
+    for (const auto& [key, r] : arrays_) f(*r);
+  }
+
+ private:
+  std::map<std::pair<const MemNode*, std::int64_t>, std::unique_ptr<Region>> arrays_;
+};
+/// Thread t's local array (memory.cpp), made the first time it reaches its allocation.
+Region& local_region(Thread& t, const LocalAlloc& n, bool checks);
 
 /// A for loop's bounds as evaluated once (docs/semantics.md): the counter never passes `end`.
 struct Loop {
@@ -175,6 +216,10 @@ class Checks {
   }
   /// Every thread in `members` has seen everything any of them did before.
   void join(const std::vector<Thread*>& members);
+  /// An mbarrier arrival: what t has done joins `into` (T entries), and t's later accesses are new.
+  void release(const Thread& t, std::vector<std::uint32_t>& into);
+  /// A wait that saw a phase complete: t has seen what `from` holds.
+  void acquire(const Thread& t, const std::vector<std::uint32_t>& from);
 
   std::string describe(const Thread& t) const;
   static std::string element(const Region& r, std::int64_t i);
@@ -186,7 +231,9 @@ class Checks {
   /// into an access outside the buffer), never the user's error.
   void proven(const Thread& t, const Ref& ref, std::int64_t index, bool writing, SourceLoc l) const;
   /// Element i of r (inside it) read or written by t: races, initialisation, copies in flight.
-  void read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t atomic);
+  /// `record` false: checked against earlier writes, but not kept for later writes to be checked
+  /// against (a read another thread records for it: a warp's wgmma operands, recorded by lane 0).
+  void read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t atomic, bool record = true);
   void write(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t atomic);
   /// Whether an atomic access (`atomic`) by this block and the earlier access `a` exclude each other.
   bool exclusive(const Access& a, std::uint8_t atomic) const {
@@ -194,10 +241,11 @@ class Checks {
   }
   /// An element of r read before this block wrote it (initcheck, when the block ends).
   void uninitialised(const Region& r) const;
-  /// Element i of r (inside it) is the destination of t's cp.async, off limits until t waits for it.
-  void in_flight(const Thread& t, Region& r, std::int64_t i, SourceLoc l) {
+  /// Element i of r (inside it) is the destination of t's cp.async (or of its wgmma: `wgmma`), off
+  /// limits until t waits for it.
+  void in_flight(const Thread& t, Region& r, std::int64_t i, SourceLoc l, bool wgmma = false) {
     check_inflight(t, r, i, true, l);
-    r.inflight[i] = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, false};
+    r.inflight[i] = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, wgmma};
   }
   /// synccheck: a collective or barrier some of the threads it covers do not reach.
   [[noreturn]] void diverged(const std::string& what, SourceLoc l, const Thread& missing) const {
@@ -231,6 +279,52 @@ class Checks {
   bool on_;
   std::vector<std::uint32_t> clocks_;
 };
+
+// ------------------------------------------------------------------ Hopper
+/// Hopper's asynchronous instructions in one block (hopper.cpp): the mbarriers with their phases and
+/// racecheck, TMA loads into the 128-byte swizzle, and each thread's wgmma in flight.
+class Hopper {
+ public:
+  explicit Hopper(Checks& checks) : c_(checks) {}
+  void start_block(Fibers* fibers) {
+    mbarriers_.clear();
+    fibers_ = fibers;
+  }
+  /// What a TMA load reads: the rows x cols matrix `src` its tensor map covers.
+  struct Source {
+    const TensorMapNode* map = nullptr;
+    const Region* src = nullptr;
+    std::int64_t rows = 0, cols = 0;
+  };
+  /// Whether op is one of Hopper's: mbarriers, TMA, wgmma, setmaxnreg.
+  static bool runs(IntrinsicOp op) {
+    const auto f = info(op).feature;
+    return f == target::Feature::Wgmma || f == target::Feature::Tma || f == target::Feature::Mbarrier ||
+           f == target::Feature::MbarrierTry;
+  }
+  /// Intrinsic n by thread t, given its memory operands and its arguments' values (and a TMA
+  /// load's source).
+  void run(const Intrinsic& n, Thread& t, const std::vector<Ref>& mems, const std::vector<std::int64_t>& args,
+           const Source& tma);
+
+ private:
+  /// The mbarrier `bars[slot]`, its element checked as written (`init`) or accessed atomically.
+  Mbarrier& mbarrier(const Thread& t, const Ref& bars, std::int64_t slot, SourceLoc loc, bool init);
+  void arrive(const Thread& t, Mbarrier& m, std::int64_t bytes, SourceLoc loc);
+  void wait(Thread& t, Mbarrier& m, const Ref& bars, std::int64_t slot, std::int64_t parity, SourceLoc loc);
+  void complete_tx(const Thread& t, Mbarrier& m, std::int64_t bytes);
+  void complete_phase(Mbarrier& m);
+  /// Runs t's wgmma of commit groups below `group`.
+  void complete_wgmma(Thread& t, std::int64_t group);
+
+  Checks& c_;
+  Fibers* fibers_ = nullptr;
+  std::map<std::pair<const Region*, std::int64_t>, Mbarrier> mbarriers_;
+};
+
+/// The error of a block none of whose threads can go on (hopper.cpp): the threads, by what they
+/// wait for.
+std::exception_ptr hang(std::int64_t block, const std::vector<Fibers::Wait>& waits);
 
 // ------------------------------------------------------------------ measurement
 /// The measurement of a launch (Options::measure): each thread notes its accesses and decisions
@@ -390,9 +484,6 @@ class Machine {
 
   Loop start(const For& n, Thread& t);
 
-  Ref shared(Thread& t, const SharedAlloc& n);
-  Ref local(Thread& t, const LocalAlloc& n);
-
   /// Completes the thread's cp.async copies of groups below `group` (all of them when `group` is
   /// INT64_MAX, uncommitted ones included): their destinations are written now, by this thread.
   void complete_async(Thread& t, std::int64_t group);
@@ -402,6 +493,13 @@ class Machine {
   void runs_here(const Intrinsic& n);
 
   void intrinsic_one(const Intrinsic& n, Thread& t);
+
+  /// mbarriers, TMA loads and wgmma for thread t: their operands evaluated, for hopper_.
+  void hopper(const Intrinsic& n, Thread& t);
+
+  /// Runs `f` for each of ts, one after the other; in a kernel that waits on mbarriers, as fibers
+  /// where what they run `may_wait`, so that each may wait for the others.
+  void each_thread(const std::vector<Thread*>& ts, bool may_wait, const std::function<void(Thread&)>& f);
 
   // ------------------------------------------------------------ threads in lockstep
   void exec_all(const StmtPtr& s, const std::vector<Thread*>& in);
@@ -436,9 +534,11 @@ class Machine {
   std::unordered_map<const VarNode*, V> params_;
   std::unordered_map<const VarNode*, int> slots_;
   Collectives collectives_;  ///< which statements run in lockstep
-  std::map<std::pair<const MemNode*, std::int64_t>, std::unique_ptr<Region>> shared_;
+  SharedArrays shared_;
   std::vector<Thread> threads_;
+  std::unique_ptr<Fibers> fibers_;  ///< for a kernel that waits on mbarriers
   Checks checks_;
+  Hopper hopper_{checks_};
   Measurement measure_;
 };
 

@@ -83,6 +83,52 @@ void store_raw(Region& r, std::int64_t i, V v) {
   }
 }
 
+Region& SharedArrays::get(const SharedAlloc& n, std::int64_t base,
+                          const std::unordered_map<const MemNode*, std::int64_t>& offsets, bool checks) {
+  auto key = std::make_pair(n.mem.get(), base);
+  auto it = arrays_.find(key);
+  if (it != arrays_.end()) return *it->second;
+  auto r = std::make_unique<Region>();
+  r->name = n.mem->name;
+  r->elem = n.mem->elem;
+  r->space = MemSpace::Shared;
+  r->length = const_int(n.count).value_or(0);
+  r->own.assign(static_cast<std::size_t>(r->length * type_bytes(r->elem)), 0);
+  r->data = r->own.data();
+  r->track = checks;
+  r->initcheck = checks;
+  r->shadow.resize(static_cast<std::size_t>(r->length));
+  // Arrays of scopes that ended, and earlier calls' arrays, leave their bytes to later ones
+  // (jit/ir/shared_layout): an access here must also be ordered after theirs (check_reused).
+  if (auto o = offsets.find(n.mem.get()); o != offsets.end()) {
+    r->at = base + o->second;
+    const std::int64_t end = r->at + r->length * type_bytes(r->elem);
+    for (auto& [other_key, q] : arrays_)
+      if (r->at < q->at + q->length * type_bytes(q->elem) && q->at < end) {
+        r->reused.push_back(q.get());
+        q->reused.push_back(r.get());
+      }
+  }
+  return *arrays_.emplace(key, std::move(r)).first->second;
+}
+
+Region& local_region(Thread& t, const LocalAlloc& n, bool checks) {
+  auto& slot = t.locals[n.mem.get()];
+  if (!slot) {
+    slot = std::make_unique<Region>();
+    slot->name = n.mem->name;
+    slot->elem = n.mem->elem;
+    slot->space = MemSpace::Local;
+    slot->length = n.count;
+    slot->own.assign(static_cast<std::size_t>(n.count * type_bytes(n.mem->elem)), 0);
+    slot->data = slot->own.data();
+    slot->track = false;
+    slot->initcheck = checks;
+    slot->shadow.resize(static_cast<std::size_t>(n.count));
+  }
+  return *slot;
+}
+
 std::string where(const SourceLoc& l) { return l.known() ? l.str() : std::string("<unknown line>"); }
 
 auto Machine::slot(const VarNode* v) -> int {

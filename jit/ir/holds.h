@@ -39,6 +39,13 @@ class Collectives {
       return std::nullopt;
     });
   }
+  /// Whether a statement waits on an mbarrier: where the interpreter runs threads as fibers.
+  bool waits(const StmtPtr& s) {
+    return holds(s, wait_memo_, [](const StmtNode& x) -> std::optional<bool> {
+      if (const auto* n = as<Intrinsic>(x)) return info(n->op).mems[0] == Touch::Wait;
+      return std::nullopt;
+    });
+  }
   static bool exchanges_lanes(IntrinsicOp op) { return info(op).collective && !info(op).orders_memory; }
   /// An exchange between lanes, or a barrier: what the threads of a group reach together.
   static bool warp_op(IntrinsicOp op) { return info(op).collective; }
@@ -61,7 +68,7 @@ class Collectives {
     memo[s.get()] = c;
     return c;
   }
-  std::unordered_map<const StmtNode*, bool> memo_, sync_memo_, exchange_memo_;
+  std::unordered_map<const StmtNode*, bool> memo_, sync_memo_, exchange_memo_, wait_memo_;
 };
 
 }  // namespace vantage::ir

@@ -9,9 +9,10 @@ namespace {
 
 using F = target::Feature;
 constexpr Touch R = Touch::Read, W = Touch::Write, N = Touch::None;
-// The interpreter and the CPU backend run cp.async as a copy that completes at once, and stop at
-// the Hopper rows (wgmma, TMA, mbarriers), naming them.
-constexpr std::uint8_t kAll = kEveryBackend, kGpu = kCuda;
+// The interpreter and the CPU backend run cp.async as a copy that completes at once. The Hopper rows
+// (wgmma, TMA, mbarriers) run on the GPU and the interpreter; the CPU backend, whose threads run in
+// loops cut at barriers, cannot let a thread wait for another's mbarrier arrival, and stops at them.
+constexpr std::uint8_t kAll = kEveryBackend, kHopper = kCuda | kInterpreter;
 
 // clang-format off
 constexpr IntrinsicInfo kTable[] = {
@@ -29,19 +30,19 @@ constexpr IntrinsicInfo kTable[] = {
   {IntrinsicOp::Atomic,           "Atomic",           "atomic",                    Needs::Any,       false, false, false, {Touch::Atomic, N, N},      std::nullopt,    kAll},
   {IntrinsicOp::MmaSync,          "MmaSync",          "mma_sync",                  Needs::Warp,      false, true,  false, {},                         F::MmaSync,      kAll},
   {IntrinsicOp::Ldmatrix,         "Ldmatrix",         "ldmatrix",                  Needs::Warp,      false, true,  false, {N, R, N},                  F::Ldmatrix,     kAll},
-  {IntrinsicOp::Wgmma,            "Wgmma",            "wgmma",                     Needs::Warpgroup, false, false, false, {N, R, R},                  F::Wgmma,        kGpu},
-  {IntrinsicOp::WgmmaFence,       "WgmmaFence",       "wgmma_fence",               Needs::Warpgroup, false, false, false, {},                         F::Wgmma,        kGpu},
-  {IntrinsicOp::WgmmaCommit,      "WgmmaCommit",      "wgmma_commit",              Needs::Warpgroup, false, false, false, {},                         F::Wgmma,        kGpu},
-  {IntrinsicOp::WgmmaWait,        "WgmmaWait",        "wgmma_wait",                Needs::Warpgroup, false, false, false, {},                         F::Wgmma,        kGpu},
+  {IntrinsicOp::Wgmma,            "Wgmma",            "wgmma",                     Needs::Warpgroup, false, false, false, {N, R, R},                  F::Wgmma,        kHopper},
+  {IntrinsicOp::WgmmaFence,       "WgmmaFence",       "wgmma_fence",               Needs::Warpgroup, false, false, false, {},                         F::Wgmma,        kHopper},
+  {IntrinsicOp::WgmmaCommit,      "WgmmaCommit",      "wgmma_commit",              Needs::Warpgroup, false, false, false, {},                         F::Wgmma,        kHopper},
+  {IntrinsicOp::WgmmaWait,        "WgmmaWait",        "wgmma_wait",                Needs::Warpgroup, false, false, false, {},                         F::Wgmma,        kHopper},
   {IntrinsicOp::CpAsync,          "CpAsync",          "cp_async",                  Needs::Thread,    false, false, false, {Touch::AsyncWrite, R, N},  F::CpAsync,      kAll}       ,
   {IntrinsicOp::CpAsyncCommit,    "CpAsyncCommit",    "cp_async_commit",           Needs::Any,       false, false, false, {},                         F::CpAsync,      kAll}       ,
   {IntrinsicOp::CpAsyncWait,      "CpAsyncWait",      "cp_async_wait",             Needs::Any,       false, false, false, {},                         F::CpAsync,      kAll}       ,
-  {IntrinsicOp::TmaLoad2D,        "TmaLoad2D",        "tma_load",                  Needs::Thread,    false, false, false, {W, R, N},                  F::Tma,          kGpu},
-  {IntrinsicOp::MbarrierInit,     "MbarrierInit",     "mbarrier_init",             Needs::Thread,    false, false, false, {W, N, N},                  F::Mbarrier,     kGpu},
-  {IntrinsicOp::MbarrierArrive,   "MbarrierArrive",   "mbarrier_arrive",           Needs::Any,       false, false, false, {R, N, N},                  F::Mbarrier,     kGpu},
-  {IntrinsicOp::MbarrierExpectTx, "MbarrierExpectTx", "mbarrier_arrive_expect_tx", Needs::Any,       false, false, false, {R, N, N},                  F::Tma,          kGpu},
-  {IntrinsicOp::MbarrierWait,     "MbarrierWait",     "mbarrier_wait",             Needs::Any,       false, false, false, {Touch::Wait, N, N},        F::MbarrierTry,  kGpu},
-  {IntrinsicOp::SetMaxNreg,       "SetMaxNreg",       "set_max_nreg",              Needs::Warpgroup, false, false, false, {},                         F::Wgmma,        kGpu},
+  {IntrinsicOp::TmaLoad2D,        "TmaLoad2D",        "tma_load",                  Needs::Thread,    false, false, false, {W, R, N},                  F::Tma,          kHopper},
+  {IntrinsicOp::MbarrierInit,     "MbarrierInit",     "mbarrier_init",             Needs::Thread,    false, false, false, {W, N, N},                  F::Mbarrier,     kHopper},
+  {IntrinsicOp::MbarrierArrive,   "MbarrierArrive",   "mbarrier_arrive",           Needs::Any,       false, false, false, {R, N, N},                  F::Mbarrier,     kHopper},
+  {IntrinsicOp::MbarrierExpectTx, "MbarrierExpectTx", "mbarrier_arrive_expect_tx", Needs::Any,       false, false, false, {R, N, N},                  F::Tma,          kHopper},
+  {IntrinsicOp::MbarrierWait,     "MbarrierWait",     "mbarrier_wait",             Needs::Any,       false, false, false, {Touch::Wait, N, N},        F::MbarrierTry,  kHopper},
+  {IntrinsicOp::SetMaxNreg,       "SetMaxNreg",       "set_max_nreg",              Needs::Warpgroup, false, false, false, {},                         F::Wgmma,        kHopper},
 };
 // clang-format on
 

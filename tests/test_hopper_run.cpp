@@ -1,0 +1,314 @@
+// Hopper's asynchronous machinery on the interpreter: mbarrier phases and their parity waits, TMA
+// loads into the 128-byte swizzle (zeros past the matrix), wgmma on those tiles, asynchronous until
+// its wait, and a producer thread and consumer warpgroups waiting on each other. The interpreter is
+// the reference the GPU's results are compared with; here it also finds what a faulty pipeline does
+// on a GPU: a hang (every thread waiting) and a slot overwritten while it is still being read.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/paper_kernels.hpp"
+#include "kernels/runs.hpp"
+#include "test_support.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+Device interp(ThreadOrder o = ThreadOrder::Forward) { return Device::interpreter({o, 7, true}); }
+
+bfloat16 bf16(float f) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return bfloat16{static_cast<std::uint16_t>(bits >> 16)};  // exact for the quarters used here
+}
+
+/// What a pipeline may get wrong, for the interpreter to find.
+struct Faults {
+  int empty_count = 128;  ///< arrivals that free a slot: the consumer warpgroup makes 128
+  bool early = false;     ///< free the slot before waiting for the wgmma that reads it
+  int parity = 0;         ///< added to the parity the consumer waits for
+};
+
+/// A one-consumer version of the bf16 wgmma GEMM: C (64 x 64, f32) = A (64 x K) * Bt (64 x K)^T
+/// through two slots. Warpgroup 0 consumes (one m64n64k16 wgmma per 16 of K); one thread of
+/// warpgroup 1 loads both tiles of each 64-deep step by TMA.
+Kernel pipe_gemm(const Faults& f = {}) {
+  constexpr int BM = 64, BN = 64, BK = 64, kStages = 2;
+  KernelBuilder k("pipe_gemm");
+  auto K = k.param<int>("K", specialize);
+  auto A = k.param<GlobalPtr<const bfloat16>>("A", extent(BM * K));
+  auto Bt = k.param<GlobalPtr<const bfloat16>>("Bt", extent(BN * K));
+  auto C = k.param<GlobalPtr<float>>("C", extent(BM * BN));
+  k.require(K % BK == 0);
+  k.block_threads(256);
+  TensorMap a_map = k.tensor_map("A_map", A, BM, K, BM, BK);
+  TensorMap b_map = k.tensor_map("Bt_map", Bt, BN, K, BN, BK);
+  k.body([&](Scope& g) {
+    lib::for_each_tile(g, C, BM, BN, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
+      View As = b.shared_aligned("As", ScalarType::BF16, kStages * BM * BK, 1024);
+      View Bs = b.shared_aligned("Bs", ScalarType::BF16, kStages * BN * BK, 1024);
+      View full = b.shared<std::uint64_t>("full", kStages);
+      View empty = b.shared<std::uint64_t>("empty", kStages);
+      auto k_tiles = b.let("k_tiles", K / BK);
+      const Expr& t = c.thread;
+      b.split(Level::Thread, {{1, [&](Scope& th) {
+                                 th.for_("s", 0, kStages, [&](Scope& th, Expr s) {
+                                   th.mbarrier_init(full, s, 1);
+                                   th.mbarrier_init(empty, s, f.empty_count);
+                                 });
+                               }}});
+      auto row_of = [&](const Expr& i) { return t % 128 / 32 * 16 + t % 32 / 4 + 8 * (i / 2 % 2); };
+      auto col_of = [&](const Expr& i) { return 8 * (i / 4) + 2 * (t % 4) + i % 2; };
+      b.partition(
+          c.view, thread(1), [&](Expr i) { return row_of(i) * BN + col_of(i); },
+          [&](Scope& b, View mine) {
+            b.split(Level::Thread, {{128,
+                                     [&](Scope& w) {
+                                       View acc = w.local_array("acc", ScalarType::F32, BN / 2, at(thread(1)));
+                                       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+                                       w.for_("kt", 0, k_tiles, [&](Scope& w, Expr kt) {
+                                         auto s = w.let("s", kt % kStages), round = w.let("round", kt / kStages);
+                                         w.mbarrier_wait(full, s, (round + f.parity) % 2);
+                                         w.wgmma_fence();
+                                         for (int kk = 0; kk < BK / 16; ++kk)
+                                           w.wgmma(BN, acc, As, s * (BM * BK) + kk * 16, Bs, s * (BN * BK) + kk * 16);
+                                         w.wgmma_commit();
+                                         if (f.early) w.mbarrier_arrive(empty, s);
+                                         w.wgmma_wait(0);
+                                         if (!f.early) w.mbarrier_arrive(empty, s);
+                                       });
+                                       w.group(thread(1), [&](Scope& th) {
+                                         for (int i = 0; i < BN / 2; ++i)
+                                           th.if_(row_of(i) < BM, [&](Scope&) { mine[i] = acc[i]; });
+                                       });
+                                     }},
+                                    {128, [&](Scope& producer) {
+                                       producer.split(Level::Thread,
+                                                      {{1, [&](Scope& th) {
+                                                          th.for_("kt", 0, k_tiles, [&](Scope& th, Expr kt) {
+                                                            auto s = th.let("s", kt % kStages);
+                                                            auto round = th.let("round", kt / kStages);
+                                                            th.if_(kt >= kStages, [&](Scope& th) {
+                                                              th.mbarrier_wait(empty, s, (round - 1) % 2);
+                                                            });
+                                                            th.mbarrier_arrive_expect_tx(
+                                                                full, s, a_map.box_bytes() + b_map.box_bytes());
+                                                            th.tma_load(As, s * (BM * BK), a_map, 0, kt * BK, full, s);
+                                                            th.tma_load(Bs, s * (BN * BK), b_map, 0, kt * BK, full, s);
+                                                          });
+                                                        }}});
+                                     }}});
+          });
+    });
+  });
+  return k.build();
+}
+
+struct Gemm {
+  std::vector<bfloat16> A, Bt;
+  std::vector<float> want;
+};
+
+/// Quarters in [-1, 1]: every product and sum is exact in f32, in any order.
+Gemm gemm_inputs(int K) {
+  Gemm g;
+  std::vector<float> fa(static_cast<std::size_t>(64 * K)), fb(fa.size());
+  for (std::size_t i = 0; i < fa.size(); ++i) {
+    fa[i] = static_cast<float>((static_cast<int>(i) * 7 + 3) % 9 - 4) / 4.0f;
+    fb[i] = static_cast<float>((static_cast<int>(i) * 5 + 6) % 9 - 4) / 4.0f;
+    g.A.push_back(bf16(fa[i]));
+    g.Bt.push_back(bf16(fb[i]));
+  }
+  g.want.assign(64 * 64, 0.0f);
+  for (int r = 0; r < 64; ++r)
+    for (int c = 0; c < 64; ++c) {
+      double s = 0;
+      for (int p = 0; p < K; ++p)
+        s += static_cast<double>(fa[static_cast<std::size_t>(r * K + p)]) * fb[static_cast<std::size_t>(c * K + p)];
+      g.want[static_cast<std::size_t>(r * 64 + c)] = static_cast<float>(s);
+    }
+  return g;
+}
+
+std::vector<float> run_pipe(const Kernel& k, int K, const Device& d) {
+  Gemm g = gemm_inputs(K);
+  std::vector<float> C(64 * 64, -1.0f);
+  k.launch(d, Grid{1, 256}, K, g.A, g.Bt, C);
+  return C;
+}
+
+// The pipeline runs to the bit under every order of threads, with the slots used once (K = 64, 128)
+// and wrapped (K = 320: five steps through two slots).
+TEST(HopperRun, AProducerAndAConsumerWarpgroupMeetThroughMbarriers) {
+  Kernel k = pipe_gemm();
+  for (int K : {64, 128, 320})
+    for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random}) {
+      SCOPED_TRACE("K=" + std::to_string(K));
+      EXPECT_EQ(run_pipe(k, K, interp(order)), gemm_inputs(K).want);
+    }
+}
+
+// A slot freed by one arrival too many is never freed: every thread ends up waiting, which hangs a
+// GPU; the interpreter names the waits.
+TEST(HopperRun, APipelineThatCanNeverGoOnIsReportedWithItsWaits) {
+  Kernel k = pipe_gemm({129, false, 0});
+  try {
+    run_pipe(k, 320, interp());
+    FAIL() << "a slot that needs 129 arrivals of 128 was freed";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "synccheck") << e.what();
+    EXPECT_TRUE(contains(e.what(), "cannot go on")) << e.what();
+    // The consumers wait for a load the producer cannot make until the slot is freed.
+    EXPECT_TRUE(contains(e.what(), "threads 0 to 127 wait at ")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "thread 128 waits at ")) << e.what();
+    EXPECT_TRUE(contains(e.what(),
+                         "on mbarrier shared 'empty'[0] for its phase of parity 0, which still waits for 1 "
+                         "of 129 arrivals"))
+        << e.what();
+    EXPECT_TRUE(contains(e.what(), "test_hopper_run.cpp")) << "the wait's line: " << e.what();
+  }
+}
+
+/// The finding of running `k` under each order: the first that reports one.
+std::string finding(const Kernel& k, const std::string& check) {
+  for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random}) try {
+      run_pipe(k, 320, interp(order));
+    } catch (const ExecutionError& e) {
+      EXPECT_EQ(e.check(), check) << e.what();
+      return e.what();
+    }
+  return "";
+}
+
+// Freed by fewer arrivals than the warpgroup makes, a slot is loaded again while threads that have
+// not arrived still read it; freed before the wgmma that reads it is waited for, the same. Waiting
+// on the wrong parity reads a slot before its load. Each is a race a GPU's results would show.
+TEST(HopperRun, ASlotReusedWhileItIsReadIsARace) {
+  for (const Faults& f : {Faults{127, false, 0}, Faults{128, true, 0}, Faults{128, false, 1}}) {
+    SCOPED_TRACE("empty count " + std::to_string(f.empty_count) + (f.early ? ", freed early" : "") +
+                 (f.parity ? ", the other parity" : ""));
+    // The producer's TMA load writes the slot a consumer's wgmma read, with nothing ordering them.
+    const std::string found = finding(pipe_gemm(f), "racecheck");
+    EXPECT_TRUE(contains(found, "block 0 thread 128 writes shared 'As'[0] at ")) << found;
+    EXPECT_TRUE(contains(found, "which block 0 thread 0 read at ")) << found;
+  }
+}
+
+// A box past the matrix's last row reads zeros there, as TMA fills it; the box lands in the
+// 128-byte swizzle: 16-byte chunk j of row r at chunk j ^ (r % 8).
+TEST(HopperRun, ATmaBoxIsSwizzledAndZeroPastTheMatrix) {
+  KernelBuilder kb("tma_edge");
+  auto src = kb.param<GlobalPtr<const float>>("src", extent(5 * 32));
+  auto out = kb.param<GlobalPtr<float>>("out", extent(8 * 32));
+  kb.block_threads(256);
+  TensorMap map = kb.tensor_map("src_map", src, 5, 32, 8, 32);
+  kb.body([&](Scope& g) {
+    lib::for_each_block(g, out, 256, [&](Scope& b, Expr, View out_b) {
+      View tile = b.shared_aligned("tile", ScalarType::F32, 8 * 32, 1024);
+      View bar = b.shared<std::uint64_t>("bar", 1);
+      b.split(Level::Thread, {{1, [&](Scope& th) {
+                                 th.mbarrier_init(bar, 0, 1);
+                                 th.mbarrier_arrive_expect_tx(bar, 0, map.box_bytes());
+                                 th.tma_load(tile, 0, map, 0, 0, bar, 0);
+                               }}});
+      b.mbarrier_wait(bar, 0, 0);
+      auto t = b.let("t", b.id(thread(1)));
+      lib::block_store(b, out_b, 256, tile[t]);
+    });
+  });
+  std::vector<float> src_v(5 * 32), out_v(8 * 32, -1.0f);
+  for (std::size_t i = 0; i < src_v.size(); ++i) src_v[i] = static_cast<float>(i + 1);
+  kb.build().launch(interp(), Grid{1, 256}, src_v, out_v);
+  for (int p = 0; p < 8 * 32; ++p) {
+    const int row = p / 32, chunk = p % 32 / 4, logical = row * 32 + (chunk ^ (row % 8)) * 4 + p % 4;
+    const float want = logical / 32 < 5 ? static_cast<float>(logical + 1) : 0.0f;
+    EXPECT_EQ(out_v[static_cast<std::size_t>(p)], want) << "element " << p << " of the box";
+  }
+}
+
+// A wgmma's accumulators are its own until the thread waits for it: reading one before is a race.
+TEST(HopperRun, AccumulatorsReadBeforeTheirWgmmaIsWaitedForAreARace) {
+  for (bool wait : {true, false}) {
+    KernelBuilder k("wgmma_early");
+    auto out = k.param<GlobalPtr<float>>("out", extent(128));
+    k.block_threads(128);
+    k.body([&](Scope& g) {
+      lib::for_each_block(g, out, 128, [&](Scope& b, Expr, View out_b) {
+        View a = b.shared_aligned("a", ScalarType::BF16, 64 * 64, 1024);
+        View bt = b.shared_aligned("bt", ScalarType::BF16, 64 * 64, 1024);
+        auto t = b.let("t", b.id(thread(1)));
+        for (const View* tile : {&a, &bt})
+          b.partition(
+              *tile, thread(1), [&](Expr i) { return t * 32 + i; },
+              [&](Scope& b, View mine) {
+                b.group(thread(1), [&](Scope& th) {
+                  th.for_("i", 0, 32, [&](Scope&, Expr i) { mine[i] = cast<bfloat16>(cast<float>(i % 4) - 1.5f); });
+                });
+              });
+        View acc = b.local_array("acc", ScalarType::F32, 32, at(thread(1)));
+        for (int i = 0; i < 32; ++i) acc[i] = 0.0f;
+        b.group(warpgroup(), [&](Scope& w) {
+          w.wgmma_fence();
+          w.wgmma(64, acc, a, 0, bt, 0);
+          w.wgmma_commit();
+          if (wait) w.wgmma_wait(0);
+        });
+        lib::block_store(b, out_b, 128, acc[0] + acc[31]);
+        if (!wait) b.group(warpgroup(), [&](Scope& w) { w.wgmma_wait(0); });
+      });
+    });
+    std::vector<float> got(128, -1.0f);
+    try {
+      k.build().launch(interp(), Grid{1, 128}, got);
+      EXPECT_TRUE(wait) << "the accumulators were read with the wgmma in flight";
+      // Row r of A and of Bt hold (k % 4) - 1.5 at column k, so every element of D is
+      // sum over 16 k of ((k % 4) - 1.5)^2 = 4 * (2.25 + 0.25 + 0.25 + 2.25) = 20.
+      for (float v : got) EXPECT_EQ(v, 40.0f);
+    } catch (const ExecutionError& e) {
+      EXPECT_FALSE(wait) << e.what();
+      EXPECT_EQ(e.check(), "racecheck") << e.what();
+      EXPECT_TRUE(contains(e.what(), "which the wgmma issued by block 0 thread")) << e.what();
+    }
+  }
+}
+
+// The bf16 GEMM examples run on the interpreter at each of their sizes and are bit-exact; the CPU
+// backend, whose threads run in loops cut at barriers and cannot wait for one another's arrivals,
+// stops at the first Hopper instruction and says so.
+TEST(HopperRun, TheWgmmaGemmExamplesRunOnTheInterpreterAndStopOnTheCpu) {
+  for (const char* name : {"gemm_wgmma_bf16", "gemm_wgmma_bf16_wide"}) {
+    for (const auto& size : test_support::sweep_sizes(examples::default_sizes(name))) {
+      auto r = examples::run_example(name, size, interp(ThreadOrder::Reverse));
+      EXPECT_TRUE(r.ok) << r.summary;
+    }
+    if (!Device::cpu_available()) continue;
+    try {
+      examples::run_example(name, examples::default_sizes(name).front(), Device::cpu(1));
+      ADD_FAILURE() << name << " ran on the CPU backend";
+    } catch (const UnsupportedOnDevice& e) {
+      EXPECT_TRUE(contains(e.what(), "mbarrier_init")) << e.what();
+      ASSERT_FALSE(e.locs().empty());
+      EXPECT_TRUE(contains(e.locs()[0].file, "paper_kernels.cpp")) << e.what();
+    }
+  }
+}
+
+// Rung 2 with one step's wgmma group left running (wgmma_wait(1), the slot before freed): bit-exact
+// at the example's sizes, one of which wraps the four slots twice (bench.speed_small runs it too).
+TEST(HopperRun, AConsumerThatLeavesOneGroupRunningFreesTheSlotBefore) {
+  const Kernel k = examples::wgmma_gemm("gemm_wgmma_bf16_wide_w1", 256, 16, 1);
+  for (const auto& size : test_support::sweep_sizes(examples::default_sizes("gemm_wgmma_bf16_wide"))) {
+    auto r = examples::run_kernel("gemm_wgmma_bf16_wide", k, size, interp(ThreadOrder::Reverse));
+    EXPECT_TRUE(r.ok) << r.summary;
+  }
+  EXPECT_THROW(examples::wgmma_gemm("w2", 256, 16, 2), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vantage
