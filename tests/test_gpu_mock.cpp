@@ -22,6 +22,7 @@
 
 #include "backend/driver.h"
 #include "backend/gpu.h"
+#include "hopper_kernels.hpp"
 #include "jit/cuda/emit.h"
 #include "kernels/paper_kernels.hpp"
 #include "runtime/launch_internal.h"
@@ -970,27 +971,7 @@ TEST(GpuMock, TensorMapsAreMadeFromTheBuffersGivenAndPassedLast) {
 // A map that would reach past its buffer is refused before the driver is asked, naming the map.
 TEST(GpuMock, ATensorMapLargerThanItsBufferIsRefused) {
   REQUIRE_NVRTC();
-  KernelBuilder kb("tma_rows");
-  auto n = kb.param<int>("n");
-  auto src = kb.param<GlobalPtr<const float>>("src");
-  auto out = kb.param<GlobalPtr<float>>("out", extent(32));
-  kb.block_threads(32);
-  TensorMap map = kb.tensor_map("src_map", src, n, 32, 8, 32);
-  kb.body([&](Scope& g) {
-    lib::for_each_block(g, out, 32, [&](Scope& b, Expr, View out_b) {
-      View tile = b.shared_aligned("tile", ScalarType::F32, 8 * 32, 1024);
-      View bar = b.shared<std::uint64_t>("bar", 1);
-      b.split(Level::Thread, {{1, [&](Scope& th) {
-                                 th.mbarrier_init(bar, 0, 1);
-                                 th.mbarrier_arrive_expect_tx(bar, 0, map.box_bytes());
-                                 th.tma_load(tile, 0, map, 0, 0, bar, 0);
-                               }}});
-      b.mbarrier_wait(bar, 0, 0);
-      auto t = b.let("t", b.id(thread(1)));
-      lib::block_store(b, out_b, 32, tile[t]);
-    });
-  });
-  Kernel k = kb.build();
+  Kernel k = testing::tma_box_copy(32);
   Device d = Device::gpu(0);
   auto src_buf = d.alloc<float>(8 * 32);
   auto out_buf = d.alloc<float>(32);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "hopper_kernels.hpp"
 #include "kernels/paper_kernels.hpp"
 #include "kernels/runs.hpp"
 #include "test_support.hpp"
@@ -201,80 +202,38 @@ TEST(HopperRun, ASlotReusedWhileItIsReadIsARace) {
 }
 
 // A box past the matrix's last row reads zeros there, as TMA fills it; the box lands in the
-// 128-byte swizzle: 16-byte chunk j of row r at chunk j ^ (r % 8).
+// 128-byte swizzle: 16-byte chunk j of row r at chunk j ^ (r % 8). A map larger than its buffer is
+// refused, naming it (on a GPU the launch refuses it).
 TEST(HopperRun, ATmaBoxIsSwizzledAndZeroPastTheMatrix) {
-  KernelBuilder kb("tma_edge");
-  auto src = kb.param<GlobalPtr<const float>>("src", extent(5 * 32));
-  auto out = kb.param<GlobalPtr<float>>("out", extent(8 * 32));
-  kb.block_threads(256);
-  TensorMap map = kb.tensor_map("src_map", src, 5, 32, 8, 32);
-  kb.body([&](Scope& g) {
-    lib::for_each_block(g, out, 256, [&](Scope& b, Expr, View out_b) {
-      View tile = b.shared_aligned("tile", ScalarType::F32, 8 * 32, 1024);
-      View bar = b.shared<std::uint64_t>("bar", 1);
-      b.split(Level::Thread, {{1, [&](Scope& th) {
-                                 th.mbarrier_init(bar, 0, 1);
-                                 th.mbarrier_arrive_expect_tx(bar, 0, map.box_bytes());
-                                 th.tma_load(tile, 0, map, 0, 0, bar, 0);
-                               }}});
-      b.mbarrier_wait(bar, 0, 0);
-      auto t = b.let("t", b.id(thread(1)));
-      lib::block_store(b, out_b, 256, tile[t]);
-    });
-  });
-  std::vector<float> src_v(5 * 32), out_v(8 * 32, -1.0f);
-  for (std::size_t i = 0; i < src_v.size(); ++i) src_v[i] = static_cast<float>(i + 1);
-  kb.build().launch(interp(), Grid{1, 256}, src_v, out_v);
+  const Kernel k = testing::tma_box_copy(256);
+  std::vector<float> src(5 * 32), out(8 * 32, -1.0f);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i + 1);
+  k.launch(interp(), Grid{1, 256}, 5, src, out);
   for (int p = 0; p < 8 * 32; ++p) {
     const int row = p / 32, chunk = p % 32 / 4, logical = row * 32 + (chunk ^ (row % 8)) * 4 + p % 4;
     const float want = logical / 32 < 5 ? static_cast<float>(logical + 1) : 0.0f;
-    EXPECT_EQ(out_v[static_cast<std::size_t>(p)], want) << "element " << p << " of the box";
+    EXPECT_EQ(out[static_cast<std::size_t>(p)], want) << "element " << p << " of the box";
+  }
+  try {
+    k.launch(interp(), Grid{1, 256}, 6, src, out);
+    FAIL() << "a tensor map of 6 x 32 over 160 elements";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "memcheck") << e.what();
+    EXPECT_TRUE(contains(e.what(), "tensor map src_map covers 6 x 32 elements of 'src', which has 160")) << e.what();
   }
 }
 
 // A wgmma's accumulators are its own until the thread waits for it: reading one before is a race.
 TEST(HopperRun, AccumulatorsReadBeforeTheirWgmmaIsWaitedForAreARace) {
-  for (bool wait : {true, false}) {
-    KernelBuilder k("wgmma_early");
-    auto out = k.param<GlobalPtr<float>>("out", extent(128));
-    k.block_threads(128);
-    k.body([&](Scope& g) {
-      lib::for_each_block(g, out, 128, [&](Scope& b, Expr, View out_b) {
-        View a = b.shared_aligned("a", ScalarType::BF16, 64 * 64, 1024);
-        View bt = b.shared_aligned("bt", ScalarType::BF16, 64 * 64, 1024);
-        auto t = b.let("t", b.id(thread(1)));
-        for (const View* tile : {&a, &bt})
-          b.partition(
-              *tile, thread(1), [&](Expr i) { return t * 32 + i; },
-              [&](Scope& b, View mine) {
-                b.group(thread(1), [&](Scope& th) {
-                  th.for_("i", 0, 32, [&](Scope&, Expr i) { mine[i] = cast<bfloat16>(cast<float>(i % 4) - 1.5f); });
-                });
-              });
-        View acc = b.local_array("acc", ScalarType::F32, 32, at(thread(1)));
-        for (int i = 0; i < 32; ++i) acc[i] = 0.0f;
-        b.group(warpgroup(), [&](Scope& w) {
-          w.wgmma_fence();
-          w.wgmma(64, acc, a, 0, bt, 0);
-          w.wgmma_commit();
-          if (wait) w.wgmma_wait(0);
-        });
-        lib::block_store(b, out_b, 128, acc[0] + acc[31]);
-        if (!wait) b.group(warpgroup(), [&](Scope& w) { w.wgmma_wait(0); });
-      });
-    });
-    std::vector<float> got(128, -1.0f);
-    try {
-      k.build().launch(interp(), Grid{1, 128}, got);
-      EXPECT_TRUE(wait) << "the accumulators were read with the wgmma in flight";
-      // Row r of A and of Bt hold (k % 4) - 1.5 at column k, so every element of D is
-      // sum over 16 k of ((k % 4) - 1.5)^2 = 4 * (2.25 + 0.25 + 0.25 + 2.25) = 20.
-      for (float v : got) EXPECT_EQ(v, 40.0f);
-    } catch (const ExecutionError& e) {
-      EXPECT_FALSE(wait) << e.what();
-      EXPECT_EQ(e.check(), "racecheck") << e.what();
-      EXPECT_TRUE(contains(e.what(), "which the wgmma issued by block 0 thread")) << e.what();
-    }
+  std::vector<float> got(128, -1.0f);
+  testing::fill_then_wgmma(true).launch(interp(), Grid{1, 128}, got);
+  for (float v : got) EXPECT_EQ(v, 40.0f);
+  try {
+    testing::fill_then_wgmma(false).launch(interp(), Grid{1, 128}, got);
+    FAIL() << "the accumulators were read with the wgmma in flight";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "racecheck") << e.what();
+    EXPECT_TRUE(contains(e.what(), "which the wgmma issued by block 0 thread")) << e.what();
   }
 }
 

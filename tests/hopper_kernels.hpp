@@ -1,0 +1,74 @@
+// Small Hopper kernels the tests share: a TMA box copied out through an mbarrier, and a warpgroup's
+// wgmma on tiles its threads wrote.
+#pragma once
+
+#include <cstdint>
+
+#include "vantage/vantage.hpp"
+
+namespace vantage::testing {
+
+/// One block of `threads` threads: thread 0 loads the 8 x 32 f32 box at (0, 0) of the n x 32 matrix
+/// `src` (parameters n, src, out) by TMA into a 1024-aligned tile; every thread waits on the
+/// mbarrier and writes element t of the tile (the box as the 128-byte swizzle lays it) to out[t].
+inline Kernel tma_box_copy(int threads) {
+  KernelBuilder kb("tma_box_copy");
+  auto n = kb.param<int>("n");
+  auto src = kb.param<GlobalPtr<const float>>("src");
+  auto out = kb.param<GlobalPtr<float>>("out", extent(threads));
+  kb.block_threads(threads);
+  TensorMap map = kb.tensor_map("src_map", src, n, 32, 8, 32);
+  kb.body([&](Scope& g) {
+    lib::for_each_block(g, out, threads, [&](Scope& b, Expr, View out_b) {
+      View tile = b.shared_aligned("tile", ScalarType::F32, 8 * 32, 1024);
+      View bar = b.shared<std::uint64_t>("bar", 1);
+      b.split(Level::Thread, {{1, [&](Scope& th) {
+                                 th.mbarrier_init(bar, 0, 1);
+                                 th.mbarrier_arrive_expect_tx(bar, 0, map.box_bytes());
+                                 th.tma_load(tile, 0, map, 0, 0, bar, 0);
+                               }}});
+      b.mbarrier_wait(bar, 0, 0);
+      auto t = b.let("t", b.id(thread(1)));
+      lib::block_store(b, out_b, threads, tile[t]);
+    });
+  });
+  return kb.build();
+}
+
+/// One warpgroup fills two 1024-aligned 64 x 64 bf16 tiles with plain stores (element k of a row:
+/// k % 4 - 1.5), then runs one m64n64k16 wgmma on them; thread t writes acc[0] + acc[31] (each
+/// 4 * (2.25 + 0.25 + 0.25 + 2.25) = 20) to out[t]. `wait` false leaves the wgmma_wait until after
+/// that read.
+inline Kernel fill_then_wgmma(bool wait = true) {
+  KernelBuilder k("fill_then_wgmma");
+  auto out = k.param<GlobalPtr<float>>("out", extent(128));
+  k.block_threads(128);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 128, [&](Scope& b, Expr, View out_b) {
+      View a = b.shared_aligned("a", ScalarType::BF16, 64 * 64, 1024);
+      View bt = b.shared_aligned("bt", ScalarType::BF16, 64 * 64, 1024);
+      auto t = b.let("t", b.id(thread(1)));
+      for (const View* tile : {&a, &bt})
+        b.partition(
+            *tile, thread(1), [&](Expr i) { return t * 32 + i; },
+            [&](Scope& b, View mine) {
+              b.group(thread(1), [&](Scope& th) {
+                th.for_("i", 0, 32, [&](Scope&, Expr i) { mine[i] = cast<bfloat16>(cast<float>(i % 4) - 1.5f); });
+              });
+            });
+      View acc = b.local_array("acc", ScalarType::F32, 32, at(thread(1)));
+      for (int i = 0; i < 32; ++i) acc[i] = 0.0f;
+      b.group(warpgroup(), [&](Scope& w) {
+        w.wgmma_fence();
+        w.wgmma(64, acc, a, 0, bt, 0);
+        w.wgmma_commit();
+        if (wait) w.wgmma_wait(0);
+      });
+      lib::block_store(b, out_b, 128, acc[0] + acc[31]);
+      if (!wait) b.group(warpgroup(), [&](Scope& w) { w.wgmma_wait(0); });
+    });
+  });
+  return k.build();
+}
+
+}  // namespace vantage::testing
