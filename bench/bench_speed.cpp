@@ -145,6 +145,16 @@ const std::vector<Variant>& variants() {
                    [](const Size& s) {
                      return Grid{s.at("M") / 128 * (s.at("N") / 256), 384};
                    }});
+    // Rung 3: rung 2 as a persistent kernel, a block an SM (132 on an H100 or H200).
+    for (int in_flight : {0, 1}) {
+      const std::string name = "gemm_wgmma_bf16_persistent" + std::string(in_flight ? "_w1" : "");
+      for (std::int64_t n : {4096, 8192})
+        v.push_back({name, "gemm_wgmma_bf16_wide", Shape::Wgmma, square(n),
+                     [=] { return examples::wgmma_gemm_persistent(name, 16, in_flight); },
+                     [](const Size& s) {
+                       return Grid{std::min<std::int64_t>(132, s.at("M") / 128 * (s.at("N") / 256)), 384};
+                     }});
+    }
     for (auto [bm, bn, bk] : {std::tuple{64, 128, 16}}) {
       const std::string name =
           "sgemm_pipelined_" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk);

@@ -116,23 +116,23 @@ struct Gemm {
   std::vector<float> want;
 };
 
-/// Quarters in [-1, 1]: every product and sum is exact in f32, in any order.
-Gemm gemm_inputs(int K) {
+/// A (M x K) and Bt (N x K) of quarters in [-1, 1], and C = A * Bt^T: every product and sum is exact
+/// in f32, in any order.
+Gemm gemm_inputs(int K, int M = 64, int N = 64) {
   Gemm g;
-  std::vector<float> fa(static_cast<std::size_t>(64 * K)), fb(fa.size());
-  for (std::size_t i = 0; i < fa.size(); ++i) {
-    fa[i] = static_cast<float>((static_cast<int>(i) * 7 + 3) % 9 - 4) / 4.0f;
-    fb[i] = static_cast<float>((static_cast<int>(i) * 5 + 6) % 9 - 4) / 4.0f;
-    g.A.push_back(bf16(fa[i]));
-    g.Bt.push_back(bf16(fb[i]));
-  }
-  g.want.assign(64 * 64, 0.0f);
-  for (int r = 0; r < 64; ++r)
-    for (int c = 0; c < 64; ++c) {
+  auto quarter = [](std::size_t i, int a, int b) {
+    return static_cast<float>((static_cast<int>(i) * a + b) % 9 - 4) / 4;
+  };
+  std::vector<float> fa(static_cast<std::size_t>(M * K)), fb(static_cast<std::size_t>(N * K));
+  for (std::size_t i = 0; i < fa.size(); ++i) g.A.push_back(bf16(fa[i] = quarter(i, 7, 3)));
+  for (std::size_t i = 0; i < fb.size(); ++i) g.Bt.push_back(bf16(fb[i] = quarter(i, 5, 6)));
+  g.want.assign(static_cast<std::size_t>(M * N), 0.0f);
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c) {
       double s = 0;
       for (int p = 0; p < K; ++p)
         s += static_cast<double>(fa[static_cast<std::size_t>(r * K + p)]) * fb[static_cast<std::size_t>(c * K + p)];
-      g.want[static_cast<std::size_t>(r * 64 + c)] = static_cast<float>(s);
+      g.want[static_cast<std::size_t>(r * N + c)] = static_cast<float>(s);
     }
   return g;
 }
@@ -267,6 +267,26 @@ TEST(HopperRun, AConsumerThatLeavesOneGroupRunningFreesTheSlotBefore) {
     EXPECT_TRUE(r.ok) << r.summary;
   }
   EXPECT_THROW(examples::wgmma_gemm("w2", 256, 16, 2), std::invalid_argument);
+}
+
+// Rung 3, persistent: fewer blocks than tiles, each block's pipeline running on from one of its tiles
+// to the next (the producer loading the next tile's steps while the consumers store C), with one
+// wgmma group left running or none. Bit-exact where a block takes two tiles, where the blocks and
+// the tiles come out even, and where one block takes the one tile through five steps.
+TEST(HopperRun, APersistentGemmRunsItsPipelineOnAcrossItsTiles) {
+  struct Run {
+    int M, N, K, blocks, in_flight;
+  };
+  for (const Run& r :
+       {Run{256, 512, 192, 3, 0}, Run{384, 256, 128, 3, 0}, Run{128, 256, 320, 1, 0}, Run{256, 512, 192, 3, 1}}) {
+    SCOPED_TRACE(std::to_string(r.M) + " x " + std::to_string(r.N) + " x " + std::to_string(r.K) + " on " +
+                 std::to_string(r.blocks) + " blocks, in flight " + std::to_string(r.in_flight));
+    const Kernel k = examples::wgmma_gemm_persistent("gemm_persistent", 16, r.in_flight);
+    Gemm g = gemm_inputs(r.K, r.M, r.N);
+    std::vector<float> C(static_cast<std::size_t>(r.M * r.N), -1.0f);
+    k.launch(interp(ThreadOrder::Reverse), Grid{r.blocks, 384}, r.M, r.N, r.K, g.A, g.Bt, C);
+    EXPECT_EQ(C, g.want);
+  }
 }
 
 }  // namespace

@@ -438,7 +438,7 @@ TEST(Interp, EveryExampleRunsCleanUnderEveryThreadOrder) {
 // one its run launches.
 TEST(Interp, EachExampleRunLaunchesItsDefaultGrid) {
   for (const auto& ex : examples::all()) {
-    for (const auto& size : examples::default_sizes(ex.name)) {
+    for (const auto& size : test_support::sweep_sizes(examples::default_sizes(ex.name))) {
       const Grid g = examples::default_grid(ex.name, size);
       auto r = examples::run_example(ex.name, size, interp());
       EXPECT_EQ(r.report.threads, g.blocks * g.threads) << ex.name << " " << r.summary;

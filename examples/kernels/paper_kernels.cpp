@@ -857,6 +857,127 @@ Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight
   return k.build();
 }
 
+// Rung 3, persistent: a block of each SM takes the 128 x 256 tiles b, b + G, b + 2G, ... (G: the
+// launch's blocks) in the grouped order, and its pipeline runs on across them: K step kt of the
+// block's j-th tile is step j * k_tiles + kt of one sequence of slots and parities, so the producer
+// loads the next tile's first steps while the consumers store the last one's C. The block's share of
+// C is its tiles, one after another; its accumulators are zeroed at each tile.
+Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_flight) {
+  if (in_flight != 0 && in_flight != 1)
+    throw std::invalid_argument("wgmma_gemm_persistent: in_flight is 0 or 1, not " + std::to_string(in_flight));
+  constexpr int BM = 128, BN = 256, BK = 64, kStages = 4, T = 384, TE = BM * BN;
+  KernelBuilder k(name);
+  auto M = k.param<int>("M", specialize);
+  auto N = k.param<int>("N", specialize);
+  auto K = k.param<int>("K", specialize);
+  auto A = k.param<GlobalPtr<const bfloat16>>("A", extent(M * K));
+  auto Bt = k.param<GlobalPtr<const bfloat16>>("Bt", extent(N * K));
+  auto C = k.param<GlobalPtr<float>>("C", extent(M * N));
+  k.require(M % BM == 0 && N % BN == 0 && K % BK == 0);
+  k.block_threads(T);
+  k.shared_budget(kStages * (BM + BN) * BK * 2 + 1024 + 64);
+  TensorMap a_map = k.tensor_map("A_map", A, M, K, BM, BK);
+  TensorMap b_map = k.tensor_map("Bt_map", Bt, N, K, BN, BK);
+  k.body([&](Scope& g) {
+    Var per_row = g.let("tiles_per_row", N / BN), tile_rows = g.let("tile_rows", M / BM);
+    Var tiles = g.let("tiles", per_row * tile_rows), blocks = g.let("blocks", g.grid_blocks());
+    Var bid = g.let("bid", g.id(block(1)));
+    // Tile `tile`'s first row and column in the grouped order (lib::for_each_tile_grouped's).
+    auto first_of = [&](const Expr& tile) {
+      const Expr per_group = per_row * group_rows, first = tile / per_group * group_rows;
+      const Expr in_group = max(min(tile_rows - first, group_rows), 1), local = tile % per_group;
+      return std::pair<Expr, Expr>{(first + local % in_group) * BM, local / in_group * BN};
+    };
+    g.partition(
+        C, block(1),
+        [&](Expr i) {
+          auto [row0, col0] = first_of(bid + i / TE * blocks);
+          return (row0 + i % TE / BN) * N + col0 + i % BN;
+        },
+        [&](Scope& g, View share) {
+          g.group(block(1), [&](Scope& b) {
+            View As = b.shared_aligned("As", ScalarType::BF16, kStages * BM * BK, 1024);
+            View Bs = b.shared_aligned("Bs", ScalarType::BF16, kStages * BN * BK, 1024);
+            View full = b.shared<std::uint64_t>("full", kStages);
+            View empty = b.shared<std::uint64_t>("empty", kStages);
+            auto k_tiles = b.let("k_tiles", K / BK);
+            auto my_tiles = b.let("my_tiles", (tiles - bid + blocks - 1) / blocks);  // tiles bid, bid + G, ...
+            auto t = b.let("t", b.id(thread(1)));
+            b.split(Level::Thread, {{1, [&](Scope& th) {
+                                       th.for_("s", 0, kStages, [&](Scope& th, Expr s) {
+                                         th.mbarrier_init(full, s, 1);
+                                         th.mbarrier_init(empty, s, 256);
+                                       });
+                                     }}});
+            auto row_of = [&](const Expr& i) {
+              return t / 128 * 64 + t % 128 / 32 * 16 + t % 32 / 4 + 8 * (i / 2 % 2);
+            };
+            auto col_of = [&](const Expr& i) { return 8 * (i / 4) + 2 * (t % 4) + i % 2; };
+            b.partition(
+                share, thread(1),
+                [&](Expr i) { return i / (BN / 2) * TE + row_of(i % (BN / 2)) * BN + col_of(i % (BN / 2)); },
+                [&](Scope& b, View mine) {
+                  auto consume = [&](Scope& w, int wg) {
+                    w.setmaxnreg(232, true);
+                    View acc = w.local_array("acc", ScalarType::F32, BN / 2, at(thread(1)));
+                    w.for_("j", 0, my_tiles, [&](Scope& w, Expr j) {
+                      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+                      w.for_("kt", 0, k_tiles, [&](Scope& w, Expr kt) {
+                        auto step = w.let("step", j * k_tiles + kt);
+                        auto s = w.let("s", step % kStages), round = w.let("round", step / kStages);
+                        w.mbarrier_wait(full, s, round % 2);
+                        w.wgmma_fence();
+                        for (int kk = 0; kk < BK / 16; ++kk)
+                          w.wgmma(BN, acc, As, s * (BM * BK) + wg * (64 * BK) + kk * 16, Bs, s * (BN * BK) + kk * 16);
+                        w.wgmma_commit();
+                        if (in_flight == 0) {
+                          w.wgmma_wait(0);
+                          w.mbarrier_arrive(empty, s);
+                        } else {
+                          w.wgmma_wait(1);
+                          w.if_(kt > 0, [&](Scope& w) { w.mbarrier_arrive(empty, (step + kStages - 1) % kStages); });
+                        }
+                      });
+                      if (in_flight) {  // the tile's last step: its group, then its slot
+                        w.wgmma_wait(0);
+                        w.mbarrier_arrive(empty, (j * k_tiles + k_tiles - 1) % kStages);
+                      }
+                      w.group(thread(1), [&](Scope&) {
+                        for (int i = 0; i < BN / 2; ++i) mine[j * (BN / 2) + i] = acc[i];
+                      });
+                    });
+                  };
+                  b.split(Level::Thread,
+                          {{128, [&](Scope& w) { consume(w, 0); }},
+                           {128, [&](Scope& w) { consume(w, 1); }},
+                           {128, [&](Scope& producer) {
+                              producer.setmaxnreg(40, false);
+                              producer.split(
+                                  Level::Thread,
+                                  {{1, [&](Scope& th) {
+                                      th.for_("j", 0, my_tiles, [&](Scope& th, Expr j) {
+                                        auto [row0, col0] = first_of(bid + j * blocks);
+                                        auto r0 = th.let("row0", row0), c0 = th.let("col0", col0);
+                                        th.for_("kt", 0, k_tiles, [&](Scope& th, Expr kt) {
+                                          auto step = th.let("step", j * k_tiles + kt);
+                                          auto s = th.let("s", step % kStages), round = th.let("round", step / kStages);
+                                          // The slot's previous round must have been consumed.
+                                          th.if_(step >= kStages,
+                                                 [&](Scope& th) { th.mbarrier_wait(empty, s, (round - 1) % 2); });
+                                          th.mbarrier_arrive_expect_tx(full, s, a_map.box_bytes() + b_map.box_bytes());
+                                          th.tma_load(As, s * (BM * BK), a_map, r0, kt * BK, full, s);
+                                          th.tma_load(Bs, s * (BN * BK), b_map, c0, kt * BK, full, s);
+                                        });
+                                      });
+                                    }}});
+                            }}});
+                });
+          });
+        });
+  });
+  return k.build();
+}
+
 Kernel gemm_wgmma_bf16() { return wgmma_gemm("gemm_wgmma_bf16", 128, 1); }
 Kernel gemm_wgmma_bf16_wide() { return wgmma_gemm("gemm_wgmma_bf16_wide", 256, 16); }
 

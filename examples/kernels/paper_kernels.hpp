@@ -195,5 +195,8 @@ Kernel gemm_wgmma_bf16_wide();
 /// (lib::for_each_tile_grouped; 1: row by row), with `in_flight` (0 or 1) of a consumer's wgmma
 /// groups left running as it goes on to the next K step.
 Kernel wgmma_gemm(const std::string& name, int bn, int group_rows, int in_flight = 0);
+/// Rung 3: rung 2 as a persistent kernel. Launch one block an SM (any number up to the tiles): block
+/// b takes tiles b, b + G, ... of the grouped order, its pipeline running on from one to the next.
+Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_flight = 0);
 
 }  // namespace vantage::examples
