@@ -762,42 +762,119 @@ Kernel vec_copy() {
 // C (f32, M x N) = A (bf16, M x K) * Bt^T (Bt: bf16, N x K), both operands K-major as wgmma reads
 // them. 128 x BN tiles of C, 64-deep K steps, 4 pipeline slots. Warpgroups 0 and 1 consume (64 rows
 // of C each, four m64nBNk16 wgmma per step, BN / 2 accumulators a thread); warpgroup 2 produces (one
-// thread issues the TMA loads). The slots are a loop: slot s = kt % 4 is used in round kt / 4, whose
-// parity the waits name. BN is 128 (rung 1) or 256 (rung 2: a quarter fewer tile loads per product).
-// With `in_flight` 1 a consumer keeps one step's wgmma group running while it waits for the next
-// slot and issues the next step's: after the step's commit it waits for all but that group and frees
-// the slot the step before read (wgmma_wait(1)), where 0 waits for the step's own and frees its slot.
-Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight) {
-  if (BN != 128 && BN != 256) throw std::invalid_argument("wgmma_gemm: BN is 128 or 256, not " + std::to_string(BN));
-  if (in_flight != 0 && in_flight != 1)
-    throw std::invalid_argument("wgmma_gemm: in_flight is 0 or 1, not " + std::to_string(in_flight));
-  constexpr int BM = 128, BK = 64, kStages = 4, T = 384;
-  KernelBuilder k(name);
+// thread issues the TMA loads). The slots are a loop: slot s = step % 4 is used in round step / 4,
+// whose parity the waits name. BN is 128 (rung 1) or 256 (rung 2: a quarter fewer tile loads per
+// product). With `in_flight` 1 a consumer keeps one step's wgmma group running while it waits for
+// the next slot and issues the next step's: after the step's commit it waits for all but that group
+// and frees the slot the step before read (wgmma_wait(1)), where 0 waits for the step's own and
+// frees its slot.
+namespace {
+constexpr int kWgBM = 128, kWgBK = 64, kWgStages = 4;
+
+/// The bf16 GEMMs' parameters, requirements, shared budget and tensor maps.
+struct WgmmaGemm {
+  Expr M, N, K;
+  View C;
+  TensorMap a_map, b_map;
+};
+WgmmaGemm wgmma_gemm_params(KernelBuilder& k, int BN) {
   auto M = k.param<int>("M", specialize);
   auto N = k.param<int>("N", specialize);
   auto K = k.param<int>("K", specialize);
   auto A = k.param<GlobalPtr<const bfloat16>>("A", extent(M * K));
   auto Bt = k.param<GlobalPtr<const bfloat16>>("Bt", extent(N * K));
   auto C = k.param<GlobalPtr<float>>("C", extent(M * N));
-  k.require(M % BM == 0 && N % BN == 0 && K % BK == 0);
-  k.block_threads(T);
-  k.shared_budget(kStages * (BM + BN) * BK * 2 + 1024 + 64);
-  TensorMap a_map = k.tensor_map("A_map", A, M, K, BM, BK);
-  TensorMap b_map = k.tensor_map("Bt_map", Bt, N, K, BN, BK);
+  k.require(M % kWgBM == 0 && N % BN == 0 && K % kWgBK == 0);
+  k.block_threads(384);
+  k.shared_budget(kWgStages * (kWgBM + BN) * kWgBK * 2 + 1024 + 64);
+  TensorMap a_map = k.tensor_map("A_map", A, M, K, kWgBM, kWgBK);
+  TensorMap b_map = k.tensor_map("Bt_map", Bt, N, K, BN, kWgBK);
+  return {M, N, K, C, a_map, b_map};
+}
+
+/// A block's pipeline: 4 slots of A and B tiles and an mbarrier of each kind a slot.
+struct WgmmaPipeline {
+  View As, Bs, full, empty;
+  int BN;
+};
+WgmmaPipeline wgmma_pipeline(Scope& b, int BN) {
+  View As = b.shared_aligned("As", ScalarType::BF16, kWgStages * kWgBM * kWgBK, 1024);
+  View Bs = b.shared_aligned("Bs", ScalarType::BF16, kWgStages * BN * kWgBK, 1024);
+  View full = b.shared<std::uint64_t>("full", kWgStages);    // slot s holds data: TMA completes it
+  View empty = b.shared<std::uint64_t>("empty", kWgStages);  // slot s is free: 256 consumers arrive
+  return {As, Bs, full, empty, BN};
+}
+void init_pipeline(Scope& b, const WgmmaPipeline& p) {
+  b.split(Level::Thread, {{1, [&](Scope& th) {
+                             th.for_("s", 0, kWgStages, [&](Scope& th, Expr s) {
+                               th.mbarrier_init(p.full, s, 1);
+                               th.mbarrier_init(p.empty, s, 256);
+                             });
+                           }}});
+}
+
+/// Consumer warpgroup wg's K step `step` of the pipeline (`kt`: the step within its tile): wait for
+/// the slot, four wgmma into `acc`, and free a slot.
+void consume_step(Scope& w, const WgmmaPipeline& p, int wg, const View& acc, const Expr& step, const Expr& kt,
+                  int in_flight) {
+  const int BN = p.BN;
+  auto s = w.let("s", step % kWgStages), round = w.let("round", step / kWgStages);
+  w.mbarrier_wait(p.full, s, round % 2);
+  w.wgmma_fence();
+  for (int kk = 0; kk < kWgBK / 16; ++kk)
+    w.wgmma(BN, acc, p.As, s * (kWgBM * kWgBK) + wg * (64 * kWgBK) + kk * 16, p.Bs, s * (BN * kWgBK) + kk * 16);
+  w.wgmma_commit();
+  if (in_flight == 0) {
+    w.wgmma_wait(0);
+    w.mbarrier_arrive(p.empty, s);
+  } else {
+    w.wgmma_wait(1);
+    w.if_(kt > 0, [&](Scope& w) { w.mbarrier_arrive(p.empty, (step + kWgStages - 1) % kWgStages); });
+  }
+}
+
+/// The producer's K step `step` (`kt`: the step within the tile at row0, col0): wait for the slot's
+/// previous round to be consumed, announce its bytes, load both tiles.
+void produce_step(Scope& th, const WgmmaPipeline& p, const WgmmaGemm& g, const Expr& step, const Expr& kt,
+                  const ExprArg& row0, const ExprArg& col0) {
+  auto s = th.let("s", step % kWgStages);
+  auto round = th.let("round", step / kWgStages);
+  th.if_(step >= kWgStages, [&](Scope& th) { th.mbarrier_wait(p.empty, s, (round - 1) % 2); });
+  th.mbarrier_arrive_expect_tx(p.full, s, g.a_map.box_bytes() + g.b_map.box_bytes());
+  th.tma_load(p.As, s * (kWgBM * kWgBK), g.a_map, row0, kt * kWgBK, p.full, s);
+  th.tma_load(p.Bs, s * (p.BN * kWgBK), g.b_map, col0, kt * kWgBK, p.full, s);
+}
+
+/// The block's roles: warpgroups 0 and 1 consume (`consume(w, wg)`), one thread of warpgroup 2,
+/// its registers lowered to 40, produces.
+void split_roles(Scope& b, const std::function<void(Scope&, int)>& consume,
+                 const std::function<void(Scope&)>& produce) {
+  b.split(Level::Thread, {{128, [&](Scope& w) { consume(w, 0); }},
+                          {128, [&](Scope& w) { consume(w, 1); }},
+                          {128, [&](Scope& producer) {
+                             producer.setmaxnreg(40, false);
+                             producer.split(Level::Thread, {{1, produce}});
+                           }}});
+}
+
+void check_in_flight(const char* who, int in_flight) {
+  if (in_flight != 0 && in_flight != 1)
+    throw std::invalid_argument(std::string(who) + ": in_flight is 0 or 1, not " + std::to_string(in_flight));
+}
+}  // namespace
+
+Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight) {
+  if (BN != 128 && BN != 256) throw std::invalid_argument("wgmma_gemm: BN is 128 or 256, not " + std::to_string(BN));
+  check_in_flight("wgmma_gemm", in_flight);
+  KernelBuilder k(name);
+  const WgmmaGemm gm = wgmma_gemm_params(k, BN);
+  const Expr &M = gm.M, &N = gm.N;
   k.body([&](Scope& g) {
-    lib::for_each_tile_grouped(g, C, M, N, BM, BN, group_rows, [&](Scope& b, const lib::MatrixTile& c) {
-      View As = b.shared_aligned("As", ScalarType::BF16, kStages * BM * BK, 1024);
-      View Bs = b.shared_aligned("Bs", ScalarType::BF16, kStages * BN * BK, 1024);
-      View full = b.shared<std::uint64_t>("full", kStages);    // slot s holds data: TMA completes it
-      View empty = b.shared<std::uint64_t>("empty", kStages);  // slot s is free: 256 consumers arrive
-      auto k_tiles = b.let("k_tiles", K / BK);
+    lib::for_each_tile_grouped(g, gm.C, M, N, kWgBM, BN, group_rows, [&](Scope& b, const lib::MatrixTile& c) {
+      const WgmmaPipeline p = wgmma_pipeline(b, BN);
+      auto k_tiles = b.let("k_tiles", gm.K / kWgBK);
       const Expr& t = c.thread;
-      b.split(Level::Thread, {{1, [&](Scope& th) {
-                                 th.for_("s", 0, kStages, [&](Scope& th, Expr s) {
-                                   th.mbarrier_init(full, s, 1);
-                                   th.mbarrier_init(empty, s, 256);
-                                 });
-                               }}});
+      init_pipeline(b, p);
       // Element i of consumer thread t's accumulators (warpgroup t / 128) is C's row wg * 64 + warp *
       // 16 + lane / 4 + 8 * (i / 2 % 2), column 8 * (i / 4) + 2 * (lane % 4) + i % 2: wgmma's D.
       auto row_of = [&](const Expr& i) { return t / 128 * 64 + t % 128 / 32 * 16 + t % 32 / 4 + 8 * (i / 2 % 2); };
@@ -810,47 +887,16 @@ Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight
               w.setmaxnreg(232, true);
               View acc = w.local_array("acc", ScalarType::F32, BN / 2, at(thread(1)));
               for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-              w.for_("kt", 0, k_tiles, [&](Scope& w, Expr kt) {
-                auto s = w.let("s", kt % kStages), round = w.let("round", kt / kStages);
-                w.mbarrier_wait(full, s, round % 2);
-                w.wgmma_fence();
-                for (int kk = 0; kk < BK / 16; ++kk)
-                  w.wgmma(BN, acc, As, s * (BM * BK) + wg * (64 * BK) + kk * 16, Bs, s * (BN * BK) + kk * 16);
-                w.wgmma_commit();
-                if (in_flight == 0) {
-                  w.wgmma_wait(0);
-                  w.mbarrier_arrive(empty, s);
-                } else {
-                  w.wgmma_wait(1);
-                  w.if_(kt > 0, [&](Scope& w) { w.mbarrier_arrive(empty, (kt + kStages - 1) % kStages); });
-                }
-              });
+              w.for_("kt", 0, k_tiles, [&](Scope& w, Expr kt) { consume_step(w, p, wg, acc, kt, kt, in_flight); });
               if (in_flight) w.wgmma_wait(0);  // the last step's group, before its accumulators are read
               w.group(thread(1), [&](Scope& th) {
                 for (int i = 0; i < BN / 2; ++i)
                   th.if_(c.row0 + row_of(i) < M && c.col0 + col_of(i) < N, [&](Scope&) { mine[i] = acc[i]; });
               });
             };
-            b.split(Level::Thread,
-                    {{128, [&](Scope& w) { consume(w, 0); }},
-                     {128, [&](Scope& w) { consume(w, 1); }},
-                     {128, [&](Scope& producer) {
-                        producer.setmaxnreg(40, false);
-                        producer.split(Level::Thread,
-                                       {{1, [&](Scope& th) {
-                                           th.for_("kt", 0, k_tiles, [&](Scope& th, Expr kt) {
-                                             auto s = th.let("s", kt % kStages);
-                                             auto round = th.let("round", kt / kStages);
-                                             // The slot's previous round must have been consumed.
-                                             th.if_(kt >= kStages,
-                                                    [&](Scope& th) { th.mbarrier_wait(empty, s, (round - 1) % 2); });
-                                             th.mbarrier_arrive_expect_tx(full, s,
-                                                                          a_map.box_bytes() + b_map.box_bytes());
-                                             th.tma_load(As, s * (BM * BK), a_map, c.row0, kt * BK, full, s);
-                                             th.tma_load(Bs, s * (BN * BK), b_map, c.col0, kt * BK, full, s);
-                                           });
-                                         }}});
-                      }}});
+            split_roles(b, consume, [&](Scope& th) {
+              th.for_("kt", 0, k_tiles, [&](Scope& th, Expr kt) { produce_step(th, p, gm, kt, kt, c.row0, c.col0); });
+            });
           });
     });
   });
@@ -863,52 +909,34 @@ Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight
 // loads the next tile's first steps while the consumers store the last one's C. The block's share of
 // C is its tiles, one after another; its accumulators are zeroed at each tile.
 Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_flight) {
-  if (in_flight != 0 && in_flight != 1)
-    throw std::invalid_argument("wgmma_gemm_persistent: in_flight is 0 or 1, not " + std::to_string(in_flight));
-  constexpr int BM = 128, BN = 256, BK = 64, kStages = 4, T = 384, TE = BM * BN;
+  check_in_flight("wgmma_gemm_persistent", in_flight);
+  constexpr int BN = 256, TE = kWgBM * BN;
   KernelBuilder k(name);
-  auto M = k.param<int>("M", specialize);
-  auto N = k.param<int>("N", specialize);
-  auto K = k.param<int>("K", specialize);
-  auto A = k.param<GlobalPtr<const bfloat16>>("A", extent(M * K));
-  auto Bt = k.param<GlobalPtr<const bfloat16>>("Bt", extent(N * K));
-  auto C = k.param<GlobalPtr<float>>("C", extent(M * N));
-  k.require(M % BM == 0 && N % BN == 0 && K % BK == 0);
-  k.block_threads(T);
-  k.shared_budget(kStages * (BM + BN) * BK * 2 + 1024 + 64);
-  TensorMap a_map = k.tensor_map("A_map", A, M, K, BM, BK);
-  TensorMap b_map = k.tensor_map("Bt_map", Bt, N, K, BN, BK);
+  const WgmmaGemm gm = wgmma_gemm_params(k, BN);
+  const Expr &M = gm.M, &N = gm.N;
   k.body([&](Scope& g) {
-    Var per_row = g.let("tiles_per_row", N / BN), tile_rows = g.let("tile_rows", M / BM);
+    Var per_row = g.let("tiles_per_row", N / BN), tile_rows = g.let("tile_rows", M / kWgBM);
     Var tiles = g.let("tiles", per_row * tile_rows), blocks = g.let("blocks", g.grid_blocks());
     Var bid = g.let("bid", g.id(block(1)));
     // Tile `tile`'s first row and column in the grouped order (lib::for_each_tile_grouped's).
     auto first_of = [&](const Expr& tile) {
       const Expr per_group = per_row * group_rows, first = tile / per_group * group_rows;
       const Expr in_group = max(min(tile_rows - first, group_rows), 1), local = tile % per_group;
-      return std::pair<Expr, Expr>{(first + local % in_group) * BM, local / in_group * BN};
+      return std::pair<Expr, Expr>{(first + local % in_group) * kWgBM, local / in_group * BN};
     };
     g.partition(
-        C, block(1),
+        gm.C, block(1),
         [&](Expr i) {
           auto [row0, col0] = first_of(bid + i / TE * blocks);
           return (row0 + i % TE / BN) * N + col0 + i % BN;
         },
         [&](Scope& g, View share) {
           g.group(block(1), [&](Scope& b) {
-            View As = b.shared_aligned("As", ScalarType::BF16, kStages * BM * BK, 1024);
-            View Bs = b.shared_aligned("Bs", ScalarType::BF16, kStages * BN * BK, 1024);
-            View full = b.shared<std::uint64_t>("full", kStages);
-            View empty = b.shared<std::uint64_t>("empty", kStages);
-            auto k_tiles = b.let("k_tiles", K / BK);
+            const WgmmaPipeline p = wgmma_pipeline(b, BN);
+            auto k_tiles = b.let("k_tiles", gm.K / kWgBK);
             auto my_tiles = b.let("my_tiles", (tiles - bid + blocks - 1) / blocks);  // tiles bid, bid + G, ...
             auto t = b.let("t", b.id(thread(1)));
-            b.split(Level::Thread, {{1, [&](Scope& th) {
-                                       th.for_("s", 0, kStages, [&](Scope& th, Expr s) {
-                                         th.mbarrier_init(full, s, 1);
-                                         th.mbarrier_init(empty, s, 256);
-                                       });
-                                     }}});
+            init_pipeline(b, p);
             auto row_of = [&](const Expr& i) {
               return t / 128 * 64 + t % 128 / 32 * 16 + t % 32 / 4 + 8 * (i / 2 % 2);
             };
@@ -923,54 +951,27 @@ Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_fli
                     w.for_("j", 0, my_tiles, [&](Scope& w, Expr j) {
                       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
                       w.for_("kt", 0, k_tiles, [&](Scope& w, Expr kt) {
-                        auto step = w.let("step", j * k_tiles + kt);
-                        auto s = w.let("s", step % kStages), round = w.let("round", step / kStages);
-                        w.mbarrier_wait(full, s, round % 2);
-                        w.wgmma_fence();
-                        for (int kk = 0; kk < BK / 16; ++kk)
-                          w.wgmma(BN, acc, As, s * (BM * BK) + wg * (64 * BK) + kk * 16, Bs, s * (BN * BK) + kk * 16);
-                        w.wgmma_commit();
-                        if (in_flight == 0) {
-                          w.wgmma_wait(0);
-                          w.mbarrier_arrive(empty, s);
-                        } else {
-                          w.wgmma_wait(1);
-                          w.if_(kt > 0, [&](Scope& w) { w.mbarrier_arrive(empty, (step + kStages - 1) % kStages); });
-                        }
+                        consume_step(w, p, wg, acc, w.let("step", j * k_tiles + kt), kt, in_flight);
                       });
                       if (in_flight) {  // the tile's last step: its group, then its slot
                         w.wgmma_wait(0);
-                        w.mbarrier_arrive(empty, (j * k_tiles + k_tiles - 1) % kStages);
+                        w.mbarrier_arrive(p.empty, (j * k_tiles + k_tiles - 1) % kWgStages);
                       }
                       w.group(thread(1), [&](Scope&) {
                         for (int i = 0; i < BN / 2; ++i) mine[j * (BN / 2) + i] = acc[i];
                       });
                     });
                   };
-                  b.split(Level::Thread,
-                          {{128, [&](Scope& w) { consume(w, 0); }},
-                           {128, [&](Scope& w) { consume(w, 1); }},
-                           {128, [&](Scope& producer) {
-                              producer.setmaxnreg(40, false);
-                              producer.split(
-                                  Level::Thread,
-                                  {{1, [&](Scope& th) {
-                                      th.for_("j", 0, my_tiles, [&](Scope& th, Expr j) {
-                                        auto [row0, col0] = first_of(bid + j * blocks);
-                                        auto r0 = th.let("row0", row0), c0 = th.let("col0", col0);
-                                        th.for_("kt", 0, k_tiles, [&](Scope& th, Expr kt) {
-                                          auto step = th.let("step", j * k_tiles + kt);
-                                          auto s = th.let("s", step % kStages), round = th.let("round", step / kStages);
-                                          // The slot's previous round must have been consumed.
-                                          th.if_(step >= kStages,
-                                                 [&](Scope& th) { th.mbarrier_wait(empty, s, (round - 1) % 2); });
-                                          th.mbarrier_arrive_expect_tx(full, s, a_map.box_bytes() + b_map.box_bytes());
-                                          th.tma_load(As, s * (BM * BK), a_map, r0, kt * BK, full, s);
-                                          th.tma_load(Bs, s * (BN * BK), b_map, c0, kt * BK, full, s);
-                                        });
-                                      });
-                                    }}});
-                            }}});
+                  split_roles(b, consume, [&](Scope& th) {
+                    th.for_("j", 0, my_tiles, [&](Scope& th, Expr j) {
+                      auto [row0, col0] = first_of(bid + j * blocks);
+                      auto r0 = th.let("row0", row0);
+                      auto c0 = th.let("col0", col0);
+                      th.for_("kt", 0, k_tiles, [&](Scope& th, Expr kt) {
+                        produce_step(th, p, gm, th.let("step", j * k_tiles + kt), kt, r0, c0);
+                      });
+                    });
+                  });
                 });
           });
         });
