@@ -223,6 +223,41 @@ TEST(HopperRun, ATmaBoxIsSwizzledAndZeroPastTheMatrix) {
   }
 }
 
+// An arrival at an mbarrier nothing initialised, and one past its phase's count (the phase still
+// waits for its load's bytes), are reported at the arrival's line.
+TEST(HopperRun, ArrivalsAtAnUninitialisedBarrierOrPastTheCountAreReported) {
+  for (bool init : {false, true}) {
+    KernelBuilder kb("arrivals");
+    auto out = kb.param<GlobalPtr<float>>("out", extent(32));
+    kb.block_threads(32);
+    int line = 0;
+    kb.body([&](Scope& g) {
+      lib::for_each_block(g, out, 32, [&](Scope& b, Expr, View out_b) {
+        View bar = b.shared<std::uint64_t>("bar", 1);
+        b.split(Level::Thread, {{1, [&](Scope& th) {
+                                   if (init) th.mbarrier_init(bar, 0, 1);
+                                   th.mbarrier_arrive_expect_tx(bar, 0, 128);
+                                   line = __LINE__ + 1;
+                                   th.mbarrier_arrive(bar, 0);
+                                 }}});
+        lib::block_store(b, out_b, 32, 1.0f);
+      });
+    });
+    std::vector<float> got(32);
+    try {
+      kb.build().launch(interp(), Grid{1, 32}, got);
+      ADD_FAILURE() << "ran";
+    } catch (const ExecutionError& e) {
+      EXPECT_EQ(e.check(), init ? "synccheck" : "initcheck") << e.what();
+      EXPECT_TRUE(
+          contains(e.what(), init ? "more arrivals than its count" : "before any thread of the block initialised"))
+          << e.what();
+      ASSERT_FALSE(e.locs().empty());
+      EXPECT_EQ(static_cast<int>(e.locs()[0].line), init ? line : line - 2) << e.what();
+    }
+  }
+}
+
 // A wgmma's accumulators are its own until the thread waits for it: reading one before is a race.
 TEST(HopperRun, AccumulatorsReadBeforeTheirWgmmaIsWaitedForAreARace) {
   std::vector<float> got(128, -1.0f);

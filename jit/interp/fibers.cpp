@@ -4,6 +4,8 @@
 #include "jit/interp/fibers.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <system_error>
 
 namespace vantage::interp::detail {
 
@@ -129,10 +131,25 @@ void Fibers::run_all(std::vector<std::function<void()>> bodies) {
     kids.push_back(own.back().get());
   }
   live_.insert(at, kids.begin(), kids.end());
-  for (Fiber* f : kids) f->thread = std::thread(&Fibers::entry, this, f);
   auto join = [&] {
-    for (Fiber* f : kids) f->thread.join();
+    for (Fiber* f : kids)
+      if (f->thread.joinable()) f->thread.join();
   };
+  try {
+    for (Fiber* f : kids) f->thread = std::thread(&Fibers::entry, this, f);
+  } catch (const std::system_error& e) {  // the host would not start another thread
+    for (Fiber* f : kids)
+      if (!f->thread.joinable()) {  // never started: ended as it stands
+        f->done = true;
+        live_.erase(std::find(live_.begin(), live_.end(), f));
+      }
+    stop(kids);
+    join();
+    throw std::runtime_error("the interpreter runs each of " + std::to_string(kids.size()) +
+                             " threads that wait on mbarriers on a host thread of its own, and the host would not "
+                             "start one more (" +
+                             e.what() + ")");
+  }
   try {
     wait_until(
         [&] {

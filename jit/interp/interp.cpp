@@ -206,6 +206,20 @@ void Machine::complete_async(Thread& t, std::int64_t group) {
   t.async = std::move(left);
 }
 
+// A template, so that the plain path (every kernel that does not wait) makes no std::function.
+template <class F>
+void Machine::each_thread(const std::vector<Thread*>& ts, bool may_wait, F&& f) {
+  std::vector<Thread*> order = ordered(ts);
+  if (!may_wait || order.size() < 2) {
+    for (auto* t : order) f(*t);
+    return;
+  }
+  std::vector<std::function<void()>> bodies;
+  bodies.reserve(order.size());
+  for (Thread* t : order) bodies.push_back([&f, t] { f(*t); });
+  fibers_->run_all(std::move(bodies));
+}
+
 void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
   if (!s) return;
   std::vector<Thread*> ts;
@@ -213,7 +227,7 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
     if (!t->stopped()) ts.push_back(t);
   if (ts.empty()) return;
   if (!collectives_.of(s)) {
-    each_thread(ts, collectives_.waits(s), [&](Thread& t) { exec_one(s, t); });
+    each_thread(ts, fibers_ && collectives_.waits(s), [&](Thread& t) { exec_one(s, t); });
     return;
   }
   if (const auto* seq = as<Seq>(*s)) {
@@ -224,9 +238,9 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
         continue;
       }
       std::size_t j = i;
-      bool waits = false;
-      while (j < seq->stmts.size() && !collectives_.of(seq->stmts[j]))
-        waits = collectives_.waits(seq->stmts[j++]) || waits;
+      bool waits = false;  // looked for only in a kernel that waits on mbarriers
+      for (; j < seq->stmts.size() && !collectives_.of(seq->stmts[j]); ++j)
+        waits = waits || (fibers_ && collectives_.waits(seq->stmts[j]));
       each_thread(ts, waits, [&](Thread& t) {
         for (std::size_t k = i; k < j && !t.stopped(); ++k) exec_one(seq->stmts[k], t);
       });
@@ -304,18 +318,6 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
   if (const auto* n = as<Call>(*s)) return call(*n, ts);
   if (const auto* n = as<Intrinsic>(*s)) return warp_op(*n, ts);
   throw InternalError(std::string("interp: a collective ") + name_of(s->kind));
-}
-
-void Machine::each_thread(const std::vector<Thread*>& ts, bool may_wait, const std::function<void(Thread&)>& f) {
-  std::vector<Thread*> order = ordered(ts);
-  if (!fibers_ || !may_wait || order.size() < 2) {
-    for (auto* t : order) f(*t);
-    return;
-  }
-  std::vector<std::function<void()>> bodies;
-  bodies.reserve(order.size());
-  for (Thread* t : order) bodies.push_back([&f, t] { f(*t); });
-  fibers_->run_all(std::move(bodies));
 }
 
 void Machine::no_jump(const std::vector<Thread*>& ts, SourceLoc l) {

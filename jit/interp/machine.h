@@ -497,9 +497,10 @@ class Machine {
   /// mbarriers, TMA loads and wgmma for thread t: their operands evaluated, for hopper_.
   void hopper(const Intrinsic& n, Thread& t);
 
-  /// Runs `f` for each of ts, one after the other; in a kernel that waits on mbarriers, as fibers
-  /// where what they run `may_wait`, so that each may wait for the others.
-  void each_thread(const std::vector<Thread*>& ts, bool may_wait, const std::function<void(Thread&)>& f);
+  /// Runs `f(thread)` for each of ts, one after the other; where what they run `may_wait` (in a
+  /// kernel that waits on mbarriers), as fibers, so that each may wait for the others.
+  template <class F>
+  void each_thread(const std::vector<Thread*>& ts, bool may_wait, F&& f);
 
   // ------------------------------------------------------------ threads in lockstep
   void exec_all(const StmtPtr& s, const std::vector<Thread*>& in);
