@@ -145,6 +145,16 @@ const std::vector<Variant>& variants() {
                    [](const Size& s) {
                      return Grid{s.at("M") / 128 * (s.at("N") / 256), 384};
                    }});
+    // Rung 2 storing C by TMA (64 x 32 chunks through two swizzled buffers a consumer warpgroup).
+    for (int in_flight : {0, 1}) {
+      const std::string name = "gemm_wgmma_bf16_wide_tma" + std::string(in_flight ? "_w1" : "");
+      for (std::int64_t n : {4096, 8192})
+        v.push_back({name, "gemm_wgmma_bf16_wide", Shape::Wgmma, square(n),
+                     [=] { return examples::wgmma_gemm(name, 256, 16, in_flight, true); },
+                     [](const Size& s) {
+                       return Grid{s.at("M") / 128 * (s.at("N") / 256), 384};
+                     }});
+    }
     // Rung 3: rung 2 as a persistent kernel, a block an SM (132 on an H100 or H200).
     for (int in_flight : {0, 1}) {
       const std::string name = "gemm_wgmma_bf16_persistent" + std::string(in_flight ? "_w1" : "");

@@ -621,6 +621,28 @@ void Scope::tma_load(const View& dst, const ExprArg& dst_index, const TensorMap&
       .imm(index)
       .emit();
 }
+void Scope::tma_store(const TensorMap& map, const View& src, const ExprArg& src_index, const View& dst,
+                      const ExprArg& dst_index, std::source_location l) {
+  SourceLoc loc = here(l);
+  int index = BuilderAccess::index(map);
+  if (!map.defined() || BuilderAccess::ctx(map) != ctx_) {
+    ctx_->error("V0503", loc,
+                map.defined() ? "tensor map " + map.name() + " belongs to another kernel"
+                              : "tma_store needs a tensor map made by KernelBuilder::tensor_map");
+    index = -1;
+  }
+  VANTAGE_INTRINSIC(TmaStore2D, l)
+      .mem(src)
+      .mem(dst)
+      .arg(src_index, ScalarType::I32)
+      .arg(dst_index, ScalarType::I32)
+      .imm(index)
+      .imm(map.defined() ? map.box_rows() * map.box_cols() : 0)
+      .emit();
+}
+void Scope::tma_store_wait(int pending, std::source_location l) {
+  VANTAGE_INTRINSIC(TmaStoreWait, l).imm(pending).emit();
+}
 void Scope::mbarrier_init(const View& bars, const ExprArg& slot, const ExprArg& count, std::source_location l) {
   VANTAGE_INTRINSIC(MbarrierInit, l).mem(bars).arg(count, ScalarType::I32).arg(slot, ScalarType::I32).emit();
 }

@@ -1,5 +1,5 @@
-// Small Hopper kernels the tests share: a TMA box copied out through an mbarrier, and a warpgroup's
-// wgmma on tiles its threads wrote.
+// Small Hopper kernels the tests share: a TMA box copied out through an mbarrier, a warpgroup's
+// wgmma on tiles its threads wrote, and tiles stored by TMA.
 #pragma once
 
 #include <cstdint>
@@ -69,6 +69,58 @@ inline Kernel fill_then_wgmma(bool wait = true) {
     });
   });
   return k.build();
+}
+
+/// How the storing thread of tma_store_tiles ends: it waits for its store; it does not; every thread
+/// writes the source again first (before the wait), then it waits; or thread 1, which stored nothing,
+/// waits, and every thread writes the source again.
+enum class StoreEnd { Wait, NoWait, Rewrite, OtherThreadWaits };
+
+/// Tiles of 8 x 32 f32, one 128-thread block each, of the rows x cols matrix `out` (parameters rows,
+/// cols, out): each thread writes two elements of its tile, (r, c) of the matrix as r * 1000 + c,
+/// into a 1024-aligned array in the 128-byte swizzle, and one thread stores the array to the tile
+/// by TMA (past the matrix, nothing is written).
+inline Kernel tma_store_tiles(StoreEnd end = StoreEnd::Wait) {
+  KernelBuilder kb("tma_store_tiles");
+  auto rows = kb.param<int>("rows");
+  auto cols = kb.param<int>("cols");
+  auto out = kb.param<GlobalPtr<float>>("out", extent(rows * cols));
+  kb.block_threads(128);
+  TensorMap map = kb.tensor_map("out_map", out, rows, cols, 8, 32);
+  kb.body([&](Scope& g) {
+    lib::for_each_tile(g, out, rows, cols, 8, 32, [&](Scope& b, const lib::MatrixTile& tile) {
+      View stage = b.shared_aligned("stage", ScalarType::F32, 8 * 32, 1024);
+      const Expr& t = tile.thread;
+      // Element e of the tile (row e / 32, column e % 32): its 16-byte chunk moved by the row.
+      auto swizzled = [](const Expr& e) { return e / 32 * 32 + ((e % 32 / 4) ^ (e / 32 % 8)) * 4 + e % 4; };
+      auto fill = [&](Scope& b, int pass) {
+        b.partition(
+            stage, thread(1), [&](Expr i) { return swizzled(t * 2 + i); },
+            [&](Scope& b, View mine) {
+              b.group(thread(1), [&](Scope&) {
+                for (int i = 0; i < 2; ++i) {
+                  Expr e = t * 2 + i;
+                  mine[i] = cast<float>((tile.row0 + e / 32) * 1000 + tile.col0 + e % 32 + pass);
+                }
+              });
+            });
+      };
+      fill(b, 0);
+      lib::by_one_thread(b, tile.view, [&](Scope& one, View mine) {
+        one.tma_store(map, stage, 0, mine, 0);
+        if (end == StoreEnd::Wait) one.tma_store_wait(0);
+      });
+      if (end == StoreEnd::Rewrite) {
+        fill(b, 1);
+        lib::by_one_thread(b, [&](Scope& one) { one.tma_store_wait(0); });
+      }
+      if (end == StoreEnd::OtherThreadWaits) {
+        b.split(Level::Thread, {{1, [](Scope&) {}}, {1, [](Scope& second) { second.tma_store_wait(0); }}});
+        fill(b, 1);
+      }
+    });
+  });
+  return kb.build();
 }
 
 }  // namespace vantage::testing

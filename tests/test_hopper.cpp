@@ -429,5 +429,163 @@ TEST(Hopper, AWgmmaTileWrittenByTheThreadsGetsABarrierFirst) {
   k.launch(Device::interpreter(), Grid{1, 128}, got);
   for (float v : got) EXPECT_EQ(v, 40.0f);
 }
+
+// wgmma reads its tiles through the async proxy, and plain stores write them through the generic
+// one: a barrier between them orders the threads but not the proxies. Before, the tiles went to
+// wgmma without fence.proxy.async, which PTX requires there (the GPU may read stale tile bytes).
+TEST(Hopper, TilesStoredByTheThreadsAreFencedFromTheAsyncProxyBeforeTheBarrier) {
+  const std::string fence = "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");";
+  Specialized s = specialize_for(testing::fill_then_wgmma(), Spec{}.with_arch(Arch::SM_90a));
+  const auto at = s.source.find(fence), barrier = s.source.find("__syncthreads()");
+  ASSERT_NE(at, std::string::npos) << s.source;
+  // Every storing thread fences, then arrives: the fence is the statement just before the barrier.
+  EXPECT_LT(at, barrier);
+  EXPECT_EQ(s.source.find(";", at + fence.size()), barrier + std::string("__syncthreads()").size());
+  EXPECT_EQ(s.source.find(fence, at + 1), std::string::npos) << "one fence";
+  EXPECT_TRUE(contains(testing::fill_then_wgmma().lowered(Spec{}.with_arch(Arch::SM_90a)), "after proxy fence"));
+  if (nvrtc_available()) {  // and ptxas takes it
+    Compiled c = compile(testing::fill_then_wgmma(), Spec{}.with_arch(Arch::SM_90a));
+    EXPECT_FALSE(c.cubin.empty());
+    EXPECT_EQ(c.log, "");
+  }
+  // The GEMMs' tiles are only ever written by TMA and read by wgmma, both async: no fence, and the
+  // TMA box read back with plain loads after its mbarrier wait needs none either (the wait orders it).
+  for (const char* name : {"gemm_wgmma_bf16", "gemm_wgmma_bf16_wide"}) {
+    const auto& ex = gemm_example(name);
+    EXPECT_FALSE(contains(specialize_for(ex.build(), ex.spec()).source, fence)) << name;
+  }
+  EXPECT_FALSE(contains(specialize_for(testing::tma_box_copy(32), Spec{}.with_arch(Arch::SM_90a)).source, fence));
+}
+
+// A TMA store: the threads' stores into the source, the fence and the barrier Vantage places, then
+// one thread's bulk store and its wait; NVRTC and ptxas take it.
+TEST(Hopper, ATmaStoreIsOneThreadsBulkStoreAfterAFencedBarrier) {
+  const Kernel k = testing::tma_store_tiles();
+  Specialized s = specialize_for(k, Spec{}.with_arch(Arch::SM_90a));
+  const std::string& src = s.source;
+  const auto fence = src.find("fence.proxy.async.shared::cta"), barrier = src.find("__syncthreads()"),
+             store = src.find("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"),
+             wait = src.find("cp.async.bulk.wait_group.read %0;\" :: \"n\"(0)");
+  ASSERT_NE(store, std::string::npos) << src;
+  EXPECT_TRUE(contains(src, "cp.async.bulk.commit_group;"));
+  EXPECT_TRUE(fence < barrier && barrier < store && store < wait && wait != std::string::npos) << src;
+  EXPECT_EQ(s.barriers, 1);
+  // Writing the source again before the wait: no barrier can order that, so it is refused.
+  try {
+    specialize_for(testing::tma_store_tiles(testing::StoreEnd::Rewrite), Spec{}.with_arch(Arch::SM_90a));
+    ADD_FAILURE() << "the source written while the store may read it";
+  } catch (const CheckError& e) {
+    ASSERT_FALSE(e.diagnostics().empty());
+    const Diagnostic& d = e.diagnostics()[0];
+    EXPECT_EQ(d.code, "V1010") << d.message;
+    EXPECT_TRUE(contains(d.message, "writes 'stage' while a TMA store may still read it")) << d.message;
+    EXPECT_TRUE(contains(d.loc.file, "hopper_kernels.hpp"));
+    ASSERT_FALSE(d.notes.empty());
+    EXPECT_EQ(d.notes[0].message, "the TMA store is here");
+  }
+  if (nvrtc_available()) {
+    Compiled c = compile(k, Spec{}.with_arch(Arch::SM_90a));
+    EXPECT_FALSE(c.cubin.empty());
+    EXPECT_EQ(c.log, "");
+  }
+}
+
+// Rung 2 with a TMA-store epilogue: each consumer warpgroup's thread 0 waits until the store two
+// chunks back has read its buffer (wait_group.read 1), and the warpgroup's barrier after that wait
+// keeps the other threads from writing the buffer before it. Before, the pass took the barrier before
+// the store as the end of its read and placed none there (a race on the GPU, the interpreter's
+// racecheck in CI). 1 + 2 x (8 + 6) barriers: fenced ones before the 8 stores, one after each of
+// the 6 waits. Every access proven (the swizzle's xor bounded); NVRTC and ptxas take it.
+TEST(Hopper, ATmaStoreEpilogueWaitsBeforeABufferIsWrittenAgain) {
+  const auto& ex = gemm_example("gemm_wgmma_bf16_wide");
+  Specialized s = specialize_for(examples::wgmma_gemm("tma_epilogue", 256, 16, 0, true), ex.spec());
+  const std::string& src = s.source;
+  EXPECT_EQ(s.barriers, 29);
+  EXPECT_EQ(s.checks.size(), 0u);
+  int waits = 0;
+  for (auto at = src.find("wait_group.read %0;\" :: \"n\"(1)"); at != std::string::npos;
+       at = src.find("wait_group.read %0;\" :: \"n\"(1)", at + 1), ++waits) {
+    const auto barrier = src.find("bar.sync", at), store = src.find("Cs[", at);
+    ASSERT_NE(store, std::string::npos);
+    EXPECT_LT(barrier, store) << "no barrier between a wait and the buffer's next stores";
+  }
+  EXPECT_EQ(waits, 12);
+  if (nvrtc_available()) {
+    Compiled bin = compile(examples::wgmma_gemm("tma_epilogue", 256, 16, 0, true), ex.spec());
+    EXPECT_FALSE(bin.cubin.empty());
+    EXPECT_EQ(bin.log, "");
+  }
+}
+
+// What a TMA store may write: a view of its map's matrix that the storing thread owns (V0301, V0310),
+// an offset of the matrix so that box rows land `cols` apart (V1012), of the map's element type, by
+// one thread (V0501).
+TEST(Hopper, ATmaStoreWritesOnlyItsOwnOffsetOfItsMapsMatrix) {
+  int line = 0;
+  // `how`: 0 into the tile the block owns, 1 into a const matrix, 2 by a warp, 3 from an i32 array.
+  auto kernel = [&](int how) {
+    return [&, how](KernelBuilder& k) {
+      auto out = k.param<GlobalPtr<float>>("out", extent(16 * 64));
+      auto in = k.param<GlobalPtr<const float>>("in", extent(16 * 64));
+      TensorMap map = how == 1 ? k.tensor_map("m", in, 16, 64, 8, 32) : k.tensor_map("m", out, 16, 64, 8, 32);
+      k.block_threads(128);
+      k.body([&](Scope& g) {
+        lib::for_each_tile(g, how == 1 ? in : out, 16, 64, 8, 32, [&](Scope& b, const lib::MatrixTile& tile) {
+          View stage = b.shared_aligned("stage", how == 3 ? ScalarType::I32 : ScalarType::F32, 256, 1024);
+          if (how == 0) {
+            b.split(Level::Thread, {{1, [&](Scope& one) {
+                                       line = __LINE__ + 1;
+                                       one.tma_store(map, stage, 0, tile.view, 0);
+                                     }}});
+          } else if (how == 2) {
+            b.claim(tile.view, warp(), [&](Scope& b, View mine) {
+              b.split(Level::Thread, {{32, [&](Scope& w) {
+                                         line = __LINE__ + 1;
+                                         w.tma_store(map, stage, 0, mine, 0);
+                                       }}});
+            });
+          } else {
+            lib::by_one_thread(b, tile.view, [&](Scope& one, View mine) {
+              line = __LINE__ + 1;
+              one.tma_store(map, stage, 0, mine, 0);
+            });
+          }
+        });
+      });
+    };
+  };
+  expect_rejected("V0301", line, kernel(0));
+  expect_rejected("V0310", line, kernel(1));
+  expect_rejected("V0501", line, kernel(2));
+  expect_rejected("V0503", line, kernel(3));
+  // At specialization: a view of another matrix than the map's, and one whose rows are not the
+  // matrix's (element i + d is not i's plus d).
+  for (int which = 0; which < 2; ++which) {
+    KernelBuilder kb("stores");
+    auto out = kb.param<GlobalPtr<float>>("out", extent(16 * 64));
+    auto other = kb.param<GlobalPtr<float>>("other", extent(16 * 64));
+    kb.block_threads(128);
+    TensorMap map = kb.tensor_map("m", which == 0 ? other : out, 16, 64, 8, 32);
+    kb.body([&](Scope& g) {
+      lib::for_each_block(g, out, 256, [&](Scope& b, Expr, View out_b) {
+        View stage = b.shared_aligned("stage", ScalarType::F32, 256, 1024);
+        // One block-wide share whose rows are 32 apart (i / 32 * 64 + i % 32 would be the matrix's).
+        b.partition(
+            out_b, block(1), [&](Expr i) { return which == 0 ? i : i / 32 * 32 + i % 32; },
+            [&](Scope& b, View rows) {
+              lib::by_one_thread(b, rows, [&](Scope& one, View mine) {
+                line = __LINE__ + 1;
+                one.tma_store(map, stage, 0, mine, 0);
+                one.tma_store_wait(0);
+              });
+            });
+      });
+    });
+    const Kernel k = kb.build();
+    EXPECT_TRUE(refused_at_specialization(
+        k, "V1012", line,
+        which == 0 ? "is a view of 'out', and tensor map m is over 'other'" : "box rows land 64 apart"));
+  }
+}
 }  // namespace
 }  // namespace vantage

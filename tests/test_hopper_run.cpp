@@ -326,3 +326,76 @@ TEST(HopperRun, APersistentGemmRunsItsPipelineOnAcrossItsTiles) {
 
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+// A TMA store writes its box from the swizzled source to the matrix and nothing past it: tiles of
+// 8 x 32 over 20 x 70 leave parts of boxes outside, which must not reach the next row (or past the
+// buffer); over 16 x 64 every box is whole. Under every thread order, and the CPU refuses it by name.
+TEST(HopperRun, ATmaStoreWritesItsBoxAndNothingPastTheMatrix) {
+  for (auto [rows, cols] : {std::pair{20, 70}, std::pair{16, 64}, std::pair{8, 32}}) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+    const std::int64_t blocks = (rows + 7) / 8 * ((cols + 31) / 32);
+    for (ThreadOrder o : {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random}) {
+      std::vector<float> out(static_cast<std::size_t>(rows * cols), -1.0f);
+      testing::tma_store_tiles().launch(interp(o), Grid{blocks, 128}, rows, cols, out);
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c)
+          ASSERT_EQ(out[static_cast<std::size_t>(r * cols + c)], static_cast<float>(r * 1000 + c)) << r << ", " << c;
+    }
+  }
+  if (Device::cpu_available()) {
+    std::vector<float> out(16 * 64);
+    try {
+      testing::tma_store_tiles().launch(Device::cpu(1), Grid{4, 128}, 16, 64, out);
+      FAIL() << "the CPU backend ran a TMA store";
+    } catch (const UnsupportedOnDevice& e) {
+      EXPECT_TRUE(contains(e.what(), "tma_store")) << e.what();
+    }
+  }
+}
+
+// The hardware reads a TMA store's source after the instruction, until its thread waits: writing the
+// source before (a barrier between orders the threads, not the TMA unit; here the wait is another
+// thread's, which the barrier placement cannot tell apart) is a race, and a thread that ends without
+// waiting leaves the store reading shared memory that ends with the block.
+TEST(HopperRun, ATmaStoreSourceIsItsUntilTheWait) {
+  std::vector<float> out(16 * 64);
+  try {
+    testing::tma_store_tiles(testing::StoreEnd::OtherThreadWaits).launch(interp(), Grid{4, 128}, 16, 64, out);
+    FAIL() << "the source was written again while the store may read it";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "racecheck") << e.what();
+    EXPECT_TRUE(contains(e.what(), "writes shared 'stage'")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "which the TMA store issued by block 0 thread 0 at")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "may still be reading")) << e.what();
+  }
+  try {
+    testing::tma_store_tiles(testing::StoreEnd::NoWait).launch(interp(), Grid{4, 128}, 16, 64, out);
+    FAIL() << "a store never waited for";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "synccheck") << e.what();
+    EXPECT_TRUE(contains(e.what(), "ends with the TMA store at")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "tma_store_wait(0)")) << e.what();
+  }
+}
+}  // namespace
+}  // namespace vantage
+
+namespace vantage {
+namespace {
+// Rung 2 with a TMA-store epilogue: each consumer warpgroup stores its 64 x 256 of C by TMA in eight
+// 64 x 32 chunks through two buffers (a chunk's buffer reused once the store two back has read it),
+// with its wgmma groups waited at once or one left running. Bit-exact at the example's sizes.
+TEST(HopperRun, AGemmStoresItsTilesByTmaThroughTwoBuffers) {
+  for (int in_flight : {0, 1}) {
+    const Kernel k = examples::wgmma_gemm("gemm_wgmma_bf16_wide_tma", 256, 16, in_flight, true);
+    for (const auto& size : test_support::sweep_sizes(examples::default_sizes("gemm_wgmma_bf16_wide"))) {
+      auto r = examples::run_kernel("gemm_wgmma_bf16_wide", k, size, interp(ThreadOrder::Reverse));
+      EXPECT_TRUE(r.ok) << r.summary;
+    }
+  }
+  EXPECT_THROW(examples::wgmma_gemm("narrow", 128, 1, 0, true), std::invalid_argument);
+}
+}  // namespace
+}  // namespace vantage

@@ -771,13 +771,18 @@ Kernel vec_copy() {
 namespace {
 constexpr int kWgBM = 128, kWgBK = 64, kWgStages = 4;
 
-/// The bf16 GEMMs' parameters, requirements, shared budget and tensor maps.
+/// The TMA-store epilogue's chunks of C: 64 rows (a consumer warpgroup's) by 32 columns (one
+/// 128-byte row of f32), two buffers a warpgroup.
+constexpr int kChunkCols = 32, kChunk = 64 * kChunkCols;
+
+/// The bf16 GEMMs' parameters, requirements, shared budget and tensor maps (C's for a TMA-store
+/// epilogue: its buffers are in the budget).
 struct WgmmaGemm {
   Expr M, N, K;
   View C;
-  TensorMap a_map, b_map;
+  TensorMap a_map, b_map, c_map;
 };
-WgmmaGemm wgmma_gemm_params(KernelBuilder& k, int BN) {
+WgmmaGemm wgmma_gemm_params(KernelBuilder& k, int BN, bool tma_store = false) {
   auto M = k.param<int>("M", specialize);
   auto N = k.param<int>("N", specialize);
   auto K = k.param<int>("K", specialize);
@@ -786,10 +791,12 @@ WgmmaGemm wgmma_gemm_params(KernelBuilder& k, int BN) {
   auto C = k.param<GlobalPtr<float>>("C", extent(M * N));
   k.require(M % kWgBM == 0 && N % BN == 0 && K % kWgBK == 0);
   k.block_threads(384);
-  k.shared_budget(kWgStages * (kWgBM + BN) * kWgBK * 2 + 1024 + 64);
+  // The tiles, up to 1024 bytes kept to align them, the barriers; and C's buffers, 1024-aligned after.
+  k.shared_budget(kWgStages * (kWgBM + BN) * kWgBK * 2 + 1024 + 64 + (tma_store ? 1024 + 2 * 2 * kChunk * 4 : 0));
   TensorMap a_map = k.tensor_map("A_map", A, M, K, kWgBM, kWgBK);
   TensorMap b_map = k.tensor_map("Bt_map", Bt, N, K, BN, kWgBK);
-  return {M, N, K, C, a_map, b_map};
+  TensorMap c_map = tma_store ? k.tensor_map("C_map", C, M, N, 64, kChunkCols) : TensorMap{};
+  return {M, N, K, C, a_map, b_map, c_map};
 }
 
 /// A block's pipeline: 4 slots of A and B tiles and an mbarrier of each kind a slot.
@@ -857,17 +864,72 @@ void split_roles(Scope& b, const std::function<void(Scope&, int)>& consume,
                            }}});
 }
 
+/// Rung 2's block with a TMA-store epilogue: consumer warpgroup wg owns rows wg * 64.. of the tile
+/// (and its two buffers of Cs); after its K steps it stores its 64 x 256 of C in 8 chunks of 64 x
+/// 32, alternating buffers: its threads write the chunk's accumulators into the buffer in the 128-byte
+/// swizzle, and its thread 0 stores the buffer by TMA, first waiting until the store two chunks back
+/// has read it (tma_store_wait(1)). Vantage places the warpgroup's barriers, fenced from the TMA unit.
+void tma_store_epilogue(Scope& b, const WgmmaGemm& gm, const WgmmaPipeline& p, const lib::MatrixTile& c,
+                        const Expr& k_tiles, int in_flight, const std::function<void(Scope&)>& produce) {
+  constexpr int BN = 256;
+  const Expr& t = c.thread;
+  View Cs = b.shared_aligned("Cs", ScalarType::F32, 2 * 2 * kChunk, 1024);
+  // The warpgroup's rows and buffers: buffer k of warpgroup w at (2k + w) * kChunk, so that the two
+  // buffers are apart in the array whichever warpgroup stores (the barriers Vantage places see that
+  // a store into one buffer needs no wait for the other's TMA read). The producer's (warpgroup 2)
+  // buffers are warpgroup 1's, which it never touches.
+  Var wg = b.let("wg", b.id(thread(128)));
+  b.partition(
+      Cs, thread(128), [&](Expr i) { return (i / kChunk * 2 + min(wg, 1)) * kChunk + i % kChunk; },
+      [&](Scope& b, View cs) {
+        b.partition(
+            c.view, thread(128), [&](Expr i) { return wg * 64 * gm.N + i; },
+            [&](Scope& b, View rows) {
+              auto consume = [&](Scope& w, int consumer) {
+                w.setmaxnreg(232, true);
+                View acc = w.local_array("acc", ScalarType::F32, BN / 2, at(thread(1)));
+                for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+                w.for_("kt", 0, k_tiles,
+                       [&](Scope& w, Expr kt) { consume_step(w, p, consumer, acc, kt, kt, in_flight); });
+                if (in_flight) w.wgmma_wait(0);
+                // Element i (< 16) of thread t's part of a chunk: accumulator 16 j + i, at row r and
+                // column q of the chunk, its 16-byte group moved by the row (the 128-byte swizzle).
+                auto place = [&](const Expr& i) {
+                  Expr r = t % 128 / 32 * 16 + t % 32 / 4 + 8 * (i / 2 % 2), q = 8 * (i / 4) + 2 * (t % 4) + i % 2;
+                  return r * kChunkCols + ((q / 4) ^ (r % 8)) * 4 + q % 4;
+                };
+                for (int j = 0; j < BN / kChunkCols; ++j) {
+                  if (j >= 2) lib::by_one_thread(w, [&](Scope& one) { one.tma_store_wait(1); });
+                  w.partition(
+                      cs, thread(1), [&](Expr i) { return (j % 2) * kChunk + place(i); },
+                      [&](Scope& w, View mine) {
+                        w.group(thread(1), [&](Scope&) {
+                          for (int i = 0; i < 16; ++i) mine[i] = acc[16 * j + i];
+                        });
+                      });
+                  lib::by_one_thread(w, rows, [&](Scope& one, View mine) {
+                    one.tma_store(gm.c_map, cs, (j % 2) * kChunk, mine, j * kChunkCols);
+                    if (j == BN / kChunkCols - 1) one.tma_store_wait(0);
+                  });
+                }
+              };
+              split_roles(b, consume, produce);
+            });
+      });
+}
+
 void check_in_flight(const char* who, int in_flight) {
   if (in_flight != 0 && in_flight != 1)
     throw std::invalid_argument(std::string(who) + ": in_flight is 0 or 1, not " + std::to_string(in_flight));
 }
 }  // namespace
 
-Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight) {
+Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight, bool tma_store) {
   if (BN != 128 && BN != 256) throw std::invalid_argument("wgmma_gemm: BN is 128 or 256, not " + std::to_string(BN));
+  if (tma_store && BN != 256) throw std::invalid_argument("wgmma_gemm: the TMA-store epilogue is for BN 256");
   check_in_flight("wgmma_gemm", in_flight);
   KernelBuilder k(name);
-  const WgmmaGemm gm = wgmma_gemm_params(k, BN);
+  const WgmmaGemm gm = wgmma_gemm_params(k, BN, tma_store);
   const Expr &M = gm.M, &N = gm.N;
   k.body([&](Scope& g) {
     lib::for_each_tile_grouped(g, gm.C, M, N, kWgBM, BN, group_rows, [&](Scope& b, const lib::MatrixTile& c) {
@@ -875,6 +937,10 @@ Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight
       auto k_tiles = b.let("k_tiles", gm.K / kWgBK);
       const Expr& t = c.thread;
       init_pipeline(b, p);
+      auto produce = [&](Scope& th) {
+        th.for_("kt", 0, k_tiles, [&](Scope& th, Expr kt) { produce_step(th, p, gm, kt, kt, c.row0, c.col0); });
+      };
+      if (tma_store) return tma_store_epilogue(b, gm, p, c, k_tiles, in_flight, produce);
       // Element i of consumer thread t's accumulators (warpgroup t / 128) is C's row wg * 64 + warp *
       // 16 + lane / 4 + 8 * (i / 2 % 2), column 8 * (i / 4) + 2 * (lane % 4) + i % 2: wgmma's D.
       auto row_of = [&](const Expr& i) { return t / 128 * 64 + t % 128 / 32 * 16 + t % 32 / 4 + 8 * (i / 2 % 2); };
@@ -894,9 +960,7 @@ Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight
                   th.if_(c.row0 + row_of(i) < M && c.col0 + col_of(i) < N, [&](Scope&) { mine[i] = acc[i]; });
               });
             };
-            split_roles(b, consume, [&](Scope& th) {
-              th.for_("kt", 0, k_tiles, [&](Scope& th, Expr kt) { produce_step(th, p, gm, kt, kt, c.row0, c.col0); });
-            });
+            split_roles(b, consume, produce);
           });
     });
   });

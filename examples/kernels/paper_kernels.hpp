@@ -193,8 +193,9 @@ Kernel gemm_wgmma_bf16();
 Kernel gemm_wgmma_bf16_wide();
 /// Either, named `name`, on 128 x `bn` tiles (128 or 256) taken in groups of `group_rows` tile rows
 /// (lib::for_each_tile_grouped; 1: row by row), with `in_flight` (0 or 1) of a consumer's wgmma
-/// groups left running as it goes on to the next K step.
-Kernel wgmma_gemm(const std::string& name, int bn, int group_rows, int in_flight = 0);
+/// groups left running as it goes on to the next K step. With `tma_store` (bn 256) each consumer
+/// warpgroup stores its 64 x 256 of C by TMA, 64 x 32 at a time through two swizzled buffers.
+Kernel wgmma_gemm(const std::string& name, int bn, int group_rows, int in_flight = 0, bool tma_store = false);
 /// Rung 3: rung 2 as a persistent kernel. Launch one block an SM (any number up to the tiles): block
 /// b takes tiles b, b + G, ... of the grouped order, its pipeline running on from one to the next.
 Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_flight = 0);

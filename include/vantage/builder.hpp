@@ -508,6 +508,20 @@ class Scope {
   /// `dst` needs no narrowing; ordering it against other threads is the mbarrier protocol's job.
   void tma_load(const View& dst, const ExprArg& dst_index, const TensorMap& map, const ExprArg& row, const ExprArg& col,
                 const View& bars, const ExprArg& slot, std::source_location loc = std::source_location::current());
+  /// TMA 2-D store at thread(1): the box of `map` laid out in `src[src_index...]` (shared, aligned to
+  /// 1024 bytes, in the 128-byte swizzle a TMA load leaves; proven inside, V1009) goes to global
+  /// memory, box element (r, c) to `dst[dst_index + r * cols + c]` (`cols`: the map's), where `dst`
+  /// is a view of the map's matrix that this thread may write (narrowed to it: V0301) and places a
+  /// box row `cols` apart (an offset of the matrix, as lib::for_each_tile's tiles are: V1012). Elements
+  /// past the matrix are not written. Each store is a bulk group of its own; the hardware reads `src`
+  /// after the instruction, until `tma_store_wait` lets the thread go on: writing `src` before is a
+  /// race (the interpreter's racecheck), and so is leaving a store unwaited at the end of the thread.
+  /// Vantage fences the threads' stores into `src` from the TMA unit before the barrier it places.
+  void tma_store(const TensorMap& map, const View& src, const ExprArg& src_index, const View& dst,
+                 const ExprArg& dst_index, std::source_location loc = std::source_location::current());
+  /// Waits until all but the newest `pending` of this thread's TMA stores have read their source
+  /// (`cp.async.bulk.wait_group.read`): their shared memory may be written again.
+  void tma_store_wait(int pending = 0, std::source_location loc = std::source_location::current());
   /// mbarriers: `bars` is a shared u64 array with one barrier per slot (a pipeline's stages are a
   /// loop over slots). `init` at thread(1) sets how many arrivals complete a phase.
   void mbarrier_init(const View& bars, const ExprArg& slot, const ExprArg& count,

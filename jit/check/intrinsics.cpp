@@ -231,7 +231,8 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       break;
     }
     case IntrinsicOp::CpAsyncCommit:
-    case IntrinsicOp::CpAsyncWait: break;
+    case IntrinsicOp::CpAsyncWait:
+    case IntrinsicOp::FenceProxyAsync: break;
     case IntrinsicOp::TmaLoad2D: {
       // One thread writes the whole box, completing on an mbarrier: no async scope or narrowing
       // (jit/sync refuses a use before a wait on that mbarrier, V1010).
@@ -253,6 +254,38 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       }
       break;
     }
+    case IntrinsicOp::TmaStore2D: {
+      // One thread writes the whole box into `dst`, which must be its own as for a store (V0301);
+      // that the box lies where `dst` says is lowering's (V1012), the source's wait the user's.
+      MemInfo* src = operand_mem(n, 0, MemSpace::Shared, std::nullopt, "source");
+      if (src && src->async)
+        c_.error("V0315", n.loc, "tma_store reads shared memory by its own name, not an async name");
+      MemInfo* dst = operand_mem(n, 1, MemSpace::Global, std::nullopt, "destination");
+      operand_value(n, 0, ScalarType::I32, "source index");
+      operand_value(n, 1, ScalarType::I32, "destination index");
+      if (dst && n.mems[1]->is_const) {
+        auto& d = c_.error("V0310", n.loc, "tma_store cannot write to " + q(n.mems[1]->name) + ": it is const");
+        c_.note(d, n.mems[1]->loc, "declared here");
+      } else if (dst && !c_.one_thread(dst->persp)) {
+        auto& d = c_.error("V0301", n.loc,
+                           "tma_store writes " + q(n.mems[1]->name) + ", which lives at " + dst->persp.str() +
+                               "; narrow it to the storing thread first (lib::by_one_thread)");
+        c_.note(d, dst->narrowed_at, "its perspective " + dst->persp.str() + " comes from here");
+      }
+      std::int64_t index = imm(0);
+      if (!c_.maps || index < 0 || index >= static_cast<std::int64_t>(c_.maps->size())) {
+        operand_error(n, "the tensor map is not one of this kernel's");
+      } else if (const auto& map = (*c_.maps)[index]; map.mem) {
+        for (std::size_t i = 0; i < 2; ++i)
+          if (n.mems.size() > i && n.mems[i] && n.mems[i]->elem != map.mem->elem)
+            operand_error(n, "tensor map " + q(map.name) + " holds " + type_name(map.mem->elem) + ", and the " +
+                                 (i == 0 ? "source " : "destination ") + type_name(n.mems[i]->elem));
+      }
+      break;
+    }
+    case IntrinsicOp::TmaStoreWait:
+      if (imm(0) < 0 || imm(0) > 63) operand_error(n, "pending stores are 0..63, not " + std::to_string(imm(0)));
+      break;
     case IntrinsicOp::MbarrierInit:
       operand_mem(n, 0, MemSpace::Shared, ScalarType::U64, "mbarrier");
       operand_value(n, 0, ScalarType::I32, "count");

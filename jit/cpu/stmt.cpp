@@ -214,7 +214,8 @@ auto Statements::thread_intrinsic(const Intrinsic& n) -> void {
       return;
     }
     case IntrinsicOp::CpAsyncCommit:
-    case IntrinsicOp::CpAsyncWait: return;
+    case IntrinsicOp::CpAsyncWait:
+    case IntrinsicOp::FenceProxyAsync: return;  // one memory, one proxy
     default: break;
   }
   unsupported(user_name(n.op), n.loc);

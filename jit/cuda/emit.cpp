@@ -54,6 +54,33 @@ constexpr const char* kAtomicHelpers =
     "  return vt_atomic_wrap<O, S>(p, v, false);\n}\n";
 
 namespace detail {
+namespace {
+/// A lowered barrier's statements: cp.async's wait and the proxy fence where it has them, then the
+/// barrier itself.
+std::vector<std::string> barrier_lines(const ir::Barrier& b) {
+  std::vector<std::string> lines;
+  if (b.async_wait) lines.emplace_back("asm volatile(\"cp.async.wait_all;\" ::: \"memory\");");
+  if (b.proxy_fence) lines.emplace_back("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
+  const std::string n = std::to_string(b.threads), id = std::to_string(b.id_base);
+  switch (b.how) {
+    case BarrierKind::Block: lines.emplace_back("__syncthreads();"); return lines;
+    case BarrierKind::Warp: lines.emplace_back("__syncwarp();"); return lines;
+    case BarrierKind::WarpPart:
+      lines.push_back("__syncwarp(((1u << " + n + ") - 1u) << (threadIdx.x & 31u & ~" + std::to_string(b.threads - 1) +
+                      "u));");
+      return lines;
+    case BarrierKind::Named:  // one id per unit of n threads: base + the unit's index in the block
+      lines.push_back("asm volatile(\"bar.sync %0, %1;\" :: \"r\"(" + id + "u + threadIdx.x / " + n + "u), \"n\"(" + n +
+                      ") : \"memory\");");
+      return lines;
+    case BarrierKind::NamedFixed:
+      lines.push_back("asm volatile(\"bar.sync %0, %1;\" :: \"r\"(" + id + "), \"r\"(" + n + ") : \"memory\");");
+      return lines;
+    case BarrierKind::Planned: break;
+  }
+  throw InternalError("emit: a barrier that was not lowered");
+}
+}  // namespace
 
 auto Emitter::run(const lower::Lowered& lowered) -> EmitResult {
   // Thread-local arrays a vector copy reads or writes are declared aligned to the vector, and mma
@@ -260,29 +287,10 @@ void Emitter::function(const FunctionNode& f) {
 }
 
 void Emitter::emit(const ir::Barrier& b, const StmtPtr&) {
-  if (b.async_wait) {
+  for (const std::string& line : barrier_lines(b)) {
     ind();
-    out_ << "asm volatile(\"cp.async.wait_all;\" ::: \"memory\");\n";
+    out_ << line << "\n";
   }
-  ind();
-  switch (b.how) {
-    case BarrierKind::Block: out_ << "__syncthreads();\n"; return;
-    case BarrierKind::Warp: out_ << "__syncwarp();\n"; return;
-    case BarrierKind::WarpPart:
-      out_ << "__syncwarp(((1u << " << b.threads << ") - 1u) << (threadIdx.x & 31u & ~" << (b.threads - 1) << "u));\n";
-      return;
-    case BarrierKind::Named:
-      // One id per unit of n threads: base + the unit's index in the block.
-      out_ << "asm volatile(\"bar.sync %0, %1;\" :: \"r\"(" << b.id_base << "u + threadIdx.x / " << b.threads
-           << "u), \"n\"(" << b.threads << ") : \"memory\");\n";
-      return;
-    case BarrierKind::NamedFixed:
-      out_ << "asm volatile(\"bar.sync %0, %1;\" :: \"r\"(" << b.id_base << "), \"r\"(" << b.threads
-           << ") : \"memory\");\n";
-      return;
-    case BarrierKind::Planned: break;
-  }
-  throw InternalError("emit: a barrier that was not lowered");
 }
 
 void Emitter::emit(const VectorCopy& n, const StmtPtr&) {

@@ -128,6 +128,24 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
               "@!vt_p bra vt_wait; }\" :: \"r\"("
            << smem(n, 0, n.args[1]) << "), \"r\"(" << arg(0) << ") : \"memory\");\n";
       break;
+    case IntrinsicOp::TmaStore2D: {
+      // args: column, row, the source's first element (resolved). Each store its own bulk group.
+      const TensorMapNode& m = lowered_->kernel.tensor_maps.at(static_cast<std::size_t>(n.imms[0]));
+      ind();
+      out_ << "asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\\n\\t"
+              "cp.async.bulk.commit_group;\" :: \"l\"(reinterpret_cast<unsigned long long>(&"
+           << v_.name(&m, m.name) << ")), \"r\"(" << arg(0) << "), \"r\"(" << arg(1) << "), \"r\"("
+           << smem(n, 0, n.args[2]) << ") : \"memory\");\n";
+      break;
+    }
+    case IntrinsicOp::TmaStoreWait:
+      ind();
+      out_ << "asm volatile(\"cp.async.bulk.wait_group.read %0;\" :: \"n\"(" << n.imms[0] << ") : \"memory\");\n";
+      break;
+    case IntrinsicOp::FenceProxyAsync:
+      ind();
+      out_ << "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n";
+      break;
     case IntrinsicOp::SetMaxNreg:
       v_.uses_setmaxnreg = true;
       ind();

@@ -97,9 +97,18 @@ void Checks::check_inflight(const Thread& t, const Region& r, std::int64_t i, bo
   auto it = r.inflight.find(i);
   if (it == r.inflight.end()) return;
   const Access& a = it->second;
+  if (a.atomic == kStoreRead) {
+    if (!writing) return;  // the TMA store only reads it
+    throw ExecutionError("racecheck",
+                         describe(t) + " writes " + element(r, i) + " at " + where(l) +
+                             ", which the TMA store issued by " + "block " + std::to_string(a.block) + " thread " +
+                             std::to_string(a.thread) + " at " + where(a.loc) +
+                             " may still be reading (that thread has not waited for it: tma_store_wait)",
+                         {l, a.loc});
+  }
   throw ExecutionError("racecheck",
                        describe(t) + (writing ? " writes " : " reads ") + element(r, i) + " at " + where(l) +
-                           ", which the " + (a.atomic ? "wgmma" : "cp.async") + " issued by block " +
+                           ", which the " + (a.atomic == kWgmmaWrite ? "wgmma" : "cp.async") + " issued by block " +
                            std::to_string(a.block) + " thread " + std::to_string(a.thread) + " at " + where(a.loc) +
                            " has not written yet (that thread has not waited for it)",
                        {l, a.loc});

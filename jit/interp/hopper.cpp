@@ -95,7 +95,7 @@ void wgmma_part(Checks& c, const Thread& t, const WgmmaOp& op) {
 void accumulators_in_flight(Checks& c, const Thread& t, const WgmmaOp& op) {
   for (std::int64_t i = 0; i < op.n / 2; ++i) {
     const std::int64_t e = c.bounds(t, op.acc, i, op.loc, "accumulates into");
-    if (!op.acc.region->inflight.count(e)) c.in_flight(t, *op.acc.region, e, op.loc, true);
+    if (!op.acc.region->inflight.count(e)) c.in_flight(t, *op.acc.region, e, op.loc, kWgmmaWrite);
   }
 }
 }  // namespace
@@ -199,6 +199,10 @@ void Hopper::run(const Intrinsic& n, Thread& t, const std::vector<Ref>& mems, co
                   tma.map->box_rows * tma.map->box_cols * type_bytes(mems[0].region->elem));
       return;
     }
+    case IntrinsicOp::TmaStore2D:  // mems: the source, the matrix; args: column, row, the source's first element
+      tma_store(t, tma, mems[0], args[2], mems[1], args[1], args[0], n.loc);
+      return;
+    case IntrinsicOp::TmaStoreWait: complete_stores(t, static_cast<std::size_t>(n.imms[0])); return;
     case IntrinsicOp::Wgmma: {  // mems: the accumulators, A, B; args: A's and B's first elements; imms: N
       WgmmaOp op{mems[0], mems[1], mems[2], args[0], args[1], static_cast<int>(n.imms[0]), -1, n.loc};
       accumulators_in_flight(c_, t, op);
@@ -215,6 +219,56 @@ void Hopper::run(const Intrinsic& n, Thread& t, const std::vector<Ref>& mems, co
     case IntrinsicOp::SetMaxNreg: return;  // orders registers, sizes them: nothing the interpreter holds
     default: throw InternalError(std::string("interp: ") + user_name(n.op) + " is not a Hopper instruction");
   }
+}
+
+void Hopper::tma_store(Thread& t, const Source& tma, const Ref& src, std::int64_t first, const Ref& dst,
+                       std::int64_t row0, std::int64_t col0, SourceLoc loc) {
+  if (tma.cols < 0 || tma.rows < 0 || (tma.cols > 0 && tma.rows > dst.region->length / tma.cols))
+    throw ExecutionError("memcheck",
+                         "tensor map " + tma.map->name + " covers " + std::to_string(tma.rows) + " x " +
+                             std::to_string(tma.cols) + " elements of '" + dst.region->name + "', which has " +
+                             std::to_string(dst.region->length) + " (a GPU launch refuses it)",
+                         {loc, tma.map->loc});
+  const std::int64_t eb = type_bytes(src.region->elem);
+  if (((src.offset + first) * eb) % 1024 != 0 || tma.map->box_cols * eb != kSwizzleRow)
+    throw InternalError("interp: a TMA box at " + where(loc) + " off the 128-byte swizzle's 1024-byte atoms");
+  // The box is read as the instruction issues and written to the matrix, elements past it left out;
+  // the source stays the store's until t waits for it.
+  BulkStore s{src.region, {}, loc};
+  for (std::int64_t r = 0; r < tma.map->box_rows; ++r)
+    for (std::int64_t col = 0; col < tma.map->box_cols; ++col) {
+      const std::int64_t at = swizzled(src, first, r, col);
+      c_.proven(t, src, at, false, loc);  // V1009: the box is proven inside its array
+      const std::int64_t i = c_.bounds(t, src, at, loc, "reads");
+      c_.read(t, *src.region, i, loc, kPlain);
+      s.elements.push_back(i);
+      const std::int64_t gr = row0 + r, gc = col0 + col;
+      if (gr >= 0 && gr < tma.rows && gc >= 0 && gc < tma.cols)
+        checked_write(c_, t, dst, gr * tma.cols + gc, load_raw(*src.region, i), loc);
+    }
+  for (std::int64_t i : s.elements) c_.in_flight(t, *src.region, i, loc, kStoreRead);
+  t.stores.push_back(std::move(s));
+}
+
+void Hopper::complete_stores(Thread& t, std::size_t keep) {
+  if (t.stores.size() <= keep) return;
+  const auto done = static_cast<std::ptrdiff_t>(t.stores.size() - keep);
+  for (auto it = t.stores.begin(); it != t.stores.begin() + done; ++it)
+    for (std::int64_t i : it->elements) it->src->inflight.erase(i);
+  t.stores.erase(t.stores.begin(), t.stores.begin() + done);
+  for (const auto& s : t.stores)  // what is still read stays so
+    for (std::int64_t i : s.elements) c_.in_flight(t, *s.src, i, s.loc, kStoreRead);
+}
+
+void Hopper::end_thread(const Thread& t) const {
+  if (t.stores.empty()) return;
+  const BulkStore& s = t.stores.front();
+  throw ExecutionError("synccheck",
+                       c_.describe(t) + " ends with the TMA store at " + where(s.loc) +
+                           (t.stores.size() > 1 ? " (and " + std::to_string(t.stores.size() - 1) + " more)" : "") +
+                           " still reading shared '" + s.src->name +
+                           "', which ends with the block; wait for it first (tma_store_wait(0))",
+                       {s.loc});
 }
 
 void Hopper::complete_wgmma(Thread& t, std::int64_t group) {

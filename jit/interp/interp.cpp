@@ -28,6 +28,7 @@ void Machine::run_block(std::int64_t b) {
     all.push_back(&th);
   }
   exec_all(k_.kernel.body, all);
+  for (const auto& t : threads_) hopper_.end_thread(t);
   measure_.flush();
   shared_.each([&](const Region& r) { checks_.uninitialised(r); });
   for (auto& t : threads_)

@@ -72,6 +72,7 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
       complete_async(t, t.groups - keep);
       return;
     }
+    case IntrinsicOp::FenceProxyAsync: return;  // one memory, one proxy
     default:
       if (Hopper::runs(n.op)) return hopper(n, t);
       break;
@@ -85,7 +86,7 @@ void Machine::hopper(const Intrinsic& n, Thread& t) {
   std::vector<std::int64_t> args;
   for (const auto& a : n.args) args.push_back(exact_index(a->type, eval(a, t).i));
   Hopper::Source tma;
-  if (n.op == IntrinsicOp::TmaLoad2D) {  // the map (lowering made its index) of a pointer parameter
+  if (n.op == IntrinsicOp::TmaLoad2D || n.op == IntrinsicOp::TmaStore2D) {  // the map of a pointer parameter
     const TensorMapNode& map = k_.kernel.tensor_maps.at(static_cast<std::size_t>(n.imms[0]));
     tma = {&map, globals_.at(map.mem.get()), eval(map.rows, t).i, eval(map.cols, t).i};
   }

@@ -61,6 +61,9 @@ V atomic_value(AtomicKind kind, ScalarType e, V old, V x, V compare);
 /// How an access is made: plainly, by an atomic of the device's (or the system's) scope, or by one of
 /// the block's scope, which excludes only the same block's atomics.
 inline constexpr std::uint8_t kPlain = 0, kAtomic = 1, kBlockAtomic = 2;
+/// What holds an element in flight (Region::inflight, in Access::atomic's place): a cp.async or a
+/// wgmma that will write it, or a TMA store that may still read it.
+inline constexpr std::uint8_t kCopyWrite = 0, kWgmmaWrite = 1, kStoreRead = 2;
 struct Access {
   std::int32_t block = -1, thread = -1;
   std::uint32_t clock = 0;
@@ -83,7 +86,8 @@ struct Region {
   bool initcheck = false;
   std::vector<unsigned char> own;  ///< storage of shared and local arrays
   std::vector<Shadow> shadow;
-  /// Elements a cp.async will write when its thread waits for it: until then nobody may touch them.
+  /// Elements a cp.async or wgmma will write when its thread waits for it (until then nobody may
+  /// touch them), or a TMA store may still read (nobody may write them).
   std::unordered_map<std::int64_t, Access> inflight;
   std::int64_t at = 0;          ///< shared: its first byte in the block's shared memory
   std::vector<Region*> reused;  ///< shared: the block's other arrays over some of the same bytes
@@ -115,6 +119,13 @@ struct WgmmaOp {
   std::int64_t group = -1;                ///< its commit group, -1 while uncommitted
   SourceLoc loc;
 };
+/// A TMA store a thread has issued and not yet waited for: the hardware may still read its source
+/// elements (a bulk group each: docs/semantics.md).
+struct BulkStore {
+  Region* src = nullptr;
+  std::vector<std::int64_t> elements;
+  SourceLoc loc;
+};
 /// An mbarrier's state (PTX ISA, mbarrier): arrivals and transaction bytes its current phase still
 /// waits for, the phases completed so far, and for racecheck what the threads that completed each
 /// parity's last phase had done (their vector clocks, joined).
@@ -142,6 +153,7 @@ struct Thread {
   std::int64_t groups = 0;       ///< cp.async groups committed so far
   std::vector<WgmmaOp> wgmma;    ///< wgmma issued and not yet complete, oldest first
   std::int64_t wgmma_groups = 0;
+  std::vector<BulkStore> stores;  ///< TMA stores whose source may still be read, oldest first
   /// A break (1) or continue (2) on its way out of the loop body; the loop clears it.
   std::int8_t jump = 0;
   /// Measuring: where the thread is, as the iteration of each loop around it and each call it is in;
@@ -241,11 +253,11 @@ class Checks {
   }
   /// An element of r read before this block wrote it (initcheck, when the block ends).
   void uninitialised(const Region& r) const;
-  /// Element i of r (inside it) is the destination of t's cp.async (or of its wgmma: `wgmma`), off
-  /// limits until t waits for it.
-  void in_flight(const Thread& t, Region& r, std::int64_t i, SourceLoc l, bool wgmma = false) {
-    check_inflight(t, r, i, true, l);
-    r.inflight[i] = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, wgmma};
+  /// Element i of r (inside it) is the destination of t's cp.async (or of its wgmma), off limits
+  /// until t waits for it; or (kStoreRead) the source of t's TMA store, not to be written until then.
+  void in_flight(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t kind = kCopyWrite) {
+    check_inflight(t, r, i, kind != kStoreRead, l);
+    r.inflight[i] = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, kind};
   }
   /// synccheck: a collective or barrier some of the threads it covers do not reach.
   [[noreturn]] void diverged(const std::string& what, SourceLoc l, const Thread& missing) const {
@@ -290,6 +302,8 @@ class Hopper {
     mbarriers_.clear();
     fibers_ = fibers;
   }
+  /// At the end of the block: a TMA store t never waited for would read shared memory that is gone.
+  void end_thread(const Thread& t) const;
   /// What a TMA load reads: the rows x cols matrix `src` its tensor map covers.
   struct Source {
     const TensorMapNode* map = nullptr;
@@ -316,6 +330,12 @@ class Hopper {
   void complete_phase(Mbarrier& m);
   /// Runs t's wgmma of commit groups below `group`.
   void complete_wgmma(Thread& t, std::int64_t group);
+  /// t's TMA store of the box whose first element is (row0, col0) of the matrix tma.map covers, from
+  /// `src` at its element `first`, into `dst` (the matrix's root); the source stays in flight.
+  void tma_store(Thread& t, const Source& tma, const Ref& src, std::int64_t first, const Ref& dst, std::int64_t row0,
+                 std::int64_t col0, SourceLoc loc);
+  /// Lets t's TMA stores but the newest `keep` finish reading their sources.
+  void complete_stores(Thread& t, std::size_t keep);
 
   Checks& c_;
   Fibers* fibers_ = nullptr;

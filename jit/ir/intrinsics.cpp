@@ -30,19 +30,23 @@ constexpr IntrinsicInfo kTable[] = {
   {IntrinsicOp::Atomic,           "Atomic",           "atomic",                    Needs::Any,       false, false, false, {Touch::Atomic, N, N},      std::nullopt,    kAll},
   {IntrinsicOp::MmaSync,          "MmaSync",          "mma_sync",                  Needs::Warp,      false, true,  false, {},                         F::MmaSync,      kAll},
   {IntrinsicOp::Ldmatrix,         "Ldmatrix",         "ldmatrix",                  Needs::Warp,      false, true,  false, {N, R, N},                  F::Ldmatrix,     kAll},
-  {IntrinsicOp::Wgmma,            "Wgmma",            "wgmma",                     Needs::Warpgroup, false, false, false, {N, R, R},                  F::Wgmma,        kHopper},
+  {IntrinsicOp::Wgmma,            "Wgmma",            "wgmma",                     Needs::Warpgroup, false, false, false, {N, R, R},                  F::Wgmma,        kHopper, 0b110},
   {IntrinsicOp::WgmmaFence,       "WgmmaFence",       "wgmma_fence",               Needs::Warpgroup, false, false, false, {},                         F::Wgmma,        kHopper},
   {IntrinsicOp::WgmmaCommit,      "WgmmaCommit",      "wgmma_commit",              Needs::Warpgroup, false, false, false, {},                         F::Wgmma,        kHopper},
   {IntrinsicOp::WgmmaWait,        "WgmmaWait",        "wgmma_wait",                Needs::Warpgroup, false, false, false, {},                         F::Wgmma,        kHopper},
   {IntrinsicOp::CpAsync,          "CpAsync",          "cp_async",                  Needs::Thread,    false, false, false, {Touch::AsyncWrite, R, N},  F::CpAsync,      kAll}       ,
   {IntrinsicOp::CpAsyncCommit,    "CpAsyncCommit",    "cp_async_commit",           Needs::Any,       false, false, false, {},                         F::CpAsync,      kAll}       ,
   {IntrinsicOp::CpAsyncWait,      "CpAsyncWait",      "cp_async_wait",             Needs::Any,       false, false, false, {},                         F::CpAsync,      kAll}       ,
-  {IntrinsicOp::TmaLoad2D,        "TmaLoad2D",        "tma_load",                  Needs::Thread,    false, false, false, {W, R, N},                  F::Tma,          kHopper},
+  {IntrinsicOp::TmaLoad2D,        "TmaLoad2D",        "tma_load",                  Needs::Thread,    false, false, false, {W, R, N},                  F::Tma,          kHopper, 0b001},
   {IntrinsicOp::MbarrierInit,     "MbarrierInit",     "mbarrier_init",             Needs::Thread,    false, false, false, {W, N, N},                  F::Mbarrier,     kHopper},
   {IntrinsicOp::MbarrierArrive,   "MbarrierArrive",   "mbarrier_arrive",           Needs::Any,       false, false, false, {R, N, N},                  F::Mbarrier,     kHopper},
   {IntrinsicOp::MbarrierExpectTx, "MbarrierExpectTx", "mbarrier_arrive_expect_tx", Needs::Any,       false, false, false, {R, N, N},                  F::Tma,          kHopper},
   {IntrinsicOp::MbarrierWait,     "MbarrierWait",     "mbarrier_wait",             Needs::Any,       false, false, false, {Touch::Wait, N, N},        F::MbarrierTry,  kHopper},
   {IntrinsicOp::SetMaxNreg,       "SetMaxNreg",       "set_max_nreg",              Needs::Warpgroup, false, false, false, {},                         F::Wgmma,        kHopper},
+  // Inserted by jit/sync only (fence.proxy.async.shared::cta); elsewhere than a GPU, one memory.
+  {IntrinsicOp::FenceProxyAsync,  "FenceProxyAsync",  "fence_proxy_async",         Needs::Any,       false, false, false, {},                         F::Tma,          kAll},
+  {IntrinsicOp::TmaStore2D,       "TmaStore2D",       "tma_store",                 Needs::Thread,    false, false, false, {R, W, N},                  F::Tma,          kHopper, 0b01},
+  {IntrinsicOp::TmaStoreWait,     "TmaStoreWait",     "tma_store_wait",            Needs::Any,       false, false, false, {},                         F::Tma,          kHopper},
 };
 // clang-format on
 

@@ -53,6 +53,11 @@ struct IntrinsicInfo {
   std::array<Touch, 3> mems{};             ///< per memory operand
   std::optional<target::Feature> feature;  ///< what a target must have to run it
   std::uint8_t backends = kEveryBackend;   ///< Runs bits
+  /// The memory operands (a bit each) it accesses through the async proxy (a TMA box, wgmma's tiles),
+  /// not the generic one of loads and stores: jit/sync fences the proxies between the two. (A TMA
+  /// load's mbarrier is the async proxy's too, but mbarrier_init fences it where it is made.)
+  std::uint8_t async_mems = 0;
+  bool async(std::size_t mem) const { return (async_mems >> mem) & 1u; }
 };
 
 /// The row of `op`.

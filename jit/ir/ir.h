@@ -129,8 +129,11 @@ enum class IntrinsicOp : std::uint8_t {
   MbarrierExpectTx,
   MbarrierWait,
   SetMaxNreg,
+  FenceProxyAsync,
+  TmaStore2D,
+  TmaStoreWait,
 };
-inline constexpr std::size_t kIntrinsics = static_cast<std::size_t>(IntrinsicOp::SetMaxNreg) + 1;
+inline constexpr std::size_t kIntrinsics = static_cast<std::size_t>(IntrinsicOp::TmaStoreWait) + 1;
 
 /// Kinds of atomic operation, their scopes and orderings: an Atomic intrinsic's first imm is the kind
 /// plus 16 times the scope plus 64 times the ordering (the device scope and relaxed ordering, both 0,
@@ -544,7 +547,9 @@ enum class BarrierKind : std::uint8_t {
   NamedFixed,  ///< the user's named_barrier: bar.sync id_base, threads (the code's one unit)
 };
 /// A barrier over every thread of one unit; `async_wait` first waits for the thread's outstanding
-/// cp.async copies. Inserted by jit/sync, resolved by jit/lower.
+/// cp.async copies, `proxy_fence` first orders the thread's shared memory accesses before the async
+/// proxy's after the barrier (fence.proxy.async: a TMA or wgmma reading what threads stored).
+/// Inserted by jit/sync, resolved by jit/lower.
 struct Barrier : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Barrier;
   Perspective over;
@@ -552,9 +557,12 @@ struct Barrier : StmtNode {
   std::int64_t threads;  ///< threads in one unit (lowered)
   std::int64_t id_base;  ///< Named: the first hardware barrier id of this unit size
   bool async_wait;
+  bool proxy_fence;
+  Barrier(Perspective o, BarrierKind h, std::int64_t t, std::int64_t id, bool aw, bool pf, SourceLoc l)
+      : StmtNode(kKind, l), over(o), how(h), threads(t), id_base(id), async_wait(aw), proxy_fence(pf) {}
   Barrier(Perspective o, BarrierKind h, std::int64_t t, std::int64_t id, bool aw, SourceLoc l)
-      : StmtNode(kKind, l), over(o), how(h), threads(t), id_base(id), async_wait(aw) {}
-  auto fields() const { return std::tie(over, how, threads, id_base, async_wait); }
+      : Barrier(o, h, t, id, aw, false, l) {}
+  auto fields() const { return std::tie(over, how, threads, id_base, async_wait, proxy_fence); }
 };
 /// Lowered IR only: `count` consecutive elements copied as one vector access, dst[di .. di+count) =
 /// src[si .. si+count), on root memory; both indices are proven multiples of `count`.

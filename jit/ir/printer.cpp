@@ -321,6 +321,7 @@ class Printer {
     if (n.how == BarrierKind::Named) out_ << " id=" << n.id_base << "+thread_index/" << n.threads;
     if (n.how == BarrierKind::NamedFixed) out_ << " id=" << n.id_base;
     if (n.async_wait) out_ << " after cp.async";
+    if (n.proxy_fence) out_ << " after proxy fence";
     out_ << ";\n";
   }
   void print(const VectorCopy& n, int) {

@@ -154,6 +154,15 @@ Range value_range(const ExprPtr& e, const RangeEnv& env) {
                     if (a.lo >= 0) return Range{0, a.hi};
                     if (b.lo >= 0) return Range{0, b.hi};
                     return full;
+                  case BinOp::Or:
+                  case BinOp::Xor: {
+                    // Of non-negative operands: no bit above the larger one's highest (a swizzle's
+                    // `chunk ^ row % 8` stays below 8); an or is at least either operand.
+                    if (a.lo < 0 || b.lo < 0) return full;
+                    __int128 top = 1;
+                    while (top <= std::max(a.hi, b.hi)) top <<= 1;
+                    return fit(Range{n.op == BinOp::Or ? std::max(a.lo, b.lo) : 0, top - 1});
+                  }
                   default: return full;
                 }
               },

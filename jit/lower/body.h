@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -100,6 +101,22 @@ struct ViewInfo {
   ExprPtr index;  ///< lowered where the partition is
 };
 
+/// A TMA store's place in its matrix: the root of its destination and the row and column of the
+/// box's first element there, or the problem (V1012) where the destination is not an offset of the
+/// tensor map's matrix (`resolve` maps a destination index to the root and its index there).
+struct BoxPlace {
+  MemPtr root;
+  ExprPtr row, col;
+  std::optional<Diagnostic> problem;
+};
+BoxPlace box_place(const Intrinsic& n, const TensorMapNode& m, const ExprPtr& cols, const ExprPtr& dst_index,
+                   const std::function<std::pair<MemPtr, ExprPtr>(const ExprPtr&)>& resolve,
+                   const std::function<ExprPtr(const ExprPtr&)>& exact_width);
+
+/// The problem of a use of memory a TMA load may still write, or a write of memory a TMA store may
+/// still read (V1010).
+Diagnostic unwaited_tma(const sync::UnwaitedTma& u);
+
 class BodyLowerer {
  public:
   BodyLowerer(Context& c, const StmtPtr& body, Pos top, Perspective sync_top)
@@ -107,16 +124,7 @@ class BodyLowerer {
     std::vector<const StmtNode*> conflicts;
     std::vector<sync::UnwaitedTma> unwaited;
     body_ = sync::insert(body, sync_top, &conflicts, &unwaited, c_.opt.threads);
-    for (const auto& u : unwaited) {
-      Diagnostic d{"V1010",
-                   "this statement uses '" + u.memory +
-                       "' while a TMA load into it may still be in flight; wait on its mbarrier '" + u.mbarrier +
-                       "' first (a barrier does not wait for TMA)",
-                   u.use->loc,
-                   {}};
-      if (u.load.known()) d.notes.push_back({"the TMA load is here", u.load});
-      c_.out.problems.push_back(std::move(d));
-    }
+    for (const auto& u : unwaited) c_.out.problems.push_back(unwaited_tma(u));
     for (const auto& o : sync::overlapping_shares(body, sync_top, c_.opt.threads, c_.opt.blocks)) {
       const auto& part = static_cast<const Partition&>(*o.partition);
       if (o.across_blocks && !c_.opt.blocks) {

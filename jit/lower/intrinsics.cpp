@@ -1,8 +1,62 @@
 // Lowering of intrinsics: each one's operands resolved through views, its accesses proven or checked,
 // and the rules of its perspective and target applied. See body.h.
+#include "jit/ir/affine.h"
 #include "jit/lower/body.h"
 
 namespace vantage::lower::detail {
+
+Diagnostic unwaited_tma(const sync::UnwaitedTma& u) {
+  Diagnostic d{"V1010",
+               u.store ? "this statement writes '" + u.memory +
+                             "' while a TMA store may still read it; its thread must wait for the store first "
+                             "(tma_store_wait; a barrier does not wait for TMA)"
+                       : "this statement uses '" + u.memory +
+                             "' while a TMA load into it may still be in flight; wait on its mbarrier '" + u.mbarrier +
+                             "' first (a barrier does not wait for TMA)",
+               u.use->loc,
+               {}};
+  if (u.load.known()) d.notes.push_back({u.store ? "the TMA store is here" : "the TMA load is here", u.load});
+  return d;
+}
+
+BoxPlace box_place(const Intrinsic& n, const TensorMapNode& m, const ExprPtr& cols, const ExprPtr& dst_index,
+                   const std::function<std::pair<MemPtr, ExprPtr>(const ExprPtr&)>& resolve,
+                   const std::function<ExprPtr(const ExprPtr&)>& exact_width) {
+  const SourceLoc l = n.loc;
+  BoxPlace out;
+  auto fail = [&](const std::string& why) {
+    out.problem = Diagnostic{"V1012",
+                             "tma_store into '" + n.mems[1]->name + "': " + why,
+                             l,
+                             {{"tensor map " + m.name + " is made here", m.loc}}};
+    return out;
+  };
+  auto [root, first] = resolve(dst_index);
+  if (root.get() != m.mem.get())
+    return fail("it is a view of '" + root->name + "', and tensor map " + m.name + " is over '" + m.mem->name + "'");
+  // Box element (r, c) lands at dst[i + r * cols + c]: the view must be an offset of the matrix,
+  // its element i + d at the root element of i plus d (a partition's `base + i`, not `i / w * ld`).
+  auto d = std::make_shared<VarNode>(-1, "vt_d", ScalarType::I32, VarNode::Origin::Let, l);
+  ExprPtr dref = make<VarRef>(ScalarType::I32, d, l);
+  ExprPtr moved = resolve(bin(BinOp::Add, dst_index, dref, l)).second;
+  AffineReader::Lets none;
+  AffineReader read(none);
+  Affine at = read(first), there = read(moved);
+  at.add(dref, 1);
+  if (!same_terms(at, there) || at.constant != there.constant) {
+    const auto k = const_int(cols);
+    return fail("its element i + d must be the matrix's element after that of i by d, so that box rows land " +
+                (k ? std::to_string(*k) : ir::print(m.cols)) + " apart; '" + n.mems[1]->name + "' places element " +
+                ir::print(dst_index) + " + d at " + ir::print(moved));
+  }
+  // The matrix's row and column of the box's first element, as the instruction's 32-bit coordinates.
+  ExprPtr flat = make<Cast>(ScalarType::I64, exact_width(first), l);
+  ExprPtr c64 = cols->type == ScalarType::I64 ? cols : make<Cast>(ScalarType::I64, cols, l);
+  out.row = fold(make<Cast>(ScalarType::I32, bin(BinOp::Div, flat, c64, l), l));
+  out.col = fold(make<Cast>(ScalarType::I32, bin(BinOp::Mod, flat, c64, l), l));
+  out.root = root;
+  return out;
+}
 
 void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
   SourceLoc l = n.loc;
@@ -103,6 +157,23 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
       swizzled_tile(mems[0], args[3], m.box_rows * m.box_cols, 0, "TMA box of '" + m.name + "'", n.mems[0]->name, l);
       break;
     }
+    case IntrinsicOp::TmaStore2D: {
+      // args: the source's and the destination's indices; after: column, row, the source's first
+      // element (resolved). The box's place is where the destination's index lands in the matrix.
+      const auto& maps = c_.out.kernel.tensor_maps;
+      if (n.imms.empty() || n.imms[0] < 0 || n.imms[0] >= static_cast<std::int64_t>(maps.size()))
+        throw InternalError("lower: a TMA store without a tensor map");
+      const TensorMapNode& m = maps[static_cast<std::size_t>(n.imms[0])];
+      at(0, 0);
+      swizzled_tile(mems[0], args[0], m.box_rows * m.box_cols, 0, "TMA box of '" + m.name + "'", n.mems[0]->name, l);
+      BoxPlace p = box_place(
+          n, m, lx(m.cols), args[1], [&](const ExprPtr& i) { return resolve(n.mems[1], {i}, l); },
+          [&](const ExprPtr& e) { return exact_width(e); });
+      if (p.problem) c_.out.problems.push_back(std::move(*p.problem));
+      args = {p.col, p.row, args[0]};
+      mems[1] = p.root ? p.root : mems[1];
+      break;
+    }
     case IntrinsicOp::MbarrierInit:
     case IntrinsicOp::MbarrierWait:
       at(0, 1);
@@ -122,7 +193,9 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
                     n.mems[2]->name, l);
       break;
     }
-    case IntrinsicOp::SetMaxNreg: break;
+    case IntrinsicOp::SetMaxNreg:
+    case IntrinsicOp::FenceProxyAsync:
+    case IntrinsicOp::TmaStoreWait: break;
     case IntrinsicOp::MmaSync:
       for (std::size_t i = 0; i < mems.size(); ++i) fragment(i);
       break;

@@ -292,7 +292,7 @@ void BodyLowerer::lower_stmt(const ir::Barrier& n, std::vector<StmtPtr>& out) {
          {}});
     return;
   }
-  out.push_back(make<ir::Barrier>(n.over, how, count, base, n.async_wait, n.loc));
+  out.push_back(make<ir::Barrier>(n.over, how, count, base, n.async_wait, n.proxy_fence, n.loc));
   ++c_.out.barriers;
 }
 

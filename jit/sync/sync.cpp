@@ -36,6 +36,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -78,6 +79,7 @@ class Roots {
   auto end() const { return v_.end(); }
   bool empty() const { return v_.empty(); }
   std::size_t size() const { return v_.size(); }
+  void clear() { v_.clear(); }
   bool operator==(const Roots& o) const { return v_ == o.v_; }
 
  private:
@@ -133,6 +135,21 @@ bool has_id(const ExprPtr& e) {
   return scan.found;
 }
 
+/// A TMA store (its source root and the elements it reads, unknown: every one) or a wait for all but
+/// the newest `pending` of its thread's stores.
+struct BulkEvent {
+  bool wait = false;
+  std::int64_t pending = 0;
+  const MemNode* root = nullptr;
+  std::optional<Range> span;
+  SourceLoc loc;
+  bool operator==(const BulkEvent& o) const {
+    return wait == o.wait && pending == o.pending && root == o.root && span.has_value() == o.span.has_value() &&
+           (!span || (span->lo == o.span->lo && span->hi == o.span->hi)) && loc.line == o.loc.line &&
+           loc.column == o.loc.column && std::string_view(loc.file) == o.loc.file;
+  }
+};
+
 /// What statements touch: reads, plain `stores`, other `writes` (calls with mutable pointers, async
 /// copies), atomics, and the comparable root indices of reads and stores; a root in `opaque` was
 /// also accessed at an index that cannot be compared.
@@ -147,6 +164,13 @@ struct Access {
   /// data is there only after a wait on its mbarrier, and no barrier replaces that wait.
   std::set<std::pair<const MemNode*, const MemNode*>> tma;
   Roots waits;
+  /// Shared roots accessed through the generic proxy (loads, stores, atomics, cp.async) and through
+  /// the async proxy (TMA, wgmma): an async access after generic ones needs a proxy fence between.
+  Roots generic, async_proxy;
+  /// TMA stores and tma_store_waits in program order (a store reads its source until a wait covers
+  /// it); `looped`: some are in a loop of the statement, so that their order repeats.
+  std::vector<BulkEvent> bulk;
+  bool looped = false;
   Indices read_at, store_at;
   /// Shared memory whose bytes these accesses reuse: arrays of scopes that ended, and the regions
   /// of earlier calls, laid out at the same place (jit/ir/shared_layout). Any access there conflicts
@@ -177,6 +201,10 @@ struct Access {
     unshared.insert(o.unshared.begin(), o.unshared.end());
     tma.insert(o.tma.begin(), o.tma.end());
     waits.insert(o.waits.begin(), o.waits.end());
+    generic.insert(o.generic.begin(), o.generic.end());
+    async_proxy.insert(o.async_proxy.begin(), o.async_proxy.end());
+    bulk.insert(bulk.end(), o.bulk.begin(), o.bulk.end());
+    looped = looped || o.looped;
     reuses.insert(o.reuses.begin(), o.reuses.end());
     for (const auto& [r, kinds] : o.atomics) atomics[r] |= kinds;
     for (const auto* r : o.unspanned) add_span(r, std::nullopt);
@@ -220,7 +248,8 @@ struct State : Access {
       return true;
     };
     return reads == o.reads && stores == o.stores && writes == o.writes && async_writes == o.async_writes &&
-           tma == o.tma && waits == o.waits && opaque == o.opaque && unshared == o.unshared && reuses == o.reuses &&
+           tma == o.tma && waits == o.waits && generic == o.generic && async_proxy == o.async_proxy &&
+           reading == o.reading && opaque == o.opaque && unshared == o.unshared && reuses == o.reuses &&
            atomics == o.atomics && unspanned == o.unspanned &&
            std::equal(span.begin(), span.end(), o.span.begin(), o.span.end(),
                       [](const auto& x, const auto& y) {
@@ -229,12 +258,20 @@ struct State : Access {
            same(read_at, o.read_at) && same(store_at, o.store_at) && same(share_at, o.share_at) &&
            same(moving_at, o.moving_at);
   }
-  /// A barrier completes everything pending but TMA loads, which only a wait on their mbarrier does.
+  /// A barrier completes everything pending but TMA loads, which only a wait on their mbarrier does,
+  /// TMA stores' reads, which only their thread's tma_store_wait does (`reading`), and orders nothing
+  /// between the proxies, which only a proxy fence does (`generic` stays).
   void clear() {
     auto keep = std::move(tma);
+    auto gen = std::move(generic);
+    auto stores = std::move(reading);
     *this = State();
     tma = std::move(keep);
+    generic = std::move(gen);
+    reading = std::move(stores);
   }
+  /// TMA stores whose source may still be read, oldest first.
+  std::vector<BulkEvent> reading;
 };
 
 /// Rounds of a loop's fixed-point iteration before the pass gives up (each adds at least one root or
@@ -251,6 +288,7 @@ class Planner {
     collect_stable(body, top);
     for (const auto* v : assigned_) stable_.erase(v);
     collect_spans();
+    collect_async_roots(body);
     State st;
     walk(body, st, top, &plan_);
   }
@@ -294,6 +332,23 @@ class Planner {
     for (const Roots* rs : {&a.reads, &a.stores, &a.writes})
       for (const auto* r : *rs) add(r);
     for (const auto& [r, kinds] : a.atomics) add(r);
+  }
+
+  /// The shared roots some TMA or wgmma accesses: a barrier after generic accesses of one of them
+  /// fences the proxies too, in the threads that made those accesses.
+  void collect_async_roots(const StmtPtr& body) {
+    struct Scan : IRVisitor {
+      Planner& p;
+      explicit Scan(Planner& planner) : p(planner) {}
+      void visit(const Intrinsic& n) override {
+        const IntrinsicInfo& in = info(n.op);
+        for (std::size_t i = 0; i < n.mems.size(); ++i)
+          if (in.async(i))
+            if (const auto* r = p.root(n.mems[i].get()); r && r->space == MemSpace::Shared) p.async_roots_.insert(r);
+        IRVisitor::visit(n);
+      }
+    } scan(*this);
+    scan.walk(body);
   }
 
   // ------------------------------------------------------------ element ranges
@@ -434,10 +489,15 @@ class Planner {
     else
       a.opaque.insert(r);
   }
-  void read(Access& a, const MemPtr& m, const std::vector<ExprPtr>* idx = nullptr) const {
+  /// Records the proxy an access of shared root r goes through.
+  static void proxy(Access& a, const MemNode* r, bool async) {
+    if (r->space == MemSpace::Shared) (async ? a.async_proxy : a.generic).insert(r);
+  }
+  void read(Access& a, const MemPtr& m, const std::vector<ExprPtr>* idx = nullptr, bool async = false) const {
     const auto* r = root(m.get());
     if (!r) return;
     a.reads.insert(r);
+    proxy(a, r, async);
     if (idx) {
       index(a, a.read_at, m, *idx, r);
     } else {
@@ -445,9 +505,28 @@ class Planner {
       span(a, r, nullptr);
     }
   }
-  void write(Access& a, const MemPtr& m) const {
+  /// A TMA store's read of its source box: the box's elements (imms[1] of them, in the swizzle's
+  /// whole 1024-byte groups) from its first, so that stores into the other half of a double buffer
+  /// are apart from it.
+  void box_read(Access& a, const Intrinsic& n) const {
+    const auto* r = root(n.mems[0].get());
+    if (!r) return;
+    a.reads.insert(r);
+    a.opaque.insert(r);
+    proxy(a, r, true);
+    ExprPtr first = n.args.empty() ? nullptr : views_.root_index(n.mems[0].get(), {n.args[0]});
+    std::optional<Range> got;
+    if (threads_ > 0 && first && is_integer(first->type) && n.imms.size() > 1 && n.imms[1] > 0) {
+      Range at = value_range(first, span_env_);
+      got = Range{at.lo, at.hi + n.imms[1] - 1};
+    }
+    a.bulk.push_back({false, 0, r, got, n.loc});
+    if (threads_ > 0 && r->space == MemSpace::Shared) a.add_span(r, got);
+  }
+  void write(Access& a, const MemPtr& m, bool async = false) const {
     if (const auto* r = root(m.get())) {
       a.writes.insert(r);
+      proxy(a, r, async);
       a.opaque.insert(r);
       span(a, r, nullptr);
     }
@@ -482,6 +561,7 @@ class Planner {
       IRVisitor::visit(n);
       if (const auto* r = p_.root(n.mem.get())) {
         access.stores.insert(r);
+        proxy(access, r, false);
         p_.index(access, access.store_at, n.mem, n.indices, r);
         // Which elements the storing thread owns: only a store through a partition says.
         ExprPtr share = p_.views_.share(n.mem.get());
@@ -521,13 +601,18 @@ class Planner {
       const IntrinsicInfo& in = info(n.op);
       for (std::size_t i = 0; i < n.mems.size() && i < in.mems.size(); ++i) {
         const MemPtr& m = n.mems[i];
+        if (n.op == IntrinsicOp::TmaStore2D && i == 0) {
+          p_.box_read(access, n);
+          continue;
+        }
         switch (in.mems[i]) {
           case Touch::None: break;
-          case Touch::Read: p_.read(access, m); break;
-          case Touch::Write: p_.write(access, m); break;
+          case Touch::Read: p_.read(access, m, nullptr, in.async(i)); break;
+          case Touch::Write: p_.write(access, m, in.async(i)); break;
           case Touch::AsyncWrite: p_.async_write(access, m); break;
           case Touch::Atomic:
             if (const auto* r = p_.root(m.get())) {
+              proxy(access, r, false);
               access.atomics[r] |= 1u << static_cast<unsigned>(atomic_kind(n.imms[0]));
               access.opaque.insert(r);
               p_.span(access, r, nullptr);
@@ -539,6 +624,8 @@ class Planner {
             break;
         }
       }
+      if (n.op == IntrinsicOp::TmaStoreWait)
+        access.bulk.push_back({true, n.imms.empty() ? 0 : n.imms[0], nullptr, {}, n.loc});
       // A TMA load's box completes on its mbarrier operand (V1010 refuses a use before the wait).
       if (n.op == IntrinsicOp::TmaLoad2D) {
         const auto* dst = p_.root(n.mems[0].get());
@@ -587,6 +674,7 @@ class Planner {
         }
       }
     };
+    if ((s->kind == StmtKind::For || s->kind == StmtKind::While) && !a.bulk.empty()) a.looped = true;
     if (narrower_stores) a.unshared.insert(a.stores.begin(), a.stores.end());
     demote(a.store_at, narrower_stores);
     demote(a.share_at, narrower_stores);
@@ -648,23 +736,46 @@ class Planner {
     return p.level == Level::Block && p.count == Size(1);
   }
 
-  /// A barrier before `s`: everything pending is complete after it.
+  /// Whether a barrier after `st` fences the proxies: its threads accessed generically shared memory
+  /// that a TMA or wgmma accesses somewhere.
+  bool fences_proxies(const State& st) const {
+    for (const auto* r : st.generic)
+      if (async_roots_.count(r)) return true;
+    return false;
+  }
+
+  /// A barrier before `s`: everything pending is complete after it. Where the threads accessed
+  /// shared memory that a TMA or wgmma accesses too, each fences the proxies before it arrives.
   void place(const StmtPtr& s, State& st, Perspective code, Plan* rec) {
+    const bool fence = fences_proxies(st);
     if (rec) {
       if (within_block(code)) {
-        rec->before[s.get()].push_back({code, !st.async_writes.empty()});
+        rec->before[s.get()].push_back({code, !st.async_writes.empty(), fence});
       } else {
         rec->grid_conflicts.push_back(s.get());
       }
     }
     st.clear();
+    if (fence) st.generic.clear();
   }
 
   /// Places a barrier before `s` if its accesses conflict with what is pending, then adds them.
   void step(const StmtPtr& s, const Access& a, State& st, Perspective code, Plan* rec) {
     if (rec) unwaited_tma(s, a, st, rec);
+    if (rec) unwaited_store(s, a, st, rec);
     if (conflicts(a, st)) place(s, st, code, rec);
+    // An async access of what these threads accessed generically since the last fence, with no
+    // barrier between (the threads' own accesses): the threads fence the proxies first.
+    bool fence = false;
+    for (const auto* r : a.async_proxy) fence = fence || st.generic.count(r);
+    if (fence) {
+      if (rec) rec->fences.insert(s.get());
+      st.generic.clear();
+    }
     st.merge(a);
+    st.bulk.clear();
+    st.looped = false;
+    bulk(a, st);
     // A wait on an mbarrier completes the TMA loads that complete on it: for every thread of the
     // code when the wait is the statement itself, else for the threads that waited, so that the
     // others still need a barrier (the data then counts as an ordinary write).
@@ -683,6 +794,43 @@ class Planner {
       it = st.tma.erase(it);
     }
   }
+  /// A write of a TMA store's source the store may still read (no wait of its thread covers it):
+  /// refused, since no barrier waits for the TMA unit.
+  void unwaited_store(const StmtPtr& s, const Access& a, const State& st, Plan* rec) const {
+    for (const auto& p : st.reading) {
+      const bool writes = a.stores.count(p.root) || a.writes.count(p.root) || a.atomics.count(p.root);
+      auto got = a.span.find(p.root);
+      const bool apart = p.span && got != a.span.end() && !a.unspanned.count(p.root) &&
+                         (got->second.hi < p.span->lo || p.span->hi < got->second.lo);
+      if (writes && !apart) {
+        rec->tma_unwaited.push_back({s.get(), p.loc, p.root->name, "", true});
+        return;
+      }
+    }
+  }
+  /// After `a`: its stores read on; its waits make the stores they cover ordinary reads of their
+  /// thread, which the other threads' writes wait for at a barrier. Where they repeat in a loop of
+  /// `a`, only a last wait(0) counts.
+  void bulk(const Access& a, State& st) {
+    auto complete = [&](std::size_t keep) {
+      while (st.reading.size() > keep) {
+        const BulkEvent p = st.reading.front();
+        st.reading.erase(st.reading.begin());
+        st.reads.insert(p.root);
+        st.opaque.insert(p.root);
+        if (p.root->space == MemSpace::Shared) st.add_span(p.root, p.span);
+      }
+    };
+    for (std::size_t i = 0; i < a.bulk.size(); ++i) {
+      const BulkEvent& e = a.bulk[i];
+      if (!e.wait) {
+        if (std::find(st.reading.begin(), st.reading.end(), e) == st.reading.end()) st.reading.push_back(e);
+      } else if (!a.looped || (e.pending == 0 && i + 1 == a.bulk.size())) {
+        complete(static_cast<std::size_t>(e.pending));
+      }
+    }
+  }
+
   /// An access to memory a TMA load may still be writing (no wait on its mbarrier since): refused,
   /// since no barrier Vantage could place waits for it. Further TMA loads into the same memory are
   /// the pipeline's own business (its slots), not a use.
@@ -877,13 +1025,15 @@ class Planner {
   /// where it reads what is pending, then its reads.
   void evaluate_again(const Access& cond, State& st, Perspective code, Plan* rec, const StmtNode* self) {
     if (conflicts(cond, st)) {
+      const bool fence = fences_proxies(st);
       if (rec) {
         if (within_block(code))
-          rec->at_end[self].push_back({code, !st.async_writes.empty()});
+          rec->at_end[self].push_back({code, !st.async_writes.empty(), fence});
         else
           rec->grid_conflicts.push_back(self);
       }
       st.clear();
+      if (fence) st.generic.clear();
     }
     st.merge(cond);
   }
@@ -991,6 +1141,7 @@ class Planner {
   /// Counters of loops with constant bounds: their first and last values.
   std::unordered_map<const VarNode*, std::pair<std::int64_t, std::int64_t>> loop_ranges_;
   Roots exempt_;
+  Roots async_roots_;                                            ///< shared roots some TMA or wgmma accesses
   std::unordered_map<const MemNode*, Roots> reused_;             ///< roots over the same shared bytes
   std::unordered_map<const StmtNode*, const MemNode*> regions_;  ///< the shared region of each call
   std::vector<std::shared_ptr<const MemNode>> region_nodes_;     ///< (owned here)
@@ -1023,14 +1174,19 @@ ir::StmtPtr insert(const ir::StmtPtr& body, Perspective top, std::vector<const i
         const auto& w = static_cast<const While&>(*out);
         std::vector<StmtPtr> body{w.body};
         for (const auto& b : end->second)
-          body.push_back(make<ir::Barrier>(b.over, BarrierKind::Planned, 0, 0, b.async_wait, s->loc));
+          body.push_back(make<ir::Barrier>(b.over, BarrierKind::Planned, 0, 0, b.async_wait, b.proxy_fence, s->loc));
         out = make<While>(w.cond, make<Seq>(std::move(body), w.body->loc), w.loc);
       }
       auto it = s ? plan_.before.find(s.get()) : plan_.before.end();
-      if (it == plan_.before.end()) return out;
+      const bool fence = s && plan_.fences.count(s.get());
+      if (it == plan_.before.end() && !fence) return out;
       std::vector<StmtPtr> seq;
-      for (const auto& b : it->second)
-        seq.push_back(make<ir::Barrier>(b.over, BarrierKind::Planned, 0, 0, b.async_wait, s->loc));
+      if (it != plan_.before.end())
+        for (const auto& b : it->second)
+          seq.push_back(make<ir::Barrier>(b.over, BarrierKind::Planned, 0, 0, b.async_wait, b.proxy_fence, s->loc));
+      if (fence)
+        seq.push_back(make<Intrinsic>(IntrinsicOp::FenceProxyAsync, std::vector<ExprPtr>{}, std::vector<MemPtr>{},
+                                      std::vector<VarPtr>{}, std::vector<std::int64_t>{}, s->loc));
       seq.push_back(out);
       return make<Seq>(std::move(seq), s->loc);
     }

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "jit/ir/ir.h"
@@ -13,17 +14,22 @@
 namespace vantage::sync {
 
 /// A barrier over the threads of the code perspective `over`, placed before a statement.
-/// `async_wait` first waits for the thread's outstanding cp.async copies.
+/// `async_wait` first waits for the thread's outstanding cp.async copies; `proxy_fence` first fences
+/// the generic proxy's shared accesses against the async proxy's after the barrier.
 struct Barrier {
   Perspective over;
   bool async_wait = false;
+  bool proxy_fence = false;
 };
 
-/// A use of memory a TMA load may still be writing: no wait on its mbarrier stands between them.
+/// A use of memory a TMA load may still be writing (no wait on its mbarrier stands between them), or
+/// a write of memory a TMA store may still be reading (no tma_store_wait of its thread covers it):
+/// `store`, and then `mbarrier` is empty.
 struct UnwaitedTma {
   const ir::StmtNode* use;
   SourceLoc load;
   std::string memory, mbarrier;
+  bool store = false;
 };
 
 struct Plan {
@@ -35,6 +41,9 @@ struct Plan {
   /// conflict, for a diagnostic.
   std::vector<const ir::StmtNode*> grid_conflicts;
   std::vector<UnwaitedTma> tma_unwaited;
+  /// Statements before which the threads that run them fence the proxies (fence.proxy.async) with no
+  /// barrier: a TMA or wgmma access of shared memory the same threads accessed with loads or stores.
+  std::unordered_set<const ir::StmtNode*> fences;
 };
 
 /// A partition that hands one element to two of its units where its body writes (shares.cpp): the
