@@ -601,16 +601,20 @@ void Scope::cp_async_commit(std::source_location l) { VANTAGE_INTRINSIC(CpAsyncC
 void Scope::cp_async_wait(int pending, std::source_location l) {
   VANTAGE_INTRINSIC(CpAsyncWait, l).imm(pending).emit();
 }
+namespace {
+/// The index of a tensor map of this kernel, or -1 with V0503 (one of another kernel, or none).
+int map_index(const std::shared_ptr<BuildCtx>& self, const TensorMap& map, const char* op, SourceLoc loc) {
+  if (map.defined() && BuilderAccess::ctx(map) == self) return BuilderAccess::index(map);
+  self->error("V0503", loc,
+              map.defined() ? "tensor map " + map.name() + " belongs to another kernel"
+                            : std::string(op) + " needs a tensor map made by KernelBuilder::tensor_map");
+  return -1;
+}
+}  // namespace
+
 void Scope::tma_load(const View& dst, const ExprArg& dst_index, const TensorMap& map, const ExprArg& row,
                      const ExprArg& col, const View& bars, const ExprArg& slot, std::source_location l) {
-  SourceLoc loc = here(l);
-  int index = BuilderAccess::index(map);
-  if (!map.defined() || BuilderAccess::ctx(map) != ctx_) {
-    ctx_->error("V0503", loc,
-                map.defined() ? "tensor map " + map.name() + " belongs to another kernel"
-                              : "tma_load needs a tensor map made by KernelBuilder::tensor_map");
-    index = -1;
-  }
+  const int index = map_index(ctx_, map, "tma_load", here(l));
   VANTAGE_INTRINSIC(TmaLoad2D, l)
       .mem(dst)
       .mem(bars)
@@ -623,14 +627,7 @@ void Scope::tma_load(const View& dst, const ExprArg& dst_index, const TensorMap&
 }
 void Scope::tma_store(const TensorMap& map, const View& src, const ExprArg& src_index, const View& dst,
                       const ExprArg& dst_index, std::source_location l) {
-  SourceLoc loc = here(l);
-  int index = BuilderAccess::index(map);
-  if (!map.defined() || BuilderAccess::ctx(map) != ctx_) {
-    ctx_->error("V0503", loc,
-                map.defined() ? "tensor map " + map.name() + " belongs to another kernel"
-                              : "tma_store needs a tensor map made by KernelBuilder::tensor_map");
-    index = -1;
-  }
+  const int index = map_index(ctx_, map, "tma_store", here(l));
   VANTAGE_INTRINSIC(TmaStore2D, l)
       .mem(src)
       .mem(dst)
