@@ -496,6 +496,15 @@ struct IntrinsicCall {
 
 void Scope::sync_threads(std::source_location l) { VANTAGE_INTRINSIC(SyncThreads, l).emit(); }
 void Scope::sync_warp(std::source_location l) { VANTAGE_INTRINSIC(SyncWarp, l).emit(); }
+void Scope::cluster_sync(std::source_location l) { VANTAGE_INTRINSIC(ClusterSync, l).emit(); }
+Expr Scope::cluster_rank(std::source_location l) {
+  if (ctx_->cluster < 2)
+    ctx_->error("V0917", here(l), "cluster_rank needs a kernel of clusters: declare KernelBuilder::cluster(n) first");
+  // The hardware block's index (a tile loop's block may take several tiles), not id(block(1)), which
+  // is the block's place in the code's own perspective.
+  Expr block = BuilderAccess::expr(ir::make<ir::Builtin>(ScalarType::I32, ir::BuiltinKind::BlockInGrid, here(l)));
+  return block % std::max<std::int64_t>(ctx_->cluster, 1);
+}
 void Scope::named_barrier(int id, int threads, std::source_location l) {
   VANTAGE_INTRINSIC(NamedBarrier, l).imm(id).imm(threads).emit();
 }
@@ -625,6 +634,21 @@ void Scope::tma_load(const View& dst, const ExprArg& dst_index, const TensorMap&
       .imm(index)
       .emit();
 }
+void Scope::tma_load_multicast(const View& dst, const ExprArg& dst_index, const TensorMap& map, const ExprArg& row,
+                               const ExprArg& col, const View& bars, const ExprArg& slot, const ExprArg& mask,
+                               std::source_location l) {
+  const int index = map_index(ctx_, map, "tma_load_multicast", here(l));
+  VANTAGE_INTRINSIC(TmaLoadMulticast2D, l)
+      .mem(dst)
+      .mem(bars)
+      .arg(col, ScalarType::I32)
+      .arg(row, ScalarType::I32)
+      .arg(slot, ScalarType::I32)
+      .arg(dst_index, ScalarType::I32)
+      .arg(mask, ScalarType::I32)
+      .imm(index)
+      .emit();
+}
 void Scope::tma_store(const TensorMap& map, const View& src, const ExprArg& src_index, const View& dst,
                       const ExprArg& dst_index, std::source_location l) {
   const int index = map_index(ctx_, map, "tma_store", here(l));
@@ -645,6 +669,10 @@ void Scope::mbarrier_init(const View& bars, const ExprArg& slot, const ExprArg& 
 }
 void Scope::mbarrier_arrive(const View& bars, const ExprArg& slot, std::source_location l) {
   VANTAGE_INTRINSIC(MbarrierArrive, l).mem(bars).arg(slot, ScalarType::I32).emit();
+}
+void Scope::mbarrier_arrive_cluster(const View& bars, const ExprArg& slot, const ExprArg& rank,
+                                    std::source_location l) {
+  VANTAGE_INTRINSIC(MbarrierArriveCluster, l).mem(bars).arg(slot, ScalarType::I32).arg(rank, ScalarType::I32).emit();
 }
 void Scope::mbarrier_arrive_expect_tx(const View& bars, const ExprArg& slot, std::int64_t bytes,
                                       std::source_location l) {
@@ -723,6 +751,11 @@ KernelBuilder& KernelBuilder::grid_multiple_of(std::int64_t m, std::source_locat
   ctx_->grid_loc = here(l);
   return *this;
 }
+KernelBuilder& KernelBuilder::cluster(std::int64_t blocks, std::source_location l) {
+  ctx_->cluster = blocks;
+  ctx_->cluster_loc = here(l);
+  return *this;
+}
 KernelBuilder& KernelBuilder::require(const ExprArg& cond, std::source_location l) {
   SourceLoc loc = here(l);
   if (!cond.expr.defined())
@@ -787,6 +820,7 @@ Kernel KernelBuilder::build() {
   k->threads = ctx_->threads;
   k->grid_blocks = ctx_->grid_blocks;
   k->grid_multiple = ctx_->grid_multiple;
+  k->cluster = ctx_->cluster;
   k->requirements = ctx_->requirements;
   k->budget_declared = ctx_->budget_declared;
   k->shared_budget = k->budget_declared ? ctx_->shared_budget : check::default_shared_budget();
@@ -795,6 +829,7 @@ Kernel KernelBuilder::build() {
   k->threads_loc = ctx_->threads_loc.known() ? ctx_->threads_loc : ctx_->loc;
   k->grid_loc = ctx_->grid_loc.known() ? ctx_->grid_loc : ctx_->loc;
   k->budget_loc = ctx_->budget_loc.known() ? ctx_->budget_loc : ctx_->loc;
+  k->cluster_loc = ctx_->cluster_loc.known() ? ctx_->cluster_loc : ctx_->loc;
   k->body_loc = ctx_->body_loc;
   k->hash = ir::hash_kernel(*k);
   auto result = check::check(*k);

@@ -187,7 +187,7 @@ TEST(IrWalk, TheMutatorSharesWhatItDoesNotChange) {
   EXPECT_NE(out, node.body);
   EXPECT_FALSE(equal(out, node.body));
   EXPECT_NE(ir::print(*std::make_shared<KernelNode>(KernelNode{
-                          node.name, node.params, node.threads, {}, 1, 0, false, out, {}, {}, {}, {}, {}, 0}))
+                          node.name, node.params, node.threads, {}, 1, 1, 0, false, out, {}, {}, {}, {}, {}, {}, 0}))
                 .find("for kb in [0, 64) step 32"),
             std::string::npos);
   struct Allocs : IRVisitor {

@@ -445,6 +445,13 @@ class Scope {
   // Collective and special intrinsics; each carries the perspective it needs.
   void sync_threads(std::source_location loc = std::source_location::current());  ///< block(1)
   void sync_warp(std::source_location loc = std::source_location::current());     ///< thread(32)
+  /// The barrier of every thread of every block of the cluster (`barrier.cluster.arrive` and `wait`,
+  /// release and acquire), at block(1) in a kernel of clusters (KernelBuilder::cluster). Every block
+  /// of the cluster must reach it: one that does not is a hang on a GPU and synccheck on the
+  /// interpreter. It also orders the block's own threads, as sync_threads does.
+  void cluster_sync(std::source_location loc = std::source_location::current());
+  /// This block's rank in its cluster, `id(block(1)) % cluster`: 0 to cluster - 1.
+  Expr cluster_rank(std::source_location loc = std::source_location::current());
   /// `bar.sync id, threads` at thread(threads); threads a multiple of 32.
   void named_barrier(int id, int threads, std::source_location loc = std::source_location::current());
   Var shfl_xor(std::string name, const ExprArg& value, const ExprArg& lane_mask,
@@ -519,6 +526,15 @@ class Scope {
   /// Vantage fences the threads' stores into `src` from the TMA unit before the barrier it places.
   void tma_store(const TensorMap& map, const View& src, const ExprArg& src_index, const View& dst,
                  const ExprArg& dst_index, std::source_location loc = std::source_location::current());
+  /// TMA 2-D load at thread(1) of a kernel of clusters (KernelBuilder::cluster): as `tma_load`, but
+  /// the box goes to `dst[dst_index...]` of every block of the cluster whose rank is a bit of `mask`
+  /// (`cp.async.bulk.tensor...multicast::cluster`), each completing on its own `bars[slot]`. Each of
+  /// those blocks' barriers must expect the box's bytes; `mask` must be proven below 2^cluster (V1009).
+  /// The blocks' shared memory and mbarriers must exist when it runs: a `cluster_sync` after their
+  /// initialisation orders that.
+  void tma_load_multicast(const View& dst, const ExprArg& dst_index, const TensorMap& map, const ExprArg& row,
+                          const ExprArg& col, const View& bars, const ExprArg& slot, const ExprArg& mask,
+                          std::source_location loc = std::source_location::current());
   /// Waits until all but the newest `pending` of this thread's TMA stores have read their source
   /// (`cp.async.bulk.wait_group.read`): their shared memory may be written again.
   void tma_store_wait(int pending = 0, std::source_location loc = std::source_location::current());
@@ -528,6 +544,11 @@ class Scope {
                      std::source_location loc = std::source_location::current());
   void mbarrier_arrive(const View& bars, const ExprArg& slot,
                        std::source_location loc = std::source_location::current());
+  /// An arrival at `bars[slot]` of the block of rank `rank` in this block's cluster (`mapa` and
+  /// `mbarrier.arrive.release.cluster`): a consumer frees a slot that another block's producer fills.
+  /// `rank` must be proven below the cluster size (V1009).
+  void mbarrier_arrive_cluster(const View& bars, const ExprArg& slot, const ExprArg& rank,
+                               std::source_location loc = std::source_location::current());
   /// An arrival that also announces `bytes` that TMA loads will complete on the barrier's phase.
   void mbarrier_arrive_expect_tx(const View& bars, const ExprArg& slot, std::int64_t bytes,
                                  std::source_location loc = std::source_location::current());
@@ -610,6 +631,11 @@ class KernelBuilder {
   KernelBuilder& grid_blocks(std::int64_t blocks, std::source_location loc = std::source_location::current());
   /// Promises that the launch grid is a multiple of `m` blocks (a residual guard at launch).
   KernelBuilder& grid_multiple_of(std::int64_t m, std::source_location loc = std::source_location::current());
+  /// Thread-block clusters of `blocks` consecutive blocks (2 to 8; sm_90): the blocks of a cluster run
+  /// at the same time and may synchronize (`Scope::cluster_sync`), multicast TMA loads to each other's
+  /// shared memory and arrive on each other's mbarriers. The grid must be a multiple of `blocks` (a
+  /// guard at launch, V0901). Block b's rank in its cluster is `b % blocks` (`Scope::cluster_rank`).
+  KernelBuilder& cluster(std::int64_t blocks, std::source_location loc = std::source_location::current());
   /// A condition every launch must meet, on the kernel's integer scalar parameters: `require(n % 4
   /// == 0)`, `require(M % 16 == 0 && N % 8 == 0)`. The launcher evaluates it and refuses a launch
   /// that breaks it (LaunchError, naming the condition and this line); a specialization that breaks

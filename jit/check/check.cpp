@@ -40,6 +40,12 @@ auto ends_with_return(const StmtPtr& s) -> bool {
 
 }  // namespace
 
+namespace {
+std::string cluster_size_error(std::int64_t n) {
+  return "a cluster has 1 to " + std::to_string(kMaxCluster) + " blocks (the portable size), not " + std::to_string(n);
+}
+}  // namespace
+
 auto Checker::run_kernel(const KernelNode& k) -> CheckResult {
   c_.maps = &k.tensor_maps;
   in_kernel_ = true;
@@ -116,7 +122,9 @@ auto Checker::finish() -> CheckResult {
 auto Checker::check_launch_shape(const KernelNode& k) -> void {
   c_.know.threads = k.threads;
   c_.know.blocks = k.grid_blocks;
-  c_.know.grid_multiple = std::max<std::int64_t>(k.grid_multiple, 1);
+  c_.know.cluster = k.cluster >= 1 && k.cluster <= kMaxCluster ? k.cluster : 1;
+  c_.know.grid_multiple = std::lcm(std::max<std::int64_t>(k.grid_multiple, 1), c_.know.cluster);
+  if (c_.know.cluster != k.cluster) c_.error("V0917", k.cluster_loc, cluster_size_error(k.cluster));
   if (k.threads && (*k.threads < 1 || *k.threads > target::max_threads_per_block()))
     c_.error("V0901", k.threads_loc,
              "threads per block must be between 1 and " + std::to_string(target::max_threads_per_block()) + ", not " +

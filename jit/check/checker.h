@@ -35,10 +35,14 @@ enum class Truth : std::uint8_t { No, Yes, Unknown };
 
 constexpr Perspective kTop = grid(1);  // values that are the same everywhere: literals, parameters
 
+/// The most blocks a cluster has (the portable size; sm_90 allows 16 only by opt-in).
+constexpr std::int64_t kMaxCluster = 8;
+
 struct Knowledge {
   std::optional<std::int64_t> threads;
   std::optional<std::int64_t> blocks;
-  std::int64_t grid_multiple = 1;
+  std::int64_t grid_multiple = 1;  ///< with the cluster size: the grid is a multiple of both
+  std::int64_t cluster = 1;
 };
 
 struct Frame {
@@ -457,7 +461,8 @@ class ExprChecker {
     return n.p;
   }
   Perspective expr_rule(const Builtin& n, SourceLoc, SourceLoc) {
-    if (n.which == BuiltinKind::BlocksInGrid) return kTop;  // the same for every thread of the launch
+    if (n.which == BuiltinKind::BlocksInGrid) return kTop;     // the same for every thread of the launch
+    if (n.which == BuiltinKind::BlockInGrid) return block(1);  // cluster_rank: the same for a block's threads
     throw InternalError("check: lowered IR (a hardware position) reached the checker");
   }
   Perspective expr_rule(const Load& n, SourceLoc here, SourceLoc) {
@@ -496,6 +501,8 @@ class IntrinsicChecker {
 
  private:
   void need_exact(Perspective p, const std::string& what, SourceLoc loc);
+  /// V0917 where the kernel has no clusters (`what` needs them).
+  void need_cluster(const std::string& what, SourceLoc loc);
 
   void operand_error(const Intrinsic& n, const std::string& msg) {
     c_.error("V0503", n.loc, user_name(n.op) + std::string(": ") + msg);

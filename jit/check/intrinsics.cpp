@@ -4,6 +4,11 @@
 
 namespace vantage::check::detail {
 
+auto IntrinsicChecker::need_cluster(const std::string& what, SourceLoc loc) -> void {
+  if (c_.know.cluster < 2)
+    c_.error("V0917", loc, what + " needs a kernel of clusters: declare KernelBuilder::cluster(n), n from 2 to 8");
+}
+
 auto IntrinsicChecker::need_exact(Perspective p, const std::string& what, SourceLoc loc) -> void {
   Truth t = c_.same_persp(p, c_.code());
   if (t == Truth::No) {
@@ -233,12 +238,16 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
     case IntrinsicOp::CpAsyncCommit:
     case IntrinsicOp::CpAsyncWait:
     case IntrinsicOp::FenceProxyAsync: break;
-    case IntrinsicOp::TmaLoad2D: {
+    case IntrinsicOp::TmaLoad2D:
+    case IntrinsicOp::TmaLoadMulticast2D: {
       // One thread writes the whole box, completing on an mbarrier: no async scope or narrowing
       // (jit/sync refuses a use before a wait on that mbarrier, V1010).
       MemInfo* dst = operand_mem(n, 0, MemSpace::Shared, std::nullopt, "destination");
-      if (dst && dst->async)
-        c_.error("V0315", n.loc, "tma_load writes shared memory by its own name, not an async name");
+      if (dst && dst->async) c_.error("V0315", n.loc, op + " writes shared memory by its own name, not an async name");
+      if (n.op == IntrinsicOp::TmaLoadMulticast2D) {
+        operand_value(n, 4, ScalarType::I32, "multicast mask");
+        need_cluster(op, n.loc);
+      }
       operand_mem(n, 1, MemSpace::Shared, ScalarType::U64, "mbarrier");
       operand_value(n, 3, ScalarType::I32, "destination index");
       operand_value(n, 0, ScalarType::I32, "column");
@@ -295,6 +304,13 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       operand_mem(n, 0, MemSpace::Shared, ScalarType::U64, "mbarrier");
       operand_value(n, 0, ScalarType::I32, "mbarrier slot");
       break;
+    case IntrinsicOp::MbarrierArriveCluster:
+      operand_mem(n, 0, MemSpace::Shared, ScalarType::U64, "mbarrier");
+      operand_value(n, 0, ScalarType::I32, "mbarrier slot");
+      operand_value(n, 1, ScalarType::I32, "block rank");
+      need_cluster(op, n.loc);
+      break;
+    case IntrinsicOp::ClusterSync: need_cluster(op, n.loc); break;
     case IntrinsicOp::MbarrierExpectTx: {
       operand_mem(n, 0, MemSpace::Shared, ScalarType::U64, "mbarrier");
       operand_value(n, 0, ScalarType::I32, "mbarrier slot");

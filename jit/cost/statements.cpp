@@ -303,7 +303,7 @@ auto Analyzer::st(const Return& n, Mask m) -> void {
 
 auto Analyzer::st(const ir::Barrier& n, Mask) -> void {
   step();
-  if (n.how != BarrierKind::Block) return;
+  if (n.how != BarrierKind::Block && n.how != BarrierKind::Cluster) return;
   barriers_ += weight_;
   interval_steps_.push_back(0.0);
 }

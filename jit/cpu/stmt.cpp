@@ -438,7 +438,10 @@ auto Statements::uniform(const StmtPtr& s, Value* mask) -> void {
 auto Statements::single(const StmtPtr& s, Value* mask) -> void {
   Frame& f = *g_.frame_;
   dispatch(*s, Overloaded{
-                   [&](const ir::Barrier&) {},  // the thread loops around it are the barrier
+                   [&](const ir::Barrier& n) {  // the thread loops around it are the barrier
+                     // A cluster's blocks wait for each other; the CPU backend runs each block alone.
+                     if (n.how == BarrierKind::Cluster) unsupported("cluster_sync", n.loc);
+                   },
                    [&](const Let& n) {
                      if (f.levels[n.var.get()] == Lvl::Uniform) {
                        val_.write_var(n.var, val_.expr(n.value), n.value);

@@ -76,6 +76,11 @@ std::vector<std::string> barrier_lines(const ir::Barrier& b) {
     case BarrierKind::NamedFixed:
       lines.push_back("asm volatile(\"bar.sync %0, %1;\" :: \"r\"(" + id + "), \"r\"(" + n + ") : \"memory\");");
       return lines;
+    case BarrierKind::Cluster:  // release and acquire at the cluster's scope, the PTX defaults
+      lines.emplace_back(
+          "asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: "
+          "\"memory\");");
+      return lines;
     case BarrierKind::Planned: break;
   }
   throw InternalError("emit: a barrier that was not lowered");
@@ -237,7 +242,8 @@ void Emitter::kernel(const KernelNode& k) {
   // setmaxnreg moves registers between warpgroups of a block that holds the most its launch bounds
   // allow: one block per multiprocessor, so that ptxas knows the count at entry.
   out_ << "extern \"C\" __global__ void __launch_bounds__(" << opt_.threads << (v_.uses_setmaxnreg ? ", 1" : "") << ") "
-       << sig.str() << " {\n";
+       << (k.cluster > 1 ? "__cluster_dims__(" + std::to_string(k.cluster) + ", 1, 1) " : std::string()) << sig.str()
+       << " {\n";
   out_ << "  const int vt_tid = static_cast<int>(threadIdx.x);\n";
   out_ << "  const int vt_bid = static_cast<int>(blockIdx.x);\n";
   // Arrays aligned past 16 bytes (TMA and wgmma tiles): the base is aligned as the kernel starts,

@@ -4,6 +4,26 @@
 
 namespace vantage::cuda::detail {
 
+namespace {
+/// A TMA load's statement: the box at (`col`, `row`) of tensor map `map` into shared address `dst`,
+/// completing on the mbarrier at `bar`; with a `mask`, into each block of the cluster it names.
+std::string tma_load_asm(const std::string& dst, const std::string& map, const std::string& col, const std::string& row,
+                         const std::string& bar, const std::string& mask) {
+  return "asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" +
+         std::string(mask.empty() ? "" : ".multicast::cluster") + " [%0], [%1, {%2, %3}], [%4]" +
+         (mask.empty() ? "" : ", %5") + ";\" :: \"r\"(" + dst + "), \"l\"(reinterpret_cast<unsigned long long>(&" +
+         map + ")), \"r\"(" + col + "), \"r\"(" + row + "), \"r\"(" + bar + ")" +
+         (mask.empty() ? "" : ", \"h\"(static_cast<unsigned short>(" + mask + "))") + " : \"memory\");\n";
+}
+/// An arrival at the mbarrier at shared address `bar` of the block of rank `rank` in the cluster: its
+/// address there (mapa), then a release at the cluster's scope.
+std::string arrive_cluster_asm(const std::string& bar, const std::string& rank) {
+  return "asm volatile(\"{ .reg .b32 vt_remote; mapa.shared::cluster.u32 vt_remote, %0, %1; "
+         "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [vt_remote]; }\" :: \"r\"(" +
+         bar + "), \"r\"(" + rank + ") : \"memory\");\n";
+}
+}  // namespace
+
 void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
   auto arg = [&](std::size_t i) { return x_.expr(n.args[i]); };
   auto out = [&](ScalarType t) {
@@ -16,6 +36,7 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
   switch (n.op) {
     case IntrinsicOp::SyncThreads:
     case IntrinsicOp::SyncWarp:
+    case IntrinsicOp::ClusterSync:
     case IntrinsicOp::NamedBarrier: throw InternalError("emit: a barrier intrinsic that was not lowered");
     case IntrinsicOp::ShflXor:
     case IntrinsicOp::ShflDown:
@@ -95,22 +116,28 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
       ind();
       out_ << "asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(" << n.imms[0] << ") : \"memory\");\n";
       break;
-    case IntrinsicOp::TmaLoad2D: {
-      // args: column, row, the mbarrier's slot (resolved), the destination's first element.
+    case IntrinsicOp::TmaLoad2D:
+    case IntrinsicOp::TmaLoadMulticast2D: {
+      // args: column, row, the mbarrier's slot (resolved), the destination's first element; a
+      // multicast's mask of the cluster's blocks.
       const TensorMapNode& m = lowered_->kernel.tensor_maps.at(static_cast<std::size_t>(n.imms[0]));
+      const bool multicast = n.op == IntrinsicOp::TmaLoadMulticast2D;
       ind();
-      out_ << "asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
-              "[%1, {%2, %3}], [%4];\" :: \"r\"("
-           << smem(n, 0, n.args[3]) << "), \"l\"(reinterpret_cast<unsigned long long>(&" << v_.name(&m, m.name)
-           << ")), \"r\"(" << arg(0) << "), \"r\"(" << arg(1) << "), \"r\"(" << smem(n, 1, n.args[2])
-           << ") : \"memory\");\n";
+      out_ << tma_load_asm(smem(n, 0, n.args[3]), v_.name(&m, m.name), arg(0), arg(1), smem(n, 1, n.args[2]),
+                           multicast ? arg(4) : std::string());
       break;
     }
     case IntrinsicOp::MbarrierInit:
-      // The fence makes the initialised barrier visible to TMA (the async proxy).
+      // The fence makes the initialised barrier visible to TMA (the async proxy); in a kernel of
+      // clusters, to the other blocks' arrivals and multicasts too (after a cluster_sync).
       ind();
-      out_ << "asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\\n\\tfence.proxy.async.shared::cta;\" :: \"r\"("
+      out_ << "asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\\n\\tfence.proxy.async.shared::cta;"
+           << (lowered_->kernel.cluster > 1 ? "\\n\\tfence.mbarrier_init.release.cluster;" : "") << "\" :: \"r\"("
            << smem(n, 0, n.args[1]) << "), \"r\"(" << arg(0) << ") : \"memory\");\n";
+      break;
+    case IntrinsicOp::MbarrierArriveCluster:
+      ind();
+      out_ << arrive_cluster_asm(smem(n, 0, n.args[0]), arg(1));
       break;
     case IntrinsicOp::MbarrierArrive:
       ind();

@@ -6,7 +6,7 @@
 namespace vantage::interp::detail {
 
 auto Checks::describe(const Thread& t) const -> std::string {
-  return "block " + std::to_string(block_) + " thread " + std::to_string(t.tid);
+  return "block " + std::to_string(block_of(t)) + " thread " + std::to_string(t.tid);
 }
 
 auto Checks::element(const Region& r, std::int64_t i) -> std::string {
@@ -16,28 +16,30 @@ auto Checks::element(const Region& r, std::int64_t i) -> std::string {
 
 void Checks::join(const std::vector<Thread*>& members) {
   if (!on_) return;
-  std::vector<std::uint32_t> m(static_cast<std::size_t>(T_), 0);
+  const std::int64_t n = T_ * C_;
+  std::vector<std::uint32_t> m(static_cast<std::size_t>(n), 0);
   for (const auto* t : members)
-    for (std::int64_t u = 0; u < T_; ++u)
-      m[static_cast<std::size_t>(u)] = std::max(m[static_cast<std::size_t>(u)], clock(t->tid, u));
+    for (std::int64_t u = 0; u < n; ++u)
+      m[static_cast<std::size_t>(u)] = std::max(m[static_cast<std::size_t>(u)], clock(t->run, u));
   for (const auto* t : members) {
-    for (std::int64_t u = 0; u < T_; ++u) clock(t->tid, u) = m[static_cast<std::size_t>(u)];
-    ++clock(t->tid, t->tid);
+    for (std::int64_t u = 0; u < n; ++u) clock(t->run, u) = m[static_cast<std::size_t>(u)];
+    ++clock(t->run, t->run);
   }
 }
 
 void Checks::release(const Thread& t, std::vector<std::uint32_t>& into) {
   if (!on_) return;
-  into.resize(static_cast<std::size_t>(T_), 0);
-  for (std::int64_t u = 0; u < T_; ++u)
-    into[static_cast<std::size_t>(u)] = std::max(into[static_cast<std::size_t>(u)], clock(t.tid, u));
-  ++clock(t.tid, t.tid);
+  const std::int64_t n = T_ * C_;
+  into.resize(static_cast<std::size_t>(n), 0);
+  for (std::int64_t u = 0; u < n; ++u)
+    into[static_cast<std::size_t>(u)] = std::max(into[static_cast<std::size_t>(u)], clock(t.run, u));
+  ++clock(t.run, t.run);
 }
 
 void Checks::acquire(const Thread& t, const std::vector<std::uint32_t>& from) {
   if (!on_) return;
   for (std::size_t u = 0; u < from.size(); ++u)
-    clock(t.tid, static_cast<std::int64_t>(u)) = std::max(clock(t.tid, static_cast<std::int64_t>(u)), from[u]);
+    clock(t.run, static_cast<std::int64_t>(u)) = std::max(clock(t.run, static_cast<std::int64_t>(u)), from[u]);
 }
 
 auto Checks::bounds(const Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, const char* what) const
@@ -61,9 +63,11 @@ void Checks::proven(const Thread& t, const Ref& ref, std::int64_t index, bool wr
 }
 
 auto Checks::ordered_before(const Access& a, const Thread& t) const -> bool {
-  if (a.block != block_) return false;
-  if (a.thread == t.tid) return true;
-  return clock(t.tid, a.thread) >= a.clock;
+  // Blocks that do not run together are ordered by nothing but the kernel's end.
+  if (a.block < block_ || a.block >= block_ + C_) return false;
+  const std::int64_t run = (a.block - block_) * T_ + a.thread;
+  if (run == t.run) return true;
+  return clock(t.run, run) >= a.clock;
 }
 
 void Checks::check_reused(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l) const {
@@ -132,14 +136,13 @@ void Checks::read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::
     Shadow& s = r.shadow[static_cast<std::size_t>(i)];
     // A read before any write is reported when the block ends, unless another thread's write
     // in the same barrier interval turns it into a race first (the likelier missing barrier).
-    if (r.initcheck && !s.init && s.uninit.block < 0)
-      s.uninit = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic};
+    if (r.initcheck && !s.init && s.uninit.block < 0) s.uninit = access(t, l, atomic);
     if (r.track) {
-      if (s.write.block >= 0 && !ordered_before(s.write, t) && !exclusive(s.write, atomic))
+      if (s.write.block >= 0 && !ordered_before(s.write, t) && !exclusive(t, s.write, atomic))
         race(t, r, i, false, l, s.write, true);
       if (record) {
-        std::erase_if(s.reads, [&](const Access& a) { return a.block == block_ && a.thread == t.tid; });
-        s.reads.push_back({static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic});
+        std::erase_if(s.reads, [&](const Access& a) { return a.block == block_of(t) && a.thread == t.tid; });
+        s.reads.push_back(access(t, l, atomic));
       }
       if (!r.reused.empty()) check_reused(t, r, i, false, l);
     }
@@ -152,12 +155,12 @@ void Checks::write(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std:
     Shadow& s = r.shadow[static_cast<std::size_t>(i)];
     s.init = true;
     if (r.track) {
-      if (s.write.block >= 0 && !ordered_before(s.write, t) && !exclusive(s.write, atomic))
+      if (s.write.block >= 0 && !ordered_before(s.write, t) && !exclusive(t, s.write, atomic))
         race(t, r, i, true, l, s.write, true);
       for (const auto& a : s.reads)
-        if (!ordered_before(a, t) && !exclusive(a, atomic)) race(t, r, i, true, l, a, false);
+        if (!ordered_before(a, t) && !exclusive(t, a, atomic)) race(t, r, i, true, l, a, false);
       s.reads.clear();
-      s.write = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, atomic};
+      s.write = access(t, l, atomic);
       if (!r.reused.empty()) check_reused(t, r, i, true, l);
     }
   }

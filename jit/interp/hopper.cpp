@@ -154,7 +154,7 @@ void Hopper::wait(Thread& t, Mbarrier& m, const Ref& bars, std::int64_t slot, st
   if (!ready()) {
     if (!fibers_) throw InternalError("interp: an mbarrier wait in a kernel run without fibers");
     fibers_->wait_until(ready, [&] {
-      return Fibers::Wait{t.tid, "at " + where(loc) + " on mbarrier " + c_.element(*bars.region, bars.offset + slot) +
+      return Fibers::Wait{t.run, "at " + where(loc) + " on mbarrier " + c_.element(*bars.region, bars.offset + slot) +
                                      " for its phase of parity " + std::to_string(parity) + ", which still waits for " +
                                      std::to_string(m.pending) + " of " + std::to_string(m.count) + " arrivals and " +
                                      std::to_string(m.tx) + " transaction bytes (" + std::to_string(m.phases) +
@@ -180,6 +180,10 @@ void Hopper::run(const Intrinsic& n, Thread& t, const std::vector<Ref>& mems, co
       return;
     }
     case IntrinsicOp::MbarrierArrive: arrive(t, mbarrier(t, mems[0], args[0], n.loc, false), 0, n.loc); return;
+    case IntrinsicOp::MbarrierArriveCluster:  // mems: the barriers of block args[1]; args: the slot, the rank
+      if (args[1] != t.rank) remote(t, args[1], "arrival at an mbarrier", n.loc);
+      arrive(t, mbarrier(t, mems[0], args[0], n.loc, false), 0, n.loc);
+      return;
     case IntrinsicOp::MbarrierExpectTx:
       arrive(t, mbarrier(t, mems[0], args[0], n.loc, false), n.imms[0], n.loc);
       return;
@@ -199,6 +203,21 @@ void Hopper::run(const Intrinsic& n, Thread& t, const std::vector<Ref>& mems, co
                   tma.map->box_rows * tma.map->box_cols * type_bytes(mems[0].region->elem));
       return;
     }
+    case IntrinsicOp::TmaLoadMulticast2D:  // as TmaLoad2D, into each block of tma.blocks (args[4]: the mask)
+      if (tma.cols < 0 || tma.rows < 0 || (tma.cols > 0 && tma.rows > tma.src->length / tma.cols))
+        throw ExecutionError("memcheck",
+                             "tensor map " + tma.map->name + " covers " + std::to_string(tma.rows) + " x " +
+                                 std::to_string(tma.cols) + " elements of '" + tma.src->name + "', which has " +
+                                 std::to_string(tma.src->length) + " (a GPU launch refuses it)",
+                             {n.loc, tma.map->loc});
+      for (const auto& [rank, place] : tma.blocks) {
+        const auto& [dst, bars] = place;
+        if (rank != t.rank) remote(t, rank, "multicast TMA load", n.loc);
+        tma_box(c_, t, *tma.src, tma.rows, tma.cols, args[1], args[0], *tma.map, dst, args[3], n.loc);
+        complete_tx(t, mbarrier(t, bars, args[2], n.loc, false),
+                    tma.map->box_rows * tma.map->box_cols * type_bytes(dst.region->elem));
+      }
+      return;
     case IntrinsicOp::TmaStore2D:  // mems: the source, the matrix; args: column, row, the source's first element
       tma_store(t, tma, mems[0], args[2], mems[1], args[1], args[0], n.loc);
       return;
@@ -271,6 +290,27 @@ void Hopper::end_thread(const Thread& t) const {
                        {s.loc});
 }
 
+void Hopper::remote(const Thread& t, std::int64_t rank, const char* what, SourceLoc loc) {
+  remote_[{t.run, rank}] = {c_.clock(t.run, t.run), c_.block_of(t), t.tid, what, loc};
+}
+
+void Hopper::end_blocks(const std::vector<Thread>& threads, std::int64_t T) const {
+  for (const auto& [key, r] : remote_) {
+    const auto& [run, rank] = key;
+    bool seen = false;
+    for (std::int64_t u = rank * T; u < (rank + 1) * T && !seen; ++u) seen = c_.clock(u, run) >= r.clock;
+    if (seen) continue;
+    const Thread& target = threads[static_cast<std::size_t>(rank * T)];
+    throw ExecutionError("synccheck",
+                         "block " + std::to_string(c_.block_of(target)) + " may end while the " + r.what +
+                             " into its shared memory by block " + std::to_string(r.block) + " thread " +
+                             std::to_string(r.thread) + " at " + where(r.loc) +
+                             " is still on its way: no thread of the block waited for it; end the blocks of a "
+                             "cluster with a cluster_sync",
+                         {r.loc});
+  }
+}
+
 void Hopper::complete_wgmma(Thread& t, std::int64_t group) {
   std::vector<WgmmaOp> left;
   for (auto& op : t.wgmma) {
@@ -283,12 +323,15 @@ void Hopper::complete_wgmma(Thread& t, std::int64_t group) {
   for (const auto& op : t.wgmma) accumulators_in_flight(c_, t, op);  // what is still in flight stays so
 }
 
-std::exception_ptr hang(std::int64_t block, const std::vector<Fibers::Wait>& waits) {
-  // The threads that wait for the same thing, as runs of thread numbers.
-  std::map<std::string, std::vector<std::int64_t>> who;
-  for (const auto& w : waits) who[w.what].push_back(w.who);
+std::exception_ptr hang(std::int64_t block, std::int64_t cluster, std::int64_t threads_per_block,
+                        const std::vector<Fibers::Wait>& waits) {
+  // The threads that wait for the same thing (in a cluster: in the same block), as runs of thread
+  // numbers (Wait::who is Thread::run).
+  std::map<std::pair<std::int64_t, std::string>, std::vector<std::int64_t>> who;
+  for (const auto& w : waits) who[{w.who / threads_per_block, w.what}].push_back(w.who % threads_per_block);
   std::string what;
-  for (auto& [place, threads] : who) {
+  for (auto& [key, threads] : who) {
+    const auto& [rank, place] = key;
     std::sort(threads.begin(), threads.end());
     std::string runs;
     for (std::size_t i = 0; i < threads.size();) {
@@ -298,16 +341,18 @@ std::exception_ptr hang(std::int64_t block, const std::vector<Fibers::Wait>& wai
               (j > i ? " to " + std::to_string(threads[j]) : std::string());
       i = j + 1;
     }
-    what += "\n  " + std::string(threads.size() > 1 ? "threads " : "thread ") + runs + " wait" +
+    what += "\n  " + (cluster > 1 ? "block " + std::to_string(block + rank) + " " : std::string()) +
+            std::string(threads.size() > 1 ? "threads " : "thread ") + runs + " wait" +
             (threads.size() > 1 ? "" : "s") + " " + place;
   }
-  return std::make_exception_ptr(
-      ExecutionError("synccheck",
-                     "block " + std::to_string(block) +
-                         " cannot go on: every thread still running waits at an mbarrier "
-                         "whose phase nothing left can complete (on a GPU the block hangs):" +
-                         what,
-                     {}));
+  return std::make_exception_ptr(ExecutionError(
+      "synccheck",
+      (cluster > 1 ? "the cluster of blocks " + std::to_string(block) + " to " + std::to_string(block + cluster - 1)
+                   : "block " + std::to_string(block)) +
+          " cannot go on: every thread still running waits at an mbarrier "
+          "whose phase nothing left can complete (on a GPU the " +
+          (cluster > 1 ? "cluster" : "block") + " hangs):" + what,
+      {}));
 }
 
 }  // namespace vantage::interp::detail

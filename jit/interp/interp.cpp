@@ -5,10 +5,57 @@
 namespace vantage::interp {
 namespace detail {
 
+void meet(const ir::Barrier& b, const std::vector<Thread*>& ts, const std::vector<Thread>& threads, Checks& checks,
+          std::int64_t T, std::int64_t block) {
+  std::vector<bool> here(threads.size(), false);
+  for (auto* t : ts) here[static_cast<std::size_t>(t->run)] = true;
+  if (b.how == BarrierKind::Cluster) {  // every thread of every block running
+    for (const Thread& other : threads)
+      if (!here[static_cast<std::size_t>(other.run)] && !other.exited)
+        checks.diverged("cluster_sync (over the " + std::to_string(threads.size() / static_cast<std::size_t>(T)) +
+                            " blocks of the cluster)",
+                        b.loc, other);
+    checks.join(ts);
+    return;
+  }
+  // The other barriers are each block's own.
+  std::map<std::int64_t, std::vector<Thread*>> blocks;
+  for (auto* t : ts) blocks[t->rank].push_back(t);
+  for (auto& [rank, in] : blocks) {
+    if (b.how == BarrierKind::NamedFixed) {
+      if (static_cast<std::int64_t>(in.size()) != b.threads)
+        throw ExecutionError("synccheck",
+                             "named_barrier(" + std::to_string(b.id_base) + ", " + std::to_string(b.threads) + ") at " +
+                                 where(b.loc) + " is reached by " + std::to_string(in.size()) + " threads of block " +
+                                 std::to_string(block + rank),
+                             {b.loc});
+      checks.join(in);
+      continue;
+    }
+    std::int64_t unit = b.how == BarrierKind::Block  ? T
+                        : b.how == BarrierKind::Warp ? std::min<std::int64_t>(32, T)
+                                                     : b.threads;
+    std::map<std::int64_t, std::vector<Thread*>> groups;
+    for (auto* t : in) groups[t->tid / unit].push_back(t);
+    for (auto& [g, members] : groups) {
+      for (std::int64_t u = g * unit; u < std::min(T, (g + 1) * unit); ++u) {
+        const Thread& other = threads[static_cast<std::size_t>(rank * T + u)];
+        if (!here[static_cast<std::size_t>(other.run)] && !other.exited)
+          checks.diverged("a barrier over " + std::to_string(unit) + " threads", b.loc, other);
+      }
+      checks.join(members);
+    }
+  }
+}
+
 auto Machine::run() -> Stats {
   if (collectives_.waits(k_.kernel.body))
-    fibers_ = std::make_unique<Fibers>([this](const std::vector<Fibers::Wait>& waits) { return hang(block_, waits); });
-  for (std::int64_t b = 0; b < blocks_; ++b) run_block(b);
+    fibers_ = std::make_unique<Fibers>(
+        [this](const std::vector<Fibers::Wait>& waits) { return hang(block_, C_, T_, waits); });
+  if (blocks_ % C_ != 0)
+    throw InternalError("interp: " + std::to_string(blocks_) + " blocks in clusters of " + std::to_string(C_) +
+                        " (the launch's guard refuses them)");
+  for (std::int64_t b = 0; b < blocks_; b += C_) run_block(b);
   if (opt_.measure) *opt_.measure = measure_.report(k_.kernel.name, blocks_, T_);
   return stats_;
 }
@@ -17,20 +64,24 @@ void Machine::run_block(std::int64_t b) {
   block_ = b;
   checks_.start_block(b);
   shared_.clear();
+  shared_.resize(static_cast<std::size_t>(C_));
   hopper_.start_block(fibers_.get());
   threads_.clear();
-  threads_.resize(static_cast<std::size_t>(T_));
+  threads_.resize(static_cast<std::size_t>(T_ * C_));
   std::vector<Thread*> all;
-  for (std::int64_t t = 0; t < T_; ++t) {
-    Thread& th = threads_[static_cast<std::size_t>(t)];
-    th.tid = static_cast<std::int32_t>(t);
-    th.frames.push_back(Frame{t, b, 0, false, nullptr, {}});
+  for (std::int64_t r = 0; r < T_ * C_; ++r) {
+    Thread& th = threads_[static_cast<std::size_t>(r)];
+    th.tid = static_cast<std::int32_t>(r % T_);
+    th.rank = static_cast<std::int32_t>(r / T_);
+    th.run = static_cast<std::int32_t>(r);
+    th.frames.push_back(Frame{th.tid, b + th.rank, 0, false, nullptr, {}});
     all.push_back(&th);
   }
   exec_all(k_.kernel.body, all);
   for (const auto& t : threads_) hopper_.end_thread(t);
+  if (C_ > 1 && opt_.checks) hopper_.end_blocks(threads_, T_);
   measure_.flush();
-  shared_.each([&](const Region& r) { checks_.uninitialised(r); });
+  for (const auto& arrays : shared_) arrays.each([&](const Region& r) { checks_.uninitialised(r); });
   for (auto& t : threads_)
     for (const auto& [m, r] : t.locals) checks_.uninitialised(*r);
 }
@@ -105,7 +156,9 @@ void Machine::exec_one(const StmtPtr& s, Thread& t) {
                    },
                    [&](const Jump& n) { t.jump = n.is_break ? 1 : 2; },
                    [&](const SharedAlloc& n) {
-                     t.mems[n.mem.get()] = {&shared_.get(n, t.frames.back().smem, k_.shared_offsets, opt_.checks), 0};
+                     t.mems[n.mem.get()] = {&shared_[static_cast<std::size_t>(t.rank)].get(
+                                                n, t.frames.back().smem, k_.shared_offsets, opt_.checks),
+                                            0};
                    },
                    [&](const LocalAlloc& n) {
                      t.mems[n.mem.get()] = {&local_region(t, n, opt_.checks), 0};
@@ -337,31 +390,7 @@ void Machine::barrier(const ir::Barrier& b, const std::vector<Thread*>& ts) {
   ++stats_.thread_statements;
   if (b.async_wait)  // cp.async.wait_all first: every copy of every arriving thread is complete
     for (auto* t : ts) complete_async(*t, INT64_MAX);
-  std::vector<bool> here(static_cast<std::size_t>(T_), false);
-  for (auto* t : ts) here[static_cast<std::size_t>(t->tid)] = true;
-  if (b.how == BarrierKind::NamedFixed) {
-    if (static_cast<std::int64_t>(ts.size()) != b.threads)
-      throw ExecutionError("synccheck",
-                           "named_barrier(" + std::to_string(b.id_base) + ", " + std::to_string(b.threads) + ") at " +
-                               where(b.loc) + " is reached by " + std::to_string(ts.size()) + " threads of block " +
-                               std::to_string(block_),
-                           {b.loc});
-    checks_.join(ts);
-    return;
-  }
-  std::int64_t unit = b.how == BarrierKind::Block  ? T_
-                      : b.how == BarrierKind::Warp ? std::min<std::int64_t>(32, T_)
-                                                   : b.threads;
-  std::map<std::int64_t, std::vector<Thread*>> groups;
-  for (auto* t : ts) groups[t->tid / unit].push_back(t);
-  for (auto& [g, members] : groups) {
-    for (std::int64_t u = g * unit; u < std::min(T_, (g + 1) * unit); ++u) {
-      const Thread& other = threads_[static_cast<std::size_t>(u)];
-      if (!here[static_cast<std::size_t>(u)] && !other.exited)
-        checks_.diverged("a barrier over " + std::to_string(unit) + " threads", b.loc, other);
-    }
-    checks_.join(members);
-  }
+  meet(b, ts, threads_, checks_, T_, block_);
 }
 
 void Machine::call(const Call& n, const std::vector<Thread*>& ts) {

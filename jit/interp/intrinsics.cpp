@@ -80,15 +80,45 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
   throw UnsupportedOnDevice(std::string(user_name(n.op)) + " cannot run on the interpreter", {n.loc});
 }
 
+Ref peer(const std::vector<SharedArrays>& shared, const Checks& checks, std::int64_t block, const Thread& t,
+         const Ref& ref, std::int64_t rank, const Intrinsic& n) {
+  if (rank == t.rank) return ref;
+  Region* there = shared[static_cast<std::size_t>(rank)].same_as(*ref.region);
+  if (!there)
+    throw ExecutionError("synccheck",
+                         checks.describe(t) + " reaches shared '" + ref.region->name + "' of block " +
+                             std::to_string(block + rank) + " by " + user_name(n.op) + " at " + where(n.loc) +
+                             " before any thread of that block reached its allocation; a cluster_sync after the "
+                             "blocks make (and initialise) what they share orders it",
+                         {n.loc});
+  return {there, ref.offset};
+}
+
 void Machine::hopper(const Intrinsic& n, Thread& t) {
   std::vector<Ref> mems;
   for (const auto& m : n.mems) mems.push_back(mem(t, m.get(), n.loc));
   std::vector<std::int64_t> args;
   for (const auto& a : n.args) args.push_back(exact_index(a->type, eval(a, t).i));
   Hopper::Source tma;
-  if (n.op == IntrinsicOp::TmaLoad2D || n.op == IntrinsicOp::TmaStore2D) {  // the map of a pointer parameter
+  if (n.op == IntrinsicOp::TmaLoad2D || n.op == IntrinsicOp::TmaStore2D ||
+      n.op == IntrinsicOp::TmaLoadMulticast2D) {  // the map of a pointer parameter
     const TensorMapNode& map = k_.kernel.tensor_maps.at(static_cast<std::size_t>(n.imms[0]));
-    tma = {&map, globals_.at(map.mem.get()), eval(map.rows, t).i, eval(map.cols, t).i};
+    tma = {&map, globals_.at(map.mem.get()), eval(map.rows, t).i, eval(map.cols, t).i, {}};
+  }
+  // Another block's shared memory: the same array of the block of that rank in the cluster.
+  if (n.op == IntrinsicOp::TmaLoadMulticast2D) {
+    if (args[4] < 1 || args[4] >= (std::int64_t{1} << C_))
+      throw InternalError("interp: a multicast mask " + std::to_string(args[4]) + " past the cluster at " +
+                          where(n.loc));
+    for (std::int64_t r = 0; r < C_; ++r)
+      if ((args[4] >> r) & 1)
+        tma.blocks.push_back(
+            {r, {peer(shared_, checks_, block_, t, mems[0], r, n), peer(shared_, checks_, block_, t, mems[1], r, n)}});
+  }
+  if (n.op == IntrinsicOp::MbarrierArriveCluster) {
+    if (args[1] < 0 || args[1] >= C_)
+      throw InternalError("interp: a block rank " + std::to_string(args[1]) + " past the cluster at " + where(n.loc));
+    mems[0] = peer(shared_, checks_, block_, t, mems[0], args[1], n);
   }
   hopper_.run(n, t, mems, args, tma);
 }
@@ -96,15 +126,16 @@ void Machine::hopper(const Intrinsic& n, Thread& t) {
 void Machine::warp_op(const Intrinsic& n, const std::vector<Thread*>& ts) {
   runs_here(n);
   std::map<std::int64_t, std::vector<Thread*>> warps;
-  for (auto* t : ts) warps[t->tid / 32].push_back(t);
+  for (auto* t : ts) warps[t->warp_key()].push_back(t);
   for (auto& [w, lanes] : warps) {
-    std::int64_t first = w * 32, last = std::min(T_, first + 32);
+    const std::int64_t rank = lanes.front()->rank;
+    std::int64_t first = lanes.front()->tid / 32 * 32, last = std::min(T_, first + 32);
     if (static_cast<std::int64_t>(lanes.size()) != last - first) {
       std::vector<bool> here(32, false);
       for (auto* t : lanes) here[static_cast<std::size_t>(t->tid - first)] = true;
       for (std::int64_t u = first; u < last; ++u)
         if (!here[static_cast<std::size_t>(u - first)])
-          checks_.diverged(user_name(n.op), n.loc, threads_[static_cast<std::size_t>(u)]);
+          checks_.diverged(user_name(n.op), n.loc, threads_[static_cast<std::size_t>(rank * T_ + u)]);
     }
     std::sort(lanes.begin(), lanes.end(), [](Thread* a, Thread* b) { return a->tid < b->tid; });
     stats_.thread_statements += static_cast<std::int64_t>(lanes.size());

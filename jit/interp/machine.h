@@ -89,8 +89,10 @@ struct Region {
   /// Elements a cp.async or wgmma will write when its thread waits for it (until then nobody may
   /// touch them), or a TMA store may still read (nobody may write them).
   std::unordered_map<std::int64_t, Access> inflight;
-  std::int64_t at = 0;          ///< shared: its first byte in the block's shared memory
-  std::vector<Region*> reused;  ///< shared: the block's other arrays over some of the same bytes
+  std::int64_t at = 0;            ///< shared: its first byte in the block's shared memory
+  std::vector<Region*> reused;    ///< shared: the block's other arrays over some of the same bytes
+  const MemNode* node = nullptr;  ///< shared: the allocation, and the base of its call's shared memory
+  std::int64_t base = 0;
 };
 struct Ref {
   Region* region = nullptr;
@@ -144,6 +146,9 @@ struct Frame {
 };
 struct Thread {
   std::int32_t tid = 0;  ///< threadIdx.x
+  /// Its block's rank among the blocks that run together (a cluster's; 0 without clusters), and its
+  /// place among their threads (rank * T + tid): what vector clocks are indexed by.
+  std::int32_t rank = 0, run = 0;
   bool exited = false;
   std::vector<V> vars;
   std::vector<Frame> frames;
@@ -160,6 +165,8 @@ struct Thread {
   /// the lanes of a warp at the same place make one request of an access.
   std::vector<std::int64_t> path;
   bool stopped() const { return exited || frames.back().returned || jump != 0; }
+  /// Its warp, told apart from the other blocks' warps that run with it.
+  std::int64_t warp_key() const { return std::int64_t{rank} * 65536 + tid / 32; }
   /// After a loop's body: true when a break ends the loop (a continue is just cleared).
   bool take_jump() {
     bool brk = jump == 1;
@@ -170,7 +177,7 @@ struct Thread {
 
 std::string where(const SourceLoc& l);
 
-/// The block's shared arrays (memory.cpp), each made the first time a thread reaches its allocation
+/// A block's shared arrays (memory.cpp), each made the first time a thread reaches its allocation
 /// (per call of a device function: by the base of the call's shared memory), zeroed, with its place
 /// among the block's bytes and the arrays it shares bytes with.
 class SharedArrays {
@@ -181,6 +188,11 @@ class SharedArrays {
   template <class F>
   void each(F f) const {
     for (const auto& [key, r] : arrays_) f(*r);
+  }
+  /// The array that `r` (another block's) is in this block, if a thread of it has reached it.
+  Region* same_as(const Region& r) const {
+    auto it = arrays_.find({r.node, r.base});
+    return it == arrays_.end() ? nullptr : it->second.get();
   }
 
  private:
@@ -207,24 +219,32 @@ struct Loop {
   }
 };
 // ------------------------------------------------------------------ checks
-/// memcheck, racecheck and initcheck of one block's accesses. Each thread has a vector clock (what
-/// it has seen of every other thread of the block), joined where threads meet (barriers,
-/// collectives); each element's shadow holds the accesses a later one must be ordered after.
+/// memcheck, racecheck and initcheck of the accesses of the blocks that run together (one block, or
+/// a cluster's). Each thread has a vector clock (what it has seen of every other thread of those
+/// blocks, by Thread::run), joined where threads meet (barriers, collectives, mbarriers); each
+/// element's shadow holds the accesses a later one must be ordered after.
 class Checks {
  public:
-  Checks(std::int64_t threads, bool on) : T_(threads), on_(on) {}
-  /// A new block: every thread has seen only itself.
+  Checks(std::int64_t threads, std::int64_t cluster, bool on) : T_(threads), C_(cluster), on_(on) {}
+  /// New blocks from `b`: every thread has seen only itself.
   void start_block(std::int64_t b) {
     block_ = b;
-    clocks_.assign(static_cast<std::size_t>(T_ * T_), 0);
-    for (std::int64_t t = 0; t < T_; ++t) clock(t, t) = 1;
+    const std::int64_t n = T_ * C_;
+    clocks_.assign(static_cast<std::size_t>(n * n), 0);
+    for (std::int64_t t = 0; t < n; ++t) clock(t, t) = 1;
   }
-  /// What thread `of` has seen of thread `about`.
+  /// What thread `of` has seen of thread `about` (both Thread::run).
   std::uint32_t& clock(std::int64_t of, std::int64_t about) {
-    return clocks_[static_cast<std::size_t>(of * T_ + about)];
+    return clocks_[static_cast<std::size_t>(of * T_ * C_ + about)];
   }
   std::uint32_t clock(std::int64_t of, std::int64_t about) const {
-    return clocks_[static_cast<std::size_t>(of * T_ + about)];
+    return clocks_[static_cast<std::size_t>(of * T_ * C_ + about)];
+  }
+  /// The block of t.
+  std::int32_t block_of(const Thread& t) const { return static_cast<std::int32_t>(block_ + t.rank); }
+  /// The access t makes now, for a shadow.
+  Access access(const Thread& t, SourceLoc l, std::uint8_t atomic) const {
+    return {block_of(t), t.tid, clock(t.run, t.run), l, atomic};
   }
   /// Every thread in `members` has seen everything any of them did before.
   void join(const std::vector<Thread*>& members);
@@ -248,8 +268,8 @@ class Checks {
   void read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t atomic, bool record = true);
   void write(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t atomic);
   /// Whether an atomic access (`atomic`) by this block and the earlier access `a` exclude each other.
-  bool exclusive(const Access& a, std::uint8_t atomic) const {
-    return atomic && a.atomic && ((atomic != kBlockAtomic && a.atomic != kBlockAtomic) || a.block == block_);
+  bool exclusive(const Thread& t, const Access& a, std::uint8_t atomic) const {
+    return atomic && a.atomic && ((atomic != kBlockAtomic && a.atomic != kBlockAtomic) || a.block == block_of(t));
   }
   /// An element of r read before this block wrote it (initcheck, when the block ends).
   void uninitialised(const Region& r) const;
@@ -257,13 +277,13 @@ class Checks {
   /// until t waits for it; or (kStoreRead) the source of t's TMA store, not to be written until then.
   void in_flight(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t kind = kCopyWrite) {
     check_inflight(t, r, i, kind != kStoreRead, l);
-    r.inflight[i] = {static_cast<std::int32_t>(block_), t.tid, clock(t.tid, t.tid), l, kind};
+    r.inflight[i] = access(t, l, kind);
   }
   /// synccheck: a collective or barrier some of the threads it covers do not reach.
   [[noreturn]] void diverged(const std::string& what, SourceLoc l, const Thread& missing) const {
     throw ExecutionError("synccheck",
                          what + " at " + where(l) + " is reached by some of the threads it covers but not by " +
-                             describe(missing) + " (block " + std::to_string(block_) + ")",
+                             describe(missing) + " (block " + std::to_string(block_of(missing)) + ")",
                          {l});
   }
 
@@ -287,7 +307,7 @@ class Checks {
   /// An element a cp.async has not yet written (its thread has not waited for it) is off limits.
   void check_inflight(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l) const;
 
-  std::int64_t T_, block_ = 0;
+  std::int64_t T_, C_, block_ = 0;
   bool on_;
   std::vector<std::uint32_t> clocks_;
 };
@@ -300,21 +320,29 @@ class Hopper {
   explicit Hopper(Checks& checks) : c_(checks) {}
   void start_block(Fibers* fibers) {
     mbarriers_.clear();
+    remote_.clear();
     fibers_ = fibers;
   }
   /// At the end of the block: a TMA store t never waited for would read shared memory that is gone.
   void end_thread(const Thread& t) const;
-  /// What a TMA load reads: the rows x cols matrix `src` its tensor map covers.
+  /// At the end of a cluster's blocks (`threads`, by Thread::run, T a block): each block's shared
+  /// memory ends with it, so every access another block made to it (a multicast, an arrival) must
+  /// be ordered before some thread of it, or on a GPU the block may exit while the access is on its
+  /// way (synccheck; a cluster_sync at the end orders them).
+  void end_blocks(const std::vector<Thread>& threads, std::int64_t T) const;
+  /// What a TMA load reads: the rows x cols matrix `src` its tensor map covers; for a multicast, the
+  /// destination and the mbarriers in each block it writes (by rank).
   struct Source {
     const TensorMapNode* map = nullptr;
     const Region* src = nullptr;
     std::int64_t rows = 0, cols = 0;
+    std::vector<std::pair<std::int64_t, std::pair<Ref, Ref>>> blocks;
   };
   /// Whether op is one of Hopper's: mbarriers, TMA, wgmma, setmaxnreg.
   static bool runs(IntrinsicOp op) {
     const auto f = info(op).feature;
     return f == target::Feature::Wgmma || f == target::Feature::Tma || f == target::Feature::Mbarrier ||
-           f == target::Feature::MbarrierTry;
+           f == target::Feature::MbarrierTry || f == target::Feature::Cluster;
   }
   /// Intrinsic n by thread t, given its memory operands and its arguments' values (and a TMA
   /// load's source).
@@ -337,14 +365,35 @@ class Hopper {
   /// Lets t's TMA stores but the newest `keep` finish reading their sources.
   void complete_stores(Thread& t, std::size_t keep);
 
+  /// An access of t to block `rank`'s shared memory (`what`), for end_blocks: the latest of each
+  /// thread to each block, since a thread's clock only grows.
+  void remote(const Thread& t, std::int64_t rank, const char* what, SourceLoc loc);
+  struct Remote {
+    std::uint32_t clock = 0;
+    std::int32_t block = 0, thread = 0;
+    const char* what = "";
+    SourceLoc loc;
+  };
+
   Checks& c_;
   Fibers* fibers_ = nullptr;
   std::map<std::pair<const Region*, std::int64_t>, Mbarrier> mbarriers_;
+  std::map<std::pair<std::int64_t, std::int64_t>, Remote> remote_;  ///< by (Thread::run, rank)
 };
+
+/// The threads `ts` of the blocks from `block` (`threads`, by Thread::run; T a block) meet at barrier
+/// b (interp.cpp): synccheck where one it covers is missing; their clocks joined.
+void meet(const ir::Barrier& b, const std::vector<Thread*>& ts, const std::vector<Thread>& threads, Checks& checks,
+          std::int64_t T, std::int64_t block);
+/// `ref` (t's block's shared array) in the block of rank `rank` of t's cluster, for n
+/// (intrinsics.cpp): synccheck where no thread of that block has reached it yet.
+Ref peer(const std::vector<SharedArrays>& shared, const Checks& checks, std::int64_t block, const Thread& t,
+         const Ref& ref, std::int64_t rank, const Intrinsic& n);
 
 /// The error of a block none of whose threads can go on (hopper.cpp): the threads, by what they
 /// wait for.
-std::exception_ptr hang(std::int64_t block, const std::vector<Fibers::Wait>& waits);
+std::exception_ptr hang(std::int64_t block, std::int64_t cluster, std::int64_t threads,
+                        const std::vector<Fibers::Wait>& waits);
 
 // ------------------------------------------------------------------ measurement
 /// The measurement of a launch (Options::measure): each thread notes its accesses and decisions
@@ -395,7 +444,7 @@ class Measurement {
   /// would be a Vantage bug to hear of.
   template <class Map>
   auto& entry(Map& map, const void* node, int part, const Thread& t) {
-    auto [it, fresh] = map.try_emplace(Place{node, part, t.tid / kWarpLanes, path_hash(t.path)});
+    auto [it, fresh] = map.try_emplace(Place{node, part, t.warp_key(), path_hash(t.path)});
     if (fresh)
       it->second.path = t.path;
     else if (it->second.path != t.path)
@@ -436,9 +485,10 @@ class Machine {
         blocks_(blocks),
         opt_(o),
         rng_(o.seed),
-        checks_(k.options.threads, o.checks),
+        checks_(k.options.threads, std::max<std::int64_t>(k.kernel.cluster, 1), o.checks),
         measure_(o.measure != nullptr) {
     T_ = k.options.threads;
+    C_ = std::max<std::int64_t>(k.kernel.cluster, 1);
     if (args.size() != k.user_params)
       throw InternalError("interp: " + std::to_string(args.size()) + " arguments for " + std::to_string(k.user_params) +
                           " parameters");
@@ -474,6 +524,7 @@ class Machine {
 
  private:
   // ------------------------------------------------------------ blocks and clocks
+  /// Blocks b to b + C_ - 1 (a cluster, or block b alone), their threads together.
   void run_block(std::int64_t b);
 
   std::vector<Thread*> ordered(std::vector<Thread*> ts);
@@ -546,7 +597,7 @@ class Machine {
   void mma(const Intrinsic& n, const std::vector<Thread*>& lanes);
 
   const lower::Lowered& k_;
-  std::int64_t blocks_, T_ = 0, block_ = 0;
+  std::int64_t blocks_, T_ = 0, C_ = 1, block_ = 0;
   Options opt_;
   std::mt19937_64 rng_;
   Stats stats_;
@@ -554,10 +605,10 @@ class Machine {
   std::unordered_map<const MemNode*, Region*> globals_;
   std::unordered_map<const VarNode*, V> params_;
   std::unordered_map<const VarNode*, int> slots_;
-  Collectives collectives_;  ///< which statements run in lockstep
-  SharedArrays shared_;
-  std::vector<Thread> threads_;
-  std::unique_ptr<Fibers> fibers_;  ///< for a kernel that waits on mbarriers
+  Collectives collectives_;           ///< which statements run in lockstep
+  std::vector<SharedArrays> shared_;  ///< each running block's
+  std::vector<Thread> threads_;       ///< the running blocks', by Thread::run
+  std::unique_ptr<Fibers> fibers_;    ///< for a kernel that waits on mbarriers
   Checks checks_;
   Hopper hopper_{checks_};
   Measurement measure_;

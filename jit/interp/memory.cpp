@@ -98,6 +98,8 @@ Region& SharedArrays::get(const SharedAlloc& n, std::int64_t base,
   r->track = checks;
   r->initcheck = checks;
   r->shadow.resize(static_cast<std::size_t>(r->length));
+  r->node = n.mem.get();
+  r->base = base;
   // Arrays of scopes that ended, and earlier calls' arrays, leave their bytes to later ones
   // (jit/ir/shared_layout): an access here must also be ordered after theirs (check_reused).
   if (auto o = offsets.find(n.mem.get()); o != offsets.end()) {

@@ -47,6 +47,11 @@ constexpr IntrinsicInfo kTable[] = {
   {IntrinsicOp::FenceProxyAsync,  "FenceProxyAsync",  "fence_proxy_async",         Needs::Any,       false, false, false, {},                         F::Tma,          kAll},
   {IntrinsicOp::TmaStore2D,       "TmaStore2D",       "tma_store",                 Needs::Thread,    false, false, false, {R, W, N},                  F::Tma,          kHopper, 0b01},
   {IntrinsicOp::TmaStoreWait,     "TmaStoreWait",     "tma_store_wait",            Needs::Any,       false, false, false, {},                         F::Tma,          kHopper},
+  // A cluster's blocks: its barrier, a TMA load into several blocks' shared memory, an arrival at
+  // another block's mbarrier (the CPU backend runs blocks alone and refuses them).
+  {IntrinsicOp::ClusterSync,      "ClusterSync",      "cluster_sync",              Needs::Block,     false, true,  true,  {},                         F::Cluster,      kHopper},
+  {IntrinsicOp::TmaLoadMulticast2D, "TmaLoadMulticast2D", "tma_load_multicast",    Needs::Thread,    false, false, false, {W, R, N},                  F::Cluster,      kHopper, 0b001},
+  {IntrinsicOp::MbarrierArriveCluster, "MbarrierArriveCluster", "mbarrier_arrive_cluster", Needs::Any, false, false, false, {R, N, N},             F::Cluster,      kHopper},
 };
 // clang-format on
 

@@ -132,8 +132,11 @@ enum class IntrinsicOp : std::uint8_t {
   FenceProxyAsync,
   TmaStore2D,
   TmaStoreWait,
+  ClusterSync,
+  TmaLoadMulticast2D,
+  MbarrierArriveCluster,
 };
-inline constexpr std::size_t kIntrinsics = static_cast<std::size_t>(IntrinsicOp::TmaStoreWait) + 1;
+inline constexpr std::size_t kIntrinsics = static_cast<std::size_t>(IntrinsicOp::MbarrierArriveCluster) + 1;
 
 /// Kinds of atomic operation, their scopes and orderings: an Atomic intrinsic's first imm is the kind
 /// plus 16 times the scope plus 64 times the ordering (the device scope and relaxed ordering, both 0,
@@ -545,6 +548,7 @@ enum class BarrierKind : std::uint8_t {
   WarpPart,    ///< __syncwarp(mask): the aligned `threads` lanes (a power of two below 32) of the lane
   Named,       ///< bar.sync (id_base + threadIdx.x / threads), threads: each aligned unit of `threads`
   NamedFixed,  ///< the user's named_barrier: bar.sync id_base, threads (the code's one unit)
+  Cluster,     ///< the user's cluster_sync: every thread of every block of the cluster
 };
 /// A barrier over every thread of one unit; `async_wait` first waits for the thread's outstanding
 /// cp.async copies, `proxy_fence` first orders the thread's shared memory accesses before the async
@@ -635,10 +639,11 @@ struct KernelNode {
   std::optional<std::int64_t> threads;
   std::optional<std::int64_t> grid_blocks;
   std::int64_t grid_multiple = 1;
+  std::int64_t cluster = 1;  ///< blocks per thread-block cluster (consecutive blocks; 1: no cluster)
   std::int64_t shared_budget = 0;
   bool budget_declared = false;
   StmtPtr body;
-  SourceLoc loc, threads_loc, grid_loc, budget_loc, body_loc;
+  SourceLoc loc, threads_loc, grid_loc, budget_loc, body_loc, cluster_loc;
   std::uint64_t hash = 0;
   std::vector<Requirement> requirements;   ///< conditions every launch must meet
   std::vector<TensorMapNode> tensor_maps;  ///< TMA tensor maps the runtime makes at launch

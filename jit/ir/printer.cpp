@@ -60,6 +60,7 @@ class Printer {
     if (k.threads) out_ << "  threads " << *k.threads << "\n";
     if (k.grid_blocks) out_ << "  grid_blocks " << *k.grid_blocks << "\n";
     if (k.grid_multiple != 1) out_ << "  grid_multiple_of " << k.grid_multiple << "\n";
+    if (k.cluster != 1) out_ << "  cluster " << k.cluster << "\n";
     out_ << "  shared_budget " << k.shared_budget << "\n";
     for (const auto& p : k.params) param_line(p, std::nullopt);
     for (const auto& r : k.requirements) out_ << "  require " << expr(r.cond) << "\n";
@@ -313,7 +314,7 @@ class Printer {
     out_ << ";\n";
   }
   void print(const Barrier& n, int) {
-    static const char* const kHow[] = {"planned", "block", "warp", "warp_part", "named", "named_fixed"};
+    static const char* const kHow[] = {"planned", "block", "warp", "warp_part", "named", "named_fixed", "cluster"};
     out_ << "barrier " << kHow[static_cast<int>(n.how)];
     if (n.how == BarrierKind::Planned) out_ << " " << n.over.str();
     if (n.how == BarrierKind::WarpPart || n.how == BarrierKind::Named || n.how == BarrierKind::NamedFixed)

@@ -116,6 +116,10 @@ BoxPlace box_place(const Intrinsic& n, const TensorMapNode& m, const ExprPtr& co
 /// The problem of a use of memory a TMA load may still write, or a write of memory a TMA store may
 /// still read (V1010).
 Diagnostic unwaited_tma(const sync::UnwaitedTma& u);
+/// V1009 for a cluster instruction (`args`: n's, lowered) whose block rank is not proven below the
+/// cluster size or whose multicast mask is not proven in 1..2^cluster - 1.
+void cluster_operands(const Intrinsic& n, const std::vector<ExprPtr>& args, const ir::RangeEnv& env,
+                      std::int64_t cluster, std::vector<Diagnostic>& problems);
 
 class BodyLowerer {
  public:
@@ -229,7 +233,8 @@ class BodyLowerer {
       return make<Load>(n.type, root, std::vector<ExprPtr>{flat}, bound, site, n.loc);
     }
     ExprPtr visit(const Builtin& n, const ExprPtr& e) override {
-      if (n.which == BuiltinKind::BlocksInGrid) return e;  // the launch's grid, read as it runs
+      // The launch's grid, read as it runs; the block's index (cluster_rank), the hardware's.
+      if (n.which == BuiltinKind::BlocksInGrid || n.which == BuiltinKind::BlockInGrid) return e;
       throw InternalError("lower: the input is already lowered");
     }
 

@@ -58,6 +58,24 @@ BoxPlace box_place(const Intrinsic& n, const TensorMapNode& m, const ExprPtr& co
   return out;
 }
 
+void cluster_operands(const Intrinsic& n, const std::vector<ExprPtr>& args, const ir::RangeEnv& env,
+                      std::int64_t cluster, std::vector<Diagnostic>& problems) {
+  const bool mask = n.op == IntrinsicOp::TmaLoadMulticast2D;
+  if (!mask && n.op != IntrinsicOp::MbarrierArriveCluster) return;
+  const ExprPtr& e = args[mask ? 4 : 1];
+  const std::int64_t lo = mask ? 1 : 0, hi = mask ? (std::int64_t{1} << cluster) - 1 : cluster - 1;
+  auto r = exact_value_range(e, env);
+  if (r && r->lo >= lo && r->hi <= hi) return;
+  problems.push_back({"V1009",
+                      "cannot prove " + std::string(mask ? "the multicast mask " : "the block rank ") + ir::print(e) +
+                          " within " + std::to_string(lo) + ".." + std::to_string(hi) +
+                          " at this specialization (clusters of " + std::to_string(cluster) + " blocks); use " +
+                          (mask ? "a mask of ranks below the cluster size, such as `(1 << n) - 1`"
+                                : "cluster_rank() or a value % the cluster size"),
+                      n.loc,
+                      {}});
+}
+
 void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
   SourceLoc l = n.loc;
   std::vector<ExprPtr> args;
@@ -82,6 +100,9 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
       out.push_back(make<ir::Barrier>(vantage::block(1), BarrierKind::Block, T(), 0, false, l));
       return;
     case IntrinsicOp::SyncWarp: out.push_back(make<ir::Barrier>(warp(), BarrierKind::Warp, 32, 0, false, l)); return;
+    case IntrinsicOp::ClusterSync:
+      out.push_back(make<ir::Barrier>(vantage::block(1), BarrierKind::Cluster, T(), 0, false, l));
+      return;
     case IntrinsicOp::NamedBarrier: {
       const Pos& p = frames_.back();
       if (p.replicas > 1)
@@ -145,11 +166,14 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
       }
       break;
     }
-    case IntrinsicOp::TmaLoad2D: {
-      // args: column, row, the barrier's slot, the destination's first element (both resolved).
+    case IntrinsicOp::TmaLoad2D:
+    case IntrinsicOp::TmaLoadMulticast2D: {
+      // args: column, row, the barrier's slot, the destination's first element (both resolved); a
+      // multicast's mask, its blocks those of the cluster.
       at(0, 3);
       at(1, 2);
       slot_in_bounds(mems[1], args[2], n.mems[1]->name, l);
+      cluster_operands(n, args, prover_.env(), c_.out.kernel.cluster, c_.out.problems);
       const auto& maps = c_.out.kernel.tensor_maps;
       if (n.imms.empty() || n.imms[0] < 0 || n.imms[0] >= static_cast<std::int64_t>(maps.size()))
         throw InternalError("lower: a TMA load without a tensor map");
@@ -181,8 +205,10 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
       break;
     case IntrinsicOp::MbarrierArrive:
     case IntrinsicOp::MbarrierExpectTx:
+    case IntrinsicOp::MbarrierArriveCluster:
       at(0, 0);
       slot_in_bounds(mems[0], args[0], n.mems[0]->name, l);
+      cluster_operands(n, args, prover_.env(), c_.out.kernel.cluster, c_.out.problems);
       break;
     case IntrinsicOp::Wgmma: {
       fragment(0);

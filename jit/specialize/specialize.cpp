@@ -128,6 +128,13 @@ Result run(const KernelNode& k, const std::vector<Obligation>& obligations, cons
                             " does not have (it needs " + archs_with(feature) + ")",
                         site->loc,
                         {}});
+  if (k.cluster > 1 && !arch.has(target::Feature::Cluster))
+    errors.push_back({"V1008",
+                      "clusters of " + std::to_string(k.cluster) + " blocks need " +
+                          target::feature_name(target::Feature::Cluster) + ", which " + arch.name +
+                          " does not have (it needs " + archs_with(target::Feature::Cluster) + ")",
+                      k.cluster_loc,
+                      {}});
   if (!errors.empty()) throw CheckError(std::move(errors));
 
   // Deferred size rules, now with numbers.
@@ -144,15 +151,20 @@ Result run(const KernelNode& k, const std::vector<Obligation>& obligations, cons
                         o.loc,
                         {}});
   }
-  if (blocks && *blocks % std::max<std::int64_t>(k.grid_multiple, 1) != 0)
-    errors.push_back(
-        {"V0901",
-         "the grid of " + std::to_string(*blocks) + " blocks is not a multiple of " + std::to_string(k.grid_multiple),
-         k.loc,
-         {}});
-  if (!blocks && k.grid_multiple > 1)
-    r.guards.push_back({Guard::Kind::BlocksDivisibleBy, k.grid_multiple, -1,
-                        "blocks % " + std::to_string(k.grid_multiple) + " == 0", "V0901", k.loc});
+  // The grid is a multiple of what the kernel promises and of its cluster size.
+  const std::int64_t cluster = std::max<std::int64_t>(k.cluster, 1);
+  const std::int64_t multiple = std::lcm(std::max<std::int64_t>(k.grid_multiple, 1), cluster);
+  const std::string clusters = cluster > 1 ? " (clusters of " + std::to_string(cluster) + " blocks)" : "";
+  if (blocks && *blocks % multiple != 0)
+    errors.push_back({"V0901",
+                      "the grid of " + std::to_string(*blocks) + " blocks is not a multiple of " +
+                          std::to_string(multiple) + clusters,
+                      cluster > 1 ? k.cluster_loc : k.loc,
+                      {}});
+  if (!blocks && multiple > 1)
+    r.guards.push_back({Guard::Kind::BlocksDivisibleBy, multiple, -1,
+                        "blocks % " + std::to_string(multiple) + " == 0" + clusters, "V0901",
+                        cluster > 1 ? k.cluster_loc : k.loc});
   if (blocks)
     r.guards.push_back({Guard::Kind::BlocksEqual, *blocks, -1, "blocks == " + std::to_string(*blocks), "", k.loc});
   // Thread indices are i32: a launch has at most 2^31 threads, so that id(thread(1)) of the whole grid

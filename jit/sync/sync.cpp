@@ -627,7 +627,7 @@ class Planner {
       if (n.op == IntrinsicOp::TmaStoreWait)
         access.bulk.push_back({true, n.imms.empty() ? 0 : n.imms[0], nullptr, {}, n.loc});
       // A TMA load's box completes on its mbarrier operand (V1010 refuses a use before the wait).
-      if (n.op == IntrinsicOp::TmaLoad2D) {
+      if (n.op == IntrinsicOp::TmaLoad2D || n.op == IntrinsicOp::TmaLoadMulticast2D) {
         const auto* dst = p_.root(n.mems[0].get());
         const auto* bar = p_.root(n.mems[1].get());
         if (dst && bar) {

@@ -14,7 +14,7 @@ namespace {
 constexpr std::uint32_t bit(Feature f) { return 1u << static_cast<int>(f); }
 constexpr std::uint32_t kAmpere =
     bit(Feature::MmaSync) | bit(Feature::Ldmatrix) | bit(Feature::CpAsync) | bit(Feature::Mbarrier);
-constexpr std::uint32_t kHopper = kAmpere | bit(Feature::MbarrierTry) | bit(Feature::Tma);
+constexpr std::uint32_t kHopper = kAmpere | bit(Feature::MbarrierTry) | bit(Feature::Tma) | bit(Feature::Cluster);
 
 // clang-format off
 const std::vector<Info> kTable = {
@@ -45,6 +45,7 @@ const char* feature_name(Feature f) {
     case Feature::MbarrierTry: return "mbarrier.try_wait";
     case Feature::Tma: return "TMA (cp.async.bulk.tensor)";
     case Feature::Wgmma: return "wgmma";
+    case Feature::Cluster: return "thread-block clusters";
   }
   return "?";
 }

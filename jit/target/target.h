@@ -21,6 +21,7 @@ enum class Feature : std::uint8_t {
   MbarrierTry,  ///< mbarrier.try_wait (sm_90)
   Tma,          ///< cp.async.bulk.tensor (sm_90)
   Wgmma,        ///< wgmma.mma_async (sm_90a only)
+  Cluster,      ///< thread-block clusters: barrier.cluster, multicast TMA, remote mbarrier arrivals (sm_90)
 };
 /// "wgmma", "TMA", ... for messages.
 const char* feature_name(Feature f);
