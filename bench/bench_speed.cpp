@@ -155,6 +155,16 @@ const std::vector<Variant>& variants() {
                        return Grid{s.at("M") / 128 * (s.at("N") / 256), 384};
                      }});
     }
+    // Rung 2 in clusters of two blocks sharing each Bt tile by multicast.
+    for (int in_flight : {0, 1}) {
+      const std::string name = "gemm_wgmma_bf16_wide_cluster" + std::string(in_flight ? "_w1" : "");
+      for (std::int64_t n : {4096, 8192})
+        v.push_back({name, "gemm_wgmma_bf16_wide", Shape::Wgmma, square(n),
+                     [=] { return examples::wgmma_gemm_cluster(name, 16, in_flight); },
+                     [](const Size& s) {
+                       return Grid{s.at("M") / 128 * (s.at("N") / 256), 384};
+                     }});
+    }
     // Rung 3: rung 2 as a persistent kernel, a block an SM (132 on an H100 or H200).
     for (int in_flight : {0, 1}) {
       const std::string name = "gemm_wgmma_bf16_persistent" + std::string(in_flight ? "_w1" : "");
@@ -220,8 +230,11 @@ std::vector<Case> small_cases() {
   for (const auto& r : speed_cases()) {
     Case s = r;
     switch (r.shape) {
-      // One block of the wide tile (two of the narrow), five K steps through the four slots.
-      case Shape::Wgmma: s.size = {{"M", 128}, {"N", 256}, {"K", 320}}; break;
+      // One block of the wide tile (two of the narrow; a cluster's two), five K steps through the
+      // four slots.
+      case Shape::Wgmma:
+        s.size = {{"M", r.name().find("cluster") != std::string::npos ? 256 : 128}, {"N", 256}, {"K", 320}};
+        break;
       case Shape::Gemm: s.size = {{"M", 70}, {"N", 68}, {"K", 36}}; break;
       case Shape::Transpose: s.size = {{"M", 70}, {"N", 45}}; break;
       case Shape::Scan: s.size = {{"n", 5000}}; break;

@@ -288,7 +288,7 @@ TEST(HopperRun, TheWgmmaGemmExamplesRunOnTheInterpreterAndStopOnTheCpu) {
     } catch (const UnsupportedOnDevice& e) {
       EXPECT_TRUE(contains(e.what(), "mbarrier_init")) << e.what();
       ASSERT_FALSE(e.locs().empty());
-      EXPECT_TRUE(contains(e.locs()[0].file, "paper_kernels.cpp")) << e.what();
+      EXPECT_TRUE(contains(e.locs()[0].file, "wgmma_kernels.cpp")) << e.what();
     }
   }
 }

@@ -199,5 +199,8 @@ Kernel wgmma_gemm(const std::string& name, int bn, int group_rows, int in_flight
 /// Rung 3: rung 2 as a persistent kernel. Launch one block an SM (any number up to the tiles): block
 /// b takes tiles b, b + G, ... of the grouped order, its pipeline running on from one to the next.
 Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_flight = 0);
+/// Rung 2 (BN 256) in clusters of two blocks, one tile above the other, that share each Bt tile: each
+/// block's producer loads half of it, multicast into both (`group_rows` even; M a multiple of 256).
+Kernel wgmma_gemm_cluster(const std::string& name, int group_rows, int in_flight = 0);
 
 }  // namespace vantage::examples

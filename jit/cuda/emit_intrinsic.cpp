@@ -15,6 +15,16 @@ std::string tma_load_asm(const std::string& dst, const std::string& map, const s
          map + ")), \"r\"(" + col + "), \"r\"(" + row + "), \"r\"(" + bar + ")" +
          (mask.empty() ? "" : ", \"h\"(static_cast<unsigned short>(" + mask + "))") + " : \"memory\");\n";
 }
+/// A wait until the phase of parity `parity` of the mbarrier at shared address `bar` has completed.
+/// In a kernel of clusters other blocks' threads arrive (a release at the cluster's scope): the wait
+/// acquires at that scope.
+std::string wait_asm(const std::string& bar, const std::string& parity, bool cluster) {
+  return "asm volatile(\"{ .reg .pred vt_p; vt_wait: mbarrier.try_wait.parity" +
+         std::string(cluster ? ".acquire.cluster" : "") +
+         ".shared::cta.b64 vt_p, [%0], %1; @!vt_p bra vt_wait; }\" :: \"r\"(" + bar + "), \"r\"(" + parity +
+         ") : \"memory\");\n";
+}
+
 /// An arrival at the mbarrier at shared address `bar` of the block of rank `rank` in the cluster: its
 /// address there (mapa), then a release at the cluster's scope.
 std::string arrive_cluster_asm(const std::string& bar, const std::string& rank) {
@@ -151,9 +161,7 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
       break;
     case IntrinsicOp::MbarrierWait:
       ind();
-      out_ << "asm volatile(\"{ .reg .pred vt_p; vt_wait: mbarrier.try_wait.parity.shared::cta.b64 vt_p, [%0], %1; "
-              "@!vt_p bra vt_wait; }\" :: \"r\"("
-           << smem(n, 0, n.args[1]) << "), \"r\"(" << arg(0) << ") : \"memory\");\n";
+      out_ << wait_asm(smem(n, 0, n.args[1]), arg(0), lowered_->kernel.cluster > 1);
       break;
     case IntrinsicOp::TmaStore2D: {
       // args: column, row, the source's first element (resolved). Each store its own bulk group.
