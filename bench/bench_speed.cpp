@@ -165,12 +165,14 @@ const std::vector<Variant>& variants() {
                        return Grid{s.at("M") / 128 * (s.at("N") / 256), 384};
                      }});
     }
-    // Rung 3: rung 2 as a persistent kernel, a block an SM (132 on an H100 or H200).
-    for (int in_flight : {0, 1}) {
-      const std::string name = "gemm_wgmma_bf16_persistent" + std::string(in_flight ? "_w1" : "");
+    // Rung 3: rung 2 as a persistent kernel, a block an SM (132 on an H100 or H200), alone or in
+    // clusters of two blocks sharing each Bt tile (132 is even, as a grid of clusters of two must be).
+    for (auto [in_flight, cluster] : {std::pair{0, 1}, {1, 1}, {0, 2}, {1, 2}}) {
+      const std::string name = "gemm_wgmma_bf16_persistent" + std::string(cluster > 1 ? "_cluster" : "") +
+                               std::string(in_flight ? "_w1" : "");
       for (std::int64_t n : {4096, 8192})
         v.push_back({name, "gemm_wgmma_bf16_wide", Shape::Wgmma, square(n),
-                     [=] { return examples::wgmma_gemm_persistent(name, 16, in_flight); },
+                     [=] { return examples::wgmma_gemm_persistent(name, 16, in_flight, cluster); },
                      [](const Size& s) {
                        return Grid{std::min<std::int64_t>(132, s.at("M") / 128 * (s.at("N") / 256)), 384};
                      }});

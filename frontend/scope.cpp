@@ -621,30 +621,27 @@ int map_index(const std::shared_ptr<BuildCtx>& self, const TensorMap& map, const
 }
 }  // namespace
 
+namespace {
+/// A TMA load's operands: the destination and its mbarriers; column, row, slot, the destination's
+/// first element (a multicast's mask follows).
+IntrinsicCall tma_load_call(IntrinsicCall call, const View& dst, const ExprArg& dst_index, const ExprArg& row,
+                            const ExprArg& col, const View& bars, const ExprArg& slot) {
+  call.mem(dst).mem(bars).arg(col, ScalarType::I32).arg(row, ScalarType::I32).arg(slot, ScalarType::I32);
+  call.arg(dst_index, ScalarType::I32);
+  return call;
+}
+}  // namespace
+
 void Scope::tma_load(const View& dst, const ExprArg& dst_index, const TensorMap& map, const ExprArg& row,
                      const ExprArg& col, const View& bars, const ExprArg& slot, std::source_location l) {
   const int index = map_index(ctx_, map, "tma_load", here(l));
-  VANTAGE_INTRINSIC(TmaLoad2D, l)
-      .mem(dst)
-      .mem(bars)
-      .arg(col, ScalarType::I32)
-      .arg(row, ScalarType::I32)
-      .arg(slot, ScalarType::I32)
-      .arg(dst_index, ScalarType::I32)
-      .imm(index)
-      .emit();
+  tma_load_call(VANTAGE_INTRINSIC(TmaLoad2D, l), dst, dst_index, row, col, bars, slot).imm(index).emit();
 }
 void Scope::tma_load_multicast(const View& dst, const ExprArg& dst_index, const TensorMap& map, const ExprArg& row,
                                const ExprArg& col, const View& bars, const ExprArg& slot, const ExprArg& mask,
                                std::source_location l) {
   const int index = map_index(ctx_, map, "tma_load_multicast", here(l));
-  VANTAGE_INTRINSIC(TmaLoadMulticast2D, l)
-      .mem(dst)
-      .mem(bars)
-      .arg(col, ScalarType::I32)
-      .arg(row, ScalarType::I32)
-      .arg(slot, ScalarType::I32)
-      .arg(dst_index, ScalarType::I32)
+  tma_load_call(VANTAGE_INTRINSIC(TmaLoadMulticast2D, l), dst, dst_index, row, col, bars, slot)
       .arg(mask, ScalarType::I32)
       .imm(index)
       .emit();

@@ -3,10 +3,46 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "vantage/vantage.hpp"
 
 namespace vantage::testing {
+
+/// An f32 as bf16 by dropping its low 16 bits: exact for the quarters the GEMM inputs use.
+inline bfloat16 bf16(float f) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return bfloat16{static_cast<std::uint16_t>(bits >> 16)};
+}
+
+/// A bf16 GEMM's inputs and its result.
+struct Gemm {
+  std::vector<bfloat16> A, Bt;
+  std::vector<float> want;
+};
+
+/// A (M x K) and Bt (N x K) of quarters in [-1, 1], and C = A * Bt^T: every product and sum is exact
+/// in f32, in any order.
+inline Gemm gemm_inputs(int K, int M = 64, int N = 64) {
+  Gemm g;
+  auto quarter = [](std::size_t i, int a, int b) {
+    return static_cast<float>((static_cast<int>(i) * a + b) % 9 - 4) / 4;
+  };
+  std::vector<float> fa(static_cast<std::size_t>(M * K)), fb(static_cast<std::size_t>(N * K));
+  for (std::size_t i = 0; i < fa.size(); ++i) g.A.push_back(bf16(fa[i] = quarter(i, 7, 3)));
+  for (std::size_t i = 0; i < fb.size(); ++i) g.Bt.push_back(bf16(fb[i] = quarter(i, 5, 6)));
+  g.want.assign(static_cast<std::size_t>(M * N), 0.0f);
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c) {
+      double s = 0;
+      for (int p = 0; p < K; ++p)
+        s += static_cast<double>(fa[static_cast<std::size_t>(r * K + p)]) * fb[static_cast<std::size_t>(c * K + p)];
+      g.want[static_cast<std::size_t>(r * N + c)] = static_cast<float>(s);
+    }
+  return g;
+}
 
 /// One block of `threads` threads: thread 0 loads the 8 x 32 f32 box at (0, 0) of the n x 32 matrix
 /// `src` (parameters n, src, out) by TMA into a 1024-aligned tile; every thread waits on the

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "hopper_kernels.hpp"
 #include "kernels/paper_kernels.hpp"
 #include "kernels/runs.hpp"
 #include "kernels/stages.hpp"
@@ -23,15 +24,12 @@
 namespace vantage {
 namespace {
 
+using testing::Gemm;
+using testing::gemm_inputs;
+
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 Device interp(ThreadOrder o = ThreadOrder::Forward) { return Device::interpreter({o, 7, true}); }
-
-bfloat16 bf16(float f) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  return bfloat16{static_cast<std::uint16_t>(bits >> 16)};  // exact for the quarters used here
-}
 
 /// What a cluster's pipeline may get wrong, for the interpreter to find.
 struct Faults {
@@ -123,31 +121,6 @@ Kernel cluster_gemm(const Faults& f = {}) {
   return k.build();
 }
 
-struct Gemm {
-  std::vector<bfloat16> A, Bt;
-  std::vector<float> want;
-};
-
-/// A (M x K) and Bt (N x K) of quarters in [-1, 1], and C = A * Bt^T: exact in f32 in any order.
-Gemm gemm_inputs(int K, int M, int N) {
-  Gemm g;
-  auto quarter = [](std::size_t i, int a, int b) {
-    return static_cast<float>((static_cast<int>(i) * a + b) % 9 - 4) / 4;
-  };
-  std::vector<float> fa(static_cast<std::size_t>(M * K)), fb(static_cast<std::size_t>(N * K));
-  for (std::size_t i = 0; i < fa.size(); ++i) g.A.push_back(bf16(fa[i] = quarter(i, 7, 3)));
-  for (std::size_t i = 0; i < fb.size(); ++i) g.Bt.push_back(bf16(fb[i] = quarter(i, 5, 6)));
-  g.want.assign(static_cast<std::size_t>(M * N), 0.0f);
-  for (int r = 0; r < M; ++r)
-    for (int c = 0; c < N; ++c) {
-      double s = 0;
-      for (int p = 0; p < K; ++p)
-        s += static_cast<double>(fa[static_cast<std::size_t>(r * K + p)]) * fb[static_cast<std::size_t>(c * K + p)];
-      g.want[static_cast<std::size_t>(r * N + c)] = static_cast<float>(s);
-    }
-  return g;
-}
-
 std::vector<float> run_cluster_gemm(const Kernel& k, int K, const Device& d) {
   Gemm g = gemm_inputs(K, 2 * kBM, kBN);
   std::vector<float> C(2 * kBM * kBN, -1.0f);
@@ -209,11 +182,21 @@ TEST(Cluster, TheBlocksMeetBeforeTheyReachEachOtherAndBeforeTheyEnd) {
   }
 }
 
-// A block that skips the cluster's barrier leaves the other waiting there for ever on a GPU.
-TEST(Cluster, ABlockThatSkipsTheClustersBarrierIsReported) {
-  const std::string found = finding(cluster_gemm({true, true, true, true}), "synccheck");
-  EXPECT_TRUE(contains(found, "cluster_sync (over the 2 blocks of the cluster) at ")) << found;
-  EXPECT_TRUE(contains(found, "is reached by some of the threads it covers but not by block 1 thread ")) << found;
+// A block that skips the cluster's barrier would leave the other waiting there for ever on a GPU:
+// a cluster_sync under a branch on the block's rank is refused, naming the branch.
+TEST(Cluster, ABarrierSomeBlocksOfTheClusterMaySkipIsRefused) {
+  try {
+    cluster_gemm({true, true, true, true});
+    ADD_FAILURE() << "a cluster_sync only the block of rank 0 reaches";
+  } catch (const CheckError& e) {
+    ASSERT_FALSE(e.diagnostics().empty());
+    const Diagnostic& d = e.diagnostics()[0];
+    EXPECT_EQ(d.code, "V0213") << d.message;
+    EXPECT_TRUE(contains(d.message, "every block must reach it")) << d.message;
+    ASSERT_FALSE(d.notes.empty());
+    EXPECT_EQ(d.notes[0].message, "the branch or loop that may differ between blocks");
+    EXPECT_TRUE(contains(d.notes[0].loc.file, "test_cluster.cpp"));
+  }
 }
 
 // The CUDA text declares the cluster and names each instruction; NVRTC compiles it for sm_90a.
@@ -267,22 +250,49 @@ TEST(Cluster, TheWgmmaGemmsBlockPairsShareEachBtTile) {
   EXPECT_THROW(examples::wgmma_gemm_cluster("odd", 3), std::invalid_argument);
 }
 
-// For sm_90a: every access proven, no spill, the one barrier rung 2 has, and in the SASS the
-// multicast loads, the cluster's barrier and the arrivals at the other block's barriers.
-TEST(Cluster, TheWgmmaGemmInClustersCompilesWithItsMulticastLoads) {
+// Rung 3 in clusters: a persistent kernel whose blocks 2c and 2c + 1 take tiles b, b + G, ... (G
+// even), one above the other each time, with one pipeline running on across them in both blocks.
+// Bit-exact where each block takes two tiles, with and without a wgmma group in flight.
+TEST(Cluster, APersistentGemmInClustersRunsItsPipelinesOnAcrossPairsOfTiles) {
+  struct Run {
+    int M, N, K, blocks, in_flight;
+  };
+  const std::vector<Run> runs =
+      test_support::sweep_sizes(std::vector<Run>{{512, 512, 128, 4, 1}, {256, 512, 192, 2, 0}});
+  for (const Run& r : runs) {
+    SCOPED_TRACE(std::to_string(r.M) + " x " + std::to_string(r.N) + " x " + std::to_string(r.K) + " on " +
+                 std::to_string(r.blocks) + " blocks, in flight " + std::to_string(r.in_flight));
+    const Kernel k = examples::wgmma_gemm_persistent("persistent_cluster", 16, r.in_flight, 2);
+    Gemm g = gemm_inputs(r.K, r.M, r.N);
+    std::vector<float> C(static_cast<std::size_t>(r.M * r.N), -1.0f);
+    k.launch(interp(ThreadOrder::Random), Grid{r.blocks, 384}, r.M, r.N, r.K, g.A, g.Bt, C);
+    EXPECT_EQ(C, g.want);
+  }
+  EXPECT_THROW(examples::wgmma_gemm_persistent("three", 16, 0, 3), std::invalid_argument);
+}
+
+// For sm_90a: no spill, the one barrier rung 2 has, every access proven but the persistent rung's
+// stores of C (as without clusters), and in the SASS the multicast loads, the cluster's barrier and
+// the arrivals at the other block's barriers.
+TEST(Cluster, TheWgmmaGemmsInClustersCompileWithTheirMulticastLoads) {
   REQUIRE_NVRTC();
   const Spec spec = Spec{}.with_arch(Arch::SM_90a).with_size("M", 4096).with_size("N", 4096).with_size("K", 4096);
-  Compiled c = compile(examples::wgmma_gemm_cluster("gemm_cluster", 16), spec);
-  EXPECT_EQ(c.spec.checks.size(), 0u);
-  EXPECT_EQ(c.spec.barriers, 1);
-  EXPECT_EQ(c.log, "");
-  ASSERT_FALSE(c.cubin.empty());
-  if (examples::find_cuobjdump().empty()) return;
-  const std::string sass = examples::sass(c.cubin);
-  for (const char* op :
-       {"UTMALDG.2D.MULTICAST", "UCGABAR_ARV", "UCGABAR_WAIT", "SYNCS.ARRIVE.TRANS64.RED", "HGMMA.64x256x16.F32.BF16"})
-    EXPECT_TRUE(contains(sass, op)) << op << " is not in the SASS";
-  EXPECT_FALSE(contains(sass, "STL")) << "the accumulators spill";
+  for (bool persistent : {false, true}) {
+    SCOPED_TRACE(persistent ? "persistent" : "rung 2");
+    Compiled c = compile(persistent ? examples::wgmma_gemm_persistent("persistent_cluster", 16, 1, 2)
+                                    : examples::wgmma_gemm_cluster("gemm_cluster", 16),
+                         spec);
+    EXPECT_EQ(c.spec.checks.size(), persistent ? 256u : 0u);
+    EXPECT_EQ(c.spec.barriers, 1);
+    EXPECT_EQ(c.log, "");
+    ASSERT_FALSE(c.cubin.empty());
+    if (examples::find_cuobjdump().empty()) continue;
+    const std::string sass = examples::sass(c.cubin);
+    for (const char* op : {"UTMALDG.2D.MULTICAST", "UCGABAR_ARV", "UCGABAR_WAIT", "SYNCS.ARRIVE.TRANS64.RED",
+                           "HGMMA.64x256x16.F32.BF16"})
+      EXPECT_TRUE(contains(sass, op)) << op << " is not in the SASS";
+    EXPECT_FALSE(contains(sass, "STL")) << "the accumulators spill";
+  }
 }
 
 constexpr const char* kThisFile = "tests/test_cluster.cpp";
@@ -347,6 +357,37 @@ TEST(Cluster, EachRuleRefusesAProgramAtItsLine) {
     });
   };
   EXPECT_TRUE(refused(make3, "V0917", line, "cluster_rank needs a kernel of clusters"));
+  // cluster_sync where some blocks of a cluster may not be: a loop whose bound varies by block, a
+  // branch of a split of blocks. A loop of the same bound everywhere is the same for all blocks.
+  auto diverging_loop = [&] {
+    return cluster_kernel(2, [&](Scope& b, View, View) {
+      auto n = b.let("n", b.cluster_rank() + 1);
+      b.for_("i", 0, n, [&](Scope& b, Expr) {
+        line = __LINE__ + 1;
+        b.cluster_sync();
+      });
+    });
+  };
+  EXPECT_TRUE(refused(diverging_loop, "V0213", line, "may differ between the blocks of a cluster"));
+  auto block_split = [&] {
+    KernelBuilder k("block_split");
+    auto out = k.param<GlobalPtr<float>>("out");
+    k.block_threads(128);
+    k.cluster(2);
+    k.body([&](Scope& g) {
+      g.split(Level::Block, {{1,
+                              [&](Scope& b) {
+                                line = __LINE__ + 1;
+                                b.cluster_sync();
+                              }},
+                             {1, [&](Scope&) {}}});
+      lib::for_each_block(g, out, 128, [&](Scope& b, Expr, View o) { lib::block_store(b, o, 128, 1.0f); });
+    });
+    return k.build();
+  };
+  EXPECT_TRUE(refused(block_split, "V0213", line, "may differ between the blocks of a cluster"));
+  EXPECT_NO_THROW(
+      cluster_kernel(2, [](Scope& b, View, View) { b.for_("i", 0, 2, [&](Scope& b, Expr) { b.cluster_sync(); }); }));
   // A cluster has 1 to 8 blocks.
   auto make4 = [&] {
     KernelBuilder k("too_big");

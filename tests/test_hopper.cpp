@@ -239,6 +239,48 @@ TEST(Hopper, MbarrierSlotsAndTmaBoxesMustBeProvenInside) {
   EXPECT_TRUE(refused_at_specialization(k, "V1009", box_line, "512 elements"));
 }
 
+// A TMA box and a wgmma tile are whole rows of their array from the element given: a view that
+// spreads its elements out (thread t's share t, t + 2, t + 4, ...) would have the checker and the
+// barrier placement see other elements than the instruction reaches. Such a view is refused (V1012,
+// saying where it places the elements); before, it was taken as contiguous from its first element.
+TEST(Hopper, TmaBoxesAndWgmmaTilesAreOffsetsOfTheirArrays) {
+  int line = 0;
+  KernelBuilder kb("strided_box");
+  auto src = kb.param<GlobalPtr<const float>>("src", extent(8 * 32));
+  auto out = kb.param<GlobalPtr<float>>("out", extent(64));
+  kb.block_threads(64);
+  TensorMap map = kb.tensor_map("src_map", src, 8, 32, 8, 32);
+  kb.body([&](Scope& g) {
+    lib::for_each_block(g, out, 64, [&](Scope& b, Expr, View) {
+      View tile = b.shared_aligned("tile", ScalarType::F32, 2 * 8 * 32, 1024);
+      View bar = b.shared<std::uint64_t>("bar", 1);
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          tile, thread(1), [&](Expr i) { return t % 2 + i * 2; },
+          [&](Scope& b, View mine) {
+            b.split(Level::Thread, {{1, [&](Scope& th) {
+                                       th.mbarrier_init(bar, 0, 1);
+                                       line = __LINE__ + 1;
+                                       th.tma_load(mine, 0, map, 0, 0, bar, 0);
+                                     }}});
+          });
+    });
+  });
+  EXPECT_TRUE(refused_at_specialization(kb.build(), "V1012", line, "tma_load's box in 'tile_part'"));
+  Kernel spread = warpgroup_kernel([&](Scope& w, View a, View b, View acc) {
+    w.partition(
+        a, thread(128), [&](Expr i) { return i * 2; },
+        [&](Scope& w, View every_other) {
+          w.wgmma_fence();
+          line = __LINE__ + 1;
+          w.wgmma(64, acc, every_other, 0, b, 0);
+          w.wgmma_commit();
+          w.wgmma_wait(0);
+        });
+  });
+  EXPECT_TRUE(refused_at_specialization(spread, "V1012", line, "wgmma's A tile in 'a_part'"));
+}
+
 TEST(Hopper, OperandsAndPerspectivesOfTheHopperInstructions) {
   int line = 0;
   // setmaxnreg is a warpgroup's.

@@ -34,6 +34,14 @@ Sizes sweep_sizes(Sizes sizes) {
   return sizes;
 }
 
+/// Whether the tests run under a sanitizer, whose pass checks memory safety on fewer sizes (see
+/// sweep_sizes).
+#ifdef VANTAGE_TEST_SANITIZED
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 /// How many times `what` occurs in `text` (overlapping ones too): barriers in a generated source.
 inline int count(const std::string& text, const std::string& what) {
   int n = 0;

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# `vantage tune NAME` for each tunable example on the interpreter at a size smaller than their tiles
-# (every configuration built, lowered, run and checked against its workload's reference), and the
-# errors for an example that declares no space and for no example at all.
+# `vantage tune NAME` for each tunable example named after the CLI (every one by default) on the
+# interpreter at a size smaller than their tiles (every configuration built, lowered, run and checked
+# against its workload's reference), and the errors for an example that declares no space and for no
+# example at all.
 set -euo pipefail
 cli="$1"
+shift
+examples=("$@")
+[ ${#examples[@]} -gt 0 ] || examples=(sgemm_smem sgemm_reg2d sgemm_pipelined)
 fail() { echo "tune_examples.sh: $*" >&2; exit 1; }
-for ex in sgemm_smem sgemm_reg2d sgemm_pipelined; do
+for ex in "${examples[@]}"; do
   out=$("$cli" tune "$ex" --device interpreter --size 8 --fresh 2>/dev/null)
   echo "$out" | tail -2
   configs=$(echo "$out" | sed -n "s/^tune $ex: \([0-9]*\) configurations, K=8 M=8 N=8, on interpreter.*/\1/p")

@@ -198,7 +198,9 @@ Kernel gemm_wgmma_bf16_wide();
 Kernel wgmma_gemm(const std::string& name, int bn, int group_rows, int in_flight = 0, bool tma_store = false);
 /// Rung 3: rung 2 as a persistent kernel. Launch one block an SM (any number up to the tiles): block
 /// b takes tiles b, b + G, ... of the grouped order, its pipeline running on from one to the next.
-Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_flight = 0);
+/// With `cluster` 2, in clusters of two blocks, one tile above the other at each of their tiles, that
+/// share each Bt tile as wgmma_gemm_cluster's do (`group_rows` even; M a multiple of 256; an even grid).
+Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_flight = 0, int cluster = 1);
 /// Rung 2 (BN 256) in clusters of two blocks, one tile above the other, that share each Bt tile: each
 /// block's producer loads half of it, multicast into both (`group_rows` even; M a multiple of 256).
 Kernel wgmma_gemm_cluster(const std::string& name, int group_rows, int in_flight = 0);

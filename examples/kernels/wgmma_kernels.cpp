@@ -219,6 +219,16 @@ void threads_store(Scope& b, const WgmmaGemm& gm, const WgmmaPipeline& p, const 
       });
 }
 
+/// A cluster of 1 or 2 blocks, and for 2 an even group of tile rows, so that blocks 2j and 2j + 1
+/// take the tiles one above the other.
+void check_cluster(const char* who, int group_rows, int cluster) {
+  if (cluster != 1 && cluster != 2)
+    throw std::invalid_argument(std::string(who) + ": a cluster of 1 or 2 blocks, not " + std::to_string(cluster));
+  if (cluster == 2 && group_rows % 2 != 0)
+    throw std::invalid_argument(std::string(who) + ": the group of tile rows is even (pairs of tiles), not " +
+                                std::to_string(group_rows));
+}
+
 void check_in_flight(const char* who, int in_flight) {
   if (in_flight != 0 && in_flight != 1)
     throw std::invalid_argument(std::string(who) + ": in_flight is 0 or 1, not " + std::to_string(in_flight));
@@ -256,10 +266,8 @@ Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight
 // (before any multicast or arrival reaches the other) and before they end.
 Kernel wgmma_gemm_cluster(const std::string& name, int group_rows, int in_flight) {
   check_in_flight("wgmma_gemm_cluster", in_flight);
-  if (group_rows % 2 != 0)
-    throw std::invalid_argument("wgmma_gemm_cluster: the group of tile rows is even (pairs of tiles), not " +
-                                std::to_string(group_rows));
   constexpr int BN = 256, kCluster = 2;
+  check_cluster("wgmma_gemm_cluster", group_rows, kCluster);
   KernelBuilder k(name);
   k.cluster(kCluster);
   const WgmmaGemm gm = wgmma_gemm_params(k, BN, false, kCluster);
@@ -285,11 +293,14 @@ Kernel wgmma_gemm_cluster(const std::string& name, int group_rows, int in_flight
 // block's j-th tile is step j * k_tiles + kt of one sequence of slots and parities, so the producer
 // loads the next tile's first steps while the consumers store the last one's C. The block's share of
 // C is its tiles, one after another; its accumulators are zeroed at each tile.
-Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_flight) {
+Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_flight, int cluster) {
   check_in_flight("wgmma_gemm_persistent", in_flight);
+  check_cluster("wgmma_gemm_persistent", group_rows, cluster);
   constexpr int BN = 256, TE = kWgBM * BN;
   KernelBuilder k(name);
-  const WgmmaGemm gm = wgmma_gemm_params(k, BN);
+  if (cluster > 1) k.cluster(cluster);
+  const WgmmaGemm gm = wgmma_gemm_params(k, BN, false, cluster);
+  if (cluster > 1) k.require(gm.M % (cluster * kWgBM) == 0);
   const Expr &M = gm.M, &N = gm.N;
   k.body([&](Scope& g) {
     Var per_row = g.let("tiles_per_row", N / BN), tile_rows = g.let("tile_rows", M / kWgBM);
@@ -309,11 +320,13 @@ Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_fli
         },
         [&](Scope& g, View share) {
           g.group(block(1), [&](Scope& b) {
-            const WgmmaPipeline p = wgmma_pipeline(b, BN);
+            const WgmmaPipeline p = wgmma_pipeline(b, BN, cluster);
             auto k_tiles = b.let("k_tiles", gm.K / kWgBK);
             auto my_tiles = b.let("my_tiles", (tiles - bid + blocks - 1) / blocks);  // tiles bid, bid + G, ...
             auto t = b.let("t", b.id(thread(1)));
+            const Expr rank = cluster > 1 ? Expr(b.let("rank", b.cluster_rank())) : Expr();
             init_pipeline(b, p);
+            if (cluster > 1) b.cluster_sync();
             auto row_of = [&](const Expr& i) {
               return t / 128 * 64 + t % 128 / 32 * 16 + t % 32 / 4 + 8 * (i / 2 % 2);
             };
@@ -332,7 +345,7 @@ Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_fli
                       });
                       if (in_flight) {  // the tile's last step: its group, then its slot
                         w.wgmma_wait(0);
-                        w.mbarrier_arrive(p.empty, (j * k_tiles + k_tiles - 1) % kWgStages);
+                        free_slot(w, p, (j * k_tiles + k_tiles - 1) % kWgStages);
                       }
                       w.group(thread(1), [&](Scope&) {
                         for (int i = 0; i < BN / 2; ++i) mine[j * (BN / 2) + i] = acc[i];
@@ -345,11 +358,13 @@ Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_fli
                       auto r0 = th.let("row0", row0);
                       auto c0 = th.let("col0", col0);
                       th.for_("kt", 0, k_tiles, [&](Scope& th, Expr kt) {
-                        produce_step(th, p, gm, th.let("step", j * k_tiles + kt), kt, r0, c0);
+                        produce_step(th, p, gm, th.let("step", j * k_tiles + kt), kt, r0, c0,
+                                     cluster > 1 ? &rank : nullptr);
                       });
                     });
                   });
                 });
+            if (cluster > 1) b.cluster_sync();
           });
         });
   });

@@ -447,8 +447,9 @@ class Scope {
   void sync_warp(std::source_location loc = std::source_location::current());     ///< thread(32)
   /// The barrier of every thread of every block of the cluster (`barrier.cluster.arrive` and `wait`,
   /// release and acquire), at block(1) in a kernel of clusters (KernelBuilder::cluster). Every block
-  /// of the cluster must reach it: one that does not is a hang on a GPU and synccheck on the
-  /// interpreter. It also orders the block's own threads, as sync_threads does.
+  /// of the cluster must reach it (one that does not hangs a GPU): not under a branch or loop whose
+  /// condition may differ between blocks, nor in a split of blocks (V0213). It also orders the
+  /// block's own threads, as sync_threads does.
   void cluster_sync(std::source_location loc = std::source_location::current());
   /// This block's rank in its cluster, `id(block(1)) % cluster`: 0 to cluster - 1.
   Expr cluster_rank(std::source_location loc = std::source_location::current());

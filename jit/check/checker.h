@@ -304,6 +304,29 @@ class Context {
   std::vector<Diagnostic> errors;
   std::vector<Obligation> obligations;
   int async_depth = 0;  ///< async scopes around the statement
+  /// The branches, loops and block splits around the statement whose condition, bounds or branch
+  /// may differ between blocks (a value that varies by block): a cluster_sync there may be reached
+  /// by some of a cluster's blocks and not the others (V0213).
+  std::vector<SourceLoc> block_divergence;
+};
+
+/// While alive, the statement being checked runs under `at`, whose value `v` may differ between
+/// blocks (its perspective is narrower than the grid's); `by_block` says so outright (a split of blocks).
+class BlockDivergence {
+ public:
+  BlockDivergence(Context& c, Perspective v, SourceLoc at, bool by_block = false)
+      : c_(c), on_(by_block || v.level != Level::Grid) {
+    if (on_) c_.block_divergence.push_back(at);
+  }
+  ~BlockDivergence() {
+    if (on_) c_.block_divergence.pop_back();
+  }
+  BlockDivergence(const BlockDivergence&) = delete;
+  BlockDivergence& operator=(const BlockDivergence&) = delete;
+
+ private:
+  Context& c_;
+  bool on_;
 };
 
 /// The expression rules: each expression's perspective (the narrowest at which it is the same for
@@ -627,10 +650,6 @@ class Checker {
   void check(const LocalAlloc& n);
 
   void check(const Call& n);
-
-  /// A function's pointer parameters may assume they do not overlap (the emitter marks them
-  /// __restrict__), so two arguments naming the same memory are an error when one is mutable.
-  void no_overlapping_arguments(const Call& n, const FunctionNode& f);
 
   void call_arg(const FunctionNode& f, const ParamNode& p, const CallArgNode& a, SourceLoc loc);
 

@@ -310,7 +310,16 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       operand_value(n, 1, ScalarType::I32, "block rank");
       need_cluster(op, n.loc);
       break;
-    case IntrinsicOp::ClusterSync: need_cluster(op, n.loc); break;
+    case IntrinsicOp::ClusterSync:
+      need_cluster(op, n.loc);
+      if (!c_.block_divergence.empty()) {
+        auto& d = c_.error("V0213", n.loc,
+                           "cluster_sync under a branch or loop that may differ between the blocks of a cluster: "
+                           "every block must reach it (declare what it depends on at grid(1), the same for all "
+                           "blocks, or move the cluster_sync out)");
+        c_.note(d, c_.block_divergence.back(), "the branch or loop that may differ between blocks");
+      }
+      break;
     case IntrinsicOp::MbarrierExpectTx: {
       operand_mem(n, 0, MemSpace::Shared, ScalarType::U64, "mbarrier");
       operand_value(n, 0, ScalarType::I32, "mbarrier slot");

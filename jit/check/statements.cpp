@@ -121,6 +121,7 @@ auto Checker::check(const If& n) -> void {
   if (n.cond && n.cond->type != ScalarType::Bool)
     c_.error("V0703", n.loc, std::string("if needs a bool condition, not ") + type_name(n.cond->type));
   x_.uniform(v, "V0203", n.loc, "the branch condition");
+  BlockDivergence by_block(c_, v, n.loc);
   body(n.then_body);
   if (n.else_body) body(n.else_body);
 }
@@ -137,6 +138,7 @@ auto Checker::check(const For& n) -> void {
   }
   if (auto step = const_int(n.step); step && *step == 0) c_.error("V0209", n.loc, "loop step is zero");
   x_.uniform(v, "V0204", n.loc, "the loop bound");
+  BlockDivergence by_block(c_, v, n.loc);
   c_.push_scope();
   c_.declare(n.var, c_.code(), true);
   loops_.push_back({c_.frames.size(), c_.async_depth});
@@ -150,6 +152,7 @@ auto Checker::check(const While& n) -> void {
   if (n.cond && n.cond->type != ScalarType::Bool)
     c_.error("V0703", n.loc, std::string("while needs a bool condition, not ") + type_name(n.cond->type));
   x_.uniform(v, "V0205", n.loc, "the loop condition");
+  BlockDivergence by_block(c_, v, n.loc);
   loops_.push_back({c_.frames.size(), c_.async_depth});
   body(n.body);
   loops_.pop_back();
@@ -241,6 +244,7 @@ auto Checker::check(const Split& n) -> void {
     std::int64_t c = i < n.counts.size() ? std::max<std::int64_t>(n.counts[i], 1) : 1;
     SourceLoc bl = i < n.branch_locs.size() && n.branch_locs[i].known() ? n.branch_locs[i] : n.loc;
     c_.frames.push_back({Perspective{n.level, c}, bl, "split branch", next_branch_++});
+    BlockDivergence by_block(c_, grid(1), bl, n.level == Level::Block);  // branches of blocks
     body(n.bodies[i]);
     c_.frames.pop_back();
   }
@@ -431,6 +435,29 @@ auto Checker::check(const LocalAlloc& n) -> void {
   c_.declare(n.mem, p, n.loc).local_count = n.count;
 }
 
+namespace {
+/// A function's pointer parameters may assume they do not overlap (the emitter marks them
+/// __restrict__), so two arguments naming the same memory are an error when one is mutable.
+void no_overlapping_arguments(Context& c_, const Call& n, const FunctionNode& f) {
+  for (std::size_t i = 0; i < n.args.size() && i < f.params.size(); ++i) {
+    for (std::size_t j = i + 1; j < n.args.size() && j < f.params.size(); ++j) {
+      const MemPtr &a = n.args[i].mem, &b = n.args[j].mem;
+      const ParamNode &p = f.params[i], &r = f.params[j];
+      if (!a || !b || !p.mem || !r.mem || (p.mem->is_const && r.mem->is_const)) continue;
+      auto ia = c_.mems.find(a.get()), ib = c_.mems.find(b.get());
+      if (ia == c_.mems.end() || ib == c_.mems.end() || ia->second.root != ib->second.root) continue;
+      auto& d = c_.error("V0609", n.loc,
+                         "arguments " + q(p.name) + " and " + q(r.name) + " of " + q(f.name) + " are both " +
+                             q(ia->second.root->name) +
+                             "; a function's pointer parameters must not overlap when one of them is written");
+      c_.note(d, ia->second.narrowed_at, q(p.name) + " is given " + q(a->name) + ", made here");
+      c_.note(d, ib->second.narrowed_at, q(r.name) + " is given " + q(b->name) + ", made here");
+    }
+  }
+}
+
+}  // namespace
+
 auto Checker::check(const Call& n) -> void {
   if (!n.fn) throw InternalError("call without a function");
   const FunctionNode& f = *n.fn;
@@ -455,7 +482,7 @@ auto Checker::check(const Call& n) -> void {
   for (std::size_t i = 0; i < n.args.size() && i < f.params.size(); ++i) call_arg(f, f.params[i], n.args[i], n.loc);
   for (std::size_t i = f.params.size(); i < n.args.size(); ++i)
     if (n.args[i].value) x_.check_expr(n.args[i].value, n.loc);
-  no_overlapping_arguments(n, f);
+  no_overlapping_arguments(c_, n, f);
   if (const SharedSlot* slot = f.shared_budget > 0 ? &layout_.call(n) : nullptr; slot && slot->end > budget_) {
     auto& d =
         c_.error("V0607", n.loc,
@@ -469,24 +496,6 @@ auto Checker::check(const Call& n) -> void {
     else if (*f.returns != n.result->type)
       c_.error("V0803", n.loc, q(f.name) + " returns " + type_name(*f.returns));
     c_.declare(n.result, thread(1));
-  }
-}
-
-auto Checker::no_overlapping_arguments(const Call& n, const FunctionNode& f) -> void {
-  for (std::size_t i = 0; i < n.args.size() && i < f.params.size(); ++i) {
-    for (std::size_t j = i + 1; j < n.args.size() && j < f.params.size(); ++j) {
-      const MemPtr &a = n.args[i].mem, &b = n.args[j].mem;
-      const ParamNode &p = f.params[i], &r = f.params[j];
-      if (!a || !b || !p.mem || !r.mem || (p.mem->is_const && r.mem->is_const)) continue;
-      auto ia = c_.mems.find(a.get()), ib = c_.mems.find(b.get());
-      if (ia == c_.mems.end() || ib == c_.mems.end() || ia->second.root != ib->second.root) continue;
-      auto& d = c_.error("V0609", n.loc,
-                         "arguments " + q(p.name) + " and " + q(r.name) + " of " + q(f.name) + " are both " +
-                             q(ia->second.root->name) +
-                             "; a function's pointer parameters must not overlap when one of them is written");
-      c_.note(d, ia->second.narrowed_at, q(p.name) + " is given " + q(a->name) + ", made here");
-      c_.note(d, ib->second.narrowed_at, q(r.name) + " is given " + q(b->name) + ", made here");
-    }
   }
 }
 

@@ -190,20 +190,8 @@ void Hopper::run(const Intrinsic& n, Thread& t, const std::vector<Ref>& mems, co
     case IntrinsicOp::MbarrierWait:  // args: the phase's parity, the slot
       wait(t, mbarrier(t, mems[0], args[1], n.loc, false), mems[0], args[1], args[0] & 1, n.loc);
       return;
-    case IntrinsicOp::TmaLoad2D: {
-      // mems: the destination, the mbarriers; args: column, row, slot, the destination's first element.
-      if (tma.cols < 0 || tma.rows < 0 || (tma.cols > 0 && tma.rows > tma.src->length / tma.cols))
-        throw ExecutionError("memcheck",
-                             "tensor map " + tma.map->name + " covers " + std::to_string(tma.rows) + " x " +
-                                 std::to_string(tma.cols) + " elements of '" + tma.src->name + "', which has " +
-                                 std::to_string(tma.src->length) + " (a GPU launch refuses it)",
-                             {n.loc, tma.map->loc});
-      tma_box(c_, t, *tma.src, tma.rows, tma.cols, args[1], args[0], *tma.map, mems[0], args[3], n.loc);
-      complete_tx(t, mbarrier(t, mems[1], args[2], n.loc, false),
-                  tma.map->box_rows * tma.map->box_cols * type_bytes(mems[0].region->elem));
-      return;
-    }
-    case IntrinsicOp::TmaLoadMulticast2D:  // as TmaLoad2D, into each block of tma.blocks (args[4]: the mask)
+    case IntrinsicOp::TmaLoad2D:           // into the destination and mbarriers of each of tma.blocks (its own alone)
+    case IntrinsicOp::TmaLoadMulticast2D:  // args: column, row, slot, the destination's first element, mask
       if (tma.cols < 0 || tma.rows < 0 || (tma.cols > 0 && tma.rows > tma.src->length / tma.cols))
         throw ExecutionError("memcheck",
                              "tensor map " + tma.map->name + " covers " + std::to_string(tma.rows) + " x " +

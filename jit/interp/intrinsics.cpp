@@ -94,6 +94,28 @@ Ref peer(const std::vector<SharedArrays>& shared, const Checks& checks, std::int
   return {there, ref.offset};
 }
 
+void in_cluster(const std::vector<SharedArrays>& shared, const Checks& checks, std::int64_t block, const Thread& t,
+                const Intrinsic& n, std::vector<Ref>& mems, const std::vector<std::int64_t>& args,
+                Hopper::Source& tma) {
+  const auto C = static_cast<std::int64_t>(shared.size());
+  // A TMA load writes its block; a multicast the same arrays of the blocks of the cluster it names.
+  if (n.op == IntrinsicOp::TmaLoad2D) tma.blocks.push_back({t.rank, {mems[0], mems[1]}});
+  if (n.op == IntrinsicOp::TmaLoadMulticast2D) {
+    if (args[4] < 1 || args[4] >= (std::int64_t{1} << C))
+      throw InternalError("interp: a multicast mask " + std::to_string(args[4]) + " past the cluster at " +
+                          where(n.loc));
+    for (std::int64_t r = 0; r < C; ++r)
+      if ((args[4] >> r) & 1)
+        tma.blocks.push_back(
+            {r, {peer(shared, checks, block, t, mems[0], r, n), peer(shared, checks, block, t, mems[1], r, n)}});
+  }
+  if (n.op == IntrinsicOp::MbarrierArriveCluster) {
+    if (args[1] < 0 || args[1] >= C)
+      throw InternalError("interp: a block rank " + std::to_string(args[1]) + " past the cluster at " + where(n.loc));
+    mems[0] = peer(shared, checks, block, t, mems[0], args[1], n);
+  }
+}
+
 void Machine::hopper(const Intrinsic& n, Thread& t) {
   std::vector<Ref> mems;
   for (const auto& m : n.mems) mems.push_back(mem(t, m.get(), n.loc));
@@ -105,21 +127,7 @@ void Machine::hopper(const Intrinsic& n, Thread& t) {
     const TensorMapNode& map = k_.kernel.tensor_maps.at(static_cast<std::size_t>(n.imms[0]));
     tma = {&map, globals_.at(map.mem.get()), eval(map.rows, t).i, eval(map.cols, t).i, {}};
   }
-  // Another block's shared memory: the same array of the block of that rank in the cluster.
-  if (n.op == IntrinsicOp::TmaLoadMulticast2D) {
-    if (args[4] < 1 || args[4] >= (std::int64_t{1} << C_))
-      throw InternalError("interp: a multicast mask " + std::to_string(args[4]) + " past the cluster at " +
-                          where(n.loc));
-    for (std::int64_t r = 0; r < C_; ++r)
-      if ((args[4] >> r) & 1)
-        tma.blocks.push_back(
-            {r, {peer(shared_, checks_, block_, t, mems[0], r, n), peer(shared_, checks_, block_, t, mems[1], r, n)}});
-  }
-  if (n.op == IntrinsicOp::MbarrierArriveCluster) {
-    if (args[1] < 0 || args[1] >= C_)
-      throw InternalError("interp: a block rank " + std::to_string(args[1]) + " past the cluster at " + where(n.loc));
-    mems[0] = peer(shared_, checks_, block_, t, mems[0], args[1], n);
-  }
+  in_cluster(shared_, checks_, block_, t, n, mems, args, tma);
   hopper_.run(n, t, mems, args, tma);
 }
 

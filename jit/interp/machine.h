@@ -390,6 +390,11 @@ void meet(const ir::Barrier& b, const std::vector<Thread*>& ts, const std::vecto
 Ref peer(const std::vector<SharedArrays>& shared, const Checks& checks, std::int64_t block, const Thread& t,
          const Ref& ref, std::int64_t rank, const Intrinsic& n);
 
+/// A Hopper instruction's memory in the blocks of t's cluster (intrinsics.cpp): a TMA load's
+/// destination and mbarriers in each block it writes (tma.blocks), an arrival's in the block it names.
+void in_cluster(const std::vector<SharedArrays>& shared, const Checks& checks, std::int64_t block, const Thread& t,
+                const Intrinsic& n, std::vector<Ref>& mems, const std::vector<std::int64_t>& args, Hopper::Source& tma);
+
 /// The error of a block none of whose threads can go on (hopper.cpp): the threads, by what they
 /// wait for.
 std::exception_ptr hang(std::int64_t block, std::int64_t cluster, std::int64_t threads,

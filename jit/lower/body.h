@@ -116,6 +116,18 @@ BoxPlace box_place(const Intrinsic& n, const TensorMapNode& m, const ExprPtr& co
 /// The problem of a use of memory a TMA load may still write, or a write of memory a TMA store may
 /// still read (V1010).
 Diagnostic unwaited_tma(const sync::UnwaitedTma& u);
+/// Where a view is not an offset of its root (its element index + d is not the root's element of
+/// `index` plus d, for every d), the root's index of element index + d; nothing where it is.
+std::optional<ExprPtr> not_an_offset(const ExprPtr& index,
+                                     const std::function<std::pair<MemPtr, ExprPtr>(const ExprPtr&)>& resolve,
+                                     SourceLoc l);
+/// V1012 where n's memory operand `mem` (`what`: a TMA box, a wgmma tile, read or written as whole
+/// rows from element `index`) is a view that is not an offset of its array.
+void contiguous_tile(const Intrinsic& n, std::size_t mem, const ExprPtr& index, const std::string& what,
+                     const std::function<std::pair<MemPtr, ExprPtr>(const ExprPtr&)>& resolve,
+                     std::vector<Diagnostic>& problems);
+/// The tensor map of TMA instruction n, one of k's.
+const TensorMapNode& map_of(const Intrinsic& n, const KernelNode& k);
 /// V1009 for a cluster instruction (`args`: n's, lowered) whose block rank is not proven below the
 /// cluster size or whose multicast mask is not proven in 1..2^cluster - 1.
 void cluster_operands(const Intrinsic& n, const std::vector<ExprPtr>& args, const ir::RangeEnv& env,

@@ -19,6 +19,36 @@ Diagnostic unwaited_tma(const sync::UnwaitedTma& u) {
   return d;
 }
 
+std::optional<ExprPtr> not_an_offset(const ExprPtr& index,
+                                     const std::function<std::pair<MemPtr, ExprPtr>(const ExprPtr&)>& resolve,
+                                     SourceLoc l) {
+  // The view's element index + d at its root's element of `index` plus d, for a symbolic d: a
+  // partition's `base + i`, not `i / w * ld`.
+  auto d = std::make_shared<VarNode>(-1, "vt_d", ScalarType::I32, VarNode::Origin::Let, l);
+  ExprPtr dref = make<VarRef>(ScalarType::I32, d, l);
+  ExprPtr first = resolve(index).second, moved = resolve(bin(BinOp::Add, index, dref, l)).second;
+  AffineReader::Lets none;
+  AffineReader read(none);
+  Affine at = read(first), there = read(moved);
+  at.add(dref, 1);
+  if (same_terms(at, there) && at.constant == there.constant) return std::nullopt;
+  return moved;
+}
+
+void contiguous_tile(const Intrinsic& n, std::size_t mem, const ExprPtr& index, const std::string& what,
+                     const std::function<std::pair<MemPtr, ExprPtr>(const ExprPtr&)>& resolve,
+                     std::vector<Diagnostic>& problems) {
+  auto moved = not_an_offset(index, resolve, n.loc);
+  if (!moved) return;
+  problems.push_back({"V1012",
+                      what + " in '" + n.mems[mem]->name + "': the tile is whole rows of the array from element " +
+                          ir::print(index) + ", so the view's element i + d must be the array's element after i's " +
+                          "by d; '" + n.mems[mem]->name + "' places element " + ir::print(index) + " + d at " +
+                          ir::print(*moved) + " (pass the array, or a partition `base + i` of it)",
+                      n.loc,
+                      {}});
+}
+
 BoxPlace box_place(const Intrinsic& n, const TensorMapNode& m, const ExprPtr& cols, const ExprPtr& dst_index,
                    const std::function<std::pair<MemPtr, ExprPtr>(const ExprPtr&)>& resolve,
                    const std::function<ExprPtr(const ExprPtr&)>& exact_width) {
@@ -34,20 +64,12 @@ BoxPlace box_place(const Intrinsic& n, const TensorMapNode& m, const ExprPtr& co
   auto [root, first] = resolve(dst_index);
   if (root.get() != m.mem.get())
     return fail("it is a view of '" + root->name + "', and tensor map " + m.name + " is over '" + m.mem->name + "'");
-  // Box element (r, c) lands at dst[i + r * cols + c]: the view must be an offset of the matrix,
-  // its element i + d at the root element of i plus d (a partition's `base + i`, not `i / w * ld`).
-  auto d = std::make_shared<VarNode>(-1, "vt_d", ScalarType::I32, VarNode::Origin::Let, l);
-  ExprPtr dref = make<VarRef>(ScalarType::I32, d, l);
-  ExprPtr moved = resolve(bin(BinOp::Add, dst_index, dref, l)).second;
-  AffineReader::Lets none;
-  AffineReader read(none);
-  Affine at = read(first), there = read(moved);
-  at.add(dref, 1);
-  if (!same_terms(at, there) || at.constant != there.constant) {
+  // Box element (r, c) lands at dst[i + r * cols + c]: the view must be an offset of the matrix.
+  if (auto moved = not_an_offset(dst_index, resolve, l)) {
     const auto k = const_int(cols);
     return fail("its element i + d must be the matrix's element after that of i by d, so that box rows land " +
                 (k ? std::to_string(*k) : ir::print(m.cols)) + " apart; '" + n.mems[1]->name + "' places element " +
-                ir::print(dst_index) + " + d at " + ir::print(moved));
+                ir::print(dst_index) + " + d at " + ir::print(*moved));
   }
   // The matrix's row and column of the box's first element, as the instruction's 32-bit coordinates.
   ExprPtr flat = make<Cast>(ScalarType::I64, exact_width(first), l);
@@ -56,6 +78,12 @@ BoxPlace box_place(const Intrinsic& n, const TensorMapNode& m, const ExprPtr& co
   out.col = fold(make<Cast>(ScalarType::I32, bin(BinOp::Mod, flat, c64, l), l));
   out.root = root;
   return out;
+}
+
+const TensorMapNode& map_of(const Intrinsic& n, const KernelNode& k) {
+  if (n.imms.empty() || n.imms[0] < 0 || n.imms[0] >= static_cast<std::int64_t>(k.tensor_maps.size()))
+    throw InternalError("lower: " + user_name(n.op) + " without a tensor map");
+  return k.tensor_maps[static_cast<std::size_t>(n.imms[0])];
 }
 
 void cluster_operands(const Intrinsic& n, const std::vector<ExprPtr>& args, const ir::RangeEnv& env,
@@ -87,6 +115,8 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
     mems[mem] = root;
     args[arg] = exact_width(flat);
   };
+  // Memory operand `mem`'s view: an index of it to its root and the root's index.
+  auto in = [&](std::size_t mem) { return [&, mem](const ExprPtr& i) { return resolve(n.mems[mem], {i}, l); }; };
   // Thread-local fragments: the root array, which must start at the view's first element.
   auto fragment = [&](std::size_t mem) {
     auto [root, flat] = resolve(n.mems[mem], {lit(0, l)}, l);
@@ -95,6 +125,7 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
           {"V1003", "the fragment '" + n.mems[mem]->name + "' must be a whole thread-local array", l, {}});
     mems[mem] = root;
   };
+  cluster_operands(n, args, prover_.env(), c_.out.kernel.cluster, c_.out.problems);
   switch (n.op) {
     case IntrinsicOp::SyncThreads:
       out.push_back(make<ir::Barrier>(vantage::block(1), BarrierKind::Block, T(), 0, false, l));
@@ -169,25 +200,19 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
     case IntrinsicOp::TmaLoad2D:
     case IntrinsicOp::TmaLoadMulticast2D: {
       // args: column, row, the barrier's slot, the destination's first element (both resolved); a
-      // multicast's mask, its blocks those of the cluster.
+      // multicast's mask, its blocks those of the cluster. The box is whole rows from that element.
+      contiguous_tile(n, 0, args[3], user_name(n.op) + "'s box", in(0), c_.out.problems);
       at(0, 3);
       at(1, 2);
       slot_in_bounds(mems[1], args[2], n.mems[1]->name, l);
-      cluster_operands(n, args, prover_.env(), c_.out.kernel.cluster, c_.out.problems);
-      const auto& maps = c_.out.kernel.tensor_maps;
-      if (n.imms.empty() || n.imms[0] < 0 || n.imms[0] >= static_cast<std::int64_t>(maps.size()))
-        throw InternalError("lower: a TMA load without a tensor map");
-      const TensorMapNode& m = maps[static_cast<std::size_t>(n.imms[0])];
+      const TensorMapNode& m = map_of(n, c_.out.kernel);
       swizzled_tile(mems[0], args[3], m.box_rows * m.box_cols, 0, "TMA box of '" + m.name + "'", n.mems[0]->name, l);
       break;
     }
     case IntrinsicOp::TmaStore2D: {
       // args: the source's and the destination's indices; after: column, row, the source's first
       // element (resolved). The box's place is where the destination's index lands in the matrix.
-      const auto& maps = c_.out.kernel.tensor_maps;
-      if (n.imms.empty() || n.imms[0] < 0 || n.imms[0] >= static_cast<std::int64_t>(maps.size()))
-        throw InternalError("lower: a TMA store without a tensor map");
-      const TensorMapNode& m = maps[static_cast<std::size_t>(n.imms[0])];
+      const TensorMapNode& m = map_of(n, c_.out.kernel);
       at(0, 0);
       swizzled_tile(mems[0], args[0], m.box_rows * m.box_cols, 0, "TMA box of '" + m.name + "'", n.mems[0]->name, l);
       BoxPlace p = box_place(
@@ -208,10 +233,11 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
     case IntrinsicOp::MbarrierArriveCluster:
       at(0, 0);
       slot_in_bounds(mems[0], args[0], n.mems[0]->name, l);
-      cluster_operands(n, args, prover_.env(), c_.out.kernel.cluster, c_.out.problems);
       break;
     case IntrinsicOp::Wgmma: {
       fragment(0);
+      contiguous_tile(n, 1, args[0], "wgmma's A tile", in(1), c_.out.problems);
+      contiguous_tile(n, 2, args[1], "wgmma's B tile", in(2), c_.out.problems);
       at(1, 0);
       at(2, 1);
       swizzled_tile(mems[1], args[0], 64 * 64, 48, "wgmma's A tile (64 rows)", n.mems[1]->name, l);
