@@ -1,7 +1,8 @@
 // Vantage reference interpreter: the executable definition of what lowered IR means
-// (docs/semantics.md). It runs one launch deterministically on the host, a block at a time, each
-// block as thread loops cut at its barriers and warp collectives (docs/design.md section 6): between two
-// such points every thread runs on its own, one after the other, in the order the options ask for,
+// (docs/semantics.md). It runs one launch deterministically on the host, a block at a time (a
+// cluster's blocks together, their threads side by side), each block as thread loops cut at its
+// barriers and warp collectives (docs/design.md section 6): between two such points every thread
+// runs on its own, one after the other, in the order the options ask for,
 // so a missing barrier changes the result as well as being reported (in a kernel that waits on
 // mbarriers, a stretch whose threads may wait for each other runs them as fibers: fibers.h). It
 // checks as compute-sanitizer

@@ -313,8 +313,9 @@ class Checks {
 };
 
 // ------------------------------------------------------------------ Hopper
-/// Hopper's asynchronous instructions in one block (hopper.cpp): the mbarriers with their phases and
-/// racecheck, TMA loads into the 128-byte swizzle, and each thread's wgmma in flight.
+/// Hopper's asynchronous instructions in the blocks that run together (one, or a cluster's;
+/// hopper.cpp): the mbarriers with their phases and racecheck, TMA loads into the 128-byte swizzle
+/// (a multicast's into each block it names), and each thread's wgmma in flight.
 class Hopper {
  public:
   explicit Hopper(Checks& checks) : c_(checks) {}

@@ -8,11 +8,11 @@
 // partition, claim, lower, async, destruct) share the state; loops iterate to a fixed point so the
 // back edge is covered, and a wait for data from before a loop goes before the loop unless the
 // loop's own barriers already serve it. A group or split at a narrower perspective counts, from
-// outside, as one statement with all the accesses inside it, and is analysed again inside.
-//
-// A `while` loop's condition is read again after every iteration: its reads are judged against what
-// the body left pending, and a conflict there gets a barrier at the end of the body (Plan::at_end).
-// Atomics of one kind that commutes with itself (add, min, max) never conflict with each other.
+// outside, as one statement with all the accesses inside it, and is analysed again inside. A user's
+// cluster_sync is a barrier. A `while` loop's condition is read again after every iteration: its
+// reads are judged against what the body left pending, and a conflict there gets a barrier at the end
+// of the body (Plan::at_end). Atomics of one kind that commutes with itself (add, min, max) never
+// conflict with each other.
 //
 // Two refinements keep barriers to the hand-written minimum. Plain stores only go through memory
 // narrowed to one thread, so two stores through one partition share never need a barrier between
@@ -26,9 +26,8 @@
 // by a narrower set of threads (a split branch or a claim: the others read what one thread wrote),
 // or an `id()` seen from outside the group that gives it its meaning, make the index incomparable.
 //
-// Loops iterate to a fixed point, which exists because the pending sets only grow and are finite.
-// The state a loop body leaves, and where it needs barriers, are memoised per input state, so that a
-// nest of loops costs a polynomial in its depth, not an exponential.
+// Loops iterate to a fixed point (the pending sets only grow and are finite); the state a loop body
+// leaves and its barriers are memoised per input state: a nest of loops costs a polynomial in its depth.
 #include "jit/sync/sync.h"
 
 #include <algorithm>
@@ -172,9 +171,8 @@ struct Access {
   std::vector<BulkEvent> bulk;
   bool looped = false;
   Indices read_at, store_at;
-  /// Shared memory whose bytes these accesses reuse: arrays of scopes that ended, and the regions
-  /// of earlier calls, laid out at the same place (jit/ir/shared_layout). Any access there conflicts
-  /// with any pending access of those.
+  /// Shared memory whose bytes these accesses reuse: arrays of scopes that ended, and the regions of
+  /// earlier calls, at the same place (jit/ir/shared_layout); any access there conflicts with theirs.
   Roots reuses;
   /// Shared roots: the range every element index of these accesses lies in, unless the root is in
   /// `unspanned` (an access of unknown elements). Accesses of ranges that cannot meet never conflict.
@@ -935,8 +933,10 @@ class Planner {
   requires(std::is_same_v<N, Let> || std::is_same_v<N, Assign> || std::is_same_v<N, Store> ||
            std::is_same_v<N, SharedAlloc> || std::is_same_v<N, LocalAlloc> || std::is_same_v<N, Call> ||
            std::is_same_v<N, Intrinsic> || std::is_same_v<N, Unsafe> || std::is_same_v<N, VectorCopy> ||
-           std::is_same_v<N, Return> ||
-           std::is_same_v<N, Jump>) void plan_stmt(const N&, const StmtPtr& s, State& st, Perspective code, Plan* rec) {
+           std::is_same_v<N, Return> || std::is_same_v<N, Jump>) void plan_stmt(const N& n, const StmtPtr& s, State& st,
+                                                                                Perspective code, Plan* rec) {
+    if constexpr (std::is_same_v<N, Intrinsic>)  // a cluster_sync (block(1)) is the block's barrier too
+      if (n.op == IntrinsicOp::ClusterSync) return st.clear();
     step(s, summary(s), st, code, rec);
   }
 
