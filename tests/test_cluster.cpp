@@ -182,6 +182,47 @@ TEST(Cluster, TheBlocksMeetBeforeTheyReachEachOtherAndBeforeTheyEnd) {
   }
 }
 
+// A multicast that reaches the other block before any of its threads got to the arrays (no
+// cluster_sync between) is reported, naming the array, the block and the line: on a GPU its
+// barrier would not be initialised yet.
+TEST(Cluster, AMulticastBeforeTheOtherBlockIsThereIsReported) {
+  int line = 0;
+  KernelBuilder kb("early_multicast");
+  auto src = kb.param<GlobalPtr<const float>>("src", extent(8 * 32));
+  auto out = kb.param<GlobalPtr<float>>("out");
+  kb.block_threads(32);
+  kb.cluster(2);
+  TensorMap map = kb.tensor_map("src_map", src, 8, 32, 8, 32);
+  kb.body([&](Scope& g) {
+    lib::for_each_block(g, out, 32, [&](Scope& b, Expr, View o) {
+      View tile = b.shared_aligned("tile", ScalarType::F32, 8 * 32, 1024);
+      View bar = b.shared<std::uint64_t>("bar", 1);
+      auto rank = b.let("rank", b.cluster_rank());
+      b.split(Level::Thread, {{1, [&](Scope& th) {
+                                 th.mbarrier_init(bar, 0, 1);
+                                 th.if_(rank == 0, [&](Scope& th) {
+                                   line = __LINE__ + 1;
+                                   th.tma_load_multicast(tile, 0, map, 0, 0, bar, 0, 3);
+                                 });
+                               }}});
+      lib::block_store(b, o, 32, 1.0f);
+    });
+  });
+  const Kernel k = kb.build();
+  std::vector<float> in(8 * 32, 1.0f), got(2 * 32);
+  try {
+    k.launch(interp(), Grid{2, 32}, in, got);
+    ADD_FAILURE() << "a multicast into a block none of whose threads had started";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "synccheck") << e.what();
+    EXPECT_TRUE(contains(e.what(), "block 0 thread 0 reaches shared 'tile' of block 1 by tma_load_multicast at "))
+        << e.what();
+    EXPECT_TRUE(contains(e.what(), "before any thread of that block reached its allocation")) << e.what();
+    ASSERT_FALSE(e.locs().empty());
+    EXPECT_EQ(static_cast<int>(e.locs()[0].line), line);
+  }
+}
+
 // A block that skips the cluster's barrier would leave the other waiting there for ever on a GPU:
 // a cluster_sync under a branch on the block's rank is refused, naming the branch.
 TEST(Cluster, ABarrierSomeBlocksOfTheClusterMaySkipIsRefused) {
