@@ -451,7 +451,8 @@ class Scope {
   /// condition may differ between blocks, nor in a split of blocks (V0213). It also orders the
   /// block's own threads, as sync_threads does.
   void cluster_sync(std::source_location loc = std::source_location::current());
-  /// This block's rank in its cluster, `id(block(1)) % cluster`: 0 to cluster - 1.
+  /// This block's rank in its cluster, 0 to cluster - 1: `blockIdx.x % cluster`, the launch's block
+  /// (a tile loop's block may take several tiles), a value of block(1). Declare the cluster first.
   Expr cluster_rank(std::source_location loc = std::source_location::current());
   /// `bar.sync id, threads` at thread(threads); threads a multiple of 32.
   void named_barrier(int id, int threads, std::source_location loc = std::source_location::current());
@@ -636,6 +637,8 @@ class KernelBuilder {
   /// at the same time and may synchronize (`Scope::cluster_sync`), multicast TMA loads to each other's
   /// shared memory and arrive on each other's mbarriers. The grid must be a multiple of `blocks` (a
   /// guard at launch, V0901). Block b's rank in its cluster is `b % blocks` (`Scope::cluster_rank`).
+  /// The CPU backend runs each block alone and refuses `cluster_sync`; the interpreter runs a
+  /// cluster's blocks together.
   KernelBuilder& cluster(std::int64_t blocks, std::source_location loc = std::source_location::current());
   /// A condition every launch must meet, on the kernel's integer scalar parameters: `require(n % 4
   /// == 0)`, `require(M % 16 == 0 && N % 8 == 0)`. The launcher evaluates it and refuses a launch
