@@ -225,6 +225,12 @@ std::shared_ptr<CachedKernel> from_entry(const Entry& e, const char* origin, std
   return k;
 }
 
+}  // namespace
+
+// Named, not anonymous: KernelCache::Impl, whose name has linkage, holds a table of these keys (GCC
+// warns of a member whose type has none, as the sanitizer builds' unity batches show).
+namespace memory_keys {
+
 /// The in-process key: everything that picks one compiled variant, without touching source. The
 /// kernel is held, not only its hash, so that a hash collision cannot return another kernel's code.
 struct MemoryKey {
@@ -275,7 +281,11 @@ struct MemoryKeyEqual {
   bool operator()(const MemoryKey& a, const MemoryKeyView& b) const { return (*this)(b, a); }
 };
 
-}  // namespace
+}  // namespace memory_keys
+using memory_keys::MemoryKey;
+using memory_keys::MemoryKeyEqual;
+using memory_keys::MemoryKeyHash;
+using memory_keys::MemoryKeyView;
 
 // ---------------------------------------------------------------- configuration
 std::string CacheConfig::default_dir() {
