@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "hopper_kernels.hpp"
+#include "jit/interp/interp.h"
+#include "jit/ir/visit.h"
+#include "jit/pipeline/pipeline.h"
 #include "kernels/paper_kernels.hpp"
 #include "kernels/runs.hpp"
 #include "kernels/stages.hpp"
@@ -525,7 +528,8 @@ TEST(Cluster, TheGridIsAMultipleOfTheCluster) {
 // A cluster_sync is a barrier of the block's threads too: threads that store a shared array and read
 // each other's elements after one need no barrier of Vantage's between (one before this change),
 // and the interpreter finds no race there.
-TEST(Cluster, AClusterSyncIsTheBlocksBarrierToo) {
+/// Threads store a shared array, meet at a cluster_sync, and read each other's elements.
+Kernel exchange_kernel() {
   KernelBuilder kb("exchange");
   auto out = kb.param<GlobalPtr<float>>("out");
   kb.block_threads(128);
@@ -539,12 +543,51 @@ TEST(Cluster, AClusterSyncIsTheBlocksBarrierToo) {
       lib::block_store(b, out_b, 128, s[127 - t]);
     });
   });
-  const Kernel k = kb.build();
+  return kb.build();
+}
+
+TEST(Cluster, AClusterSyncIsTheBlocksBarrierToo) {
+  const Kernel k = exchange_kernel();
   EXPECT_EQ(specialize_for(k, Spec{}.with_arch(Arch::SM_90a)).barriers, 0);
   for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse}) {
     std::vector<float> got(2 * 128, -1.0f);
     k.launch(interp(order), Grid{2, 128}, got);
     for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], static_cast<float>(127 - i % 128)) << i;
+  }
+}
+
+// V0213 keeps a kernel the checker accepts from skipping a cluster_sync in some blocks; the
+// interpreter checks it again as it runs. Lowered IR whose cluster_sync only even blocks reach (no
+// builder program can say that) stops with synccheck, naming a thread of the block that skipped it.
+TEST(Cluster, TheInterpreterFindsAClusterSyncOneBlockSkips) {
+  lower::Lowered l = pipeline::lower_for(exchange_kernel(), Spec{}.with_arch(Arch::SM_90a)).lowered;
+  struct OnlyEvenBlocks : ir::IRMutator {
+    int wrapped = 0;
+    using IRMutator::mutate;
+    ir::StmtPtr mutate(const ir::StmtPtr& s) override {
+      using namespace ir;
+      const auto* b = s && s->kind == StmtKind::Barrier ? static_cast<const ir::Barrier*>(s.get()) : nullptr;
+      if (!b || b->how != BarrierKind::Cluster) return IRMutator::mutate(s);
+      ++wrapped;
+      auto bid = make<Builtin>(ScalarType::I32, BuiltinKind::BlockInGrid, s->loc);
+      auto even =
+          make<Binary>(ScalarType::Bool, BinOp::Eq,
+                       make<Binary>(ScalarType::I32, BinOp::Mod, bid, int_literal(ScalarType::I32, 2, s->loc), s->loc),
+                       int_literal(ScalarType::I32, 0, s->loc), s->loc);
+      return make<If>(even, s, nullptr, s->loc);
+    }
+  } only_even;
+  l.kernel.body = only_even.mutate(l.kernel.body);
+  ASSERT_EQ(only_even.wrapped, 1);
+  std::vector<float> out(2 * 128, -1.0f);
+  try {
+    interp::run(l, 2, {interp::Arg::buffer(out.data(), 2 * 128)}, {});
+    ADD_FAILURE() << "a cluster_sync block 1 skips";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "synccheck") << e.what();
+    EXPECT_TRUE(contains(e.what(), "cluster_sync (over the 2 blocks of the cluster) at ")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "is reached by some of the threads it covers but not by block 1 thread 0"))
+        << e.what();
   }
 }
 

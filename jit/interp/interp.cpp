@@ -18,10 +18,15 @@ void meet(const ir::Barrier& b, const std::vector<Thread*>& ts, const std::vecto
     checks.join(ts);
     return;
   }
-  // The other barriers are each block's own.
-  std::map<std::int64_t, std::vector<Thread*>> blocks;
-  for (auto* t : ts) blocks[t->rank].push_back(t);
-  for (auto& [rank, in] : blocks) {
+  // The other barriers are each block's own (the threads of one block, or of each of a cluster's).
+  const auto running = static_cast<std::int64_t>(threads.size()) / T;
+  for (std::int64_t rank = 0; rank < running; ++rank) {
+    std::vector<Thread*> mine;
+    if (running > 1)
+      for (auto* t : ts)
+        if (t->rank == rank) mine.push_back(t);
+    const std::vector<Thread*>& in = running > 1 ? mine : ts;
+    if (in.empty()) continue;
     if (b.how == BarrierKind::NamedFixed) {
       if (static_cast<std::int64_t>(in.size()) != b.threads)
         throw ExecutionError("synccheck",
