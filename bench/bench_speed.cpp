@@ -96,7 +96,7 @@ Size square(std::int64_t n) { return {{"M", n}, {"N", n}, {"K", n}}; }
 
 /// Other shapes of an example, timed beside it to choose its default: scan_tiled with more items a
 /// thread or other block sizes, the wgmma GEMMs' tiles in groups of rows, sgemm_pipelined in the shape
-/// the tuner picked on an H100.
+/// the tuner picked on an H100 and in more slots.
 struct Variant {
   std::string name, example;
   Shape shape;
@@ -177,12 +177,14 @@ const std::vector<Variant>& variants() {
                        return Grid{std::min<std::int64_t>(132, s.at("M") / 128 * (s.at("N") / 256)), 384};
                      }});
     }
-    for (auto [bm, bn, bk] : {std::tuple{64, 128, 16}}) {
-      const std::string name =
-          "sgemm_pipelined_" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk);
+    // sgemm_pipelined in the tuner's shape, and in 3 and 4 slots (2 and 3 tiles in flight).
+    for (auto [bm, bn, bk, stages] :
+         {std::tuple{64, 128, 16, 2}, {128, 128, 8, 3}, {128, 128, 8, 4}, {64, 128, 16, 3}, {64, 128, 16, 4}}) {
+      const std::string name = "sgemm_pipelined_" + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
+                               std::to_string(bk) + (stages > 2 ? "_s" + std::to_string(stages) : "");
       v.push_back({name, "sgemm_pipelined", Shape::Gemm, square(4096),
                    [=] {
-                     return examples::sgemm_pipelined(examples::PipelinedShape{bm, bn, bk}, name);
+                     return examples::sgemm_pipelined(examples::PipelinedShape{bm, bn, bk, stages}, name);
                    },
                    [=](const Size& s) {
                      const std::int64_t blocks = (s.at("M") + bm - 1) / bm * ((s.at("N") + bn - 1) / bn);

@@ -502,8 +502,8 @@ TEST(Interp, ReadingACpAsyncDestinationBeforeTheWaitIsReported) {
   Kernel k = async_neighbours(false);
   auto l = without_barrier(k, Spec{}, 0, [](const ir::StmtPtr& s) {
     const auto& b = static_cast<const ir::Barrier&>(*s);
-    EXPECT_TRUE(b.async_wait);
-    return ir::make<ir::Barrier>(b.over, b.how, b.threads, b.id_base, false, b.loc);
+    EXPECT_EQ(b.async_wait, ir::kAsyncWaitAll);
+    return ir::make<ir::Barrier>(b.over, b.how, b.threads, b.id_base, ir::kNoAsyncWait, b.loc);
   });
   std::vector<float> x(256, 1.0f), out(64, 0.0f);
   try {

@@ -764,6 +764,21 @@ TEST(Reject, CpAsyncOutsideAnAsyncScope) {
   });
 }
 
+TEST(Reject, CpAsyncWaitForANegativeCountOfGroups) {
+  KB k("negative_wait");
+  int bad = 0;
+  k.body([&](Scope& g) {
+    g.group(block(1), [&](Scope& b) {
+      b.group(thread(1), [&](Scope& th) {
+        bad = __LINE__ + 1;
+        th.cp_async_wait(-1);
+      });
+    });
+  });
+  EXPECT_TRUE(::vantage::testing::rejected_saying(k, "V0503", bad, __FILE__,
+                                                  "cp_async_wait: the groups left in flight are 0 or more, not -1"));
+}
+
 TEST(Reject, MmaFragmentOfWrongSize) {
   int bad = 0;
   expect_kernel_rejected("V0503", bad, [&](KB& k) {

@@ -301,17 +301,19 @@ Kernel sgemm_warptile(const std::string& name) {
 }
 
 Kernel sgemm_pipelined(const PipelinedShape& sh, const std::string& name) {
-  const int BM = sh.bm, BN = sh.bn, BK = sh.bk;
+  const int BM = sh.bm, BN = sh.bn, BK = sh.bk, S = sh.stages;
   constexpr int TM = 8, TN = 8, WM = 32, WN = 64;  // a lane: 8 x 8 of C; a warp: 4 x 8 lanes
-  if (BM < WM || BM % WM != 0 || BN < WN || BN % WN != 0 || BK < 4 || BK % 4 != 0 || BM / WM * (BN / WN) > 32)
+  if (BM < WM || BM % WM != 0 || BN < WN || BN % WN != 0 || BK < 4 || BK % 4 != 0 || BM / WM * (BN / WN) > 32 ||
+      S < 2 || S > 8)
     throw std::invalid_argument("sgemm_pipelined: a " + std::to_string(BM) + " x " + std::to_string(BN) + " x " +
-                                std::to_string(BK) +
-                                " tile; BM is a multiple of 32, BN of 64, BK of 4, and there are at most 32 warps");
+                                std::to_string(BK) + " tile in " + std::to_string(S) +
+                                " slots; BM is a multiple of 32, BN of 64, BK of 4, there are at most 32 warps and "
+                                "2 to 8 slots");
   const int T = BM / WM * (BN / WN) * 32;
   KernelBuilder k(!name.empty() ? name : "sgemm_pipelined");
   auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
   k.block_threads(T);
-  k.shared_budget(2 * (BM * BK + BK * BN) * 4);
+  k.shared_budget(S * (BM * BK + BK * BN) * 4);
   k.body([&](Scope& g) {
     lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
       // Warp w's tile: rows w / (BN / WN) * 32, columns w % (BN / WN) * 64. Lane l: rows
@@ -324,17 +326,20 @@ Kernel sgemm_pipelined(const PipelinedShape& sh, const std::string& name) {
       auto a = b.local_array("a_reg", ScalarType::F32, TM * 4, at(thread(1)));  // 4 steps of k per row
       auto bv = b.local_array("b_reg", ScalarType::F32, TN, at(thread(1)));
       for (int i = 0; i < TM * TN; ++i) acc[i] = 0.0f;
-      // Two slots, so that tile kt + 1 arrives while tile kt is multiplied.
-      const View As[2] = {b.shared<float>("As0", BM * BK), b.shared<float>("As1", BM * BK)};
-      const View Bs[2] = {b.shared<float>("Bs0", BK * BN), b.shared<float>("Bs1", BK * BN)};
+      // S slots, so that tiles kt + 1 to kt + S - 1 arrive while tile kt is multiplied.
+      std::vector<View> As, Bs;
+      for (int s = 0; s < S; ++s) As.push_back(b.shared<float>("As" + std::to_string(s), BM * BK));
+      for (int s = 0; s < S; ++s) Bs.push_back(b.shared<float>("Bs" + std::to_string(s), BK * BN));
       auto tiles = b.let("tiles", (K + BK - 1) / BK);
       auto start = [&](Scope& b, const Expr& kt, int slot) {
         // In 32 bits: where a launch's K is at most 2^30 (its size class) the copies are proven
         // inside A and B; past that, they are checked as they run.
         lib::start_tile_copy(b, As[slot], A, M, K, c.row0, kt * BK, BM, BK);  // zeros past the edges
         lib::start_tile_copy(b, Bs[slot], B, K, N, kt * BK, c.col0, BK, BN);
-        b.group(thread(1), [&](Scope& th) { th.cp_async_commit(); });
       };
+      // One group a step, empty past the last tile, so that a wait for all but the newest S - 2
+      // groups always completes the tile the step multiplies.
+      auto commit = [&](Scope& b) { b.group(thread(1), [&](Scope& th) { th.cp_async_commit(); }); };
       auto multiply = [&](Scope& b, int slot) {
         b.for_("kq", 0, BK / 4, [&](Scope&, Expr kq) {
           for (int i = 0; i < TM; ++i)
@@ -347,20 +352,26 @@ Kernel sgemm_pipelined(const PipelinedShape& sh, const std::string& name) {
         });
       };
       // Each step waits for its tile (the barrier Vantage places after the wait makes every thread's
-      // copies visible, and frees the other slot), starts the next tile's copies, then multiplies:
-      // one barrier per tile. Two steps per round, one per slot.
+      // copies visible, and frees the slot the step before read; the S - 2 newer tiles' copies stay
+      // in flight across it), starts the copies of tile kt + S - 1 into that slot, then multiplies:
+      // one barrier per tile. S steps per round, one per slot; past the last tile a step only waits
+      // and commits, so that every thread commits and waits alike whatever the tile count, and
+      // Vantage counts the groups in flight exactly.
       start(b, Expr(0), 0);
-      b.for_("kt", 0, tiles, 2, [&](Scope& b, Expr kt) {
-        for (int slot = 0; slot < 2; ++slot) {
-          auto step = [&](Scope& b) {
-            b.group(thread(1), [&](Scope& th) { th.cp_async_wait(0); });
-            b.if_(kt + slot + 1 < tiles, [&](Scope& b) { start(b, kt + slot + 1, 1 - slot); });
-            multiply(b, slot);
-          };
+      commit(b);
+      for (int s = 1; s + 1 < S; ++s) {
+        b.if_(tiles > s, [&](Scope& b) { start(b, Expr(s), s); });
+        commit(b);
+      }
+      b.for_("kt", 0, tiles, S, [&](Scope& b, Expr kt) {
+        for (int slot = 0; slot < S; ++slot) {
+          b.group(thread(1), [&](Scope& th) { th.cp_async_wait(S - 2); });
+          b.if_(kt + slot + (S - 1) < tiles, [&](Scope& b) { start(b, kt + slot + (S - 1), (slot + S - 1) % S); });
+          commit(b);
           if (slot == 0)
-            step(b);
+            multiply(b, slot);
           else
-            b.if_(kt + 1 < tiles, step);
+            b.if_(kt + slot < tiles, [&](Scope& b) { multiply(b, slot); });
         }
       });
       lib::update_sub_tile(b, c, row, col, lib::SubTile{TM, TN, 1, 1, 4, 32},

@@ -816,19 +816,21 @@ tune::Candidate reg2d_candidate(const tune::Config& c, const Size& s) {
   return gemm_candidate(sgemm_reg2d(sh), s, sh.bm, sh.bn, std::int64_t{sh.bm} / sh.tm * (sh.bn / sh.tn));
 }
 
-/// Rung 8: BM x BN block tiles in 32 x 64 warp tiles, K by BK, two slots of shared memory.
+/// Rung 8: BM x BN block tiles in 32 x 64 warp tiles, K by BK, S slots of shared memory (S - 1
+/// tiles in flight), within the 48 KiB a block may have without opting in.
 tune::Space pipelined_space() {
   tune::Space s;
-  s.param("BM", {64, 128, 256}).param("BN", {64, 128, 256}).param("BK", {8, 16, 32});
+  s.param("BM", {64, 128, 256}).param("BN", {64, 128, 256}).param("BK", {8, 16, 32}).param("S", {2, 3, 4});
   s.constraint([](const tune::Config& c) {
-    std::int64_t bm = c.at("BM"), bn = c.at("BN"), bk = c.at("BK");
+    std::int64_t bm = c.at("BM"), bn = c.at("BN"), bk = c.at("BK"), stages = c.at("S");
     std::int64_t threads = bm / 32 * (bn / 64) * 32;
-    return threads <= 1024 && 2 * (bm * bk + bk * bn) * 4 <= 48 * 1024;
+    return threads <= 1024 && stages * (bm * bk + bk * bn) * 4 <= 48 * 1024;
   });
   return s;
 }
 tune::Candidate pipelined_candidate(const tune::Config& c, const Size& s) {
-  PipelinedShape sh{value(c, "BM"), value(c, "BN"), value(c, "BK")};
+  // A configuration stored before the slots were a parameter had two.
+  PipelinedShape sh{value(c, "BM"), value(c, "BN"), value(c, "BK"), c.count("S") ? value(c, "S") : 2};
   return gemm_candidate(sgemm_pipelined(sh), s, sh.bm, sh.bn, std::int64_t{sh.bm} / 32 * (sh.bn / 64) * 32);
 }
 }  // namespace

@@ -81,9 +81,11 @@ Kernel sgemm_warptile(const std::string& name = "");
 /// multiple of 4). Another shape throws std::invalid_argument.
 struct PipelinedShape {
   int bm = 128, bn = 128, bk = 8;
+  int stages = 2;  ///< slots of shared memory: tiles in flight while one is multiplied, plus one
 };
-/// sgemm rung 8: tiles of A and B copied by 16-byte `cp.async` into one of two slots of shared memory
-/// (lib::start_tile_copy) while the other slot's tile is multiplied, one barrier per step of k; each
+/// sgemm rung 8: tiles of A and B copied by 16-byte `cp.async` into one of `stages` slots of shared
+/// memory (lib::start_tile_copy) while another slot's tile is multiplied, one barrier per step of k
+/// (the copies of the next stages - 2 tiles stay in flight across it); each
 /// lane reads 4 steps of k of its 8 rows of A, and 8 columns of B per step, as 16-byte shared loads
 /// (an outer product of 8 x 8 per step). Any M, N and K (edge tiles padded with zeros, stores
 /// guarded; 16-byte copies where a row of A or B is a multiple of 4 elements).

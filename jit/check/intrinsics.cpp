@@ -235,8 +235,10 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       operand_value(n, 1, std::nullopt, "source index");
       break;
     }
-    case IntrinsicOp::CpAsyncCommit:
     case IntrinsicOp::CpAsyncWait:
+      if (imm(0) < 0) operand_error(n, "the groups left in flight are 0 or more, not " + std::to_string(imm(0)));
+      break;
+    case IntrinsicOp::CpAsyncCommit:
     case IntrinsicOp::FenceProxyAsync: break;
     case IntrinsicOp::TmaLoad2D:
     case IntrinsicOp::TmaLoadMulticast2D: {

@@ -59,7 +59,9 @@ namespace {
 /// barrier itself.
 std::vector<std::string> barrier_lines(const ir::Barrier& b) {
   std::vector<std::string> lines;
-  if (b.async_wait) lines.emplace_back("asm volatile(\"cp.async.wait_all;\" ::: \"memory\");");
+  if (b.async_wait == ir::kAsyncWaitAll) lines.emplace_back("asm volatile(\"cp.async.wait_all;\" ::: \"memory\");");
+  if (b.async_wait > 0)
+    lines.emplace_back("asm volatile(\"cp.async.wait_group " + std::to_string(b.async_wait) + ";\" ::: \"memory\");");
   if (b.proxy_fence) lines.emplace_back("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
   const std::string n = std::to_string(b.threads), id = std::to_string(b.id_base);
   switch (b.how) {

@@ -393,8 +393,10 @@ auto Machine::live() -> std::vector<Thread*> {
 
 void Machine::barrier(const ir::Barrier& b, const std::vector<Thread*>& ts) {
   ++stats_.thread_statements;
-  if (b.async_wait)  // cp.async.wait_all first: every copy of every arriving thread is complete
-    for (auto* t : ts) complete_async(*t, INT64_MAX);
+  // cp.async.wait_all or wait_group n first: every copy of every arriving thread is complete, or
+  // every group but its newest n.
+  if (b.async_wait != ir::kNoAsyncWait)
+    for (auto* t : ts) complete_async(*t, b.async_wait == ir::kAsyncWaitAll ? INT64_MAX : t->groups - b.async_wait);
   meet(b, ts, threads_, checks_, T_, block_);
 }
 

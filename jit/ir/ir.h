@@ -550,9 +550,13 @@ enum class BarrierKind : std::uint8_t {
   NamedFixed,  ///< the user's named_barrier: bar.sync id_base, threads (the code's one unit)
   Cluster,     ///< the user's cluster_sync: every thread of every block of the cluster
 };
+/// What a barrier first waits for of its threads' cp.async copies: nothing, every copy
+/// (cp.async.wait_all), or, n > 0, every committed group but the newest n (cp.async.wait_group n).
+constexpr std::int64_t kNoAsyncWait = -1;
+constexpr std::int64_t kAsyncWaitAll = 0;
 /// A barrier over every thread of one unit; `async_wait` first waits for the thread's outstanding
-/// cp.async copies, `proxy_fence` first orders the thread's shared memory accesses before the async
-/// proxy's after the barrier (fence.proxy.async: a TMA or wgmma reading what threads stored).
+/// cp.async copies (above), `proxy_fence` first orders the thread's shared memory accesses before the
+/// async proxy's after the barrier (fence.proxy.async: a TMA or wgmma reading what threads stored).
 /// Inserted by jit/sync, resolved by jit/lower.
 struct Barrier : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Barrier;
@@ -560,12 +564,15 @@ struct Barrier : StmtNode {
   BarrierKind how;
   std::int64_t threads;  ///< threads in one unit (lowered)
   std::int64_t id_base;  ///< Named: the first hardware barrier id of this unit size
-  bool async_wait;
+  std::int64_t async_wait;
   bool proxy_fence;
-  Barrier(Perspective o, BarrierKind h, std::int64_t t, std::int64_t id, bool aw, bool pf, SourceLoc l)
+  Barrier(Perspective o, BarrierKind h, std::int64_t t, std::int64_t id, std::int64_t aw, bool pf, SourceLoc l)
       : StmtNode(kKind, l), over(o), how(h), threads(t), id_base(id), async_wait(aw), proxy_fence(pf) {}
-  Barrier(Perspective o, BarrierKind h, std::int64_t t, std::int64_t id, bool aw, SourceLoc l)
+  Barrier(Perspective o, BarrierKind h, std::int64_t t, std::int64_t id, std::int64_t aw, SourceLoc l)
       : Barrier(o, h, t, id, aw, false, l) {}
+  // The wait is a count, not a flag: a bool would silently mean "all" or "but the newest one".
+  Barrier(Perspective, BarrierKind, std::int64_t, std::int64_t, bool, bool, SourceLoc) = delete;
+  Barrier(Perspective, BarrierKind, std::int64_t, std::int64_t, bool, SourceLoc) = delete;
   auto fields() const { return std::tie(over, how, threads, id_base, async_wait, proxy_fence); }
 };
 /// Lowered IR only: `count` consecutive elements copied as one vector access, dst[di .. di+count) =

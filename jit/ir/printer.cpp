@@ -321,7 +321,8 @@ class Printer {
       out_ << " threads=" << n.threads;
     if (n.how == BarrierKind::Named) out_ << " id=" << n.id_base << "+thread_index/" << n.threads;
     if (n.how == BarrierKind::NamedFixed) out_ << " id=" << n.id_base;
-    if (n.async_wait) out_ << " after cp.async";
+    if (n.async_wait == kAsyncWaitAll) out_ << " after cp.async";
+    if (n.async_wait > 0) out_ << " after cp.async but the newest " << n.async_wait << " groups";
     if (n.proxy_fence) out_ << " after proxy fence";
     out_ << ";\n";
   }

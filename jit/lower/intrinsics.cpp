@@ -128,11 +128,13 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
   cluster_operands(n, args, prover_.env(), c_.out.kernel.cluster, c_.out.problems);
   switch (n.op) {
     case IntrinsicOp::SyncThreads:
-      out.push_back(make<ir::Barrier>(vantage::block(1), BarrierKind::Block, T(), 0, false, l));
+      out.push_back(make<ir::Barrier>(vantage::block(1), BarrierKind::Block, T(), 0, ir::kNoAsyncWait, l));
       return;
-    case IntrinsicOp::SyncWarp: out.push_back(make<ir::Barrier>(warp(), BarrierKind::Warp, 32, 0, false, l)); return;
+    case IntrinsicOp::SyncWarp:
+      out.push_back(make<ir::Barrier>(warp(), BarrierKind::Warp, 32, 0, ir::kNoAsyncWait, l));
+      return;
     case IntrinsicOp::ClusterSync:
-      out.push_back(make<ir::Barrier>(vantage::block(1), BarrierKind::Cluster, T(), 0, false, l));
+      out.push_back(make<ir::Barrier>(vantage::block(1), BarrierKind::Cluster, T(), 0, ir::kNoAsyncWait, l));
       return;
     case IntrinsicOp::NamedBarrier: {
       const Pos& p = frames_.back();
@@ -145,7 +147,7 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
                  "; let Vantage place the barriers, or give each group its own split branch and id",
              l,
              {}});
-      out.push_back(make<ir::Barrier>(p.code, BarrierKind::NamedFixed, n.imms[1], n.imms[0], false, l));
+      out.push_back(make<ir::Barrier>(p.code, BarrierKind::NamedFixed, n.imms[1], n.imms[0], ir::kNoAsyncWait, l));
       return;
     }
     case IntrinsicOp::Atomic: {

@@ -46,83 +46,13 @@
 #include "jit/ir/shared_layout.h"
 #include "jit/ir/views.h"
 #include "jit/ir/visit.h"
+#include "jit/sync/access.h"
 
 namespace vantage::sync {
 namespace {
 
 using namespace ir;
-
-/// Root memories, in address order as a std::set would hold them, in one vector: a statement touches
-/// a handful of arrays, and every summary and pending state holds several such sets (a set allocated
-/// a node per root in each of them).
-class Roots {
- public:
-  bool insert(const MemNode* r) {
-    auto it = std::lower_bound(v_.begin(), v_.end(), r);
-    if (it != v_.end() && *it == r) return false;
-    v_.insert(it, r);
-    return true;
-  }
-  template <class It>
-  void insert(It first, It last) {
-    for (; first != last; ++first) insert(*first);
-  }
-  std::size_t count(const MemNode* r) const { return std::binary_search(v_.begin(), v_.end(), r) ? 1 : 0; }
-  std::size_t erase(const MemNode* r) {
-    auto it = std::lower_bound(v_.begin(), v_.end(), r);
-    if (it == v_.end() || *it != r) return 0;
-    v_.erase(it);
-    return 1;
-  }
-  auto begin() const { return v_.begin(); }
-  auto end() const { return v_.end(); }
-  bool empty() const { return v_.empty(); }
-  std::size_t size() const { return v_.size(); }
-  void clear() { v_.clear(); }
-  bool operator==(const Roots& o) const { return v_ == o.v_; }
-
- private:
-  std::vector<const MemNode*> v_;
-};
-/// Structurally distinct index expressions, in the order they came. Each is compared by its hash
-/// first, so that gathering n distinct indices costs n^2 integer comparisons and no ir::equal
-/// between different ones: the wgmma GEMM's epilogue stores at 64 indices, and every construct
-/// around them gathers them again.
-class IndexList {
- public:
-  void add(const ExprPtr& e) {
-    if (!contains(e)) {
-      hashes_.push_back(e->hash);
-      items_.push_back(e);
-    }
-  }
-  bool contains(const ExprPtr& e) const {
-    for (std::size_t i = 0; i < hashes_.size(); ++i)
-      if (hashes_[i] == e->hash && equal(items_[i], e)) return true;
-    return false;
-  }
-  auto begin() const { return items_.begin(); }
-  auto end() const { return items_.end(); }
-  std::size_t size() const { return items_.size(); }
-  const ExprPtr& operator[](std::size_t i) const { return items_[i]; }
-
- private:
-  std::vector<ExprPtr> items_;
-  std::vector<std::uint64_t> hashes_;
-};
-using Indices = std::map<const MemNode*, IndexList>;
-
-void add_index(Indices& m, const MemNode* r, const ExprPtr& e) { m[r].add(e); }
-
-/// Every index in `a` for root r also appears in `b`.
-bool within(const Indices& a, const Indices& b, const MemNode* r) {
-  auto ia = a.find(r), ib = b.find(r);
-  if (ia == a.end()) return true;
-  if (ib == b.end()) return false;
-  for (const auto& e : ia->second)
-    if (!ib->second.contains(e)) return false;
-  return true;
-}
+using namespace pass;
 
 /// Whether an expression contains an `id()`, whose value depends on the code perspective it is in.
 bool has_id(const ExprPtr& e) {
@@ -133,144 +63,6 @@ bool has_id(const ExprPtr& e) {
   scan.walk(e);
   return scan.found;
 }
-
-/// A TMA store (its source root and the elements it reads, unknown: every one) or a wait for all but
-/// the newest `pending` of its thread's stores.
-struct BulkEvent {
-  bool wait = false;
-  std::int64_t pending = 0;
-  const MemNode* root = nullptr;
-  std::optional<Range> span;
-  SourceLoc loc;
-  bool operator==(const BulkEvent& o) const {
-    return wait == o.wait && pending == o.pending && root == o.root && span.has_value() == o.span.has_value() &&
-           (!span || (span->lo == o.span->lo && span->hi == o.span->hi)) && loc.line == o.loc.line &&
-           loc.column == o.loc.column && std::string_view(loc.file) == o.loc.file;
-  }
-};
-
-/// What statements touch: reads, plain `stores`, other `writes` (calls with mutable pointers, async
-/// copies), atomics, and the comparable root indices of reads and stores; a root in `opaque` was
-/// also accessed at an index that cannot be compared.
-struct Access {
-  Roots reads, stores, writes, async_writes, opaque;
-  /// Atomics by root: a bit per AtomicKind done. Atomics of one kind that commutes with itself (add,
-  /// min, max) conflict with nothing but each other's absence: any order gives the same memory, and
-  /// a barrier between two of them orders nothing the program can see. An exchange conflicts with
-  /// every other access of its root, another exchange included (the last one's value stays).
-  std::map<const MemNode*, unsigned> atomics;
-  /// TMA loads issued (destination root, mbarrier root), and the mbarriers waited on: a TMA load's
-  /// data is there only after a wait on its mbarrier, and no barrier replaces that wait.
-  std::set<std::pair<const MemNode*, const MemNode*>> tma;
-  Roots waits;
-  /// Shared roots accessed through the generic proxy (loads, stores, atomics, cp.async) and through
-  /// the async proxy (TMA, wgmma): an async access after generic ones needs a proxy fence between.
-  Roots generic, async_proxy;
-  /// TMA stores and tma_store_waits in program order (a store reads its source until a wait covers
-  /// it); `looped`: some are in a loop of the statement, so that their order repeats.
-  std::vector<BulkEvent> bulk;
-  bool looped = false;
-  Indices read_at, store_at;
-  /// Shared memory whose bytes these accesses reuse: arrays of scopes that ended, and the regions of
-  /// earlier calls, at the same place (jit/ir/shared_layout); any access there conflicts with theirs.
-  Roots reuses;
-  /// Shared roots: the range every element index of these accesses lies in, unless the root is in
-  /// `unspanned` (an access of unknown elements). Accesses of ranges that cannot meet never conflict.
-  std::map<const MemNode*, Range> span;
-  Roots unspanned;
-  void add_span(const MemNode* r, const std::optional<Range>& got) {
-    if (!got || unspanned.count(r)) {
-      unspanned.insert(r);
-      span.erase(r);
-      return;
-    }
-    auto [it, fresh] = span.emplace(r, *got);
-    if (!fresh) it->second = it->second.join(*got);
-  }
-  Indices share_at;   ///< the partition shares the stores went through (see Views::share)
-  Indices moving_at;  ///< root indices of stores through shares that change between loop iterations
-  Roots unshared;     ///< stored through something other than a partition (a claim, a narrower branch)
-  void merge(const Access& o) {
-    reads.insert(o.reads.begin(), o.reads.end());
-    stores.insert(o.stores.begin(), o.stores.end());
-    writes.insert(o.writes.begin(), o.writes.end());
-    async_writes.insert(o.async_writes.begin(), o.async_writes.end());
-    opaque.insert(o.opaque.begin(), o.opaque.end());
-    unshared.insert(o.unshared.begin(), o.unshared.end());
-    tma.insert(o.tma.begin(), o.tma.end());
-    waits.insert(o.waits.begin(), o.waits.end());
-    generic.insert(o.generic.begin(), o.generic.end());
-    async_proxy.insert(o.async_proxy.begin(), o.async_proxy.end());
-    bulk.insert(bulk.end(), o.bulk.begin(), o.bulk.end());
-    looped = looped || o.looped;
-    reuses.insert(o.reuses.begin(), o.reuses.end());
-    for (const auto& [r, kinds] : o.atomics) atomics[r] |= kinds;
-    for (const auto* r : o.unspanned) add_span(r, std::nullopt);
-    for (const auto& [r, g] : o.span) add_span(r, g);
-    for (const auto& [r, es] : o.read_at)
-      for (const auto& e : es) add_index(read_at, r, e);
-    for (const auto& [r, es] : o.store_at)
-      for (const auto& e : es) add_index(store_at, r, e);
-    for (const auto& [r, es] : o.share_at)
-      for (const auto& e : es) add_index(share_at, r, e);
-    for (const auto& [r, es] : o.moving_at)
-      for (const auto& e : es) add_index(moving_at, r, e);
-  }
-};
-
-/// Whether the stores of root r in `a` and `b` all went through one partition share.
-bool one_share(const Access& a, const Access& b, const MemNode* r) {
-  const ExprPtr* first = nullptr;
-  for (const Access* x : {&a, &b}) {
-    auto it = x->share_at.find(r);
-    if (it == x->share_at.end()) continue;
-    for (const auto& e : it->second) {
-      if (!first) first = &e;
-      if (!equal(e, *first)) return false;
-    }
-  }
-  return true;
-}
-
-/// Accesses since the last barrier.
-struct State : Access {
-  bool operator==(const State& o) const {
-    auto same = [](const Indices& a, const Indices& b) {
-      if (a.size() != b.size()) return false;
-      for (const auto& [r, es] : a) {
-        auto it = b.find(r);
-        if (it == b.end() || it->second.size() != es.size()) return false;
-        for (std::size_t i = 0; i < es.size(); ++i)
-          if (!equal(es[i], it->second[i])) return false;
-      }
-      return true;
-    };
-    return reads == o.reads && stores == o.stores && writes == o.writes && async_writes == o.async_writes &&
-           tma == o.tma && waits == o.waits && generic == o.generic && async_proxy == o.async_proxy &&
-           reading == o.reading && opaque == o.opaque && unshared == o.unshared && reuses == o.reuses &&
-           atomics == o.atomics && unspanned == o.unspanned &&
-           std::equal(span.begin(), span.end(), o.span.begin(), o.span.end(),
-                      [](const auto& x, const auto& y) {
-                        return x.first == y.first && x.second.lo == y.second.lo && x.second.hi == y.second.hi;
-                      }) &&
-           same(read_at, o.read_at) && same(store_at, o.store_at) && same(share_at, o.share_at) &&
-           same(moving_at, o.moving_at);
-  }
-  /// A barrier completes everything pending but TMA loads, which only a wait on their mbarrier does,
-  /// TMA stores' reads, which only their thread's tma_store_wait does (`reading`), and orders nothing
-  /// between the proxies, which only a proxy fence does (`generic` stays).
-  void clear() {
-    auto keep = std::move(tma);
-    auto gen = std::move(generic);
-    auto stores = std::move(reading);
-    *this = State();
-    tma = std::move(keep);
-    generic = std::move(gen);
-    reading = std::move(stores);
-  }
-  /// TMA stores whose source may still be read, oldest first.
-  std::vector<BulkEvent> reading;
-};
 
 /// Rounds of a loop's fixed-point iteration before the pass gives up (each adds at least one root or
 /// index to a finite set; real kernels need two or three).
@@ -531,7 +323,7 @@ class Planner {
   }
   void async_write(Access& a, const MemPtr& m) const {
     if (const auto* r = root(m.get())) {
-      a.async_writes.insert(r);
+      a.cp.push_back({CopyEvent::Kind::Copy, r, 0});
       write(a, m);
     }
   }
@@ -624,6 +416,9 @@ class Planner {
       }
       if (n.op == IntrinsicOp::TmaStoreWait)
         access.bulk.push_back({true, n.imms.empty() ? 0 : n.imms[0], nullptr, {}, n.loc});
+      if (n.op == IntrinsicOp::CpAsyncCommit) access.cp.push_back({CopyEvent::Kind::Commit, nullptr, 0});
+      if (n.op == IntrinsicOp::CpAsyncWait)
+        access.cp.push_back({CopyEvent::Kind::Wait, nullptr, n.imms.empty() ? 0 : n.imms[0]});
       // A TMA load's box completes on its mbarrier operand (V1010 refuses a use before the wait).
       if (n.op == IntrinsicOp::TmaLoad2D || n.op == IntrinsicOp::TmaLoadMulticast2D) {
         const auto* dst = p_.root(n.mems[0].get());
@@ -673,6 +468,10 @@ class Planner {
       }
     };
     if ((s->kind == StmtKind::For || s->kind == StmtKind::While) && !a.bulk.empty()) a.looped = true;
+    // A commit or wait that may run any number of times, or in some threads only (a split's
+    // branch), cannot be counted from outside.
+    if (s->kind == StmtKind::For || s->kind == StmtKind::While || s->kind == StmtKind::If || s->kind == StmtKind::Split)
+      for (const auto& e : a.cp) a.cp_ordered = a.cp_ordered && e.kind == CopyEvent::Kind::Copy;
     if (narrower_stores) a.unshared.insert(a.stores.begin(), a.stores.end());
     demote(a.store_at, narrower_stores);
     demote(a.share_at, narrower_stores);
@@ -742,18 +541,28 @@ class Planner {
     return false;
   }
 
-  /// A barrier before `s`: everything pending is complete after it. Where the threads accessed
-  /// shared memory that a TMA or wgmma accesses too, each fences the proxies before it arrives.
-  void place(const StmtPtr& s, State& st, Perspective code, Plan* rec) {
+  /// What a barrier before accesses `a` waits for first of the cp.async copies in flight: the
+  /// groups up to the newest one with a copy into memory `a` touches; the newer ones fly on.
+  static std::int64_t copy_wait(const Access& a, const State& st) {
+    return st.copies.wait_for([&](const MemNode* r) {
+      return a.reads.count(r) || a.stores.count(r) || a.writes.count(r) || a.atomics.count(r) || a.reuses.count(r);
+    });
+  }
+
+  /// A barrier before `s`, whose accesses are `a`: everything pending is complete after it but the
+  /// copies it leaves in flight. Where the threads accessed shared memory that a TMA or wgmma
+  /// accesses too, each fences the proxies before it arrives.
+  void place(const StmtPtr& s, const Access& a, State& st, Perspective code, Plan* rec) {
     const bool fence = fences_proxies(st);
+    const std::int64_t wait = copy_wait(a, st);
     if (rec) {
       if (within_block(code)) {
-        rec->before[s.get()].push_back({code, !st.async_writes.empty(), fence});
+        rec->before[s.get()].push_back({code, wait, fence});
       } else {
         rec->grid_conflicts.push_back(s.get());
       }
     }
-    st.clear();
+    st.clear(wait);
     if (fence) st.generic.clear();
   }
 
@@ -761,7 +570,7 @@ class Planner {
   void step(const StmtPtr& s, const Access& a, State& st, Perspective code, Plan* rec) {
     if (rec) unwaited_tma(s, a, st, rec);
     if (rec) unwaited_store(s, a, st, rec);
-    if (conflicts(a, st)) place(s, st, code, rec);
+    if (conflicts(a, st)) place(s, a, st, code, rec);
     // An async access of what these threads accessed generically since the last fence, with no
     // barrier between (the threads' own accesses): the threads fence the proxies first.
     bool fence = false;
@@ -773,7 +582,10 @@ class Planner {
     st.merge(a);
     st.bulk.clear();
     st.looped = false;
+    st.cp.clear();
+    st.cp_ordered = true;
     bulk(a, st);
+    st.copies.apply(a.cp, a.cp_ordered);
     // A wait on an mbarrier completes the TMA loads that complete on it: for every thread of the
     // code when the wait is the statement itself, else for the threads that waited, so that the
     // others still need a barrier (the data then counts as an ordinary write).
@@ -864,7 +676,7 @@ class Planner {
     State other = st;
     walk(n.then_body, st, code, rec);
     walk(n.else_body, other, code, rec);
-    st.merge(other);
+    st.join(other);
   }
   void plan_stmt(const For& n, const StmtPtr& s, State& st, Perspective code, Plan* rec) {
     hoist(s, n.body, st, code, rec);
@@ -935,13 +747,13 @@ class Planner {
            std::is_same_v<N, Intrinsic> || std::is_same_v<N, Unsafe> || std::is_same_v<N, VectorCopy> ||
            std::is_same_v<N, Return> || std::is_same_v<N, Jump>) void plan_stmt(const N& n, const StmtPtr& s, State& st,
                                                                                 Perspective code, Plan* rec) {
-    if constexpr (std::is_same_v<N, Intrinsic>)  // a cluster_sync (block(1)) is the block's barrier too
-      if (n.op == IntrinsicOp::ClusterSync) return st.clear();
+    if constexpr (std::is_same_v<N, Intrinsic>)                 // a cluster_sync (block(1)) is the block's barrier too
+      if (n.op == IntrinsicOp::ClusterSync) return st.clear();  // (it waits for no cp.async)
     step(s, summary(s), st, code, rec);
   }
 
   /// A barrier already in the body (lowered IR): everything before it is complete.
-  void plan_stmt(const ir::Barrier&, const StmtPtr&, State& st, Perspective, Plan*) { st.clear(); }
+  void plan_stmt(const ir::Barrier& n, const StmtPtr&, State& st, Perspective, Plan*) { st.clear(n.async_wait); }
 
   /// A wait for data from before a branch goes before it (one barrier, not one per branch). A wait
   /// for data from before a loop goes before the loop unless the loop's own barriers, the ones its
@@ -957,7 +769,7 @@ class Planner {
       for (const auto* stmt : with_incoming.ends) covered = covered && on_its_own.ends.count(stmt);
       if (covered) return;
     }
-    place(s, st, code, rec);
+    place(s, summary(s), st, code, rec);
   }
 
   /// What a whole loop does to a state: the state after it, the statements it puts barriers before
@@ -1004,7 +816,7 @@ class Planner {
       State out = back_edge(after(body, head, code), code);
       if (again) evaluate_again(*again, out, code, nullptr, self);
       State next = head;
-      next.merge(out);
+      next.join(out);
       if (next == head) break;
       head = std::move(next);
     }
@@ -1019,20 +831,21 @@ class Planner {
       out = std::move(next);
     }
     st = before;
-    st.merge(out);
+    st.join(out);
   }
   /// The condition's evaluation after an iteration that left `st`: a barrier at the end of the body
   /// where it reads what is pending, then its reads.
   void evaluate_again(const Access& cond, State& st, Perspective code, Plan* rec, const StmtNode* self) {
     if (conflicts(cond, st)) {
       const bool fence = fences_proxies(st);
+      const std::int64_t wait = copy_wait(cond, st);
       if (rec) {
         if (within_block(code))
-          rec->at_end[self].push_back({code, !st.async_writes.empty(), fence});
+          rec->at_end[self].push_back({code, wait, fence});
         else
           rec->grid_conflicts.push_back(self);
       }
-      st.clear();
+      st.clear(wait);
       if (fence) st.generic.clear();
     }
     st.merge(cond);

@@ -14,11 +14,12 @@
 namespace vantage::sync {
 
 /// A barrier over the threads of the code perspective `over`, placed before a statement.
-/// `async_wait` first waits for the thread's outstanding cp.async copies; `proxy_fence` first fences
-/// the generic proxy's shared accesses against the async proxy's after the barrier.
+/// `async_wait` first waits for the thread's outstanding cp.async copies (ir::kNoAsyncWait: none;
+/// ir::kAsyncWaitAll: all; n > 0: every group but the newest n); `proxy_fence` first fences the
+/// generic proxy's shared accesses against the async proxy's after the barrier.
 struct Barrier {
   Perspective over;
-  bool async_wait = false;
+  std::int64_t async_wait = ir::kNoAsyncWait;
   bool proxy_fence = false;
 };
 

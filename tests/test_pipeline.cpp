@@ -1,0 +1,276 @@
+// Pipelines of cp.async copies in several slots: the barriers Vantage places wait for the groups of
+// copies a use needs and leave the newer ones in flight (jit/sync/copies.h), and sgemm rung 8 in 3
+// and 4 slots is right on every device.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "jit/interp/interp.h"
+#include "jit/ir/mutate.h"
+#include "jit/ir/visit.h"
+#include "jit/pipeline/pipeline.h"
+#include "kernels/paper_kernels.hpp"
+#include "test_support.hpp"
+#include "vantage/vantage.hpp"
+
+namespace vantage {
+namespace {
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+constexpr int kThreads = 64, kSlot = 4 * kThreads;
+
+/// Each of 64 threads copies 4 floats of x into each of three shared slots, a group a slot
+/// (`x[j * 256 + 4t ..]` into slot j), then, after `wait(keep)` where keep >= 0, reads its
+/// neighbour's last element of slot `read`: out[t] = x[read * 256 + ((t + 1) % 64) * 4 + 3].
+/// With `Branch`, the copies of slot 2 and their commit are made only where `flag` is not zero, so
+/// that slot 1's group is the newest where flag is zero. With `LoopOfCommits`, slot 0 alone is
+/// copied, then each thread commits `flag` empty groups in a loop.
+enum class Shape { Plain, Branch, LoopOfCommits };
+Kernel three_slots(int read, int keep, Shape shape = Shape::Plain) {
+  KernelBuilder k("three_slots");
+  auto flag = k.param<int>("flag");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(Expr(3 * kSlot)));
+  auto out = k.param<GlobalPtr<float>>("out", extent(Expr(kThreads)));
+  k.block_threads(kThreads);
+  k.grid_blocks(1);
+  k.body([&](Scope& g) {
+    g.partition(
+        out, block(1), [&](Expr i) { return i; },
+        [&](Scope& g, View out) {
+          g.group(block(1), [&](Scope& b) {
+            std::vector<View> s;
+            for (int j = 0; j < 3; ++j) s.push_back(b.shared<float>("s" + std::to_string(j), kSlot));
+            auto t = b.let("t", b.id(thread(1)));
+            auto copy = [&](Scope& b, int j) {
+              b.async(s[j], [&](Scope& b, View s_async) {
+                b.partition(
+                    s_async, thread(1), [&](Expr i) { return t * 4 + i; },
+                    [&](Scope& b, View s_t) {
+                      b.group(thread(1), [&](Scope& th) {
+                        th.cp_async(s_t, 0, x, t * 4 + j * kSlot, 16);
+                        th.cp_async_commit();
+                      });
+                    });
+              });
+            };
+            copy(b, 0);
+            if (shape == Shape::LoopOfCommits) {
+              b.group(thread(1),
+                      [&](Scope& th) { th.for_("j", 0, flag, [&](Scope& th, Expr) { th.cp_async_commit(); }); });
+            } else {
+              copy(b, 1);
+              if (shape == Shape::Branch) {
+                b.if_(flag != 0, [&](Scope& b) { copy(b, 2); });
+              } else {
+                copy(b, 2);
+              }
+            }
+            if (keep >= 0) b.group(thread(1), [&](Scope& th) { th.cp_async_wait(keep); });
+            b.partition(
+                out, thread(1), [&](Expr i) { return t + i; },
+                [&](Scope& b, View o_t) {
+                  b.group(thread(1), [&](Scope&) { o_t[0] = s[read][((t + 1) % kThreads) * 4 + 3]; });
+                });
+          });
+        });
+  });
+  return k.build();
+}
+
+std::vector<float> iota_x() {
+  std::vector<float> x(3 * kSlot);
+  for (int i = 0; i < 3 * kSlot; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  return x;
+}
+
+/// The wait the one barrier Vantage places waits with, read from the lowered IR.
+std::int64_t barrier_wait(const Kernel& k) {
+  std::int64_t wait = -100;
+  int barriers = 0;
+  struct Scan : ir::IRVisitor {
+    std::int64_t& wait;
+    int& barriers;
+    Scan(std::int64_t& w, int& n) : wait(w), barriers(n) {}
+    void visit(const ir::Barrier& b) override {
+      wait = b.async_wait;
+      ++barriers;
+    }
+  } scan(wait, barriers);
+  scan.walk(pipeline::lower_for(k, Spec{}).lowered.kernel.body);
+  EXPECT_EQ(barriers, 1);
+  return wait;
+}
+
+// The barrier before a read of slot j waits for every group up to slot j's and leaves the newer
+// ones in flight; the interpreter (which completes a copy only at its thread's wait) gets every
+// value in three thread orders.
+TEST(Pipeline, ABarrierWaitsForTheGroupsItsUseNeedsAndNoMore) {
+  const std::vector<float> x = iota_x();
+  struct Case {
+    int read, keep;
+    std::int64_t wait;  // the barrier's
+    const char* text;   // what the CUDA says before __syncthreads
+  };
+  for (const Case& c : {Case{0, -1, 2, "cp.async.wait_group 2;"}, Case{1, -1, 1, "cp.async.wait_group 1;"},
+                        Case{2, -1, ir::kAsyncWaitAll, "cp.async.wait_all;"}, Case{0, 1, ir::kNoAsyncWait, nullptr},
+                        Case{1, 1, ir::kNoAsyncWait, nullptr}, Case{2, 1, ir::kAsyncWaitAll, "cp.async.wait_all;"}}) {
+    SCOPED_TRACE("read slot " + std::to_string(c.read) + ", wait(" + std::to_string(c.keep) + ") first");
+    const Kernel k = three_slots(c.read, c.keep);
+    EXPECT_EQ(barrier_wait(k), c.wait);
+    const std::string src = specialize_for(k, Spec{}).source;
+    if (c.text) {
+      EXPECT_TRUE(contains(src, c.text)) << src;
+    } else {
+      EXPECT_FALSE(contains(src, "cp.async.wait_all")) << src;
+    }
+    for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random}) {
+      std::vector<float> out(kThreads, -1.0f);
+      k.launch(Device::interpreter({order, 7, true}), Grid{1, kThreads}, 1, x, out);
+      for (int t = 0; t < kThreads; ++t)
+        ASSERT_EQ(out[static_cast<std::size_t>(t)], static_cast<float>(c.read * kSlot + ((t + 1) % kThreads) * 4 + 3))
+            << "thread " << t;
+    }
+  }
+}
+
+// Without the wait a barrier before a read of slot 0 needs, the interpreter finds the copy in
+// flight: the wait is what makes the read right, not the thread order.
+TEST(Pipeline, WithoutItsWaitTheBarrierLetsAThreadReadACopyInFlight) {
+  const Kernel k = three_slots(0, -1);
+  const lower::Lowered lowered = pipeline::lower_for(k, Spec{}).lowered;
+  auto weaker = [&](std::int64_t wait) {
+    struct Weaken : ir::IRMutator {
+      std::int64_t wait = 0;
+      using IRMutator::mutate;
+      ir::StmtPtr mutate(const ir::StmtPtr& s) override {
+        if (const auto* b = s ? ir::as<ir::Barrier>(*s) : nullptr)
+          return ir::make<ir::Barrier>(b->over, b->how, b->threads, b->id_base, wait, b->proxy_fence, b->loc);
+        return IRMutator::mutate(s);
+      }
+    } weaken;
+    weaken.wait = wait;
+    lower::Lowered l = lowered;
+    l.kernel.body = weaken.mutate(l.kernel.body);
+    return l;
+  };
+  for (std::int64_t wait : {std::int64_t{3}, ir::kNoAsyncWait}) {
+    SCOPED_TRACE("wait " + std::to_string(wait));
+    std::vector<float> x = iota_x(), out(kThreads, 0.0f);
+    const lower::Lowered l = weaker(wait);
+    try {
+      interp::run(l, 1,
+                  {interp::Arg::integer(1), interp::Arg::buffer(x.data(), static_cast<std::int64_t>(x.size())),
+                   interp::Arg::buffer(out.data(), kThreads)},
+                  {});
+      FAIL() << "the read of a copy in flight went unnoticed";
+    } catch (const ExecutionError& e) {
+      EXPECT_TRUE(contains(e.what(), "which the cp.async issued by block 0 thread")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "has not written yet (that thread has not waited for it)")) << e.what();
+    }
+  }
+}
+
+// Where two paths meet, the groups line up from the newest, as wait_group counts: with slot 2's
+// copies made only where flag is set, slot 1's group is the newest where it is not, so a wait(1)
+// leaves it in flight there and the barrier before its read waits for every group. (Lined up from
+// the oldest, slot 1's group would be complete after the wait, and the read of a copy in flight
+// would go unnoticed until the interpreter ran with flag 0.)
+TEST(Pipeline, PathsThatCommitDifferentlyAreJoinedFromTheNewestGroup) {
+  const std::vector<float> x = iota_x();
+  const Kernel k = three_slots(1, 1, Shape::Branch);
+  EXPECT_EQ(barrier_wait(k), ir::kAsyncWaitAll);
+  for (int flag : {0, 1})
+    for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse}) {
+      std::vector<float> out(kThreads, -1.0f);
+      k.launch(Device::interpreter({order, 7, true}), Grid{1, kThreads}, flag, x, out);
+      for (int t = 0; t < kThreads; ++t)
+        ASSERT_EQ(out[static_cast<std::size_t>(t)], static_cast<float>(kSlot + ((t + 1) % kThreads) * 4 + 3))
+            << "flag " << flag << ", thread " << t;
+    }
+}
+
+// A commit in a loop of a statement the pass summarises runs any number of times: the groups cannot
+// be counted past it, so the barrier before slot 0's read waits for every copy. (Counted as one
+// commit, slot 0's group would be complete after a wait(1), and with no commit at all, flag 0, it is
+// the newest group and still in flight.)
+TEST(Pipeline, ACommitInALoopEndsTheCountingAndTheBarrierWaitsForAll) {
+  const std::vector<float> x = iota_x();
+  const Kernel k = three_slots(0, 1, Shape::LoopOfCommits);
+  EXPECT_EQ(barrier_wait(k), ir::kAsyncWaitAll);
+  for (int flag : {0, 1, 3}) {
+    std::vector<float> out(kThreads, -1.0f);
+    k.launch(Device::interpreter({ThreadOrder::Reverse, 7, true}), Grid{1, kThreads}, flag, x, out);
+    for (int t = 0; t < kThreads; ++t)
+      ASSERT_EQ(out[static_cast<std::size_t>(t)], static_cast<float>(((t + 1) % kThreads) * 4 + 3))
+          << "flag " << flag << ", thread " << t;
+  }
+}
+
+}  // namespace
+}  // namespace vantage
+
+namespace vantage {
+namespace {
+
+/// C = alpha * A * B + beta * C in doubles (every value here is exact in floats).
+std::vector<float> gemm_reference(int M, int N, int K, float alpha, float beta, const std::vector<float>& A,
+                                  const std::vector<float>& B, std::vector<float> C) {
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double s = 0;
+      for (int k = 0; k < K; ++k)
+        s += static_cast<double>(A[static_cast<std::size_t>(i * K + k)]) * B[static_cast<std::size_t>(k * N + j)];
+      auto& c = C[static_cast<std::size_t>(i * N + j)];
+      c = static_cast<float>(alpha * s + static_cast<double>(beta) * c);
+    }
+  return C;
+}
+
+// Rung 8 in 3 and 4 slots, in its default tile and the tuner's 64 x 128 x 16, at sizes no tile
+// divides and with tile counts that are and are not multiples of the slots: bit-exact on the
+// interpreter in two thread orders and on the CPU backend.
+TEST(Pipeline, SgemmInThreeAndFourSlotsIsRightOnEveryDevice) {
+  struct Size3 {
+    int M, N, K;
+  };
+  for (int stages : {3, 4})
+    for (auto [bm, bn, bk] : {std::tuple{128, 128, 8}, std::tuple{64, 128, 16}}) {
+      const Kernel k = examples::sgemm_pipelined(examples::PipelinedShape{bm, bn, bk, stages});
+      std::vector<Size3> sizes{{70, 65, 19}, {33, 70, 4 * bk}, {100, 70, 8 * bk + 3}};
+      if (test_support::kSanitized) sizes.pop_back();  // the longest; the other two cover the tails
+      for (Size3 s : sizes) {
+        SCOPED_TRACE(std::to_string(stages) + " slots, " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
+                     std::to_string(bk) + " at " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
+                     std::to_string(s.K));
+        std::vector<float> A(static_cast<std::size_t>(s.M * s.K)), B(static_cast<std::size_t>(s.K * s.N)),
+            C0(static_cast<std::size_t>(s.M * s.N));
+        for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>(static_cast<int>(i * 7 % 11) - 5);
+        for (std::size_t i = 0; i < B.size(); ++i) B[i] = static_cast<float>(static_cast<int>(i * 5 % 13) - 6);
+        for (std::size_t i = 0; i < C0.size(); ++i) C0[i] = static_cast<float>(static_cast<int>(i % 9) - 4);
+        const std::vector<float> want = gemm_reference(s.M, s.N, s.K, 2.0f, 0.5f, A, B, C0);
+        const Grid grid{((s.M + bm - 1) / bm) * ((s.N + bn - 1) / bn), bm / 32 * (bn / 64) * 32};
+        for (const Device& d : test_support::every_device()) {
+          std::vector<float> C = C0;
+          const auto& cA = A;
+          const auto& cB = B;
+          test_support::launch_on(k, d, grid, s.M, s.N, s.K, 2.0f, 0.5f, cA, cB, C);
+          for (std::size_t i = 0; i < C.size(); ++i) ASSERT_EQ(C[i], want[i]) << d.name() << ", element " << i;
+        }
+      }
+    }
+}
+
+// In 3 slots each step waits for all but its newest group and its one barrier waits for no copy:
+// the copies of the next tile fly on across it. Three barriers a round of three steps, as by hand.
+TEST(Pipeline, SgemmInThreeSlotsKeepsATileInFlightAcrossItsBarriers) {
+  const Kernel k = examples::sgemm_pipelined(examples::PipelinedShape{128, 128, 8, 3});
+  const std::string src = specialize_for(k, Spec{}).source;
+  EXPECT_FALSE(contains(src, "cp.async.wait_all")) << src;
+  EXPECT_EQ(test_support::count(src, "cp.async.wait_group %0;\" :: \"n\"(1)"), 3) << src;
+  EXPECT_EQ(test_support::count(src, "__syncthreads();"), 3) << src;
+}
+
+}  // namespace
+}  // namespace vantage
