@@ -26,8 +26,10 @@ constexpr int kThreads = 64, kSlot = 4 * kThreads;
 /// neighbour's last element of slot `read`: out[t] = x[read * 256 + ((t + 1) % 64) * 4 + 3].
 /// With `Branch`, the copies of slot 2 and their commit are made only where `flag` is not zero, so
 /// that slot 1's group is the newest where flag is zero. With `LoopOfCommits`, slot 0 alone is
-/// copied, then each thread commits `flag` empty groups in a loop.
-enum class Shape { Plain, Branch, LoopOfCommits };
+/// copied, then each thread commits `flag` empty groups in a loop. With `BarrierFirst`, each thread
+/// stores its element of a shared `z` after the copies and reads its neighbour's before the slot:
+/// a barrier before that read, which touches no slot.
+enum class Shape { Plain, Branch, LoopOfCommits, BarrierFirst };
 Kernel three_slots(int read, int keep, Shape shape = Shape::Plain) {
   KernelBuilder k("three_slots");
   auto flag = k.param<int>("flag");
@@ -68,10 +70,18 @@ Kernel three_slots(int read, int keep, Shape shape = Shape::Plain) {
               }
             }
             if (keep >= 0) b.group(thread(1), [&](Scope& th) { th.cp_async_wait(keep); });
+            Expr before = 0.0f;
+            if (shape == Shape::BarrierFirst) {
+              auto z = b.shared<float>("z", kThreads);
+              b.partition(
+                  z, thread(1), [&](Expr i) { return t + i; },
+                  [&](Scope& b, View z_t) { b.group(thread(1), [&](Scope&) { z_t[0] = 0.5f; }); });
+              before = b.let("zz", z[(t + 1) % kThreads]);
+            }
             b.partition(
                 out, thread(1), [&](Expr i) { return t + i; },
                 [&](Scope& b, View o_t) {
-                  b.group(thread(1), [&](Scope&) { o_t[0] = s[read][((t + 1) % kThreads) * 4 + 3]; });
+                  b.group(thread(1), [&](Scope&) { o_t[0] = s[read][((t + 1) % kThreads) * 4 + 3] + before; });
                 });
           });
         });
@@ -85,22 +95,20 @@ std::vector<float> iota_x() {
   return x;
 }
 
-/// The wait the one barrier Vantage places waits with, read from the lowered IR.
-std::int64_t barrier_wait(const Kernel& k) {
-  std::int64_t wait = -100;
-  int barriers = 0;
+/// What each barrier Vantage places waits for first, in order, read from the lowered IR.
+std::vector<std::int64_t> barrier_waits(const Kernel& k) {
   struct Scan : ir::IRVisitor {
-    std::int64_t& wait;
-    int& barriers;
-    Scan(std::int64_t& w, int& n) : wait(w), barriers(n) {}
-    void visit(const ir::Barrier& b) override {
-      wait = b.async_wait;
-      ++barriers;
-    }
-  } scan(wait, barriers);
+    std::vector<std::int64_t> waits;
+    void visit(const ir::Barrier& b) override { waits.push_back(b.async_wait); }
+  } scan;
   scan.walk(pipeline::lower_for(k, Spec{}).lowered.kernel.body);
-  EXPECT_EQ(barriers, 1);
-  return wait;
+  return scan.waits;
+}
+/// The wait of the one barrier Vantage places.
+std::int64_t barrier_wait(const Kernel& k) {
+  const std::vector<std::int64_t> waits = barrier_waits(k);
+  EXPECT_EQ(waits.size(), 1u);
+  return waits.empty() ? -100 : waits[0];
 }
 
 // The barrier before a read of slot j waits for every group up to slot j's and leaves the newer
@@ -189,6 +197,23 @@ TEST(Pipeline, PathsThatCommitDifferentlyAreJoinedFromTheNewestGroup) {
         ASSERT_EQ(out[static_cast<std::size_t>(t)], static_cast<float>(kSlot + ((t + 1) % kThreads) * 4 + 3))
             << "flag " << flag << ", thread " << t;
     }
+}
+
+// Copies a barrier leaves in flight stay writes of their memory: a barrier placed for another
+// array (z) waits for no copy, and the read of slot 1 after it gets a barrier of its own that waits
+// for its group and the older one (wait_group 1: slot 2's stays in flight). Forgotten at the first
+// barrier, the copies would be read in flight.
+TEST(Pipeline, CopiesABarrierLeavesInFlightAreWaitedForWhereTheyAreUsedLater) {
+  const std::vector<float> x = iota_x();
+  const Kernel k = three_slots(1, -1, Shape::BarrierFirst);
+  EXPECT_EQ(barrier_waits(k), (std::vector<std::int64_t>{ir::kNoAsyncWait, 1}));
+  for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse}) {
+    std::vector<float> out(kThreads, -1.0f);
+    k.launch(Device::interpreter({order, 7, true}), Grid{1, kThreads}, 1, x, out);
+    for (int t = 0; t < kThreads; ++t)
+      ASSERT_EQ(out[static_cast<std::size_t>(t)], static_cast<float>(kSlot + ((t + 1) % kThreads) * 4 + 3) + 0.5f)
+          << "thread " << t;
+  }
 }
 
 // A commit in a loop of a statement the pass summarises runs any number of times: the groups cannot
