@@ -177,14 +177,22 @@ const std::vector<Variant>& variants() {
                        return Grid{std::min<std::int64_t>(132, s.at("M") / 128 * (s.at("N") / 256)), 384};
                      }});
     }
-    // sgemm_pipelined in the tuner's shape, and in 3 and 4 slots (2 and 3 tiles in flight).
-    for (auto [bm, bn, bk, stages] :
-         {std::tuple{64, 128, 16, 2}, {128, 128, 8, 3}, {128, 128, 8, 4}, {64, 128, 16, 3}, {64, 128, 16, 4}}) {
+    // sgemm_pipelined in the tuner's shape; in 3 and 4 slots (2 and 3 tiles in flight); with two
+    // blocks of 256 threads an SM (128 registers a thread, no spill) and three of 128 (168).
+    for (auto [bm, bn, bk, stages, per_sm] : {std::tuple{64, 128, 16, 2, 0},
+                                              {128, 128, 8, 3, 0},
+                                              {128, 128, 8, 4, 0},
+                                              {64, 128, 16, 3, 0},
+                                              {64, 128, 16, 4, 0},
+                                              {128, 128, 8, 2, 2},
+                                              {64, 128, 16, 2, 3},
+                                              {64, 128, 16, 3, 3}}) {
       const std::string name = "sgemm_pipelined_" + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
-                               std::to_string(bk) + (stages > 2 ? "_s" + std::to_string(stages) : "");
+                               std::to_string(bk) + (stages > 2 ? "_s" + std::to_string(stages) : "") +
+                               (per_sm > 0 ? "_b" + std::to_string(per_sm) : "");
       v.push_back({name, "sgemm_pipelined", Shape::Gemm, square(4096),
                    [=] {
-                     return examples::sgemm_pipelined(examples::PipelinedShape{bm, bn, bk, stages}, name);
+                     return examples::sgemm_pipelined(examples::PipelinedShape{bm, bn, bk, stages, per_sm}, name);
                    },
                    [=](const Size& s) {
                      const std::int64_t blocks = (s.at("M") + bm - 1) / bm * ((s.at("N") + bn - 1) / bn);

@@ -34,10 +34,11 @@ struct BuildCtx {
   std::optional<std::int64_t> threads, grid_blocks;
   std::int64_t grid_multiple = 1;
   std::int64_t cluster = 1;
+  std::int64_t min_blocks = 0;  ///< KernelBuilder::min_blocks_per_sm (0: not asked)
   std::vector<ir::Requirement> requirements;
   std::int64_t shared_budget = 0;
   bool budget_declared = false;
-  SourceLoc threads_loc, grid_loc, budget_loc, body_loc, signature_loc, returns_loc, cluster_loc;
+  SourceLoc threads_loc, grid_loc, budget_loc, body_loc, signature_loc, returns_loc, cluster_loc, min_blocks_loc;
   Perspective signature = thread(1);
   std::optional<ScalarType> returns;
   ir::StmtPtr body;

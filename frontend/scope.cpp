@@ -753,6 +753,18 @@ KernelBuilder& KernelBuilder::cluster(std::int64_t blocks, std::source_location 
   ctx_->cluster_loc = here(l);
   return *this;
 }
+KernelBuilder& KernelBuilder::min_blocks_per_sm(std::int64_t blocks, std::source_location l) {
+  ctx_->min_blocks_loc = here(l);
+  // The IR's 0 means "not asked": a count out of range is reported here, where 0 is one too.
+  if (blocks < 1 || blocks > ir::kMaxBlocksPerSm) {
+    ctx_->error("V0918", ctx_->min_blocks_loc,
+                "min_blocks_per_sm asks for 1 to " + std::to_string(ir::kMaxBlocksPerSm) + " blocks, not " +
+                    std::to_string(blocks));
+    blocks = 0;
+  }
+  ctx_->min_blocks = blocks;
+  return *this;
+}
 KernelBuilder& KernelBuilder::require(const ExprArg& cond, std::source_location l) {
   SourceLoc loc = here(l);
   if (!cond.expr.defined())
@@ -818,6 +830,7 @@ Kernel KernelBuilder::build() {
   k->grid_blocks = ctx_->grid_blocks;
   k->grid_multiple = ctx_->grid_multiple;
   k->cluster = ctx_->cluster;
+  k->min_blocks = ctx_->min_blocks;
   k->requirements = ctx_->requirements;
   k->budget_declared = ctx_->budget_declared;
   k->shared_budget = k->budget_declared ? ctx_->shared_budget : check::default_shared_budget();
@@ -827,6 +840,7 @@ Kernel KernelBuilder::build() {
   k->grid_loc = ctx_->grid_loc.known() ? ctx_->grid_loc : ctx_->loc;
   k->budget_loc = ctx_->budget_loc.known() ? ctx_->budget_loc : ctx_->loc;
   k->cluster_loc = ctx_->cluster_loc.known() ? ctx_->cluster_loc : ctx_->loc;
+  k->min_blocks_loc = ctx_->min_blocks_loc.known() ? ctx_->min_blocks_loc : ctx_->loc;
   k->body_loc = ctx_->body_loc;
   k->hash = ir::hash_kernel(*k);
   auto result = check::check(*k);

@@ -3,14 +3,18 @@
 // and 4 slots is right on every device.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "cache/cache.h"
 #include "jit/interp/interp.h"
 #include "jit/ir/mutate.h"
 #include "jit/ir/visit.h"
 #include "jit/pipeline/pipeline.h"
 #include "kernels/paper_kernels.hpp"
+#include "reject_helpers.hpp"
 #include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
@@ -295,6 +299,64 @@ TEST(Pipeline, SgemmInThreeSlotsKeepsATileInFlightAcrossItsBarriers) {
   EXPECT_FALSE(contains(src, "cp.async.wait_all")) << src;
   EXPECT_EQ(test_support::count(src, "cp.async.wait_group %0;\" :: \"n\"(1)"), 3) << src;
   EXPECT_EQ(test_support::count(src, "__syncthreads();"), 3) << src;
+}
+
+}  // namespace
+}  // namespace vantage
+
+namespace vantage {
+namespace {
+
+// min_blocks_per_sm asks the GPU compiler for registers that let that many blocks share an SM:
+// rung 8 in two blocks of 256 threads takes 128 registers a thread and spills nothing, where alone
+// it takes more. (The cubin's own register count and frame size, read from its .nv.info.)
+TEST(Pipeline, TwoBlocksAnSmKeepRung8To128RegistersWithoutSpilling) {
+  const std::map<std::string, std::int64_t> at4096{{"M", 4096}, {"N", 4096}, {"K", 4096}};
+  auto resources = [&](int per_sm) {
+    const Kernel k = examples::sgemm_pipelined(examples::PipelinedShape{128, 128, 8, 2, per_sm});
+    const Compiled c = compile(k, launch_spec(k, Spec{}, at4096));
+    int registers = -1;
+    std::int64_t frame = -1;
+    cache::cubin_resources(c.cubin, &registers, &frame);
+    return std::tuple{registers, frame, c.spec.source};
+  };
+  auto [alone, alone_frame, alone_src] = resources(0);
+  auto [two, two_frame, two_src] = resources(2);
+  EXPECT_TRUE(contains(alone_src, "__launch_bounds__(256) ")) << alone_src.substr(0, 400);
+  EXPECT_TRUE(contains(two_src, "__launch_bounds__(256, 2) ")) << two_src.substr(0, 400);
+  EXPECT_GT(alone, 128);
+  EXPECT_LE(two, 128);
+  EXPECT_GT(two, 0);
+  EXPECT_EQ(two_frame, 0) << "a spill";
+  EXPECT_EQ(alone_frame, 0);
+}
+
+// A count no multiprocessor holds, and a kernel that moves registers between its warpgroups
+// (setmaxnreg, which needs the block alone on its SM) asking for two blocks: V0918 at the line.
+TEST(Pipeline, MinBlocksPerSmIsOneToThirtyTwoAndNotBesideSetmaxnreg) {
+  for (std::int64_t n : {0, -1, 33}) {
+    KernelBuilder k("bad_min_blocks");
+    k.block_threads(128);
+    const int line = __LINE__ + 1;
+    k.min_blocks_per_sm(n);
+    k.body([&](Scope&) {});
+    EXPECT_TRUE(::vantage::testing::rejected_saying(
+        k, "V0918", line, __FILE__, "min_blocks_per_sm asks for 1 to 32 blocks, not " + std::to_string(n)));
+  }
+  KernelBuilder k("setmaxnreg_and_two_blocks");
+  k.block_threads(256);
+  k.min_blocks_per_sm(2);
+  int line = 0;
+  k.body([&](Scope& g) {
+    g.group(block(1), [&](Scope& b) {
+      b.group(warpgroup(), [&](Scope& w) {
+        line = __LINE__ + 1;
+        w.setmaxnreg(40, false);
+      });
+    });
+  });
+  EXPECT_TRUE(::vantage::testing::rejected_saying(k, "V0918", line, __FILE__,
+                                                  "setmaxnreg needs one block on each multiprocessor"));
 }
 
 }  // namespace

@@ -834,7 +834,8 @@ TEST(Reject, EveryDocumentedRuleHasARejectedProgram) {
       slurp(VANTAGE_SOURCE_DIR "/tests/test_regressions.cpp") + slurp(VANTAGE_SOURCE_DIR "/tests/test_semantics.cpp") +
       slurp(VANTAGE_SOURCE_DIR "/tests/test_library.cpp") + slurp(VANTAGE_SOURCE_DIR "/tests/test_builder.cpp") +
       slurp(VANTAGE_SOURCE_DIR "/tests/test_hopper.cpp") + slurp(VANTAGE_SOURCE_DIR "/tests/test_atomics.cpp") +
-      slurp(VANTAGE_SOURCE_DIR "/tests/test_vector.cpp") + slurp(VANTAGE_SOURCE_DIR "/tests/test_cluster.cpp");
+      slurp(VANTAGE_SOURCE_DIR "/tests/test_vector.cpp") + slurp(VANTAGE_SOURCE_DIR "/tests/test_cluster.cpp") +
+      slurp(VANTAGE_SOURCE_DIR "/tests/test_pipeline.cpp");
   ASSERT_FALSE(doc.empty());
   std::regex code_re("\\| (V[0-9]{4}) \\|");
   int codes = 0;

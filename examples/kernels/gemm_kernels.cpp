@@ -314,6 +314,7 @@ Kernel sgemm_pipelined(const PipelinedShape& sh, const std::string& name) {
   auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
   k.block_threads(T);
   k.shared_budget(S * (BM * BK + BK * BN) * 4);
+  if (sh.min_blocks > 0) k.min_blocks_per_sm(sh.min_blocks);
   k.body([&](Scope& g) {
     lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
       // Warp w's tile: rows w / (BN / WN) * 32, columns w % (BN / WN) * 64. Lane l: rows

@@ -81,7 +81,8 @@ Kernel sgemm_warptile(const std::string& name = "");
 /// multiple of 4). Another shape throws std::invalid_argument.
 struct PipelinedShape {
   int bm = 128, bn = 128, bk = 8;
-  int stages = 2;  ///< slots of shared memory: tiles in flight while one is multiplied, plus one
+  int stages = 2;      ///< slots of shared memory: tiles in flight while one is multiplied, plus one
+  int min_blocks = 0;  ///< KernelBuilder::min_blocks_per_sm (0: as the compiler likes)
 };
 /// sgemm rung 8: tiles of A and B copied by 16-byte `cp.async` into one of `stages` slots of shared
 /// memory (lib::start_tile_copy) while another slot's tile is multiplied, one barrier per step of k

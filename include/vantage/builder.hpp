@@ -640,6 +640,13 @@ class KernelBuilder {
   /// The CPU backend runs each block alone and refuses `cluster_sync`; the interpreter runs a
   /// cluster's blocks together.
   KernelBuilder& cluster(std::int64_t blocks, std::source_location loc = std::source_location::current());
+  /// At least `blocks` blocks of this kernel on each multiprocessor at once (1 to 32): the GPU
+  /// compiler keeps each thread's registers to what that many blocks of block_threads() leave
+  /// (`__launch_bounds__(threads, blocks)`: two blocks of 256 threads, 128 registers), spilling to
+  /// local memory if it must (`vantage compile` prints the registers; the twin table the spills). A
+  /// hint to the GPU compiler only: no backend computes anything differently. A kernel that calls
+  /// `setmaxnreg` holds one block an SM and cannot ask for more. Both are V0918.
+  KernelBuilder& min_blocks_per_sm(std::int64_t blocks, std::source_location loc = std::source_location::current());
   /// A condition every launch must meet, on the kernel's integer scalar parameters: `require(n % 4
   /// == 0)`, `require(M % 16 == 0 && N % 8 == 0)`. The launcher evaluates it and refuses a launch
   /// that breaks it (LaunchError, naming the condition and this line); a specialization that breaks

@@ -125,6 +125,11 @@ auto Checker::check_launch_shape(const KernelNode& k) -> void {
   c_.know.cluster = k.cluster >= 1 && k.cluster <= kMaxCluster ? k.cluster : 1;
   c_.know.grid_multiple = std::lcm(std::max<std::int64_t>(k.grid_multiple, 1), c_.know.cluster);
   if (c_.know.cluster != k.cluster) c_.error("V0917", k.cluster_loc, cluster_size_error(k.cluster));
+  c_.know.min_blocks = k.min_blocks;
+  if (k.min_blocks != 0 && (k.min_blocks < 1 || k.min_blocks > kMaxBlocksPerSm))
+    c_.error("V0918", k.min_blocks_loc,
+             "min_blocks_per_sm asks for 1 to " + std::to_string(kMaxBlocksPerSm) + " blocks, not " +
+                 std::to_string(k.min_blocks));
   if (k.threads && (*k.threads < 1 || *k.threads > target::max_threads_per_block()))
     c_.error("V0901", k.threads_loc,
              "threads per block must be between 1 and " + std::to_string(target::max_threads_per_block()) + ", not " +

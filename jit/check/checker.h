@@ -37,12 +37,14 @@ constexpr Perspective kTop = grid(1);  // values that are the same everywhere: l
 
 /// The most blocks a cluster has (the portable size; sm_90 allows 16 only by opt-in).
 constexpr std::int64_t kMaxCluster = 8;
+using ir::kMaxBlocksPerSm;
 
 struct Knowledge {
   std::optional<std::int64_t> threads;
   std::optional<std::int64_t> blocks;
   std::int64_t grid_multiple = 1;  ///< with the cluster size: the grid is a multiple of both
   std::int64_t cluster = 1;
+  std::int64_t min_blocks = 0;  ///< KernelBuilder::min_blocks_per_sm (0: not asked)
 };
 
 struct Frame {

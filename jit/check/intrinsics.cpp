@@ -339,6 +339,11 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       std::int64_t count = imm(0);
       if (count < 24 || count > 256 || count % 8 != 0)
         operand_error(n, "a register limit is a multiple of 8 in 24..256, not " + std::to_string(count));
+      if (c_.know.min_blocks > 1)
+        c_.error("V0918", n.loc,
+                 "setmaxnreg needs one block on each multiprocessor (its launch bounds say so), and the kernel "
+                 "asks for " +
+                     std::to_string(c_.know.min_blocks) + " (min_blocks_per_sm)");
       break;
     }
   }

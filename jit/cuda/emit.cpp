@@ -243,9 +243,12 @@ void Emitter::kernel(const KernelNode& k) {
   kernel_smem_ = lowered_->shared_bytes;
   // setmaxnreg moves registers between warpgroups of a block that holds the most its launch bounds
   // allow: one block per multiprocessor, so that ptxas knows the count at entry.
-  out_ << "extern \"C\" __global__ void __launch_bounds__(" << opt_.threads << (v_.uses_setmaxnreg ? ", 1" : "") << ") "
-       << (k.cluster > 1 ? "__cluster_dims__(" + std::to_string(k.cluster) + ", 1, 1) " : std::string()) << sig.str()
-       << " {\n";
+  out_ << "extern \"C\" __global__ void __launch_bounds__(" << opt_.threads
+       << (v_.uses_setmaxnreg ? ", 1"
+           : k.min_blocks > 0 ? ", " + std::to_string(k.min_blocks)
+                              : "")
+       << ") " << (k.cluster > 1 ? "__cluster_dims__(" + std::to_string(k.cluster) + ", 1, 1) " : std::string())
+       << sig.str() << " {\n";
   out_ << "  const int vt_tid = static_cast<int>(threadIdx.x);\n";
   out_ << "  const int vt_bid = static_cast<int>(blockIdx.x);\n";
   // Arrays aligned past 16 bytes (TMA and wgmma tiles): the base is aligned as the kernel starts,

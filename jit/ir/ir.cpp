@@ -248,6 +248,7 @@ std::uint64_t hash_kernel(const KernelNode& k) {
   h.add(u(k.grid_blocks.value_or(-1)));
   h.field(k.grid_multiple);
   h.field(k.cluster);
+  h.field(k.min_blocks);
   h.field(k.shared_budget);
   for (const auto& r : k.requirements) h.field(r.cond);
   for (const auto& m : k.tensor_maps) {
@@ -372,8 +373,9 @@ bool equal(const FunctionNode& a, const FunctionNode& b) {
 bool equal(const KernelNode& a, const KernelNode& b) {
   if (&a == &b) return true;
   return a.hash == b.hash && a.name == b.name && a.threads == b.threads && a.grid_blocks == b.grid_blocks &&
-         a.grid_multiple == b.grid_multiple && a.cluster == b.cluster && a.shared_budget == b.shared_budget &&
-         Eq<false>{}.params(a.params, b.params) && a.requirements.size() == b.requirements.size() &&
+         a.grid_multiple == b.grid_multiple && a.cluster == b.cluster && a.min_blocks == b.min_blocks &&
+         a.shared_budget == b.shared_budget && Eq<false>{}.params(a.params, b.params) &&
+         a.requirements.size() == b.requirements.size() &&
          std::equal(a.requirements.begin(), a.requirements.end(), b.requirements.begin(),
                     [](const Requirement& x, const Requirement& y) { return equal(x.cond, y.cond); }) &&
          equal(a.body, b.body);

@@ -640,17 +640,21 @@ struct TensorMapNode {
   SourceLoc loc;
 };
 
+/// The most blocks a multiprocessor holds at once (sm_80 to sm_90): KernelBuilder::min_blocks_per_sm.
+constexpr std::int64_t kMaxBlocksPerSm = 32;
+
 struct KernelNode {
   std::string name;
   std::vector<ParamNode> params;
   std::optional<std::int64_t> threads;
   std::optional<std::int64_t> grid_blocks;
   std::int64_t grid_multiple = 1;
-  std::int64_t cluster = 1;  ///< blocks per thread-block cluster (consecutive blocks; 1: no cluster)
+  std::int64_t cluster = 1;     ///< blocks per thread-block cluster (consecutive blocks; 1: no cluster)
+  std::int64_t min_blocks = 0;  ///< blocks each multiprocessor holds at once (launch bounds; 0: not asked)
   std::int64_t shared_budget = 0;
   bool budget_declared = false;
   StmtPtr body;
-  SourceLoc loc, threads_loc, grid_loc, budget_loc, body_loc, cluster_loc;
+  SourceLoc loc, threads_loc, grid_loc, budget_loc, body_loc, cluster_loc, min_blocks_loc;
   std::uint64_t hash = 0;
   std::vector<Requirement> requirements;   ///< conditions every launch must meet
   std::vector<TensorMapNode> tensor_maps;  ///< TMA tensor maps the runtime makes at launch

@@ -61,6 +61,7 @@ class Printer {
     if (k.grid_blocks) out_ << "  grid_blocks " << *k.grid_blocks << "\n";
     if (k.grid_multiple != 1) out_ << "  grid_multiple_of " << k.grid_multiple << "\n";
     if (k.cluster != 1) out_ << "  cluster " << k.cluster << "\n";
+    if (k.min_blocks != 0) out_ << "  min_blocks_per_sm " << k.min_blocks << "\n";
     out_ << "  shared_budget " << k.shared_budget << "\n";
     for (const auto& p : k.params) param_line(p, std::nullopt);
     for (const auto& r : k.requirements) out_ << "  require " << expr(r.cond) << "\n";
