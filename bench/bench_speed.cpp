@@ -25,6 +25,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +58,8 @@ using examples::Workload;
 struct Options {
   int reps = 25;
   std::string twins_dir;  ///< prepared cubins; empty: compile from VANTAGE_TWINS_DIR
+  double budget_s = 0;    ///< rows start only within this many seconds of the program's start (0: all)
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 } options;
 
 enum class Shape { Gemm, Wgmma, Copy, Transpose, Reduce, Scan };
@@ -356,6 +359,12 @@ struct Side {
 };
 
 void BM_Speed(benchmark::State& state, const Case& c) {
+  // Past the budget a row is reported as not run, so that the run ends with every row accounted for
+  // (and its JSON written) before a caller's timeout would kill it.
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - options.start).count();
+  if (options.budget_s > 0 && elapsed > options.budget_s)
+    return state.SkipWithError(
+        ("not timed: the --budget of " + std::to_string(static_cast<int>(options.budget_s)) + " s was spent").c_str());
   if (Device::gpu_count() == 0) return state.SkipWithError(("no GPU: " + Device::gpu_problem()).c_str());
   const Device gpu = Device::gpu(0);
   const Kernel& kernel = kernel_of(c);
@@ -519,16 +528,20 @@ int main(int argc, char** argv) {
       options.twins_dir = *t;
     } else if (auto r = value("--reps")) {
       options.reps = std::max(5, std::atoi(r->c_str()));
+    } else if (auto b = value("--budget")) {
+      options.budget_s = std::max(0.0, std::atof(b->c_str()));
     } else if (a == "--small") {
       run_small = true;
     } else if (a == "--help" || a == "-h") {
       std::puts(
-          "usage: vantage_bench_speed [--twins DIR] [--reps N] [benchmark options]\n"
+          "usage: vantage_bench_speed [--twins DIR] [--reps N] [--budget SECONDS] [benchmark options]\n"
           "       vantage_bench_speed --prepare DIR | --small\n"
           "Times each example on the GPU beside its hand-written twin and the copy bandwidth (event timing,\n"
           "L2 flushed, medians of N launches, default 25), after checking both results. --prepare compiles\n"
           "the twins into DIR and the examples' variants into the kernel cache (no GPU needed); --small runs\n"
-          "every row at a small size on a host device through the same checks. Rows: --benchmark_list_tests.");
+          "every row at a small size on a host device through the same checks. --budget: rows that would\n"
+          "start after SECONDS are reported as not timed (the JSON is still written). Rows:\n"
+          "--benchmark_list_tests; a part of them: --benchmark_filter=REGEX.");
       return 0;
     } else {
       rest.push_back(argv[i]);
