@@ -221,7 +221,7 @@ std::vector<Case> speed_cases() {
        {"sgemm_smem", "sgemm_reg1d", "sgemm_reg2d", "sgemm_vec", "sgemm_warptile", "sgemm_pipelined", "mma_tf32"})
     for (std::int64_t n : {1024, 2048, 4096}) c.push_back({ex, Shape::Gemm, square(n)});
   for (std::int64_t n : {1024, 2048, 4096}) c.push_back({"igemm_mma", Shape::Gemm, square(n)});  // against cuBLAS int8
-  for (const char* ex : {"gemm_wgmma_bf16", "gemm_wgmma_bf16_wide"})
+  for (const char* ex : {"gemm_wgmma_bf16", "gemm_wgmma_bf16_wide", "igemm_wgmma"})  // igemm: against cuBLAS int8
     for (std::int64_t n : {4096, 8192}) c.push_back({ex, Shape::Wgmma, square(n)});
   c.push_back({"vec_copy", Shape::Copy, {{"n", std::int64_t{1} << 26}}});
   c.push_back({"saxpy_vec", Shape::Copy, {{"n", std::int64_t{1} << 26}}});  // f32x4 vectors
@@ -246,9 +246,11 @@ std::vector<Case> small_cases() {
     Case s = r;
     switch (r.shape) {
       // One block of the wide tile (two of the narrow; a cluster's two), five K steps through the
-      // four slots.
+      // four slots (of 64 bf16 or 128 i8).
       case Shape::Wgmma:
-        s.size = {{"M", r.name().find("cluster") != std::string::npos ? 256 : 128}, {"N", 256}, {"K", 320}};
+        s.size = {{"M", r.name().find("cluster") != std::string::npos ? 256 : 128},
+                  {"N", 256},
+                  {"K", r.example.rfind("igemm", 0) == 0 ? 640 : 320}};
         break;
       case Shape::Gemm: s.size = {{"M", 70}, {"N", 68}, {"K", 36}}; break;
       case Shape::Transpose: s.size = {{"M", 70}, {"N", 45}}; break;

@@ -87,6 +87,7 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       // After one thread initialises the mbarriers; the pipeline itself runs on mbarriers.
       {"gemm_wgmma_bf16", 1},
       {"gemm_wgmma_bf16_wide", 1},
+      {"igemm_wgmma", 1},  // the wide one on bytes
   };
   ASSERT_EQ(kMinimum.size(), examples::all().size()) << "every example needs its hand-written count";
   for (const auto& ex : examples::all()) {

@@ -90,6 +90,26 @@ TEST(Hopper, TheWgmmaGemmsCompileForSm90aWithEveryHopperInstructionTheyName) {
   }
 }
 
+// The int8 GEMM: the integer wgmma (scale-d only), every access proven, no spill.
+TEST(Hopper, TheInt8WgmmaGemmCompilesToIntegerWgmmaWithEveryAccessProven) {
+  REQUIRE_NVRTC();
+  const auto& ex = gemm_example("igemm_wgmma");
+  Compiled c = compile(ex.build(), ex.spec());
+  EXPECT_EQ(c.spec.checks.size(), 0u);
+  ASSERT_FALSE(c.cubin.empty());
+  EXPECT_EQ(c.log, "");
+  const std::string& src = c.spec.source;
+  EXPECT_TRUE(contains(src, "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 {%0,"));
+  EXPECT_TRUE(contains(src, "}, %128, %129, 1; }")) << "the integer form takes scale-d alone";
+  EXPECT_TRUE(contains(src, "\"+r\"(acc[0])"));
+  if (!examples::find_cuobjdump().empty()) {
+    const std::string sass = examples::sass(c.cubin);
+    for (const char* op : {"IGMMA.64x256x32.S8.S8", "UTMALDG.2D", "USETMAXREG"})
+      EXPECT_TRUE(contains(sass, op)) << op << " is not in the SASS";
+    EXPECT_FALSE(contains(sass, "STL")) << "the accumulators spill";
+  }
+}
+
 // ---------------------------------------------------------------- a TMA load, used after its wait
 /// One block of 32 threads: thread 0 loads an 8 x 32 f32 box by TMA into `tile`; everyone waits on
 /// the mbarrier; each thread copies one element out. `wait` false leaves the wait out.
@@ -143,16 +163,18 @@ TEST(Hopper, ATmaLoadIsUsedOnlyAfterAWaitOnItsMbarrier) {
 // ---------------------------------------------------------------- rules
 /// A kernel of one warpgroup with two 1024-aligned bf16 tiles of 64 x 64 (unless `aligned` is off)
 /// and `body(w, a, b, acc)` at thread(128).
-Kernel warpgroup_kernel(const std::function<void(Scope&, View, View, View)>& body, bool aligned = true) {
+Kernel warpgroup_kernel(const std::function<void(Scope&, View, View, View)>& body, bool aligned = true,
+                        ScalarType elem = ScalarType::BF16, ScalarType acc_type = ScalarType::F32) {
   KernelBuilder k("wg");
   auto out = k.param<GlobalPtr<float>>("out", extent(128));
   k.block_threads(128);
+  const std::int64_t row = 128 / type_bytes(elem);  // elements of a 128-byte row
   k.body([&](Scope& g) {
     lib::for_each_block(g, out, 128, [&](Scope& b, Expr, View) {
-      View a = aligned ? b.shared_aligned("a", ScalarType::BF16, 64 * 64, 1024) : b.shared<bfloat16>("a", 64 * 64);
-      View bt = b.shared_aligned("bt", ScalarType::BF16, 64 * 64, 1024);
+      View a = aligned ? b.shared_aligned("a", elem, 64 * row, 1024) : b.shared<bfloat16>("a", 64 * 64);
+      View bt = b.shared_aligned("bt", elem, 64 * row, 1024);
       b.group(warpgroup(), [&](Scope& w) {
-        View acc = w.local_array("acc", ScalarType::F32, 32, at(thread(1)));
+        View acc = w.local_array("acc", acc_type, 32, at(thread(1)));
         body(w, a, bt, acc);
       });
     });
@@ -210,6 +232,41 @@ TEST(Hopper, WgmmaTilesMustBeWholeSwizzledGroupsInsideTheirArrays) {
     w.wgmma_commit();
     w.wgmma_wait(0);
   });
+  EXPECT_NO_THROW(specialize_for(right, Spec{}.with_arch(Arch::SM_90a)));
+}
+
+// The integer form: i8 tiles of 128-element rows, K steps of 32, i32 accumulators.
+TEST(Hopper, Int8WgmmaTakesI32AccumulatorsAndKStepsOf32Bytes) {
+  int line = 0;
+  // i8 tiles sum into i32 accumulators, not f32.
+  expect_rejected("V0503", line, [&](KernelBuilder& k) {
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        View a = b.shared_aligned("a", ScalarType::I8, 64 * 128, 1024);
+        b.group(warpgroup(), [&](Scope& w) {
+          View acc = w.local_array("acc", ScalarType::F32, 32, at(thread(1)));
+          line = __LINE__ + 1;
+          w.wgmma(64, acc, a, 0, a, 0);
+        });
+      });
+    });
+  });
+  // Half a K step of bytes (16 elements) is not one of the integer form's 32-byte steps.
+  Kernel half_step = warpgroup_kernel(
+      [&](Scope& w, View a, View b, View acc) {
+        line = __LINE__ + 1;
+        w.wgmma(64, acc, a, 16, b, 0);
+      },
+      true, ScalarType::I8, ScalarType::I32);
+  EXPECT_TRUE(refused_at_specialization(half_step, "V1009", line, "K step of 0, 32, 64 or 96"));
+  Kernel right = warpgroup_kernel(
+      [&](Scope& w, View a, View b, View acc) {
+        w.wgmma_fence();
+        for (int kk = 0; kk < 4; ++kk) w.wgmma(64, acc, a, kk * 32, b, kk * 32);
+        w.wgmma_commit();
+        w.wgmma_wait(0);
+      },
+      true, ScalarType::I8, ScalarType::I32);
   EXPECT_NO_THROW(specialize_for(right, Spec{}.with_arch(Arch::SM_90a)));
 }
 

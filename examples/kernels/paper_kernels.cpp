@@ -914,6 +914,11 @@ const std::vector<Example>& all() {
        gemm_wgmma_bf16_wide,
        {{"M", 256}, {"N", 512}, {"K", 256}},
        Arch::SM_90a},
+      {"igemm_wgmma",
+       "int8 GEMM for sm_90a: the wide wgmma GEMM's pipeline on i8 tiles, m64n256k32 summing in s32",
+       [] { return igemm_wgmma(); },
+       {{"M", 256}, {"N", 512}, {"K", 256}},
+       Arch::SM_90a},
   };
   return kAll;
 }

@@ -207,5 +207,10 @@ Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_fli
 /// Rung 2 (BN 256) in clusters of two blocks, one tile above the other, that share each Bt tile: each
 /// block's producer loads half of it, multicast into both (`group_rows` even; M a multiple of 256).
 Kernel wgmma_gemm_cluster(const std::string& name, int group_rows, int in_flight = 0);
+/// The int8 GEMM on Hopper: rung 2 of C (i32, M x N) = A (i8, M x K) * Bt^T (Bt: i8, N x K), the
+/// products summed in s32 (wrapping) by wgmma's integer form (m64n256k32.s32.s8.s8): 128 x 256 tiles
+/// in groups of 16 tile rows, 128-deep K steps (one 128-byte row of each tile), the same TMA and
+/// mbarrier pipeline and warp specialization. M a multiple of 128, N of 256, K of 128.
+Kernel igemm_wgmma(const std::string& name = "igemm_wgmma", int in_flight = 0);
 
 }  // namespace vantage::examples

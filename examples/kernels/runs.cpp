@@ -464,6 +464,41 @@ RunResult run_wgmma_gemm(const Kernel& k, const Size& s, const Device& d, std::i
                 why, rep, as_doubles(C));
 }
 
+/// The int8 wgmma GEMM: C = A * Bt^T with A (M x K) and Bt (N x K) bytes over their whole range, exact
+/// in i32 (K * 128 * 128 < 2^31 for K below 2^17).
+RunResult run_igemm_wgmma(const Kernel& k, const Size& s, const Device& d) {
+  const std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
+  std::vector<std::int8_t> A(static_cast<std::size_t>(M * K)), Bt(static_cast<std::size_t>(N * K));
+  for (std::size_t i = 0; i < A.size(); ++i)
+    A[i] = static_cast<std::int8_t>(static_cast<int>((i * 37 + i / 7) % 256) - 128);
+  for (std::size_t i = 0; i < Bt.size(); ++i)
+    Bt[i] = static_cast<std::int8_t>(static_cast<int>((i * 101 + 5) % 256) - 128);
+  std::vector<int> C(static_cast<std::size_t>(M * N), -1), want(C.size());
+  for (std::int64_t r = 0; r < M; ++r)
+    for (std::int64_t c = 0; c < N; ++c) {
+      std::int64_t acc = 0;
+      for (std::int64_t p = 0; p < K; ++p)
+        acc += A[static_cast<std::size_t>(r * K + p)] * Bt[static_cast<std::size_t>(c * K + p)];
+      want[static_cast<std::size_t>(r * N + c)] = static_cast<int>(acc);
+    }
+  Staged sA(d, A), sB(d, Bt);
+  Staged sC(d, C);
+  auto rep = k.launch(d, Grid{(M / 128) * (N / 256), 384}, static_cast<int>(M), static_cast<int>(N),
+                      static_cast<int>(K), sA.read_only(), sB.read_only(), sC.arg());
+  sC.fetch();
+  std::int64_t bad = -1;
+  for (std::size_t i = 0; i < C.size() && bad < 0; ++i)
+    if (C[i] != want[i]) bad = static_cast<std::int64_t>(i);
+  const std::string why = bad < 0 ? ""
+                                  : "C[" + std::to_string(bad) + "] is " +
+                                        std::to_string(C[static_cast<std::size_t>(bad)]) + ", not " +
+                                        std::to_string(want[static_cast<std::size_t>(bad)]);
+  return finish(
+      bad < 0,
+      k.name() + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " (exact)", why,
+      rep, as_doubles(C));
+}
+
 /// The tf32 m16n8k8 layout (PTX ISA): lane l, g = l / 4, q = l % 4 holds A[g][q], A[g+8][q],
 /// A[g][q+4], A[g+8][q+4]; B[q][g], B[q+4][g]; C and D [g][2q], [g][2q+1], [g+8][2q], [g+8][2q+1].
 RunResult run_warp_mma(const Kernel& k, const Size&, const Device& d) {
@@ -617,6 +652,13 @@ const std::map<std::string, Case>& cases() {
         {{{"M", 256}, {"N", 512}, {"K", 256}},
          {{"M", 128}, {"N", 768}, {"K", 64}},
          {{"M", 384}, {"N", 256}, {"K", 576}}}}},
+      // The int8 GEMM's tiles are 128 x 256 with 128-deep K steps: K = 128 is one step, 640 wraps
+      // the 4 slots once and a part.
+      {"igemm_wgmma",
+       {run_igemm_wgmma,
+        {{{"M", 256}, {"N", 512}, {"K", 256}},
+         {{"M", 128}, {"N", 768}, {"K", 128}},
+         {{"M", 384}, {"N", 256}, {"K", 640}}}}},
       // The naive mma kernel tiles C in 16x8 and K in 8 with no edge handling and requires multiples.
       {"mma_tf32_naive",
        {run_mma_naive,
@@ -658,7 +700,7 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
     b = tiles(64, 64);
   else if (name == "gemm_wgmma_bf16")
     b = tiles(128, 128);
-  else if (name == "gemm_wgmma_bf16_wide")
+  else if (name == "gemm_wgmma_bf16_wide" || name == "igemm_wgmma")
     b = tiles(128, 256);
   else if (name == "mma_tf32_naive")
     b = (at("M") / 16) * (at("N") / 8);
@@ -689,7 +731,7 @@ Grid default_grid(const std::string& name, const Size& size) {
       {"transpose_async", 256}, {"warp_mma", 32},       {"gemm_wgmma_bf16", 384}, {"mma_tf32_naive", 32},
       {"sgemm_pipelined", 256}, {"scan_tiled", 1024},   {"device_scan", 1024},    {"device_sum", 1024},
       {"compact", 256},         {"radix_sort", 256},    {"byte_histogram", 256},  {"gemm_wgmma_bf16_wide", 384},
-      {"igemm_mma", 128},       {"saxpy_vec", 256},
+      {"igemm_mma", 128},       {"saxpy_vec", 256},     {"igemm_wgmma", 384},
   };
   auto it = kThreads.find(name);
   if (it == kThreads.end()) throw std::invalid_argument("no grid is defined for example '" + name + "'");

@@ -19,7 +19,17 @@ namespace vantage::examples {
 // and frees the slot the step before read (wgmma_wait(1)), where 0 waits for the step's own and
 // frees its slot.
 namespace {
-constexpr int kWgBM = 128, kWgBK = 64, kWgStages = 4;
+constexpr int kWgBM = 128, kWgStages = 4;
+
+/// What a GEMM multiplies: bf16 into f32 accumulators, or 8-bit integers into s32 (wgmma's integer
+/// form). A K step is one 128-byte row of each tile (`bk` elements: 64 bf16 or 128 i8), four wgmma of
+/// 32 bytes each (`kstep` elements).
+struct WgmmaElem {
+  ScalarType in, acc;
+  int bk, kstep;
+};
+constexpr WgmmaElem kBf16{ScalarType::BF16, ScalarType::F32, 64, 16};
+constexpr WgmmaElem kInt8{ScalarType::I8, ScalarType::I32, 128, 32};
 
 /// The TMA-store epilogue's chunks of C: 64 rows (a consumer warpgroup's) by 32 columns (one
 /// 128-byte row of f32), two buffers a warpgroup.
@@ -31,23 +41,31 @@ struct WgmmaGemm {
   Expr M, N, K;
   View C;
   TensorMap a_map, b_map, c_map;
+  WgmmaElem e;
 };
-WgmmaGemm wgmma_gemm_params(KernelBuilder& k, int BN, bool tma_store = false, int cluster = 1) {
+WgmmaGemm wgmma_gemm_params(KernelBuilder& k, int BN, bool tma_store = false, int cluster = 1,
+                            const WgmmaElem& e = kBf16) {
   auto M = k.param<int>("M", specialize);
   auto N = k.param<int>("N", specialize);
   auto K = k.param<int>("K", specialize);
-  auto A = k.param<GlobalPtr<const bfloat16>>("A", extent(M * K));
-  auto Bt = k.param<GlobalPtr<const bfloat16>>("Bt", extent(N * K));
-  auto C = k.param<GlobalPtr<float>>("C", extent(M * N));
-  k.require(M % kWgBM == 0 && N % BN == 0 && K % kWgBK == 0);
+  const bool bf16 = e.in == ScalarType::BF16;
+  View A = bf16 ? View(k.param<GlobalPtr<const bfloat16>>("A", extent(M * K)))
+                : View(k.param<GlobalPtr<const std::int8_t>>("A", extent(M * K)));
+  View Bt = bf16 ? View(k.param<GlobalPtr<const bfloat16>>("Bt", extent(N * K)))
+                 : View(k.param<GlobalPtr<const std::int8_t>>("Bt", extent(N * K)));
+  View C =
+      bf16 ? View(k.param<GlobalPtr<float>>("C", extent(M * N))) : View(k.param<GlobalPtr<int>>("C", extent(M * N)));
+  const int bk = e.bk;
+  k.require(M % kWgBM == 0 && N % BN == 0 && K % bk == 0);
   k.block_threads(384);
-  // The tiles, up to 1024 bytes kept to align them, the barriers; and C's buffers, 1024-aligned after.
-  k.shared_budget(kWgStages * (kWgBM + BN) * kWgBK * 2 + 1024 + 64 + (tma_store ? 1024 + 2 * 2 * kChunk * 4 : 0));
-  TensorMap a_map = k.tensor_map("A_map", A, M, K, kWgBM, kWgBK);
+  // The tiles (rows of 128 bytes), up to 1024 bytes kept to align them, the barriers; and C's
+  // buffers, 1024-aligned after.
+  k.shared_budget(kWgStages * (kWgBM + BN) * 128 + 1024 + 64 + (tma_store ? 1024 + 2 * 2 * kChunk * 4 : 0));
+  TensorMap a_map = k.tensor_map("A_map", A, M, K, kWgBM, bk);
   // In a cluster each block loads its part of the Bt tile for all of them.
-  TensorMap b_map = k.tensor_map("Bt_map", Bt, N, K, BN / cluster, kWgBK);
+  TensorMap b_map = k.tensor_map("Bt_map", Bt, N, K, BN / cluster, bk);
   TensorMap c_map = tma_store ? k.tensor_map("C_map", C, M, N, 64, kChunkCols) : TensorMap{};
-  return {M, N, K, C, a_map, b_map, c_map};
+  return {M, N, K, C, a_map, b_map, c_map, e};
 }
 
 /// A block's pipeline: 4 slots of A and B tiles and an mbarrier of each kind a slot.
@@ -55,13 +73,14 @@ struct WgmmaPipeline {
   View As, Bs, full, empty;
   int BN;
   int cluster = 1;  ///< blocks sharing each Bt tile (a cluster's; 1: none)
+  WgmmaElem e = kBf16;
 };
-WgmmaPipeline wgmma_pipeline(Scope& b, int BN, int cluster = 1) {
-  View As = b.shared_aligned("As", ScalarType::BF16, kWgStages * kWgBM * kWgBK, 1024);
-  View Bs = b.shared_aligned("Bs", ScalarType::BF16, kWgStages * BN * kWgBK, 1024);
+WgmmaPipeline wgmma_pipeline(Scope& b, int BN, int cluster = 1, const WgmmaElem& e = kBf16) {
+  View As = b.shared_aligned("As", e.in, kWgStages * kWgBM * e.bk, 1024);
+  View Bs = b.shared_aligned("Bs", e.in, kWgStages * BN * e.bk, 1024);
   View full = b.shared<std::uint64_t>("full", kWgStages);    // slot s holds data: TMA completes it
   View empty = b.shared<std::uint64_t>("empty", kWgStages);  // slot s is free: the consumers arrive
-  return {As, Bs, full, empty, BN, cluster};
+  return {As, Bs, full, empty, BN, cluster, e};
 }
 void init_pipeline(Scope& b, const WgmmaPipeline& p) {
   // Alone, each of the 256 consumer threads frees a slot; in a cluster, lane 0 of each consumer warp
@@ -91,12 +110,12 @@ void free_slot(Scope& w, const WgmmaPipeline& p, const Expr& s) {
 /// the slot, four wgmma into `acc`, and free a slot.
 void consume_step(Scope& w, const WgmmaPipeline& p, int wg, const View& acc, const Expr& step, const Expr& kt,
                   int in_flight) {
-  const int BN = p.BN;
+  const int BN = p.BN, bk = p.e.bk, ks = p.e.kstep;
   auto s = w.let("s", step % kWgStages), round = w.let("round", step / kWgStages);
   w.mbarrier_wait(p.full, s, round % 2);
   w.wgmma_fence();
-  for (int kk = 0; kk < kWgBK / 16; ++kk)
-    w.wgmma(BN, acc, p.As, s * (kWgBM * kWgBK) + wg * (64 * kWgBK) + kk * 16, p.Bs, s * (BN * kWgBK) + kk * 16);
+  for (int kk = 0; kk < bk / ks; ++kk)
+    w.wgmma(BN, acc, p.As, s * (kWgBM * bk) + wg * (64 * bk) + kk * ks, p.Bs, s * (BN * bk) + kk * ks);
   w.wgmma_commit();
   if (in_flight == 0) {
     w.wgmma_wait(0);
@@ -113,15 +132,16 @@ void consume_step(Scope& w, const WgmmaPipeline& p, int wg, const View& acc, con
 /// expects every block's part.
 void produce_step(Scope& th, const WgmmaPipeline& p, const WgmmaGemm& g, const Expr& step, const Expr& kt,
                   const ExprArg& row0, const ExprArg& col0, const Expr* rank = nullptr) {
+  const int bk = p.e.bk;
   auto s = th.let("s", step % kWgStages);
   auto round = th.let("round", step / kWgStages);
   th.if_(step >= kWgStages, [&](Scope& th) { th.mbarrier_wait(p.empty, s, (round - 1) % 2); });
   th.mbarrier_arrive_expect_tx(p.full, s, g.a_map.box_bytes() + p.cluster * g.b_map.box_bytes());
-  th.tma_load(p.As, s * (kWgBM * kWgBK), g.a_map, row0, kt * kWgBK, p.full, s);
-  if (!rank) return th.tma_load(p.Bs, s * (p.BN * kWgBK), g.b_map, col0, kt * kWgBK, p.full, s);
+  th.tma_load(p.As, s * (kWgBM * bk), g.a_map, row0, kt * bk, p.full, s);
+  if (!rank) return th.tma_load(p.Bs, s * (p.BN * bk), g.b_map, col0, kt * bk, p.full, s);
   const int part = p.BN / p.cluster;  // Bt rows a block loads
-  th.tma_load_multicast(p.Bs, s * (p.BN * kWgBK) + *rank * (part * kWgBK), g.b_map, col0.expr + *rank * part,
-                        kt * kWgBK, p.full, s, (1 << p.cluster) - 1);
+  th.tma_load_multicast(p.Bs, s * (p.BN * bk) + *rank * (part * bk), g.b_map, col0.expr + *rank * part, kt * bk, p.full,
+                        s, (1 << p.cluster) - 1);
 }
 
 /// The block's roles: warpgroups 0 and 1 consume (`consume(w, wg)`), one thread of warpgroup 2,
@@ -206,8 +226,8 @@ void threads_store(Scope& b, const WgmmaGemm& gm, const WgmmaPipeline& p, const 
         // Consumer warpgroup wg (0 or 1): rows wg * 64.. of the tile.
         auto consume = [&](Scope& w, int wg) {
           w.setmaxnreg(232, true);
-          View acc = w.local_array("acc", ScalarType::F32, BN / 2, at(thread(1)));
-          for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+          View acc = w.local_array("acc", p.e.acc, BN / 2, at(thread(1)));
+          for (int i = 0; i < BN / 2; ++i) acc[i] = p.e.acc == ScalarType::I32 ? Expr(0) : Expr(0.0f);
           w.for_("kt", 0, k_tiles, [&](Scope& w, Expr kt) { consume_step(w, p, wg, acc, kt, kt, in_flight); });
           if (in_flight) w.wgmma_wait(0);  // the last step's group, before its accumulators are read
           w.group(thread(1), [&](Scope& th) {
@@ -233,19 +253,21 @@ void check_in_flight(const char* who, int in_flight) {
   if (in_flight != 0 && in_flight != 1)
     throw std::invalid_argument(std::string(who) + ": in_flight is 0 or 1, not " + std::to_string(in_flight));
 }
-}  // namespace
 
-Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight, bool tma_store) {
+/// Rungs 1 and 2 of `e`'s elements.
+Kernel wgmma_gemm_of(const std::string& name, int BN, int group_rows, int in_flight, bool tma_store,
+                     const WgmmaElem& e) {
   if (BN != 128 && BN != 256) throw std::invalid_argument("wgmma_gemm: BN is 128 or 256, not " + std::to_string(BN));
-  if (tma_store && BN != 256) throw std::invalid_argument("wgmma_gemm: the TMA-store epilogue is for BN 256");
+  if (tma_store && (BN != 256 || e.acc != ScalarType::F32))
+    throw std::invalid_argument("wgmma_gemm: the TMA-store epilogue is for BN 256 and f32 accumulators");
   check_in_flight("wgmma_gemm", in_flight);
   KernelBuilder k(name);
-  const WgmmaGemm gm = wgmma_gemm_params(k, BN, tma_store);
+  const WgmmaGemm gm = wgmma_gemm_params(k, BN, tma_store, 1, e);
   const Expr &M = gm.M, &N = gm.N;
   k.body([&](Scope& g) {
     lib::for_each_tile_grouped(g, gm.C, M, N, kWgBM, BN, group_rows, [&](Scope& b, const lib::MatrixTile& c) {
-      const WgmmaPipeline p = wgmma_pipeline(b, BN);
-      auto k_tiles = b.let("k_tiles", gm.K / kWgBK);
+      const WgmmaPipeline p = wgmma_pipeline(b, BN, 1, e);
+      auto k_tiles = b.let("k_tiles", gm.K / gm.e.bk);
       init_pipeline(b, p);
       auto produce = [&](Scope& th) {
         th.for_("kt", 0, k_tiles, [&](Scope& th, Expr kt) { produce_step(th, p, gm, kt, kt, c.row0, c.col0); });
@@ -255,6 +277,11 @@ Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight
     });
   });
   return k.build();
+}
+}  // namespace
+
+Kernel wgmma_gemm(const std::string& name, int BN, int group_rows, int in_flight, bool tma_store) {
+  return wgmma_gemm_of(name, BN, group_rows, in_flight, tma_store, kBf16);
 }
 
 // Rung 2 in clusters of two blocks whose tiles are one above the other (the grouped order walks
@@ -275,7 +302,7 @@ Kernel wgmma_gemm_cluster(const std::string& name, int group_rows, int in_flight
   k.body([&](Scope& g) {
     lib::for_each_tile_grouped(g, gm.C, gm.M, gm.N, kWgBM, BN, group_rows, [&](Scope& b, const lib::MatrixTile& c) {
       const WgmmaPipeline p = wgmma_pipeline(b, BN, kCluster);
-      auto k_tiles = b.let("k_tiles", gm.K / kWgBK);
+      auto k_tiles = b.let("k_tiles", gm.K / gm.e.bk);
       auto rank = b.let("rank", b.cluster_rank());
       init_pipeline(b, p);
       b.cluster_sync();
@@ -321,7 +348,7 @@ Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_fli
         [&](Scope& g, View share) {
           g.group(block(1), [&](Scope& b) {
             const WgmmaPipeline p = wgmma_pipeline(b, BN, cluster);
-            auto k_tiles = b.let("k_tiles", gm.K / kWgBK);
+            auto k_tiles = b.let("k_tiles", gm.K / gm.e.bk);
             auto my_tiles = b.let("my_tiles", (tiles - bid + blocks - 1) / blocks);  // tiles bid, bid + G, ...
             auto t = b.let("t", b.id(thread(1)));
             const Expr rank = cluster > 1 ? Expr(b.let("rank", b.cluster_rank())) : Expr();
@@ -372,6 +399,9 @@ Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_fli
 }
 
 Kernel gemm_wgmma_bf16() { return wgmma_gemm("gemm_wgmma_bf16", 128, 1); }
+Kernel igemm_wgmma(const std::string& name, int in_flight) {
+  return wgmma_gemm_of(name, 256, 16, in_flight, false, kInt8);
+}
 Kernel gemm_wgmma_bf16_wide() { return wgmma_gemm("gemm_wgmma_bf16_wide", 256, 16); }
 
 }  // namespace vantage::examples

@@ -132,7 +132,8 @@ Workload wgmma(const Device& d, const Size& s) {
 }
 
 /// The int8 GEMM: C (i32) = A (s8, M x K) * B (s8, K x N) of bytes over their whole range, exact.
-Workload igemm(const Device& d, const Size& s) {
+/// `bt`: B is given as Bt (N x K), as the wgmma GEMMs take it.
+Workload igemm(const Device& d, const Size& s, bool bt) {
   const std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
   auto byte = [](std::int64_t i, int seed) {
     return static_cast<std::int8_t>((i * 37 + seed * 101 + i / 61) % 256 - 128);
@@ -148,11 +149,11 @@ Workload igemm(const Device& d, const Size& s) {
             LaunchArg(std::as_const(*a)),   LaunchArg(std::as_const(*b)),   LaunchArg(*c)};
   w.restore = [c] { c->zero(); };
   w.output = [c] { return bytes_of(*c); };
-  w.check = [c, byte, M, N, K] {
+  w.check = [c, byte, M, N, K, bt] {
     const auto got = values_of<int>(bytes_of(*c));
     for (auto [r, col] : samples(M, N)) {
       std::int64_t acc = 0;
-      for (std::int64_t p = 0; p < K; ++p) acc += byte(r * K + p, 1) * byte(p * N + col, 2);
+      for (std::int64_t p = 0; p < K; ++p) acc += byte(r * K + p, 1) * byte(bt ? col * K + p : p * N + col, 2);
       const std::int64_t i = r * N + col;
       if (got[static_cast<std::size_t>(i)] != acc)
         return differs(i, got[static_cast<std::size_t>(i)], static_cast<double>(acc));
@@ -471,7 +472,23 @@ Workload radix_sort_all(const Device& d, const Size& s, bool onesweep) {
   return w;
 }
 
-enum class Shape { None, Gemm, Wgmma, Copy, Transpose, Reduce, Scan, Sum, Select, Histogram, IGemm, Sort, Sweep, Axpy };
+enum class Shape {
+  None,
+  Gemm,
+  Wgmma,
+  Copy,
+  Transpose,
+  Reduce,
+  Scan,
+  Sum,
+  Select,
+  Histogram,
+  IGemm,
+  Sort,
+  Sweep,
+  Axpy,
+  IGemmBt
+};
 
 Shape shape_of(const std::string& name) {
   if (name.rfind("gemm_wgmma_bf16", 0) == 0) return Shape::Wgmma;
@@ -485,6 +502,7 @@ Shape shape_of(const std::string& name) {
   if (name == "compact") return Shape::Select;
   if (name == "byte_histogram") return Shape::Histogram;
   if (name == "igemm_mma") return Shape::IGemm;
+  if (name.rfind("igemm_wgmma", 0) == 0) return Shape::IGemmBt;
   if (name == "radix_sort") return Shape::Sort;
   if (name == "radix_sort_onesweep") return Shape::Sweep;
   return Shape::None;
@@ -496,7 +514,8 @@ bool has_workload(const std::string& name) { return shape_of(name) != Shape::Non
 
 Workload make_workload(const std::string& name, const Size& size, const Device& d) {
   const Shape shape = shape_of(name);
-  const std::string needs[] = {"", "M N K", "M N K", "n", "M N", "n", "n", "n", "n", "n", "M N K", "n", "n", "n"};
+  const std::string needs[] = {"",  "M N K", "M N K", "n", "M N", "n", "n",    "n",
+                               "n", "n",     "M N K", "n", "n",   "n", "M N K"};
   const std::string& want = needs[static_cast<int>(shape)];
   for (const char* k : {"M", "N", "K", "n"})
     if (want.find(k) != std::string::npos && !size.count(k))
@@ -511,7 +530,8 @@ Workload make_workload(const std::string& name, const Size& size, const Device& 
     case Shape::Sum: return device_sum(d, size);
     case Shape::Select: return compact(d, size);
     case Shape::Histogram: return byte_histogram(d, size);
-    case Shape::IGemm: return igemm(d, size);
+    case Shape::IGemm: return igemm(d, size, false);
+    case Shape::IGemmBt: return igemm(d, size, true);
     case Shape::Sort: return radix_sort_all(d, size, false);
     case Shape::Sweep: return radix_sort_all(d, size, true);
     case Shape::Axpy: return axpy(d, size);
@@ -519,7 +539,7 @@ Workload make_workload(const std::string& name, const Size& size, const Device& 
   }
   throw std::invalid_argument(
       "example '" + name +
-      "' has no workload (the GEMMs, igemm_mma, vec_copy, saxpy_vec, the transposes, radix_sort, "
+      "' has no workload (the GEMMs, igemm_mma, igemm_wgmma, vec_copy, saxpy_vec, the transposes, radix_sort, "
       "block_reduce, the scans and the device-wide examples have)");
 }
 

@@ -203,16 +203,18 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
     }
     case IntrinsicOp::Wgmma: {
       std::int64_t width = imm(0);
+      ScalarType ta = n.mems.size() > 1 && n.mems[1] ? n.mems[1]->elem : ScalarType::F16;
+      ScalarType tb = n.mems.size() > 2 && n.mems[2] ? n.mems[2]->elem : ScalarType::F16;
+      // 16-bit floats accumulate in f32, signed bytes in s32 (wrapping).
+      const bool integer = ta == ScalarType::I8;
       if (width < 8 || width > 256 || width % 8 != 0)
         operand_error(n, "N must be a multiple of 8 in 8..256, not " + std::to_string(width));
       else
-        fragment(n, 0, ScalarType::F32, width / 2, "accumulator");
+        fragment(n, 0, integer ? ScalarType::I32 : ScalarType::F32, width / 2, "accumulator");
       MemInfo* a = operand_mem(n, 1, MemSpace::Shared, std::nullopt, "A tile");
       MemInfo* b = operand_mem(n, 2, MemSpace::Shared, std::nullopt, "B tile");
-      ScalarType ta = n.mems.size() > 1 && n.mems[1] ? n.mems[1]->elem : ScalarType::F16;
-      ScalarType tb = n.mems.size() > 2 && n.mems[2] ? n.mems[2]->elem : ScalarType::F16;
-      if (a && ta != ScalarType::F16 && ta != ScalarType::BF16)
-        operand_error(n, "the A tile holds f16 or bf16, not " + std::string(type_name(ta)));
+      if (a && ta != ScalarType::F16 && ta != ScalarType::BF16 && !integer)
+        operand_error(n, "the A tile holds f16, bf16 or i8, not " + std::string(type_name(ta)));
       else if (a && b && ta != tb)
         operand_error(
             n, "the A and B tiles hold one type; A holds " + std::string(type_name(ta)) + " and B " + type_name(tb));

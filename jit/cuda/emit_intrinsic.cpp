@@ -2,6 +2,8 @@
 // ldmatrix, wgmma, mbarriers and TMA. See emitter.h.
 #include "jit/cuda/emitter.h"
 
+#include <sstream>
+
 namespace vantage::cuda::detail {
 
 namespace {
@@ -31,6 +33,23 @@ std::string arrive_cluster_asm(const std::string& bar, const std::string& rank) 
   return "asm volatile(\"{ .reg .b32 vt_remote; mapa.shared::cluster.u32 vt_remote, %0, %1; "
          "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [vt_remote]; }\" :: \"r\"(" +
          bar + "), \"r\"(" + rank + ") : \"memory\");\n";
+}
+/// `wgmma.mma_async` of `n` (N its immediate, the tiles' element type its form) into accumulators
+/// `acc`, A's and B's shared addresses given.
+std::string wgmma_asm(const Intrinsic& n, const std::string& acc, const std::string& a, const std::string& b) {
+  const int width = static_cast<int>(n.imms[0]), regs = width / 2;
+  const ScalarType e = n.mems[1]->elem;
+  // Signed bytes: K of 32, s32 accumulators, and no operand scales or transposes (the integer form).
+  const bool integer = e == ScalarType::I8;
+  const char* t = e == ScalarType::BF16 ? "bf16" : e == ScalarType::F16 ? "f16" : "s8";
+  std::ostringstream out;
+  out << "asm volatile(\"{ wgmma.mma_async.sync.aligned.m64n" << width << (integer ? "k32.s32." : "k16.f32.") << t
+      << "." << t << " {";
+  for (int i = 0; i < regs; ++i) out << (i ? ", " : "") << "%" << i;
+  out << "}, %" << regs << ", %" << regs + 1 << (integer ? ", 1; }\" : " : ", 1, 1, 1, 0, 0; }\" : ");
+  for (int i = 0; i < regs; ++i) out << (i ? ", " : "") << (integer ? "\"+r\"(" : "\"+f\"(") << acc << "[" << i << "])";
+  out << " : \"l\"(vt_wgmma_desc(" << a << ")), \"l\"(vt_wgmma_desc(" << b << ")) : \"memory\");\n";
+  return out.str();
 }
 }  // namespace
 
@@ -83,7 +102,11 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
       out_ << " : \"r\"(static_cast<unsigned>(__cvta_generic_to_shared(" << addr(1, n.args[0]) << "))));\n";
       break;
     }
-    case IntrinsicOp::Wgmma: wgmma(n); break;
+    case IntrinsicOp::Wgmma:
+      v_.uses_wgmma = true;
+      ind();
+      out_ << wgmma_asm(n, v_.name(n.mems[0]), address(n, 1, n.args[0]), address(n, 2, n.args[1]));
+      break;
     case IntrinsicOp::WgmmaFence:
       ind();
       out_ << "asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n";
@@ -309,21 +332,6 @@ void Emitter::mma(const Intrinsic& n) {
   }
   for (int i = 0; i < 4; ++i) out_ << (i ? ", " : "") << "\"f\"(" << c << "[" << i << "])";
   out_ << ");\n";
-}
-
-void Emitter::wgmma(const Intrinsic& n) {
-  v_.uses_wgmma = true;
-  int width = static_cast<int>(n.imms[0]);
-  int regs = width / 2;
-  std::string acc = v_.name(n.mems[0]);
-  const char* t = n.mems[1]->elem == ScalarType::BF16 ? "bf16" : "f16";
-  ind();
-  out_ << "asm volatile(\"{ wgmma.mma_async.sync.aligned.m64n" << width << "k16.f32." << t << "." << t << " {";
-  for (int i = 0; i < regs; ++i) out_ << (i ? ", " : "") << "%" << i;
-  out_ << "}, %" << regs << ", %" << regs + 1 << ", 1, 1, 1, 0, 0; }\" : ";
-  for (int i = 0; i < regs; ++i) out_ << (i ? ", " : "") << "\"+f\"(" << acc << "[" << i << "])";
-  out_ << " : \"l\"(vt_wgmma_desc(" << address(n, 1, n.args[0]) << ")), \"l\"(vt_wgmma_desc("
-       << address(n, 2, n.args[1]) << ")) : \"memory\");\n";
 }
 
 auto Emitter::vector_type(ScalarType t, std::int64_t count) -> std::string {

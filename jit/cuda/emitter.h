@@ -218,7 +218,6 @@ class Emitter {
 
   /// wgmma on tiles in the 128-byte swizzle layout: args are the A and B tiles' first elements (their
   /// K step included), which lowering proved inside their arrays and on 1024-byte groups.
-  void wgmma(const Intrinsic& n);
 
   static std::string vector_type(ScalarType t, std::int64_t count);
 

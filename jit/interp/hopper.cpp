@@ -48,6 +48,11 @@ void tma_box(Checks& c, const Thread& t, const Region& src, std::int64_t rows, s
 /// holds element i of D at row 16w + l/4 + 8 (i/2 % 2), column 8 (i/4) + 2 (l % 4) + i % 2.
 void wgmma_part(Checks& c, const Thread& t, const WgmmaOp& op) {
   const std::int64_t warp = t.tid % 128 / 32, lane = t.tid % 32;
+  // K is 32 bytes of each row: 16 elements of 2 bytes, or 32 of one (signed bytes, which accumulate
+  // in s32).
+  const ScalarType elem = op.a.region->elem;
+  const bool integer = elem == ScalarType::I8;
+  const std::int64_t K = 32 / type_bytes(elem);
   // A warp's lanes run a wgmma together: its operands are read once, for the warp. Lane 0 records
   // those reads (A's 16 rows of the warp, all N rows of B) for racecheck, so that a later write
   // must follow it; each lane checks the elements it takes against the writes before them.
@@ -55,19 +60,20 @@ void wgmma_part(Checks& c, const Thread& t, const WgmmaOp& op) {
     const std::int64_t at = swizzled(r, first, row, k);
     c.proven(t, r, at, false, op.loc);
     c.read(t, *r.region, r.offset + at, op.loc, kPlain, record);
-    return load_raw(*r.region, r.offset + at).f;
+    const V v = load_raw(*r.region, r.offset + at);
+    return integer ? static_cast<double>(v.i) : v.f;
   };
   if (lane == 0) {
     for (std::int64_t row = 0; row < 16; ++row)
-      for (std::int64_t k = 0; k < 16; ++k) element(op.a, op.a_first, warp * 16 + row, k, true);
+      for (std::int64_t k = 0; k < K; ++k) element(op.a, op.a_first, warp * 16 + row, k, true);
     for (std::int64_t row = 0; row < op.n; ++row)
-      for (std::int64_t k = 0; k < 16; ++k) element(op.b, op.b_first, row, k, true);
+      for (std::int64_t k = 0; k < K; ++k) element(op.b, op.b_first, row, k, true);
   }
   // Each distinct row of A and of B this thread's elements need, read once.
-  std::array<std::array<double, 16>, 2> a{};
-  std::vector<std::array<double, 16>> b(static_cast<std::size_t>(op.n / 4));
-  for (std::size_t k = 0; k < 16; ++k) {
-    const auto kk = static_cast<std::int64_t>(k);
+  std::array<std::array<double, 32>, 2> a{};
+  std::vector<std::array<double, 32>> b(static_cast<std::size_t>(op.n / 4));
+  for (std::int64_t kk = 0; kk < K; ++kk) {
+    const auto k = static_cast<std::size_t>(kk);
     for (std::size_t h = 0; h < 2; ++h)
       a[h][k] = element(op.a, op.a_first, warp * 16 + lane / 4 + 8 * static_cast<std::int64_t>(h), kk, false);
     for (std::size_t j = 0; j < b.size(); ++j) {
@@ -81,12 +87,16 @@ void wgmma_part(Checks& c, const Thread& t, const WgmmaOp& op) {
     const auto& row = a[static_cast<std::size_t>(i / 2 % 2)];
     const auto& col = b[static_cast<std::size_t>(2 * (i / 4) + i % 2)];
     // The products of 16-bit floats are exact in double; they are summed in k order and added to
-    // the accumulator, rounded to f32 once.
+    // the accumulator, rounded to f32 once. Those of signed bytes and their sum (at most 32 * 2^14)
+    // are exact too, and wrap into the s32 accumulator.
     double sum = 0;
-    for (std::size_t k = 0; k < 16; ++k) sum += row[k] * col[k];
+    for (std::size_t k = 0; k < static_cast<std::size_t>(K); ++k) sum += row[k] * col[k];
     c.read(t, *op.acc.region, e, op.loc, kPlain);
     V v = load_raw(*op.acc.region, e);
-    v.f = static_cast<float>(v.f + sum);
+    if (integer)
+      v.i = static_cast<std::int32_t>(static_cast<std::uint32_t>(v.i) + static_cast<std::uint32_t>(std::int64_t(sum)));
+    else
+      v.f = static_cast<float>(v.f + sum);
     checked_write(c, t, op.acc, i, v, op.loc);
   }
 }

@@ -111,22 +111,31 @@ void BodyLowerer::slot_in_bounds(const MemPtr& root, const ExprPtr& index, const
        {}});
 }
 
+namespace {
+/// What a wgmma tile's K offset may add to its 8-row group's start: nothing for a TMA box (`max_col`
+/// 0), else a K step of 32 bytes (`step` elements) of the 128-byte row.
+std::string k_steps(std::int64_t max_col, std::int64_t step) {
+  if (max_col == 0) return "";
+  return ", plus a K step of 0, " + std::to_string(step) + ", " + std::to_string(2 * step) + " or " +
+         std::to_string(3 * step) + " elements";
+}
+}  // namespace
+
 void BodyLowerer::swizzled_tile(const MemPtr& root, const ExprPtr& first, std::int64_t elems, std::int64_t max_col,
                                 const std::string& what, const std::string& view, SourceLoc l) {
   auto fail = [&](const std::string& why) {
     c_.out.problems.push_back({"V1009", what + " in '" + view + "' at " + ir::print(first) + ": " + why, l, {}});
   };
-  const std::int64_t eb = type_bytes(root->elem), group = 1024 / eb, row = 128 / eb;
+  const std::int64_t eb = type_bytes(root->elem), group = 1024 / eb, row = 128 / eb, step = 32 / eb;
   auto al = aligns_.find(root.get());
   if (root->space != MemSpace::Shared || al == aligns_.end() || al->second < 1024)
     return fail("the array must be a shared array aligned to 1024 bytes (`shared_aligned(..., 1024)`)");
   Affine a = affine(first);
   std::int64_t col = ((a.constant % group) + group) % group;
-  bool aligned = col <= max_col && col % 16 == 0;
+  bool aligned = col <= max_col && col % step == 0;
   for (const auto& [atom, k] : a.terms) aligned = aligned && k % group == 0;
   if (!aligned || (max_col == 0 && col != 0))
-    return fail("its 8-row group must start a multiple of 1024 bytes into the array" +
-                std::string(max_col ? ", plus a K step of 0, 16, 32 or 48 elements" : ""));
+    return fail("its 8-row group must start a multiple of 1024 bytes into the array" + k_steps(max_col, step));
   ExprPtr start = fold(make<Binary>(first->type, BinOp::Sub, first, int_literal(first->type, col, l), l));
   if (!proven_in_bounds(root, start, elems, l))
     fail("cannot prove its " + std::to_string(elems) + " elements (" + std::to_string(elems / row) +

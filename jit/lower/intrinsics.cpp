@@ -35,6 +35,15 @@ std::optional<ExprPtr> not_an_offset(const ExprPtr& index,
   return moved;
 }
 
+namespace {
+/// A wgmma tile's row of 128 bytes in elements of `e` (64 of 2 bytes, 128 of one), and the last K
+/// offset in it (its four K steps are 32 bytes each).
+std::pair<std::int64_t, std::int64_t> wgmma_row(ScalarType e) {
+  const std::int64_t row = 128 / type_bytes(e);
+  return {row, row - 32 / type_bytes(e)};
+}
+}  // namespace
+
 void contiguous_tile(const Intrinsic& n, std::size_t mem, const ExprPtr& index, const std::string& what,
                      const std::function<std::pair<MemPtr, ExprPtr>(const ExprPtr&)>& resolve,
                      std::vector<Diagnostic>& problems) {
@@ -242,8 +251,9 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
       contiguous_tile(n, 2, args[1], "wgmma's B tile", in(2), c_.out.problems);
       at(1, 0);
       at(2, 1);
-      swizzled_tile(mems[1], args[0], 64 * 64, 48, "wgmma's A tile (64 rows)", n.mems[1]->name, l);
-      swizzled_tile(mems[2], args[1], n.imms[0] * 64, 48, "wgmma's B tile (" + std::to_string(n.imms[0]) + " rows)",
+      const auto [row, last] = wgmma_row(n.mems[1]->elem);
+      swizzled_tile(mems[1], args[0], 64 * row, last, "wgmma's A tile (64 rows)", n.mems[1]->name, l);
+      swizzled_tile(mems[2], args[1], n.imms[0] * row, last, "wgmma's B tile (" + std::to_string(n.imms[0]) + " rows)",
                     n.mems[2]->name, l);
       break;
     }

@@ -48,8 +48,8 @@ def main():
     def baseline(r):
         """(name, its ms, the kernel's speed over it) for a row."""
         ex, size = r["example"], r["size"]
-        if ex.startswith(("sgemm", "gemm_wgmma")) or ex in ("mma_tf32", "igemm_mma"):
-            mode = ("tf32" if ex == "mma_tf32" else "int8" if ex == "igemm_mma"
+        if ex.startswith(("sgemm", "gemm_wgmma", "igemm")) or ex == "mma_tf32":
+            mode = ("tf32" if ex == "mma_tf32" else "int8" if ex.startswith("igemm")
                     else "bf16" if ex.startswith("gemm_wgmma") else "fp32")
             c = cublas.get((mode, int(size)))
             if c:
@@ -108,9 +108,12 @@ def main():
         c = cublas.get(("bf16", n))
         goal(f"the best bf16 wgmma GEMM at least 0.90 of cuBLAS bf16 at {n}^3" + (f" ({w['example']})" if w else ""),
              c["ms"] / w["vantage_ms"] if w and c else None, 0.90)
-    ig = next((r for r in rows if r["example"] == "igemm_mma" and r["size"] == "4096"), None)
+    # The int8 GEMM: the faster of the mma.sync one and the wgmma one.
+    igs = [r for r in rows if r["example"].startswith("igemm") and r["size"] == "4096"]
+    ig = min(igs, key=lambda r: r["vantage_ms"]) if igs else None
     i8 = cublas.get(("int8", 4096))
-    goal("the int8 GEMM at least 0.70 of cuBLAS int8 at 4096^3", i8["ms"] / ig["vantage_ms"] if ig and i8 else None, 0.70)
+    goal("the int8 GEMM at least 0.70 of cuBLAS int8 at 4096^3" + (f" ({ig['example']})" if ig else ""),
+         i8["ms"] / ig["vantage_ms"] if ig and i8 else None, 0.70)
     scans = [r for r in rows if r["example"].startswith("scan_") and r["size"] == "n=2^28"]
     s = min(scans, key=lambda r: r["vantage_ms"]) if scans else None
     goal("the scan at 2^28 at least 0.90 of the copy bandwidth" + (f" ({s['example']})" if s else ""),
