@@ -394,8 +394,10 @@ RunResult run_sgemm(const Kernel& k, const Size& s, const Device& d, Grid g) {
                 why, rep, as_doubles(C));
 }
 
-/// The int8 GEMM: C = A * B of bytes over their whole range, exact in i32 (K * 128 * 128 < 2^31).
-RunResult run_igemm(const Kernel& k, const Size& s, const Device& d) {
+/// The int8 GEMMs: C = A * B of bytes over their whole range, exact in i32 (K * 128 * 128 < 2^31).
+/// `bt`: B given as Bt (N x K), as the wgmma GEMM takes it on its 128 x 256 tiles of 384 threads;
+/// otherwise K x N, igemm_mma's 32 x 32 tiles of 128.
+RunResult run_igemm(const Kernel& k, const Size& s, const Device& d, bool bt) {
   const std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
   std::vector<std::int8_t> A(static_cast<std::size_t>(M * K)), B(static_cast<std::size_t>(K * N));
   for (std::size_t i = 0; i < A.size(); ++i)
@@ -407,13 +409,15 @@ RunResult run_igemm(const Kernel& k, const Size& s, const Device& d) {
     for (std::int64_t c = 0; c < N; ++c) {
       std::int64_t acc = 0;
       for (std::int64_t p = 0; p < K; ++p)
-        acc += A[static_cast<std::size_t>(r * K + p)] * B[static_cast<std::size_t>(p * N + c)];
+        acc += A[static_cast<std::size_t>(r * K + p)] * B[static_cast<std::size_t>(bt ? c * K + p : p * N + c)];
       want[static_cast<std::size_t>(r * N + c)] = static_cast<int>(acc);
     }
   Staged sA(d, A), sB(d, B);
   Staged sC(d, C);
-  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(M, 32) * ceil_div(N, 32)), 128}, static_cast<int>(M),
-                      static_cast<int>(N), static_cast<int>(K), sA.read_only(), sB.read_only(), sC.arg());
+  const Grid grid =
+      bt ? Grid{(M / 128) * (N / 256), 384} : Grid{std::max<std::int64_t>(1, ceil_div(M, 32) * ceil_div(N, 32)), 128};
+  auto rep = k.launch(d, grid, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), sA.read_only(),
+                      sB.read_only(), sC.arg());
   sC.fetch();
   std::int64_t bad = -1;
   for (std::size_t i = 0; i < C.size() && bad < 0; ++i)
@@ -422,9 +426,10 @@ RunResult run_igemm(const Kernel& k, const Size& s, const Device& d) {
                                   : "C[" + std::to_string(bad) + "] is " +
                                         std::to_string(C[static_cast<std::size_t>(bad)]) + ", not " +
                                         std::to_string(want[static_cast<std::size_t>(bad)]);
-  return finish(bad < 0,
-                "igemm_mma M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " (exact)",
-                why, rep, as_doubles(C));
+  return finish(
+      bad < 0,
+      k.name() + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " (exact)", why,
+      rep, as_doubles(C));
 }
 
 /// The bf16 wgmma GEMM: C = A * Bt^T with A (M x K) and Bt (N x K) of quarters in [-1, 1], exact in
@@ -462,41 +467,6 @@ RunResult run_wgmma_gemm(const Kernel& k, const Size& s, const Device& d, std::i
                 k.name() + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
                     " (bit-exact: quarters in bf16)",
                 why, rep, as_doubles(C));
-}
-
-/// The int8 wgmma GEMM: C = A * Bt^T with A (M x K) and Bt (N x K) bytes over their whole range, exact
-/// in i32 (K * 128 * 128 < 2^31 for K below 2^17).
-RunResult run_igemm_wgmma(const Kernel& k, const Size& s, const Device& d) {
-  const std::int64_t M = s.at("M"), N = s.at("N"), K = s.at("K");
-  std::vector<std::int8_t> A(static_cast<std::size_t>(M * K)), Bt(static_cast<std::size_t>(N * K));
-  for (std::size_t i = 0; i < A.size(); ++i)
-    A[i] = static_cast<std::int8_t>(static_cast<int>((i * 37 + i / 7) % 256) - 128);
-  for (std::size_t i = 0; i < Bt.size(); ++i)
-    Bt[i] = static_cast<std::int8_t>(static_cast<int>((i * 101 + 5) % 256) - 128);
-  std::vector<int> C(static_cast<std::size_t>(M * N), -1), want(C.size());
-  for (std::int64_t r = 0; r < M; ++r)
-    for (std::int64_t c = 0; c < N; ++c) {
-      std::int64_t acc = 0;
-      for (std::int64_t p = 0; p < K; ++p)
-        acc += A[static_cast<std::size_t>(r * K + p)] * Bt[static_cast<std::size_t>(c * K + p)];
-      want[static_cast<std::size_t>(r * N + c)] = static_cast<int>(acc);
-    }
-  Staged sA(d, A), sB(d, Bt);
-  Staged sC(d, C);
-  auto rep = k.launch(d, Grid{(M / 128) * (N / 256), 384}, static_cast<int>(M), static_cast<int>(N),
-                      static_cast<int>(K), sA.read_only(), sB.read_only(), sC.arg());
-  sC.fetch();
-  std::int64_t bad = -1;
-  for (std::size_t i = 0; i < C.size() && bad < 0; ++i)
-    if (C[i] != want[i]) bad = static_cast<std::int64_t>(i);
-  const std::string why = bad < 0 ? ""
-                                  : "C[" + std::to_string(bad) + "] is " +
-                                        std::to_string(C[static_cast<std::size_t>(bad)]) + ", not " +
-                                        std::to_string(want[static_cast<std::size_t>(bad)]);
-  return finish(
-      bad < 0,
-      k.name() + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " (exact)", why,
-      rep, as_doubles(C));
 }
 
 /// The tf32 m16n8k8 layout (PTX ISA): lane l, g = l / 4, q = l % 4 holds A[g][q], A[g+8][q],
@@ -609,7 +579,7 @@ const std::map<std::string, Case>& cases() {
         {{{"M", 70}, {"N", 45}, {"K", 19}}, {{"M", 64}, {"N", 64}, {"K", 32}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
       // Edges in every direction, a K that is no multiple of 32, and whole tiles.
       {"igemm_mma",
-       {run_igemm,
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_igemm(k, s, d, false); },
         {{{"M", 70}, {"N", 45}, {"K", 50}}, {{"M", 64}, {"N", 64}, {"K", 64}}, {{"M", 5}, {"N", 3}, {"K", 2}}}}},
       {"scan_lookback",
        {[](const Kernel& k, const Size& s, const Device& d) { return run_scan(k, s, d, 256, 256); },
@@ -655,7 +625,7 @@ const std::map<std::string, Case>& cases() {
       // The int8 GEMM's tiles are 128 x 256 with 128-deep K steps: K = 128 is one step, 640 wraps
       // the 4 slots once and a part.
       {"igemm_wgmma",
-       {run_igemm_wgmma,
+       {[](const Kernel& k, const Size& s, const Device& d) { return run_igemm(k, s, d, true); },
         {{{"M", 256}, {"N", 512}, {"K", 256}},
          {{"M", 128}, {"N", 768}, {"K", 128}},
          {{"M", 384}, {"N", 256}, {"K", 640}}}}},
