@@ -148,6 +148,13 @@ const std::vector<Variant>& variants() {
                    [](const Size& s) {
                      return Grid{s.at("M") / 128 * (s.at("N") / 256), 384};
                    }});
+    // The int8 GEMM the same way.
+    for (std::int64_t n : {4096, 8192})
+      v.push_back({"igemm_wgmma_w1", "igemm_wgmma", Shape::Wgmma, square(n),
+                   [] { return examples::igemm_wgmma("igemm_wgmma_w1", 1); },
+                   [](const Size& s) {
+                     return Grid{s.at("M") / 128 * (s.at("N") / 256), 384};
+                   }});
     // Rung 2 storing C by TMA (64 x 32 chunks through two swizzled buffers a consumer warpgroup).
     for (int in_flight : {0, 1}) {
       const std::string name = "gemm_wgmma_bf16_wide_tma" + std::string(in_flight ? "_w1" : "");
