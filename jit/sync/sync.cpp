@@ -10,10 +10,10 @@
 // loop's own barriers already serve it. A group or split at a narrower perspective counts, from
 // outside, as one statement with all the accesses inside it, and is analysed again inside. A user's
 // cluster_sync is a barrier. Copies by cp.async are followed by the thread's groups (copies.h): a
-// barrier waits first for the groups the statement after it touches, and the others fly on. A `while` loop's condition is read again after every iteration: its
-// reads are judged against what the body left pending, and a conflict there gets a barrier at the end
-// of the body (Plan::at_end). Atomics of one kind that commutes with itself (add, min, max) never
-// conflict with each other.
+// barrier waits first for the groups the statement after it touches, and the others fly on. A
+// `while` loop's condition is read again after every iteration: its reads are judged against what
+// the body left pending, and a conflict there gets a barrier at the end of the body (Plan::at_end).
+// Atomics of one kind that commutes with itself (add, min, max) never conflict with each other.
 //
 // Two refinements keep barriers to the hand-written minimum. Plain stores only go through memory
 // narrowed to one thread, so two stores through one partition share never need a barrier between
