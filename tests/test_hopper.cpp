@@ -108,6 +108,17 @@ TEST(Hopper, TheInt8WgmmaGemmCompilesToIntegerWgmmaWithEveryAccessProven) {
       EXPECT_TRUE(contains(sass, op)) << op << " is not in the SASS";
     EXPECT_FALSE(contains(sass, "STL")) << "the accumulators spill";
   }
+  // wgmma is sm_90a's: sm_90 and sm_80 refuse it before NVRTC is asked.
+  for (Arch arch : {Arch::SM_80, Arch::SM_90}) {
+    Spec s = ex.spec();
+    s.arch = arch;
+    try {
+      compile(ex.build(), s);
+      ADD_FAILURE() << "compiled for " << arch_name(arch);
+    } catch (const CheckError& e) {
+      EXPECT_TRUE(e.has("V1008")) << render_all(e.diagnostics());
+    }
+  }
 }
 
 // ---------------------------------------------------------------- a TMA load, used after its wait
