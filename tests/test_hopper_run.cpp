@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "hopper_kernels.hpp"
 #include "kernels/paper_kernels.hpp"
 #include "kernels/runs.hpp"
+#include "kernels/stages.hpp"
 #include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
@@ -370,5 +372,49 @@ TEST(HopperRun, AGemmStoresItsTilesByTmaThroughTwoBuffers) {
   }
   EXPECT_THROW(examples::wgmma_gemm("narrow", 128, 1, 0, true), std::invalid_argument);
 }
+}  // namespace
+}  // namespace vantage
+
+namespace vantage {
+namespace {
+
+// The int8 GEMM with u8 activations and i8 weights (`.s32.u8.s8`): every byte value of each sign,
+// bit-exact in i32 on the interpreter at one K step and at five (the slots wrapped), in two thread
+// orders; NVRTC makes IGMMA.64x256x32.U8.S8 of it.
+TEST(HopperRun, TheInt8GemmTakesUnsignedActivationsAndSignedWeights) {
+  const Kernel k = examples::igemm_wgmma("igemm_wgmma_u8s8", 0, true);
+  for (auto [M, N, K] : {std::tuple{128, 256, 128}, std::tuple{256, 256, 640}}) {
+    std::vector<std::uint8_t> A(static_cast<std::size_t>(M * K));
+    std::vector<std::int8_t> Bt(static_cast<std::size_t>(N * K));
+    for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<std::uint8_t>((i * 37 + i / 7) % 256);
+    for (std::size_t i = 0; i < Bt.size(); ++i)
+      Bt[i] = static_cast<std::int8_t>(static_cast<int>((i * 101 + 5) % 256) - 128);
+    std::vector<int> want(static_cast<std::size_t>(M * N));
+    for (int r = 0; r < M; ++r)
+      for (int c = 0; c < N; ++c) {
+        std::int64_t acc = 0;
+        for (int p = 0; p < K; ++p)
+          acc += std::int64_t{A[static_cast<std::size_t>(r * K + p)]} * Bt[static_cast<std::size_t>(c * K + p)];
+        want[static_cast<std::size_t>(r * N + c)] = static_cast<int>(acc);
+      }
+    for (auto order : {ThreadOrder::Forward, ThreadOrder::Reverse}) {
+      std::vector<int> C(want.size(), -1);
+      const auto& cA = A;
+      const auto& cB = Bt;
+      k.launch(interp(order), Grid{(M / 128) * (N / 256), 384}, M, N, K, cA, cB, C);
+      ASSERT_EQ(C, want) << M << "x" << N << "x" << K;
+    }
+  }
+  const std::string src =
+      specialize_for(k, Spec{}.with_arch(Arch::SM_90a).with_size("M", 256).with_size("N", 256).with_size("K", 640))
+          .source;
+  EXPECT_NE(src.find("wgmma.mma_async.sync.aligned.m64n256k32.s32.u8.s8"), std::string::npos);
+  if (!examples::find_cuobjdump().empty()) {
+    const Compiled c =
+        compile(k, Spec{}.with_arch(Arch::SM_90a).with_size("M", 256).with_size("N", 256).with_size("K", 640));
+    EXPECT_NE(examples::sass(c.cubin).find("IGMMA.64x256x32.U8.S8"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace vantage

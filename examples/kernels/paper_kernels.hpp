@@ -210,7 +210,8 @@ Kernel wgmma_gemm_cluster(const std::string& name, int group_rows, int in_flight
 /// The int8 GEMM on Hopper: rung 2 of C (i32, M x N) = A (i8, M x K) * Bt^T (Bt: i8, N x K), the
 /// products summed in s32 (wrapping) by wgmma's integer form (m64n256k32.s32.s8.s8): 128 x 256 tiles
 /// in groups of 16 tile rows, 128-deep K steps (one 128-byte row of each tile), the same TMA and
-/// mbarrier pipeline and warp specialization. M a multiple of 128, N of 256, K of 128.
-Kernel igemm_wgmma(const std::string& name = "igemm_wgmma", int in_flight = 0);
+/// mbarrier pipeline and warp specialization. M a multiple of 128, N of 256, K of 128. With
+/// `unsigned_a`, A holds u8 (activations after a zero point, say) and Bt i8: `.s32.u8.s8`.
+Kernel igemm_wgmma(const std::string& name = "igemm_wgmma", int in_flight = 0, bool unsigned_a = false);
 
 }  // namespace vantage::examples

@@ -21,15 +21,17 @@ namespace vantage::examples {
 namespace {
 constexpr int kWgBM = 128, kWgStages = 4;
 
-/// What a GEMM multiplies: bf16 into f32 accumulators, or 8-bit integers into s32 (wgmma's integer
-/// form). A K step is one 128-byte row of each tile (`bk` elements: 64 bf16 or 128 i8), four wgmma of
-/// 32 bytes each (`kstep` elements).
+/// What a GEMM multiplies: bf16 into f32 accumulators, or bytes into s32 (wgmma's integer form; A's
+/// `in` and Bt's `in_b` each i8 or u8). A K step is one 128-byte row of each tile (`bk` elements: 64
+/// bf16 or 128 bytes), four wgmma of 32 bytes each (`kstep` elements).
 struct WgmmaElem {
   ScalarType in, acc;
   int bk, kstep;
+  ScalarType in_b = in;
 };
-constexpr WgmmaElem kBf16{ScalarType::BF16, ScalarType::F32, 64, 16};
-constexpr WgmmaElem kInt8{ScalarType::I8, ScalarType::I32, 128, 32};
+constexpr WgmmaElem kBf16{ScalarType::BF16, ScalarType::F32, 64, 16, ScalarType::BF16};
+constexpr WgmmaElem kInt8{ScalarType::I8, ScalarType::I32, 128, 32, ScalarType::I8};
+constexpr WgmmaElem kUint8Int8{ScalarType::U8, ScalarType::I32, 128, 32, ScalarType::I8};
 
 /// The TMA-store epilogue's chunks of C: 64 rows (a consumer warpgroup's) by 32 columns (one
 /// 128-byte row of f32), two buffers a warpgroup.
@@ -49,10 +51,12 @@ WgmmaGemm wgmma_gemm_params(KernelBuilder& k, int BN, bool tma_store = false, in
   auto N = k.param<int>("N", specialize);
   auto K = k.param<int>("K", specialize);
   const bool bf16 = e.in == ScalarType::BF16;
-  View A = bf16 ? View(k.param<GlobalPtr<const bfloat16>>("A", extent(M * K)))
-                : View(k.param<GlobalPtr<const std::int8_t>>("A", extent(M * K)));
-  View Bt = bf16 ? View(k.param<GlobalPtr<const bfloat16>>("Bt", extent(N * K)))
-                 : View(k.param<GlobalPtr<const std::int8_t>>("Bt", extent(N * K)));
+  auto operand = [&](ScalarType t, const char* name, const Expr& count) {
+    if (t == ScalarType::BF16) return View(k.param<GlobalPtr<const bfloat16>>(name, extent(count)));
+    if (t == ScalarType::U8) return View(k.param<GlobalPtr<const std::uint8_t>>(name, extent(count)));
+    return View(k.param<GlobalPtr<const std::int8_t>>(name, extent(count)));
+  };
+  View A = operand(e.in, "A", M * K), Bt = operand(e.in_b, "Bt", N * K);
   View C =
       bf16 ? View(k.param<GlobalPtr<float>>("C", extent(M * N))) : View(k.param<GlobalPtr<int>>("C", extent(M * N)));
   const int bk = e.bk;
@@ -77,7 +81,7 @@ struct WgmmaPipeline {
 };
 WgmmaPipeline wgmma_pipeline(Scope& b, int BN, int cluster = 1, const WgmmaElem& e = kBf16) {
   View As = b.shared_aligned("As", e.in, kWgStages * kWgBM * e.bk, 1024);
-  View Bs = b.shared_aligned("Bs", e.in, kWgStages * BN * e.bk, 1024);
+  View Bs = b.shared_aligned("Bs", e.in_b, kWgStages * BN * e.bk, 1024);
   View full = b.shared<std::uint64_t>("full", kWgStages);    // slot s holds data: TMA completes it
   View empty = b.shared<std::uint64_t>("empty", kWgStages);  // slot s is free: the consumers arrive
   return {As, Bs, full, empty, BN, cluster, e};
@@ -399,8 +403,8 @@ Kernel wgmma_gemm_persistent(const std::string& name, int group_rows, int in_fli
 }
 
 Kernel gemm_wgmma_bf16() { return wgmma_gemm("gemm_wgmma_bf16", 128, 1); }
-Kernel igemm_wgmma(const std::string& name, int in_flight) {
-  return wgmma_gemm_of(name, 256, 16, in_flight, false, kInt8);
+Kernel igemm_wgmma(const std::string& name, int in_flight, bool unsigned_a) {
+  return wgmma_gemm_of(name, 256, 16, in_flight, false, unsigned_a ? kUint8Int8 : kInt8);
 }
 Kernel gemm_wgmma_bf16_wide() { return wgmma_gemm("gemm_wgmma_bf16_wide", 256, 16); }
 

@@ -500,8 +500,8 @@ class Scope {
   /// with the 128-byte swizzle put them: rows of 64 elements (128 bytes), the tile starting
   /// `a_offset` / `b_offset` elements into the view (a whole row of 8-row groups plus 0, 16, 32 or
   /// 48 for the K step). Both tiles must be proven inside their arrays at specialization (V1009).
-  /// With i8 tiles it is the integer form, m64nNk32 into i32 accumulators (wrapping): rows of 128
-  /// elements, K steps of 0, 32, 64 or 96.
+  /// With tiles of bytes (i8 or u8, A's and B's signs each their own) it is the integer form,
+  /// m64nNk32 into i32 accumulators (wrapping): rows of 128 elements, K steps of 0, 32, 64 or 96.
   void wgmma(int n, const View& acc, const View& a, const ExprArg& a_offset, const View& b, const ExprArg& b_offset,
              std::source_location loc = std::source_location::current());
   void wgmma_fence(std::source_location loc = std::source_location::current());

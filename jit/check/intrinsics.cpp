@@ -205,8 +205,9 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       std::int64_t width = imm(0);
       ScalarType ta = n.mems.size() > 1 && n.mems[1] ? n.mems[1]->elem : ScalarType::F16;
       ScalarType tb = n.mems.size() > 2 && n.mems[2] ? n.mems[2]->elem : ScalarType::F16;
-      // 16-bit floats accumulate in f32, signed bytes in s32 (wrapping).
-      const bool integer = ta == ScalarType::I8;
+      // 16-bit floats accumulate in f32, bytes in s32 (wrapping); A's and B's bytes may differ in sign.
+      auto byte = [](ScalarType t) { return t == ScalarType::I8 || t == ScalarType::U8; };
+      const bool integer = byte(ta);
       if (width < 8 || width > 256 || width % 8 != 0)
         operand_error(n, "N must be a multiple of 8 in 8..256, not " + std::to_string(width));
       else
@@ -214,10 +215,10 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       MemInfo* a = operand_mem(n, 1, MemSpace::Shared, std::nullopt, "A tile");
       MemInfo* b = operand_mem(n, 2, MemSpace::Shared, std::nullopt, "B tile");
       if (a && ta != ScalarType::F16 && ta != ScalarType::BF16 && !integer)
-        operand_error(n, "the A tile holds f16, bf16 or i8, not " + std::string(type_name(ta)));
-      else if (a && b && ta != tb)
-        operand_error(
-            n, "the A and B tiles hold one type; A holds " + std::string(type_name(ta)) + " and B " + type_name(tb));
+        operand_error(n, "the A tile holds f16, bf16, i8 or u8, not " + std::string(type_name(ta)));
+      else if (a && b && ta != tb && !(integer && byte(tb)))
+        operand_error(n, "the A and B tiles hold one type (or bytes of either sign); A holds " +
+                             std::string(type_name(ta)) + " and B " + type_name(tb));
       operand_value(n, 0, ScalarType::I32, "A offset");
       operand_value(n, 1, ScalarType::I32, "B offset");
       break;

@@ -38,13 +38,16 @@ std::string arrive_cluster_asm(const std::string& bar, const std::string& rank) 
 /// `acc`, A's and B's shared addresses given.
 std::string wgmma_asm(const Intrinsic& n, const std::string& acc, const std::string& a, const std::string& b) {
   const int width = static_cast<int>(n.imms[0]), regs = width / 2;
-  const ScalarType e = n.mems[1]->elem;
-  // Signed bytes: K of 32, s32 accumulators, and no operand scales or transposes (the integer form).
-  const bool integer = e == ScalarType::I8;
-  const char* t = e == ScalarType::BF16 ? "bf16" : e == ScalarType::F16 ? "f16" : "s8";
+  // Bytes: K of 32, s32 accumulators, and no operand scales or transposes (the integer form); A's and
+  // B's signs are their own.
+  auto name = [](ScalarType e) {
+    return e == ScalarType::BF16 ? "bf16" : e == ScalarType::F16 ? "f16" : e == ScalarType::U8 ? "u8" : "s8";
+  };
+  const ScalarType ta = n.mems[1]->elem;
+  const bool integer = ta == ScalarType::I8 || ta == ScalarType::U8;
   std::ostringstream out;
-  out << "asm volatile(\"{ wgmma.mma_async.sync.aligned.m64n" << width << (integer ? "k32.s32." : "k16.f32.") << t
-      << "." << t << " {";
+  out << "asm volatile(\"{ wgmma.mma_async.sync.aligned.m64n" << width << (integer ? "k32.s32." : "k16.f32.")
+      << name(ta) << "." << name(n.mems[2]->elem) << " {";
   for (int i = 0; i < regs; ++i) out << (i ? ", " : "") << "%" << i;
   out << "}, %" << regs << ", %" << regs + 1 << (integer ? ", 1; }\" : " : ", 1, 1, 1, 0, 0; }\" : ");
   for (int i = 0; i < regs; ++i) out << (i ? ", " : "") << (integer ? "\"+r\"(" : "\"+f\"(") << acc << "[" << i << "])";

@@ -48,10 +48,10 @@ void tma_box(Checks& c, const Thread& t, const Region& src, std::int64_t rows, s
 /// holds element i of D at row 16w + l/4 + 8 (i/2 % 2), column 8 (i/4) + 2 (l % 4) + i % 2.
 void wgmma_part(Checks& c, const Thread& t, const WgmmaOp& op) {
   const std::int64_t warp = t.tid % 128 / 32, lane = t.tid % 32;
-  // K is 32 bytes of each row: 16 elements of 2 bytes, or 32 of one (signed bytes, which accumulate
-  // in s32).
+  // K is 32 bytes of each row: 16 elements of 2 bytes, or 32 of one (bytes, signed or not, which
+  // accumulate in s32).
   const ScalarType elem = op.a.region->elem;
-  const bool integer = elem == ScalarType::I8;
+  const bool integer = elem == ScalarType::I8 || elem == ScalarType::U8;
   const std::int64_t K = 32 / type_bytes(elem);
   // A warp's lanes run a wgmma together: its operands are read once, for the warp. Lane 0 records
   // those reads (A's 16 rows of the warp, all N rows of B) for racecheck, so that a later write
@@ -87,8 +87,8 @@ void wgmma_part(Checks& c, const Thread& t, const WgmmaOp& op) {
     const auto& row = a[static_cast<std::size_t>(i / 2 % 2)];
     const auto& col = b[static_cast<std::size_t>(2 * (i / 4) + i % 2)];
     // The products of 16-bit floats are exact in double; they are summed in k order and added to
-    // the accumulator, rounded to f32 once. Those of signed bytes and their sum (at most 32 * 2^14)
-    // are exact too, and wrap into the s32 accumulator.
+    // the accumulator, rounded to f32 once. Those of bytes and their sum (at most 32 * 2^16) are
+    // exact too, and wrap into the s32 accumulator.
     double sum = 0;
     for (std::size_t k = 0; k < static_cast<std::size_t>(K); ++k) sum += row[k] * col[k];
     c.read(t, *op.acc.region, e, op.loc, kPlain);
