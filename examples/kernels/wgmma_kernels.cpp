@@ -1,7 +1,7 @@
 // Vantage example kernels: the bf16 wgmma GEMMs for Hopper (TMA, an mbarrier pipeline, warp
 // specialization) and their rungs: wider tiles, a wgmma group in flight, a TMA-store epilogue, a
-// persistent kernel, and clusters of two blocks sharing each Bt tile by multicast. See
-// paper_kernels.hpp.
+// persistent kernel, and clusters of two blocks sharing each Bt tile by multicast; and the int8 GEMM,
+// the wide rung on bytes. See paper_kernels.hpp.
 #include <stdexcept>
 #include <string>
 
