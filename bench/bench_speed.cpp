@@ -538,7 +538,12 @@ int main(int argc, char** argv) {
     } else if (auto r = value("--reps")) {
       options.reps = std::max(5, std::atoi(r->c_str()));
     } else if (auto b = value("--budget")) {
-      options.budget_s = std::max(0.0, std::atof(b->c_str()));
+      char* end = nullptr;
+      options.budget_s = std::strtod(b->c_str(), &end);
+      if (b->empty() || *end != '\0' || !(options.budget_s > 0)) {
+        std::fprintf(stderr, "vantage_bench_speed: --budget wants a number of seconds above 0, not '%s'\n", b->c_str());
+        return 2;
+      }
     } else if (a == "--small") {
       run_small = true;
     } else if (a == "--help" || a == "-h") {

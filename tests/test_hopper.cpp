@@ -38,6 +38,27 @@ void expect_function_rejected(const std::string& code, const int& line,
   EXPECT_TRUE(testing::rejects_function(code, line, make, kThisFile));
 }
 
+/// Where the target table is not sm_90a's (sm_80, sm_90), `k` is refused before NVRTC is asked,
+/// naming the instruction (V1008).
+void expect_only_on_sm90a(const Kernel& k, Spec spec) {
+  for (Arch arch : {Arch::SM_80, Arch::SM_90}) {
+    spec.arch = arch;
+    try {
+      compile(k, spec);
+      ADD_FAILURE() << "compiled for " << arch_name(arch);
+    } catch (const CheckError& e) {
+      EXPECT_TRUE(e.has("V1008")) << render_all(e.diagnostics());
+    }
+  }
+}
+/// Each of `ops` in the SASS of `c`, and no spill (where cuobjdump is at hand).
+void expect_sass(const Compiled& c, const std::vector<std::string>& ops) {
+  if (examples::find_cuobjdump().empty()) return;
+  const std::string sass = examples::sass(c.cubin);
+  for (const std::string& op : ops) EXPECT_TRUE(contains(sass, op)) << op << " is not in the SASS";
+  EXPECT_FALSE(contains(sass, "STL")) << "the accumulators spill";
+}
+
 // The two examples, and rung 3: rung 2 as a persistent kernel with a wgmma group in flight.
 TEST(Hopper, TheWgmmaGemmsCompileForSm90aWithEveryHopperInstructionTheyName) {
   REQUIRE_NVRTC();
@@ -69,24 +90,8 @@ TEST(Hopper, TheWgmmaGemmsCompileForSm90aWithEveryHopperInstructionTheyName) {
     EXPECT_TRUE(contains(src, "setmaxnreg.inc.sync.aligned.u32 232"));
     EXPECT_TRUE(contains(src, "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32.bf16.bf16"));
     EXPECT_TRUE(contains(src, "% 1024u")) << "the shared base is aligned for the swizzled tiles";
-    if (!examples::find_cuobjdump().empty()) {
-      std::string sass = examples::sass(c.cubin);
-      for (const std::string& op :
-           {"HGMMA." + shape + ".F32.BF16", std::string("UTMALDG.2D"), std::string("USETMAXREG"), std::string("SYNCS")})
-        EXPECT_TRUE(contains(sass, op)) << op << " is not in the SASS";
-      EXPECT_FALSE(contains(sass, "STL")) << "the accumulators spill";
-    }
-    // Everywhere else the target table refuses it before NVRTC is asked, naming the instruction.
-    for (Arch arch : {Arch::SM_80, Arch::SM_90}) {
-      Spec s = ex.spec();
-      s.arch = arch;
-      try {
-        compile(build(), s);
-        ADD_FAILURE() << "compiled for " << arch_name(arch);
-      } catch (const CheckError& e) {
-        EXPECT_TRUE(e.has("V1008")) << render_all(e.diagnostics());
-      }
-    }
+    expect_sass(c, {"HGMMA." + shape + ".F32.BF16", "UTMALDG.2D", "USETMAXREG", "SYNCS"});
+    expect_only_on_sm90a(build(), ex.spec());
   }
 }
 
@@ -102,23 +107,8 @@ TEST(Hopper, TheInt8WgmmaGemmCompilesToIntegerWgmmaWithEveryAccessProven) {
   EXPECT_TRUE(contains(src, "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 {%0,"));
   EXPECT_TRUE(contains(src, "}, %128, %129, 1; }")) << "the integer form takes scale-d alone";
   EXPECT_TRUE(contains(src, "\"+r\"(acc[0])"));
-  if (!examples::find_cuobjdump().empty()) {
-    const std::string sass = examples::sass(c.cubin);
-    for (const char* op : {"IGMMA.64x256x32.S8.S8", "UTMALDG.2D", "USETMAXREG"})
-      EXPECT_TRUE(contains(sass, op)) << op << " is not in the SASS";
-    EXPECT_FALSE(contains(sass, "STL")) << "the accumulators spill";
-  }
-  // wgmma is sm_90a's: sm_90 and sm_80 refuse it before NVRTC is asked.
-  for (Arch arch : {Arch::SM_80, Arch::SM_90}) {
-    Spec s = ex.spec();
-    s.arch = arch;
-    try {
-      compile(ex.build(), s);
-      ADD_FAILURE() << "compiled for " << arch_name(arch);
-    } catch (const CheckError& e) {
-      EXPECT_TRUE(e.has("V1008")) << render_all(e.diagnostics());
-    }
-  }
+  expect_sass(c, {"IGMMA.64x256x32.S8.S8", "UTMALDG.2D", "USETMAXREG"});
+  expect_only_on_sm90a(ex.build(), ex.spec());
 }
 
 // ---------------------------------------------------------------- a TMA load, used after its wait
