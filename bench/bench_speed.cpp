@@ -188,25 +188,33 @@ const std::vector<Variant>& variants() {
                      }});
     }
     // sgemm_pipelined in the tuner's shape; in 3 and 4 slots (2 and 3 tiles in flight); with two
-    // blocks of 256 threads an SM (128 registers a thread, no spill) and three of 128 (168).
-    for (auto [bm, bn, bk, stages, per_sm] : {std::tuple{64, 128, 16, 2, 0},
-                                              {128, 128, 8, 3, 0},
-                                              {128, 128, 8, 4, 0},
-                                              {64, 128, 16, 3, 0},
-                                              {64, 128, 16, 4, 0},
-                                              {128, 128, 8, 2, 2},
-                                              {64, 128, 16, 2, 3},
-                                              {64, 128, 16, 3, 3}}) {
+    // blocks of 256 threads an SM (128 registers a thread, no spill) and three of 128 (168); and with
+    // lanes of 16 rows (128 sums a thread, as cuBLAS's FFMA kernels: 238 to 255 registers, no spill).
+    for (auto [bm, bn, bk, stages, per_sm, tm] : {std::tuple{64, 128, 16, 2, 0, 8},
+                                                  {128, 128, 8, 3, 0, 8},
+                                                  {128, 128, 8, 4, 0, 8},
+                                                  {64, 128, 16, 3, 0, 8},
+                                                  {64, 128, 16, 4, 0, 8},
+                                                  {128, 128, 8, 2, 2, 8},
+                                                  {64, 128, 16, 2, 3, 8},
+                                                  {64, 128, 16, 3, 3, 8},
+                                                  {128, 128, 8, 2, 0, 16},
+                                                  {128, 128, 8, 3, 0, 16},
+                                                  {128, 128, 16, 2, 0, 16},
+                                                  {128, 256, 8, 2, 0, 16}}) {
       const std::string name = "sgemm_pipelined_" + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
                                std::to_string(bk) + (stages > 2 ? "_s" + std::to_string(stages) : "") +
-                               (per_sm > 0 ? "_b" + std::to_string(per_sm) : "");
+                               (per_sm > 0 ? "_b" + std::to_string(per_sm) : "") +
+                               (tm != 8 ? "_t" + std::to_string(tm) : "");
       v.push_back({name, "sgemm_pipelined", Shape::Gemm, square(4096),
                    [=] {
-                     return examples::sgemm_pipelined(examples::PipelinedShape{bm, bn, bk, stages, per_sm}, name);
+                     examples::PipelinedShape sh{bm, bn, bk, stages, per_sm};
+                     sh.tm = tm;
+                     return examples::sgemm_pipelined(sh, name);
                    },
                    [=](const Size& s) {
                      const std::int64_t blocks = (s.at("M") + bm - 1) / bm * ((s.at("N") + bn - 1) / bn);
-                     return Grid{std::max<std::int64_t>(1, blocks), std::int64_t{bm} / 32 * (bn / 64) * 32};
+                     return Grid{std::max<std::int64_t>(1, blocks), std::int64_t{bm} / (4 * tm) * (bn / 64) * 32};
                    }});
     }
     return v;

@@ -291,6 +291,73 @@ TEST(Pipeline, SgemmInThreeAndFourSlotsIsRightOnEveryDevice) {
     }
 }
 
+// Lanes of 16 rows (128 sums a thread, four warps of 64 x 64 in a 128 x 128 tile): bit-exact on the
+// interpreter in two thread orders and on the CPU backend at sizes no tile divides, in 2 and 3
+// slots, and in a 128 x 256 tile of eight warps; a lane of any other height, or a block tile the
+// warps' 64 rows do not divide, is refused with the shape named.
+TEST(Pipeline, SgemmInLanesOfSixteenRowsIsRightOnEveryDevice) {
+  struct Case {
+    examples::PipelinedShape shape;
+    int M, N, K;
+  };
+  std::vector<Case> cases{{{128, 128, 8, 2, 0, 16}, 130, 70, 27},
+                          {{128, 128, 8, 3, 0, 16}, 64, 129, 40},
+                          {{128, 256, 16, 2, 0, 16}, 150, 260, 35}};
+  if (test_support::kSanitized) cases.pop_back();  // the largest; the other two cover the tails
+  for (const auto& [sh, M, N, K] : cases) {
+    SCOPED_TRACE(std::to_string(sh.bm) + "x" + std::to_string(sh.bn) + "x" + std::to_string(sh.bk) + " in " +
+                 std::to_string(sh.stages) + " slots at " + std::to_string(M) + "x" + std::to_string(N) + "x" +
+                 std::to_string(K));
+    const Kernel k = examples::sgemm_pipelined(sh);
+    std::vector<float> A(static_cast<std::size_t>(M * K)), B(static_cast<std::size_t>(K * N)),
+        C0(static_cast<std::size_t>(M * N));
+    for (std::size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>(static_cast<int>(i * 7 % 11) - 5);
+    for (std::size_t i = 0; i < B.size(); ++i) B[i] = static_cast<float>(static_cast<int>(i * 5 % 13) - 6);
+    for (std::size_t i = 0; i < C0.size(); ++i) C0[i] = static_cast<float>(static_cast<int>(i % 9) - 4);
+    const std::vector<float> want = gemm_reference(M, N, K, 2.0f, 0.5f, A, B, C0);
+    const Grid grid{((M + sh.bm - 1) / sh.bm) * ((N + sh.bn - 1) / sh.bn), sh.bm / 64 * (sh.bn / 64) * 32};
+    for (const Device& d : test_support::every_device()) {
+      std::vector<float> C = C0;
+      const auto& cA = A;
+      const auto& cB = B;
+      test_support::launch_on(k, d, grid, M, N, K, 2.0f, 0.5f, cA, cB, C);
+      for (std::size_t i = 0; i < C.size(); ++i) ASSERT_EQ(C[i], want[i]) << d.name() << ", element " << i;
+    }
+  }
+  for (auto [bm, tm] : {std::pair{128, 12}, {96, 16}, {32, 16}}) {
+    examples::PipelinedShape sh{bm, 128, 8};
+    sh.tm = tm;
+    try {
+      (void)examples::sgemm_pipelined(sh);
+      ADD_FAILURE() << bm << " rows in lanes of " << tm << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_TRUE(contains(e.what(), std::to_string(tm) + " rows a lane; a lane has 8 or 16 rows")) << e.what();
+    }
+  }
+}
+
+// Lanes of 16 rows fit their 128 sums in registers: no spill through NVRTC at 4096, and every
+// shared read of the inner product a 16-byte one (6 a step of k: 4 of A's rows, 2 of B's columns).
+TEST(Pipeline, LanesOfSixteenRowsSpillNothingAndReadSharedMemoryInVectors) {
+  const std::map<std::string, std::int64_t> at4096{{"M", 4096}, {"N", 4096}, {"K", 4096}};
+  examples::PipelinedShape sh{128, 128, 8};
+  sh.tm = 16;
+  const Kernel k = examples::sgemm_pipelined(sh);
+  const Compiled c = compile(k, launch_spec(k, Spec{}, at4096));
+  int registers = -1;
+  std::int64_t frame = -1;
+  cache::cubin_resources(c.cubin, &registers, &frame);
+  EXPECT_TRUE(contains(c.spec.source, "__launch_bounds__(128) ")) << c.spec.source.substr(0, 400);
+  EXPECT_GT(registers, 128);
+  EXPECT_LE(registers, 255);
+  EXPECT_EQ(frame, 0) << "a spill";
+  const std::string ptx = k.ptx(launch_spec(k, Spec{}, at4096));
+  // A loop trip multiplies two tiles (one a slot) of 2 x 4 steps of k: each 4 of them read 16 rows
+  // of A 4 steps at a time and 4 x 2 vectors of B.
+  EXPECT_EQ(test_support::count(ptx, "ld.shared.v4.f32"), 2 * 2 * (16 + 4 * 2)) << ptx;
+  EXPECT_EQ(test_support::count(ptx, "ld.shared.f32"), 0) << ptx;
+}
+
 // In 3 slots each step waits for all but its newest group and its one barrier waits for no copy:
 // the copies of the next tile fly on across it. Three barriers a round of three steps, as by hand.
 TEST(Pipeline, SgemmInThreeSlotsKeepsATileInFlightAcrossItsBarriers) {

@@ -301,14 +301,15 @@ Kernel sgemm_warptile(const std::string& name) {
 }
 
 Kernel sgemm_pipelined(const PipelinedShape& sh, const std::string& name) {
-  const int BM = sh.bm, BN = sh.bn, BK = sh.bk, S = sh.stages;
-  constexpr int TM = 8, TN = 8, WM = 32, WN = 64;  // a lane: 8 x 8 of C; a warp: 4 x 8 lanes
-  if (BM < WM || BM % WM != 0 || BN < WN || BN % WN != 0 || BK < 4 || BK % 4 != 0 || BM / WM * (BN / WN) > 32 ||
-      S < 2 || S > 8)
+  const int BM = sh.bm, BN = sh.bn, BK = sh.bk, S = sh.stages, TM = sh.tm;
+  constexpr int TN = 8, WN = 64;  // a lane: TM x 8 of C; a warp: 4 x 8 lanes
+  const int WM = 4 * TM;
+  if ((TM != 8 && TM != 16) || BM < WM || BM % WM != 0 || BN < WN || BN % WN != 0 || BK < 4 || BK % 4 != 0 ||
+      BM / WM * (BN / WN) > 32 || S < 2 || S > 8)
     throw std::invalid_argument("sgemm_pipelined: a " + std::to_string(BM) + " x " + std::to_string(BN) + " x " +
-                                std::to_string(BK) + " tile in " + std::to_string(S) +
-                                " slots; BM is a multiple of 32, BN of 64, BK of 4, there are at most 32 warps and "
-                                "2 to 8 slots");
+                                std::to_string(BK) + " tile in " + std::to_string(S) + " slots, " + std::to_string(TM) +
+                                " rows a lane; a lane has 8 or 16 rows, BM is a multiple of "
+                                "4 times those, BN of 64, BK of 4, there are at most 32 warps and 2 to 8 slots");
   const int T = BM / WM * (BN / WN) * 32;
   KernelBuilder k(!name.empty() ? name : "sgemm_pipelined");
   auto [M, N, K, alpha, beta, A, B, C] = sgemm_params(k);
@@ -317,14 +318,16 @@ Kernel sgemm_pipelined(const PipelinedShape& sh, const std::string& name) {
   if (sh.min_blocks > 0) k.min_blocks_per_sm(sh.min_blocks);
   k.body([&](Scope& g) {
     lib::for_each_tile(g, C, M, N, BM, BN, [&](Scope& b, const lib::MatrixTile& c) {
-      // Warp w's tile: rows w / (BN / WN) * 32, columns w % (BN / WN) * 64. Lane l: rows
-      // l / 8 * 8 + i (i < 8) of it, columns l % 8 * 4 + j and that + 32 (j < 4), so that the 8
+      // Warp w's tile: rows w / (BN / WN) * WM, columns w % (BN / WN) * 64. Lane l: rows
+      // l / 8 * TM + i (i < TM) of it, columns l % 8 * 4 + j and that + 32 (j < 4), so that the 8
       // lanes of a quarter warp read one row of As (a broadcast) and 8 consecutive vectors of Bs.
+      // With 16 rows a lane holds 128 sums and reads 6 vectors a step of k for 128 products, where
+      // 8 rows read 4 for 64.
       auto warp = b.let("warp", c.thread / 32), lane = b.let("lane", c.thread % 32);
       auto row = b.let("row", warp / (BN / WN) * WM + lane / 8 * TM);
       auto col = b.let("col", warp % (BN / WN) * WN + lane % 8 * 4);
       auto acc = b.local_array("acc", ScalarType::F32, TM * TN, at(thread(1)));
-      auto a = b.local_array("a_reg", ScalarType::F32, TM * 4, at(thread(1)));  // 4 steps of k per row
+      auto a = b.local_array("a_reg", ScalarType::F32, TM * 4, at(thread(1)));  // 4 steps of k a row
       auto bv = b.local_array("b_reg", ScalarType::F32, TN, at(thread(1)));
       for (int i = 0; i < TM * TN; ++i) acc[i] = 0.0f;
       // S slots, so that tiles kt + 1 to kt + S - 1 arrive while tile kt is multiplied.

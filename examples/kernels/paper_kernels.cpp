@@ -816,22 +816,27 @@ tune::Candidate reg2d_candidate(const tune::Config& c, const Size& s) {
   return gemm_candidate(sgemm_reg2d(sh), s, sh.bm, sh.bn, std::int64_t{sh.bm} / sh.tm * (sh.bn / sh.tn));
 }
 
-/// Rung 8: BM x BN block tiles in 32 x 64 warp tiles, K by BK, S slots of shared memory (S - 1
-/// tiles in flight), within the 48 KiB a block may have without opting in.
+/// Rung 8: BM x BN block tiles in 4 TM x 64 warp tiles (lanes of TM x 8), K by BK, S slots of shared
+/// memory (S - 1 tiles in flight), within the 48 KiB a block may have without opting in. Lanes of 16
+/// rows (128 sums each, as cuBLAS's FFMA kernels hold) only in block tiles of 128 rows or more and
+/// steps of k of 8 or 16: 25 shapes beside the 45 of 8 rows.
 tune::Space pipelined_space() {
   tune::Space s;
   s.param("BM", {64, 128, 256}).param("BN", {64, 128, 256}).param("BK", {8, 16, 32}).param("S", {2, 3, 4});
+  s.param("TM", {8, 16});
   s.constraint([](const tune::Config& c) {
-    std::int64_t bm = c.at("BM"), bn = c.at("BN"), bk = c.at("BK"), stages = c.at("S");
-    std::int64_t threads = bm / 32 * (bn / 64) * 32;
+    std::int64_t bm = c.at("BM"), bn = c.at("BN"), bk = c.at("BK"), stages = c.at("S"), tm = c.at("TM");
+    std::int64_t threads = bm / (4 * tm) * (bn / 64) * 32;
+    if (tm == 16 && (bm < 128 || bk > 16)) return false;
     return threads <= 1024 && stages * (bm * bk + bk * bn) * 4 <= 48 * 1024;
   });
   return s;
 }
 tune::Candidate pipelined_candidate(const tune::Config& c, const Size& s) {
-  // A configuration stored before the slots were a parameter had two.
+  // A configuration stored before the slots (or the lane's rows) were a parameter had two (eight).
   PipelinedShape sh{value(c, "BM"), value(c, "BN"), value(c, "BK"), c.count("S") ? value(c, "S") : 2};
-  return gemm_candidate(sgemm_pipelined(sh), s, sh.bm, sh.bn, std::int64_t{sh.bm} / 32 * (sh.bn / 64) * 32);
+  sh.tm = c.count("TM") ? value(c, "TM") : 8;
+  return gemm_candidate(sgemm_pipelined(sh), s, sh.bm, sh.bn, std::int64_t{sh.bm} / (4 * sh.tm) * (sh.bn / 64) * 32);
 }
 }  // namespace
 

@@ -76,19 +76,20 @@ Kernel sgemm_vec(const std::string& name = "");
 /// reads of a step of k touch 4 rows of A and 8 columns of B, broadcast across the lanes. 128
 /// threads; any M, N and K.
 Kernel sgemm_warptile(const std::string& name = "");
-/// sgemm rung 8's shape: a bm x bn block tile (bm a multiple of 32, bn of 64) in warp tiles of 32 x 64,
-/// each lane computing 8 x 8 of C, bm / 32 * bn / 64 * 32 threads (at most 1024); k stepped by bk (a
-/// multiple of 4). Another shape throws std::invalid_argument.
+/// sgemm rung 8's shape: a bm x bn block tile (bm a multiple of 4 * tm, bn of 64) in warp tiles of
+/// 4 * tm x 64, each lane computing tm x 8 of C, bm / (4 * tm) * bn / 64 * 32 threads (at most 1024);
+/// k stepped by bk (a multiple of 4). Another shape throws std::invalid_argument.
 struct PipelinedShape {
   int bm = 128, bn = 128, bk = 8;
   int stages = 2;      ///< slots of shared memory: tiles in flight while one is multiplied, plus one
   int min_blocks = 0;  ///< KernelBuilder::min_blocks_per_sm (0: as the compiler likes)
+  int tm = 8;          ///< rows of C a lane computes, 8 or 16 (warp tiles of 4 * tm x 64)
 };
 /// sgemm rung 8: tiles of A and B copied by 16-byte `cp.async` into one of `stages` slots of shared
 /// memory (lib::start_tile_copy) while another slot's tile is multiplied, one barrier per step of k
 /// (the copies of the next stages - 2 tiles stay in flight across it); each
-/// lane reads 4 steps of k of its 8 rows of A, and 8 columns of B per step, as 16-byte shared loads
-/// (an outer product of 8 x 8 per step). Any M, N and K (edge tiles padded with zeros, stores
+/// lane reads 4 steps of k of its tm rows of A, and 8 columns of B per step, as 16-byte shared loads
+/// (an outer product of tm x 8 per step). Any M, N and K (edge tiles padded with zeros, stores
 /// guarded; 16-byte copies where a row of A or B is a multiple of 4 elements).
 Kernel sgemm_pipelined(const PipelinedShape& shape = {}, const std::string& name = "");
 /// Each thread copies 4 consecutive floats: one 16-byte vector load and store where all 4 are inside
