@@ -110,7 +110,10 @@ struct Variant {
 const std::vector<Variant>& variants() {
   static const std::vector<Variant> kAll = [] {
     std::vector<Variant> v;
-    for (auto [threads, items] : {std::pair{256, 8}, {512, 8}, {768, 8}, {512, 12}, {1024, 12}}) {
+    // 128 x 24 and 256 x 24: the shapes of CUB's own scan of 4-byte values on sm_90 (tuning_scan.cuh),
+    // small blocks of many items, which CUB loads through shared memory (warp transposes).
+    for (auto [threads, items] :
+         {std::pair{256, 8}, {512, 8}, {768, 8}, {512, 12}, {1024, 12}, {128, 24}, {256, 24}, {128, 16}}) {
       const std::string name = "scan_tiled_t" + std::to_string(threads) + "_i" + std::to_string(items);
       v.push_back({name,
                    "scan_tiled",
