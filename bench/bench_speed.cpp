@@ -111,15 +111,25 @@ const std::vector<Variant>& variants() {
   static const std::vector<Variant> kAll = [] {
     std::vector<Variant> v;
     // 128 x 24 and 256 x 24: the shapes of CUB's own scan of 4-byte values on sm_90 (tuning_scan.cuh),
-    // small blocks of many items, which CUB loads through shared memory (warp transposes).
-    for (auto [threads, items] :
-         {std::pair{256, 8}, {512, 8}, {768, 8}, {512, 12}, {1024, 12}, {128, 24}, {256, 24}, {128, 16}}) {
-      const std::string name = "scan_tiled_t" + std::to_string(threads) + "_i" + std::to_string(items);
+    // small blocks of many items, which CUB loads through shared memory (warp transposes); and, as
+    // CUB's look-back does, a sleep of 650 ns before each poll of a window not yet published.
+    for (auto [threads, items, backoff] : {std::tuple{256, 8, 0},
+                                           {512, 8, 0},
+                                           {768, 8, 0},
+                                           {512, 12, 0},
+                                           {1024, 12, 0},
+                                           {128, 24, 0},
+                                           {256, 24, 0},
+                                           {128, 16, 0},
+                                           {1024, 8, 650},
+                                           {128, 24, 650}}) {
+      const std::string name = "scan_tiled_t" + std::to_string(threads) + "_i" + std::to_string(items) +
+                               (backoff > 0 ? "_sleep" + std::to_string(backoff) : "");
       v.push_back({name,
                    "scan_tiled",
                    Shape::Scan,
                    {{"n", std::int64_t{1} << 28}},
-                   [=] { return examples::scan_tiled(threads, items, name); },
+                   [=] { return examples::scan_tiled(threads, items, name, backoff); },
                    [=](const Size& s) {
                      const std::int64_t tile = std::int64_t{threads} * items;
                      return Grid{std::max<std::int64_t>(1, (s.at("n") + tile - 1) / tile), threads};

@@ -607,6 +607,9 @@ void Scope::cp_async(const View& dst, const ExprArg& dst_index, const View& src,
       .emit();
 }
 void Scope::cp_async_commit(std::source_location l) { VANTAGE_INTRINSIC(CpAsyncCommit, l).emit(); }
+void Scope::nanosleep(const ExprArg& ns, std::source_location l) {
+  VANTAGE_INTRINSIC(Nanosleep, l).arg(ns, ScalarType::I32).emit();
+}
 void Scope::cp_async_wait(int pending, std::source_location l) {
   VANTAGE_INTRINSIC(CpAsyncWait, l).imm(pending).emit();
 }

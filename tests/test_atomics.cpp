@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "host_cuda.hpp"
+#include "kernels/stages.hpp"
 #include "reject_helpers.hpp"
 #include "test_support.hpp"
 #include "vantage/vantage.hpp"
@@ -363,6 +364,69 @@ TEST(Semantics, BitCastGivesTheSameBitsOnEveryDevice) {
     });
     auto refused = testing::rejected_saying(r, "V0702", line, "tests/test_atomics.cpp",
                                             which == 0 ? "not i64 to f32" : "not i32 to bool");
+    EXPECT_TRUE(refused);
+  }
+}
+
+// Scope::nanosleep, a spin loop's back-off: CUDA's __nanosleep in the generated code (the duration
+// clamped to what PTX takes where the checker could not see it), `nanosleep.u32` in the PTX and
+// NANOSLEEP in the SASS; from any perspective; on the interpreter and the CPU backend the threads go
+// on at once and the kernel computes what it computes without it.
+TEST(Nanosleep, IsCudasSleepOnAGpuAndNothingElsewhere) {
+  KernelBuilder k("sleepy");
+  auto n = k.param<int>("n");
+  auto out = k.param<GlobalPtr<int>>("out", extent(64));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    g.nanosleep(100);  // the block's threads, all of them
+    auto t = g.let("t", g.id(thread(1)));
+    g.partition(
+        out, thread(1), [&](Expr i) { return t + i; },
+        [&](Scope& g, View mine) {
+          g.group(thread(1), [&](Scope& th) {
+            th.nanosleep(n * t);  // a duration known at run time only
+            mine[0] = t * 3;
+          });
+        });
+  });
+  Kernel kernel = k.build();
+  const std::string src = specialize_for(kernel, Spec{}).source;
+  EXPECT_NE(src.find("__nanosleep(static_cast<unsigned>(min(max(100, 0), 1000000)));"), std::string::npos) << src;
+  EXPECT_NE(src.find("__nanosleep(static_cast<unsigned>(min(max(vt_mul(n, t), 0), 1000000)));"), std::string::npos)
+      << src;
+  for (const Device& d : test_support::every_device()) {
+    std::vector<int> o(64, -1), want(64);
+    for (int t = 0; t < 64; ++t) want[static_cast<std::size_t>(t)] = 3 * t;
+    test_support::launch_on(kernel, d, Grid{1, 64}, 1000, o);
+    EXPECT_EQ(o, want) << d.name();
+  }
+  REQUIRE_NVRTC();
+  EXPECT_NE(kernel.ptx(Spec{}).find("nanosleep.u32"), std::string::npos);
+  const Compiled c = compile(kernel, Spec{});
+  EXPECT_EQ(c.log, "");
+  if (!examples::find_cuobjdump().empty()) {
+    EXPECT_NE(examples::sass(c.cubin).find("NANOSLEEP"), std::string::npos);
+  }
+}
+
+// A constant duration outside 0 to 1 ms, or one that is not an i32, is V0503 at the user's line.
+TEST(Nanosleep, RefusesADurationOutsideWhatTheHardwareSleeps) {
+  for (int which = 0; which < 3; ++which) {
+    int line = 0;
+    KernelBuilder k("bad_sleep");
+    k.block_threads(32);
+    k.body([&](Scope& g) {
+      if (which == 0) {
+        line = __LINE__, g.nanosleep(-1);
+      } else if (which == 1) {
+        line = __LINE__, g.nanosleep(1000001);
+      } else {
+        line = __LINE__, g.nanosleep(cast<std::int64_t>(g.id(thread(1))));
+      }
+    });
+    const char* says[] = {"a thread sleeps 0 to 1000000 ns, not -1", "a thread sleeps 0 to 1000000 ns, not 1000001",
+                          "duration must be i32, not i64"};
+    auto refused = testing::rejected_saying(k, "V0503", line, "tests/test_atomics.cpp", says[which]);
     EXPECT_TRUE(refused);
   }
 }

@@ -1121,12 +1121,14 @@ TEST(Library, StageTileCopiesATileInRoundsWithZerosPastTheEdges) {
   }
 }
 
-// examples::scan_tiled in the shapes the GPU's speed rows time (threads x items a thread): the
-// inclusive sums at sizes the tiles do not divide, one of them past the look-back's window of 32
-// blocks, on every backend and under both thread orders of the interpreter.
+// examples::scan_tiled in the shapes the GPU's speed rows time (threads x items a thread, and with a
+// sleep before each poll of the look-back): the inclusive sums at sizes the tiles do not divide, one
+// of them past the look-back's window of 32 blocks, on every backend and under both thread orders of
+// the interpreter.
 TEST(Library, TheTiledScanIsRightInEveryShape) {
-  for (auto [threads, items] : {std::pair{64, 4}, {128, 8}, {512, 12}, {256, 16}}) {
-    Kernel k = examples::scan_tiled(threads, items, "scan_tiled_shape");
+  for (auto [threads, items, backoff] :
+       {std::tuple{64, 4, 0}, {128, 8, 0}, {512, 12, 0}, {256, 16, 0}, {64, 4, 650}, {128, 24, 650}}) {
+    Kernel k = examples::scan_tiled(threads, items, "scan_tiled_shape", backoff);
     const int tile = threads * items;
     std::vector<int> sizes = {1, tile - 1, 3 * tile + 5};
     if (tile <= 256) sizes.push_back(33 * tile + 1);
@@ -1144,11 +1146,13 @@ TEST(Library, TheTiledScanIsRightInEveryShape) {
         std::vector<std::uint64_t> desc(static_cast<std::size_t>(blocks), 0);
         k.launch(d, Grid{blocks, threads}, n, std::as_const(x), y, desc);
         d.synchronize();
-        EXPECT_EQ(y, want) << threads << " x " << items << ", n = " << n << " on " << d.name();
+        EXPECT_EQ(y, want) << threads << " x " << items << ", sleeping " << backoff << " ns, n = " << n << " on "
+                           << d.name();
       }
     }
   }
-  EXPECT_THROW(examples::scan_tiled(96, 6), std::invalid_argument);  // items not a multiple of 4
+  EXPECT_THROW(examples::scan_tiled(96, 6), std::invalid_argument);           // items not a multiple of 4
+  EXPECT_THROW(examples::scan_tiled(128, 8, "", -1), std::invalid_argument);  // a back-off below 0
 }
 
 // lib::for_each_tile_grouped: every tile once, in the grouped order (block b of group b / (G * tiles

@@ -388,10 +388,12 @@ Kernel scan_lookback() {
 }
 
 // PRIMITIVE FORM device_scan
-Kernel scan_tiled(int T, int ITEMS, const std::string& name) {
-  if (T < 64 || T > 1024 || T % 32 != 0 || ITEMS < 4 || ITEMS % 4 != 0 || ITEMS > 32)
+Kernel scan_tiled(int T, int ITEMS, const std::string& name, int backoff_ns) {
+  if (T < 64 || T > 1024 || T % 32 != 0 || ITEMS < 4 || ITEMS % 4 != 0 || ITEMS > 32 || backoff_ns < 0)
     throw std::invalid_argument("scan_tiled: " + std::to_string(T) + " threads of " + std::to_string(ITEMS) +
-                                " items; threads are a multiple of 32 from 64 to 1024, items a multiple of 4 up to 32");
+                                " items, a back-off of " + std::to_string(backoff_ns) +
+                                " ns; threads are a multiple of 32 from 64 to 1024, items a multiple of 4 up to 32, "
+                                "the back-off 0 or more");
   const int TILE = T * ITEMS;
   KernelBuilder k(!name.empty() ? name : "scan_tiled");
   auto n = k.param<int>("n");
@@ -461,6 +463,7 @@ Kernel scan_tiled(int T, int ITEMS, const std::string& name) {
                     // Until every word of the window is published.
                     auto waiting = w.let("waiting", w.ballot("unpublished", status == 0));
                     w.while_(waiting != 0u, [&](Scope& w) {
+                      if (backoff_ns > 0) w.nanosleep(backoff_ns);
                       auto again = w.atomic("again", AtomicOp::Add, desc, at_j, cast<std::uint64_t>(0));
                       w.assign(d, again);
                       w.assign(status, select(j >= 0, cast<int>(again >> 62), kInclusive));

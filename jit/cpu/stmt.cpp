@@ -216,6 +216,7 @@ auto Statements::thread_intrinsic(const Intrinsic& n) -> void {
     case IntrinsicOp::CpAsyncCommit:
     case IntrinsicOp::CpAsyncWait:
     case IntrinsicOp::FenceProxyAsync: return;  // one memory, one proxy
+    case IntrinsicOp::Nanosleep: return;        // a block's threads run in turns: no one to wait for
     default: break;
   }
   unsupported(user_name(n.op), n.loc);

@@ -199,6 +199,11 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
            << smem(n, 0, n.args[2]) << ") : \"memory\");\n";
       break;
     }
+    case IntrinsicOp::Nanosleep:
+      // A duration the checker could not see is clamped to what the hardware takes (PTX: 0 to 1 ms).
+      ind();
+      out_ << "__nanosleep(static_cast<unsigned>(min(max(" << arg(0) << ", 0), " << ir::kMaxNanosleep << ")));\n";
+      break;
     case IntrinsicOp::TmaStoreWait:
       ind();
       out_ << "asm volatile(\"cp.async.bulk.wait_group.read %0;\" :: \"n\"(" << n.imms[0] << ") : \"memory\");\n";

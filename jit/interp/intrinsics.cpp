@@ -73,6 +73,7 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
       return;
     }
     case IntrinsicOp::FenceProxyAsync: return;  // one memory, one proxy
+    case IntrinsicOp::Nanosleep: return;        // its threads take turns of their own
     default:
       if (Hopper::runs(n.op)) return hopper(n, t);
       break;

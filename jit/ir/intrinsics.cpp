@@ -52,6 +52,9 @@ constexpr IntrinsicInfo kTable[] = {
   {IntrinsicOp::ClusterSync,      "ClusterSync",      "cluster_sync",              Needs::Block,     false, true,  true,  {},                         F::Cluster,      kHopper},
   {IntrinsicOp::TmaLoadMulticast2D, "TmaLoadMulticast2D", "tma_load_multicast",    Needs::Thread,    false, false, false, {W, R, N},                  F::Cluster,      kHopper, 0b001},
   {IntrinsicOp::MbarrierArriveCluster, "MbarrierArriveCluster", "mbarrier_arrive_cluster", Needs::Any, false, false, false, {R, N, N},             F::Cluster,      kHopper},
+  // A hint that suspends the thread for about that many nanoseconds (a spin loop's back-off); the
+  // interpreter and the CPU backend, whose threads take turns of their own, go on at once.
+  {IntrinsicOp::Nanosleep,        "Nanosleep",        "nanosleep",                 Needs::Any,       false, false, false, {},                         std::nullopt,    kAll},
 };
 // clang-format on
 

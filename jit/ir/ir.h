@@ -135,8 +135,9 @@ enum class IntrinsicOp : std::uint8_t {
   ClusterSync,
   TmaLoadMulticast2D,
   MbarrierArriveCluster,
+  Nanosleep,
 };
-inline constexpr std::size_t kIntrinsics = static_cast<std::size_t>(IntrinsicOp::MbarrierArriveCluster) + 1;
+inline constexpr std::size_t kIntrinsics = static_cast<std::size_t>(IntrinsicOp::Nanosleep) + 1;
 
 /// Kinds of atomic operation, their scopes and orderings: an Atomic intrinsic's first imm is the kind
 /// plus 16 times the scope plus 64 times the ordering (the device scope and relaxed ordering, both 0,
@@ -642,6 +643,8 @@ struct TensorMapNode {
 
 /// The most blocks a multiprocessor holds at once (sm_80 to sm_90): KernelBuilder::min_blocks_per_sm.
 constexpr std::int64_t kMaxBlocksPerSm = 32;
+/// The longest Scope::nanosleep, in nanoseconds (PTX `nanosleep`: 0 to 1 ms).
+constexpr std::int64_t kMaxNanosleep = 1000000;
 
 struct KernelNode {
   std::string name;

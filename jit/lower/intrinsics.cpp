@@ -259,6 +259,7 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
     }
     case IntrinsicOp::SetMaxNreg:
     case IntrinsicOp::FenceProxyAsync:
+    case IntrinsicOp::Nanosleep:
     case IntrinsicOp::TmaStoreWait: break;
     case IntrinsicOp::MmaSync:
       for (std::size_t i = 0; i < mems.size(); ++i) fragment(i);
