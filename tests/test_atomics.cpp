@@ -409,6 +409,38 @@ TEST(Nanosleep, IsCudasSleepOnAGpuAndNothingElsewhere) {
   }
 }
 
+// The duration is an expression every backend evaluates: a read in it outside its buffer is found
+// on the interpreter and the CPU backend as on a GPU (memcheck, at the user's line), not skipped with
+// the sleep.
+TEST(Nanosleep, ItsDurationsReadsAreCheckedOnEveryDevice) {
+  KernelBuilder k("sleep_on_a_read");
+  auto n = k.param<int>("n");
+  auto waits = k.param<GlobalPtr<const int>>("waits");
+  k.block_threads(32);
+  int line = 0;
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    line = __LINE__ + 1;
+    g.group(thread(1), [&](Scope& th) { th.nanosleep(waits[t + n]); });
+  });
+  Kernel kernel = k.build();
+  const std::vector<int> w(32, 5);
+  for (const Device& d : test_support::every_device()) {
+    if (d.is_gpu()) continue;             // on a GPU the check reports at the next synchronize, as test_gpu's do
+    kernel.launch(d, Grid{1, 32}, 0, w);  // every read inside
+    d.synchronize();
+    try {
+      kernel.launch(d, Grid{1, 32}, 1, w);  // thread 31 reads waits[32]
+      d.synchronize();
+      ADD_FAILURE() << "the read outside 'waits' was not reported on " << d.name();
+    } catch (const ExecutionError& e) {
+      EXPECT_EQ(e.check(), "memcheck") << d.name() << ": " << e.what();
+      ASSERT_FALSE(e.locs().empty()) << e.what();
+      EXPECT_EQ(static_cast<int>(e.locs()[0].line), line) << d.name() << ": " << e.what();
+    }
+  }
+}
+
 // A constant duration outside 0 to 1 ms, or one that is not an i32, is V0503 at the user's line.
 TEST(Nanosleep, RefusesADurationOutsideWhatTheHardwareSleeps) {
   for (int which = 0; which < 3; ++which) {

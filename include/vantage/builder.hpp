@@ -515,7 +515,8 @@ class Scope {
   /// Suspends the thread for about `ns` nanoseconds (an i32, 0 to 1,000,000; a constant outside is
   /// V0503, a value outside at run time is clamped): the back-off of a loop that polls memory another
   /// block writes, so that the polls leave the memory system to the writers. From any perspective;
-  /// only a GPU sleeps (CUDA's `__nanosleep`), the interpreter and the CPU backend go on at once.
+  /// only a GPU sleeps (CUDA's `__nanosleep`), the interpreter and the CPU backend evaluate `ns` (its
+  /// reads checked as everywhere) and go on at once.
   void nanosleep(const ExprArg& ns, std::source_location loc = std::source_location::current());
   /// TMA 2-D load at thread(1): the box of `map` whose first element is at (`row`, `col`) of the
   /// matrix goes to `dst[dst_index...]` in shared memory (an array aligned to 1024 bytes, the box

@@ -215,8 +215,12 @@ auto Statements::thread_intrinsic(const Intrinsic& n) -> void {
     }
     case IntrinsicOp::CpAsyncCommit:
     case IntrinsicOp::CpAsyncWait:
-    case IntrinsicOp::FenceProxyAsync: return;  // one memory, one proxy
-    case IntrinsicOp::Nanosleep: return;        // a block's threads run in turns: no one to wait for
+    case IntrinsicOp::FenceProxyAsync:
+      return;  // one memory, one proxy
+    // A block's threads run in turns, none to wait for: of a sleep, only the duration's reads count.
+    case IntrinsicOp::Nanosleep:
+      if (!n.args.empty()) (void)val_.expr(n.args[0]);
+      return;
     default: break;
   }
   unsupported(user_name(n.op), n.loc);

@@ -72,8 +72,12 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
       complete_async(t, t.groups - keep);
       return;
     }
-    case IntrinsicOp::FenceProxyAsync: return;  // one memory, one proxy
-    case IntrinsicOp::Nanosleep: return;        // its threads take turns of their own
+    case IntrinsicOp::FenceProxyAsync:
+      return;  // one memory, one proxy
+    // Its threads take turns of their own: of a sleep, only the duration's reads count.
+    case IntrinsicOp::Nanosleep:
+      if (!n.args.empty()) (void)eval(n.args[0], t);
+      return;
     default:
       if (Hopper::runs(n.op)) return hopper(n, t);
       break;
