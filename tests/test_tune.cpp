@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "kernels/tuning.hpp"
+#include "test_support.hpp"
 #include "vantage/vantage.hpp"
 
 namespace vantage {
@@ -507,6 +508,25 @@ TEST(Tune, TheModelAndRandomSearchesComeWithinFivePercentOfTheExhaustiveBestWith
   // On the fixed landscapes the model must beat chance: 15 picks within 5% of 16 against random's 12
   // (with the objective turned upside down, the model's fell to 12).
   EXPECT_GT(model_hits, random_hits) << "the model search finds no more than the random one on the H100 landscapes";
+}
+
+// scan_tiled declares a space (threads, items a thread, the look-back's back-off): `vantage tune
+// scan_tiled` builds and checks every configuration against its workload's reference at a size of
+// several tiles for each (many for the small ones, so that their look-back runs), on the interpreter.
+TEST(Tune, TheScanIsTunedOverItsShapesAndItsBackOff) {
+  tune::Options o;
+  o.store = false;
+  o.warmup = 0;
+  o.repetitions = 1;
+  o.flush_cache = false;
+  const std::int64_t n = test_support::kSanitized ? 5000 : 20000;
+  tune::Report r = examples::tune_example("scan_tiled", {{"n", n}}, Device::interpreter(), o);
+  EXPECT_EQ(r.results.size(), 32u);
+  EXPECT_EQ(r.measured, 32);
+  EXPECT_EQ(r.failed, 0);
+  for (const auto& res : r.results) EXPECT_TRUE(res.ok()) << tune::to_string(res.config) << ": " << res.detail;
+  ASSERT_NE(r.best(), nullptr);
+  EXPECT_EQ(r.best()->config.size(), 3u) << tune::to_string(r.best()->config);
 }
 
 }  // namespace

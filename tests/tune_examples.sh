@@ -7,12 +7,12 @@ set -euo pipefail
 cli="$1"
 shift
 examples=("$@")
-[ ${#examples[@]} -gt 0 ] || examples=(sgemm_smem sgemm_reg2d sgemm_pipelined)
+[ ${#examples[@]} -gt 0 ] || examples=(sgemm_smem sgemm_reg2d sgemm_pipelined scan_tiled)
 fail() { echo "tune_examples.sh: $*" >&2; exit 1; }
 for ex in "${examples[@]}"; do
   out=$("$cli" tune "$ex" --device interpreter --size 8 --fresh 2>/dev/null)
   echo "$out" | tail -2
-  configs=$(echo "$out" | sed -n "s/^tune $ex: \([0-9]*\) configurations, K=8 M=8 N=8, on interpreter.*/\1/p")
+  configs=$(echo "$out" | sed -n "s/^tune $ex: \([0-9]*\) configurations, \(K=8 M=8 N=8\|n=8\), on interpreter.*/\1/p")
   [ -n "$configs" ] && [ "$configs" -gt 1 ] || fail "$ex: no configuration count"
   echo "$out" | grep -q "^$configs measured now (exhaustive search), 0 from stored results (not stored), 0 failed" ||
     fail "$ex: not every one of $configs configurations was measured and right"

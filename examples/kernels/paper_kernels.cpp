@@ -841,6 +841,24 @@ tune::Candidate pipelined_candidate(const tune::Config& c, const Size& s) {
   sh.tm = c.count("TM") ? value(c, "TM") : 8;
   return gemm_candidate(sgemm_pipelined(sh), s, sh.bm, sh.bn, std::int64_t{sh.bm} / (4 * sh.tm) * (sh.bn / 64) * 32);
 }
+
+// ---------------------------------------------------------------- the tunable scan
+/// scan_tiled: T threads of I items a block, and the look-back's sleep before each poll of a window
+/// not yet published (B ns; CUB's shapes for 4-byte values on sm_90 are 128 x 24 with 648 ns).
+tune::Space scan_space() {
+  tune::Space s;
+  s.param("T", {128, 256, 512, 1024}).param("I", {8, 12, 16, 24}).param("B", {0, 650});
+  return s;
+}
+tune::Candidate scan_candidate(const tune::Config& c, const Size& s) {
+  const int threads = value(c, "T"), items = value(c, "I"), backoff = value(c, "B");
+  const std::int64_t tile = std::int64_t{threads} * items;
+  return {scan_tiled(
+              threads, items,
+              "scan_tiled_t" + std::to_string(threads) + "_i" + std::to_string(items) + "_b" + std::to_string(backoff),
+              backoff),
+          Grid{std::max<std::int64_t>(1, (s.at("n") + tile - 1) / tile), threads}, std::nullopt};
+}
 }  // namespace
 
 const std::vector<Example>& all() {
@@ -895,8 +913,13 @@ const std::vector<Example>& all() {
        "int8 tensor-core GEMM: s8 in, i32 out, 32x32 block tiles, four warps of two m16n8k32 mma.sync, any size",
        igemm_mma},
       {"scan_lookback", "single-pass inclusive scan of ints, decoupled look-back across blocks of 256", scan_lookback},
-      {"scan_tiled", "the look-back scan with 8 ints per thread in 16-byte loads and stores, 8192 per block of 1024",
-       [] { return scan_tiled(); }},
+      {"scan_tiled",
+       "the look-back scan with 8 ints per thread in 16-byte loads and stores, 8192 per block of 1024",
+       [] { return scan_tiled(); },
+       {},
+       std::nullopt,
+       scan_space,
+       scan_candidate},
       {"device_scan", "the tiled look-back scan as one library call: lib::device_inclusive_scan, 8192 ints per block",
        device_scan},
       {"device_sum", "the sum of n ints as one library call: lib::device_reduce, 8192 per block", device_sum},

@@ -69,13 +69,15 @@ const char* kUsage =
     "          [--results DIR] [--fresh]\n"
     "\n"
     "Tunes an example that declares a configuration space (%s; \"sgemm\" is\n"
-    "rung 4, sgemm_reg1d) for C = A B on one device. Every configuration is built, compiled on worker\n"
-    "threads, checked against a reference and timed (median of 5, caches flushed); one that fails at any\n"
-    "stage is reported and scored as infinitely slow. Results are stored per configuration, problem,\n"
-    "device and toolchain, so a second run measures only what is new.\n"
+    "rung 4, sgemm_reg1d) on one device: the GEMMs for C = A B, the scan for n ints. Every\n"
+    "configuration is built, compiled on worker threads, checked against a reference and timed (median\n"
+    "of 5, caches flushed); one that fails at any stage is reported and scored as infinitely slow.\n"
+    "Results are stored per configuration, problem, device and toolchain, so a second run measures\n"
+    "only what is new.\n"
     "\n"
-    "  --size N             M = N = K = N (default 1024 on a GPU, 256 on the CPU, 32 on the interpreter);\n"
-    "                       or each of M, N and K as --size NAME=VALUE; a kernel of a --load library takes\n"
+    "  --size N             every size the example takes: M = N = K = N for the GEMMs (default 1024 on a\n"
+    "                       GPU, 256 on the CPU, 32 on the interpreter), n = N for the scan (default 2^24,\n"
+    "                       2^20, 8192); or each as --size NAME=VALUE; a kernel of a --load library takes\n"
     "                       its own sizes by name (default: those it registered)\n"
     "  --device DEVICE      interpreter, cpu, cpu:THREADS, gpu, gpu:N or best (the default)\n"
     "  --search HOW         exhaustive (the default: every configuration), random (a seeded sample) or\n"
@@ -259,13 +261,23 @@ int tune_main(const std::vector<std::string>& args, const std::string& program, 
     }
     for (const auto& [k, v] : from_library->sizes) size.emplace(k, v);
   } else {
+    // The sizes its workload takes: M, N and K for the GEMMs, n for the scan.
+    std::vector<std::string> wants = workload_sizes(name == "sgemm" ? "sgemm_reg1d" : name);
+    if (wants.empty()) wants = {"M", "N", "K"};  // no such example: tunable() says so below
+    std::string listed;
+    for (const auto& k : wants) listed += (listed.empty() ? "" : ", ") + k;
     for (const auto& [k, v] : size)
-      if (k != "M" && k != "N" && k != "K") {
-        std::fprintf(stderr, "%s: the examples' sizes are M, N and K, not '%s'\n", program.c_str(), k.c_str());
+      if (std::find(wants.begin(), wants.end(), k) == wants.end()) {
+        std::fprintf(stderr, "%s: the sizes of '%s' are %s, not '%s'\n", program.c_str(), name.c_str(), listed.c_str(),
+                     k.c_str());
         return 2;
       }
-    if (square == 0) square = device->is_gpu() ? 1024 : device->kind() == DeviceKind::Cpu ? 256 : 32;
-    for (const char* k : {"M", "N", "K"}) size.emplace(k, square);
+    const bool gemm = wants.front() == "M";
+    if (square == 0)
+      square = device->is_gpu()                    ? (gemm ? 1024 : std::int64_t{1} << 24)
+               : device->kind() == DeviceKind::Cpu ? (gemm ? 256 : std::int64_t{1} << 20)
+                                                   : (gemm ? 32 : 8192);
+    for (const auto& k : wants) size.emplace(k, square);
   }
   try {
     const Example& e = from_library ? *from_library : tunable(name);
@@ -291,6 +303,11 @@ int tune_main(const std::vector<std::string>& args, const std::string& program, 
     }
     if (from_library) {
       std::printf("best: %s, %.4f ms\n", tune::to_string(best->config).c_str(), best->ms);
+      return 0;
+    }
+    if (!size.count("M")) {  // the scan: its elements a second
+      std::printf("best: %s, %.4f ms, %.3g G elements/s\n", tune::to_string(best->config).c_str(), best->ms,
+                  static_cast<double>(size.at("n")) / (best->ms * 1e6));
       return 0;
     }
     const double flops =

@@ -512,11 +512,26 @@ Shape shape_of(const std::string& name) {
 
 bool has_workload(const std::string& name) { return shape_of(name) != Shape::None; }
 
+namespace {
+/// The size names each Shape's workload takes, space-separated.
+const std::string& needs(Shape shape) {
+  static const std::string kNeeds[] = {"",  "M N K", "M N K", "n", "M N", "n", "n",    "n",
+                                       "n", "n",     "M N K", "n", "n",   "n", "M N K"};
+  return kNeeds[static_cast<int>(shape)];
+}
+}  // namespace
+
+std::vector<std::string> workload_sizes(const std::string& name) {
+  std::vector<std::string> out;
+  const std::string& want = needs(shape_of(name));
+  for (const char* k : {"M", "N", "K", "n"})
+    if (want.find(k) != std::string::npos) out.emplace_back(k);
+  return out;
+}
+
 Workload make_workload(const std::string& name, const Size& size, const Device& d) {
   const Shape shape = shape_of(name);
-  const std::string needs[] = {"",  "M N K", "M N K", "n", "M N", "n", "n",    "n",
-                               "n", "n",     "M N K", "n", "n",   "n", "M N K"};
-  const std::string& want = needs[static_cast<int>(shape)];
+  const std::string& want = needs(shape);
   for (const char* k : {"M", "N", "K", "n"})
     if (want.find(k) != std::string::npos && !size.count(k))
       throw std::invalid_argument("example '" + name + "' needs the size " + k + " (it takes " + want + ")");

@@ -37,6 +37,8 @@ struct Workload {
 /// copy, saxpy_vec, the transposes, the block reduction, the scans, and the device-wide examples (device_sum,
 /// compact, byte_histogram), and the radix sort (four passes of three kernels: Workload::run).
 bool has_workload(const std::string& name);
+/// The sizes example `name`'s workload takes, in the order M, N, K, n (none without a workload).
+std::vector<std::string> workload_sizes(const std::string& name);
 /// Example `name`'s workload at `size` (its run's size names: M, N, K or n) on `device`. Throws
 /// std::invalid_argument for an example without one or a size it lacks.
 Workload make_workload(const std::string& name, const std::map<std::string, std::int64_t>& size, const Device& device);
