@@ -135,6 +135,18 @@ const std::vector<Variant>& variants() {
                      return Grid{std::max<std::int64_t>(1, (s.at("n") + tile - 1) / tile), threads};
                    }});
     }
+    // The library's scan with the same back-off (lib::DeviceTile::backoff_ns), beside device_scan.
+    for (int k : {24, 28})
+      v.push_back({"device_scan_sleep650",
+                   "device_scan",
+                   Shape::Scan,
+                   {{"n", std::int64_t{1} << k}},
+                   [] {
+                     return examples::device_scan(lib::DeviceTile{8, 650}, "device_scan_sleep650");
+                   },
+                   [](const Size& s) {
+                     return Grid{lib::device_blocks(s.at("n"), 1024, lib::DeviceTile{8, 650}), 1024};
+                   }});
     // The one-sweep sort (a histogram launch, then one a pass) beside the three-kernel passes.
     for (int k : {24, 26, 28})
       v.push_back({"radix_sort_onesweep",

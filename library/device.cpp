@@ -129,6 +129,13 @@ std::optional<std::int64_t> valid(Scope& grid, const Job& j, const Loc& loc) {
                   loc);
     return std::nullopt;
   }
+  if (j.tile.backoff_ns < 0 || j.tile.backoff_ns > 1000000) {
+    grid.diagnose("V0913",
+                  std::string("lib::") + j.helper + "'s look-back sleeps 0 to 1000000 ns before a poll, not " +
+                      std::to_string(j.tile.backoff_ns),
+                  loc);
+    return std::nullopt;
+  }
   if (!combinable(j.type)) {
     grid.diagnose("V0913",
                   std::string("lib::") + j.helper +
@@ -244,6 +251,7 @@ View look_back(Scope& b, const Job& j, const std::string& name, const Expr& blk,
                             w.while_(
                                 waiting != 0u,
                                 [&](Scope& w) {
+                                  if (j.tile.backoff_ns > 0) w.nanosleep(j.tile.backoff_ns, loc);
                                   Var again = w.atomic_load(name + "_again", j.temp, at_j, reading, loc);
                                   w.assign(d, again, loc);
                                   w.assign(status, select(at >= 0, cast<int>(again >> 62), kInclusive), loc);

@@ -25,8 +25,9 @@ std::vector<Device> devices() { return test_support::every_device(); }
 
 struct Shape {
   int threads, items;
+  int backoff_ns = 0;  // the look-back's sleep before a poll: the GPU's alone, the same results
 };
-constexpr Shape kShapes[] = {{32, 4}, {256, 8}};
+constexpr Shape kShapes[] = {{32, 4, 500}, {256, 8}};
 
 /// Sizes for a tile of `per` elements: none, one, a tile less one, a few tiles and a part, and more
 /// tiles than a look-back window (32) sees at once.
@@ -52,7 +53,7 @@ Kernel scan_kernel(Shape s, ScanKind kind, bool user) {
   auto n = k.param<int>("n");
   auto x = k.param<GlobalPtr<const int>>("x", extent(n));
   auto y = k.param<GlobalPtr<int>>("y", extent(n));
-  const lib::DeviceTile tile{s.items};
+  const lib::DeviceTile tile{s.items, s.backoff_ns};
   auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, s.threads, tile)));
   k.block_threads(s.threads);
   k.body([&](Scope& g) {
@@ -143,7 +144,7 @@ Kernel reduce_kernel(Shape s, const std::string& which) {
   auto n = k.param<int>("n");
   auto x = k.param<GlobalPtr<const int>>("x", extent(n));
   auto out = k.param<GlobalPtr<int>>("out", extent(1));
-  const lib::DeviceTile tile{s.items};
+  const lib::DeviceTile tile{s.items, s.backoff_ns};
   auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, s.threads, tile)));
   k.block_threads(s.threads);
   k.body([&](Scope& g) {
@@ -299,7 +300,7 @@ Kernel select_kernel(Shape s) {
   auto x = k.param<GlobalPtr<const T>>("x", extent(n));
   auto out = k.param<GlobalPtr<T>>("out", extent(n));
   auto count = k.param<GlobalPtr<int>>("count", extent(1));
-  const lib::DeviceTile tile{s.items};
+  const lib::DeviceTile tile{s.items, s.backoff_ns};
   auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, s.threads, tile)));
   k.block_threads(s.threads);
   k.body([&](Scope& g) {
@@ -382,6 +383,13 @@ TEST(DeviceLibrary, TheGeneratedCudaCompilesCleanlyAndTheScanMovesWholeVectors) 
   // The scan's loads and stores are 16-byte vectors (the tile's threads' items are aligned).
   const std::string src = specialize_for(scan_kernel({256, 8}, ScanKind::Inclusive, false), Spec{}).source;
   EXPECT_NE(src.find("int4"), std::string::npos) << src;
+  EXPECT_EQ(src.find("__nanosleep"), std::string::npos) << "a look-back that sleeps without a back-off";
+  // With a back-off, the look-back's poll of a window not yet published sleeps first: once in the code.
+  const Kernel slept = scan_kernel({32, 4, 500}, ScanKind::Inclusive, false);
+  const std::string slept_src = specialize_for(slept, Spec{}).source;
+  EXPECT_EQ(test_support::count(slept_src, "__nanosleep(static_cast<unsigned>(min(max(500, 0), 1000000)));"), 1)
+      << slept_src;
+  EXPECT_EQ(compile(slept, Spec{}).log, "");
 }
 
 /// Block b is tile `offset + b` of a chain whose first `offset` tiles' words the test writes as it
@@ -737,6 +745,25 @@ TEST(DeviceLibrary, ItemsThatAreNotWholeVectorsAreRefused) {
     lib::device_exclusive_scan(g, y, x, n, lib::Op::Sum, temp, {6});
   });
   EXPECT_TRUE(testing::rejected_saying(k, "V0913", line, "test_device_library.cpp", "multiple of 4 from 4 to 32"));
+}
+
+TEST(DeviceLibrary, ABackOffOutsideWhatAThreadSleepsIsRefused) {
+  for (int backoff : {-1, 1000001}) {
+    KernelBuilder k("scan_backoff");
+    auto n = k.param<int>("n");
+    auto x = k.param<GlobalPtr<const int>>("x", extent(n));
+    auto y = k.param<GlobalPtr<int>>("y", extent(n));
+    auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, 128)));
+    k.block_threads(128);
+    int line = 0;
+    k.body([&](Scope& g) {
+      line = __LINE__ + 1;
+      lib::device_inclusive_scan(g, y, x, n, lib::Op::Sum, temp, {8, backoff});
+    });
+    EXPECT_TRUE(
+        testing::rejected_saying(k, "V0913", line, "test_device_library.cpp",
+                                 "look-back sleeps 0 to 1000000 ns before a poll, not " + std::to_string(backoff)));
+  }
 }
 
 TEST(DeviceLibrary, TemporaryStorageOfAnotherTypeIsRefused) {

@@ -568,15 +568,15 @@ Kernel fp8_dequant() {
 // END FORM
 
 // LIBRARY FORM device_scan
-Kernel device_scan() {
+Kernel device_scan(lib::DeviceTile tile, const std::string& name) {
   constexpr int T = 1024;  // 8 items a thread: scan_tiled's tile of 8192
-  KernelBuilder k("device_scan");
+  KernelBuilder k(name);
   auto n = k.param<int>("n");
   auto x = k.param<GlobalPtr<const int>>("x", extent(n));
   auto y = k.param<GlobalPtr<int>>("y", extent(n));
-  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, T)));
+  auto temp = k.param<GlobalPtr<std::uint64_t>>("temp", extent(lib::device_temp_extent(n, T, tile)));
   k.block_threads(T);
-  k.body([&](Scope& g) { lib::device_inclusive_scan(g, y, x, n, lib::Op::Sum, temp); });
+  k.body([&](Scope& g) { lib::device_inclusive_scan(g, y, x, n, lib::Op::Sum, temp, tile); });
   return k.build();
 }
 // END FORM
@@ -921,7 +921,7 @@ const std::vector<Example>& all() {
        scan_space,
        scan_candidate},
       {"device_scan", "the tiled look-back scan as one library call: lib::device_inclusive_scan, 8192 ints per block",
-       device_scan},
+       [] { return device_scan(); }},
       {"device_sum", "the sum of n ints as one library call: lib::device_reduce, 8192 per block", device_sum},
       {"radix_sort",
        "a pass of an LSD radix sort of u32 keys with values: each key to its digit's place, stably "

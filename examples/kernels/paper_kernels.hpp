@@ -141,7 +141,8 @@ Kernel fp8_dequant();
 /// The device library's device-wide operations as whole kernels (lib::device_*, docs/library.md).
 /// `device_scan`: scan_tiled in one call, y = the inclusive sums of x, 1024 threads of 8 items;
 /// `temp` (lib::device_temp_words of it) zero when allocated, and left zero by every launch.
-Kernel device_scan();
+/// With `tile`, in that many items a thread and with that look-back back-off (lib::DeviceTile).
+Kernel device_scan(lib::DeviceTile tile = {}, const std::string& name = "device_scan");
 /// out[0] = the sum of x (wrapping), lib::device_reduce on device_scan's tiles, `temp` as its.
 Kernel device_sum();
 /// A radix sort of u32 keys with u32 values, 8-bit digits, four passes of three kernels each:

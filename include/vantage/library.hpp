@@ -280,7 +280,9 @@ Var block_radix_sort(Scope& block, std::string name, const ExprArg& key, int bit
 /// status stored with a release and loaded with an acquire), and a tile's first warp reads the words
 /// before its own, 32 at a time, until one is complete. Launch `device_blocks(n, T, tile)` blocks of T threads.
 struct DeviceTile {
-  int items = 8;  ///< elements a thread: a multiple of 4 from 4 to 32
+  int items = 8;       ///< elements a thread: a multiple of 4 from 4 to 32
+  int backoff_ns = 0;  ///< the look-back's sleep before each poll of a window not yet published (0 to 1 ms;
+                       ///< Scope::nanosleep, as CUB's look-back sleeps); 0: it polls at once
 };
 /// The blocks a device-wide operation of `n` elements is launched with: one a tile, at least one.
 std::int64_t device_blocks(std::int64_t n, std::int64_t threads, DeviceTile tile = {});
