@@ -129,10 +129,10 @@ std::optional<std::int64_t> valid(Scope& grid, const Job& j, const Loc& loc) {
                   loc);
     return std::nullopt;
   }
-  if (j.tile.backoff_ns < 0 || j.tile.backoff_ns > 1000000) {
+  if (j.tile.backoff_ns < 0 || j.tile.backoff_ns > kMaxNanosleepNs) {
     grid.diagnose("V0913",
-                  std::string("lib::") + j.helper + "'s look-back sleeps 0 to 1000000 ns before a poll, not " +
-                      std::to_string(j.tile.backoff_ns),
+                  std::string("lib::") + j.helper + "'s look-back sleeps 0 to " + std::to_string(kMaxNanosleepNs) +
+                      " ns before a poll, not " + std::to_string(j.tile.backoff_ns),
                   loc);
     return std::nullopt;
   }

@@ -1153,6 +1153,7 @@ TEST(Library, TheTiledScanIsRightInEveryShape) {
   }
   EXPECT_THROW(examples::scan_tiled(96, 6), std::invalid_argument);           // items not a multiple of 4
   EXPECT_THROW(examples::scan_tiled(128, 8, "", -1), std::invalid_argument);  // a back-off below 0
+  EXPECT_THROW(examples::scan_tiled(128, 8, "", kMaxNanosleepNs + 1), std::invalid_argument);  // over 1 ms
 }
 
 // lib::for_each_tile_grouped: every tile once, in the grouped order (block b of group b / (G * tiles

@@ -389,11 +389,13 @@ Kernel scan_lookback() {
 
 // PRIMITIVE FORM device_scan
 Kernel scan_tiled(int T, int ITEMS, const std::string& name, int backoff_ns) {
-  if (T < 64 || T > 1024 || T % 32 != 0 || ITEMS < 4 || ITEMS % 4 != 0 || ITEMS > 32 || backoff_ns < 0)
+  if (T < 64 || T > 1024 || T % 32 != 0 || ITEMS < 4 || ITEMS % 4 != 0 || ITEMS > 32 || backoff_ns < 0 ||
+      backoff_ns > kMaxNanosleepNs)
     throw std::invalid_argument("scan_tiled: " + std::to_string(T) + " threads of " + std::to_string(ITEMS) +
                                 " items, a back-off of " + std::to_string(backoff_ns) +
                                 " ns; threads are a multiple of 32 from 64 to 1024, items a multiple of 4 up to 32, "
-                                "the back-off 0 or more");
+                                "the back-off 0 to " +
+                                std::to_string(kMaxNanosleepNs) + " ns");
   const int TILE = T * ITEMS;
   KernelBuilder k(!name.empty() ? name : "scan_tiled");
   auto n = k.param<int>("n");

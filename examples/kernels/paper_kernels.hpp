@@ -120,9 +120,10 @@ Kernel scan_lookback();
 /// past n, in the last block), scans them in registers, the threads' totals are scanned over the
 /// block, the first warp looks back over 32 blocks at a time, and each thread stores its results as
 /// vectors. `desc` holds ceil(n / (threads * items)) words, zero at launch; n > 0. Threads: a
-/// multiple of 32 from 64 to 1024; items: a multiple of 4 up to 32. With `backoff_ns` > 0 the look-back
-/// sleeps that long (Scope::nanosleep) before each poll of a window not yet published, as CUB's scan
-/// does (648 ns for 4-byte values on sm_90), so that the polls leave L2 to the blocks publishing.
+/// multiple of 32 from 64 to 1024; items: a multiple of 4 up to 32. With `backoff_ns` > 0 (at most
+/// kMaxNanosleepNs) the look-back sleeps that long (Scope::nanosleep) before each poll of a window
+/// not yet published, as CUB's scan does (648 ns for 4-byte values on sm_90), so that the polls leave
+/// L2 to the blocks publishing.
 Kernel scan_tiled(int threads = 1024, int items = 8, const std::string& name = "", int backoff_ns = 0);
 
 /// out (N x M) = in (M x N) transposed, through a 32 x 32 shared tile per block (1024 threads): reads

@@ -301,11 +301,11 @@ int tune_main(const std::vector<std::string>& args, const std::string& program, 
       std::printf("no configuration was measured\n");
       return 1;
     }
-    if (from_library) {
+    if (from_library || !(size.count("n") || (size.count("M") && size.count("N") && size.count("K")))) {
       std::printf("best: %s, %.4f ms\n", tune::to_string(best->config).c_str(), best->ms);
       return 0;
     }
-    if (!size.count("M")) {  // the scan: its elements a second
+    if (size.count("n")) {  // the scan: its elements a second
       std::printf("best: %s, %.4f ms, %.3g G elements/s\n", tune::to_string(best->config).c_str(), best->ms,
                   static_cast<double>(size.at("n")) / (best->ms * 1e6));
       return 0;

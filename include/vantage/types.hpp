@@ -224,4 +224,8 @@ struct SharedPtr {};
 template <class T>
 struct LocalPtr {};
 
+/// The longest Scope::nanosleep, in nanoseconds (PTX `nanosleep`: 0 to 1 ms); lib::DeviceTile's
+/// back-off is bounded by it too.
+inline constexpr std::int64_t kMaxNanosleepNs = 1000000;
+
 }  // namespace vantage

@@ -299,9 +299,8 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
     }
     case IntrinsicOp::Nanosleep:
       operand_value(n, 0, ScalarType::I32, "duration");
-      if (auto ns = n.args.empty() ? std::nullopt : const_int(n.args[0]); ns && (*ns < 0 || *ns > ir::kMaxNanosleep))
-        operand_error(n,
-                      "a thread sleeps 0 to " + std::to_string(ir::kMaxNanosleep) + " ns, not " + std::to_string(*ns));
+      if (auto ns = n.args.empty() ? std::nullopt : const_int(n.args[0]); ns && (*ns < 0 || *ns > kMaxNanosleepNs))
+        operand_error(n, "a thread sleeps 0 to " + std::to_string(kMaxNanosleepNs) + " ns, not " + std::to_string(*ns));
       break;
     case IntrinsicOp::TmaStoreWait:
       if (imm(0) < 0 || imm(0) > 63) operand_error(n, "pending stores are 0..63, not " + std::to_string(imm(0)));

@@ -202,7 +202,7 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
     case IntrinsicOp::Nanosleep:
       // A duration the checker could not see is clamped to what the hardware takes (PTX: 0 to 1 ms).
       ind();
-      out_ << "__nanosleep(static_cast<unsigned>(min(max(" << arg(0) << ", 0), " << ir::kMaxNanosleep << ")));\n";
+      out_ << "__nanosleep(static_cast<unsigned>(min(max(" << arg(0) << ", 0), " << kMaxNanosleepNs << ")));\n";
       break;
     case IntrinsicOp::TmaStoreWait:
       ind();

@@ -643,8 +643,6 @@ struct TensorMapNode {
 
 /// The most blocks a multiprocessor holds at once (sm_80 to sm_90): KernelBuilder::min_blocks_per_sm.
 constexpr std::int64_t kMaxBlocksPerSm = 32;
-/// The longest Scope::nanosleep, in nanoseconds (PTX `nanosleep`: 0 to 1 ms).
-constexpr std::int64_t kMaxNanosleep = 1000000;
 
 struct KernelNode {
   std::string name;
