@@ -64,12 +64,11 @@ Usage:
                                 CPU side is timed on this host first (probe kernels, about a second);
                                 --fitted uses the constants fitted on the development host instead
   vantage devices               list the devices of this host and which one Device::best() picks
-  vantage tune NAME [OPTIONS]   tune an example over its configuration space (the sgemm rungs
-                                sgemm_smem, sgemm_reg1d, sgemm_reg2d and sgemm_pipelined; "sgemm"
-                                is sgemm_reg1d) on a device: every configuration compiled in
-                                parallel, checked and timed, failures scored as infinitely slow,
-                                results stored for the next run; a table, CSV and an SVG heatmap
-                                (see vantage tune NAME --help)
+  vantage tune NAME [OPTIONS]   tune an example over its configuration space (the sgemm rungs and
+                                the tiled scan: vantage tune --help names them) on a device: every
+                                configuration compiled in parallel, checked and timed, failures
+                                scored as infinitely slow, results stored for the next run; a
+                                table, CSV and an SVG heatmap
   vantage cache COMMAND         the on-disk kernel cache: path, ls, stat, verify, prune, clear,
                                 export, import (see vantage cache --help)
   vantage version               print the version and the NVRTC found
