@@ -111,6 +111,31 @@ TEST(Hopper, TheInt8WgmmaGemmCompilesToIntegerWgmmaWithEveryAccessProven) {
   expect_only_on_sm90a(ex.build(), ex.spec());
 }
 
+// At K = 128 the int8 GEMM takes one K step, whose loop the compiler unrolls: it then sank the
+// accumulators' zeroing past the wgmma fence, and ptxas injected a fence of its own before the
+// first wgmma (an info line, C7519, in every compile's log). The accumulators are pinned before each
+// fence and after each wait, so neither their writes nor their reads cross one.
+TEST(Hopper, TheWgmmaAccumulatorsAreWrittenBeforeTheFenceAtEveryDepthOfK) {
+  REQUIRE_NVRTC();
+  const auto& ex = gemm_example("igemm_wgmma");
+  for (std::int64_t k : {128, 256, 640}) {
+    SCOPED_TRACE("K = " + std::to_string(k));
+    Spec spec = ex.spec();
+    spec.sizes["M"] = 128;
+    spec.sizes["N"] = 768;
+    spec.sizes["K"] = k;
+    Compiled c = compile(ex.build(), spec);
+    EXPECT_EQ(c.log, "") << "ptxas said something (C7519: a fence it had to add)";
+    const std::string& src = c.spec.source;
+    const std::string pin = "asm volatile(\"\" : \"+r\"(acc[0]), \"+r\"(acc[1])";
+    const std::size_t fence = src.find("wgmma.fence.sync.aligned"), wait = src.find("wgmma.wait_group.sync.aligned");
+    ASSERT_NE(fence, std::string::npos);
+    ASSERT_NE(wait, std::string::npos);
+    EXPECT_LT(src.rfind(pin, fence), fence) << "no pin before the fence";
+    EXPECT_NE(src.find(pin, wait), std::string::npos) << "no pin after the wait";
+  }
+}
+
 // ---------------------------------------------------------------- a TMA load, used after its wait
 /// One block of 32 threads: thread 0 loads an 8 x 32 f32 box by TMA into `tile`; everyone waits on
 /// the mbarrier; each thread copies one element out. `wait` false leaves the wait out.

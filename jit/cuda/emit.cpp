@@ -101,7 +101,10 @@ auto Emitter::run(const lower::Lowered& lowered) -> EmitResult {
         if (m->space == MemSpace::Local) align[m] = std::max(align[m], bytes);
       IRVisitor::visit(n);
     }
+    std::unordered_set<const MemNode*>* acc = nullptr;
     void visit(const Intrinsic& n) override {
+      if (n.op == IntrinsicOp::Wgmma && !n.mems.empty() && n.mems[0]->space == MemSpace::Local)
+        acc->insert(n.mems[0].get());
       if (n.op == IntrinsicOp::MmaSync)
         for (std::size_t i = 1; i < 3 && i < n.mems.size(); ++i)
           if (n.mems[i]->space == MemSpace::Local && type_bytes(n.mems[i]->elem) < 4)
@@ -109,6 +112,7 @@ auto Emitter::run(const lower::Lowered& lowered) -> EmitResult {
       IRVisitor::visit(n);
     }
   } vectors(local_align_);
+  vectors.acc = &wgmma_acc_;
   for (const auto& f : lowered.functions) vectors.walk(f->body);
   vectors.walk(lowered.kernel.body);
   lowered_ = &lowered;
@@ -323,9 +327,11 @@ void Emitter::stmt(const StmtPtr& s) {
 }
 
 void Emitter::nested(const StmtPtr& s) {
+  const std::size_t declared = acc_in_scope_.size();
   ++indent_;
   stmt(s);
   --indent_;
+  acc_in_scope_.resize(declared);  // the block's arrays end with it
 }
 
 void Emitter::emit(const Seq& n, const StmtPtr&) {
@@ -479,6 +485,7 @@ void Emitter::emit(const LocalAlloc& n, const StmtPtr&) {
   ind();
   if (auto a = local_align_.find(n.mem.get()); a != local_align_.end()) out_ << "alignas(" << a->second << ") ";
   out_ << v_.ctype(n.mem->elem) << " " << v_.name(n.mem) << "[" << n.count << "];\n";
+  if (wgmma_acc_.count(n.mem.get())) acc_in_scope_.push_back(&n);
 }
 
 void Emitter::emit(const Call& n, const StmtPtr&) {

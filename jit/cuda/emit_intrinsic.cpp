@@ -111,6 +111,7 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
       out_ << wgmma_asm(n, v_.name(n.mems[0]), address(n, 1, n.args[0]), address(n, 2, n.args[1]));
       break;
     case IntrinsicOp::WgmmaFence:
+      pin_accumulators();
       ind();
       out_ << "asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n";
       break;
@@ -121,6 +122,7 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
     case IntrinsicOp::WgmmaWait:
       ind();
       out_ << "asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(" << n.imms[0] << ") : \"memory\");\n";
+      pin_accumulators();
       break;
     case IntrinsicOp::CpAsync: {
       // Checked where lowering could not prove a side inside its memory (imms 1 and 2: the sites,
@@ -307,6 +309,20 @@ void Emitter::atomic(const Intrinsic& n) {
          << v_.ctype(t) << ">(vt_err, " << fail << ");\n";
   } else {
     out_ << "if (" << inside << ") " << call << "; else vt_fail(vt_err, " << fail << ");\n";
+  }
+}
+
+void Emitter::pin_accumulators() {
+  constexpr std::int64_t kPerAsm = 64;  // operands a statement
+  for (const LocalAlloc* a : acc_in_scope_) {
+    const std::string pin = a->mem->elem == ScalarType::F32 ? "\"+f\"(" : "\"+r\"(";
+    for (std::int64_t first = 0; first < a->count; first += kPerAsm) {
+      ind();
+      out_ << "asm volatile(\"\" : ";
+      for (std::int64_t i = first; i < std::min(a->count, first + kPerAsm); ++i)
+        out_ << (i > first ? ", " : "") << pin << v_.name(a->mem) << "[" << i << "])";
+      out_ << ");\n";
+    }
   }
 }
 
