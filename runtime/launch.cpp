@@ -13,10 +13,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "backend/backend.h"
@@ -397,9 +399,19 @@ std::shared_future<void> prepare(const Kernel& kernel, const Device& device, con
 Spec launch_spec(const Kernel& kernel, Spec spec, const std::map<std::string, std::int64_t>& values) {
   const runtime::Table& t = runtime::table_of(kernel);
   for (int i : t.classified) {
-    const std::string& name = t.params[static_cast<std::size_t>(i)].name;
+    const pipeline::ParamCheck& p = t.params[static_cast<std::size_t>(i)];
+    const std::string& name = p.name;
     auto it = values.find(name);
     if (it == values.end()) continue;
+    // A value its parameter cannot hold names no launch: a launch's argument has the parameter's type.
+    const std::int64_t v = it->second;
+    const bool fits = p.type == ScalarType::I32   ? v >= INT32_MIN && v <= INT32_MAX
+                      : p.type == ScalarType::U32 ? v >= 0 && v <= static_cast<std::int64_t>(UINT32_MAX)
+                      : p.type == ScalarType::U64 ? v >= 0
+                                                  : true;
+    if (!fits)
+      throw std::invalid_argument("launch_spec: kernel '" + kernel.name() + "': the value " + std::to_string(v) +
+                                  " of '" + name + "' does not fit its type " + type_name(p.type));
     if (std::uint64_t code = runtime::class_of(it->second)) spec.assume[name] = runtime::assumption_of(code);
   }
   return spec;

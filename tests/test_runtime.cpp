@@ -3,6 +3,10 @@
 // at once (each made once, every result right).
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "kernels/paper_kernels.hpp"
@@ -292,6 +296,16 @@ TEST(Runtime, ALaunchUsesTheVariantForTheSizeClassesOfItsArguments) {
   EXPECT_EQ(s.assume.at("n"), *Assumption::of(100));
   prepare(k, Device::interpreter(), launch_spec(k, Spec{}, {{"n", 48}, {"shift", 48}})).get();
   EXPECT_EQ(launch_stats(k).compiles, 3) << "n and shift multiples of 16: the third variant";
+  // A value no launch can pass (n is an int) names no variant: refused, naming the parameter, where
+  // it was put in a class as if it were an argument.
+  try {
+    launch_spec(k, Spec{}, {{"n", std::int64_t{1} << 40}});
+    ADD_FAILURE() << "a value past an int's range was given a size class";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("the value 1099511627776 of 'n' does not fit its type i32"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(launch_spec(k, Spec{}, {{"n", INT32_MIN}, {"shift", INT32_MAX}}));
 }
 
 TEST(Runtime, PrepareMakesASpecializationAheadOfItsFirstLaunch) {

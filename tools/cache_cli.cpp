@@ -1,11 +1,14 @@
 // `vantage cache ...`: look at, check, trim, clear, export and import the kernel cache.
 #include "tools/cache_cli.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -400,6 +403,56 @@ int remote_command(const std::string& cmd, const std::vector<std::string>& rest,
   return 0;
 }
 
+/// What a command takes besides --json and --help: options without a value, options with one, and
+/// at most how many operands (files or names; a missing one is the command's own to name).
+struct Grammar {
+  std::vector<std::string> flags, valued;
+  std::size_t max_operands = 0;
+};
+
+const std::map<std::string, Grammar>& grammars() {
+  static const std::map<std::string, Grammar> g = {
+      {"path", {}},
+      {"ls", {}},
+      {"stat", {}},
+      {"stats", {{"--reset"}, {}, 0}},
+      {"verify", {{}, {}, 1}},
+      {"prune", {{}, {"--max-bytes"}, 0}},
+      {"clear", {}},
+      {"export", {{}, {"--sign"}, 1}},
+      {"import", {{}, {}, 1}},
+      {"keygen", {{}, {}, 1}},
+      {"push", {{}, {"--sign"}, 1}},
+      {"pull", {{}, {"--sign"}, 1}},
+  };
+  return g;
+}
+
+/// An option the command does not take, or operands it does not take, refused before it acts: a
+/// mistyped option to `clear` or `prune` must not run the command as if it were not there.
+std::optional<std::string> misuse(const std::string& cmd, const std::vector<std::string>& rest) {
+  auto it = grammars().find(cmd);
+  if (it == grammars().end()) return "unknown command '" + cmd + "'";
+  const Grammar& g = it->second;
+  auto in = [](const std::vector<std::string>& v, const std::string& a) {
+    return std::find(v.begin(), v.end(), a) != v.end();
+  };
+  std::size_t operands = 0;
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    const std::string& a = rest[i];
+    if (a == "--json" || in(g.flags, a)) continue;
+    if (in(g.valued, a)) {
+      ++i;  // its value (a missing one is the command's to name)
+      continue;
+    }
+    if (a.size() > 1 && a[0] == '-') return cmd + " does not take the option '" + a + "'";
+    if (++operands > g.max_operands)
+      return cmd + (g.max_operands == 0 ? " takes no FILE or NAME" : " takes one FILE or NAME") + ": '" + a +
+             "' is one too many";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int cache_main(const std::vector<std::string>& args) {
@@ -415,6 +468,7 @@ int cache_main(const std::vector<std::string>& args) {
     std::fputs(help, stdout);
     return 0;
   }
+  if (auto why = misuse(cmd, rest)) return usage_error(*why);
   bool json = flag(rest, "--json");
   CacheConfig cfg = CacheConfig::from_env();
   if (cfg.dir.empty()) return usage_error("no cache directory: set VANTAGE_CACHE_DIR or HOME");

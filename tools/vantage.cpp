@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -203,6 +204,23 @@ int unknown(const std::string& name) {
   return 2;
 }
 
+/// `--size NAME=VALUE` into `size`: a name and a whole integer (a kernel's parameter takes it, so its
+/// type is checked where it is used); false after a message naming `cmd` (nullptr: none) otherwise.
+bool add_size(const char* cmd, const std::string& v, std::map<std::string, std::int64_t>& size) {
+  const std::string who = cmd ? std::string("vantage ") + cmd : std::string("vantage");
+  const auto eq = v.find('=');
+  auto value = eq == std::string::npos
+                   ? std::nullopt
+                   : vantage::examples::integer_in(std::string_view(v).substr(eq + 1), INT64_MIN, INT64_MAX);
+  if (eq == std::string::npos || eq == 0 || !value) {
+    std::fprintf(stderr, "%s: --size wants NAME=VALUE with a whole number for VALUE, not '%s'\n", who.c_str(),
+                 v.c_str());
+    return false;
+  }
+  size[v.substr(0, eq)] = *value;
+  return true;
+}
+
 /// Parses --arch, --threads, --size; returns false (after a message) on a bad option.
 bool parse_spec(int argc, char** argv, int first, vantage::Spec& spec, std::vector<std::string>& names,
                 bool* through_cache = nullptr, bool* runs = nullptr) {
@@ -229,7 +247,14 @@ bool parse_spec(int argc, char** argv, int first, vantage::Spec& spec, std::vect
       }
       spec.arch = *arch;
     } else if (a == "--threads") {
-      spec.threads = std::atoll(value().c_str());
+      const std::string v = value();
+      auto threads = vantage::examples::integer_in(v, 1, 1024);
+      if (!threads) {
+        std::fprintf(stderr, "vantage: --threads wants a count of threads a block from 1 to 1024, not '%s'\n",
+                     v.c_str());
+        return false;
+      }
+      spec.threads = *threads;
     } else if (a == "--fast-math") {
       spec.compiler.fast_math = true;
     } else if (a == "--line-info") {
@@ -257,13 +282,7 @@ bool parse_spec(int argc, char** argv, int first, vantage::Spec& spec, std::vect
       }
       spec.compiler.extra.push_back(v);
     } else if (a == "--size") {
-      auto v = value();
-      auto eq = v.find('=');
-      if (eq == std::string::npos) {
-        std::fprintf(stderr, "vantage: --size wants NAME=VALUE, not '%s'\n", v.c_str());
-        return false;
-      }
-      spec.sizes[v.substr(0, eq)] = std::atoll(v.substr(eq + 1).c_str());
+      if (!add_size(nullptr, value(), spec.sizes)) return false;
     } else if (a.rfind("--", 0) == 0) {
       std::fprintf(stderr, "vantage: unknown option '%s' (see vantage --help)\n", a.c_str());
       return false;
@@ -341,15 +360,6 @@ int check_one(const vantage::examples::Example& ex) {
 }
 
 /// `--size NAME=VALUE` into `size`; false (after saying why) when it is not of that form.
-bool add_size(const char* cmd, const std::string& v, std::map<std::string, std::int64_t>& size) {
-  auto eq = v.find('=');
-  if (eq == std::string::npos) {
-    std::fprintf(stderr, "vantage %s: --size wants NAME=VALUE, not '%s'\n", cmd, v.c_str());
-    return false;
-  }
-  size[v.substr(0, eq)] = std::atoll(v.substr(eq + 1).c_str());
-  return true;
-}
 
 /// `vantage run` of a kernel a `--load` library registered: its RegisteredKernel::run at its sizes
 /// (the command line's over those it registered), launched on `device` and checked by its check.
@@ -425,7 +435,12 @@ int run_main(int argc, char** argv) {
       device_name = v;
       ++i;
     } else if (a == "--seed") {
-      io.seed = std::strtoull(v.c_str(), nullptr, 10);
+      auto seed = vantage::examples::integer_in(v, 0, INT64_MAX);
+      if (!seed) {
+        std::fprintf(stderr, "vantage run: --seed wants a number of at least 0, not '%s'\n", v.c_str());
+        return 2;
+      }
+      io.seed = static_cast<std::uint64_t>(*seed);
       ++i;
     } else if (a == "--against-interpreter") {
       against_interpreter = true;
@@ -452,24 +467,22 @@ int run_main(int argc, char** argv) {
                  device_name.c_str());
     return 2;
   }
-  std::optional<vantage::Device> chosen;
-  try {
-    if (device_name == "interpreter") {
-      chosen = vantage::Device::interpreter(io);
-    } else if (device_name == "best") {
-      chosen = vantage::Device::best();
-    } else if (device_name == "cpu" || device_name.rfind("cpu:", 0) == 0) {
-      chosen = vantage::Device::cpu(device_name == "cpu" ? 0 : std::atoi(device_name.c_str() + 4));
-    } else if (device_name == "gpu" || device_name.rfind("gpu:", 0) == 0) {
-      chosen = vantage::Device::gpu(device_name == "gpu" ? 0 : std::atoi(device_name.c_str() + 4));
-    } else {
-      std::fprintf(stderr, "vantage run: --device is interpreter, cpu, cpu:THREADS, gpu, gpu:N or best, not '%s'\n",
-                   device_name.c_str());
+  for (const auto& [size_name, value] : size)
+    if (value < 0) {
+      std::fprintf(stderr, "vantage run: --size %s=%lld: an example's sizes are counts, at least 0\n",
+                   size_name.c_str(), static_cast<long long>(value));
       return 2;
     }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "vantage run: %s\n", e.what());
-    return 1;
+  std::optional<vantage::Device> chosen;
+  if (device_name == "interpreter") {
+    chosen = vantage::Device::interpreter(io);
+  } else {
+    std::string error;
+    chosen = vantage::examples::device_named(device_name, error);
+    if (!chosen) {
+      std::fprintf(stderr, "vantage run: %s\n", error.c_str());
+      return error.rfind("the device is", 0) == 0 || error.find(" wants ") != std::string::npos ? 2 : 1;
+    }
   }
   // Left to choose, with no GPU to choose, an example the CPU backend cannot run (wgmma, TMA,
   // mbarriers) runs on the interpreter: say so.
@@ -546,11 +559,14 @@ int report_main(int argc, char** argv) {
     if (a == "--size") {
       if (!add_size("report", v, size)) return 2;
       ++i;
-    } else if (a == "--blocks") {
-      blocks = std::atoll(v.c_str());
-      ++i;
-    } else if (a == "--threads") {
-      spec.threads = std::atoll(v.c_str());
+    } else if (a == "--blocks" || a == "--threads") {
+      auto n = vantage::examples::integer_in(v, 1, a == "--blocks" ? INT32_MAX : 1024);
+      if (!n) {
+        std::fprintf(stderr, "vantage report: %s wants a count from 1 to %s, not '%s'\n", a.c_str(),
+                     a == "--blocks" ? "2^31 - 1" : "1024", v.c_str());
+        return 2;
+      }
+      (a == "--blocks" ? blocks : spec.threads) = *n;
       ++i;
     } else if (a == "--arch") {
       auto arch = vantage::parse_arch(v);

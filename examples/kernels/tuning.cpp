@@ -2,6 +2,8 @@
 #include "kernels/tuning.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,14 +15,35 @@
 
 namespace vantage::examples {
 
+std::optional<std::int64_t> integer_in(std::string_view text, std::int64_t lo, std::int64_t hi) {
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [at, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || at != end || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
 std::optional<Device> device_named(const std::string& name, std::string& error) {
   try {
     if (name == "interpreter") return Device::interpreter();
     if (name == "best") return Device::best();
-    if (name == "cpu" || name.rfind("cpu:", 0) == 0)
-      return Device::cpu(name == "cpu" ? 0 : std::atoi(name.c_str() + 4));
-    if (name == "gpu" || name.rfind("gpu:", 0) == 0)
-      return Device::gpu(name == "gpu" ? 0 : std::atoi(name.c_str() + 4));
+    // cpu:THREADS (0: one a core, as Device::cpu); gpu:N, an ordinal the driver reports (Device::gpu
+    // says when not).
+    const std::string_view number = name.size() > 4 ? std::string_view(name).substr(4) : std::string_view();
+    if (name == "cpu") return Device::cpu();
+    if (name.rfind("cpu:", 0) == 0) {
+      if (auto threads = integer_in(number, 0, 1 << 16)) return Device::cpu(static_cast<int>(*threads));
+      error = "cpu:THREADS wants a count of host threads from 1 to 65536 (0: one a core), not '" + std::string(number) +
+              "'";
+      return std::nullopt;
+    }
+    if (name == "gpu") return Device::gpu();
+    if (name.rfind("gpu:", 0) == 0) {
+      if (auto ordinal = integer_in(number, 0, 1 << 16)) return Device::gpu(static_cast<int>(*ordinal));
+      error = "gpu:N wants a GPU's ordinal (0 for the first), not '" + std::string(number) + "'";
+      return std::nullopt;
+    }
     error = "the device is interpreter, cpu, cpu:THREADS, gpu, gpu:N or best, not '" + name + "'";
   } catch (const std::exception& e) {
     error = e.what();
@@ -169,8 +192,10 @@ int tune_main(const std::vector<std::string>& args, const std::string& program, 
       if (!(v = value("a size"))) return 2;
       const auto eq = v->find('=');
       const std::string key = eq == std::string::npos ? "" : v->substr(0, eq);
-      const std::int64_t n = std::atoll(v->c_str() + (eq == std::string::npos ? 0 : eq + 1));
-      if ((eq != std::string::npos && key.empty()) || n < 1 || n > (std::int64_t{1} << 40)) {
+      const std::int64_t n =
+          integer_in(std::string_view(*v).substr(eq == std::string::npos ? 0 : eq + 1), 1, std::int64_t{1} << 40)
+              .value_or(0);
+      if ((eq != std::string::npos && key.empty()) || n < 1) {
         std::fprintf(stderr, "%s: --size is N (M = N = K for the examples) or NAME=N with N at least 1, not '%s'\n",
                      program.c_str(), v->c_str());
         return 2;
@@ -201,7 +226,12 @@ int tune_main(const std::vector<std::string>& args, const std::string& program, 
       (a == "--samples" ? options.samples : options.repetitions) = static_cast<int>(n);
     } else if (a == "--seed") {
       if (!(v = value("a number"))) return 2;
-      options.seed = std::strtoull(v->c_str(), nullptr, 10);
+      auto seed = integer_in(*v, 0, INT64_MAX);
+      if (!seed) {
+        std::fprintf(stderr, "%s: --seed wants a number of at least 0, not '%s'\n", program.c_str(), v->c_str());
+        return 2;
+      }
+      options.seed = static_cast<std::uint64_t>(*seed);
     } else if (a == "--early-stop") {
       if (!(v = value("a fraction"))) return 2;
       char* end = nullptr;
@@ -213,10 +243,22 @@ int tune_main(const std::vector<std::string>& args, const std::string& program, 
       options.early_stop = f;
     } else if (a == "--budget") {
       if (!(v = value("seconds"))) return 2;
-      options.budget_s = std::atof(v->c_str());
+      char* end = nullptr;
+      const double seconds = std::strtod(v->c_str(), &end);
+      if (v->empty() || !end || *end || !(seconds > 0)) {
+        std::fprintf(stderr, "%s: --budget wants a number of seconds above 0, not '%s'\n", program.c_str(), v->c_str());
+        return 2;
+      }
+      options.budget_s = seconds;
     } else if (a == "--compile-threads") {
       if (!(v = value("a count"))) return 2;
-      options.compile_threads = std::atoi(v->c_str());
+      auto threads = integer_in(*v, 1, 1024);
+      if (!threads) {
+        std::fprintf(stderr, "%s: --compile-threads wants a count from 1 to 1024, not '%s'\n", program.c_str(),
+                     v->c_str());
+        return 2;
+      }
+      options.compile_threads = static_cast<int>(*threads);
     } else if (a == "--csv") {
       if (!(v = value("a file"))) return 2;
       csv = *v;

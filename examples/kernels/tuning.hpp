@@ -4,8 +4,10 @@
 // every configuration checked.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/paper_kernels.hpp"
@@ -14,6 +16,11 @@ namespace vantage::examples {
 
 /// A device by name: interpreter, cpu, cpu:THREADS, gpu, gpu:N or best; nullopt with `error` set.
 std::optional<Device> device_named(const std::string& name, std::string& error);
+
+/// The whole of `text` as a decimal integer from `lo` to `hi` (an optional sign, digits, nothing
+/// else); nullopt for anything else, so that a command line's "12x" or "abc" is refused, not read
+/// as 12 or 0.
+std::optional<std::int64_t> integer_in(std::string_view text, std::int64_t lo, std::int64_t hi);
 
 /// The examples `vantage tune` can tune, in examples::all()'s order.
 std::vector<std::string> tunable_examples();

@@ -156,6 +156,7 @@ std::shared_future<void> prepare(const Kernel& kernel, const Device& device, con
 
 /// `spec` with the assumptions a launch makes of the kernel's unspecialized integer parameters when
 /// `values` holds their arguments (by name; others are left out): the variant such a launch uses.
+/// Throws std::invalid_argument for a value its parameter's type cannot hold.
 Spec launch_spec(const Kernel& kernel, Spec spec, const std::map<std::string, std::int64_t>& values);
 
 /// For a kernel that leaves its threads per block open: the count, among 64, 128, 256, 512 and 1024
