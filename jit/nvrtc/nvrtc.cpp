@@ -48,7 +48,9 @@ struct Table {
 
 std::vector<std::string> candidates() {
   std::vector<std::string> out;
-  if (const char* env = std::getenv("VANTAGE_NVRTC")) out.emplace_back(env);
+  // Named by the user, it is the only one tried: a different NVRTC than the one asked for would
+  // compile, and key the cache, with another compiler without a word (as VANTAGE_CUDA_DRIVER).
+  if (const char* env = std::getenv("VANTAGE_NVRTC"); env && *env) return {env};
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
     if (const char* root = std::getenv(var)) out.push_back(std::string(root) + "/lib64/libnvrtc.so.13");
   out.emplace_back("/usr/local/cuda/lib64/libnvrtc.so.13");
@@ -150,7 +152,11 @@ const Table& table() {
       tried += "\n  " + c + ": " + dlerror();
     }
     if (!t.handle) {
-      t.error = "NVRTC not found; tried:" + tried + "\nSet VANTAGE_NVRTC to libnvrtc.so or CUDA_HOME to the toolkit.";
+      const char* env = std::getenv("VANTAGE_NVRTC");
+      t.error = env && *env ? "VANTAGE_NVRTC names an NVRTC that cannot be loaded:" + tried +
+                                  "\nSet it to a libnvrtc.so, or unset it to search the toolkit."
+                            : "NVRTC not found; tried:" + tried +
+                                  "\nSet VANTAGE_NVRTC to libnvrtc.so or CUDA_HOME to the toolkit.";
       return t;
     }
     bool ok = resolve(t, t.get_error_string, "nvrtcGetErrorString") && resolve(t, t.version, "nvrtcVersion") &&
