@@ -458,6 +458,7 @@ struct IntrinsicCall {
   std::vector<ir::MemPtr> mems;
   std::vector<ir::VarPtr> outputs;
   std::vector<std::int64_t> imms;
+  std::string text;
   bool ok = true;
 
   IntrinsicCall& arg(const ExprArg& a, std::optional<ScalarType> want = std::nullopt) {
@@ -483,15 +484,16 @@ struct IntrinsicCall {
   void emit() {
     if (!defined_all(ctx, loc, {ok})) return ctx.record(block, nullptr, loc);
     ctx.record(block,
-               ir::make<ir::Intrinsic>(op, std::move(args), std::move(mems), std::move(outputs), std::move(imms), loc),
+               ir::make<ir::Intrinsic>(op, std::move(args), std::move(mems), std::move(outputs), std::move(imms),
+                                       std::move(text), loc),
                loc);
   }
 };
 }  // namespace
 
-#define VANTAGE_INTRINSIC(op, l)                                \
-  IntrinsicCall {                                               \
-    *ctx_, block_, ir::IntrinsicOp::op, here(l), {}, {}, {}, {} \
+#define VANTAGE_INTRINSIC(op, l)                                    \
+  IntrinsicCall {                                                   \
+    *ctx_, block_, ir::IntrinsicOp::op, here(l), {}, {}, {}, {}, {} \
   }
 
 void Scope::sync_threads(std::source_location l) { VANTAGE_INTRINSIC(SyncThreads, l).emit(); }
@@ -609,6 +611,12 @@ void Scope::cp_async(const View& dst, const ExprArg& dst_index, const View& src,
 void Scope::cp_async_commit(std::source_location l) { VANTAGE_INTRINSIC(CpAsyncCommit, l).emit(); }
 void Scope::nanosleep(const ExprArg& ns, std::source_location l) {
   VANTAGE_INTRINSIC(Nanosleep, l).arg(ns, ScalarType::I32).emit();
+}
+void Scope::print(const std::string& format, std::initializer_list<ExprArg> values, std::source_location l) {
+  IntrinsicCall call = VANTAGE_INTRINSIC(Print, l);
+  for (const ExprArg& v : values) call.arg(v);
+  call.text = format;
+  call.emit();
 }
 void Scope::cp_async_wait(int pending, std::source_location l) {
   VANTAGE_INTRINSIC(CpAsyncWait, l).imm(pending).emit();

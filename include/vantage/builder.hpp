@@ -518,6 +518,14 @@ class Scope {
   /// only a GPU sleeps (CUDA's `__nanosleep`), the interpreter and the CPU backend evaluate `ns` (its
   /// reads checked as everywhere) and go on at once.
   void nanosleep(const ExprArg& ns, std::source_location loc = std::source_location::current());
+  /// Writes one line from each thread that runs it, from any perspective: `format` with each `{}`
+  /// replaced by the next of `values`, or each `{:SPEC}` by it in a printf conversion (`{:08x}`,
+  /// `{:.3f}`; `{{` and `}}` are braces); at most 16 values. On a GPU it is CUDA's `printf` (lines
+  /// appear when the launch is synchronised, in no set order); the interpreter and the CPU backend
+  /// write the same text to standard output as the threads run. A format that cannot be read, or
+  /// whose places do not match the values, is V0503 (docs/semantics.md, "Printing").
+  void print(const std::string& format, std::initializer_list<ExprArg> values = {},
+             std::source_location loc = std::source_location::current());
   /// TMA 2-D load at thread(1): the box of `map` whose first element is at (`row`, `col`) of the
   /// matrix goes to `dst[dst_index...]` in shared memory (an array aligned to 1024 bytes, the box
   /// proven inside it, V1009) and completes on mbarrier `bars[slot]`. Its data may be used only after

@@ -1,6 +1,7 @@
 // Vantage perspective checker: the threads each intrinsic needs (its row of the intrinsic table) and its operands,
 // unsafe blocks, returns. See checker.h.
 #include "jit/check/checker.h"
+#include "jit/ir/print_format.h"
 
 namespace vantage::check::detail {
 
@@ -302,6 +303,25 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       if (auto ns = n.args.empty() ? std::nullopt : const_int(n.args[0]); ns && (*ns < 0 || *ns > kMaxNanosleepNs))
         operand_error(n, "a thread sleeps 0 to " + std::to_string(kMaxNanosleepNs) + " ns, not " + std::to_string(*ns));
       break;
+    case IntrinsicOp::Print: {
+      std::string why;
+      auto format = parse_print_format(n.text, &why);
+      if (!format) {
+        operand_error(n, "the format " + q(n.text) + " cannot be read: " + why);
+        break;
+      }
+      if (format->specs.size() != n.args.size()) {
+        operand_error(n, "the format " + q(n.text) + " has " + std::to_string(format->specs.size()) + " place" +
+                             (format->specs.size() == 1 ? "" : "s") + " for values, and " +
+                             std::to_string(n.args.size()) + (n.args.size() == 1 ? " value is" : " values are") +
+                             " given");
+        break;
+      }
+      for (std::size_t i = 0; i < n.args.size(); ++i)
+        if (n.args[i])
+          if (auto problem = print_spec_problem(format->specs[i], n.args[i]->type, i)) operand_error(n, *problem);
+      break;
+    }
     case IntrinsicOp::TmaStoreWait:
       if (imm(0) < 0 || imm(0) > 63) operand_error(n, "pending stores are 0..63, not " + std::to_string(imm(0)));
       break;

@@ -354,6 +354,8 @@ class Statements {
   void local_alloc(const LocalAlloc& n);
   void thread_intrinsic(const Intrinsic& n);
   void atomic(const Intrinsic& n);
+  /// A print: its values and the format's text to vt_cpu_print (jit/ir/print_format.h).
+  void print(const Intrinsic& n);
   /// A value every thread of the mask computes in the uniform context: uniform, held as is; else a
   /// per-thread array of its type (`as_index`: of i64) filled by a thread loop.
   std::pair<Value*, bool> materialize(const ExprPtr& e, Value* mask, bool as_index);

@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "jit/ir/collective.h"
+#include "jit/ir/print_format.h"
 #include "support/float16.h"
 #include "support/float8.h"
 
@@ -99,6 +101,20 @@ void vt_cpu_ldmatrix(std::int32_t count, std::uint32_t* dst, const unsigned char
 
 }  // namespace
 
+/// A print's line (jit/ir/print_format.h), as the interpreter writes it: the values as 64-bit
+/// integers or doubles, by type.
+void vt_cpu_print(const char* format, std::int32_t count, const std::uint8_t* types, const std::int64_t* ints,
+                  const double* floats) {
+  auto parsed = ir::parse_print_format(format, nullptr);
+  if (!parsed) return;  // the checker refused every other format
+  std::vector<ir::PrintValue> values;
+  for (std::int32_t k = 0; k < count; ++k) {
+    const auto t = static_cast<ScalarType>(types[k]);
+    values.push_back({t, ints[k], floats[k]});
+  }
+  ir::write_print_line(ir::print_line(*parsed, values));
+}
+
 const std::vector<std::pair<std::string, void*>>& helper_symbols() {
   static const std::vector<std::pair<std::string, void*>> all = {
       {"vt_cpu_f16_to_f32", reinterpret_cast<void*>(&vt_cpu_f16_to_f32)},
@@ -112,6 +128,7 @@ const std::vector<std::pair<std::string, void*>>& helper_symbols() {
       {"vt_cpu_fail", reinterpret_cast<void*>(&vt_cpu_fail)},
       {"vt_cpu_mma", reinterpret_cast<void*>(&vt_cpu_mma)},
       {"vt_cpu_ldmatrix", reinterpret_cast<void*>(&vt_cpu_ldmatrix)},
+      {"vt_cpu_print", reinterpret_cast<void*>(&vt_cpu_print)},
   };
   return all;
 }

@@ -1,6 +1,7 @@
 // Vantage CPU code generator's Statements: statements, loops and calls in the block, warp and thread
 // contexts. See gen.h.
 #include "jit/cpu/gen.h"
+#include "jit/ir/print_format.h"
 
 namespace vantage::cpu::detail {
 
@@ -221,9 +222,40 @@ auto Statements::thread_intrinsic(const Intrinsic& n) -> void {
     case IntrinsicOp::Nanosleep:
       if (!n.args.empty()) (void)val_.expr(n.args[0]);
       return;
+    case IntrinsicOp::Print: print(n); return;
     default: break;
   }
   unsupported(user_name(n.op), n.loc);
+}
+
+auto Statements::print(const Intrinsic& n) -> void {
+  // The values as the host formats them (integers widened to 64 bits, floats to double) and their
+  // types, in slots of the entry block, to the helper that writes the interpreter's line.
+  auto& b = g_.b_;
+  llvm::Type* i64 = b.getInt64Ty();
+  llvm::Type* f64 = b.getDoubleTy();
+  const auto slots = static_cast<std::uint64_t>(ir::kMaxPrintValues);
+  llvm::AllocaInst* types = g_.entry_alloca(llvm::ArrayType::get(b.getInt8Ty(), slots), "print_types");
+  llvm::AllocaInst* ints = g_.entry_alloca(llvm::ArrayType::get(i64, slots), "print_ints");
+  llvm::AllocaInst* floats = g_.entry_alloca(llvm::ArrayType::get(f64, slots), "print_floats");
+  for (std::size_t k = 0; k < n.args.size() && k < slots; ++k) {
+    const ScalarType t = n.args[k]->type;
+    Value* v = val_.expr(n.args[k]);
+    const auto at = static_cast<std::uint64_t>(k);
+    b.CreateStore(b.getInt8(static_cast<std::uint8_t>(t)),
+                  b.CreateConstInBoundsGEP2_64(types->getAllocatedType(), types, 0, at));
+    const bool floating = is_float(t) || is_fp8(t);
+    Value* as_int = floating
+                        ? b.getInt64(0)
+                        : val_.cast(t, is_signed(t) || t == ScalarType::Bool ? ScalarType::I64 : ScalarType::U64, v);
+    Value* as_float = floating ? val_.cast(t, ScalarType::F64, v) : llvm::ConstantFP::get(f64, 0.0);
+    b.CreateStore(as_int, b.CreateConstInBoundsGEP2_64(ints->getAllocatedType(), ints, 0, at));
+    b.CreateStore(as_float, b.CreateConstInBoundsGEP2_64(floats->getAllocatedType(), floats, 0, at));
+  }
+  llvm::Type* ptr = b.getPtrTy();
+  b.CreateCall(g_.helper("vt_cpu_print", b.getVoidTy(), {ptr, b.getInt32Ty(), ptr, ptr, ptr}),
+               {b.CreateGlobalStringPtr(n.text, "print_format"), b.getInt32(static_cast<int>(n.args.size())), types,
+                ints, floats});
 }
 
 auto Statements::atomic(const Intrinsic& n) -> void {

@@ -87,34 +87,36 @@ std::vector<std::string> barrier_lines(const ir::Barrier& b) {
   }
   throw InternalError("emit: a barrier that was not lowered");
 }
+/// What the emitter declares specially of the thread-local arrays: those a vector copy reads or
+/// writes are aligned to the vector, mma fragments of 8- and 16-bit elements to the 32-bit registers
+/// they are read as; and a wgmma's accumulators are pinned at its fences and waits.
+struct LocalArrays : IRVisitor {
+  std::unordered_map<const MemNode*, std::int64_t> align;
+  std::unordered_set<const MemNode*> accumulators;
+  void visit(const VectorCopy& n) override {
+    const std::int64_t bytes = n.count * type_bytes(n.src->elem);
+    for (const MemNode* m : {n.dst.get(), n.src.get()})
+      if (m->space == MemSpace::Local) align[m] = std::max(align[m], bytes);
+    IRVisitor::visit(n);
+  }
+  void visit(const Intrinsic& n) override {
+    if (n.op == IntrinsicOp::Wgmma && !n.mems.empty() && n.mems[0]->space == MemSpace::Local)
+      accumulators.insert(n.mems[0].get());
+    if (n.op == IntrinsicOp::MmaSync)
+      for (std::size_t i = 1; i < 3 && i < n.mems.size(); ++i)
+        if (n.mems[i]->space == MemSpace::Local && type_bytes(n.mems[i]->elem) < 4)
+          align[n.mems[i].get()] = std::max<std::int64_t>(align[n.mems[i].get()], 4);
+    IRVisitor::visit(n);
+  }
+};
 }  // namespace
 
 auto Emitter::run(const lower::Lowered& lowered) -> EmitResult {
-  // Thread-local arrays a vector copy reads or writes are declared aligned to the vector, and mma
-  // fragments of 8- and 16-bit elements to the 32-bit registers they are read as.
-  struct Vectors : IRVisitor {
-    std::unordered_map<const MemNode*, std::int64_t>& align;
-    explicit Vectors(std::unordered_map<const MemNode*, std::int64_t>& a) : align(a) {}
-    void visit(const VectorCopy& n) override {
-      const std::int64_t bytes = n.count * type_bytes(n.src->elem);
-      for (const MemNode* m : {n.dst.get(), n.src.get()})
-        if (m->space == MemSpace::Local) align[m] = std::max(align[m], bytes);
-      IRVisitor::visit(n);
-    }
-    std::unordered_set<const MemNode*>* acc = nullptr;
-    void visit(const Intrinsic& n) override {
-      if (n.op == IntrinsicOp::Wgmma && !n.mems.empty() && n.mems[0]->space == MemSpace::Local)
-        acc->insert(n.mems[0].get());
-      if (n.op == IntrinsicOp::MmaSync)
-        for (std::size_t i = 1; i < 3 && i < n.mems.size(); ++i)
-          if (n.mems[i]->space == MemSpace::Local && type_bytes(n.mems[i]->elem) < 4)
-            align[n.mems[i].get()] = std::max<std::int64_t>(align[n.mems[i].get()], 4);
-      IRVisitor::visit(n);
-    }
-  } vectors(local_align_);
-  vectors.acc = &wgmma_acc_;
-  for (const auto& f : lowered.functions) vectors.walk(f->body);
-  vectors.walk(lowered.kernel.body);
+  LocalArrays arrays;
+  for (const auto& f : lowered.functions) arrays.walk(f->body);
+  arrays.walk(lowered.kernel.body);
+  local_align_ = std::move(arrays.align);
+  wgmma_acc_ = std::move(arrays.accumulators);
   lowered_ = &lowered;
   name_functions(lowered.functions);
   for (const auto& f : lowered.functions) function(*f);

@@ -1,8 +1,11 @@
 // How the CUDA C++ emitter prints intrinsics: shuffles and votes, atomics, cp.async, mma,
 // ldmatrix, wgmma, mbarriers and TMA. See emitter.h.
 #include "jit/cuda/emitter.h"
+#include "jit/ir/print_format.h"
 
+#include <functional>
 #include <sstream>
+#include <vector>
 
 namespace vantage::cuda::detail {
 
@@ -54,7 +57,87 @@ std::string wgmma_asm(const Intrinsic& n, const std::string& acc, const std::str
   out << " : \"l\"(vt_wgmma_desc(" << a << ")), \"l\"(vt_wgmma_desc(" << b << ")) : \"memory\");\n";
   return out.str();
 }
+/// A print as a printf statement (jit/ir/print_format.h): the format's text with its % doubled and
+/// each value's conversion, as a C string literal; each value widened as the host's line takes it.
+std::string printf_call(const Intrinsic& n, const std::function<std::string(const ExprPtr&)>& expr) {
+  std::string why;
+  auto format = parse_print_format(n.text, &why);
+  if (!format || format->specs.size() != n.args.size())
+    throw InternalError("emit: a print whose format the checker did not accept: " + why);
+  std::string f;
+  auto text = [&](const std::string& t) {
+    for (char c : t) f += c == '%' ? std::string("%%") : std::string(1, c);
+  };
+  text(format->text[0]);
+  for (std::size_t i = 0; i < format->specs.size(); ++i) {
+    f += printf_conversion(format->specs[i], n.args[i]->type);
+    text(format->text[i + 1]);
+  }
+  f += '\n';
+  std::string out = "printf(\"";
+  for (unsigned char c : f) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '?') {
+      out += "\\?";  // no trigraph
+    } else if (c < 0x20 || c >= 0x7f) {
+      out += {'\\', static_cast<char>('0' + (c >> 6)), static_cast<char>('0' + ((c >> 3) & 7)),
+              static_cast<char>('0' + (c & 7))};
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += "\"";
+  for (std::size_t i = 0; i < n.args.size(); ++i) {
+    const ExprPtr& a = n.args[i];
+    const ScalarType t = a->type;
+    auto cast = [&](ScalarType to, const ExprPtr& x) { return x->type == to ? x : make<Cast>(to, x, x->loc); };
+    out += ", ";
+    switch (print_as(format->specs[i], t)) {
+      case PrintAs::Bool: out += "(" + expr(a) + ") ? \"true\" : \"false\""; break;
+      case PrintAs::Double: out += expr(cast(ScalarType::F64, a)); break;
+      case PrintAs::Signed: out += expr(cast(ScalarType::I64, a)); break;
+      case PrintAs::Unsigned: {
+        // The bits of its own width first: an i32's -1 is ffffffff.
+        const ScalarType own = t == ScalarType::I8                             ? ScalarType::U8
+                               : t == ScalarType::I16                          ? ScalarType::U16
+                               : t == ScalarType::I32 || t == ScalarType::Bool ? ScalarType::U32
+                                                                               : t;
+        out += expr(cast(ScalarType::U64, cast(own, a)));
+        break;
+      }
+    }
+  }
+  return out + ");\n";
+}
+
+/// Empty asm statements that read and write each register of the wgmma accumulators `arrays`
+/// (named by `name`), 64 a statement: the compiler moves no write of one below a fence after them,
+/// and no read of one above a wait before them (the wgmma's own asm names them, the fence's does not).
+std::vector<std::string> accumulator_pins(const std::vector<const LocalAlloc*>& arrays,
+                                          const std::function<std::string(const MemPtr&)>& name) {
+  constexpr std::int64_t kPerAsm = 64;
+  std::vector<std::string> lines;
+  for (const LocalAlloc* a : arrays) {
+    const std::string pin = a->mem->elem == ScalarType::F32 ? "\"+f\"(" : "\"+r\"(";
+    for (std::int64_t first = 0; first < a->count; first += kPerAsm) {
+      std::string line = "asm volatile(\"\" : ";
+      for (std::int64_t i = first; i < std::min(a->count, first + kPerAsm); ++i)
+        line += (i > first ? ", " : "") + pin + name(a->mem) + "[" + std::to_string(i) + "])";
+      lines.push_back(line + ");\n");
+    }
+  }
+  return lines;
+}
 }  // namespace
+
+void Emitter::pin_accumulators() {
+  for (const std::string& line : accumulator_pins(acc_in_scope_, [&](const MemPtr& m) { return v_.name(m); }))
+    ind(), out_ << line;
+}
 
 void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
   auto arg = [&](std::size_t i) { return x_.expr(n.args[i]); };
@@ -201,6 +284,10 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
            << smem(n, 0, n.args[2]) << ") : \"memory\");\n";
       break;
     }
+    case IntrinsicOp::Print:
+      ind();
+      out_ << printf_call(n, [&](const ExprPtr& e) { return x_.expr(e); });
+      break;
     case IntrinsicOp::Nanosleep:
       // A duration the checker could not see is clamped to what the hardware takes (PTX: 0 to 1 ms).
       ind();
@@ -309,20 +396,6 @@ void Emitter::atomic(const Intrinsic& n) {
          << v_.ctype(t) << ">(vt_err, " << fail << ");\n";
   } else {
     out_ << "if (" << inside << ") " << call << "; else vt_fail(vt_err, " << fail << ");\n";
-  }
-}
-
-void Emitter::pin_accumulators() {
-  constexpr std::int64_t kPerAsm = 64;  // operands a statement
-  for (const LocalAlloc* a : acc_in_scope_) {
-    const std::string pin = a->mem->elem == ScalarType::F32 ? "\"+f\"(" : "\"+r\"(";
-    for (std::int64_t first = 0; first < a->count; first += kPerAsm) {
-      ind();
-      out_ << "asm volatile(\"\" : ";
-      for (std::int64_t i = first; i < std::min(a->count, first + kPerAsm); ++i)
-        out_ << (i > first ? ", " : "") << pin << v_.name(a->mem) << "[" << i << "])";
-      out_ << ");\n";
-    }
   }
 }
 

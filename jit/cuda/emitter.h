@@ -238,10 +238,7 @@ class Emitter {
       local_align_;                               ///< local arrays vector copies use: their vector's bytes
   std::unordered_set<const MemNode*> wgmma_acc_;  ///< local arrays a wgmma accumulates into
   std::vector<const LocalAlloc*> acc_in_scope_;   ///< those declared in the enclosing C++ blocks
-  /// Pins every wgmma accumulator in scope: an empty asm that reads and writes each of its registers,
-  /// so that the compiler neither sinks a write of one past a following fence nor hoists a read of
-  /// one above a preceding wait (the wgmma's own asm names them, not the fence's or the wait's).
-  void pin_accumulators();
+  void pin_accumulators();                        ///< at a wgmma fence or wait (emit_intrinsic.cpp)
 };
 
 }  // namespace vantage::cuda::detail

@@ -1,8 +1,24 @@
 // The interpreter's intrinsics: lane exchanges and votes, atomics, cp.async, ldmatrix and mma (the
 // Hopper instructions: hopper.cpp). See machine.h.
 #include "jit/interp/machine.h"
+#include "jit/ir/print_format.h"
 
 namespace vantage::interp::detail {
+
+namespace {
+/// A print's line, written as the CPU backend's and the GPU's printf write it (jit/ir/print_format.h).
+void print(const Intrinsic& n, const std::function<V(const ExprPtr&)>& eval) {
+  std::string why;
+  auto format = parse_print_format(n.text, &why);
+  if (!format) throw InternalError("interp: a print whose format the checker did not accept: " + why);
+  std::vector<PrintValue> values;
+  for (const auto& a : n.args) {
+    const V v = eval(a);
+    values.push_back({a->type, v.i, v.f});
+  }
+  write_print_line(print_line(*format, values));
+}
+}  // namespace
 
 void Machine::runs_here(const Intrinsic& n) {
   if (!runs_on(n.op, kInterpreter))
@@ -78,6 +94,7 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
     case IntrinsicOp::Nanosleep:
       if (!n.args.empty()) (void)eval(n.args[0], t);
       return;
+    case IntrinsicOp::Print: return print(n, [&](const ExprPtr& a) { return eval(a, t); });
     default:
       if (Hopper::runs(n.op)) return hopper(n, t);
       break;

@@ -55,6 +55,9 @@ constexpr IntrinsicInfo kTable[] = {
   // A hint that suspends the thread for about that many nanoseconds (a spin loop's back-off); the
   // interpreter and the CPU backend, whose threads take turns of their own, go on at once.
   {IntrinsicOp::Nanosleep,        "Nanosleep",        "nanosleep",                 Needs::Any,       false, false, false, {},                         std::nullopt,    kAll},
+  // A line of text with values in it (its format in the node's text), from each thread that runs it:
+  // printf on a GPU, the same line written by the interpreter and the CPU backend.
+  {IntrinsicOp::Print,            "Print",            "print",                     Needs::Any,       false, false, false, {},                         std::nullopt,    kAll},
 };
 // clang-format on
 

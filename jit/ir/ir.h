@@ -136,8 +136,9 @@ enum class IntrinsicOp : std::uint8_t {
   TmaLoadMulticast2D,
   MbarrierArriveCluster,
   Nanosleep,
+  Print,
 };
-inline constexpr std::size_t kIntrinsics = static_cast<std::size_t>(IntrinsicOp::Nanosleep) + 1;
+inline constexpr std::size_t kIntrinsics = static_cast<std::size_t>(IntrinsicOp::Print) + 1;
 
 /// Kinds of atomic operation, their scopes and orderings: an Atomic intrinsic's first imm is the kind
 /// plus 16 times the scope plus 64 times the ordering (the device scope and relaxed ordering, both 0,
@@ -502,15 +503,20 @@ struct Intrinsic : StmtNode {
   std::vector<MemPtr> mems;
   std::vector<VarPtr> outputs;
   std::vector<std::int64_t> imms;
+  std::string text;  ///< a print's format (jit/ir/print_format.h); empty for every other op
   Intrinsic(IntrinsicOp o, std::vector<ExprPtr> a, std::vector<MemPtr> m, std::vector<VarPtr> out,
-            std::vector<std::int64_t> im, SourceLoc l)
+            std::vector<std::int64_t> im, std::string t, SourceLoc l)
       : StmtNode(kKind, l),
         op(o),
         args(std::move(a)),
         mems(std::move(m)),
         outputs(std::move(out)),
-        imms(std::move(im)) {}
-  auto fields() const { return std::tie(op, args, mems, outputs, imms); }
+        imms(std::move(im)),
+        text(std::move(t)) {}
+  Intrinsic(IntrinsicOp o, std::vector<ExprPtr> a, std::vector<MemPtr> m, std::vector<VarPtr> out,
+            std::vector<std::int64_t> im, SourceLoc l)
+      : Intrinsic(o, std::move(a), std::move(m), std::move(out), std::move(im), std::string(), l) {}
+  auto fields() const { return std::tie(op, args, mems, outputs, imms, text); }
 };
 using NamedExpr = std::pair<std::string, ExprPtr>;
 using NamedVar = std::pair<std::string, VarPtr>;

@@ -273,8 +273,7 @@ class BodyLowerer {
   /// What an access to root memory must stay below: the declared extent or the array's count, else
   /// the pointer's length (a hidden parameter), as an i64.
   ExprPtr bound_of(const MemPtr& root, SourceLoc l) const;
-  /// The bound an access at `index` needs checked as it runs, and its site; {null, -1} when lowering
-  /// proves it inside.
+  /// The bound an access at `index` needs checked as it runs, and its site; {null, -1} if proven.
   std::pair<ExprPtr, std::int64_t> check(const MemPtr& root, const ExprPtr& index, bool write, SourceLoc l) const;
   /// An mbarrier slot: proven inside its array, or the kernel is refused (V1009). A barrier operation
   /// has no value to skip to, so it is never checked as it runs.

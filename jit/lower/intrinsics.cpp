@@ -260,6 +260,7 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
     case IntrinsicOp::SetMaxNreg:
     case IntrinsicOp::FenceProxyAsync:
     case IntrinsicOp::Nanosleep:
+    case IntrinsicOp::Print:
     case IntrinsicOp::TmaStoreWait: break;
     case IntrinsicOp::MmaSync:
       for (std::size_t i = 0; i < mems.size(); ++i) fragment(i);
@@ -277,7 +278,7 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
     case IntrinsicOp::CpAsyncCommit:
     case IntrinsicOp::CpAsyncWait: break;
   }
-  out.push_back(make<Intrinsic>(n.op, std::move(args), std::move(mems), n.outputs, n.imms, l));
+  out.push_back(make<Intrinsic>(n.op, std::move(args), std::move(mems), n.outputs, n.imms, n.text, l));
 }
 
 }  // namespace vantage::lower::detail
