@@ -93,7 +93,8 @@ bool runs_on_host(const std::string& source);
 /// generated code lacks). UndefinedBehaviorSanitizer watches in both.
 enum class HostSanitizer { Address, Thread };
 
-/// Every launch in one program (each distinct source compiled once), run at most 120 seconds.
+/// Every launch in one program (each distinct source compiled once), run at most 120 seconds and a
+/// second for each launch past a hundred.
 HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches,
                                   HostSanitizer sanitizer = HostSanitizer::Address);
 
