@@ -119,15 +119,12 @@ void Checks::check_inflight(const Thread& t, const Region& r, std::int64_t i, bo
 }
 
 void Checks::uninitialised(const Region& r) const {
-  for (std::size_t i = 0; i < r.shadow.size(); ++i) {
-    const Access& a = r.shadow[i].uninit;
-    if (a.block < 0) continue;
-    throw ExecutionError("initcheck",
-                         "block " + std::to_string(a.block) + " thread " + std::to_string(a.thread) + " reads " +
-                             element(r, static_cast<std::int64_t>(i)) + " at " + where(a.loc) +
-                             ", which nothing in this block wrote before",
-                         {a.loc});
-  }
+  if (r.uninit.empty()) return;
+  const auto& [i, a] = *r.uninit.begin();  // the lowest element
+  throw ExecutionError("initcheck",
+                       "block " + std::to_string(a.block) + " thread " + std::to_string(a.thread) + " reads " +
+                           element(r, i) + " at " + where(a.loc) + ", which nothing in this block wrote before",
+                       {a.loc});
 }
 
 void Checks::read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t atomic, bool record) {
@@ -136,7 +133,7 @@ void Checks::read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::
     Shadow& s = r.shadow[static_cast<std::size_t>(i)];
     // A read before any write is reported when the block ends, unless another thread's write
     // in the same barrier interval turns it into a race first (the likelier missing barrier).
-    if (r.initcheck && !s.init && s.uninit.block < 0) s.uninit = access(t, l, atomic);
+    if (r.initcheck && !s.init && !r.uninit.count(i)) r.uninit.emplace(i, access(t, l, atomic));
     if (r.track) {
       if (s.write.block >= 0 && !ordered_before(s.write, t) && !exclusive(t, s.write, atomic))
         race(t, r, i, false, l, s.write, true);

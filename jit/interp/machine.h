@@ -67,13 +67,13 @@ inline constexpr std::uint8_t kCopyWrite = 0, kWgmmaWrite = 1, kStoreRead = 2;
 struct Access {
   std::int32_t block = -1, thread = -1;
   std::uint32_t clock = 0;
+  std::uint8_t atomic = kPlain;  // before `loc`, in the padding after `clock`: 32 bytes, not 40
   SourceLoc loc;
-  std::uint8_t atomic = kPlain;
 };
-struct Shadow {
+/// An element's racecheck and initcheck state, one cache line: every checked access reads it.
+struct alignas(64) Shadow {
   Access write;
   std::vector<Access> reads;
-  Access uninit;  ///< the first read before any write (initcheck, reported when the block ends)
   bool init = false;
 };
 struct Region {
@@ -86,6 +86,9 @@ struct Region {
   bool initcheck = false;
   std::vector<unsigned char> own;  ///< storage of shared and local arrays
   std::vector<Shadow> shadow;
+  /// The first read of each element before any write to it (initcheck, reported when the block
+  /// ends, the lowest element first): rare, so kept apart from the shadow.
+  std::map<std::int64_t, Access> uninit;
   /// Elements a cp.async or wgmma will write when its thread waits for it (until then nobody may
   /// touch them), or a TMA store may still read (nobody may write them).
   std::unordered_map<std::int64_t, Access> inflight;
@@ -244,7 +247,7 @@ class Checks {
   std::int32_t block_of(const Thread& t) const { return static_cast<std::int32_t>(block_ + t.rank); }
   /// The access t makes now, for a shadow.
   Access access(const Thread& t, SourceLoc l, std::uint8_t atomic) const {
-    return {block_of(t), t.tid, clock(t.run, t.run), l, atomic};
+    return {block_of(t), t.tid, clock(t.run, t.run), atomic, l};
   }
   /// Every thread in `members` has seen everything any of them did before.
   void join(const std::vector<Thread*>& members);
