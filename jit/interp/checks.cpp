@@ -3,6 +3,8 @@
 // copies in flight. See machine.h.
 #include "jit/interp/machine.h"
 
+#include <cstring>
+
 namespace vantage::interp::detail {
 
 auto Checks::describe(const Thread& t) const -> std::string {
@@ -16,13 +18,17 @@ auto Checks::element(const Region& r, std::int64_t i) -> std::string {
 
 void Checks::join(const std::vector<Thread*>& members) {
   if (!on_) return;
-  const std::int64_t n = T_ * C_;
-  std::vector<std::uint32_t> m(static_cast<std::size_t>(n), 0);
-  for (const auto* t : members)
-    for (std::int64_t u = 0; u < n; ++u)
-      m[static_cast<std::size_t>(u)] = std::max(m[static_cast<std::size_t>(u)], clock(t->run, u));
+  // Each member's clock becomes the elementwise maximum of all of theirs, then ticks its own entry:
+  // rows of T * C entries, walked as plain arrays (a barrier of the whole block is T^2 entries).
+  const auto n = static_cast<std::size_t>(T_ * C_);
+  std::vector<std::uint32_t> m(n, 0);
+  std::uint32_t* most = m.data();
   for (const auto* t : members) {
-    for (std::int64_t u = 0; u < n; ++u) clock(t->run, u) = m[static_cast<std::size_t>(u)];
+    const std::uint32_t* row = &clock(t->run, 0);
+    for (std::size_t u = 0; u < n; ++u) most[u] = row[u] > most[u] ? row[u] : most[u];
+  }
+  for (const auto* t : members) {
+    std::memcpy(&clock(t->run, 0), most, n * sizeof(std::uint32_t));
     ++clock(t->run, t->run);
   }
 }
