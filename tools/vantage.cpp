@@ -359,8 +359,6 @@ int check_one(const vantage::examples::Example& ex) {
   }
 }
 
-/// `--size NAME=VALUE` into `size`; false (after saying why) when it is not of that form.
-
 /// `vantage run` of a kernel a `--load` library registered: its RegisteredKernel::run at its sizes
 /// (the command line's over those it registered), launched on `device` and checked by its check.
 int run_loaded(const vantage::examples::Example& ex, std::map<std::string, std::int64_t> size,
@@ -479,7 +477,7 @@ int run_main(int argc, char** argv) {
   } else {
     std::string error;
     chosen = vantage::examples::device_named(device_name, error);
-    if (!chosen) {
+    if (!chosen) {  // a name it cannot read is a usage error (2), a device this host lacks a failure (1)
       std::fprintf(stderr, "vantage run: %s\n", error.c_str());
       return error.rfind("the device is", 0) == 0 || error.find(" wants ") != std::string::npos ? 2 : 1;
     }
