@@ -403,11 +403,11 @@ Spec launch_spec(const Kernel& kernel, Spec spec, const std::map<std::string, st
     const std::string& name = p.name;
     auto it = values.find(name);
     if (it == values.end()) continue;
-    // A value its parameter cannot hold names no launch: a launch's argument has the parameter's type.
+    // A value its parameter cannot hold names no launch: a launch's argument has the parameter's type
+    // (64-bit values are taken as their bits, a u64's past 2^63 negative).
     const std::int64_t v = it->second;
     const bool fits = p.type == ScalarType::I32   ? v >= INT32_MIN && v <= INT32_MAX
                       : p.type == ScalarType::U32 ? v >= 0 && v <= static_cast<std::int64_t>(UINT32_MAX)
-                      : p.type == ScalarType::U64 ? v >= 0
                                                   : true;
     if (!fits)
       throw std::invalid_argument("launch_spec: kernel '" + kernel.name() + "': the value " + std::to_string(v) +

@@ -84,6 +84,10 @@ constexpr const char* kThreadsShim = R"(#include <algorithm>
 #include <mutex>
 #include <thread>
 #include <vector>
+#include <cstdio>
+// A kernel's printf (Scope::print) goes to standard error, a call's text whole (the stream's own
+// lock): standard output carries the launches' results.
+#define printf(...) std::fprintf(stderr, __VA_ARGS__)
 #define __device__
 #define __global__
 #define __forceinline__ inline
@@ -331,7 +335,7 @@ std::string exact(double v) {
 /// A host program built and run: its standard output, or why it did not build or finish.
 struct Ran {
   bool built = false, finished = false;
-  std::string out, problem;
+  std::string out, err, problem;
 };
 
 /// Builds `program` with the host compiler that built the tests and `flags`, and runs it (at most
@@ -359,6 +363,7 @@ Ran build_and_run(const std::string& program, const std::string& flags, const st
                    out.string() + "' 2> '" + log.string() + "'";
   int rc = std::system(go.c_str());
   r.out = read(out);
+  r.err = read(log);
   r.finished = rc == 0;
   if (rc != 0) {
     int status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -455,6 +460,7 @@ HostLaunches run_launches_on_host(const std::vector<HostLaunch>& launches, HostS
     run.problem = "after " + std::to_string(run.results.size()) + " launches, " + ran.problem;
     return run;
   }
+  run.printed = ran.err;
   run.ok = run.results.size() == launches.size();
   if (!run.ok)
     run.problem =

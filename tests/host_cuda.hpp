@@ -82,6 +82,7 @@ struct HostLaunches {
   bool ok = false;
   std::string problem;                    ///< why not: the compiler's output, or the run's (a sanitizer)
   std::vector<HostLaunchResult> results;  ///< one per launch, in order
+  std::string printed;                    ///< what the kernels' printf wrote (its lines in no set order)
 };
 
 /// Whether a generated source can run on host threads: no inline PTX, dynamic shared memory or

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "host_cuda.hpp"
 #include "kernels/paper_kernels.hpp"
 #include "reject_helpers.hpp"
 #include "test_support.hpp"
@@ -113,6 +114,49 @@ TEST(Print, EachThreadThatRunsItWritesItsLine) {
     for (const auto& l : want) joined += l;
     EXPECT_EQ(got, joined) << dev.name();
   }
+}
+
+/// `text`'s lines, sorted.
+std::vector<std::string> sorted_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// The generated CUDA's printf, run: compiled as C++ on host threads (under AddressSanitizer and
+// UndefinedBehaviorSanitizer), each thread's line is the interpreter's, to the byte. The format holds
+// what its C string literal must escape (quotes, a backslash, a question mark pair, a byte past
+// ASCII, a percent sign) and the conversions that widen and mask.
+TEST(Print, TheGeneratedPrintfWritesTheInterpretersLines) {
+  KernelBuilder k("print_on_host");
+  auto n = k.param<int>("n");
+  auto y = k.param<GlobalPtr<int>>("y", extent(n));
+  k.block_threads(32);
+  k.body([&](Scope& g) {
+    lib::for_each(g, y, n, [&](Scope& th, Expr i, ElemRef e) {
+      th.print("\"t\\{}\" ??= 100% caf\xc3\xa9 {:x} {:#o} [{:+5d}] {} {} {:X}",
+               {i, 0 - i, cast<std::uint8_t>(i * 37), i - 3, i % 2 == 0, cast<std::int64_t>(i) * -3000000000LL,
+                cast<std::int16_t>(0 - i)});
+      e = i;
+    });
+  });
+  Kernel kernel = k.build();
+  const std::int64_t count = 40;
+  std::vector<int> ys(static_cast<std::size_t>(count), -1);
+  const std::string want = printed(Device::interpreter(), [&] {
+    kernel.launch(Device::interpreter(), Grid{2, 32}, 40, ys);
+  });
+  ASSERT_EQ(sorted_lines(want).size(), 40u) << want;
+  const Specialized s = specialize_for(kernel, Spec{});
+  ASSERT_TRUE(test_support::runs_on_host(s.source)) << s.source;
+  test_support::HostLaunch l{s.source, s.entry, 2, 32, {}};
+  l.args = {test_support::HostArg::of("int", static_cast<double>(count)),
+            test_support::HostArg::of("int", std::vector<double>(static_cast<std::size_t>(count), -1.0))};
+  const test_support::HostLaunches run = test_support::run_launches_on_host({l});
+  ASSERT_TRUE(run.ok) << run.problem;
+  EXPECT_EQ(sorted_lines(run.printed), sorted_lines(want)) << s.source;
 }
 
 // A value is an expression every backend evaluates: a read in it outside its buffer is a memcheck
