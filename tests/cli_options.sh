@@ -3,7 +3,7 @@
 # is not a whole number in its range exits 2 naming the option (it was read as 0, or as its leading
 # digits); a launch's value that its parameter's type cannot hold is refused by name; and `vantage
 # cache` refuses an option or operand its command does not take before acting (`clear --what` cleared
-# the cache).
+# the cache); a run past the host's free memory is refused by name, not ended by the OS.
 set -uo pipefail
 cli="$1"
 fail() { echo "cli_options.sh: $*" >&2; exit 1; }
@@ -35,6 +35,20 @@ refused 2 "--budget wants a number of seconds above 0, not '0'" tune scan_tiled 
 refused 2 "--compile-threads wants a count from 1 to 1024, not '0'" tune scan_tiled --compile-threads 0
 refused 2 "--seed wants a number of at least 0, not '1x'" tune scan_tiled --seed 1x
 refused 2 "NAME=N with N at least 1, not 'n=12x'" tune scan_tiled --size n=12x
+# A run whose buffers do not fit in the memory the host has free fails with a message naming the
+# sizes (on the interpreter at n = 2^31 - 1 the OS's out-of-memory killer ended it, or another
+# process). Here a data limit of 1 GB stands for the host's memory; the sanitizers' builds cannot run
+# under one (their shadow maps terabytes), and run sets no cap there.
+if [ "${2:-}" != sanitized ]; then
+  err=$(
+    ulimit -d 1000000
+    "$cli" run saxpy --size n=500000000 2>&1 >/dev/null
+  )
+  rc=$?
+  [ "$rc" = 1 ] || fail "run saxpy at n=500000000 under a 1 GB data limit: exit $rc, not 1 ($err)"
+  echo "$err" | grep -qE "saxpy at n=500000000 needs more memory than this host has free \([0-9.]+ GiB" ||
+    fail "run saxpy at n=500000000 under a 1 GB data limit says '$err'"
+fi
 # What is a number still runs: a sign, and a size class of a negative value (a kernel's business).
 "$cli" run saxpy --size n=+100 --device cpu:0 | grep -q "saxpy n=100 .*result matches the reference" ||
   fail "run saxpy --size n=+100 --device cpu:0 did not run"
