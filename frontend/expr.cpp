@@ -95,6 +95,7 @@ Expr unary(ir::UnOp op, const ExprArg& a) {
 Expr math(ir::MathFn fn, std::vector<ExprPtr> args, SourceLoc loc) {
   ScalarType t = args.front() ? args.front()->type : ScalarType::F32;
   if (ir::is_bit_fn(fn) && fn != ir::MathFn::Brev) t = ScalarType::I32;  // a count
+  if (ir::is_float_predicate(fn)) t = ScalarType::Bool;
   return BuilderAccess::expr(ir::make<ir::MathCall>(t, fn, std::move(args), loc));
 }
 
@@ -168,6 +169,40 @@ Expr tanh(const ExprArg& e) { return math(ir::MathFn::Tanh, {node(e.expr)}, e.lo
 Expr abs(const ExprArg& e) { return math(ir::MathFn::Abs, {node(e.expr)}, e.loc); }
 Expr floor(const ExprArg& e) { return math(ir::MathFn::Floor, {node(e.expr)}, e.loc); }
 Expr ceil(const ExprArg& e) { return math(ir::MathFn::Ceil, {node(e.expr)}, e.loc); }
+Expr tan(const ExprArg& e) { return math(ir::MathFn::Tan, {node(e.expr)}, e.loc); }
+Expr asin(const ExprArg& e) { return math(ir::MathFn::Asin, {node(e.expr)}, e.loc); }
+Expr acos(const ExprArg& e) { return math(ir::MathFn::Acos, {node(e.expr)}, e.loc); }
+Expr atan(const ExprArg& e) { return math(ir::MathFn::Atan, {node(e.expr)}, e.loc); }
+Expr sinh(const ExprArg& e) { return math(ir::MathFn::Sinh, {node(e.expr)}, e.loc); }
+Expr cosh(const ExprArg& e) { return math(ir::MathFn::Cosh, {node(e.expr)}, e.loc); }
+Expr erf(const ExprArg& e) { return math(ir::MathFn::Erf, {node(e.expr)}, e.loc); }
+Expr erfc(const ExprArg& e) { return math(ir::MathFn::Erfc, {node(e.expr)}, e.loc); }
+Expr expm1(const ExprArg& e) { return math(ir::MathFn::Expm1, {node(e.expr)}, e.loc); }
+Expr log1p(const ExprArg& e) { return math(ir::MathFn::Log1p, {node(e.expr)}, e.loc); }
+Expr log10(const ExprArg& e) { return math(ir::MathFn::Log10, {node(e.expr)}, e.loc); }
+Expr cbrt(const ExprArg& e) { return math(ir::MathFn::Cbrt, {node(e.expr)}, e.loc); }
+Expr trunc(const ExprArg& e) { return math(ir::MathFn::Trunc, {node(e.expr)}, e.loc); }
+Expr round(const ExprArg& e) { return math(ir::MathFn::Round, {node(e.expr)}, e.loc); }
+Expr rint(const ExprArg& e) { return math(ir::MathFn::Rint, {node(e.expr)}, e.loc); }
+Expr isnan(const ExprArg& e) { return math(ir::MathFn::IsNan, {node(e.expr)}, e.loc); }
+Expr isinf(const ExprArg& e) { return math(ir::MathFn::IsInf, {node(e.expr)}, e.loc); }
+Expr isfinite(const ExprArg& e) { return math(ir::MathFn::IsFinite, {node(e.expr)}, e.loc); }
+Expr atan2(const ExprArg& y, const ExprArg& x) {
+  auto [p, q] = unify(y, x);
+  return math(ir::MathFn::Atan2, {p, q}, y.loc);
+}
+Expr fmod(const ExprArg& a, const ExprArg& b) {
+  auto [p, q] = unify(a, b);
+  return math(ir::MathFn::Fmod, {p, q}, a.loc);
+}
+Expr hypot(const ExprArg& a, const ExprArg& b) {
+  auto [p, q] = unify(a, b);
+  return math(ir::MathFn::Hypot, {p, q}, a.loc);
+}
+Expr copysign(const ExprArg& a, const ExprArg& b) {
+  auto [p, q] = unify(a, b);
+  return math(ir::MathFn::Copysign, {p, q}, a.loc);
+}
 Expr popc(const ExprArg& e) { return math(ir::MathFn::Popc, {node(e.expr)}, e.loc); }
 Expr clz(const ExprArg& e) { return math(ir::MathFn::Clz, {node(e.expr)}, e.loc); }
 Expr ffs(const ExprArg& e) { return math(ir::MathFn::Ffs, {node(e.expr)}, e.loc); }

@@ -76,6 +76,7 @@ constexpr const char* kThreadsShim = R"(#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -301,8 +302,14 @@ std::vector<T> vt_host_read(std::istream& in) {
   in >> n;
   std::vector<T> v(n);
   for (T& x : v) {
-    double d = 0;
-    in >> d;
+    std::string word;  // strtod reads what %.17g writes of a NaN or an infinity; operator>> does not
+    in >> word;
+    char* end = nullptr;
+    const double d = std::strtod(word.c_str(), &end);
+    if (!in || word.empty() || *end != '\0') {
+      std::fprintf(stderr, "the harness cannot read an element '%s'\n", word.c_str());
+      std::exit(3);
+    }
     x = static_cast<T>(d);
   }
   return v;

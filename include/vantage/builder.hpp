@@ -122,6 +122,34 @@ Expr floor(const ExprArg& e);
 Expr ceil(const ExprArg& e);
 Expr pow(const ExprArg& a, const ExprArg& b);
 Expr fma(const ExprArg& a, const ExprArg& b, const ExprArg& c);
+/// More of CUDA's math library, of a float (f16 and bf16 computed in f32, as above): the same
+/// functions as C's, with CUDA's error bounds on a GPU (docs/semantics.md, "Math functions").
+/// `round` takes halves away from zero, `rint` to even.
+Expr tan(const ExprArg& e);
+Expr asin(const ExprArg& e);
+Expr acos(const ExprArg& e);
+Expr atan(const ExprArg& e);
+Expr sinh(const ExprArg& e);
+Expr cosh(const ExprArg& e);
+Expr erf(const ExprArg& e);
+Expr erfc(const ExprArg& e);
+Expr expm1(const ExprArg& e);
+Expr log1p(const ExprArg& e);
+Expr log10(const ExprArg& e);
+Expr cbrt(const ExprArg& e);
+Expr trunc(const ExprArg& e);
+Expr round(const ExprArg& e);
+Expr rint(const ExprArg& e);
+/// Of two floats of one type (a literal takes the other's): atan2(y, x), C's fmod (the remainder
+/// with the sign of `a`), hypot without overflow, and `a`'s magnitude with `b`'s sign.
+Expr atan2(const ExprArg& y, const ExprArg& x);
+Expr fmod(const ExprArg& a, const ExprArg& b);
+Expr hypot(const ExprArg& a, const ExprArg& b);
+Expr copysign(const ExprArg& a, const ExprArg& b);
+/// Bools of a float: NaN, an infinity, neither.
+Expr isnan(const ExprArg& e);
+Expr isinf(const ExprArg& e);
+Expr isfinite(const ExprArg& e);
 /// Bit functions of an integer of 32 or 64 bits (any signedness), read as its bits, as CUDA's
 /// `__popc`, `__clz`, `__ffs` and `__brev` (and their `ll` forms) compute them (docs/semantics.md):
 /// `popc` counts the set bits, `clz` the zero bits above the highest set one (the width for 0),

@@ -177,7 +177,7 @@ auto Analyzer::ev(const MathCall& n, Mask m, Lanes& out) -> const Lanes& {
     for (const auto& a : n.args) eval(a, m, out);
     return unknown(out);
   }
-  if (is_integral(n.type) && !n.args.empty()) {  // abs or a bit function
+  if (is_integral(n.type) && !is_float_predicate(n.fn) && !n.args.empty()) {  // abs or a bit function
     const Lanes& x = eval(n.args[0], m, out);
     const Mask known = m & x.known;
     const ScalarType xt = n.args[0]->type;

@@ -339,6 +339,12 @@ auto Values::math(const MathCall& n) -> Value* {
     }
     return g_.b_.CreateZExtOrTrunc(r, g_.b_.getInt32Ty());
   }
+  if (is_float_predicate(n.fn)) {  // NaN is unordered: isfinite's `<` is false for it
+    if (n.fn == MathFn::IsNan) return g_.b_.CreateFCmpUNO(xs[0], xs[0]);
+    Value* a = g_.b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, xs[0]);
+    Value* inf = llvm::ConstantFP::getInfinity(xs[0]->getType());
+    return n.fn == MathFn::IsInf ? g_.b_.CreateFCmpOEQ(a, inf) : g_.b_.CreateFCmpOLT(a, inf);
+  }
   if (is_integral(t)) {  // abs: wraps at MIN
     Value* neg = g_.b_.CreateSub(llvm::ConstantInt::get(xs[0]->getType(), 0), xs[0]);
     if (unsigned_type(t)) return xs[0];
@@ -366,6 +372,28 @@ auto Values::math(const MathCall& n) -> Value* {
     case MathFn::Floor: r = g_.b_.CreateIntrinsic(llvm::Intrinsic::floor, {ft}, {xs[0]}); break;
     case MathFn::Ceil: r = g_.b_.CreateIntrinsic(llvm::Intrinsic::ceil, {ft}, {xs[0]}); break;
     case MathFn::Fma: r = g_.b_.CreateIntrinsic(llvm::Intrinsic::fma, {ft}, {xs[0], xs[1], xs[2]}); break;
+    case MathFn::Tan: r = libm_double("tan", xs, ft); break;
+    case MathFn::Asin: r = libm_double("asin", xs, ft); break;
+    case MathFn::Acos: r = libm_double("acos", xs, ft); break;
+    case MathFn::Atan: r = libm_double("atan", xs, ft); break;
+    case MathFn::Sinh: r = libm_double("sinh", xs, ft); break;
+    case MathFn::Cosh: r = libm_double("cosh", xs, ft); break;
+    case MathFn::Erf: r = libm_double("erf", xs, ft); break;
+    case MathFn::Erfc: r = libm_double("erfc", xs, ft); break;
+    case MathFn::Expm1: r = libm_double("expm1", xs, ft); break;
+    case MathFn::Log1p: r = libm_double("log1p", xs, ft); break;
+    case MathFn::Log10: r = libm_double("log10", xs, ft); break;
+    case MathFn::Cbrt: r = libm_double("cbrt", xs, ft); break;
+    case MathFn::Atan2: r = libm_double("atan2", xs, ft); break;
+    case MathFn::Fmod: r = libm_double("fmod", xs, ft); break;  // exact in double, so exact after
+    case MathFn::Hypot: r = libm_double("hypot", xs, ft); break;
+    case MathFn::Trunc: r = g_.b_.CreateIntrinsic(llvm::Intrinsic::trunc, {ft}, {xs[0]}); break;
+    case MathFn::Round: r = g_.b_.CreateIntrinsic(llvm::Intrinsic::round, {ft}, {xs[0]}); break;
+    case MathFn::Rint: r = g_.b_.CreateIntrinsic(llvm::Intrinsic::rint, {ft}, {xs[0]}); break;
+    case MathFn::Copysign: r = g_.b_.CreateIntrinsic(llvm::Intrinsic::copysign, {ft}, {xs[0], xs[1]}); break;
+    case MathFn::IsNan:
+    case MathFn::IsInf:
+    case MathFn::IsFinite:
     case MathFn::Popc:
     case MathFn::Clz:
     case MathFn::Ffs:

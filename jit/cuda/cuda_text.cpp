@@ -2,6 +2,9 @@
 // demand (their integer semantics are docs/semantics.md's). See emitter.h.
 #include "jit/cuda/emitter.h"
 
+#include <cctype>
+#include <iterator>
+
 namespace vantage::cuda::detail {
 
 const char* ctype_name(ScalarType t) {
@@ -25,6 +28,34 @@ const char* ctype_name(ScalarType t) {
   return "int";
 }
 
+const char* math_name(MathFn fn) {
+  static const char* const kNames[] = {"sqrt", "rsqrt", "exp",   "exp2", "log",   "log2",  "sin",   "cos",
+                                       "tanh", "fabs",  "floor", "ceil", "fma",   "tan",   "asin",  "acos",
+                                       "atan", "sinh",  "cosh",  "erf",  "erfc",  "expm1", "log1p", "log10",
+                                       "cbrt", "trunc", "round", "rint", "atan2", "fmod",  "hypot", "copysign"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(MathFn::Copysign) + 1);
+  const auto i = static_cast<std::size_t>(fn);
+  return i < std::size(kNames) ? kNames[i] : nullptr;
+}
+
+namespace {
+/// The functions the printer calls by a name a user could give a variable: the math functions in
+/// both precisions, the others it prints (min and max are keywords above), and CUDA's atomics.
+bool calls(const std::string& s) {
+  static const std::set<std::string> kCalled = [] {
+    std::set<std::string> names = {"pow", "powf", "fmin", "fminf", "fmax", "fmaxf", "llabs", "printf"};
+    for (std::size_t i = 0; i <= static_cast<std::size_t>(MathFn::Copysign); ++i) {
+      const std::string base = math_name(static_cast<MathFn>(i));
+      names.insert(base);
+      names.insert(base + "f");
+    }
+    return names;
+  }();
+  return kCalled.count(s) > 0 ||
+         (s.rfind("atomic", 0) == 0 && s.size() > 6 && std::isupper(static_cast<unsigned char>(s[6])));
+}
+}  // namespace
+
 bool is_reserved(const std::string& s) {
   static const std::set<std::string> kWords = {
       "auto",      "bool",     "break",    "case",      "char",     "const",         "continue",  "default",
@@ -39,7 +70,7 @@ bool is_reserved(const std::string& s) {
       "fma",       "tanh",     "nullptr",  "constexpr", "decltype", "static_assert", "alignas",   "alignof",
       "export",    "concept",  "requires", "co_await",  "co_yield", "co_return",     "char8_t",   "consteval",
       "constinit"};
-  return kWords.count(s) > 0 || s.rfind("vt_", 0) == 0 || s.rfind("__", 0) == 0;
+  return kWords.count(s) > 0 || calls(s) || s.rfind("vt_", 0) == 0 || s.rfind("__", 0) == 0;
 }
 
 std::string identifier(const std::string& name) {

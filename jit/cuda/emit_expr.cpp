@@ -278,9 +278,19 @@ auto ExprPrinter::text(const MathCall& n) -> std::string {
     if (value_range(n.args[0], env_).contains(Range::of(t).lo)) return v_.helper("abs", t) + "(" + args[0] + ")";
     return std::string(t == ScalarType::I64 ? "llabs(" : "abs(") + args[0] + ")";
   }
-  static const char* const kNames[] = {"sqrt", "rsqrt", "exp",  "exp2",  "log",  "log2", "sin",
-                                       "cos",  "tanh",  "fabs", "floor", "ceil", "fma"};
-  std::string f = kNames[static_cast<int>(n.fn)];
+  if (is_float_predicate(n.fn)) {
+    // As comparisons, which need no header (NVRTC's isnan comes with none) and which no NVRTC option
+    // folds (fast math flushes denormals but keeps NaN unordered): NaN is the value unequal to
+    // itself, an infinity the magnitude past the largest finite value.
+    const ScalarType from = n.args[0]->type;
+    const bool wide = from == ScalarType::F64;
+    const std::string x = is_16bit_float(from) ? widen(args[0], from) : args[0];
+    if (n.fn == MathFn::IsNan) return "(" + x + " != " + x + ")";
+    const std::string largest = wide ? "1.7976931348623157e+308" : "3.40282347e+38f";
+    return "(" + std::string(wide ? "fabs(" : "fabsf(") + x + (n.fn == MathFn::IsInf ? ") > " : ") <= ") + largest +
+           ")";
+  }
+  std::string f = math_name(n.fn);
   if (is_16bit_float(t)) {
     if (n.fn == MathFn::Fma) {
       v_.note(t);

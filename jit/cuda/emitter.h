@@ -28,6 +28,11 @@ namespace vantage::cuda::detail {
 using namespace ir;
 
 const char* ctype_name(ScalarType t);
+/// CUDA's double-precision name of a float math function (`sqrt` ... `copysign`; the f32 one adds
+/// an `f`); null for the bit functions, bit_cast and the predicates, which are printed otherwise.
+const char* math_name(MathFn fn);
+/// Whether a name cannot be a variable's in the CUDA: a keyword, a CUDA word, a function the
+/// printer calls (a variable of its name would hide it), or a name of ours (`vt_`, `__`).
 bool is_reserved(const std::string& s);
 std::string identifier(const std::string& name);
 std::string quote_path(const char* file);

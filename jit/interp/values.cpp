@@ -138,6 +138,11 @@ auto math_value(const MathCall& n, const std::vector<V>& x) -> V {
     v.i = eval_bits(n.fn, n.args[0]->type, x[0].i);
     return v;
   }
+  if (is_float_predicate(n.fn)) {
+    const double a = x[0].f;
+    v.i = n.fn == MathFn::IsNan ? std::isnan(a) : n.fn == MathFn::IsInf ? std::isinf(a) : std::isfinite(a);
+    return v;
+  }
   if (is_integral(n.type)) {  // abs: the identity on unsigned types (a u64 from 2^63 is held negative)
     v.i = is_signed(n.type) && x[0].i < 0 ? eval_unary(UnOp::Neg, n.type, x[0].i) : x[0].i;
     return v;
@@ -157,6 +162,28 @@ auto math_value(const MathCall& n, const std::vector<V>& x) -> V {
     case MathFn::Floor: v.f = std::floor(a); break;
     case MathFn::Ceil: v.f = std::ceil(a); break;
     case MathFn::Fma: v.f = n.type == ScalarType::F64 ? std::fma(a, x[1].f, x[2].f) : a * x[1].f + x[2].f; break;
+    case MathFn::Tan: v.f = std::tan(a); break;
+    case MathFn::Asin: v.f = std::asin(a); break;
+    case MathFn::Acos: v.f = std::acos(a); break;
+    case MathFn::Atan: v.f = std::atan(a); break;
+    case MathFn::Sinh: v.f = std::sinh(a); break;
+    case MathFn::Cosh: v.f = std::cosh(a); break;
+    case MathFn::Erf: v.f = std::erf(a); break;
+    case MathFn::Erfc: v.f = std::erfc(a); break;
+    case MathFn::Expm1: v.f = std::expm1(a); break;
+    case MathFn::Log1p: v.f = std::log1p(a); break;
+    case MathFn::Log10: v.f = std::log10(a); break;
+    case MathFn::Cbrt: v.f = std::cbrt(a); break;
+    case MathFn::Trunc: v.f = std::trunc(a); break;
+    case MathFn::Round: v.f = std::round(a); break;
+    case MathFn::Rint: v.f = std::nearbyint(a); break;  // the default rounding mode: halves to even
+    case MathFn::Atan2: v.f = std::atan2(a, x[1].f); break;
+    case MathFn::Fmod: v.f = std::fmod(a, x[1].f); break;
+    case MathFn::Hypot: v.f = std::hypot(a, x[1].f); break;
+    case MathFn::Copysign: v.f = std::copysign(a, x[1].f); break;
+    case MathFn::IsNan:
+    case MathFn::IsInf:
+    case MathFn::IsFinite:
     case MathFn::Popc:
     case MathFn::Clz:
     case MathFn::Ffs:

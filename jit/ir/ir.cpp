@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <unordered_set>
 
 #include "jit/ir/visit.h"
@@ -44,8 +45,12 @@ const char* name_of(BinOp op) {
   return kNames[static_cast<int>(op)];
 }
 const char* name_of(MathFn fn) {
-  static const char* const kNames[] = {"sqrt", "rsqrt", "exp",  "exp2", "log",  "log2", "sin", "cos",  "tanh",
-                                       "abs",  "floor", "ceil", "fma",  "popc", "clz",  "ffs", "brev", "bit_cast"};
+  static const char* const kNames[] = {"sqrt",  "rsqrt", "exp",      "exp2", "log",   "log2",  "sin",   "cos",
+                                       "tanh",  "abs",   "floor",    "ceil", "fma",   "tan",   "asin",  "acos",
+                                       "atan",  "sinh",  "cosh",     "erf",  "erfc",  "expm1", "log1p", "log10",
+                                       "cbrt",  "trunc", "round",    "rint", "atan2", "fmod",  "hypot", "copysign",
+                                       "isnan", "isinf", "isfinite", "popc", "clz",   "ffs",   "brev",  "bit_cast"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(MathFn::Bitcast) + 1);
   return kNames[static_cast<int>(fn)];
 }
 bool is_comparison(BinOp op) {

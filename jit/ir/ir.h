@@ -86,6 +86,30 @@ enum class MathFn : std::uint8_t {
   Floor,
   Ceil,
   Fma,
+  // Added with the functions of CUDA's math library a workload needs beyond the first thirteen (GELU's
+  // erf, softplus's log1p, a rotation's atan2, quantization's rint, the predicates of a NaN guard).
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Erf,
+  Erfc,
+  Expm1,
+  Log1p,
+  Log10,
+  Cbrt,
+  Trunc,
+  Round,  ///< to the nearest, halves away from zero (C's round)
+  Rint,   ///< to the nearest, halves to even (the rounding of a cast with `_rn`)
+  Atan2,
+  Fmod,
+  Hypot,
+  Copysign,
+  IsNan,     ///< bool
+  IsInf,     ///< bool
+  IsFinite,  ///< bool
   // The bit functions (docs/semantics.md): an integer operand of 32 or 64 bits, read as its bits.
   Popc,  ///< set bits: i32
   Clz,   ///< leading zero bits, the width for 0: i32
@@ -94,6 +118,10 @@ enum class MathFn : std::uint8_t {
   /// The operand's bits as the call's type, of the same size (32 or 64 bits; bit_cast).
   Bitcast,
 };
+/// Whether `fn` is a float predicate (a bool of a float operand).
+constexpr bool is_float_predicate(MathFn fn) {
+  return fn == MathFn::IsNan || fn == MathFn::IsInf || fn == MathFn::IsFinite;
+}
 /// Whether `fn` is one of the bit functions (integer operands; not a float math function).
 constexpr bool is_bit_fn(MathFn fn) {
   return fn == MathFn::Popc || fn == MathFn::Clz || fn == MathFn::Ffs || fn == MathFn::Brev;
