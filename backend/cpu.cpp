@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "backend/cpu_pool.h"
 #include "support/log.h"
+#include "support/strings.h"
 #include "vantage/diagnostics.hpp"
 #ifdef VANTAGE_HAVE_CPU_BACKEND
 #include <xxhash.h>
@@ -70,6 +71,11 @@ class CpuExecutable final : public Executable {
       const lower::CheckSite& c = sites_[site];
       what = std::string(c.write ? "writes" : "reads") + " '" + c.memory + "'[" + std::to_string(index) + "]";
       if (c.loc.known()) locs.push_back(c.loc);
+      if (c.assertion)
+        throw ExecutionError("assert",
+                             strings::failed_assertion("on the CPU, kernel '" + kernel + "'", r[2], r[3], c.memory,
+                                                       c.loc.known() ? c.loc.str() : ""),
+                             locs);
     }
     throw ExecutionError("memcheck",
                          "on the CPU, kernel '" + kernel + "': block " + std::to_string(r[2]) + " thread " +

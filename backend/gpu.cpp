@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "support/log.h"
@@ -216,6 +217,7 @@ void raise_recorded_error(int ordinal) {
   }
   std::string kernel = "a kernel", what = "an access";
   SourceLoc loc;
+  std::optional<std::string> assertion;
   {
     std::lock_guard lock(sites_mutex());
     if (auto it = all_sites().find(tag); it != all_sites().end()) {
@@ -224,15 +226,22 @@ void raise_recorded_error(int ordinal) {
         const CheckedAccess& c = it->second.sites[site];
         loc = SourceLoc{strings::intern(c.file), c.line, c.column};
         what = std::string(c.write ? "writes" : "reads") + " '" + c.memory + "'[" + std::to_string(index) + "]";
+        if (c.assertion) assertion = c.memory;
       }
     }
   }
+  const std::vector<SourceLoc> locs = loc.known() ? std::vector<SourceLoc>{loc} : std::vector<SourceLoc>{};
+  if (assertion || bound < 0)
+    throw ExecutionError("assert",
+                         strings::failed_assertion("on " + gpu_name(ordinal) + ", " + kernel, block, thread,
+                                                   assertion.value_or(""), loc.known() ? loc.str() : ""),
+                         locs);
   throw ExecutionError("memcheck",
                        "on " + gpu_name(ordinal) + ", " + kernel + ": block " + std::to_string(block) + " thread " +
                            std::to_string(thread) + " " + what + " at " +
                            (loc.known() ? loc.str() : std::string("<unknown line>")) + ", outside its " +
                            std::to_string(bound) + " elements (the access was skipped)",
-                       loc.known() ? std::vector<SourceLoc>{loc} : std::vector<SourceLoc>{});
+                       locs);
 }
 
 }  // namespace vantage::gpu

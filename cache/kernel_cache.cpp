@@ -90,8 +90,12 @@ std::map<std::string, std::string> encode(const Specialized& s, const Compiled& 
                       {"alignment", p.alignment},
                       {"extent", p.extent}});
   for (const CheckedAccess& a : s.checks)
-    checks.push_back(
-        {{"line", a.line}, {"column", a.column}, {"write", a.write}, {"memory", a.memory}, {"file", a.file}});
+    checks.push_back({{"line", a.line},
+                      {"column", a.column},
+                      {"write", a.write},
+                      {"memory", a.memory},
+                      {"file", a.file},
+                      {"assertion", a.assertion}});
   for (const Guard& g : s.guards)
     guards.push_back({{"kind", static_cast<int>(g.kind)},
                       {"value", g.value},
@@ -190,6 +194,7 @@ Specialized decode(const std::map<std::string, std::string>& m) {
     c.write = j.at("write").get<bool>();
     c.memory = j.at("memory").get<std::string>();
     c.file = j.at("file").get<std::string>();
+    c.assertion = j.value("assertion", false);  // absent from entries made before assertions
     s.checks.push_back(std::move(c));
   }
   for (const json& j : array_at(m, "guards")) {

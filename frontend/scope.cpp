@@ -618,6 +618,12 @@ void Scope::print(const std::string& format, std::initializer_list<ExprArg> valu
   call.text = format;
   call.emit();
 }
+void Scope::assert_that(const ExprArg& condition, const std::string& what, std::source_location l) {
+  IntrinsicCall call = VANTAGE_INTRINSIC(Assert, l);
+  call.arg(condition);
+  call.text = what;
+  call.emit();
+}
 void Scope::cp_async_wait(int pending, std::source_location l) {
   VANTAGE_INTRINSIC(CpAsyncWait, l).imm(pending).emit();
 }

@@ -294,6 +294,34 @@ TEST(KernelCache, GuardsAndSignatureSurviveTheDisk) {
   EXPECT_EQ(got->spec.params[0].value, 777);
 }
 
+// The sites of a kernel's checks come back from the disk as they went: an assertion's text, line and
+// kind (a failed one read as an access would be reported as one).
+TEST(KernelCache, AnAssertionsSiteSurvivesTheDisk) {
+  REQUIRE_NVRTC();
+  TempDir dir;
+  KernelBuilder b("asserts");
+  auto n = b.param<int>("n");
+  auto y = b.param<GlobalPtr<float>>("y", extent(n));
+  b.block_threads(64);
+  const int line = __LINE__ + 3;
+  b.body([&](Scope& g) {
+    lib::for_each(g, y, n, [&](Scope& th, Expr i, ElemRef e) {
+      th.assert_that(i % 2 == 0 || n > 1, "odd \"i\" needs n > 1");
+      e = 2.0f;
+    });
+  });
+  Kernel k = b.build();
+  const std::vector<CheckedAccess> want = KernelCache(config_for(dir.path)).get(k, Spec{})->spec.checks;
+  auto got = KernelCache(config_for(dir.path)).get(k, Spec{});
+  ASSERT_EQ(got->origin, "disk");
+  ASSERT_EQ(want.size(), 1u);
+  ASSERT_EQ(got->spec.checks.size(), 1u);
+  EXPECT_TRUE(got->spec.checks[0].assertion);
+  EXPECT_EQ(got->spec.checks[0].memory, "odd \"i\" needs n > 1");
+  EXPECT_EQ(static_cast<int>(got->spec.checks[0].line), line);
+  EXPECT_FALSE(got->spec.checks[0].write);
+}
+
 // A fault: corrupt the one entry in `dir` with `damage`, then a new cache must warn and still give
 // the right kernel (recompiled and rewritten).
 void expect_recovers(const std::function<void(const fs::path& entry, const fs::path& dir)>& damage,

@@ -59,7 +59,8 @@ struct MockState {
   unsigned grid = 0, block = 0, shared = 0;
   std::vector<std::uint64_t> args;
   int registers = 40;
-  bool fail_next = false;  ///< the next launch records a failed check, as the kernel would
+  bool fail_next = false;       ///< the next launch records a failed check, as the kernel would
+  bool fail_assertion = false;  ///< ... of an assert_that: no index, a bound of -1
   // Every cuTensorMapEncodeTiled call: type, address, dims, strides, box, swizzle.
   struct Encode {
     int type = 0, swizzle = 0, rank = 0;
@@ -373,8 +374,9 @@ CUresult m_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, un
     record[1] = 0;
     record[2] = 2;
     record[3] = 5;
-    record[4] = 1000;
-    record[5] = 1000;
+    record[4] = mock().fail_assertion ? 0 : 1000;
+    record[5] = mock().fail_assertion ? static_cast<std::uint64_t>(-1) : 1000;
+    mock().fail_assertion = false;
     record[0] = lower::check_tag(*reinterpret_cast<const std::string*>(f));
   }
   if (mock().effect) {
@@ -982,6 +984,43 @@ TEST(GpuMock, ATensorMapLargerThanItsBufferIsRefused) {
         k.launch(d, Grid{1, 32}, 9, csrc, out_buf);
       },
       "src", {"tensor map 'src_map'", "9 x 32", "holds 256"});
+}
+
+// A false assert_that on the GPU: what vt_fail records at the assertion's site is reported as the
+// interpreter reports it, with its text and line, and the record is cleared.
+TEST(GpuMock, AFalseAssertionOnTheGpuIsReportedWithItsTextAndLine) {
+  REQUIRE_NVRTC();
+  Device d = Device::gpu(0);
+  KernelBuilder b("asserting");
+  auto n = b.param<int>("n");
+  auto out = b.param<GlobalPtr<float>>("out", extent(n));
+  b.block_threads(256);
+  const int line = __LINE__ + 3;
+  b.body([&](Scope& g) {
+    lib::for_each(g, out, n, [&](Scope& th, Expr i, ElemRef e) {
+      th.assert_that(i < n, "i is below n");
+      e = 1.0f;
+    });
+  });
+  Kernel k = b.build();
+  auto dout = d.alloc<float>(1000);
+  mock().fail_next = true;
+  mock().fail_assertion = true;
+  k.launch(d, Grid{4, 256}, 1000, dout);
+  try {
+    d.synchronize();
+    FAIL() << "the recorded assertion was not reported";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(e.check(), "assert");
+    const std::string what = e.what();
+    EXPECT_NE(what.find("kernel 'asserting': block 2 thread 5: assert_that(\"i is below n\") failed at "),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("test_gpu_mock.cpp:" + std::to_string(line)), std::string::npos) << what;
+    ASSERT_EQ(e.locs().size(), 1u);
+    EXPECT_EQ(static_cast<int>(e.locs()[0].line), line);
+  }
+  EXPECT_NO_THROW(d.synchronize()) << "the record was not cleared";
 }
 
 TEST(GpuMock, AnAccessThatFailsItsCheckOnTheGpuIsReportedAtItsLine) {

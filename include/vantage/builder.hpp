@@ -546,6 +546,13 @@ class Scope {
   /// only a GPU sleeps (CUDA's `__nanosleep`), the interpreter and the CPU backend evaluate `ns` (its
   /// reads checked as everywhere) and go on at once.
   void nanosleep(const ExprArg& ns, std::source_location loc = std::source_location::current());
+  /// Each thread that runs it checks `condition` (a bool): where it is false the launch fails with
+  /// ExecutionError (check() "assert") naming `what`, the user's line, the block and the thread,
+  /// as a failed access is reported: at once on the interpreter, on the CPU backend and a GPU at the
+  /// launch's end or the next synchronize (the first thread's; the others go on, and no GPU context
+  /// is lost, as it would be to CUDA's assert). From any perspective (docs/semantics.md, "Assertions").
+  void assert_that(const ExprArg& condition, const std::string& what,
+                   std::source_location l = std::source_location::current());
   /// Writes one line from each thread that runs it, from any perspective: `format` with each `{}`
   /// replaced by the next of `values`, or each `{:SPEC}` by it in a printf conversion (`{:08x}`,
   /// `{:.3f}`; `{{` and `}}` are braces); at most 16 values. On a GPU it is CUDA's `printf` (lines

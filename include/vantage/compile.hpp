@@ -18,8 +18,9 @@ namespace vantage {
 struct CheckedAccess {
   std::string file;
   std::uint32_t line = 0, column = 0;
-  std::string memory;  ///< the buffer or array's name
+  std::string memory;  ///< the buffer or array's name; an assertion's text
   bool write = false;
+  bool assertion = false;  ///< the site of an assert_that (Scope::assert_that), not of an access
 };
 
 /// A kernel specialized for one launch: generated CUDA C++, guards and signature.

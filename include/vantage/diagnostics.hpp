@@ -95,8 +95,8 @@ class ExecutionError : public std::runtime_error {
  public:
   ExecutionError(std::string check, std::string message, std::vector<SourceLoc> locs)
       : std::runtime_error(check + ": " + message), check_(std::move(check)), locs_(std::move(locs)) {}
-  /// "memcheck", "racecheck", "synccheck", "initcheck", "unsupported" or "limit" (the interpreter's
-  /// statement budget ran out).
+  /// "memcheck", "racecheck", "synccheck", "initcheck", "assert" (a false Scope::assert_that),
+  /// "unsupported" or "limit" (the interpreter's statement budget ran out).
   const std::string& check() const { return check_; }
   const std::vector<SourceLoc>& locs() const { return locs_; }
 

@@ -303,6 +303,10 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       if (auto ns = n.args.empty() ? std::nullopt : const_int(n.args[0]); ns && (*ns < 0 || *ns > kMaxNanosleepNs))
         operand_error(n, "a thread sleeps 0 to " + std::to_string(kMaxNanosleepNs) + " ns, not " + std::to_string(*ns));
       break;
+    case IntrinsicOp::Assert:
+      operand_value(n, 0, ScalarType::Bool, "condition");
+      if (n.args.size() != 1) operand_error(n, "takes one condition");
+      break;
     case IntrinsicOp::Print: {
       std::string why;
       auto format = parse_print_format(n.text, &why);

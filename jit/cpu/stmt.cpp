@@ -223,6 +223,16 @@ auto Statements::thread_intrinsic(const Intrinsic& n) -> void {
       if (!n.args.empty()) (void)val_.expr(n.args[0]);
       return;
     case IntrinsicOp::Print: print(n); return;
+    case IntrinsicOp::Assert: {  // a failure at lowering's site, recorded as a failed access is
+      auto* failed = BasicBlock::Create(g_.ctx_, "assert.failed", g_.fn_);
+      auto* done = BasicBlock::Create(g_.ctx_, "assert.done", g_.fn_);
+      g_.b_.CreateCondBr(val_.expr(n.args[0]), done, failed);
+      g_.b_.SetInsertPoint(failed);
+      mem_.fail(n.imms.empty() ? 0 : n.imms[0], g_.b_.getInt64(0), g_.b_.getInt64(-1));
+      g_.b_.CreateBr(done);
+      g_.b_.SetInsertPoint(done);
+      return;
+    }
     default: break;
   }
   unsupported(user_name(n.op), n.loc);

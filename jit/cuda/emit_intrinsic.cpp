@@ -57,6 +57,12 @@ std::string wgmma_asm(const Intrinsic& n, const std::string& acc, const std::str
   out << " : \"l\"(vt_wgmma_desc(" << a << ")), \"l\"(vt_wgmma_desc(" << b << ")) : \"memory\");\n";
   return out.str();
 }
+/// A false assertion is recorded as a failed access is, at its own site, with no index and a bound of
+/// -1 (which no access has): the thread goes on, and the host reports it.
+std::string assertion_check(const Intrinsic& n, const std::string& condition) {
+  return "if (!(" + condition + ")) vt_fail(vt_err, " + std::to_string(n.imms.empty() ? 0 : n.imms[0]) + ", 0, -1);\n";
+}
+
 /// A print as a printf statement (jit/ir/print_format.h): the format's text with its % doubled and
 /// each value's conversion, as a C string literal; each value widened as the host's line takes it.
 std::string printf_call(const Intrinsic& n, const std::function<std::string(const ExprPtr&)>& expr) {
@@ -287,6 +293,11 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
     case IntrinsicOp::Print:
       ind();
       out_ << printf_call(n, [&](const ExprPtr& e) { return x_.expr(e); });
+      break;
+    case IntrinsicOp::Assert:
+      v_.uses_checks = true;
+      ind();
+      out_ << assertion_check(n, arg(0));
       break;
     case IntrinsicOp::Nanosleep:
       // A duration the checker could not see is clamped to what the hardware takes (PTX: 0 to 1 ms).

@@ -2,6 +2,7 @@
 // Hopper instructions: hopper.cpp). See machine.h.
 #include "jit/interp/machine.h"
 #include "jit/ir/print_format.h"
+#include "support/strings.h"
 
 namespace vantage::interp::detail {
 
@@ -17,6 +18,15 @@ void print(const Intrinsic& n, const std::function<V(const ExprPtr&)>& eval) {
     values.push_back({a->type, v.i, v.f});
   }
   write_print_line(print_line(*format, values));
+}
+/// A false assertion, reported at once, as every check of the interpreter is.
+void assertion(const Intrinsic& n, const V& holds, const std::string& kernel, std::int64_t block, std::int64_t thread) {
+  if (n.args.empty() || holds.i != 0) return;
+  throw ExecutionError(
+      "assert",
+      strings::failed_assertion("on the interpreter, kernel '" + kernel + "'", static_cast<std::uint64_t>(block),
+                                static_cast<std::uint64_t>(thread), n.text, n.loc.known() ? n.loc.str() : ""),
+      {n.loc});
 }
 }  // namespace
 
@@ -95,6 +105,8 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
       if (!n.args.empty()) (void)eval(n.args[0], t);
       return;
     case IntrinsicOp::Print: return print(n, [&](const ExprPtr& a) { return eval(a, t); });
+    case IntrinsicOp::Assert:
+      return assertion(n, n.args.empty() ? V{} : eval(n.args[0], t), k_.kernel.name, checks_.block_of(t), t.tid);
     default:
       if (Hopper::runs(n.op)) return hopper(n, t);
       break;

@@ -58,6 +58,7 @@ constexpr IntrinsicInfo kTable[] = {
   // A line of text with values in it (its format in the node's text), from each thread that runs it:
   // printf on a GPU, the same line written by the interpreter and the CPU backend.
   {IntrinsicOp::Print,            "Print",            "print",                     Needs::Any,       false, false, false, {},                         std::nullopt,    kAll},
+  {IntrinsicOp::Assert,           "Assert",           "assert_that",               Needs::Any,       false, false, false, {},                         std::nullopt,    kAll},
 };
 // clang-format on
 

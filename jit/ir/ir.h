@@ -165,8 +165,9 @@ enum class IntrinsicOp : std::uint8_t {
   MbarrierArriveCluster,
   Nanosleep,
   Print,
+  Assert,
 };
-inline constexpr std::size_t kIntrinsics = static_cast<std::size_t>(IntrinsicOp::Print) + 1;
+inline constexpr std::size_t kIntrinsics = static_cast<std::size_t>(IntrinsicOp::Assert) + 1;
 
 /// Kinds of atomic operation, their scopes and orderings: an Atomic intrinsic's first imm is the kind
 /// plus 16 times the scope plus 64 times the ordering (the device scope and relaxed ordering, both 0,

@@ -293,7 +293,7 @@ class Printer {
       if (!first) out_ << ", ";
       first = false;
     };
-    if (n.op == IntrinsicOp::Print) sep(), out_ << quote(n.text);
+    if (n.op == IntrinsicOp::Print || n.op == IntrinsicOp::Assert) sep(), out_ << quote(n.text);
     for (const auto& m : n.mems) sep(), out_ << name(m);
     for (const auto& a : n.args) sep(), out_ << expr(a);
     for (auto i : n.imms) sep(), out_ << "#" << i;

@@ -113,6 +113,25 @@ void cluster_operands(const Intrinsic& n, const std::vector<ExprPtr>& args, cons
                       {}});
 }
 
+namespace {
+/// A named barrier whose group runs `replicas` times at once: V1007.
+Diagnostic shared_named_barrier(const Intrinsic& n, std::int64_t replicas) {
+  return {"V1007",
+          "named_barrier(" + std::to_string(n.imms[0]) + ", " + std::to_string(n.imms[1]) + ") runs in " +
+              std::to_string(replicas) + " groups of " + std::to_string(n.imms[1]) +
+              " threads at once, which would all share barrier " + std::to_string(n.imms[0]) +
+              "; let Vantage place the barriers, or give each group its own split branch and id",
+          n.loc,
+          {}};
+}
+/// An assertion with its site, a site of its own, which its failure records as a failed access does.
+StmtPtr assertion(const Intrinsic& n, std::vector<ExprPtr> args, std::vector<CheckSite>& checks) {
+  checks.push_back({n.loc, n.text, false, true});
+  return make<Intrinsic>(n.op, std::move(args), n.mems, n.outputs,
+                         std::vector<std::int64_t>{static_cast<std::int64_t>(checks.size()) - 1}, n.text, n.loc);
+}
+}  // namespace
+
 void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
   SourceLoc l = n.loc;
   std::vector<ExprPtr> args;
@@ -147,15 +166,7 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
       return;
     case IntrinsicOp::NamedBarrier: {
       const Pos& p = frames_.back();
-      if (p.replicas > 1)
-        c_.out.problems.push_back(
-            {"V1007",
-             "named_barrier(" + std::to_string(n.imms[0]) + ", " + std::to_string(n.imms[1]) + ") runs in " +
-                 std::to_string(p.replicas) + " groups of " + std::to_string(n.imms[1]) +
-                 " threads at once, which would all share barrier " + std::to_string(n.imms[0]) +
-                 "; let Vantage place the barriers, or give each group its own split branch and id",
-             l,
-             {}});
+      if (p.replicas > 1) c_.out.problems.push_back(shared_named_barrier(n, p.replicas));
       out.push_back(make<ir::Barrier>(p.code, BarrierKind::NamedFixed, n.imms[1], n.imms[0], ir::kNoAsyncWait, l));
       return;
     }
@@ -257,6 +268,7 @@ void BodyLowerer::lower_stmt(const Intrinsic& n, std::vector<StmtPtr>& out) {
                     n.mems[2]->name, l);
       break;
     }
+    case IntrinsicOp::Assert: out.push_back(assertion(n, std::move(args), c_.out.checks)); return;
     case IntrinsicOp::SetMaxNreg:
     case IntrinsicOp::FenceProxyAsync:
     case IntrinsicOp::Nanosleep:

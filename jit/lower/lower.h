@@ -45,8 +45,9 @@ struct Options {
 /// An access checked as it runs (a Load or Store with a bound): where, and what it touches.
 struct CheckSite {
   SourceLoc loc;
-  std::string memory;  ///< the root's name
+  std::string memory;  ///< the root's name; an assertion's text
   bool write = false;
+  bool assertion = false;  ///< an assert_that's site (its failure records no index or bound)
 };
 
 struct Lowered {

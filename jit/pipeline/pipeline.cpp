@@ -99,7 +99,7 @@ Specialized emit(const Kernel& kernel, const Spec& spec, LoweredKernel stage) {
   out.compiler = spec.compiler;
   out.barriers = lowered.barriers;
   for (const auto& c : lowered.checks)
-    out.checks.push_back({c.loc.file ? c.loc.file : "", c.loc.line, c.loc.column, c.memory, c.write});
+    out.checks.push_back({c.loc.file ? c.loc.file : "", c.loc.line, c.loc.column, c.memory, c.write, c.assertion});
   return out;
 }
 
