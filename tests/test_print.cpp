@@ -190,6 +190,31 @@ TEST(Print, ItsValuesReadsAreCheckedOnEveryDevice) {
   }
 }
 
+// A value is checked as any expression is: a variable out of its scope (a handle kept past the
+// group that declared it) is V0207 at the print, as it is at a let; the print took it unchecked, and
+// its generated CUDA named a variable that did not exist there.
+TEST(Print, AValueOutOfItsScopeIsRefusedAsAnyExpressionIs) {
+  KernelBuilder k("print_leaked");
+  auto out = k.param<GlobalPtr<int>>("out", extent(32));
+  k.block_threads(32);
+  int line = 0;
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    Expr leaked;
+    g.partition(
+        out, thread(1), [&](Expr i) { return t + i; },
+        [&](Scope& g, View o) {
+          g.group(thread(1), [&](Scope& th) {
+            leaked = th.let("v", t * 2);
+            o[0] = leaked;
+          });
+        });
+    line = __LINE__ + 1;
+    g.print("{}", {leaked});
+  });
+  EXPECT_TRUE(testing::rejected_saying(k, "V0207", line, "test_print.cpp", "variable 'v' is not in scope here"));
+}
+
 // A format that cannot be read, one whose places do not match its values, a conversion for another
 // kind of value, or more than 16 values: V0503 at the user's line, naming what is wrong.
 TEST(Print, AFormatThatCannotBeReadIsRefusedAtTheUsersLine) {

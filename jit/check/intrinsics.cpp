@@ -308,6 +308,7 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       if (n.args.size() != 1) operand_error(n, "takes one condition");
       break;
     case IntrinsicOp::Print: {
+      for (std::size_t i = 0; i < n.args.size(); ++i) operand_value(n, i, std::nullopt, "value");  // as any expression
       std::string why;
       auto format = parse_print_format(n.text, &why);
       if (!format) {
