@@ -84,7 +84,13 @@ class Gen : test_support::Picker {
       case 6:
         if (!views_.empty()) return view()[expr(s, depth + 1)];
         return value();
-      case 7: return sqrt(expr(s, depth + 1));
+      case 7:  // math of one operand, of two, and a predicate: each of any type the generator makes
+        switch (pick(4)) {
+          case 0: return sqrt(expr(s, depth + 1));
+          case 1: return erf(expr(s, depth + 1));
+          case 2: return atan2(expr(s, depth + 1), expr(s, depth + 1));
+          default: return isnan(expr(s, depth + 1));
+        }
       default: return value();
     }
   }
