@@ -98,6 +98,11 @@ Expr math(ir::MathFn fn, std::vector<ExprPtr> args, SourceLoc loc) {
   if (ir::is_float_predicate(fn)) t = ScalarType::Bool;
   return BuilderAccess::expr(ir::make<ir::MathCall>(t, fn, std::move(args), loc));
 }
+/// A math function of two operands of one type (a literal takes the other's).
+Expr math2(ir::MathFn fn, const ExprArg& a, const ExprArg& b) {
+  auto [p, q] = unify(a, b);
+  return math(fn, {p, q}, a.loc);
+}
 
 using detail::here;
 
@@ -187,22 +192,10 @@ Expr rint(const ExprArg& e) { return math(ir::MathFn::Rint, {node(e.expr)}, e.lo
 Expr isnan(const ExprArg& e) { return math(ir::MathFn::IsNan, {node(e.expr)}, e.loc); }
 Expr isinf(const ExprArg& e) { return math(ir::MathFn::IsInf, {node(e.expr)}, e.loc); }
 Expr isfinite(const ExprArg& e) { return math(ir::MathFn::IsFinite, {node(e.expr)}, e.loc); }
-Expr atan2(const ExprArg& y, const ExprArg& x) {
-  auto [p, q] = unify(y, x);
-  return math(ir::MathFn::Atan2, {p, q}, y.loc);
-}
-Expr fmod(const ExprArg& a, const ExprArg& b) {
-  auto [p, q] = unify(a, b);
-  return math(ir::MathFn::Fmod, {p, q}, a.loc);
-}
-Expr hypot(const ExprArg& a, const ExprArg& b) {
-  auto [p, q] = unify(a, b);
-  return math(ir::MathFn::Hypot, {p, q}, a.loc);
-}
-Expr copysign(const ExprArg& a, const ExprArg& b) {
-  auto [p, q] = unify(a, b);
-  return math(ir::MathFn::Copysign, {p, q}, a.loc);
-}
+Expr atan2(const ExprArg& y, const ExprArg& x) { return math2(ir::MathFn::Atan2, y, x); }
+Expr fmod(const ExprArg& a, const ExprArg& b) { return math2(ir::MathFn::Fmod, a, b); }
+Expr hypot(const ExprArg& a, const ExprArg& b) { return math2(ir::MathFn::Hypot, a, b); }
+Expr copysign(const ExprArg& a, const ExprArg& b) { return math2(ir::MathFn::Copysign, a, b); }
 Expr popc(const ExprArg& e) { return math(ir::MathFn::Popc, {node(e.expr)}, e.loc); }
 Expr clz(const ExprArg& e) { return math(ir::MathFn::Clz, {node(e.expr)}, e.loc); }
 Expr ffs(const ExprArg& e) { return math(ir::MathFn::Ffs, {node(e.expr)}, e.loc); }

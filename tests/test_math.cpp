@@ -70,14 +70,16 @@ const std::vector<float> kY = {-0.0f, 3.0f,  -3.0f, 1.0f,   2.0f, -1.0f, 0.0f,  
                                -3.0f, 2.0f,  0.5f,  1e-30f, 7.0f, -7.0f, 1e30f, 1.0f, kNan,  -kInf,
                                0.25f, 10.0f, 1e-3f, -5.0f,  2.0f, 1.0f,  -0.0f, 4.0f, 0.5f};
 
-/// out[i * K + f] = function f of (x[i], y[i]) in `t`, as f32; flags[i * 3 + p] = predicate p of x[i].
-Kernel math_kernel(ScalarType t) {
+/// out[i * K + f] = function f of (x[i], y[i]) computed in `t`, as T; flags[i * 3 + p] = predicate
+/// p of x[i] in `t`. T is float (t f32, f16 or bf16) or double (t f64).
+template <class T>
+Kernel math_kernel_of(ScalarType t) {
   const int K = static_cast<int>(functions().size());
   KernelBuilder k(std::string("math_") + type_name(t));
   auto n = k.param<int>("n");
-  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
-  auto y = k.param<GlobalPtr<const float>>("y", extent(n));
-  auto out = k.param<GlobalPtr<float>>("out", extent(n * K));
+  auto x = k.param<GlobalPtr<const T>>("x", extent(n));
+  auto y = k.param<GlobalPtr<const T>>("y", extent(n));
+  auto out = k.param<GlobalPtr<T>>("out", extent(n * K));
   auto flags = k.param<GlobalPtr<int>>("flags", extent(n * kPredicates));
   k.block_threads(32);
   k.body([&](Scope& g) {
@@ -90,11 +92,12 @@ Kernel math_kernel(ScalarType t) {
               [&](Scope& g, View f) {
                 g.group(thread(1), [&](Scope& th) {
                   th.if_(i < n, [&](Scope&) {
-                    Expr a = t == ScalarType::F32 ? Expr(x[i]) : cast(t, x[i]);
-                    Expr b = t == ScalarType::F32 ? Expr(y[i]) : cast(t, y[i]);
+                    const bool as_stored = t == scalar_of<T>;
+                    Expr a = as_stored ? Expr(x[i]) : cast(t, x[i]);
+                    Expr b = as_stored ? Expr(y[i]) : cast(t, y[i]);
                     for (int j = 0; j < K; ++j) {
                       Expr r = functions()[static_cast<std::size_t>(j)].make(a, b);
-                      o[j] = t == ScalarType::F32 ? r : cast<float>(r);
+                      o[j] = as_stored ? r : cast<T>(r);
                     }
                     f[0] = cast<int>(isnan(a));
                     f[1] = cast<int>(isinf(a));
@@ -106,38 +109,8 @@ Kernel math_kernel(ScalarType t) {
   });
   return k.build();
 }
-
-/// The same for f64, its results as f64.
-Kernel math_kernel_f64() {
-  const int K = static_cast<int>(functions().size());
-  KernelBuilder k("math_f64");
-  auto n = k.param<int>("n");
-  auto x = k.param<GlobalPtr<const double>>("x", extent(n));
-  auto y = k.param<GlobalPtr<const double>>("y", extent(n));
-  auto out = k.param<GlobalPtr<double>>("out", extent(n * K));
-  auto flags = k.param<GlobalPtr<int>>("flags", extent(n * kPredicates));
-  k.block_threads(32);
-  k.body([&](Scope& g) {
-    auto i = g.let("i", g.id(thread(1)));
-    g.partition(
-        out, thread(1), [&](Expr j) { return i * K + j; },
-        [&](Scope& g, View o) {
-          g.partition(
-              flags, thread(1), [&](Expr j) { return i * kPredicates + j; },
-              [&](Scope& g, View f) {
-                g.group(thread(1), [&](Scope& th) {
-                  th.if_(i < n, [&](Scope&) {
-                    for (int j = 0; j < K; ++j) o[j] = functions()[static_cast<std::size_t>(j)].make(x[i], y[i]);
-                    f[0] = cast<int>(isnan(x[i]));
-                    f[1] = cast<int>(isinf(x[i]));
-                    f[2] = cast<int>(isfinite(x[i]));
-                  });
-                });
-              });
-        });
-  });
-  return k.build();
-}
+Kernel math_kernel(ScalarType t) { return math_kernel_of<float>(t); }
+Kernel math_kernel_f64() { return math_kernel_of<double>(ScalarType::F64); }
 
 /// Distance in units in the last place between two floats of one type (NaNs equal to each other,
 /// far from anything else).
