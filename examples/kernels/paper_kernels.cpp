@@ -304,6 +304,20 @@ Kernel saxpy() {
 }
 // END FORM
 
+// LIBRARY FORM gelu
+Kernel gelu() {
+  KernelBuilder k("gelu");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto y = k.param<GlobalPtr<float>>("y", extent(n));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each(g, y, n, [&](Scope&, Expr i, ElemRef yi) { yi = 0.5f * x[i] * (1.0f + erf(x[i] * 0.70710678f)); });
+  });
+  return k.build();
+}
+// END FORM
+
 // LIBRARY FORM block_reduce
 Kernel block_reduce() {
   constexpr int kThreads = 256;
@@ -869,6 +883,7 @@ const std::vector<Example>& all() {
       {"saxpy_vec", "y = a*x + y in f32x4 vectors (one 16-byte load of x and y a thread), the tail by element",
        saxpy_vec},
       {"fp8_dequant", "an f8e4m3 matrix dequantized to f32 with a scale per row", fp8_dequant},
+      {"gelu", "y = x * Phi(x), the exact GELU through erf, 256 threads per block", gelu},
       {"warp_mma", "Fig. 2: a warp issues a tf32 mma.sync", warp_mma},
       {"mma_tf32_naive", "Fig. 6: naive TF32 tensor-core GEMM through simple_mma (Fig. 5)", mma_tf32_naive},
       {"block_load_copy", "Section 6.4: BlockLoad as a block(1) device function", block_load_copy},

@@ -135,6 +135,10 @@ Kernel transpose();
 Kernel transpose_padded();
 Kernel transpose_async();
 
+/// y[i] = x[i] * Phi(x[i]) = x[i] / 2 * (1 + erf(x[i] / sqrt(2))): the exact GELU of a transformer's
+/// feed-forward layer, elementwise (lib::for_each, 256 threads).
+Kernel gelu();
+
 /// out (rows x cols, f32) = q (an f8e4m3 matrix) dequantized: each element converted to f32 (exact)
 /// and multiplied by its row's scale. 256 threads, one element each (lib::for_each).
 Kernel fp8_dequant();

@@ -103,6 +103,24 @@ RunResult run_saxpy(const Kernel& k, const Size& s, const Device& d, std::int64_
   return finish(ok, "saxpy n=" + std::to_string(n) + " (tolerance 1e-6)", why, rep, as_doubles(y));
 }
 
+RunResult run_gelu(const Kernel& k, const Size& s, const Device& d) {
+  const std::int64_t n = s.at("n");
+  // Values from -4 to 4 in steps of 0.08, where GELU bends; the reference in double.
+  std::vector<float> x(static_cast<std::size_t>(n)), y(x.size(), -99.0f), want(x.size());
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = static_cast<float>((i * 37) % 101 - 50) * 0.08f;
+    x[static_cast<std::size_t>(i)] = v;
+    want[static_cast<std::size_t>(i)] = static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
+  }
+  Staged sx(d, x), sy(d, y);
+  auto rep = k.launch(d, Grid{std::max<std::int64_t>(1, ceil_div(n, 256)), 256}, static_cast<int>(n), sx.read_only(),
+                      sy.arg());
+  sy.fetch();
+  std::string why;
+  bool ok = close(y, want, 1e-5, why);
+  return finish(ok, "gelu n=" + std::to_string(n) + " (tolerance 1e-5)", why, rep, as_doubles(y));
+}
+
 RunResult run_fp8_dequant(const Kernel& k, const Size& s, const Device& d) {
   const std::int64_t rows = s.at("rows"), cols = s.at("cols"), n = rows * cols;
   // Values of every kind: small integers, fractions, values past 448 (held at it), subnormals.
@@ -528,6 +546,7 @@ const std::map<std::string, Case>& cases() {
       {"saxpy_vec",
        {[](const Kernel& k, const Size& s, const Device& d) { return run_saxpy(k, s, d, 1024); },
         {{{"n", 4096}}, {{"n", 1001}}, {{"n", 1}}, {{"n", 1027}}, {{"n", 778}}}}},
+      {"gelu", {run_gelu, {{{"n", 1000}}, {{"n", 256}}, {{"n", 1}}, {{"n", 777}}}}},
       {"fp8_dequant",
        {run_fp8_dequant,
         {{{"rows", 7}, {"cols", 33}},
@@ -642,7 +661,7 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
   auto at = [&](const char* k) { return s.count(k) ? s.at(k) : std::int64_t{1}; };
   auto tiles = [&](std::int64_t bm, std::int64_t bn) { return ceil_div(at("M"), bm) * ceil_div(at("N"), bn); };
   std::int64_t b = 1;
-  if (name == "saxpy" || name == "scan_lookback" || name == "block_reduce")
+  if (name == "saxpy" || name == "gelu" || name == "scan_lookback" || name == "block_reduce")
     b = ceil_div(at("n"), 256);
   else if (name == "saxpy_vec")
     b = ceil_div(at("n"), 1024);
@@ -694,14 +713,38 @@ std::int64_t default_blocks(const std::string& name, const Size& size) {
 
 Grid default_grid(const std::string& name, const Size& size) {
   static const std::map<std::string, std::int64_t> kThreads = {
-      {"saxpy", 256},           {"fp8_dequant", 256},   {"vec_copy", 256},        {"block_load_copy", 128},
-      {"block_reduce", 256},    {"sgemm_naive", 256},   {"sgemm_coalesced", 256}, {"sgemm_smem", 1024},
-      {"sgemm_reg1d", 512},     {"sgemm_reg2d", 256},   {"sgemm_vec", 256},       {"sgemm_warptile", 128},
-      {"mma_tf32", 128},        {"scan_lookback", 256}, {"transpose", 256},       {"transpose_padded", 256},
-      {"transpose_async", 256}, {"warp_mma", 32},       {"gemm_wgmma_bf16", 384}, {"mma_tf32_naive", 32},
-      {"sgemm_pipelined", 256}, {"scan_tiled", 1024},   {"device_scan", 1024},    {"device_sum", 1024},
-      {"compact", 256},         {"radix_sort", 256},    {"byte_histogram", 256},  {"gemm_wgmma_bf16_wide", 384},
-      {"igemm_mma", 128},       {"saxpy_vec", 256},     {"igemm_wgmma", 384},
+      {"saxpy", 256},
+      {"gelu", 256},
+      {"fp8_dequant", 256},
+      {"vec_copy", 256},
+      {"block_load_copy", 128},
+      {"block_reduce", 256},
+      {"sgemm_naive", 256},
+      {"sgemm_coalesced", 256},
+      {"sgemm_smem", 1024},
+      {"sgemm_reg1d", 512},
+      {"sgemm_reg2d", 256},
+      {"sgemm_vec", 256},
+      {"sgemm_warptile", 128},
+      {"mma_tf32", 128},
+      {"scan_lookback", 256},
+      {"transpose", 256},
+      {"transpose_padded", 256},
+      {"transpose_async", 256},
+      {"warp_mma", 32},
+      {"gemm_wgmma_bf16", 384},
+      {"mma_tf32_naive", 32},
+      {"sgemm_pipelined", 256},
+      {"scan_tiled", 1024},
+      {"device_scan", 1024},
+      {"device_sum", 1024},
+      {"compact", 256},
+      {"radix_sort", 256},
+      {"byte_histogram", 256},
+      {"gemm_wgmma_bf16_wide", 384},
+      {"igemm_mma", 128},
+      {"saxpy_vec", 256},
+      {"igemm_wgmma", 384},
   };
   auto it = kThreads.find(name);
   if (it == kThreads.end()) throw std::invalid_argument("no grid is defined for example '" + name + "'");
