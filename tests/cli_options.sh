@@ -48,6 +48,14 @@ if [ "${2:-}" != sanitized ]; then
   [ "$rc" = 1 ] || fail "run saxpy at n=500000000 under a 1 GB data limit: exit $rc, not 1 ($err)"
   echo "$err" | grep -qE "saxpy at n=500000000 needs more memory than this host has free \([0-9.]+ GiB" ||
     fail "run saxpy at n=500000000 under a 1 GB data limit says '$err'"
+  err=$(
+    ulimit -d 1000000
+    "$cli" tune scan_tiled --device cpu --size n=500000000 --fresh 2>&1 >/dev/null
+  )
+  rc=$?
+  [ "$rc" = 1 ] || fail "tune scan_tiled at n=500000000 under a 1 GB data limit: exit $rc, not 1 ($err)"
+  echo "$err" | grep -qE "^vantage tune: scan_tiled at n=500000000 needs more memory than this host has free" ||
+    fail "tune scan_tiled at n=500000000 under a 1 GB data limit says '$err'"
 fi
 # What is a number still runs: a sign, and a size class of a negative value (a kernel's business).
 "$cli" run saxpy --size n=+100 --device cpu:0 | grep -q "saxpy n=100 .*result matches the reference" ||

@@ -2,7 +2,6 @@
 // run them on the interpreter or a GPU with their result checked, list the devices, and manage the
 // kernel cache.
 #include <dlfcn.h>
-#include <sys/resource.h>
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -362,48 +361,6 @@ int check_one(const vantage::examples::Example& ex) {
   }
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;  // the sanitizers map terabytes of shadow: no cap fits beside them
-#else
-constexpr bool kSanitized = false;
-#endif
-
-/// The number after `key` in a /proc file of "Key:   N kB" lines, in bytes; 0 when absent.
-std::uint64_t proc_kib(const char* file, const std::string& key) {
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(key + ":", 0) == 0) return std::strtoull(line.c_str() + key.size() + 1, nullptr, 10) * 1024;
-  return 0;
-}
-
-/// On the interpreter or the CPU a run's buffers (and the interpreter's shadow of each element) are
-/// this process's memory. A run at sizes past what the host has free would be ended by the kernel's
-/// out-of-memory killer, or would end another process instead. Capping the process's data at what it
-/// holds now plus what is free turns that into std::bad_alloc, which run reports (run_failed_for_memory).
-/// Returns the bytes free; 0 where nothing was capped (a GPU run, the sanitizers' builds, no /proc).
-std::uint64_t cap_data_at_free_memory(const vantage::Device& device) {
-  if (kSanitized || device.is_gpu()) return 0;
-  const std::uint64_t free = proc_kib("/proc/meminfo", "MemAvailable");
-  const std::uint64_t held = proc_kib("/proc/self/status", "VmData");
-  rlimit r{};
-  if (free == 0 || held == 0 || getrlimit(RLIMIT_DATA, &r) != 0) return 0;
-  const rlim_t cap = static_cast<rlim_t>(held + free);
-  if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur <= cap) return free;
-  r.rlim_cur = cap;
-  return setrlimit(RLIMIT_DATA, &r) == 0 ? free : 0;
-}
-
-/// What run says when a run's memory could not be had.
-void run_failed_for_memory(const std::string& name, const std::map<std::string, std::int64_t>& size,
-                           std::uint64_t free) {
-  std::string sizes;
-  for (const auto& [n, v] : size) sizes += (sizes.empty() ? "" : " ") + n + "=" + std::to_string(v);
-  std::fprintf(stderr, "vantage run: %s%s%s needs more memory than this host has", name.c_str(),
-               sizes.empty() ? "" : " at ", sizes.c_str());
-  if (free) std::fprintf(stderr, " free (%.1f GiB when the run began)", static_cast<double>(free) / (1 << 30));
-  std::fprintf(stderr, "; give it smaller sizes\n");
-}
-
 /// `vantage run` of a kernel a `--load` library registered: its RegisteredKernel::run at its sizes
 /// (the command line's over those it registered), launched on `device` and checked by its check.
 int run_loaded(const vantage::examples::Example& ex, std::map<std::string, std::int64_t> size,
@@ -442,7 +399,7 @@ int run_loaded(const vantage::examples::Example& ex, std::map<std::string, std::
     if (!wrong.empty()) std::printf("  %s\n", wrong.c_str());
     return wrong.empty() ? 0 : 1;
   } catch (const std::bad_alloc&) {
-    run_failed_for_memory(ex.name, size, free);
+    vantage::examples::say_out_of_memory("vantage run", ex.name, size, free);
     return 1;
   } catch (const vantage::CheckError& e) {
     std::fprintf(stderr, "vantage run: %s is rejected:\n%s", ex.name.c_str(),
@@ -538,7 +495,7 @@ int run_main(int argc, char** argv) {
     chosen = vantage::Device::interpreter(io);
   }
   const vantage::Device& device = *chosen;
-  const std::uint64_t free = cap_data_at_free_memory(device);
+  const std::uint64_t free = vantage::examples::cap_data_at_free_memory(device);
   for (const auto& ex : loaded())
     if (ex.name == name) return run_loaded(ex, size, device, against_interpreter, free);
   std::vector<std::map<std::string, std::int64_t>> sizes;
@@ -579,7 +536,7 @@ int run_main(int argc, char** argv) {
         rc |= bad ? 1 : 0;
       }
     } catch (const std::bad_alloc&) {
-      run_failed_for_memory(name, s, free);
+      vantage::examples::say_out_of_memory("vantage run", name, s, free);
       rc = 1;
     } catch (const vantage::CheckError& e) {
       std::printf("%s: rejected\n%s", name.c_str(), vantage::render_all(e.diagnostics()).c_str());

@@ -1,6 +1,8 @@
 // The tuner of the tunable examples (kernels/tuning.hpp).
 #include "kernels/tuning.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <charconv>
 #include <climits>
@@ -322,6 +324,7 @@ int tune_main(const std::vector<std::string>& args, const std::string& program, 
                                                    : (gemm ? 32 : 8192);
     for (const auto& k : wants) size.emplace(k, square);
   }
+  const std::uint64_t free = cap_data_at_free_memory(*device);
   try {
     const Example& e = from_library ? *from_library : tunable(name);
     std::printf("tune %s: %zu configurations, %s, on %s\n", e.name.c_str(), e.space().configs().size(),
@@ -361,10 +364,52 @@ int tune_main(const std::vector<std::string>& args, const std::string& program, 
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    say_out_of_memory(program, name, size, free);
+    return 1;
   } catch (const std::exception& e) {  // the loaded kernel's run could not be made (its arguments, a launch check)
     std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
     return 1;
   }
+}
+
+namespace {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;  // the sanitizers map terabytes of shadow: no cap fits beside them
+#else
+constexpr bool kSanitized = false;
+#endif
+
+/// The number after `key` in a /proc file of "Key:   N kB" lines, in bytes; 0 when absent.
+std::uint64_t proc_kib(const char* file, const std::string& key) {
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key + ":", 0) == 0) return std::strtoull(line.c_str() + key.size() + 1, nullptr, 10) * 1024;
+  return 0;
+}
+
+}  // namespace
+
+std::uint64_t cap_data_at_free_memory(const Device& device) {
+  if (kSanitized || device.is_gpu()) return 0;
+  const std::uint64_t free = proc_kib("/proc/meminfo", "MemAvailable");
+  const std::uint64_t held = proc_kib("/proc/self/status", "VmData");
+  rlimit r{};
+  if (free == 0 || held == 0 || getrlimit(RLIMIT_DATA, &r) != 0) return 0;
+  const rlim_t cap = static_cast<rlim_t>(held + free);
+  if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur <= cap) return free;
+  r.rlim_cur = cap;
+  return setrlimit(RLIMIT_DATA, &r) == 0 ? free : 0;
+}
+
+void say_out_of_memory(const std::string& program, const std::string& name,
+                       const std::map<std::string, std::int64_t>& size, std::uint64_t free) {
+  std::string sizes;
+  for (const auto& [n, v] : size) sizes += (sizes.empty() ? "" : " ") + n + "=" + std::to_string(v);
+  std::fprintf(stderr, "%s: %s%s%s needs more memory than this host has", program.c_str(), name.c_str(),
+               sizes.empty() ? "" : " at ", sizes.c_str());
+  if (free) std::fprintf(stderr, " free (%.1f GiB when the run began)", static_cast<double>(free) / (1 << 30));
+  std::fprintf(stderr, "; give it smaller sizes\n");
 }
 
 }  // namespace vantage::examples

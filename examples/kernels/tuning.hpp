@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,17 @@ std::optional<Device> device_named(const std::string& name, std::string& error);
 /// else); nullopt for anything else, so that a command line's "12x" or "abc" is refused, not read
 /// as 12 or 0.
 std::optional<std::int64_t> integer_in(std::string_view text, std::int64_t lo, std::int64_t hi);
+
+/// On the interpreter or the CPU a run's buffers (and the interpreter's shadow of each element) are
+/// this process's memory. A run at sizes past what the host has free would be ended by the kernel's
+/// out-of-memory killer, or would end another process instead. Capping the process's data at what it
+/// holds now plus what is free turns that into std::bad_alloc, which the tools report
+/// (say_out_of_memory). Returns the bytes free; 0 where nothing was capped (a GPU, the sanitizers'
+/// builds, which map terabytes of shadow, no /proc).
+std::uint64_t cap_data_at_free_memory(const Device& device);
+/// What `program` says when `name`'s run at `size` could not have its memory.
+void say_out_of_memory(const std::string& program, const std::string& name,
+                       const std::map<std::string, std::int64_t>& size, std::uint64_t free);
 
 /// The examples `vantage tune` can tune, in examples::all()'s order.
 std::vector<std::string> tunable_examples();
