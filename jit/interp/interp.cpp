@@ -112,13 +112,13 @@ void Machine::exec_one(const StmtPtr& s, Thread& t) {
                        exec_one(c, t);
                      }
                    },
-                   [&](const Let& n) { var(t, n.var.get()) = eval(n.value, t); },
-                   [&](const Assign& n) { var(t, n.var.get()) = eval(n.value, t); },
+                   [&](const Let& n) { names_.var(t, n.var.get()) = eval(n.value, t); },
+                   [&](const Assign& n) { names_.var(t, n.var.get()) = eval(n.value, t); },
                    [&](const Store& n) {
                      V idx = eval(n.indices[0], t);
                      V v = eval(n.value, t);
                      std::int64_t i = exact_index(n.indices[0]->type, idx.i);
-                     Ref r = mem(t, n.mem.get(), n.loc);
+                     Ref r = names_.mem(t, n.mem.get(), n.loc);
                      if (n.bound)
                        checked(t, n.mem, i, eval(n.bound, t).i, true, n.loc);
                      else
@@ -134,7 +134,7 @@ void Machine::exec_one(const StmtPtr& s, Thread& t) {
                    [&](const For& n) {
                      Loop lp = start(n, t);
                      measure_.enter(t);
-                     bool go = lp.going(var(t, n.var.get()).i);
+                     bool go = lp.going(names_.var(t, n.var.get()).i);
                      for (std::int64_t k = 0;; ++k) {
                        // Evaluation k of the condition; iteration k runs at the same place.
                        measure_.at(t, k);
@@ -143,7 +143,7 @@ void Machine::exec_one(const StmtPtr& s, Thread& t) {
                        exec_one(n.body, t);
                        if (t.jump && t.take_jump()) break;
                        if (t.stopped()) break;
-                       go = lp.advance(var(t, n.var.get()).i);
+                       go = lp.advance(names_.var(t, n.var.get()).i);
                      }
                      measure_.leave(t);
                    },
@@ -161,12 +161,13 @@ void Machine::exec_one(const StmtPtr& s, Thread& t) {
                    },
                    [&](const Jump& n) { t.jump = n.is_break ? 1 : 2; },
                    [&](const SharedAlloc& n) {
-                     t.mems[n.mem.get()] = {&shared_[static_cast<std::size_t>(t.rank)].get(
-                                                n, t.frames.back().smem, k_.shared_offsets, opt_.checks),
-                                            0};
+                     names_.bind(t, n.mem.get(),
+                                 {&shared_[static_cast<std::size_t>(t.rank)].get(n, t.frames.back().smem,
+                                                                                 k_.shared_offsets, opt_.checks),
+                                  0});
                    },
                    [&](const LocalAlloc& n) {
-                     t.mems[n.mem.get()] = {&local_region(t, n, opt_.checks), 0};
+                     names_.bind(t, n.mem.get(), {&local_region(t, n, opt_.checks), 0});
                    },
                    [&](const Call& n) {
                      std::vector<Thread*> one{&t};
@@ -183,7 +184,7 @@ void Machine::exec_one(const StmtPtr& s, Thread& t) {
                      if (t.frames.size() == 1) t.exited = true;
                    },
                    [&](const VectorCopy& n) {
-                     Ref d = mem(t, n.dst.get(), n.loc), s = mem(t, n.src.get(), n.loc);
+                     Ref d = names_.mem(t, n.dst.get(), n.loc), s = names_.mem(t, n.src.get(), n.loc);
                      std::int64_t di = exact_index(n.dst_index->type, eval(n.dst_index, t).i);
                      std::int64_t si = exact_index(n.src_index->type, eval(n.src_index, t).i);
                      if ((d.offset + di) % n.count != 0 || (s.offset + si) % n.count != 0)
@@ -218,7 +219,7 @@ void Machine::vector_copy_as_written(const VectorCopy& n, Thread& t, std::int64_
   };
   Loop lp = start(*loop, t);
   for (std::int64_t k = 0; k < n.count; ++k) {
-    V& counter = var(t, loop->var.get());
+    V& counter = names_.var(t, loop->var.get());
     if (!lp.going(counter.i)) throw rounds(std::to_string(k));
     std::int64_t dk = exact_index(st->indices[0]->type, eval(st->indices[0], t).i);
     std::int64_t sk = exact_index(ld->indices[0]->type, eval(ld->indices[0], t).i);
@@ -233,7 +234,7 @@ void Machine::vector_copy_as_written(const VectorCopy& n, Thread& t, std::int64_
       return;
     }
   }
-  if (lp.going(var(t, loop->var.get()).i)) throw rounds("more");
+  if (lp.going(names_.var(t, loop->var.get()).i)) throw rounds("more");
 }
 
 auto Machine::start(const For& n, Thread& t) -> Loop {
@@ -244,7 +245,7 @@ auto Machine::start(const For& n, Thread& t) -> Loop {
   __int128 st = ir::exact(lp.type, s.i);
   // A u64 step past INT64_MAX takes the loop past any end in one step, as INT64_MAX does.
   lp.step = static_cast<std::int64_t>(st > INT64_MAX ? INT64_MAX : st);
-  var(t, n.var.get()).i = b.i;
+  names_.var(t, n.var.get()).i = b.i;
   return lp;
 }
 
@@ -335,7 +336,7 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
       for (std::size_t i = 0; i < loops.size(); ++i) {
         auto& [t, lp] = loops[i];
         if (!in[i] || t->stopped()) continue;
-        const bool go = lp.going(var(*t, n->var.get()).i);
+        const bool go = lp.going(names_.var(*t, n->var.get()).i);
         measure_.at(*t, k);
         measure_.decision(*t, n, "for", n->loc, go);
         if (go)
@@ -347,7 +348,7 @@ void Machine::exec_all(const StmtPtr& s, const std::vector<Thread*>& in) {
       exec_all(n->body, act);
       no_jump(act, n->loc);
       for (auto& [t, lp] : loops)
-        if (std::find(act.begin(), act.end(), t) != act.end() && !lp.advance(var(*t, n->var.get()).i))
+        if (std::find(act.begin(), act.end(), t) != act.end() && !lp.advance(names_.var(*t, n->var.get()).i))
           lp.step = 0;  // this thread's loop is over: a zero step never goes on
     }
     for (auto* t : ts) measure_.leave(*t);
@@ -414,11 +415,11 @@ void Machine::call(const Call& n, const std::vector<Thread*>& ts) {
       const auto& a = n.args[i];
       const ParamNode& p = f.params[i];
       if (a.mem) {
-        Ref r = mem(*t, a.mem.get(), n.loc);
+        Ref r = names_.mem(*t, a.mem.get(), n.loc);
         r.offset += exact_index(a.value->type, eval(a.value, *t).i);
-        t->mems[p.mem.get()] = r;
+        names_.bind(*t, p.mem.get(), r);
       } else {
-        var(*t, p.var.get()) = eval(a.value, *t);
+        names_.var(*t, p.var.get()) = eval(a.value, *t);
       }
     }
     t->frames.push_back(fr);
@@ -430,7 +431,7 @@ void Machine::call(const Call& n, const std::vector<Thread*>& ts) {
     measure_.leave(*t);
     Frame fr = t->frames.back();
     t->frames.pop_back();
-    if (fr.result) var(*t, fr.result.get()) = fr.value;
+    if (fr.result) names_.var(*t, fr.result.get()) = fr.value;
   }
 }
 

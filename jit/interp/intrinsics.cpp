@@ -39,7 +39,7 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
   runs_here(n);
   switch (n.op) {
     case IntrinsicOp::Atomic: {
-      Ref r = mem(t, n.mems[0].get(), n.loc);
+      Ref r = names_.mem(t, n.mems[0].get(), n.loc);
       std::int64_t i = exact_index(n.args[0]->type, eval(n.args[0], t).i);
       const auto kind = atomic_kind(n.imms[0]);
       if (n.imms.size() < 2)  // a second immediate: its site, checked against a bound
@@ -50,7 +50,7 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
       if (kind == AtomicKind::Load) {  // one read, ordered as docs/semantics.md says (the interpreter is sequential)
         V v = read(t, r, i, n.loc, how);
         measure_.request(t, &n, 0, r, i, type_bytes(e), false, n.loc);
-        if (!n.outputs.empty()) var(t, n.outputs[0].get()) = v;
+        if (!n.outputs.empty()) names_.var(t, n.outputs[0].get()) = v;
         return;
       }
       // A store, or an exchange whose old value nobody takes, only writes (the element may be
@@ -60,12 +60,12 @@ void Machine::intrinsic_one(const Intrinsic& n, Thread& t) {
       const V nv = atomic_value(kind, e, old, x, kind == AtomicKind::Cas ? eval(n.args[2], t) : V{});
       write(t, r, i, nv, n.loc, how);
       measure_.request(t, &n, 0, r, i, type_bytes(e), true, n.loc);
-      if (!n.outputs.empty()) var(t, n.outputs[0].get()) = old;
+      if (!n.outputs.empty()) names_.var(t, n.outputs[0].get()) = old;
       return;
     }
     case IntrinsicOp::CpAsync: {
       // The source is read now; the destination is written when this thread waits for the copy.
-      Ref d = mem(t, n.mems[0].get(), n.loc), s = mem(t, n.mems[1].get(), n.loc);
+      Ref d = names_.mem(t, n.mems[0].get(), n.loc), s = names_.mem(t, n.mems[1].get(), n.loc);
       std::int64_t di = exact_index(n.args[0]->type, eval(n.args[0], t).i);
       std::int64_t si = exact_index(n.args[1]->type, eval(n.args[1], t).i);
       std::int64_t count = n.imms[0] / type_bytes(n.mems[0]->elem);
@@ -152,14 +152,14 @@ void in_cluster(const std::vector<SharedArrays>& shared, const Checks& checks, s
 
 void Machine::hopper(const Intrinsic& n, Thread& t) {
   std::vector<Ref> mems;
-  for (const auto& m : n.mems) mems.push_back(mem(t, m.get(), n.loc));
+  for (const auto& m : n.mems) mems.push_back(names_.mem(t, m.get(), n.loc));
   std::vector<std::int64_t> args;
   for (const auto& a : n.args) args.push_back(exact_index(a->type, eval(a, t).i));
   Hopper::Source tma;
   if (n.op == IntrinsicOp::TmaLoad2D || n.op == IntrinsicOp::TmaStore2D ||
       n.op == IntrinsicOp::TmaLoadMulticast2D) {  // the map of a pointer parameter
     const TensorMapNode& map = k_.kernel.tensor_maps.at(static_cast<std::size_t>(n.imms[0]));
-    tma = {&map, globals_.at(map.mem.get()), eval(map.rows, t).i, eval(map.cols, t).i, {}};
+    tma = {&map, names_.global(map.mem.get()), eval(map.rows, t).i, eval(map.cols, t).i, {}};
   }
   in_cluster(shared_, checks_, block_, t, n, mems, args, tma);
   hopper_.run(n, t, mems, args, tma);
@@ -213,7 +213,7 @@ void Machine::warp_op(const Intrinsic& n, const std::vector<Thread*>& ts) {
         case IntrinsicOp::Ballot: out.i = ballot; break;
         default: throw InternalError("interp: not a warp operation");
       }
-      var(*lanes[l], n.outputs[0].get()) = out;
+      names_.var(*lanes[l], n.outputs[0].get()) = out;
     }
   }
 }
@@ -225,7 +225,7 @@ void Machine::ldmatrix(const Intrinsic& n, const std::vector<Thread*>& lanes) {
   std::vector<std::array<unsigned char, 16>> rows(static_cast<std::size_t>(8 * count));
   for (int l = 0; l < 8 * count; ++l) {
     Thread& t = *lanes[static_cast<std::size_t>(l)];
-    Ref src = mem(t, n.mems[1].get(), n.loc);
+    Ref src = names_.mem(t, n.mems[1].get(), n.loc);
     std::int64_t first = exact_index(n.args[0]->type, eval(n.args[0], t).i);
     if (((src.offset + first) * eb) % 16 != 0)
       throw ExecutionError("memcheck",
@@ -238,7 +238,7 @@ void Machine::ldmatrix(const Intrinsic& n, const std::vector<Thread*>& lanes) {
   }
   for (int l = 0; l < 32; ++l) {
     Thread& t = *lanes[static_cast<std::size_t>(l)];
-    Ref dst = mem(t, n.mems[0].get(), n.loc);
+    Ref dst = names_.mem(t, n.mems[0].get(), n.loc);
     for (int m = 0; m < count; ++m) {
       std::uint32_t word;
       std::memcpy(&word, rows[static_cast<std::size_t>(8 * m + l / 4)].data() + 4 * (l % 4), 4);
@@ -256,7 +256,7 @@ void Machine::mma(const Intrinsic& n, const std::vector<Thread*>& lanes) {
       shape,
       [&](int l, int operand, int i) {
         Thread& t = *lanes[static_cast<std::size_t>(l)];
-        const V v = read(t, mem(t, n.mems[static_cast<std::size_t>(operand)].get(), n.loc), i, n.loc);
+        const V v = read(t, names_.mem(t, n.mems[static_cast<std::size_t>(operand)].get(), n.loc), i, n.loc);
         return shape == MmaShape::S8_M16N8K32 ? static_cast<double>(v.i) : v.f;
       },
       [&](int l, int i, double value) {
@@ -266,7 +266,7 @@ void Machine::mma(const Intrinsic& n, const std::vector<Thread*>& lanes) {
           v.i = wrap(ScalarType::I32, static_cast<__int128>(value));  // s32 sums wrap
         else
           v.f = value;
-        write(t, mem(t, n.mems[0].get(), n.loc), i, v, n.loc);
+        write(t, names_.mem(t, n.mems[0].get(), n.loc), i, v, n.loc);
       });
 }
 

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -53,7 +54,8 @@ std::int64_t exact_index(ScalarType t, std::int64_t v);
 /// docs/semantics.md's operations on values.
 V binary_value(const Binary& n, V a, V b);
 V cast_value(ScalarType from, ScalarType to, V a);
-V math_value(const MathCall& n, const std::vector<V>& x);
+/// `x` holds the call's arguments' values, n.args.size() of them.
+V math_value(const MathCall& n, const V* x);
 /// What an atomic of `kind` leaves in an element of type `e` that held `old` (Load aside).
 V atomic_value(AtomicKind kind, ScalarType e, V old, V x, V compare);
 
@@ -100,6 +102,39 @@ struct Region {
 struct Ref {
   Region* region = nullptr;
   std::int64_t offset = 0;
+};
+
+/// Dense indices 0, 1, 2... for the variables or memories a run meets, in the order it meets them,
+/// so that a thread's values are a vector indexed by them. A node is found by its id (its order of
+/// creation in its builder) in a table checked against the node's address, which is a load and a
+/// compare; a node whose id another node already holds there (a device function's builder counts
+/// from 0 too) is found in a hash map.
+template <class Node>
+class NodeIndex {
+ public:
+  [[gnu::always_inline]] int operator()(const Node* n) {
+    const auto id = static_cast<std::size_t>(n->id);
+    if (n->id >= 0 && id < direct_.size() && direct_[id].node == n) return direct_[id].index;
+    return slow(n);
+  }
+
+ private:
+  [[gnu::noinline]] int slow(const Node* n) {
+    auto [it, added] = others_.try_emplace(n, static_cast<int>(others_.size()));
+    const auto id = static_cast<std::size_t>(n->id);
+    if (n->id >= 0 && id < kDirect) {
+      if (id >= direct_.size()) direct_.resize(id + 1);
+      if (direct_[id].node == nullptr) direct_[id] = {n, it->second};
+    }
+    return it->second;
+  }
+  struct Entry {
+    const Node* node = nullptr;
+    int index = -1;
+  };
+  static constexpr std::size_t kDirect = std::size_t{1} << 16;
+  std::vector<Entry> direct_;
+  std::unordered_map<const Node*, int> others_;  ///< every node met, with its index
 };
 
 V load_raw(const Region& r, std::int64_t i);
@@ -155,7 +190,7 @@ struct Thread {
   bool exited = false;
   std::vector<V> vars;
   std::vector<Frame> frames;
-  std::unordered_map<const MemNode*, Ref> mems;
+  std::vector<Ref> mems;  ///< the memories it has made or been passed, by Machine::mems_ index
   std::unordered_map<const MemNode*, std::unique_ptr<Region>> locals;
   std::vector<AsyncCopy> async;  ///< cp.async copies issued and not yet complete, oldest first
   std::int64_t groups = 0;       ///< cp.async groups committed so far
@@ -179,6 +214,30 @@ struct Thread {
 };
 
 std::string where(const SourceLoc& l);
+
+/// What the names in a kernel's statements stand for (memory.cpp): its scalar parameters and
+/// buffers, the same for every thread, and each thread's variables and the memories it has made or
+/// been passed.
+class Bindings {
+ public:
+  V& var(Thread& t, const VarNode* v);
+  V read_var(Thread& t, const VarNode* v);
+  /// A scalar parameter's value (or a buffer's hidden length), set before the threads start.
+  std::optional<V>& param(const VarNode* v);
+  void add_buffer(const MemNode* m, Region* r);
+  Ref mem(Thread& t, const MemNode* m, SourceLoc l);
+  /// What `m` names in this thread from now on (a shared or local array it made, a function's
+  /// parameter).
+  void bind(Thread& t, const MemNode* m, Ref r);
+  /// The kernel's buffer `m`.
+  Region* global(const MemNode* m);
+
+ private:
+  NodeIndex<VarNode> slots_;              ///< a variable's place in Thread::vars and params_
+  NodeIndex<MemNode> mems_;               ///< a memory's place in Thread::mems and globals_
+  std::vector<Region*> globals_;          ///< the kernel's buffers (null elsewhere)
+  std::vector<std::optional<V>> params_;  ///< the kernel's scalar parameters and buffer lengths
+};
 
 /// A block's shared arrays (memory.cpp), each made the first time a thread reaches its allocation
 /// (per call of a device function: by the base of the call's shared memory), zeroed, with its place
@@ -510,7 +569,7 @@ class Machine {
           v.f = round_to(p.var->type, args[i].f);
         else
           v.i = args[i].i;
-        params_[p.var.get()] = v;
+        names_.param(p.var.get()) = v;
         continue;
       }
       auto r = std::make_unique<Region>();
@@ -521,12 +580,12 @@ class Machine {
       r->length = args[i].extent >= 0 ? std::min(args[i].extent, args[i].length) : args[i].length;
       r->track = opt_.checks && !p.mem->is_const;
       if (r->track) r->shadow.resize(static_cast<std::size_t>(r->length));
-      globals_[p.mem.get()] = r.get();
+      names_.add_buffer(p.mem.get(), r.get());
       lengths.push_back(r->length);
       regions_.push_back(std::move(r));
     }
     for (std::size_t i = args.size(), j = 0; i < k.kernel.params.size() && j < lengths.size(); ++i, ++j)
-      params_[k.kernel.params[i].var.get()].i = lengths[j];
+      names_.param(k.kernel.params[i].var.get()) = V{.i = lengths[j]};
   }
 
   Stats run();
@@ -539,10 +598,6 @@ class Machine {
   std::vector<Thread*> ordered(std::vector<Thread*> ts);
 
   // ------------------------------------------------------------ variables and memory
-  int slot(const VarNode* v);
-  V& var(Thread& t, const VarNode* v);
-  V read_var(Thread& t, const VarNode* v);
-  Ref mem(Thread& t, const MemNode* m, SourceLoc l);
 
   /// An access lowering could not prove inside its memory: index against its bound (what the GPU
   /// and CPU code check as they run).
@@ -611,9 +666,7 @@ class Machine {
   std::mt19937_64 rng_;
   Stats stats_;
   std::vector<std::unique_ptr<Region>> regions_;
-  std::unordered_map<const MemNode*, Region*> globals_;
-  std::unordered_map<const VarNode*, V> params_;
-  std::unordered_map<const VarNode*, int> slots_;
+  Bindings names_;
   Collectives collectives_;           ///< which statements run in lockstep
   std::vector<SharedArrays> shared_;  ///< each running block's
   std::vector<Thread> threads_;       ///< the running blocks', by Thread::run

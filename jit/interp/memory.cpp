@@ -133,34 +133,53 @@ Region& local_region(Thread& t, const LocalAlloc& n, bool checks) {
 
 std::string where(const SourceLoc& l) { return l.known() ? l.str() : std::string("<unknown line>"); }
 
-auto Machine::slot(const VarNode* v) -> int {
-  auto it = slots_.find(v);
-  if (it != slots_.end()) return it->second;
-  int n = static_cast<int>(slots_.size());
-  slots_[v] = n;
-  return n;
+auto Bindings::var(Thread& t, const VarNode* v) -> V& {
+  const auto s = static_cast<std::size_t>(slots_(v));
+  if (s >= t.vars.size()) t.vars.resize(s + 16);
+  return t.vars[s];
 }
 
-auto Machine::var(Thread& t, const VarNode* v) -> V& {
-  int s = slot(v);
-  if (static_cast<std::size_t>(s) >= t.vars.size()) t.vars.resize(static_cast<std::size_t>(s) + 16);
-  return t.vars[static_cast<std::size_t>(s)];
+auto Bindings::param(const VarNode* v) -> std::optional<V>& {
+  const auto s = static_cast<std::size_t>(slots_(v));
+  if (s >= params_.size()) params_.resize(s + 1);
+  return params_[s];
 }
 
-auto Machine::read_var(Thread& t, const VarNode* v) -> V {
-  if (auto it = params_.find(v); it != params_.end()) return it->second;
-  return var(t, v);
+auto Bindings::read_var(Thread& t, const VarNode* v) -> V {
+  const auto s = static_cast<std::size_t>(slots_(v));
+  if (s < params_.size() && params_[s]) return *params_[s];
+  if (s >= t.vars.size()) t.vars.resize(s + 16);
+  return t.vars[s];
 }
 
-auto Machine::mem(Thread& t, const MemNode* m, SourceLoc l) -> Ref {
-  if (auto it = t.mems.find(m); it != t.mems.end()) return it->second;
-  if (auto it = globals_.find(m); it != globals_.end()) return {it->second, 0};
+auto Bindings::mem(Thread& t, const MemNode* m, SourceLoc l) -> Ref {
+  const auto i = static_cast<std::size_t>(mems_(m));
+  if (i < t.mems.size() && t.mems[i].region) return t.mems[i];
+  if (i < globals_.size() && globals_[i]) return {globals_[i], 0};
   throw InternalError("interp: memory '" + m->name + "' used before it exists (" + where(l) + ")");
+}
+
+void Bindings::add_buffer(const MemNode* m, Region* r) {
+  const auto i = static_cast<std::size_t>(mems_(m));
+  if (i >= globals_.size()) globals_.resize(i + 1, nullptr);
+  globals_[i] = r;
+}
+
+void Bindings::bind(Thread& t, const MemNode* m, Ref r) {
+  const auto i = static_cast<std::size_t>(mems_(m));
+  if (i >= t.mems.size()) t.mems.resize(i + 1);
+  t.mems[i] = r;
+}
+
+auto Bindings::global(const MemNode* m) -> Region* {
+  const auto i = static_cast<std::size_t>(mems_(m));
+  if (i < globals_.size() && globals_[i]) return globals_[i];
+  throw InternalError("interp: '" + m->name + "' is not one of the kernel's buffers");
 }
 
 void Machine::checked(Thread& t, const MemPtr& m, std::int64_t index, std::int64_t bound, bool writing, SourceLoc l) {
   if (index >= 0 && index < bound) return;
-  const Region& r = *mem(t, m.get(), l).region;
+  const Region& r = *names_.mem(t, m.get(), l).region;
   throw ExecutionError("memcheck",
                        checks_.describe(t) + (writing ? " writes " : " reads ") + checks_.element(r, index) + " at " +
                            where(l) + ", outside its " + std::to_string(bound) + " elements",

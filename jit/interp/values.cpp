@@ -113,7 +113,7 @@ auto atomic_value(AtomicKind kind, ScalarType e, V old, V x, V compare) -> V {
   return nv;
 }
 
-auto math_value(const MathCall& n, const std::vector<V>& x) -> V {
+auto math_value(const MathCall& n, const V* x) -> V {
   V v;
   if (n.fn == MathFn::Bitcast) {  // 32 or 64 bits (the checker): the bits through a u64
     const ScalarType from = n.args[0]->type;
