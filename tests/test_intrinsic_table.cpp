@@ -99,5 +99,48 @@ TEST(IntrinsicTable, AFakeRowIsHandledOrRefusedByNameByEveryPass) {
   if (Device::cpu_available()) refused([&] { k.launch(Device::cpu(1), Grid{1, 64}); }, "the CPU backend");
 }
 
+TEST(IntrinsicTable, AnOperandNoRuleChecksIsRefusedNotTakenUnchecked) {
+  // A shuffle's operands under the fake row, which no case of the checker knows: before, the
+  // checker accepted them unchecked (as it had print's values); now it refuses the first by its place.
+  KernelBuilder k("fake_with_operands");
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    g.group(block(1), [&](Scope& b) {
+      b.group(warp(), [&](Scope& w) {
+        auto lane = w.let("lane", w.id(thread(1)));
+        w.shfl_xor("x", lane, 1);
+      });
+    });
+  });
+  auto found = check::check(detail::KernelAccess::ir(with_fake(k.build(), ir::IntrinsicOp::ShflXor)));
+  ASSERT_FALSE(found.ok());
+  bool named = false;
+  for (const auto& e : found.errors)
+    named |= e.code == "V0503" &&
+             e.message.find("fake_exchange: its value operand 0 is checked by no rule") != std::string::npos;
+  EXPECT_TRUE(named) << found.errors[0].code << " " << found.errors[0].message;
+
+  // An mma's fragments (memory operands only) under the fake row: the first is refused by its place.
+  KernelBuilder m("fake_with_memories");
+  m.block_threads(32);
+  m.body([&](Scope& g) {
+    g.group(warp(), [&](Scope& w) {
+      auto a = w.local_array("a", ScalarType::F16, 8, at(thread(1)));
+      auto b = w.local_array("b", ScalarType::F16, 4, at(thread(1)));
+      auto c = w.local_array("c", ScalarType::F32, 4, at(thread(1)));
+      w.mma_sync(MmaKind::F16_M16N8K16, c, a, b, c);
+    });
+  });
+  found = check::check(detail::KernelAccess::ir(with_fake(m.build(), ir::IntrinsicOp::MmaSync)));
+  ASSERT_FALSE(found.ok());
+  named = false;
+  for (const auto& e : found.errors)
+    named |= e.code == "V0503" &&
+             e.message.find("fake_exchange: its memory operand 0 is checked by no rule") != std::string::npos;
+  EXPECT_TRUE(named) << found.errors[0].code << " " << found.errors[0].message;
+  // (Every intrinsic the builder makes has each operand checked by its rule: every example and
+  // test kernel passes the checker with this in place.)
+}
+
 }  // namespace
 }  // namespace vantage

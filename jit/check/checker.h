@@ -531,7 +531,15 @@ class IntrinsicChecker {
 
   void operand_error(const Intrinsic& n, const std::string& msg) {
     c_.error("V0503", n.loc, user_name(n.op) + std::string(": ") + msg);
+    operand_failed_ = true;
   }
+  /// Marks operand `i` of `n` checked by its intrinsic's rule (value operands, or memory ones).
+  void checked(std::vector<bool>& which, std::size_t i) {
+    if (i < which.size()) which[i] = true;
+  }
+  /// After an intrinsic's own rules: an operand none of them checked is refused (V0503), not taken
+  /// unchecked, so that an intrinsic whose rule forgets an operand fails loudly.
+  void refuse_unchecked(const Intrinsic& n);
 
   /// A thread-local fragment array: local, at thread(1), given type and size.
   void fragment(const Intrinsic& n, std::size_t i, ScalarType t, std::int64_t count, const char* role);
@@ -545,6 +553,8 @@ class IntrinsicChecker {
 
   Context& c_;
   ExprChecker& x_;
+  std::vector<bool> args_checked_, mems_checked_;  ///< of the intrinsic being checked
+  bool operand_failed_ = false;                    ///< an operand of it was refused already
 };
 
 class Checker {

@@ -25,6 +25,7 @@ auto IntrinsicChecker::fragment(const Intrinsic& n, std::size_t i, ScalarType t,
     -> void {
   if (i >= n.mems.size() || !n.mems[i]) return operand_error(n, std::string("missing ") + role + " operand");
   const MemPtr& m = n.mems[i];
+  checked(mems_checked_, i);
   MemInfo* info = c_.use_mem(m, n.loc);
   if (m->space != MemSpace::Local || m->elem != t || (info && info->local_count != count)) {
     operand_error(n, std::string(role) + " must be a thread-local " + type_name(t) + "[" + std::to_string(count) +
@@ -43,6 +44,7 @@ auto IntrinsicChecker::operand_mem(const Intrinsic& n, std::size_t i, MemSpace s
     return nullptr;
   }
   const MemPtr& m = n.mems[i];
+  checked(mems_checked_, i);
   MemInfo* info = c_.use_mem(m, n.loc);
   if (m->space != space || (elem && m->elem != *elem))
     operand_error(n, std::string(role) + " must be " + space_name(space) + " memory" +
@@ -57,6 +59,7 @@ auto IntrinsicChecker::operand_value(const Intrinsic& n, std::size_t i, std::opt
     operand_error(n, std::string("missing ") + role);
     return kTop;
   }
+  checked(args_checked_, i);
   Perspective v = x_.check_expr(n.args[i], n.loc);
   if (n.args[i] && t && n.args[i]->type != *t)
     operand_error(n, std::string(role) + " must be " + type_name(*t) + ", not " + type_name(n.args[i]->type));
@@ -83,6 +86,9 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
   auto output = [&](Perspective p) {
     for (const auto& o : n.outputs) c_.declare(o, p);
   };
+  args_checked_.assign(n.args.size(), false);
+  mems_checked_.assign(n.mems.size(), false);
+  operand_failed_ = false;
   // The threads it must run with: its row of the intrinsic table (named_barrier's count is an
   // operand, checked with the others).
   switch (info(n.op).needs) {
@@ -135,6 +141,7 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
     case IntrinsicOp::Atomic: {
       MemInfo* info = nullptr;
       if (!n.mems.empty() && n.mems[0]) {
+        checked(mems_checked_, 0);
         info = c_.use_mem(n.mems[0], n.loc);
         const MemNode& m = *n.mems[0];
         if (m.space == MemSpace::Local) operand_error(n, "atomics need global or shared memory");
@@ -380,6 +387,20 @@ auto IntrinsicChecker::check(const Intrinsic& n) -> void {
       break;
     }
   }
+  refuse_unchecked(n);
+}
+
+auto IntrinsicChecker::refuse_unchecked(const Intrinsic& n) -> void {
+  if (operand_failed_) return;  // a rule stopped at a wrong operand before reaching the others
+  auto refuse = [&](const char* kind, std::size_t i) {
+    operand_error(n, std::string("its ") + kind + " operand " + std::to_string(i) +
+                         " is checked by no rule of the checker, so the kernel is refused (each intrinsic's rule "
+                         "must check every operand it takes; a bug in Vantage if the builder made it)");
+  };
+  for (std::size_t i = 0; i < n.args.size(); ++i)
+    if (n.args[i] && !args_checked_[i]) return refuse("value", i);
+  for (std::size_t i = 0; i < n.mems.size(); ++i)
+    if (n.mems[i] && !mems_checked_[i]) return refuse("memory", i);
 }
 
 }  // namespace vantage::check::detail
