@@ -3,8 +3,6 @@
 // copies in flight. See machine.h.
 #include "jit/interp/machine.h"
 
-#include <cstring>
-
 namespace vantage::interp::detail {
 
 auto Checks::describe(const Thread& t) const -> std::string {
@@ -18,18 +16,32 @@ auto Checks::element(const Region& r, std::int64_t i) -> std::string {
 
 void Checks::join(const std::vector<Thread*>& members) {
   if (!on_) return;
-  // Each member's clock becomes the elementwise maximum of all of theirs, then ticks its own entry:
-  // rows of T * C entries, walked as plain arrays (a barrier of the whole block is T^2 entries).
+  // Each member's clock becomes the elementwise maximum of all of theirs, then ticks its own entry.
+  // The members' rows are a few shared rows (one after a barrier of them all, one per warp after
+  // the warps' own) with each member's own entry over its row: the maximum is that of the distinct
+  // rows, then of the members' own entries, and it becomes the row they all share.
   const auto n = static_cast<std::size_t>(T_ * C_);
-  std::vector<std::uint32_t> m(n, 0);
-  std::uint32_t* most = m.data();
-  for (const auto* t : members) {
-    const std::uint32_t* row = &clock(t->run, 0);
-    for (std::size_t u = 0; u < n; ++u) most[u] = row[u] > most[u] ? row[u] : most[u];
+  std::vector<const std::vector<std::uint32_t>*> rows;
+  rows.reserve(members.size());
+  for (const auto* t : members)
+    if (const auto& r = seen_[static_cast<std::size_t>(t->run)]) rows.push_back(r.get());
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  auto most = std::make_shared<std::vector<std::uint32_t>>(n, 0);
+  std::uint32_t* m = most->data();
+  for (const auto* r : rows) {
+    const std::uint32_t* row = r->data();
+    for (std::size_t u = 0; u < n; ++u) m[u] = row[u] > m[u] ? row[u] : m[u];
   }
   for (const auto* t : members) {
-    std::memcpy(&clock(t->run, 0), most, n * sizeof(std::uint32_t));
-    ++clock(t->run, t->run);
+    const auto u = static_cast<std::size_t>(t->run);
+    m[u] = std::max(m[u], own_[u]);
+  }
+  std::shared_ptr<const std::vector<std::uint32_t>> shared = std::move(most);
+  for (const auto* t : members) {
+    const auto u = static_cast<std::size_t>(t->run);
+    seen_[u] = shared;
+    own_[u] = (*shared)[u] + 1;
   }
 }
 
@@ -39,13 +51,17 @@ void Checks::release(const Thread& t, std::vector<std::uint32_t>& into) {
   into.resize(static_cast<std::size_t>(n), 0);
   for (std::int64_t u = 0; u < n; ++u)
     into[static_cast<std::size_t>(u)] = std::max(into[static_cast<std::size_t>(u)], clock(t.run, u));
-  ++clock(t.run, t.run);
+  ++own_[static_cast<std::size_t>(t.run)];
 }
 
 void Checks::acquire(const Thread& t, const std::vector<std::uint32_t>& from) {
   if (!on_) return;
-  for (std::size_t u = 0; u < from.size(); ++u)
-    clock(t.run, static_cast<std::int64_t>(u)) = std::max(clock(t.run, static_cast<std::int64_t>(u)), from[u]);
+  const auto me = static_cast<std::size_t>(t.run);
+  auto row = std::make_shared<std::vector<std::uint32_t>>(static_cast<std::size_t>(T_ * C_), 0);
+  if (seen_[me]) *row = *seen_[me];
+  for (std::size_t u = 0; u < from.size() && u < row->size(); ++u) (*row)[u] = std::max((*row)[u], from[u]);
+  // Its own entry stays: no thread has seen more of it than it has.
+  seen_[me] = std::move(row);
 }
 
 auto Checks::bounds(const Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, const char* what) const

@@ -291,16 +291,15 @@ class Checks {
   /// New blocks from `b`: every thread has seen only itself.
   void start_block(std::int64_t b) {
     block_ = b;
-    const std::int64_t n = T_ * C_;
-    clocks_.assign(static_cast<std::size_t>(n * n), 0);
-    for (std::int64_t t = 0; t < n; ++t) clock(t, t) = 1;
+    const auto n = static_cast<std::size_t>(T_ * C_);
+    seen_.assign(n, nullptr);
+    own_.assign(n, 1);
   }
   /// What thread `of` has seen of thread `about` (both Thread::run).
-  std::uint32_t& clock(std::int64_t of, std::int64_t about) {
-    return clocks_[static_cast<std::size_t>(of * T_ * C_ + about)];
-  }
   std::uint32_t clock(std::int64_t of, std::int64_t about) const {
-    return clocks_[static_cast<std::size_t>(of * T_ * C_ + about)];
+    const auto o = static_cast<std::size_t>(of);
+    if (of == about) return own_[o];
+    return seen_[o] ? (*seen_[o])[static_cast<std::size_t>(about)] : 0;
   }
   /// The block of t.
   std::int32_t block_of(const Thread& t) const { return static_cast<std::int32_t>(block_ + t.rank); }
@@ -371,7 +370,12 @@ class Checks {
 
   std::int64_t T_, C_, block_ = 0;
   bool on_;
-  std::vector<std::uint32_t> clocks_;
+  /// The vector clocks, a row per thread (Thread::run): what it has seen of the others, in a row
+  /// that the threads that met at the same barrier share (null: nothing), and its own entry, the
+  /// only one that moves without a meeting. A barrier of the whole block is then O(T), not O(T^2),
+  /// and a block starts without T^2 entries to clear.
+  std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> seen_;
+  std::vector<std::uint32_t> own_;
 };
 
 // ------------------------------------------------------------------ Hopper
