@@ -64,6 +64,13 @@ void Checks::acquire(const Thread& t, const std::vector<std::uint32_t>& from) {
   seen_[me] = std::move(row);
 }
 
+auto Checks::new_site(const SourceLoc& l, std::size_t h) -> std::uint32_t {
+  auto [it, added] = site_index_.try_emplace({l.file, l.line, l.column}, static_cast<std::uint32_t>(sites_.size()));
+  if (added) sites_.push_back(l);
+  site_cache_[h] = {l, it->second};
+  return it->second;
+}
+
 auto Checks::bounds(const Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, const char* what) const
     -> std::int64_t {
   std::int64_t i = ref.offset + index;
@@ -106,13 +113,13 @@ void Checks::check_reused(const Thread& t, const Region& r, std::int64_t i, bool
                              describe(t) + (writing ? " writes " : " reads ") + element(r, i) + " at " + where(l) +
                                  ", whose bytes are also " + element(*q, j) + ", which block " +
                                  std::to_string(a.block) + " thread " + std::to_string(a.thread) +
-                                 (wrote ? " wrote" : " read") + " at " + where(a.loc) +
+                                 (wrote ? " wrote" : " read") + " at " + where(loc(a)) +
                                  " with no barrier between them covering both threads (shared memory reused)",
-                             {l, a.loc});
+                             {l, loc(a)});
       };
       if (s.write.block >= 0 && !ordered_before(s.write, t)) reuse_race(s.write, true);
-      if (writing)
-        for (const auto& a : s.reads)
+      if (writing && s.reads)
+        for (const auto& a : q->reads[s.reads - 1])
           if (!ordered_before(a, t)) reuse_race(a, false);
     }
   }
@@ -128,16 +135,16 @@ void Checks::check_inflight(const Thread& t, const Region& r, std::int64_t i, bo
     throw ExecutionError("racecheck",
                          describe(t) + " writes " + element(r, i) + " at " + where(l) +
                              ", which the TMA store issued by " + "block " + std::to_string(a.block) + " thread " +
-                             std::to_string(a.thread) + " at " + where(a.loc) +
+                             std::to_string(a.thread) + " at " + where(loc(a)) +
                              " may still be reading (that thread has not waited for it: tma_store_wait)",
-                         {l, a.loc});
+                         {l, loc(a)});
   }
   throw ExecutionError("racecheck",
                        describe(t) + (writing ? " writes " : " reads ") + element(r, i) + " at " + where(l) +
                            ", which the " + (a.atomic == kWgmmaWrite ? "wgmma" : "cp.async") + " issued by block " +
-                           std::to_string(a.block) + " thread " + std::to_string(a.thread) + " at " + where(a.loc) +
+                           std::to_string(a.block) + " thread " + std::to_string(a.thread) + " at " + where(loc(a)) +
                            " has not written yet (that thread has not waited for it)",
-                       {l, a.loc});
+                       {l, loc(a)});
 }
 
 void Checks::uninitialised(const Region& r) const {
@@ -145,8 +152,8 @@ void Checks::uninitialised(const Region& r) const {
   const auto& [i, a] = *r.uninit.begin();  // the lowest element
   throw ExecutionError("initcheck",
                        "block " + std::to_string(a.block) + " thread " + std::to_string(a.thread) + " reads " +
-                           element(r, i) + " at " + where(a.loc) + ", which nothing in this block wrote before",
-                       {a.loc});
+                           element(r, i) + " at " + where(loc(a)) + ", which nothing in this block wrote before",
+                       {loc(a)});
 }
 
 void Checks::read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::uint8_t atomic, bool record) {
@@ -160,8 +167,18 @@ void Checks::read(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std::
       if (s.write.block >= 0 && !ordered_before(s.write, t) && !exclusive(t, s.write, atomic))
         race(t, r, i, false, l, s.write, true);
       if (record) {
-        std::erase_if(s.reads, [&](const Access& a) { return a.block == block_of(t) && a.thread == t.tid; });
-        s.reads.push_back(access(t, l, atomic));
+        if (!s.reads) {
+          if (r.spare.empty()) {
+            r.reads.emplace_back();
+            s.reads = static_cast<std::uint32_t>(r.reads.size());
+          } else {
+            s.reads = r.spare.back();
+            r.spare.pop_back();
+          }
+        }
+        auto& reads = r.reads[s.reads - 1];
+        std::erase_if(reads, [&](const Access& a) { return a.block == block_of(t) && a.thread == t.tid; });
+        reads.push_back(access(t, l, atomic));
       }
       if (!r.reused.empty()) check_reused(t, r, i, false, l);
     }
@@ -176,9 +193,14 @@ void Checks::write(const Thread& t, Region& r, std::int64_t i, SourceLoc l, std:
     if (r.track) {
       if (s.write.block >= 0 && !ordered_before(s.write, t) && !exclusive(t, s.write, atomic))
         race(t, r, i, true, l, s.write, true);
-      for (const auto& a : s.reads)
-        if (!ordered_before(a, t) && !exclusive(t, a, atomic)) race(t, r, i, true, l, a, false);
-      s.reads.clear();
+      if (s.reads) {
+        auto& reads = r.reads[s.reads - 1];
+        for (const auto& a : reads)
+          if (!ordered_before(a, t) && !exclusive(t, a, atomic)) race(t, r, i, true, l, a, false);
+        reads.clear();
+        r.spare.push_back(s.reads);
+        s.reads = 0;
+      }
       s.write = access(t, l, atomic);
       if (!r.reused.empty()) check_reused(t, r, i, true, l);
     }

@@ -13,10 +13,10 @@ constexpr std::int64_t kSwizzleRow = 128;  // bytes: a row of a TMA box or a wgm
 /// the 128-byte swizzle puts it. The swizzle works on shared-memory addresses; the arrays that hold
 /// such tiles start on 1024 bytes (V1009), so the region's own offsets give the same bits.
 std::int64_t swizzled(const Ref& ref, std::int64_t first, std::int64_t row, std::int64_t k) {
-  const std::int64_t eb = type_bytes(ref.region->elem);
-  const std::int64_t byte = (ref.offset + first) * eb + row * kSwizzleRow + k * eb;
+  const int shift = std::countr_zero(static_cast<std::uint64_t>(type_bytes(ref.region->elem)));  // 1 to 8 bytes
+  const std::int64_t byte = ((ref.offset + first + k) << shift) + row * kSwizzleRow;
   const std::int64_t moved = byte ^ (((byte >> 7) & 7) << 4);  // the 16-byte chunk, by the row within 8
-  return moved / eb - ref.offset;
+  return (moved >> shift) - ref.offset;
 }
 
 /// Element `index` of `ref` written by t with every check, as Machine::write does.
@@ -42,6 +42,14 @@ void tma_box(Checks& c, const Thread& t, const Region& src, std::int64_t rows, s
       c.proven(t, d, at, true, loc);  // V1009: the box is proven inside its array
       checked_write(c, t, d, at, v, loc);
     }
+}
+
+/// The sum of x[k] * y[k] in k order, in a register (inline in wgmma_part, the compiler kept it in
+/// memory, and its every step waited on a store).
+[[gnu::noinline]] double dot(const double* x, const double* y, std::size_t n) {
+  double sum = 0;
+  for (std::size_t k = 0; k < n; ++k) sum += x[k] * y[k];
+  return sum;
 }
 
 /// Thread t's part of a wgmma: its accumulators += A * B. Thread t of its warpgroup (warp w, lane l)
@@ -72,14 +80,15 @@ void wgmma_part(Checks& c, const Thread& t, const WgmmaOp& op) {
   // Each distinct row of A and of B this thread's elements need, read once.
   std::array<std::array<double, 32>, 2> a{};
   std::vector<std::array<double, 32>> b(static_cast<std::size_t>(op.n / 4));
-  for (std::int64_t kk = 0; kk < K; ++kk) {
-    const auto k = static_cast<std::size_t>(kk);
-    for (std::size_t h = 0; h < 2; ++h)
-      a[h][k] = element(op.a, op.a_first, warp * 16 + lane / 4 + 8 * static_cast<std::int64_t>(h), kk, false);
-    for (std::size_t j = 0; j < b.size(); ++j) {
-      const auto jj = static_cast<std::int64_t>(j);
-      b[j][k] = element(op.b, op.b_first, 8 * (jj / 2) + 2 * (lane % 4) + jj % 2, kk, false);
-    }
+  // Row by row, k innermost: a row's elements are next to each other, and so are their shadows.
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::int64_t kk = 0; kk < K; ++kk)
+      a[h][static_cast<std::size_t>(kk)] =
+          element(op.a, op.a_first, warp * 16 + lane / 4 + 8 * static_cast<std::int64_t>(h), kk, false);
+  for (std::size_t j = 0; j < b.size(); ++j) {
+    const auto jj = static_cast<std::int64_t>(j);
+    for (std::int64_t kk = 0; kk < K; ++kk)
+      b[j][static_cast<std::size_t>(kk)] = element(op.b, op.b_first, 8 * (jj / 2) + 2 * (lane % 4) + jj % 2, kk, false);
   }
   for (std::int64_t i = 0; i < op.n / 2; ++i) {
     const std::int64_t e = c.bounds(t, op.acc, i, op.loc, "accumulates into");
@@ -89,8 +98,7 @@ void wgmma_part(Checks& c, const Thread& t, const WgmmaOp& op) {
     // The products of 16-bit floats are exact in double; they are summed in k order and added to
     // the accumulator, rounded to f32 once. Those of bytes and their sum (at most 32 * 2^16) are
     // exact too, and wrap into the s32 accumulator.
-    double sum = 0;
-    for (std::size_t k = 0; k < static_cast<std::size_t>(K); ++k) sum += row[k] * col[k];
+    const double sum = dot(row.data(), col.data(), static_cast<std::size_t>(K));
     c.read(t, *op.acc.region, e, op.loc, kPlain);
     V v = load_raw(*op.acc.region, e);
     if (integer)

@@ -16,6 +16,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -66,16 +67,19 @@ inline constexpr std::uint8_t kPlain = 0, kAtomic = 1, kBlockAtomic = 2;
 /// What holds an element in flight (Region::inflight, in Access::atomic's place): a cp.async or a
 /// wgmma that will write it, or a TMA store that may still read it.
 inline constexpr std::uint8_t kCopyWrite = 0, kWgmmaWrite = 1, kStoreRead = 2;
+/// One access, 16 bytes: shadows hold one or more per element, and every checked access reads them.
 struct Access {
-  std::int32_t block = -1, thread = -1;
+  std::int32_t block = -1;
+  std::uint16_t thread = 0;  ///< a block has at most 1024 threads
+  std::uint8_t atomic = kPlain;
   std::uint32_t clock = 0;
-  std::uint8_t atomic = kPlain;  // before `loc`, in the padding after `clock`: 32 bytes, not 40
-  SourceLoc loc;
+  std::uint32_t site = 0;  ///< its line: Checks::loc(site)
 };
-/// An element's racecheck and initcheck state, one cache line: every checked access reads it.
-struct alignas(64) Shadow {
+/// An element's racecheck and initcheck state, 24 bytes (an element of 4 bytes had a 64-byte line of
+/// its own, and the wgmma and GEMM sweeps waited on those lines more than on anything else).
+struct Shadow {
   Access write;
-  std::vector<Access> reads;
+  std::uint32_t reads = 0;  ///< its reads since that write: Region::reads[reads - 1], or none (0)
   bool init = false;
 };
 struct Region {
@@ -88,6 +92,10 @@ struct Region {
   bool initcheck = false;
   std::vector<unsigned char> own;  ///< storage of shared and local arrays
   std::vector<Shadow> shadow;
+  /// The reads of elements since their last write, a list for each element that has some; a write
+  /// empties its element's list and leaves it to the next element read (`spare`).
+  std::vector<std::vector<Access>> reads;
+  std::vector<std::uint32_t> spare;
   /// The first read of each element before any write to it (initcheck, reported when the block
   /// ends, the lowest element first): rare, so kept apart from the shadow.
   std::map<std::int64_t, Access> uninit;
@@ -287,7 +295,9 @@ struct Loop {
 /// element's shadow holds the accesses a later one must be ordered after.
 class Checks {
  public:
-  Checks(std::int64_t threads, std::int64_t cluster, bool on) : T_(threads), C_(cluster), on_(on) {}
+  Checks(std::int64_t threads, std::int64_t cluster, bool on) : T_(threads), C_(cluster), on_(on) {
+    if (threads > 65536) throw InternalError("the interpreter's racecheck keeps a thread's index in 16 bits");
+  }
   /// New blocks from `b`: every thread has seen only itself.
   void start_block(std::int64_t b) {
     block_ = b;
@@ -304,9 +314,11 @@ class Checks {
   /// The block of t.
   std::int32_t block_of(const Thread& t) const { return static_cast<std::int32_t>(block_ + t.rank); }
   /// The access t makes now, for a shadow.
-  Access access(const Thread& t, SourceLoc l, std::uint8_t atomic) const {
-    return {block_of(t), t.tid, clock(t.run, t.run), atomic, l};
+  Access access(const Thread& t, SourceLoc l, std::uint8_t atomic) {
+    return {block_of(t), static_cast<std::uint16_t>(t.tid), atomic, clock(t.run, t.run), site(l)};
   }
+  /// The line of an access's site.
+  const SourceLoc& loc(const Access& a) const { return sites_[a.site]; }
   /// Every thread in `members` has seen everything any of them did before.
   void join(const std::vector<Thread*>& members);
   /// An mbarrier arrival: what t has done joins `into` (T entries), and t's later accesses are new.
@@ -350,14 +362,24 @@ class Checks {
 
  private:
   bool ordered_before(const Access& a, const Thread& t) const;
+  /// l's index in sites_: a few lines make most accesses, so a small table keyed by the line's hash
+  /// finds it, and a map the others.
+  [[gnu::always_inline]] std::uint32_t site(const SourceLoc& l) {
+    const auto h =
+        (reinterpret_cast<std::uintptr_t>(l.file) >> 4 ^ l.line * 0x9E3779B1u ^ l.column * 0x85EBCA77u) % kSiteCache;
+    const Site& c = site_cache_[h];
+    if (c.loc.line == l.line && c.loc.column == l.column && c.loc.file == l.file) return c.index;
+    return new_site(l, h);
+  }
+  [[gnu::noinline]] std::uint32_t new_site(const SourceLoc& l, std::size_t h);
   [[noreturn]] void race(const Thread& t, const Region& r, std::int64_t i, bool writing, SourceLoc l,
                          const Access& other, bool other_writes) const {
     throw ExecutionError("racecheck",
                          describe(t) + (writing ? " writes " : " reads ") + element(r, i) + " at " + where(l) +
                              ", which block " + std::to_string(other.block) + " thread " +
                              std::to_string(other.thread) + (other_writes ? " wrote" : " read") + " at " +
-                             where(other.loc) + " with no barrier between them covering both threads",
-                         {l, other.loc});
+                             where(loc(other)) + " with no barrier between them covering both threads",
+                         {l, loc(other)});
   }
   /// Element i of shared array r lies over bytes another array of the block held or holds (a scope
   /// that ended, an earlier call): every access of theirs to those bytes must be ordered before this
@@ -376,6 +398,15 @@ class Checks {
   /// and a block starts without T^2 entries to clear.
   std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> seen_;
   std::vector<std::uint32_t> own_;
+  /// The lines accesses were made at (Access::site), found by site().
+  struct Site {
+    SourceLoc loc;
+    std::uint32_t index = 0;
+  };
+  static constexpr std::size_t kSiteCache = 256;
+  std::vector<SourceLoc> sites_{SourceLoc{}};
+  std::array<Site, kSiteCache> site_cache_{};
+  std::map<std::tuple<const char*, std::uint32_t, std::uint32_t>, std::uint32_t> site_index_;
 };
 
 // ------------------------------------------------------------------ Hopper
