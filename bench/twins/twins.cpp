@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -288,7 +290,20 @@ std::vector<char> compile_twin(const Twin& twin, const std::map<std::string, std
   for (const auto& [name, value] : sizes) source += "#define TWIN_" + name + " " + std::to_string(value) + "\n";
   source += read_file(twins_dir + "/" + twin.file);
   // Float contraction as the examples have it (Spec's default).
-  return nvrtc::compile(source, twin.file, nvrtc::canonical_options(arch, Output::Cubin, Spec{}.fp_contract)).cubin;
+  const auto options = nvrtc::canonical_options(arch, Output::Cubin, Spec{}.fp_contract);
+  // A source file holds several twins (sgemm.cu rungs 3 to 7): each of its sizes compiles once in a
+  // process, not once for each twin and row.
+  std::string key = twin.file + '\n' + source;
+  for (const auto& o : options) key += '\n' + o;
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<char>> compiled;
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = compiled.find(key); it != compiled.end()) return it->second;
+  }
+  auto cubin = nvrtc::compile(source, twin.file, options).cubin;
+  std::lock_guard lock(mutex);
+  return compiled.try_emplace(std::move(key), std::move(cubin)).first->second;
 }
 
 Row compare(const Twin& twin, const std::string& twins_dir, Arch arch) {
