@@ -9,6 +9,8 @@
 //    example, beside BM_LowerEveryExample, the whole specialization and lowering it is part of.
 //  - BM_InterpBlockReduce, BM_InterpSgemmSmem: the interpreter with every check on; the counter
 //    `stmts/s` is thread-statements per second.
+//  - BM_InterpWgmmaGemm: the bf16 wgmma GEMM launched on the interpreter (TMA loads, mbarriers, wgmma
+//    emulated, every check on), as `vantage run` launches it.
 #include <benchmark/benchmark.h>
 
 #include "jit/interp/interp.h"
@@ -17,6 +19,8 @@
 #include "jit/specialize/specialize.h"
 #include "jit/sync/sync.h"
 #include "kernels/paper_kernels.hpp"
+#include "kernels/runs.hpp"
+#include "kernels/workloads.hpp"
 
 namespace {
 
@@ -132,6 +136,21 @@ void BM_InterpSgemmSmem(benchmark::State& state) {
               Arg::buffer(A.data(), n * n), Arg::buffer(B.data(), n * n), Arg::buffer(C.data(), n * n)});
 }
 BENCHMARK(BM_InterpSgemmSmem)->Unit(benchmark::kMillisecond);
+
+void BM_InterpWgmmaGemm(benchmark::State& state) {
+  const std::map<std::string, std::int64_t> size{{"M", 128}, {"N", 256}, {"K", 128}};
+  const Device d = Device::interpreter();
+  const Kernel k = examples::gemm_wgmma_bf16();
+  auto w = examples::make_workload("gemm_wgmma_bf16", size, d);
+  const Grid grid = examples::default_grid("gemm_wgmma_bf16", size);
+  vantage::launch(k, d, grid, w.args);  // specialized, checked and lowered once, before the loop
+  for (auto _ : state) {
+    if (w.reset) w.reset();
+    vantage::launch(k, d, grid, w.args);
+  }
+  if (auto wrong = w.check(); !wrong.empty()) state.SkipWithError(wrong.c_str());
+}
+BENCHMARK(BM_InterpWgmmaGemm)->Unit(benchmark::kMillisecond)->UseRealTime();  // the launch runs on the stream's thread
 
 }  // namespace
 
