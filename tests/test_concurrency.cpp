@@ -42,11 +42,11 @@ TEST(Concurrency, KernelsCanBeBuiltFromManyThreads) {
   for (auto h : hashes) EXPECT_EQ(h, hashes[0]) << "each builder sees only its own statements";
 }
 
-// The interpreter runs threads that wait on each other's mbarriers as fibers, one OS thread each,
-// handing the run on under a mutex: a producer thread loading 8 x 32 boxes by TMA into two slots and
-// a warp of consumers that sum them and free the slots, for `steps` boxes. Each consumer sums 8
-// elements of each box; together they sum the whole matrix. Run by several threads at once, each
-// launch with fibers of its own.
+// The interpreter runs threads that wait on each other's mbarriers as fibers, contexts of their own
+// on the launch's OS thread (TSan told of each switch): a producer thread loading 8 x 32 boxes by
+// TMA into two slots and a warp of consumers that sum them and free the slots, for `steps` boxes.
+// Each consumer sums 8 elements of each box; together they sum the whole matrix. Run by several
+// threads at once, each launch with fibers of its own.
 Kernel fiber_pipeline(int steps) {
   KernelBuilder k("fiber_pipeline");
   auto src = k.param<GlobalPtr<const float>>("src", extent(steps * 8 * 32));

@@ -27,12 +27,12 @@ struct Block {
   std::vector<Thread> th;
 };
 
-Region shared_array(const char* name) {
+Region shared_array(const char* name, std::int64_t length = 1) {
   Region r;
   r.name = name;
   r.space = MemSpace::Shared;
-  r.length = 1;
-  r.shadow.resize(1);
+  r.length = length;
+  r.shadow.resize(static_cast<std::size_t>(length));
   return r;
 }
 
@@ -71,6 +71,28 @@ TEST(Racecheck, AThreadsOwnWorkSinceItsLastMeetingReachesTheNextOne) {
   // After the barrier, a write by thread 40 without another meeting races with thread 7's read.
   blk.checks.read(blk.th[7], a, 0, at, kPlain);
   EXPECT_THROW(blk.checks.write(blk.th[40], a, 0, at, kPlain), ExecutionError);
+}
+
+TEST(Racecheck, AnElementsReadsStayItsOwnWhenAnotherElementsWriteHandsItsListOn) {
+  // A write empties its element's reads and leaves their list to the next element read. Element 0
+  // is read and written by thread 0, then element 1 read by thread 1 (taking that list), then
+  // element 0 written again; a write to element 1 that no meeting orders after thread 1's read must
+  // still find it.
+  const SourceLoc at{"racecheck.cpp", 3, 1}, read_at{"racecheck.cpp", 4, 1};
+  Block blk(64);
+  Region a = shared_array("a", 2);
+  blk.checks.read(blk.th[0], a, 0, at, kPlain);
+  blk.checks.write(blk.th[0], a, 0, at, kPlain);
+  blk.checks.read(blk.th[1], a, 1, read_at, kPlain);
+  blk.checks.write(blk.th[0], a, 0, at, kPlain);
+  try {
+    blk.checks.write(blk.th[2], a, 1, at, kPlain);
+    ADD_FAILURE() << "a write no meeting orders after another thread's read was taken";
+  } catch (const ExecutionError& e) {
+    EXPECT_NE(std::string(e.what()).find("block 0 thread 2 writes shared 'a'[1]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("which block 0 thread 1 read at racecheck.cpp:4:1"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

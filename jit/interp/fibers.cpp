@@ -1,19 +1,72 @@
-// The interpreter's fibers: see fibers.h. One OS thread a fiber, handed the run by a flag under the
-// fiber's own mutex, so exactly one runs at a time and every hand-over orders memory (the sanitizers
-// see a mutex, not a context switch they cannot follow).
+// The interpreter's fibers: see fibers.h. Each fiber is a context (ucontext) with a stack of its own
+// on the OS thread that runs the interpreter; a hand-over is a swapcontext, so exactly one fiber runs
+// at a time. The sanitizers are told of every switch (ASan of the stack it moves to, TSan of the
+// fiber), so they follow the fibers as they followed the OS threads the fibers once were.
+//
+// No fiber switches while it handles an exception: the C++ runtime keeps the exceptions being
+// handled per OS thread, so a switch there would let another fiber's handling push onto the same
+// stack. Handlers here take the exception (std::current_exception) and act on it after leaving.
 #include "jit/interp/fibers.h"
 
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
-#include <system_error>
+#include <utility>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define VANTAGE_FIBERS_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#define VANTAGE_FIBERS_TSAN 1
+#endif
 
 namespace vantage::interp::detail {
 
+namespace {
+/// A fiber's stack: as much as an OS thread's (the interpreter recurses over statements and
+/// expressions), reserved, not committed, with a page below it that faults on an overflow.
+constexpr std::size_t kStackBytes = std::size_t{8} << 20;
+}  // namespace
+
+struct Fibers::Stack {
+  void* mapping = nullptr;  ///< the guard page, then the stack
+  std::size_t bytes = 0;    ///< of the mapping
+  Stack() = default;
+  Stack(Stack&& o) noexcept : mapping(std::exchange(o.mapping, nullptr)), bytes(std::exchange(o.bytes, 0)) {}
+  Stack& operator=(Stack&& o) noexcept {
+    std::swap(mapping, o.mapping);
+    std::swap(bytes, o.bytes);
+    return *this;
+  }
+  ~Stack() {
+    if (!mapping) return;
+    unpoison();  // or memory mapped there later would inherit it
+    munmap(mapping, bytes);
+  }
+  /// A fiber ends without returning from its first frames (start, entry, switch_to), whose redzones
+  /// ASan still has poisoned: the stack is clean again before another fiber or mapping takes it.
+  void unpoison() const {
+#if VANTAGE_FIBERS_ASAN
+    __asan_unpoison_memory_region(bottom(), size());
+#endif
+  }
+  std::size_t guard() const { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
+  void* bottom() const { return static_cast<char*>(mapping) + guard(); }
+  std::size_t size() const { return bytes - guard(); }
+};
+
 struct Fibers::Fiber {
-  std::mutex m;
-  std::condition_variable cv;
-  bool go = false;  ///< under m: this fiber has been handed the run
-  std::thread thread;
+  Fibers* owner = nullptr;
+  ucontext_t context{};
+  Stack stack;  ///< none for the main fiber, which runs on the stack of the interpreter's caller
   std::function<void()> body;
   bool done = false, cancel = false;
   bool waiting = false;    ///< it waits, and had seen `seen` events when it last looked
@@ -21,26 +74,67 @@ struct Fibers::Fiber {
   Describe what;
   std::exception_ptr error;
   std::uint64_t failed = 0;  ///< when it failed, in events: the first failure is the one reported
+#if VANTAGE_FIBERS_ASAN
+  const void* asan_bottom = nullptr;  ///< the stack ASan is told of when the run moves here
+  std::size_t asan_size = 0;
+#endif
+#if VANTAGE_FIBERS_TSAN
+  void* tsan = nullptr;
+#endif
 };
 
 Fibers::Fibers(Stuck stuck) : stuck_(std::move(stuck)), main_(std::make_unique<Fiber>()) {
+  main_->owner = this;
+#if VANTAGE_FIBERS_TSAN
+  main_->tsan = __tsan_get_current_fiber();
+#endif
   live_.push_back(main_.get());
   current_ = main_.get();
 }
 
 Fibers::~Fibers() = default;
 
+auto Fibers::take_stack() -> Stack {
+  if (!spare_.empty()) {
+    Stack s = std::move(spare_.back());
+    spare_.pop_back();
+    s.unpoison();
+    return s;
+  }
+  Stack s;
+  s.bytes = kStackBytes + s.guard();
+  void* m =
+      mmap(nullptr, s.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (m == MAP_FAILED)
+    throw std::runtime_error(std::string("the interpreter runs each thread that waits on mbarriers as a fiber, and "
+                                         "the host would not map one more fiber's stack (") +
+                             std::strerror(errno) + ")");
+  s.mapping = m;
+  mprotect(m, s.guard(), PROT_NONE);
+  return s;
+}
+
 void Fibers::switch_to(Fiber* me, Fiber* next, bool ended) {
   current_ = next;
-  {
-    std::lock_guard<std::mutex> lock(next->m);
-    next->go = true;
+#if VANTAGE_FIBERS_ASAN
+  void* fake = nullptr;
+  // An ended fiber's fake stack goes with it (null); the main fiber's stack is learnt on the first
+  // switch back to it (finish_switch below, in the fiber it left).
+  __sanitizer_start_switch_fiber(ended ? nullptr : &fake, next->asan_bottom, next->asan_size);
+#endif
+#if VANTAGE_FIBERS_TSAN
+  __tsan_switch_to_fiber(next->tsan, 0);  // 0: the switch orders memory, as the hand-over does
+#endif
+  if (ended) {
+    setcontext(&next->context);  // does not return: the ended fiber's stack is left as it stands
+    std::terminate();
   }
-  next->cv.notify_one();
-  if (ended) return;  // the OS thread ends; nothing of the machine is touched after the hand-over
-  std::unique_lock<std::mutex> lock(me->m);
-  me->cv.wait(lock, [&] { return me->go; });
-  me->go = false;
+  swapcontext(&me->context, &next->context);
+#if VANTAGE_FIBERS_ASAN
+  const void* from_bottom = nullptr;
+  std::size_t from_size = 0;
+  __sanitizer_finish_switch_fiber(fake, &from_bottom, &from_size);
+#endif
 }
 
 auto Fibers::after(const Fiber* me) const -> Fiber* {
@@ -49,12 +143,23 @@ auto Fibers::after(const Fiber* me) const -> Fiber* {
   return *it;
 }
 
-void Fibers::entry(Fiber* f) {
-  {
-    std::unique_lock<std::mutex> lock(f->m);
-    f->cv.wait(lock, [&] { return f->go; });
-    f->go = false;
+void Fibers::start(unsigned lo, unsigned hi) {
+  auto* f = reinterpret_cast<Fiber*>(static_cast<std::uintptr_t>(lo) | static_cast<std::uintptr_t>(hi) << 32);
+#if VANTAGE_FIBERS_ASAN
+  // The fiber that switched here: the first switch out of the main fiber tells its stack.
+  const void* from_bottom = nullptr;
+  std::size_t from_size = 0;
+  __sanitizer_finish_switch_fiber(nullptr, &from_bottom, &from_size);
+  Fiber* main = f->owner->main_.get();
+  if (!main->asan_bottom) {
+    main->asan_bottom = from_bottom;
+    main->asan_size = from_size;
   }
+#endif
+  f->owner->entry(f);
+}
+
+void Fibers::entry(Fiber* f) {
   if (!f->cancel) {
     try {
       f->body();
@@ -124,32 +229,31 @@ void Fibers::run_all(std::vector<std::function<void()>> bodies) {
   Fiber* me = current_;
   std::vector<std::unique_ptr<Fiber>> own;
   std::vector<Fiber*> kids;
-  auto at = std::find(live_.begin(), live_.end(), me) + 1;  // they run next, in their order
   for (auto& b : bodies) {
-    own.push_back(std::make_unique<Fiber>());
-    own.back()->body = std::move(b);
-    kids.push_back(own.back().get());
+    auto f = std::make_unique<Fiber>();
+    f->owner = this;
+    f->body = std::move(b);
+    f->stack = take_stack();
+    getcontext(&f->context);
+    f->context.uc_stack.ss_sp = f->stack.bottom();
+    f->context.uc_stack.ss_size = f->stack.size();
+    f->context.uc_link = nullptr;  // a fiber never returns from start(): it switches away for good
+    const auto address = reinterpret_cast<std::uintptr_t>(f.get());
+    makecontext(&f->context, reinterpret_cast<void (*)()>(&Fibers::start), 2,
+                static_cast<unsigned>(address & 0xffffffffu), static_cast<unsigned>(address >> 32));
+#if VANTAGE_FIBERS_ASAN
+    f->asan_bottom = f->stack.bottom();
+    f->asan_size = f->stack.size();
+#endif
+#if VANTAGE_FIBERS_TSAN
+    f->tsan = __tsan_create_fiber(0);
+#endif
+    kids.push_back(f.get());
+    own.push_back(std::move(f));
   }
+  auto at = std::find(live_.begin(), live_.end(), me) + 1;  // they run next, in their order
   live_.insert(at, kids.begin(), kids.end());
-  auto join = [&] {
-    for (Fiber* f : kids)
-      if (f->thread.joinable()) f->thread.join();
-  };
-  try {
-    for (Fiber* f : kids) f->thread = std::thread(&Fibers::entry, this, f);
-  } catch (const std::system_error& e) {  // the host would not start another thread
-    for (Fiber* f : kids)
-      if (!f->thread.joinable()) {  // never started: ended as it stands
-        f->done = true;
-        live_.erase(std::find(live_.begin(), live_.end(), f));
-      }
-    stop(kids);
-    join();
-    throw std::runtime_error("the interpreter runs each of " + std::to_string(kids.size()) +
-                             " threads that wait on mbarriers on a host thread of its own, and the host would not "
-                             "start one more (" +
-                             e.what() + ")");
-  }
+  std::exception_ptr stopped;  // this fiber stopped itself, or no fiber could go on
   try {
     wait_until(
         [&] {
@@ -161,13 +265,17 @@ void Fibers::run_all(std::vector<std::function<void()>> bodies) {
           return all;
         },
         nullptr);
-  } catch (...) {  // stopped itself, or no fiber could go on
-    stop(kids);
-    join();
-    throw;
+  } catch (...) {
+    stopped = std::current_exception();
   }
-  stop(kids);
-  join();
+  stop(kids);  // outside the handler: see the top of this file
+  for (auto& f : own) {
+#if VANTAGE_FIBERS_TSAN
+    __tsan_destroy_fiber(f->tsan);
+#endif
+    spare_.push_back(std::move(f->stack));
+  }
+  if (stopped) std::rethrow_exception(stopped);
   const Fiber* first = nullptr;
   for (const Fiber* f : kids)
     if (f->error && (!first || f->failed < first->failed)) first = f;

@@ -3,21 +3,19 @@
 // barrier; a thread that waits at an mbarrier for arrivals a later thread makes (a consumer waiting
 // for its producer's TMA load, a producer waiting for its consumers to free a slot) cannot go on
 // until that thread has run. In a kernel that waits on mbarriers each thread of such a stretch runs
-// as a fiber: an OS thread of its own, but only one fiber runs at a time and each hands the run to
-// the next only where it waits (or ends), so the interpreter stays sequential and deterministic.
-// When every fiber waits and nothing happened since each last looked, no thread can ever go on: on a
-// GPU the block would hang, and the interpreter says which threads wait where (synccheck).
+// as a fiber: a stack of its own on the interpreter's OS thread, and each hands the run to the next
+// only where it waits (or ends), so the interpreter stays sequential and deterministic. When every
+// fiber waits and nothing happened since each last looked, no thread can ever go on: on a GPU the
+// block would hang, and the interpreter says which threads wait where (synccheck).
 // Private to jit/interp.
 #pragma once
 
-#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace vantage::interp::detail {
@@ -55,9 +53,14 @@ class Fibers {
   /// Thrown inside a fiber stopped because another failed; its body unwinds and it ends.
   struct Cancelled {};
 
+  /// A fiber's start (makecontext's function): its Fiber's address in two halves.
+  static void start(unsigned lo, unsigned hi);
   void entry(Fiber* f);
-  /// Hands the run to `next` and, unless `me` has ended, waits to be given it back.
+  /// Hands the run to `next` and, unless `me` has ended, goes on once it is given it back.
   void switch_to(Fiber* me, Fiber* next, bool ended);
+  /// A stack for a new fiber: one an ended fiber left, or a new mapping.
+  struct Stack;
+  Stack take_stack();
   /// The live fiber after `me`, in the order they were made.
   Fiber* after(const Fiber* me) const;
   /// Gives the others a turn; throws Cancelled in a fiber being stopped (unless `stopping`).
@@ -66,6 +69,7 @@ class Fibers {
   void stop(const std::vector<Fiber*>& children);
 
   Stuck stuck_;
+  std::vector<Stack> spare_;  ///< stacks of fibers that ended, for the next ones
   std::unique_ptr<Fiber> main_;
   std::vector<Fiber*> live_;  ///< every fiber that has not ended, main first
   Fiber* current_ = nullptr;
