@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `vantage tune NAME` for each tunable example named after the CLI (every one by default) on the
 # interpreter at a size smaller than their tiles (every configuration built, lowered, run and checked
-# against its workload's reference), and the errors for an example that declares no space and for no
-# example at all.
+# against its workload's reference, then timed once: the interpreter's times rank nothing), and the
+# errors for an example that declares no space and for no example at all.
 set -euo pipefail
 cli="$1"
 shift
@@ -10,7 +10,7 @@ examples=("$@")
 [ ${#examples[@]} -gt 0 ] || examples=(sgemm_smem sgemm_reg2d sgemm_pipelined scan_tiled)
 fail() { echo "tune_examples.sh: $*" >&2; exit 1; }
 for ex in "${examples[@]}"; do
-  out=$("$cli" tune "$ex" --device interpreter --size 8 --fresh 2>/dev/null)
+  out=$("$cli" tune "$ex" --device interpreter --size 8 --fresh --repetitions 1 2>/dev/null)
   echo "$out" | tail -2
   configs=$(echo "$out" | sed -n "s/^tune $ex: \([0-9]*\) configurations, \(K=8 M=8 N=8\|n=8\), on interpreter.*/\1/p")
   [ -n "$configs" ] && [ "$configs" -gt 1 ] || fail "$ex: no configuration count"
