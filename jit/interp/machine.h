@@ -54,6 +54,8 @@ std::int64_t float_to_int(double x, ScalarType to);
 std::int64_t exact_index(ScalarType t, std::int64_t v);
 /// docs/semantics.md's operations on values.
 V binary_value(const Binary& n, V a, V b);
+/// An integer operation of type t on operands held as eval_binary holds them: eval_binary's result.
+std::int64_t int_binary(BinOp op, ScalarType t, std::int64_t a, std::int64_t b);
 V cast_value(ScalarType from, ScalarType to, V a);
 /// `x` holds the call's arguments' values, n.args.size() of them.
 V math_value(const MathCall& n, const V* x);

@@ -39,11 +39,50 @@ auto exact_index(ScalarType t, std::int64_t v) -> std::int64_t {
   return x > INT64_MAX ? INT64_MAX : static_cast<std::int64_t>(x);
 }
 
+auto int_binary(BinOp op, ScalarType t, std::int64_t a, std::int64_t b) -> std::int64_t {
+  // The index arithmetic of every kernel: i32 sums, differences and products, and comparisons of
+  // i32, u32 and i64 (held exactly, so compared as they are), without eval_binary's 128-bit path.
+  // Equal to it for every operand (Values.IntegerFastPathsAgreeWithEvalBinary).
+  const bool exact64 = t == ScalarType::I32 || t == ScalarType::U32 || t == ScalarType::I64;
+  const auto ua = static_cast<std::uint64_t>(a), ub = static_cast<std::uint64_t>(b);
+  switch (op) {
+    case BinOp::Add:
+      if (t == ScalarType::I32) return static_cast<std::int32_t>(static_cast<std::uint32_t>(ua + ub));
+      break;
+    case BinOp::Sub:
+      if (t == ScalarType::I32) return static_cast<std::int32_t>(static_cast<std::uint32_t>(ua - ub));
+      break;
+    case BinOp::Mul:
+      if (t == ScalarType::I32) return static_cast<std::int32_t>(static_cast<std::uint32_t>(ua * ub));
+      break;
+    case BinOp::Lt:
+      if (exact64) return a < b;
+      break;
+    case BinOp::Le:
+      if (exact64) return a <= b;
+      break;
+    case BinOp::Gt:
+      if (exact64) return a > b;
+      break;
+    case BinOp::Ge:
+      if (exact64) return a >= b;
+      break;
+    case BinOp::Eq:
+      if (exact64) return a == b;
+      break;
+    case BinOp::Ne:
+      if (exact64) return a != b;
+      break;
+    default: break;
+  }
+  return eval_binary(op, t, a, b);
+}
+
 auto binary_value(const Binary& n, V a, V b) -> V {
   V v;
   ScalarType t = n.a->type;
   if (is_integral(t)) {
-    v.i = eval_binary(n.op, t, a.i, n.op == BinOp::Shl || n.op == BinOp::Shr ? shift_amount(n.b->type, b.i) : b.i);
+    v.i = int_binary(n.op, t, a.i, n.op == BinOp::Shl || n.op == BinOp::Shr ? shift_amount(n.b->type, b.i) : b.i);
     return v;
   }
   double x = a.f, y = b.f;
