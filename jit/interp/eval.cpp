@@ -53,10 +53,7 @@ auto Machine::eval(const ExprPtr& e, Thread& t) -> V {
                         V idx = eval(n.indices[0], t);
                         std::int64_t i = exact_index(n.indices[0]->type, idx.i);
                         Ref r = names_.mem(t, n.mem.get(), n.loc);
-                        if (n.bound)
-                          checked(t, n.mem, i, eval(n.bound, t).i, false, n.loc);
-                        else
-                          checks_.proven(t, r, i, false, n.loc);
+                        check_index(t, r, i, n.bound, false, n.loc);
                         V v = read(t, r, i, n.loc);
                         measure_.request(t, &n, 0, r, i, type_bytes(n.mem->elem), false, n.loc);
                         return v;

@@ -58,7 +58,10 @@ struct Fibers::Stack {
     __asan_unpoison_memory_region(bottom(), size());
 #endif
   }
-  std::size_t guard() const { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
+  static std::size_t guard() {
+    static const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    return page;
+  }
   void* bottom() const { return static_cast<char*>(mapping) + guard(); }
   std::size_t size() const { return bytes - guard(); }
 };
@@ -102,7 +105,7 @@ auto Fibers::take_stack() -> Stack {
     return s;
   }
   Stack s;
-  s.bytes = kStackBytes + s.guard();
+  s.bytes = kStackBytes + Stack::guard();
   void* m =
       mmap(nullptr, s.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (m == MAP_FAILED)
@@ -110,7 +113,10 @@ auto Fibers::take_stack() -> Stack {
                                          "the host would not map one more fiber's stack (") +
                              std::strerror(errno) + ")");
   s.mapping = m;
-  mprotect(m, s.guard(), PROT_NONE);
+  // The guard page; without it an overflow would run into whatever is mapped below, unseen.
+  if (mprotect(m, Stack::guard(), PROT_NONE) != 0)
+    throw std::runtime_error(std::string("the interpreter could not protect a fiber stack's guard page (") +
+                             std::strerror(errno) + ")");
   return s;
 }
 
@@ -118,8 +124,8 @@ void Fibers::switch_to(Fiber* me, Fiber* next, bool ended) {
   current_ = next;
 #if VANTAGE_FIBERS_ASAN
   void* fake = nullptr;
-  // An ended fiber's fake stack goes with it (null); the main fiber's stack is learnt on the first
-  // switch back to it (finish_switch below, in the fiber it left).
+  // An ended fiber's fake stack goes with it (null). The main fiber's stack is learnt in start(),
+  // where the first switch out of it lands, before anything switches back to it.
   __sanitizer_start_switch_fiber(ended ? nullptr : &fake, next->asan_bottom, next->asan_size);
 #endif
 #if VANTAGE_FIBERS_TSAN

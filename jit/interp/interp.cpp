@@ -119,10 +119,7 @@ void Machine::exec_one(const StmtPtr& s, Thread& t) {
                      V v = eval(n.value, t);
                      std::int64_t i = exact_index(n.indices[0]->type, idx.i);
                      Ref r = names_.mem(t, n.mem.get(), n.loc);
-                     if (n.bound)
-                       checked(t, n.mem, i, eval(n.bound, t).i, true, n.loc);
-                     else
-                       checks_.proven(t, r, i, true, n.loc);
+                     check_index(t, r, i, n.bound, true, n.loc);
                      write(t, r, i, v, n.loc);
                      measure_.request(t, &n, 0, r, i, type_bytes(n.mem->elem), true, n.loc);
                    },

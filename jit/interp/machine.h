@@ -636,9 +636,9 @@ class Machine {
 
   // ------------------------------------------------------------ variables and memory
 
-  /// An access lowering could not prove inside its memory: index against its bound (what the GPU
-  /// and CPU code check as they run).
-  void checked(Thread& t, const MemPtr& m, std::int64_t index, std::int64_t bound, bool writing, SourceLoc l);
+  /// A load's or store's index into `r`: against its `bound` where lowering left one
+  /// (what the GPU and CPU code check as they run), else a proof the interpreter verifies.
+  void check_index(Thread& t, const Ref& r, std::int64_t index, const ExprPtr& bound, bool writing, SourceLoc l);
   V read(Thread& t, const Ref& ref, std::int64_t index, SourceLoc l, std::uint8_t atomic = kPlain);
   void write(Thread& t, const Ref& ref, std::int64_t index, V v, SourceLoc l, std::uint8_t atomic = kPlain);
 

@@ -177,12 +177,14 @@ auto Bindings::global(const MemNode* m) -> Region* {
   throw InternalError("interp: '" + m->name + "' is not one of the kernel's buffers");
 }
 
-void Machine::checked(Thread& t, const MemPtr& m, std::int64_t index, std::int64_t bound, bool writing, SourceLoc l) {
-  if (index >= 0 && index < bound) return;
-  const Region& r = *names_.mem(t, m.get(), l).region;
+void Machine::check_index(Thread& t, const Ref& r, std::int64_t index, const ExprPtr& bound, bool writing,
+                          SourceLoc l) {
+  if (!bound) return checks_.proven(t, r, index, writing, l);
+  const std::int64_t limit = eval(bound, t).i;
+  if (index >= 0 && index < limit) return;
   throw ExecutionError("memcheck",
-                       checks_.describe(t) + (writing ? " writes " : " reads ") + checks_.element(r, index) + " at " +
-                           where(l) + ", outside its " + std::to_string(bound) + " elements",
+                       checks_.describe(t) + (writing ? " writes " : " reads ") + checks_.element(*r.region, index) +
+                           " at " + where(l) + ", outside its " + std::to_string(limit) + " elements",
                        {l});
 }
 
