@@ -491,7 +491,11 @@ void copy_tile_impl(Scope& b, const View& dst, const View& src, const ExprArg& s
   // The row and column in 64 bits: `c0 + c_in` cannot wrap, so a column past the matrix is never
   // taken for one inside it, and the proof has the ranges it needs.
   auto source = [&](const Expr& r, const Expr& c) { return r * cast<std::int64_t>(C) + c; };
-  auto inside = [&](const Expr& r, const Expr& c) { return r < cast<std::int64_t>(R) && c < cast<std::int64_t>(C); };
+  // A tile may start above or left of the matrix (a stencil's halo): those rows and columns are past
+  // its edges too. Lowering drops the tests where the origin is proven at least 0.
+  auto inside = [&](const Expr& r, const Expr& c) {
+    return r >= 0 && r < cast<std::int64_t>(R) && c >= 0 && c < cast<std::int64_t>(C);
+  };
   if (!how.async) {
     each(b, dst, [&](Scope& th, View mine, int l, Expr r_in, Expr c_in) {
       Var r = th.let(dst.name() + "_row", cast<std::int64_t>(r0) + cast<std::int64_t>(r_in), loc);
@@ -586,7 +590,9 @@ void start_tile_copy(Scope& b, const View& dst, const View& src, const ExprArg& 
               // one aligned copy.
               std::vector<Var> rows, cols;
               std::vector<Expr> whole;
-              auto inside = [&](std::size_t l, int e) { return rows[l] < R && cols[l] + e < C; };
+              auto inside = [&](std::size_t l, int e) {
+                return rows[l] >= 0 && rows[l] < R && cols[l] + e >= 0 && cols[l] + e < C;
+              };
               for (std::int64_t l = 0; l < rounds; ++l) {
                 const Expr first = vector(l) * 4;
                 rows.push_back(th.let(dst.name() + "_row",
@@ -595,8 +601,8 @@ void start_tile_copy(Scope& b, const View& dst, const View& src, const ExprArg& 
                                       cast<std::int64_t>(col0.expr) + cast<std::int64_t>(first % tile_cols), loc));
                 // Aligned: the row's length and the tile's first column multiples of 4 (a
                 // vector's column is the tile's plus a multiple of 4).
-                whole.push_back(rows.back() < R && cols.back() + 4 <= C && C % 4 == 0 &&
-                                cast<std::int64_t>(col0.expr) % 4 == 0);
+                whole.push_back(rows.back() >= 0 && rows.back() < R && cols.back() >= 0 && cols.back() + 4 <= C &&
+                                C % 4 == 0 && cast<std::int64_t>(col0.expr) % 4 == 0);
               }
               // The last round's threads past the tile copy nothing.
               auto each_round = [&](Scope& th, const std::function<void(Scope&, std::size_t)>& one) {

@@ -1326,6 +1326,69 @@ TEST(Library, StartTileCopyCopiesTheTileAndZerosPastTheMatrix) {
       }
   }
 }
+
+// A tile may start above or left of the matrix: a stencil's halo at the first row and column of
+// tiles. Its rows and columns there are past the matrix's edges, zeros like those below and right of
+// it. Each copying helper (stage_tile, copy_tile padded and by cp.async, start_tile_copy) copies a 9 x
+// 12 tile at corners inside, astride each edge and wholly outside, on every host device, equal to the
+// matrix read with zeros outside. Before, a row above the matrix read before its first element
+// (memcheck) and a column left of it the row above's last elements (right in bounds, wrong).
+TEST(Library, TileCopiesStartingAboveOrLeftOfTheMatrixReadZerosThere) {
+  constexpr int TR = 9, TC = 12;
+  enum class How { Stage, Padded, Async, Started };
+  for (How how : {How::Stage, How::Padded, How::Async, How::Started}) {
+    const int pad = how == How::Padded ? 3 : 0, stride = TC + pad;
+    KernelBuilder k("halo_copy");
+    auto R = k.param<int>("R"), C = k.param<int>("C"), row0 = k.param<int>("row0"), col0 = k.param<int>("col0");
+    auto m = k.param<GlobalPtr<const float>>("m", extent(R * C));
+    auto out = k.param<GlobalPtr<float>>("out", extent(Expr(TR * TC)));
+    k.block_threads(32);
+    k.body([&](Scope& g) {
+      lib::for_each_block(g, out, TR * TC, [&](Scope& b, Expr, View out_b) {
+        auto s = b.shared<float>("s", TR * stride);
+        switch (how) {
+          case How::Stage: lib::stage_tile(b, s, m, R, C, row0, col0, TR, TC); break;
+          case How::Padded: lib::copy_tile(b, s, m, R, C, row0, col0, TR, TC, {.pad = pad}); break;
+          case How::Async: lib::copy_tile(b, s, m, R, C, row0, col0, TR, TC, {.async = true}); break;
+          case How::Started:
+            lib::start_tile_copy(b, s, m, R, C, row0, col0, TR, TC);
+            b.group(thread(1), [&](Scope& th) {
+              th.cp_async_commit();
+              th.cp_async_wait(0);
+            });
+            break;
+        }
+        auto t = b.let("t", b.id(thread(1)));
+        b.partition(
+            out_b, thread(1), [&](Expr i) { return t + i * 32; },
+            [&](Scope& b, View mine) {
+              b.group(thread(1), [&](Scope& th) {
+                for (int l = 0; l * 32 < TR * TC; ++l) {
+                  Expr e = t + l * 32;
+                  th.if_(e < TR * TC, [&](Scope&) { mine[l] = s[e / TC * stride + e % TC]; });
+                }
+              });
+            });
+      });
+    });
+    Kernel kernel = k.build();
+    const int rows = 20, cols = 24;  // rows of a multiple of 4: start_tile_copy's 16-byte copies
+    std::vector<float> src(static_cast<std::size_t>(rows * cols));
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i + 1);
+    for (auto [r0, c0] : std::vector<std::pair<int, int>>{
+             {0, 0}, {-1, -1}, {-1, 4}, {5, -1}, {-4, -8}, {-3, 2}, {15, 16}, {-9, 0}, {0, -12}, {-30, -30}})
+      for (const Device& d : devices()) {
+        std::vector<float> got(TR * TC, -1.0f), want(got.size(), 0.0f);
+        for (int r = 0; r < TR; ++r)
+          for (int c = 0; c < TC; ++c)
+            if (r0 + r >= 0 && r0 + r < rows && c0 + c >= 0 && c0 + c < cols)
+              want[static_cast<std::size_t>(r * TC + c)] = src[static_cast<std::size_t>((r0 + r) * cols + c0 + c)];
+        kernel.launch(d, Grid{1, 32}, rows, cols, r0, c0, std::as_const(src), got);
+        EXPECT_EQ(got, want) << "helper " << static_cast<int>(how) << ", tile at (" << r0 << ", " << c0 << ") on "
+                             << d.name();
+      }
+  }
+}
 }  // namespace
 }  // namespace vantage
 

@@ -501,3 +501,58 @@ TEST(Codegen, VectorCopiesBetweenMemoryAndRegistersAreOneLoadOrStore) {
 }
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+// Lowering drops a comparison `x >= 0` from a branch's condition where x, computed exactly, is proven
+// at least 0 there (a library tile copy tests a halo's negative rows; a tile at a block's multiple
+// pays nothing for it), and keeps every comparison it cannot decide: one that may be below 0, one
+// whose arithmetic may wrap, one on memory. Each branch takes the same threads on every device.
+TEST(Codegen, AComparisonWithZeroIsDroppedOnlyWhereTheProofDecidesIt) {
+  KernelBuilder k("decided");
+  auto n = k.param<int>("n");
+  auto in = k.param<GlobalPtr<const int>>("in", extent(Expr(256)));
+  auto out = k.param<GlobalPtr<int>>("out", extent(256));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 256, [&](Scope& b, Expr, View out_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View o) {
+            b.group(thread(1), [&](Scope& th) {
+              auto acc = th.let("acc", 0);
+              th.if_(t >= 0 && t < n, [&](Scope& th) { th.assign(acc, acc + 1); });  // dropped
+              th.if_(t % 7 >= 0, [&](Scope& th) { th.assign(acc, acc + 2); });       // the whole if
+              th.if_(t - 3 >= 0, [&](Scope& th) { th.assign(acc, acc + 4); });       // kept: t may be 0
+              // kept: t << 24 wraps below 0 from t = 128
+              th.if_(t * 16777216 >= 0, [&](Scope& th) { th.assign(acc, acc + 8); });
+              th.if_(in[t] >= 0, [&](Scope& th) { th.assign(acc, acc + 16); });          // kept: memory
+              th.if_(!(t >= 0 && t < n), [&](Scope& th) { th.assign(acc, acc + 32); });  // dropped inside !
+              o[0] = acc;
+            });
+          });
+    });
+  });
+  Kernel kernel = k.build();
+  const std::string lowered = kernel.lowered(Spec{});
+  EXPECT_EQ(lowered.find("t >= 0"), std::string::npos) << lowered;
+  EXPECT_EQ(lowered.find("(t % 7) >= 0"), std::string::npos) << lowered;
+  EXPECT_NE(lowered.find("(t - 3) >= 0"), std::string::npos) << lowered;
+  EXPECT_NE(lowered.find("(t * 16777216) >= 0"), std::string::npos) << lowered;
+  EXPECT_NE(lowered.find("] >= 0"), std::string::npos) << lowered;
+  std::vector<int> src(256);
+  for (int t = 0; t < 256; ++t) src[static_cast<std::size_t>(t)] = t % 3 - 1;
+  for (const Device& d : test_support::every_device()) {
+    std::vector<int> got(256, -1);
+    test_support::launch_on(kernel, d, Grid{1, 256}, 100, std::as_const(src), got);
+    for (int t = 0; t < 256; ++t) {
+      const int wraps = static_cast<int>(static_cast<std::uint32_t>(t) << 24);
+      const int want = (t < 100 ? 1 : 32) + 2 + (t >= 3 ? 4 : 0) + (wraps >= 0 ? 8 : 0) +
+                       (src[static_cast<std::size_t>(t)] >= 0 ? 16 : 0);
+      EXPECT_EQ(got[static_cast<std::size_t>(t)], want) << "thread " << t << " on " << d.name();
+    }
+  }
+}
+}  // namespace
+}  // namespace vantage

@@ -123,7 +123,8 @@ void update_sub_tile(Scope& block, const MatrixTile& tile, const ExprArg& row, c
 
 /// At block(1): copies the tile_rows x tile_cols tile at (row0, col0) of the row-major matrix `src`
 /// (src_rows x src_cols) into shared `dst` (row-major, tile_rows x tile_cols), zeros past the
-/// matrix's edges, striped over the block's threads (consecutive threads, consecutive columns).
+/// matrix's edges (above and left of it too: row0 and col0 may be negative, as for a stencil's halo),
+/// striped over the block's threads (consecutive threads, consecutive columns).
 /// The reads are clamped into the matrix, so they stay inside it whatever the sizes.
 /// With `like` (a tile of the same shape, one element per thread), each thread copies the element at
 /// its own (like.row, like.col): no position arithmetic of its own, and per-warp rows the CPU

@@ -114,11 +114,15 @@ void BodyLowerer::lower_stmt(const Store& n, std::vector<StmtPtr>& out) {
 }
 
 void BodyLowerer::lower_stmt(const If& n, std::vector<StmtPtr>& out) {
-  ExprPtr c = lx(n.cond);
+  ExprPtr c = prover_.decided(lx(n.cond));
   std::size_t facts = prover_.facts();
   prover_.add_facts(c);
   StmtPtr t = block(n.then_body);
   prover_.restore_facts(facts);
+  if (is_true(c)) {  // every comparison in it decided
+    out.push_back(t);
+    return;
+  }
   StmtPtr e = n.else_body ? block(n.else_body) : nullptr;
   out.push_back(make<If>(c, t, e, n.loc));
 }

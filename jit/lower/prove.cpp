@@ -405,6 +405,42 @@ void Prover::bind_range(const VarNode* v, Range r) {
     for (auto& m : by_depth) m.clear();
 }
 
+bool is_true(const ExprPtr& e) {
+  const auto* l = as<Literal>(*e);
+  return l && e->type == ScalarType::Bool && l->i != 0;
+}
+
+auto Prover::decided(const ExprPtr& c) const -> ExprPtr {
+  if (is_true(c)) return c;
+  if (const auto* u = as<Unary>(*c); u && u->op == UnOp::Not) {
+    ExprPtr a = decided(u->a);
+    return a == u->a ? c : fold(make<Unary>(c->type, UnOp::Not, a, c->loc));
+  }
+  const auto* b = as<Binary>(*c);
+  if (!b) return c;
+  if (b->op == BinOp::LAnd || b->op == BinOp::LOr) {
+    ExprPtr x = decided(b->a), y = decided(b->b);
+    if (x == b->a && y == b->b) return c;
+    if (b->op == BinOp::LAnd) {
+      if (is_true(x)) return y;
+      if (is_true(y)) return x;
+    } else if (is_true(x) || is_true(y)) {
+      return make<Literal>(ScalarType::Bool, 1, 1.0, c->loc);
+    }
+    return make<Binary>(c->type, b->op, x, y, c->loc);
+  }
+  // x >= 0, 0 <= x or x > -1, on integers.
+  const ExprPtr* x = nullptr;
+  if (b->op == BinOp::Ge && const_int(b->b) == 0) x = &b->a;
+  if (b->op == BinOp::Le && const_int(b->a) == 0) x = &b->b;
+  if (b->op == BinOp::Gt && const_int(b->b) == -1) x = &b->a;
+  // Signed: on an unsigned type `x > -1` compares with the type's largest value.
+  if (!x || !is_integer((*x)->type) || !is_signed((*x)->type) || !exact(*x)) return c;
+  auto r = exact_value_range(*x, env_);
+  if (!r || !proven_nonnegative(*x, *r)) return c;
+  return make<Literal>(ScalarType::Bool, 1, 1.0, c->loc);
+}
+
 void Prover::kill_facts(const std::unordered_set<const VarNode*>& vars) {
   if (vars.empty()) return;
   for (auto& f : facts_)
