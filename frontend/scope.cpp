@@ -263,6 +263,9 @@ template <class IndexFn>
 void partition_impl(const std::shared_ptr<BuildCtx>& ctx, std::uint64_t block, const View& view, Perspective p,
                     int arity, IndexFn&& make_index, const std::function<void(Scope&, View)>& fn, SourceLoc loc) {
   if (!defined_all(*ctx, loc, {view.defined()})) return ctx->record(block, nullptr, loc);
+  // The helper making it, read before the body runs: a helper hands its own body to the user's code
+  // under called_as("") (Scope::called_as), so the user's partitions there are the user's.
+  const std::string via = ctx->helpers.empty() ? std::string() : ctx->helpers.back();
   std::vector<ir::VarPtr> vars;
   std::vector<Expr> args;
   static const char* const kNames[] = {"i", "j", "k"};
@@ -273,7 +276,7 @@ void partition_impl(const std::shared_ptr<BuildCtx>& ctx, std::uint64_t block, c
   Expr index = make_index(args);
   auto dst = derived(*ctx, mem(view), "_part", ir::MemNode::Origin::Partition, arity, loc);
   auto b = record(ctx, loc, [&](Scope& inner) { fn(inner, BuilderAccess::view(dst, ctx)); });
-  ctx->record(block, ir::make<ir::Partition>(mem(view), dst, p, std::move(vars), node(index), b, loc), loc);
+  ctx->record(block, ir::make<ir::Partition>(mem(view), dst, p, std::move(vars), node(index), b, loc, via), loc);
 }
 }  // namespace
 

@@ -663,6 +663,74 @@ void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,
       loc);
 }
 
+void for_each_row(Scope& grid, const View& out, const ExprArg& rows, const ExprArg& cols,
+                  const std::function<void(Scope& block, Expr row, View out_row)>& body, Loc loc) {
+  grid.called_as("lib::for_each_row", [&] {
+    Var row = grid.let("row", grid.id(block(1), loc), loc);
+    const Expr width = cols.expr;
+    grid.partition(
+        out, block(1), [&](Expr i) { return row * width + i; },
+        [&](Scope& g, View out_row) {
+          g.group(
+              block(1),
+              [&](Scope& b) {
+                b.if_(
+                    row < rows, [&](Scope& b) { b.called_as("", [&] { body(b, row, out_row); }); }, loc);
+              },
+              loc);
+        },
+        loc);
+  });
+}
+
+void block_for_each(Scope& scope, const View& out, const ExprArg& n,
+                    const std::function<void(Scope& th, Expr i, ElemRef out_i)>& body, Loc loc) {
+  auto threads = scope.block_threads();
+  if (!threads) {
+    scope.diagnose("V0913",
+                   "lib::block_for_each needs the kernel's block size: call block_threads() before body() (and not "
+                   "in a device function)",
+                   loc);
+    return;
+  }
+  const std::int64_t T = *threads;
+  const Expr count = n.expr;
+  // In a group over blocks, so that a call from the grid's code, where `out` would be every block's at
+  // once, is the checker's V0303 at the caller's line (each block must be given its share first).
+  scope.called_as("lib::block_for_each", [&] {
+    scope.group(
+        block(1),
+        [&](Scope& b) {
+          Var t = b.let(out.name() + "_t", b.id(thread(1), loc), loc);
+          b.partition(
+              out, thread(1), [&](Expr k) { return t + k * T; },
+              [&](Scope& b, View mine) {
+                b.group(
+                    thread(1),
+                    [&](Scope& th) {
+                      // n / T whole rounds, in which every thread's t + k * T is below n (lowering
+                      // proves it from k * T + T <= n), then one round for the n % T left, taken by
+                      // the threads below it. With T a power of two t + (n / T) * T fits an i32 for
+                      // every n; otherwise it can pass 2^31 for the largest n, and that round's
+                      // accesses are checked as they run.
+                      auto one = [&](Scope& th, const Expr& k) {
+                        th.called_as("", [&] { body(th, t + k * T, mine[IndexArg(k, loc)]); });
+                      };
+                      th.for_("k", 0, count / T, one, loc);
+                      // Not a variable: its range is the division's, at least 0 (n below 0 takes no
+                      // round), so the round's elements are proven at least 0.
+                      const Expr last = max(count, 0) / T;
+                      th.if_(
+                          t + last * T < count, [&](Scope& th) { one(th, last); }, loc);
+                    },
+                    loc);
+              },
+              loc);
+        },
+        loc);
+  });
+}
+
 Combine combiner(Op op) {
   switch (op) {
     case Op::Min: return [](const Expr& a, const Expr& b) { return min(a, b); };
@@ -1007,7 +1075,7 @@ void by_one_thread(Scope& scope, const View& dst, const std::function<void(Scope
     scope.claim(
         dst, thread(1),
         [&](Scope& s, View mine) {
-          s.split(Level::Thread, {{1, [&](Scope& one) { body(one, mine); }, loc}}, loc);
+          s.split(Level::Thread, {{1, [&](Scope& one) { one.called_as("", [&] { body(one, mine); }); }, loc}}, loc);
         },
         loc);
   });

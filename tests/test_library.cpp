@@ -1537,3 +1537,103 @@ TEST(Library, EightBitIntegerMmaFragmentsGiveTheExactProductOnEveryDevice) {
 }
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+/// y[r][c] = x[r][c] * 1000 + (the sum of row r of x), rows of `cols` elements known only at run time:
+/// lib::for_each_row hands block r its row of y, block_strided reads the row, block_reduce sums it,
+/// and lib::block_for_each hands each thread its elements of the row.
+Kernel row_kernel(int threads) {
+  KernelBuilder k("rows_" + std::to_string(threads));
+  auto rows = k.param<int>("rows");
+  auto cols = k.param<int>("cols");
+  auto x = k.param<GlobalPtr<const int>>("x", extent(rows * cols));
+  auto y = k.param<GlobalPtr<int>>("y", extent(rows * cols));
+  k.block_threads(threads);
+  k.body([&](Scope& g) {
+    lib::for_each_row(g, y, rows, cols, [&](Scope& b, Expr row, View y_row) {
+      auto s = b.let("s", 0, at(thread(1)));
+      lib::block_strided(b, 0, cols, [&](Scope& th, Expr c) { th.assign(s, s + x[row * cols + c]); });
+      Var total = lib::block_reduce(b, "total", s, lib::Op::Sum);
+      lib::block_for_each(b, y_row, cols, [&](Scope&, Expr c, ElemRef e) { e = x[row * cols + c] * 1000 + total; });
+    });
+  });
+  return k.build();
+}
+
+// Issue 38's helper for outputs of run-time length: each row's elements reach every thread of its
+// block, below the row's length only, at lengths of none, one, fewer than a block, a block less one, a
+// block and several blocks and a part, with blocks past the last row left idle; every access is proven
+// at 256 threads (no check runs; at 96, the last round's are checked as they run), on every host device.
+TEST(Library, RowsOfARunTimeLengthGoToABlockEachAndTheirElementsToItsThreads) {
+  for (int threads : {96, 256}) {
+    Kernel kernel = row_kernel(threads);
+    if (threads == 256)  // a power of two: the last round's t + (n / T) * T fits an i32 for every n
+      EXPECT_EQ(kernel.lowered(Spec{}).find(" if <"), std::string::npos) << "a checked access:\n"
+                                                                         << kernel.lowered(Spec{});
+    for (int cols : {0, 1, 7, threads - 1, threads, 3 * threads + 5})
+      for (const Device& d : devices()) {
+        const int rows = 3;
+        std::vector<int> x(static_cast<std::size_t>(rows * cols));
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int>(i * 37 % 19) - 9;
+        std::vector<int> want(x.size()), got(x.size(), -1);
+        for (int r = 0; r < rows; ++r) {
+          int sum = 0;
+          for (int c = 0; c < cols; ++c) sum += x[static_cast<std::size_t>(r * cols + c)];
+          for (int c = 0; c < cols; ++c)
+            want[static_cast<std::size_t>(r * cols + c)] = x[static_cast<std::size_t>(r * cols + c)] * 1000 + sum;
+        }
+        kernel.launch(d, Grid{rows + 2, threads}, rows, cols, std::as_const(x), got);  // two idle blocks
+        EXPECT_EQ(got, want) << threads << " threads, rows of " << cols << " on " << d.name();
+      }
+  }
+}
+
+/// Whether building `k` fails with V0303 whose message names `helper`.
+::testing::AssertionResult rejected_naming(KernelBuilder& k, const std::string& helper) {
+  try {
+    k.build();
+    return ::testing::AssertionFailure() << "accepted";
+  } catch (const CheckError& e) {
+    const std::string all = testing::describe(e.diagnostics());
+    if (e.has("V0303") && all.find(helper) != std::string::npos) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << all;
+  }
+}
+
+// Called from the wrong perspective, each is refused at the caller's line: the rows from a block's
+// code (they are the grid's to hand out), a block's elements from the grid's.
+TEST(Library, RowHelpersFromTheWrongPerspectiveAreRefusedAtTheCallersLine) {
+  {
+    KernelBuilder k("rows_in_block");
+    auto n = k.param<int>("n");
+    auto y = k.param<GlobalPtr<int>>("y", extent(n * n));
+    k.block_threads(64);
+    int line = 0;
+    k.body([&](Scope& g) {
+      g.group(block(1), [&](Scope& b) {
+        line = __LINE__ + 1;
+        lib::for_each_row(b, y, n, n, [&](Scope& b, Expr, View y_row) {  // b is a block, not the grid
+          lib::block_for_each(b, y_row, n, [&](Scope&, Expr, ElemRef e) { e = 1; });
+        });
+      });
+    });
+    EXPECT_TRUE(testing::rejected_at(k, line));
+    EXPECT_TRUE(rejected_naming(k, "lib::for_each_row"));
+  }
+  {
+    KernelBuilder k("elements_in_grid");
+    auto n = k.param<int>("n");
+    auto y = k.param<GlobalPtr<int>>("y", extent(n));
+    k.block_threads(64);
+    int line = 0;
+    k.body([&](Scope& g) {
+      line = __LINE__ + 1;
+      lib::block_for_each(g, y, n, [&](Scope&, Expr, ElemRef e) { e = 1; });  // g is the grid, not a block
+    });
+    EXPECT_TRUE(testing::rejected_at(k, line));
+    EXPECT_TRUE(rejected_naming(k, "lib::block_for_each"));
+  }
+}
+}  // namespace
+}  // namespace vantage

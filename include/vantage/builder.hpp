@@ -359,7 +359,9 @@ class Scope {
   /// The same at a line a helper kept (the line of an operator whose result it records now).
   void diagnose(std::string code, std::string message, SourceLoc loc);
   /// Records `body` as the work of helper `name` ("lib::store_by_one"): the checker's diagnostics on
-  /// the claims it makes name the helper, not a primitive its caller never wrote.
+  /// the claims and partitions it makes name the helper, not a primitive its caller never wrote. A
+  /// helper runs its caller's own code (a body it was given) under `called_as("", ...)`, so that what
+  /// that code makes is the caller's.
   void called_as(const std::string& name, const std::function<void()>& body);
 
   /// The launch's blocks (`gridDim.x`, an i32 from 1), the same value everywhere: for grid-stride

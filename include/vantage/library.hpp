@@ -66,6 +66,22 @@ void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,
                    const std::function<void(Scope& th, Expr i)>& body,
                    std::source_location loc = std::source_location::current());
 
+/// Rows of a run-time length, one a block: at grid(1), block b takes row b of the row-major `out`
+/// (rows x cols, `cols` known only at run time) when b < rows and runs `body(b, row, out_row)` at
+/// block(1), where row is b and `out_row[c]` is `out[row * cols + c]`, the block's to write (hand it to
+/// the threads with `block_for_each`). Blocks past the last row do nothing. Launch `rows` blocks.
+void for_each_row(Scope& grid, const View& out, const ExprArg& rows, const ExprArg& cols,
+                  const std::function<void(Scope& block, Expr row, View out_row)>& body,
+                  std::source_location loc = std::source_location::current());
+
+/// At block(1): thread t of the block's T runs `body(th, i, out_i)` at thread(1) for i = t, t + T,
+/// t + 2T, ... while i < n, where `out_i` is its own `out[i]` (`out` the block's: its row of
+/// `for_each_row`, or its share of `for_each_block`). The block-level `for_each` for a length known
+/// only at run time.
+void block_for_each(Scope& block, const View& out, const ExprArg& n,
+                    const std::function<void(Scope& th, Expr i, ElemRef out_i)>& body,
+                    std::source_location loc = std::source_location::current());
+
 /// A block's tile of a row-major matrix, as `for_each_tile` hands it to the block.
 struct MatrixTile {
   Expr row0, col0;  ///< the tile's first row and column in the matrix (values of the block)

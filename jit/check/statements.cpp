@@ -297,7 +297,8 @@ auto Checker::narrow_source(const MemPtr& src, SourceLoc loc, const char* what) 
 }
 
 auto Checker::check(const Partition& n) -> void {
-  MemInfo* src = narrow_source(n.src, n.loc, "partition");
+  const std::string what = n.via.empty() ? std::string("partition") : n.via + " (a partition)";
+  MemInfo* src = narrow_source(n.src, n.loc, what.c_str());
   bool p_ok = c_.valid(n.p, n.loc, "partition");
   if (src && p_ok) {
     if (c_.fits_in(n.p, src->persp) == Truth::No) {

@@ -454,14 +454,18 @@ struct Partition : StmtNode {
   std::vector<VarPtr> index_vars;
   ExprPtr index;
   StmtPtr body;
-  Partition(MemPtr s, MemPtr d, Perspective pp, std::vector<VarPtr> iv, ExprPtr ix, StmtPtr b, SourceLoc l)
+  /// The helper that made it ("lib::for_each_row"; Scope::called_as), for diagnostics only, as Claim's.
+  std::string via;
+  Partition(MemPtr s, MemPtr d, Perspective pp, std::vector<VarPtr> iv, ExprPtr ix, StmtPtr b, SourceLoc l,
+            std::string v = {})
       : StmtNode(kKind, l),
         src(std::move(s)),
         dst(std::move(d)),
         p(pp),
         index_vars(std::move(iv)),
         index(std::move(ix)),
-        body(std::move(b)) {}
+        body(std::move(b)),
+        via(std::move(v)) {}
   auto fields() const { return std::tie(src, dst, p, index_vars, index, body); }
 };
 struct Claim : StmtNode {

@@ -140,6 +140,7 @@ void BodyLowerer::lower_stmt(const For& n, std::vector<StmtPtr>& out) {
     prover_.add_facts(make<Binary>(ScalarType::Bool, BinOp::Lt, ref(n.var, n.loc), e, n.loc));
   // The counter's range in the body, for the bounds of vector accesses.
   Range rb = value_range(b, prover_.env()), re = value_range(e, prover_.env());
+  if (step == 1 && rb.lo >= 0 && !prover_.reads_changing(e, assigned)) prover_.add_rounds_fact(n.var, e, n.loc);
   if (step && *step > 0 && !reassigned_.count(n.var.get()) && is_integer(n.var->type))
     prover_.bind_range(n.var.get(), Range{rb.lo, std::max(rb.lo, re.hi - 1)});
   StmtPtr body = block(n.body);

@@ -447,6 +447,17 @@ void Prover::kill_facts(const std::unordered_set<const VarNode*>& vars) {
     if (f && reads_changing(f, vars)) f = nullptr;
 }
 
+void Prover::add_rounds_fact(const VarPtr& k, const ExprPtr& end, SourceLoc loc) {
+  const auto* div = as<Binary>(*end);
+  if (!div || div->op != BinOp::Div || !is_integer(k->type) || div->type != k->type || !exact(div->a)) return;
+  auto T = const_int(div->b);
+  if (!T || *T <= 0) return;
+  ExprPtr r = ref(k, loc), t = int_literal(k->type, *T, loc);
+  add_facts(make<Binary>(ScalarType::Bool, BinOp::Le,
+                         make<Binary>(k->type, BinOp::Add, make<Binary>(k->type, BinOp::Mul, r, t, loc), t, loc),
+                         div->a, loc));
+}
+
 void Prover::add_facts(const ExprPtr& cond) {
   if (const auto* b = as<Binary>(*cond); b && b->op == BinOp::LAnd) {
     add_facts(b->a);

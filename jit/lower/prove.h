@@ -49,6 +49,10 @@ class Prover {
   /// inside a branch stays cleared after it, where the variable may have changed.
   void kill_facts(const std::unordered_set<const VarNode*>& vars);
   void add_facts(const ExprPtr& cond);
+  /// The rounds of a block-strided loop: for `for k in [b, a / T)` with T > 0, a step of 1, b at least
+  /// 0 (the caller's to know) and a computed exactly, k * T + T <= a in the body (k is at most
+  /// a / T - 1; a below 0 runs no round), so that each round's `t + k * T` (t < T) is proven below a.
+  void add_rounds_fact(const VarPtr& k, const ExprPtr& end, SourceLoc loc);
   /// A variable's range from here on. Ranges and lets change what proofs find: what they remember
   /// is forgotten (the exact ranges, the usable facts, the normal forms). Each variable is bound
   /// once, before anything that reads it is proven, so nothing remembered reads it yet: the
