@@ -62,7 +62,7 @@ struct Options {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 } options;
 
-enum class Shape { Gemm, Wgmma, Copy, Transpose, Reduce, Scan };
+enum class Shape { Gemm, Wgmma, Copy, Transpose, Reduce, Scan, Rows };
 
 /// One row: an example, or a variant of it (another shape of the same kernel, with the example's
 /// workload and no twin), at one size.
@@ -72,7 +72,8 @@ struct Case {
   Size size;
   std::string variant = {};  // empty: the example itself
   const std::string& name() const { return variant.empty() ? example : variant; }
-  /// "sgemm_vec/4096" (M = N = K), "scan_lookback/n=2^28", "transpose/8192x8192".
+  /// "sgemm_vec/4096" (M = N = K), "scan_lookback/n=2^28", "transpose/8192x8192", "softmax/8192x8192"
+  /// (rows x cols).
   std::string label() const {
     auto pow2 = [](std::int64_t v) {
       int k = 0;
@@ -85,6 +86,7 @@ struct Case {
       return s + std::to_string(M) + (M == N && N == K ? "" : "x" + std::to_string(N) + "x" + std::to_string(K));
     }
     if (size.count("M")) return s + std::to_string(size.at("M")) + "x" + std::to_string(size.at("N"));
+    if (size.count("rows")) return s + std::to_string(size.at("rows")) + "x" + std::to_string(size.at("cols"));
     return s + "n=" + pow2(size.at("n"));
   }
   /// The twin's cubin file name.
@@ -252,8 +254,8 @@ const Variant* variant_of(const std::string& name) {
   return nullptr;
 }
 
-/// The rows at the sizes: GEMMs at 1024, 2048, 4096 (bf16: 4096, 8192); copies and transposes
-/// at 8192 x 8192 floats; the reduction at 2^26; the scans and the device-wide operations at 2^24 to
+/// The rows at the sizes: GEMMs at 1024, 2048, 4096 (bf16: 4096, 8192); copies, transposes
+/// and the stencil at 8192 x 8192 floats; the reduction at 2^26; the scans and the device-wide operations at 2^24 to
 /// 2^28.
 std::vector<Case> speed_cases() {
   std::vector<Case> c;
@@ -265,9 +267,11 @@ std::vector<Case> speed_cases() {
     for (std::int64_t n : {4096, 8192}) c.push_back({ex, Shape::Wgmma, square(n)});
   c.push_back({"vec_copy", Shape::Copy, {{"n", std::int64_t{1} << 26}}});
   c.push_back({"saxpy_vec", Shape::Copy, {{"n", std::int64_t{1} << 26}}});  // f32x4 vectors
-  for (const char* ex : {"transpose", "transpose_padded", "transpose_async"})
+  for (const char* ex : {"transpose", "transpose_padded", "transpose_async", "stencil"})
     c.push_back({ex, Shape::Transpose, {{"M", 8192}, {"N", 8192}}});
   c.push_back({"block_reduce", Shape::Reduce, {{"n", std::int64_t{1} << 26}}});
+  // The row softmax over 8192 rows of 8192: a row (32 KiB) read three times, the last two from L2.
+  c.push_back({"softmax", Shape::Rows, {{"rows", 8192}, {"cols", 8192}}});
   for (const char* ex : {"scan_lookback", "scan_tiled", "device_scan"})
     for (int k : {24, 26, 28}) c.push_back({ex, Shape::Scan, {{"n", std::int64_t{1} << k}}});
   // The device library's device-wide operations, against CUB's (cub_scan times those too).
@@ -295,6 +299,7 @@ std::vector<Case> small_cases() {
       case Shape::Gemm: s.size = {{"M", 70}, {"N", 68}, {"K", 36}}; break;
       case Shape::Transpose: s.size = {{"M", 70}, {"N", 45}}; break;
       case Shape::Scan: s.size = {{"n", 5000}}; break;
+      case Shape::Rows: s.size = {{"rows", 5}, {"cols", 1000}}; break;
       default: s.size = {{"n", 4099}}; break;
     }
     if (std::none_of(c.begin(), c.end(), [&](const Case& o) { return o.label() == s.label(); })) c.push_back(s);

@@ -85,6 +85,8 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       // As by hand: the tile's elements past the matrix are never read, so the copy writes no zeros
       // there (TileCopy::zeros off), and no plain store waits for the copies.
       {"transpose_async", 1},
+      {"stencil", 1},  // between staging the tile and its halo and reading the neighbours
+      {"softmax", 2},  // one per block reduction: the warps' maxima, then their sums
       // After one thread initialises the mbarriers; the pipeline itself runs on mbarriers.
       {"gemm_wgmma_bf16", 1},
       {"gemm_wgmma_bf16_wide", 1},

@@ -900,6 +900,8 @@ TEST(Library, LibraryKernelsTakeFewerLinesThanTheirPlainCudaTwins) {
       {"byte_histogram", "device.cu", "twin_byte_histogram"},
       {"igemm_mma", "mma.cu", "twin_igemm_mma"},
       {"saxpy_vec", "copy.cu", "twin_saxpy_vec"},
+      {"stencil", "copy.cu", "twin_stencil"},
+      {"softmax", "reduce_scan.cu", "twin_softmax"},
   };
   for (const auto& [ex, file, entry] : kPairs) {
     const int lib = body_lines("LIBRARY", ex), cuda = cuda_lines(file, entry);

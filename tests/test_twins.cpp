@@ -105,6 +105,7 @@ TEST(Twins, PlainTwinsComputeTheirExamplesResultsOnHostThreads) {
       {"saxpy_vec", "copy.cu", {{"n", 1031}}, {}},
       {"transpose", "copy.cu", {{"M", 70}, {"N", 45}}, {}},
       {"transpose_padded", "copy.cu", {{"M", 70}, {"N", 45}}, {}},
+      {"stencil", "copy.cu", {{"M", 70}, {"N", 45}}, {}},
       {"block_reduce", "reduce_scan.cu", {{"n", 1000}}, {}},
       {"scan_lookback", "reduce_scan.cu", {{"n", 1000}}, {}},
       {"scan_tiled", "reduce_scan.cu", {{"n", 20000}}, {}},
@@ -164,7 +165,7 @@ TEST(Twins, PlainTwinsComputeTheirExamplesResultsOnHostThreads) {
       l.args = {A::of("int", n), A::of("float", 1.5), A::of("float", x), A::of("float", y)};
       k.launch(interp, Grid{blocks, threads}, n, 1.5f, std::as_const(x), y);
       wants.push_back(bits(y));
-    } else if (c.example.rfind("transpose", 0) == 0) {
+    } else if (c.example.rfind("transpose", 0) == 0 || c.example == "stencil") {
       const int M = static_cast<int>(c.size.at("M")), N = static_cast<int>(c.size.at("N"));
       auto in = ints_as_floats(static_cast<std::size_t>(M * N), 5);
       std::vector<float> out(static_cast<std::size_t>(M * N), -9.0f);

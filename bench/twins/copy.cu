@@ -1,6 +1,6 @@
-// Hand-written twins of the copy, the vector saxpy and the two plain transposes (examples/kernels/paper_kernels.cpp):
-// the same work per thread, tile shape, thread count and block order as each Vantage kernel, with no
-// check but the bounds a block at the edge needs. Baselines for measurement (bench/twins/twins.hpp);
+// Hand-written twins of the copy, the vector saxpy, the two plain transposes and the stencil
+// (examples/kernels/paper_kernels.cpp): the same work per thread, tile shape, thread count and block
+// order as each Vantage kernel, with no check but the bounds a block at the edge needs. Baselines for measurement (bench/twins/twins.hpp);
 // the transpose staged by cp.async is in async.cu (inline PTX, which the host-thread runs of these
 // twins cannot compile).
 
@@ -74,4 +74,30 @@ extern "C" __global__ void __launch_bounds__(256)
 extern "C" __global__ void __launch_bounds__(256)
     twin_transpose_padded(int M, int N, const float* __restrict__ in, float* __restrict__ out) {
   twin_transpose<1>(M, N, in, out);
+}
+
+// stencil: out(r, c) = 0.2 * (in(r, c) + in(r - 1, c) + in(r + 1, c) + in(r, c - 1) + in(r, c + 1)), zeros
+// past the edges, through a 34 x 34 shared tile (a 32 x 32 tile and its halo), 256 threads per block
+// (32 x 8, each computing 4 elements 8 rows apart), block b computing tile (b / ceil(N / 32),
+// b % ceil(N / 32)) of out.
+extern "C" __global__ void __launch_bounds__(256)
+    twin_stencil(int M, int N, const float* __restrict__ in, float* __restrict__ out) {
+  constexpr int TILE = 32, ROWS = 8, HALO = TILE + 2;
+  __shared__ float s[HALO * HALO];
+  const int tiles_per_row = (N + TILE - 1) / TILE;
+  const int row0 = blockIdx.x / tiles_per_row * TILE, col0 = blockIdx.x % tiles_per_row * TILE;
+  const int t = threadIdx.x;
+  for (int e = t; e < HALO * HALO; e += TILE * ROWS) {
+    const int r = row0 - 1 + e / HALO, c = col0 - 1 + e % HALO;
+    s[e] = r >= 0 && r < M && c >= 0 && c < N ? in[static_cast<long long>(r) * N + c] : 0.0f;
+  }
+  __syncthreads();
+  const int tr = t / TILE, tc = t % TILE;
+#pragma unroll
+  for (int i = 0; i < TILE; i += ROWS) {
+    const int r = row0 + tr + i, c = col0 + tc;
+    const int at = (tr + i + 1) * HALO + tc + 1;
+    if (r < M && c < N)
+      out[static_cast<long long>(r) * N + c] = 0.2f * (s[at] + s[at - HALO] + s[at + HALO] + s[at - 1] + s[at + 1]);
+  }
 }

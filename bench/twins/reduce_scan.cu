@@ -1,4 +1,5 @@
-// Hand-written twins of the block reduction and the look-back scan (examples/kernels/paper_kernels.cpp):
+// Hand-written twins of the block reduction, the row softmax and the look-back scan
+// (examples/kernels/paper_kernels.cpp):
 // the same algorithm, thread count and shuffles as each Vantage kernel, with no check but the bounds
 // the last block needs. Baselines for measurement (bench/twins/twins.hpp).
 
@@ -20,6 +21,38 @@ extern "C" __global__ void __launch_bounds__(256)
     for (int w = 1; w < WARPS; ++w) total += warps[w];
     out[blockIdx.x] = total;
   }
+}
+
+// softmax: y = the softmax of each row of x (rows x cols), one block of 256 threads a row: each thread
+// takes columns t, t + 256, ...; the row's maximum and then its sum of exponentials are a shuffle tree
+// in each warp and the eight warps' results through shared memory, combined in warp order.
+extern "C" __global__ void __launch_bounds__(256)
+    twin_softmax(int rows, int cols, const float* __restrict__ x, float* __restrict__ y) {
+  constexpr int T = 256, WARPS = T / 32;
+  __shared__ float warps[2][WARPS];
+  const int row = blockIdx.x, t = threadIdx.x;
+  if (row >= rows) return;
+  const float* in = x + static_cast<long long>(row) * cols;
+  float m = -__int_as_float(0x7f800000);  // -infinity
+  for (int c = t; c < cols; c += T) m = fmaxf(m, in[c]);
+#pragma unroll
+  for (int d = 16; d >= 1; d /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
+  if (t % 32 == 0) warps[0][t / 32] = m;
+  __syncthreads();
+  m = warps[0][0];
+#pragma unroll
+  for (int w = 1; w < WARPS; ++w) m = fmaxf(m, warps[0][w]);
+  float sum = 0.0f;
+  for (int c = t; c < cols; c += T) sum += expf(in[c] - m);
+#pragma unroll
+  for (int d = 16; d >= 1; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+  if (t % 32 == 0) warps[1][t / 32] = sum;
+  __syncthreads();
+  sum = warps[1][0];
+#pragma unroll
+  for (int w = 1; w < WARPS; ++w) sum += warps[1][w];
+  float* out = y + static_cast<long long>(row) * cols;
+  for (int c = t; c < cols; c += T) out[c] = expf(in[c] - m) / sum;
 }
 
 // scan_lookback: y = the inclusive prefix sums of x (n ints), one pass with decoupled look-back. A

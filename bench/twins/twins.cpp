@@ -22,6 +22,7 @@ const std::vector<Twin>& all() {
   const std::map<std::string, std::int64_t> gemm{{"M", 4096}, {"N", 4096}, {"K", 4096}};
   const std::map<std::string, std::int64_t> matrix{{"M", 8192}, {"N", 8192}};
   const std::map<std::string, std::int64_t> vector{{"n", std::int64_t{1} << 26}};
+  const std::map<std::string, std::int64_t> rows{{"rows", 8192}, {"cols", 8192}};
   static const std::vector<Twin> kTwins = {
       {"sgemm_smem", "sgemm.cu", "twin_sgemm_smem", gemm},
       {"sgemm_reg1d", "sgemm.cu", "twin_sgemm_reg1d", gemm},
@@ -36,7 +37,9 @@ const std::vector<Twin>& all() {
       {"transpose", "copy.cu", "twin_transpose", matrix},
       {"transpose_padded", "copy.cu", "twin_transpose_padded", matrix},
       {"transpose_async", "async.cu", "twin_transpose_async", matrix},
+      {"stencil", "copy.cu", "twin_stencil", matrix},
       {"block_reduce", "reduce_scan.cu", "twin_block_reduce", vector},
+      {"softmax", "reduce_scan.cu", "twin_softmax", rows},
       {"scan_lookback", "reduce_scan.cu", "twin_scan_lookback", vector},
       {"scan_tiled", "reduce_scan.cu", "twin_scan_tiled", vector},
       {"device_scan", "reduce_scan.cu", "twin_scan_tiled", vector},

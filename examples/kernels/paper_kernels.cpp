@@ -3,6 +3,7 @@
 // the builder version uses the layout `mma.sync.m16n8k8` really has.
 #include "kernels/paper_kernels.hpp"
 
+#include <limits>
 #include <stdexcept>
 
 namespace vantage::examples {
@@ -713,6 +714,58 @@ Kernel byte_histogram() {
 }
 // END FORM
 
+// LIBRARY FORM softmax
+Kernel softmax() {
+  KernelBuilder k("softmax");
+  auto rows = k.param<int>("rows");
+  auto cols = k.param<int>("cols");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(rows * cols));
+  auto y = k.param<GlobalPtr<float>>("y", extent(rows * cols));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each_row(g, y, rows, cols, [&](Scope& b, Expr row, View y_row) {
+      auto in = [&](Expr c) { return x[row * cols + c]; };
+      auto m = b.let("m", -std::numeric_limits<float>::infinity(), at(thread(1)));
+      lib::block_strided(b, 0, cols, [&](Scope& th, Expr c) { th.assign(m, max(m, in(c))); });
+      Var row_max = lib::block_reduce(b, "row_max", m, lib::Op::Max);
+      auto s = b.let("s", 0.0f, at(thread(1)));
+      lib::block_strided(b, 0, cols, [&](Scope& th, Expr c) { th.assign(s, s + exp(in(c)-row_max)); });
+      Var total = lib::block_reduce(b, "total", s, lib::Op::Sum);
+      lib::block_for_each(b, y_row, cols, [&](Scope&, Expr c, ElemRef e) { e = exp(in(c)-row_max) / total; });
+    });
+  });
+  return k.build();
+}
+// END FORM
+
+// LIBRARY FORM stencil
+Kernel stencil() {
+  // 32 x 8 threads a 32 x 32 tile of out, each computing 4 elements 8 rows apart (as the transposes),
+  // from the tile of in and a ring of one element around it (34 x 34) staged in shared memory once,
+  // with zeros past the matrix's edges: each input element is read from global memory once a tile.
+  constexpr int kTile = 32, kRows = 8, kHalo = kTile + 2;
+  KernelBuilder k("stencil");
+  auto M = k.param<int>("M");
+  auto N = k.param<int>("N");
+  auto in = k.param<GlobalPtr<const float>>("in", extent(M * N));
+  auto out = k.param<GlobalPtr<float>>("out", extent(M * N));
+  k.block_threads(kTile * kRows);
+  k.shared_budget(kHalo * kHalo * 4);
+  k.body([&](Scope& g) {
+    lib::for_each_tile(g, out, M, N, kTile, kTile, [&](Scope& b, const lib::MatrixTile& o) {
+      auto s = b.shared<float>("s", kHalo * kHalo);  // s[(r + 1) * 34 + c + 1] is in(row0 + r, col0 + c)
+      lib::copy_tile(b, s, in, M, N, o.row0 - 1, o.col0 - 1, kHalo, kHalo);  // from one row up, one column left
+      lib::update_sub_tile(b, o, o.row, o.col, lib::SubTile{kTile / kRows, 1, kRows, 1},
+                           [&](Scope&, int i, int, ElemRef e) {
+                             Expr c = (o.row + kRows * i + 1) * kHalo + o.col + 1;
+                             e = 0.2f * (s[c] + s[c - kHalo] + s[c + kHalo] + s[c - 1] + s[c + 1]);
+                           });
+    });
+  });
+  return k.build();
+}
+// END FORM
+
 Kernel transpose() { return transpose_tiled("transpose", 0, false); }
 Kernel transpose_padded() { return transpose_tiled("transpose_padded", 1, false); }
 Kernel transpose_async() { return transpose_tiled("transpose_async", 1, true); }
@@ -948,6 +1001,14 @@ const std::vector<Example>& all() {
        compact},
       {"byte_histogram", "a 256-bin histogram of bytes: shared-memory counts per block (lib::device_histogram)",
        byte_histogram},
+      {"softmax",
+       "the softmax of each row of a matrix (rows of a run-time length): a block a row, its maximum and its sum "
+       "by block reductions (lib::for_each_row, block_for_each)",
+       softmax},
+      {"stencil",
+       "one Jacobi step of a 5-point stencil: each element the mean of itself and its 4 neighbours (zeros past the "
+       "edges), through a 32x32 tile and its halo in shared memory",
+       stencil},
       {"transpose", "out = in^T through a 32x32 shared tile (column reads: 32-way bank conflicts)", transpose},
       {"transpose_padded", "the same through a 32x33 tile (no bank conflicts)", transpose_padded},
       {"transpose_async", "the padded transpose with the tile staged by cp.async", transpose_async},

@@ -126,6 +126,20 @@ Kernel scan_lookback();
 /// L2 to the blocks publishing.
 Kernel scan_tiled(int threads = 1024, int items = 8, const std::string& name = "", int backoff_ns = 0);
 
+/// y = the softmax of each row of the rows x cols row-major x: y(r, c) = exp(x(r, c) - m_r) / s_r, with
+/// m_r the row's maximum and s_r the sum of exp(x(r, c) - m_r), one block of 256 threads a row
+/// (`lib::for_each_row`): each thread reads columns t, t + 256, ... (`block_strided`), the maximum and
+/// the sum are block reductions, and each thread writes its columns (`block_for_each`). Launch `rows`
+/// blocks; any rows and cols.
+Kernel softmax();
+
+/// out = one Jacobi step of a 5-point stencil over the M x N row-major `in`: out(r, c) = 0.2 * (in(r, c) +
+/// in(r - 1, c) + in(r + 1, c) + in(r, c - 1) + in(r, c + 1)), summed in that order, with zeros past the
+/// matrix's edges. A block of 256 threads computes a 32 x 32 tile from the 34 x 34 tile around it (its
+/// halo), staged in shared memory by `lib::copy_tile` from (row0 - 1, col0 - 1), so that the first row
+/// and column of tiles read zeros above and left of the matrix. Any M and N.
+Kernel stencil();
+
 /// out (N x M) = in (M x N) transposed, through a 32 x 32 shared tile per block (1024 threads): reads
 /// and writes of global memory coalesced, the tile written by rows and read by columns. `transpose`
 /// keeps the tile 32 x 32, so a warp's column read hits one bank 32 times; `transpose_padded` pads

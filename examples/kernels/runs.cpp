@@ -328,21 +328,61 @@ RunResult run_byte_histogram(const Kernel& k, const Size& s, const Device& d) {
   return finish(why.empty(), "byte_histogram n=" + std::to_string(n) + " (exact)", why, rep, as_doubles(hist));
 }
 
+/// Launches `k` with (a, b, in, out), a and b the sizes of those names, and compares out with `want`:
+/// exactly, or to `tol` of each value.
+RunResult run_matrix(const Kernel& k, const Size& s, const Device& d, const std::string& a, const std::string& b,
+                     std::vector<float> in, const std::vector<float>& want, double tol = 0) {
+  const std::int64_t A = s.at(a), B = s.at(b);
+  std::vector<float> out(want.size(), -99.0f);
+  Staged sin(d, in), sout(d, out);
+  auto rep =
+      k.launch(d, default_grid(k.name(), s), static_cast<int>(A), static_cast<int>(B), sin.read_only(), sout.arg());
+  sout.fetch();
+  std::string why;
+  bool ok = close(out, want, tol, why);
+  char how[32];
+  std::snprintf(how, sizeof how, tol == 0 ? " (exact)" : " (within %g)", tol);
+  return finish(ok, k.name() + " " + a + "=" + std::to_string(A) + " " + b + "=" + std::to_string(B) + how, why, rep,
+                as_doubles(out));
+}
+
 RunResult run_transpose(const Kernel& k, const Size& s, const Device& d) {
   std::int64_t M = s.at("M"), N = s.at("N");
   auto in = floats(M * N, 5);
-  std::vector<float> out(static_cast<std::size_t>(M * N), -99.0f), want(out.size());
+  std::vector<float> want(static_cast<std::size_t>(M * N));
   for (std::int64_t r = 0; r < M; ++r)
     for (std::int64_t c = 0; c < N; ++c)
       want[static_cast<std::size_t>(c * M + r)] = in[static_cast<std::size_t>(r * N + c)];
-  Staged sin(d, in), sout(d, out);
-  auto rep =
-      k.launch(d, default_grid(k.name(), s), static_cast<int>(M), static_cast<int>(N), sin.read_only(), sout.arg());
-  sout.fetch();
-  std::string why;
-  bool ok = close(out, want, 0, why);
-  return finish(ok, k.name() + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " (exact)", why, rep,
-                as_doubles(out));
+  return run_matrix(k, s, d, "M", "N", std::move(in), want);
+}
+
+RunResult run_softmax(const Kernel& k, const Size& s, const Device& d) {
+  std::int64_t rows = s.at("rows"), cols = s.at("cols");
+  auto x = floats(rows * cols, 7);
+  std::vector<float> want(x.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* in = x.data() + r * cols;
+    double m = -HUGE_VAL, sum = 0;
+    for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, static_cast<double>(in[c]));
+    for (std::int64_t c = 0; c < cols; ++c) sum += std::exp(in[c] - m);
+    for (std::int64_t c = 0; c < cols; ++c)
+      want[static_cast<std::size_t>(r * cols + c)] = static_cast<float>(std::exp(in[c] - m) / sum);
+  }
+  return run_matrix(k, s, d, "rows", "cols", std::move(x), want, 1e-5);
+}
+
+RunResult run_stencil(const Kernel& k, const Size& s, const Device& d) {
+  std::int64_t M = s.at("M"), N = s.at("N");
+  auto in = floats(M * N, 6);
+  std::vector<float> want(in.size());
+  auto at = [&](std::int64_t r, std::int64_t c) {
+    return r < 0 || r >= M || c < 0 || c >= N ? 0.0f : in[static_cast<std::size_t>(r * N + c)];
+  };
+  for (std::int64_t r = 0; r < M; ++r)
+    for (std::int64_t c = 0; c < N; ++c)
+      want[static_cast<std::size_t>(r * N + c)] =
+          0.2f * ((((at(r, c) + at(r - 1, c)) + at(r + 1, c)) + at(r, c - 1)) + at(r, c + 1));
+  return run_matrix(k, s, d, "M", "N", std::move(in), want);
 }
 
 RunResult run_block_load_copy(const Kernel& k, const Size& s, const Device& d) {
@@ -624,6 +664,18 @@ const std::map<std::string, Case>& cases() {
          {{"n", 20483}, {"shift", 24}}}}},
       {"compact", {run_compact, {{{"n", 5000}}, {{"n", 2048}}, {{"n", 1}}, {{"n", 40963}}}}},
       {"byte_histogram", {run_byte_histogram, {{{"n", 5000}}, {{"n", 4096}}, {{"n", 1}}, {{"n", 70001}}}}},
+      // 70 x 45: tiles cut at both edges; 64 x 96: whole tiles; 1 x 5: one row, every neighbour above and
+      // below a zero; 33 x 1: one column.
+      // Rows of 1000 (several rounds of the 256 threads and a part), 256 (one round), 1 and 7 (fewer
+      // than a warp).
+      {"softmax",
+       {run_softmax,
+        {{{"rows", 5}, {"cols", 1000}},
+         {{"rows", 3}, {"cols", 256}},
+         {{"rows", 4}, {"cols", 1}},
+         {{"rows", 1}, {"cols", 7}}}}},
+      {"stencil",
+       {run_stencil, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 96}}, {{"M", 1}, {"N", 5}}, {{"M", 33}, {"N", 1}}}}},
       {"transpose", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"transpose_padded", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
       {"transpose_async", {run_transpose, {{{"M", 70}, {"N", 45}}, {{"M", 64}, {"N", 32}}, {{"M", 1}, {"N", 5}}}}},
@@ -675,13 +727,16 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
     b = ceil_div(at("n"), 2048);
   else if (name == "byte_histogram")
     b = ceil_div(at("n"), 4096);
+  else if (name == "softmax")
+    b = at("rows");
   else if (name == "vec_copy")
     b = ceil_div(at("n"), 1024);
   else if (name == "block_load_copy")
     b = ceil_div(at("n"), 512);
   else if (name == "sgemm_naive" || name == "sgemm_coalesced")
     b = ceil_div(at("M") * at("N"), 256);
-  else if (name == "sgemm_smem" || name == "mma_tf32" || name == "igemm_mma" || name.rfind("transpose", 0) == 0)
+  else if (name == "sgemm_smem" || name == "mma_tf32" || name == "igemm_mma" || name.rfind("transpose", 0) == 0 ||
+           name == "stencil")
     b = tiles(32, 32);
   else if (name == "sgemm_pipelined")
     b = tiles(128, 128);
@@ -729,6 +784,8 @@ Grid default_grid(const std::string& name, const Size& size) {
       {"mma_tf32", 128},
       {"scan_lookback", 256},
       {"transpose", 256},
+      {"stencil", 256},
+      {"softmax", 256},
       {"transpose_padded", 256},
       {"transpose_async", 256},
       {"warp_mma", 32},

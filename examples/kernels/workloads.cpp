@@ -2,6 +2,7 @@
 #include "kernels/workloads.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -193,6 +194,63 @@ Workload copy_like(const Device& d, const Size& s, bool transpose) {
   w.bytes = 8.0 * static_cast<double>(n);
   w.copy_bytes = 4 * n;
   w.input = transpose ? 2 : 1;
+  return w;
+}
+
+/// One step of the 5-point stencil (M x N): the output compared with the same sums in C++, in the
+/// kernel's order, zeros past the edges; as a copy, each element read once and written once.
+Workload stencil(const Device& d, const Size& s) {
+  const std::int64_t M = s.at("M"), N = s.at("N"), n = M * N;
+  Workload w = copy_like(d, s, true);
+  auto in = small_ints<float>(n, 5);                                   // copy_like's input
+  auto o = std::static_pointer_cast<DeviceBuffer<float>>(w.owned[1]);  // copy_like's output
+  w.check = [o, in = std::move(in), M, N] {
+    const auto got = values_of<float>(bytes_of(*o));
+    auto at = [&](std::int64_t r, std::int64_t c) {
+      return r < 0 || r >= M || c < 0 || c >= N ? 0.0f : in[static_cast<std::size_t>(r * N + c)];
+    };
+    for (std::int64_t r = 0; r < M; ++r)
+      for (std::int64_t c = 0; c < N; ++c) {
+        const float want = 0.2f * ((((at(r, c) + at(r - 1, c)) + at(r + 1, c)) + at(r, c - 1)) + at(r, c + 1));
+        const std::int64_t i = r * N + c;
+        if (got[static_cast<std::size_t>(i)] != want) return differs(i, got[static_cast<std::size_t>(i)], want);
+      }
+    return std::string();
+  };
+  return w;
+}
+
+/// The softmax of each row (rows x cols): each row compared with its softmax in double, to 1e-5 of
+/// its value; as a copy, each element read once and written once (the kernel reads its row three
+/// times, the second and third from L2 where a row fits).
+Workload softmax(const Device& d, const Size& s) {
+  const std::int64_t rows = s.at("rows"), cols = s.at("cols"), n = rows * cols;
+  auto in = small_ints<float>(n, 7);
+  auto x = upload(d, in);
+  auto y = upload(d, std::vector<float>(static_cast<std::size_t>(n), -9.0f));
+  Workload w;
+  w.owned = {x, y};
+  w.args = {LaunchArg(static_cast<int>(rows)), LaunchArg(static_cast<int>(cols)), LaunchArg(std::as_const(*x)),
+            LaunchArg(*y)};
+  w.output = [y] { return bytes_of(*y); };
+  w.check = [y, in = std::move(in), rows, cols] {
+    const auto got = values_of<float>(bytes_of(*y));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* row = in.data() + r * cols;
+      double m = -HUGE_VAL, sum = 0;
+      for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, static_cast<double>(row[c]));
+      for (std::int64_t c = 0; c < cols; ++c) sum += std::exp(row[c] - m);
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const std::int64_t i = r * cols + c;
+        const double want = std::exp(row[c] - m) / sum, g = got[static_cast<std::size_t>(i)];
+        if (!(std::fabs(g - want) <= 1e-5 * std::max(1.0, std::fabs(want)))) return differs(i, g, want);
+      }
+    }
+    return std::string();
+  };
+  w.bytes = 8.0 * static_cast<double>(n);
+  w.copy_bytes = 4 * n;
+  w.input = 2;
   return w;
 }
 
@@ -487,7 +545,9 @@ enum class Shape {
   Sort,
   Sweep,
   Axpy,
-  IGemmBt
+  IGemmBt,
+  Stencil,
+  Softmax
 };
 
 Shape shape_of(const std::string& name) {
@@ -496,6 +556,8 @@ Shape shape_of(const std::string& name) {
   if (name == "vec_copy") return Shape::Copy;
   if (name == "saxpy_vec") return Shape::Axpy;
   if (name.rfind("transpose", 0) == 0) return Shape::Transpose;
+  if (name == "stencil") return Shape::Stencil;
+  if (name == "softmax") return Shape::Softmax;
   if (name == "block_reduce") return Shape::Reduce;
   if (name == "scan_lookback" || name == "scan_tiled" || name == "device_scan") return Shape::Scan;
   if (name == "device_sum") return Shape::Sum;
@@ -515,8 +577,8 @@ bool has_workload(const std::string& name) { return shape_of(name) != Shape::Non
 namespace {
 /// The size names each Shape's workload takes, space-separated.
 const std::string& needs(Shape shape) {
-  static const std::string kNeeds[] = {"",  "M N K", "M N K", "n", "M N", "n", "n",    "n",
-                                       "n", "n",     "M N K", "n", "n",   "n", "M N K"};
+  static const std::string kNeeds[] = {"",  "M N K", "M N K", "n", "M N", "n",     "n",   "n",        "n",
+                                       "n", "M N K", "n",     "n", "n",   "M N K", "M N", "rows cols"};
   return kNeeds[static_cast<int>(shape)];
 }
 }  // namespace
@@ -524,7 +586,7 @@ const std::string& needs(Shape shape) {
 std::vector<std::string> workload_sizes(const std::string& name) {
   std::vector<std::string> out;
   const std::string& want = needs(shape_of(name));
-  for (const char* k : {"M", "N", "K", "n"})
+  for (const char* k : {"M", "N", "K", "n", "rows", "cols"})
     if (want.find(k) != std::string::npos) out.emplace_back(k);
   return out;
 }
@@ -532,7 +594,7 @@ std::vector<std::string> workload_sizes(const std::string& name) {
 Workload make_workload(const std::string& name, const Size& size, const Device& d) {
   const Shape shape = shape_of(name);
   const std::string& want = needs(shape);
-  for (const char* k : {"M", "N", "K", "n"})
+  for (const char* k : {"M", "N", "K", "n", "rows", "cols"})
     if (want.find(k) != std::string::npos && !size.count(k))
       throw std::invalid_argument("example '" + name + "' needs the size " + k + " (it takes " + want + ")");
   switch (shape) {
@@ -550,12 +612,14 @@ Workload make_workload(const std::string& name, const Size& size, const Device& 
     case Shape::Sort: return radix_sort_all(d, size, false);
     case Shape::Sweep: return radix_sort_all(d, size, true);
     case Shape::Axpy: return axpy(d, size);
+    case Shape::Stencil: return stencil(d, size);
+    case Shape::Softmax: return softmax(d, size);
     case Shape::None: break;
   }
-  throw std::invalid_argument(
-      "example '" + name +
-      "' has no workload (the GEMMs, igemm_mma, igemm_wgmma, vec_copy, saxpy_vec, the transposes, radix_sort, "
-      "block_reduce, the scans and the device-wide examples have)");
+  throw std::invalid_argument("example '" + name +
+                              "' has no workload (the GEMMs, igemm_mma, igemm_wgmma, vec_copy, saxpy_vec, the "
+                              "transposes, the stencil, radix_sort, "
+                              "block_reduce, the scans and the device-wide examples have)");
 }
 
 }  // namespace vantage::examples

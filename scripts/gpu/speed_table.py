@@ -130,7 +130,7 @@ def main():
             c = cub.get(k)
             goal(f"{ex} at 2^{k} at least 0.90 of CUB's {which}",
                  c[f"{which}_ms"] / r["vantage_ms"] if r and c and f"{which}_ms" in c else None, 0.90)
-    for t in ("transpose", "transpose_padded", "transpose_async"):
+    for t in ("transpose", "transpose_padded", "transpose_async", "stencil", "softmax"):
         r = next((r for r in rows if r["example"] == t), None)
         goal(f"{t} at least 0.85 of the copy bandwidth", r.get("of_copy") if r else None, 0.85)
     for status, text, value in goals:
