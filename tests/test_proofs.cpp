@@ -506,8 +506,9 @@ namespace vantage {
 namespace {
 // Lowering drops a comparison `x >= 0` from a branch's condition where x, computed exactly, is proven
 // at least 0 there (a library tile copy tests a halo's negative rows; a tile at a block's multiple
-// pays nothing for it), and keeps every comparison it cannot decide: one that may be below 0, one
-// whose arithmetic may wrap, one on memory. Each branch takes the same threads on every device.
+// pays nothing for it), and `x < y` where a bounds proof gives it, and keeps every comparison it
+// cannot decide: one that may be false, one whose arithmetic may wrap, one on memory. Each branch
+// takes the same threads on every device.
 TEST(Codegen, AComparisonWithZeroIsDroppedOnlyWhereTheProofDecidesIt) {
   KernelBuilder k("decided");
   auto n = k.param<int>("n");
@@ -529,6 +530,8 @@ TEST(Codegen, AComparisonWithZeroIsDroppedOnlyWhereTheProofDecidesIt) {
               th.if_(t * 16777216 >= 0, [&](Scope& th) { th.assign(acc, acc + 8); });
               th.if_(in[t] >= 0, [&](Scope& th) { th.assign(acc, acc + 16); });          // kept: memory
               th.if_(!(t >= 0 && t < n), [&](Scope& th) { th.assign(acc, acc + 32); });  // dropped inside !
+              th.if_(t < 256 && 256 > t, [&](Scope& th) { th.assign(acc, acc + 64); });  // the whole if
+              th.if_(t + 1 < 256, [&](Scope& th) { th.assign(acc, acc + 128); });        // kept: t may be 255
               o[0] = acc;
             });
           });
@@ -541,6 +544,9 @@ TEST(Codegen, AComparisonWithZeroIsDroppedOnlyWhereTheProofDecidesIt) {
   EXPECT_NE(lowered.find("(t - 3) >= 0"), std::string::npos) << lowered;
   EXPECT_NE(lowered.find("(t * 16777216) >= 0"), std::string::npos) << lowered;
   EXPECT_NE(lowered.find("] >= 0"), std::string::npos) << lowered;
+  EXPECT_EQ(lowered.find("t < 256"), std::string::npos) << lowered;
+  EXPECT_EQ(lowered.find("256 > t"), std::string::npos) << lowered;
+  EXPECT_NE(lowered.find("(t + 1) < 256"), std::string::npos) << lowered;
   std::vector<int> src(256);
   for (int t = 0; t < 256; ++t) src[static_cast<std::size_t>(t)] = t % 3 - 1;
   for (const Device& d : test_support::every_device()) {
@@ -549,7 +555,7 @@ TEST(Codegen, AComparisonWithZeroIsDroppedOnlyWhereTheProofDecidesIt) {
     for (int t = 0; t < 256; ++t) {
       const int wraps = static_cast<int>(static_cast<std::uint32_t>(t) << 24);
       const int want = (t < 100 ? 1 : 32) + 2 + (t >= 3 ? 4 : 0) + (wraps >= 0 ? 8 : 0) +
-                       (src[static_cast<std::size_t>(t)] >= 0 ? 16 : 0);
+                       (src[static_cast<std::size_t>(t)] >= 0 ? 16 : 0) + 64 + (t + 1 < 256 ? 128 : 0);
       EXPECT_EQ(got[static_cast<std::size_t>(t)], want) << "thread " << t << " on " << d.name();
     }
   }

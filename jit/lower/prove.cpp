@@ -429,6 +429,12 @@ auto Prover::decided(const ExprPtr& c) const -> ExprPtr {
     }
     return make<Binary>(c->type, b->op, x, y, c->loc);
   }
+  // x < y or y > x, on integers both computed exactly: as a bounds proof would take it.
+  if ((b->op == BinOp::Lt || b->op == BinOp::Gt) && is_integer(b->a->type) && exact(b->a) && exact(b->b)) {
+    const ExprPtr& lo = b->op == BinOp::Lt ? b->a : b->b;
+    const ExprPtr& hi = b->op == BinOp::Lt ? b->b : b->a;
+    if (proven_below(lo, hi)) return make<Literal>(ScalarType::Bool, 1, 1.0, c->loc);
+  }
   // x >= 0, 0 <= x or x > -1, on integers.
   const ExprPtr* x = nullptr;
   if (b->op == BinOp::Ge && const_int(b->b) == 0) x = &b->a;

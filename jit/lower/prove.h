@@ -90,10 +90,11 @@ class Prover {
   /// puts in the values of lets, which wrap at their own types where the index does not
   /// (`let u = 58u; l[8u - u]` reads l[-50], while 8u - 58u folded at u32 is 4294967246).
   bool proven_nonnegative(const ExprPtr& x, const Range& r) const;
-  /// A branch's condition with each comparison `x >= 0` (or `0 <= x`, `x > -1`) that holds wherever
-  /// the branch is reached dropped from its `&&`, `||` and `!`: x an integer computed exactly whose
-  /// range or the conditions in force prove it at least 0. A library tile copy tests a halo's
-  /// negative rows; a GEMM's tiles, which start at a block's multiple, pay nothing for it.
+  /// A branch's condition with each comparison that holds wherever the branch is reached dropped from
+  /// its `&&`, `||` and `!`: `x >= 0` (or `0 <= x`, `x > -1`) with x an integer computed exactly whose
+  /// range or the conditions in force prove it at least 0, and `x < y` (`y > x`) on integers computed
+  /// exactly where `proven_below(x, y)`. A library tile copy tests a halo's negative rows; a GEMM's
+  /// tiles, which start at a block's multiple, pay nothing for it; a thread's `t < T` is dropped.
   ExprPtr decided(const ExprPtr& cond) const;
 
  private:
