@@ -3,8 +3,10 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <source_location>
+#include <utility>
 
 #include "vantage/builder.hpp"
 
@@ -16,6 +18,11 @@ std::optional<std::int64_t> warps_block(Scope& s, const char* helper, const std:
 
 /// The block size a grid-level helper needs, or a V0913 (naming `lib::helper`) at the caller's line.
 std::optional<std::int64_t> declared_threads(Scope& grid, const char* helper, std::source_location loc);
+/// Whether each count a helper numbers its elements by (`{"n", &n}`) is an i32, as the elements' i32
+/// indices are; otherwise a V0913 naming `lib::helper`, the argument and its type at the caller's
+/// line (not a mismatch of types inside the helper).
+bool i32_counts(Scope& s, const char* helper, std::initializer_list<std::pair<const char*, const ExprArg*>> counts,
+                std::source_location loc);
 /// At grid(1): block blk owns out[blk * per_block ..), and thread t of it the elements `share(t, i)`
 /// of that block share; `body(b, blk, t, out_t)` runs at block(1) with out_t the thread's share.
 void thread_shares(Scope& grid, const View& out, std::int64_t per_block, const std::function<Expr(Expr, Expr)>& share,

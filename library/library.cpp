@@ -131,6 +131,21 @@ std::optional<std::int64_t> declared_threads(Scope& grid, const char* helper, Lo
   return threads;
 }
 
+bool i32_counts(Scope& s, const char* helper, std::initializer_list<std::pair<const char*, const ExprArg*>> counts,
+                Loc loc) {
+  bool ok = true;
+  for (const auto& [name, arg] : counts) {
+    const ScalarType t = arg->expr.type();
+    if (t == ScalarType::I32) continue;
+    s.diagnose("V0913",
+               std::string("lib::") + helper + " numbers its elements with i32, so its " + name +
+                   " must be an i32, not " + type_name(t) + " (cast<int>() it where it fits)",
+               loc);
+    ok = false;
+  }
+  return ok;
+}
+
 /// At grid(1): block blk owns out[blk * per_block ..), and thread t of it the elements
 /// `share(t, i)` of that block share; `body(b, blk, t, out_t)` runs at block(1) with out_t the
 /// thread's share (the shape of for_each and copy).
@@ -155,6 +170,7 @@ void thread_shares(Scope& grid, const View& out, std::int64_t per_block, const s
 }  // namespace detail
 
 using detail::declared_threads;
+using detail::i32_counts;
 using detail::thread_shares;
 
 namespace detail {
@@ -215,7 +231,7 @@ void copy(Scope& grid, const View& out, const View& in, const ExprArg& n, Loc lo
 void for_each(Scope& grid, const View& out, const ExprArg& n,
               const std::function<void(Scope& th, Expr i, ElemRef out_i)>& body, Tile tile, Loc loc) {
   auto threads = declared_threads(grid, "for_each", loc);
-  if (!threads) return;
+  if (!threads || !i32_counts(grid, "for_each", {{"n", &n}}, loc)) return;
   if (tile.items < 1) {
     grid.diagnose("V0913", "lib::for_each needs at least one item per thread, not " + std::to_string(tile.items), loc);
     return;
@@ -265,6 +281,7 @@ void grid_stride(Scope& grid, const View& out, const ExprArg& n,
         loc);
     return;
   }
+  if (!i32_counts(grid, "grid_stride", {{"n", &n}}, loc)) return;
   const Expr count = n.expr;
   Var stride = grid.let("stride", grid.grid_blocks(loc) * *threads, loc);  // threads in the launch
   Var gid = grid.let("gid", grid.id(thread(1), loc), loc);
@@ -308,6 +325,7 @@ void tiles_in_order(Scope& grid, const View& m, const ExprArg& rows, const ExprA
                   loc);
     return;
   }
+  if (!i32_counts(grid, "for_each_tile", {{"rows", &rows}, {"cols", &cols}}, loc)) return;
   const Expr R = rows.expr, C = cols.expr;
   // At least one, so that every block's row of tiles is at least 0 whatever the number of columns.
   Var per_row = grid.let("tiles_per_row", max((C + (tile_cols - 1)) / tile_cols, 1), loc);
@@ -665,6 +683,7 @@ void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,
 
 void for_each_row(Scope& grid, const View& out, const ExprArg& rows, const ExprArg& cols,
                   const std::function<void(Scope& block, Expr row, View out_row)>& body, Loc loc) {
+  if (!i32_counts(grid, "for_each_row", {{"rows", &rows}, {"cols", &cols}}, loc)) return;
   grid.called_as("lib::for_each_row", [&] {
     Var row = grid.let("row", grid.id(block(1), loc), loc);
     const Expr width = cols.expr;
@@ -693,6 +712,7 @@ void block_for_each(Scope& scope, const View& out, const ExprArg& n,
                    loc);
     return;
   }
+  if (!i32_counts(scope, "block_for_each", {{"n", &n}}, loc)) return;
   const std::int64_t T = *threads;
   const Expr count = n.expr;
   // In a group over blocks, so that a call from the grid's code, where `out` would be every block's at

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <tuple>
@@ -1635,6 +1636,79 @@ TEST(Library, RowHelpersFromTheWrongPerspectiveAreRefusedAtTheCallersLine) {
     });
     EXPECT_TRUE(testing::rejected_at(k, line));
     EXPECT_TRUE(rejected_naming(k, "lib::block_for_each"));
+  }
+}
+}  // namespace
+}  // namespace vantage
+
+namespace vantage {
+namespace {
+// A helper that numbers its elements with i32, given a count of another type, is V0913 at the caller's
+// line naming the helper and the argument; it was a V0701 at a line inside the library (the mismatch
+// of its own i32 index with the i64 count).
+TEST(Library, ACountThatIsNotAnI32IsRefusedAtTheCallersLineNamingTheHelper) {
+  using Call = std::function<void(KernelBuilder&, Expr n, int& line)>;
+  const std::vector<std::pair<std::string, Call>> calls = {
+      {"lib::for_each numbers its elements with i32, so its n must be an i32, not i64",
+       [](KernelBuilder& k, Expr n, int& line) {
+         auto y = k.param<GlobalPtr<float>>("y", extent(n));
+         k.body([&](Scope& g) {
+           line = __LINE__ + 1;
+           lib::for_each(g, y, n, [&](Scope&, Expr, ElemRef e) { e = 1.0f; });
+         });
+       }},
+      {"lib::grid_stride numbers its elements with i32, so its n must be an i32",
+       [](KernelBuilder& k, Expr n, int& line) {
+         auto y = k.param<GlobalPtr<float>>("y", extent(n));
+         k.body([&](Scope& g) {
+           line = __LINE__ + 1;
+           lib::grid_stride(g, y, n, [&](Scope&, Expr, ElemRef e) { e = 1.0f; });
+         });
+       }},
+      {"lib::for_each_tile numbers its elements with i32, so its rows must be an i32",
+       [](KernelBuilder& k, Expr n, int& line) {
+         auto y = k.param<GlobalPtr<float>>("y", extent(n * n));
+         k.body([&](Scope& g) {
+           line = __LINE__ + 1;
+           lib::for_each_tile(g, y, n, n, 8, 16, [&](Scope& b, const lib::MatrixTile& t) {
+             lib::update_own(b, t, [&](Scope&, ElemRef e) { e = 1.0f; });
+           });
+         });
+       }},
+      {"lib::for_each_row numbers its elements with i32, so its cols must be an i32",
+       [](KernelBuilder& k, Expr n, int& line) {
+         auto rows = k.param<int>("rows");
+         auto y = k.param<GlobalPtr<float>>("y", extent(cast<std::int64_t>(rows) * n));
+         k.body([&](Scope& g) {
+           line = __LINE__ + 1;
+           lib::for_each_row(g, y, rows, n, [&](Scope&, Expr, View) {});
+         });
+       }},
+      {"lib::block_for_each numbers its elements with i32, so its n must be an i32",
+       [](KernelBuilder& k, Expr n, int& line) {
+         auto y = k.param<GlobalPtr<float>>("y", extent(Expr(128)));
+         k.body([&](Scope& g) {
+           lib::for_each_block(g, y, 128, [&](Scope& b, Expr, View y_b) {
+             line = __LINE__ + 1;
+             lib::block_for_each(b, y_b, n, [&](Scope&, Expr, ElemRef e) { e = 1.0f; });
+           });
+         });
+       }},
+  };
+  for (const auto& [message, call] : calls) {
+    KernelBuilder k("wide_count");
+    auto n = k.param<std::int64_t>("n");
+    k.block_threads(128);
+    int line = 0;
+    call(k, n, line);
+    try {
+      k.build();
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const CheckError& e) {
+      EXPECT_TRUE(testing::has_diag(e, "V0913", line, "tests/test_library.cpp")) << render_all(e.diagnostics());
+      EXPECT_NE(testing::describe(e.diagnostics()).find(message), std::string::npos) << render_all(e.diagnostics());
+      EXPECT_FALSE(e.has("V0701")) << render_all(e.diagnostics());
+    }
   }
 }
 }  // namespace
