@@ -23,6 +23,11 @@ std::optional<std::int64_t> declared_threads(Scope& grid, const char* helper, st
 /// line (not a mismatch of types inside the helper).
 bool i32_counts(Scope& s, const char* helper, std::initializer_list<std::pair<const char*, const ExprArg*>> counts,
                 std::source_location loc);
+/// A scan's identity as a value of the scanned type `t`: itself where it has that type, a C++ number
+/// converted (an integer to any number type, a floating-point one to a float type: `0` for floats);
+/// otherwise a V0913 naming `lib::helper` and both types at the caller's line, and nothing.
+std::optional<Expr> identity_as(Scope& s, const char* helper, const ExprArg& identity, ScalarType t,
+                                std::source_location loc);
 /// At grid(1): block blk owns out[blk * per_block ..), and thread t of it the elements `share(t, i)`
 /// of that block share; `body(b, blk, t, out_t)` runs at block(1) with out_t the thread's share.
 void thread_shares(Scope& grid, const View& out, std::int64_t per_block, const std::function<Expr(Expr, Expr)>& share,

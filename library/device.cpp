@@ -477,7 +477,8 @@ void device_inclusive_scan(Scope& grid, const View& out, const View& in, const E
 }
 void device_inclusive_scan(Scope& grid, const View& out, const View& in, const ExprArg& n, const Combine& op,
                            const ExprArg& identity, const View& temp, DeviceTile tile, Loc loc) {
-  scan(grid, out, in, n, op, std::nullopt, identity.expr, temp, tile, false, loc);
+  if (auto id = detail::identity_as(grid, "device_inclusive_scan", identity, in.elem(), loc))
+    scan(grid, out, in, n, op, std::nullopt, *id, temp, tile, false, loc);
 }
 void device_exclusive_scan(Scope& grid, const View& out, const View& in, const ExprArg& n, Op op, const View& temp,
                            DeviceTile tile, Loc loc) {
@@ -485,7 +486,8 @@ void device_exclusive_scan(Scope& grid, const View& out, const View& in, const E
 }
 void device_exclusive_scan(Scope& grid, const View& out, const View& in, const ExprArg& n, const Combine& op,
                            const ExprArg& identity, const View& temp, DeviceTile tile, Loc loc) {
-  scan(grid, out, in, n, op, std::nullopt, identity.expr, temp, tile, true, loc);
+  if (auto id = detail::identity_as(grid, "device_exclusive_scan", identity, in.elem(), loc))
+    scan(grid, out, in, n, op, std::nullopt, *id, temp, tile, true, loc);
 }
 
 namespace {
@@ -513,7 +515,9 @@ Var tile_prefix(Scope& block, std::string name, const View& temp, const ExprArg&
 }
 Var tile_prefix(Scope& block, std::string name, const View& temp, const ExprArg& tile, const ExprArg& total,
                 const Combine& op, const ExprArg& identity, Loc loc) {
-  return tile_prefix_of(block, name, temp, tile, total, op, std::nullopt, identity.expr, loc);
+  auto id = detail::identity_as(block, "tile_prefix", identity, total.expr.type(), loc);
+  if (!id) return block.let(name, total, loc);
+  return tile_prefix_of(block, name, temp, tile, total, op, std::nullopt, *id, loc);
 }
 
 namespace {

@@ -146,6 +146,19 @@ bool i32_counts(Scope& s, const char* helper, std::initializer_list<std::pair<co
   return ok;
 }
 
+std::optional<Expr> identity_as(Scope& s, const char* helper, const ExprArg& identity, ScalarType t, Loc loc) {
+  const ScalarType from = identity.expr.type();
+  if (from == t) return identity.expr;
+  const bool converts = identity.weak_literal &&
+                        ((is_integer(from) && (is_integer(t) || is_float(t))) || (is_float(from) && is_float(t)));
+  if (converts) return cast(t, identity.expr);
+  s.diagnose("V0913",
+             std::string("lib::") + helper + "'s identity is " + type_name(from) + ", its values " + type_name(t) +
+                 ": give the identity the values' type",
+             loc);
+  return std::nullopt;
+}
+
 /// At grid(1): block blk owns out[blk * per_block ..), and thread t of it the elements
 /// `share(t, i)` of that block share; `body(b, blk, t, out_t)` runs at block(1) with out_t the
 /// thread's share (the shape of for_each and copy).
@@ -171,6 +184,7 @@ void thread_shares(Scope& grid, const View& out, std::int64_t per_block, const s
 
 using detail::declared_threads;
 using detail::i32_counts;
+using detail::identity_as;
 using detail::thread_shares;
 
 namespace detail {
@@ -782,20 +796,35 @@ Var warp_inclusive_scan(Scope& warp, std::string name, const ExprArg& value, con
   return v;
 }
 
+namespace {
+/// The warp's exclusive scan from its inclusive one: lane l takes lane l - 1's, lane 0 the identity.
+Var shifted_up(Scope& warp, const std::string& name, const Var& inclusive, const Expr& identity, Loc loc) {
+  Var up = warp.shfl_up(name + "_up", inclusive, 1, loc);
+  return warp.let(name, select(warp.id(thread(1), loc) == 0, identity, up), at(thread(1)), loc);
+}
+}  // namespace
+
 Var warp_exclusive_scan(Scope& warp, std::string name, const ExprArg& value, Op op, const ExprArg& identity, Loc loc) {
-  Var v = warp_inclusive_scan(warp, name + "_incl", value, op, loc);
-  Var up = warp.shfl_up(name + "_up", v, 1, loc);
-  return warp.let(name, select(warp.id(thread(1), loc) == 0, identity.expr, up), at(thread(1)), loc);
+  auto id = identity_as(warp, "warp_exclusive_scan", identity, value.expr.type(), loc);
+  if (!id) return warp.let(name, value, at(thread(1)), loc);
+  return shifted_up(warp, name, warp_inclusive_scan(warp, name + "_incl", value, op, loc), *id, loc);
 }
 Var warp_exclusive_scan(Scope& warp, std::string name, const ExprArg& value, const Combine& op, const ExprArg& identity,
                         Loc loc) {
-  Var v = warp_inclusive_scan(warp, name + "_incl", value, op, loc);
-  Var up = warp.shfl_up(name + "_up", v, 1, loc);
-  return warp.let(name, select(warp.id(thread(1), loc) == 0, identity.expr, up), at(thread(1)), loc);
+  auto id = identity_as(warp, "warp_exclusive_scan", identity, value.expr.type(), loc);
+  if (!id) return warp.let(name, value, at(thread(1)), loc);
+  return shifted_up(warp, name, warp_inclusive_scan(warp, name + "_incl", value, op, loc), *id, loc);
 }
 
 Var read_below(Scope& s, std::string name, const View& src, const ExprArg& index, const ExprArg& count,
                const ExprArg& otherwise, Loc loc) {
+  if (!index.weak_literal && !count.weak_literal && index.expr.type() != count.expr.type()) {
+    s.diagnose("V0913",
+               std::string("lib::read_below's index is ") + type_name(index.expr.type()) + " and its count " +
+                   type_name(count.expr.type()) + ": give them one type",
+               loc);
+    return s.let(name, otherwise, vantage::at(thread(1)), loc);
+  }
   // The index as the thread's value here: an id() in it keeps its meaning inside the group below.
   Var at = s.let(name + "_at", index, loc);
   Var v = s.let(name, otherwise, vantage::at(thread(1)), loc);
@@ -803,7 +832,7 @@ Var read_below(Scope& s, std::string name, const View& src, const ExprArg& index
       thread(1),
       [&](Scope& th) {
         th.if_(
-            at < count.expr, [&](Scope& th) { th.assign(v, src[IndexArg(at, loc)], loc); }, loc);
+            at < count, [&](Scope& th) { th.assign(v, src[IndexArg(at, loc)], loc); }, loc);
       },
       loc);
   return v;
@@ -907,11 +936,15 @@ Var block_inclusive_scan(Scope& b, std::string name, const ExprArg& value, const
 }
 Var block_exclusive_scan(Scope& b, std::string name, const ExprArg& value, Op op, const ExprArg& identity, Var* total,
                          Loc loc) {
-  return block_scan(b, name, value, combiner(op), true, total, identity.expr, "block_exclusive_scan", loc);
+  auto id = identity_as(b, "block_exclusive_scan", identity, value.expr.type(), loc);
+  if (!id) return b.let(name, value, at(thread(1)), loc);
+  return block_scan(b, name, value, combiner(op), true, total, *id, "block_exclusive_scan", loc);
 }
 Var block_exclusive_scan(Scope& b, std::string name, const ExprArg& value, const Combine& op, const ExprArg& identity,
                          Var* total, Loc loc) {
-  return block_scan(b, name, value, op, false, total, identity.expr, "block_exclusive_scan", loc);
+  auto id = identity_as(b, "block_exclusive_scan", identity, value.expr.type(), loc);
+  if (!id) return b.let(name, value, at(thread(1)), loc);
+  return block_scan(b, name, value, op, false, total, *id, "block_exclusive_scan", loc);
 }
 
 void block_exchange(Scope& b, std::string name, const View& items, int count, Arrangement from, Loc loc) {

@@ -1713,3 +1713,75 @@ TEST(Library, ACountThatIsNotAnI32IsRefusedAtTheCallersLineNamingTheHelper) {
 }
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+// A scan's identity of another type than its values is V0913 at the caller's line, naming the helper
+// and both types (it was a V0701 inside the library); a C++ number converts, so `0` is the identity of
+// a float sum (it too failed inside the library) and the scan is right on every host device. The
+// same for read_below's index and count.
+TEST(Library, AnIdentityOrCountOfAnotherTypeIsRefusedAtTheCallersLineAndANumberConverts) {
+  using Call = std::function<void(Scope & b, View out, int& line)>;
+  const std::vector<std::pair<std::string, Call>> calls = {
+      {"lib::block_exclusive_scan's identity is f64, its values i32",
+       [](Scope& b, View, int& line) {
+         line = __LINE__ + 1;
+         lib::block_exclusive_scan(b, "s", b.id(thread(1)), lib::Op::Sum, 0.5);
+       }},
+      {"lib::block_exclusive_scan's identity is i64, its values i32",
+       [](Scope& b, View, int& line) {
+         line = __LINE__ + 1;
+         lib::block_exclusive_scan(b, "s", b.id(thread(1)), lib::combiner(lib::Op::Max), cast<std::int64_t>(0));
+       }},
+      {"lib::warp_exclusive_scan's identity is f32, its values i32",
+       [](Scope& b, View, int& line) {
+         b.group(warp(), [&](Scope& w) {
+           line = __LINE__ + 1;
+           lib::warp_exclusive_scan(w, "s", w.id(thread(1)), lib::Op::Sum, 0.0f);
+         });
+       }},
+      {"lib::read_below's index is i32 and its count i64",
+       [](Scope& b, View out, int& line) {
+         line = __LINE__ + 1;
+         lib::read_below(b, "v", out, b.id(thread(1)), cast<std::int64_t>(64), 0.0f);
+       }},
+  };
+  for (const auto& [message, call] : calls) {
+    KernelBuilder k("identity_type");
+    auto y = k.param<GlobalPtr<float>>("y", extent(Expr(64)));
+    k.block_threads(64);
+    int line = 0;
+    k.body([&](Scope& g) { lib::for_each_block(g, y, 64, [&](Scope& b, Expr, View y_b) { call(b, y_b, line); }); });
+    try {
+      k.build();
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const CheckError& e) {
+      EXPECT_TRUE(testing::has_diag(e, "V0913", line, "tests/test_library.cpp")) << render_all(e.diagnostics());
+      EXPECT_NE(testing::describe(e.diagnostics()).find(message), std::string::npos) << render_all(e.diagnostics());
+      EXPECT_FALSE(e.has("V0701")) << render_all(e.diagnostics());
+    }
+  }
+  // `0` as the identity of a float sum: each thread gets the sum of the values before it.
+  KernelBuilder k("float_exclusive_scan");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(Expr(96)));
+  auto y = k.param<GlobalPtr<float>>("y", extent(Expr(96)));
+  k.block_threads(96);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, y, 96, [&](Scope& b, Expr, View y_b) {
+      Var s = lib::block_exclusive_scan(b, "s", x[b.id(thread(1))], lib::Op::Sum, 0);
+      lib::block_store(b, y_b, 96, s);
+    });
+  });
+  Kernel kernel = k.build();
+  std::vector<float> in(96), want(96);
+  for (int i = 0; i < 96; ++i) in[static_cast<std::size_t>(i)] = static_cast<float>(i % 7 - 3);
+  for (int i = 1; i < 96; ++i)
+    want[static_cast<std::size_t>(i)] = want[static_cast<std::size_t>(i - 1)] + in[static_cast<std::size_t>(i - 1)];
+  for (const Device& d : devices()) {
+    std::vector<float> got(96, -1.0f);
+    kernel.launch(d, Grid{1, 96}, std::as_const(in), got);
+    EXPECT_EQ(got, want) << d.name();
+  }
+}
+}  // namespace
+}  // namespace vantage
