@@ -612,9 +612,24 @@ void device_histogram(Scope& grid, const View& out, const View& in, const ExprAr
                     i < n64,
                     [&](Scope& th) {
                       Var bin = th.let("dev_bin", bin_of(in[IndexArg(i, loc)]), loc);
+                      // A bin of any integer type: compared in 64 bits where it is not an i32 (a u8's
+                      // range holds no 256, an i64 would wrap into range as an i32), then taken as one.
+                      const bool narrow = bin.type() == ScalarType::I32;
+                      const Expr wide = narrow ? Expr(bin) : cast<std::int64_t>(bin);
+                      if (!is_integer(bin.type())) {
+                        if (e > 0) return;  // said once
+                        th.diagnose("V0913",
+                                    std::string("lib::device_histogram's bin_of gives ") + type_name(bin.type()) +
+                                        ": it must give an integer bin",
+                                    loc);
+                        return;
+                      }
                       th.if_(
-                          bin >= 0 && bin < bins,
-                          [&](Scope& th) { th.atomic(AtomicOp::Add, hist, bin, cast(ct, 1), AtomicScope::Block, loc); },
+                          wide >= 0 && wide < bins,
+                          [&](Scope& th) {
+                            th.atomic(AtomicOp::Add, hist, narrow ? Expr(bin) : cast<int>(bin), cast(ct, 1),
+                                      AtomicScope::Block, loc);
+                          },
                           loc);
                     },
                     loc);

@@ -1157,6 +1157,7 @@ void for_each_block(Scope& grid, const View& out, const std::function<void(Scope
 }
 
 void block_store(Scope& b, const View& dst, const ExprArg& valid, const ExprArg& value, Loc loc) {
+  if (!i32_counts(b, "block_store", {{"valid", &valid}}, loc)) return;
   Var t = b.let("t", b.id(thread(1), loc), loc);
   b.partition(
       dst, thread(1), [&](Expr i) { return t + i; },

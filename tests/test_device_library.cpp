@@ -373,6 +373,57 @@ TEST(DeviceLibrary, HistogramAddsEachElementsBinToTheCounts) {
   }
 }
 
+// A bin of any integer type: the bytes themselves (u8, whose range holds no 256) and an i64 bin
+// (2^32 + v, which as an i32 would wrap into range) count right on every device. A float bin is
+// V0913 at the caller's line, once. Before, the u8 bin was a V0707 ("literal 256 does not fit in u8")
+// at a line inside the library.
+TEST(DeviceLibrary, HistogramBinsOfAnyIntegerTypeCountAndAFloatBinIsRefused) {
+  for (bool wide : {false, true}) {
+    KernelBuilder k(wide ? "histogram_i64" : "histogram_u8");
+    auto n = k.param<int>("n");
+    auto x = k.param<GlobalPtr<const std::uint8_t>>("x", extent(n));
+    auto hist = k.param<GlobalPtr<std::uint32_t>>("hist", extent(256));
+    k.block_threads(64);
+    k.body([&](Scope& g) {
+      lib::device_histogram(g, hist, x, n, 256, [&](const Expr& v) {
+        // wide: odd bytes at 2^32 + v, past every bin
+        return wide ? cast<std::int64_t>(v) + select(v % 2 == 1, std::int64_t{1} << 32, std::int64_t{0}) : v;
+      });
+    });
+    Kernel kernel = k.build();
+    for (int count : {1, 1000}) {
+      std::vector<std::uint8_t> in(static_cast<std::size_t>(count));
+      for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::uint8_t>(i * 37 % 256);
+      std::vector<std::uint32_t> want(256, 0);
+      for (std::uint8_t v : in)
+        if (!wide || v % 2 == 0) ++want[v];
+      for (const Device& d : devices()) {
+        std::vector<std::uint32_t> got(256, 0);
+        test_support::launch_on(kernel, d, Grid{lib::device_blocks(count, 64), 64}, count, in, got);
+        EXPECT_EQ(got, want) << kernel.name() << " n=" << count << " on " << d.name();
+      }
+    }
+  }
+  KernelBuilder k("histogram_f32");
+  auto n = k.param<int>("n");
+  auto x = k.param<GlobalPtr<const float>>("x", extent(n));
+  auto hist = k.param<GlobalPtr<std::uint32_t>>("hist", extent(16));
+  k.block_threads(64);
+  int line = 0;
+  k.body([&](Scope& g) {
+    line = __LINE__ + 1;
+    lib::device_histogram(g, hist, x, n, 16, [](const Expr& v) { return v * 2.0f; }, {4});
+  });
+  try {
+    k.build();
+    ADD_FAILURE() << "a float bin was accepted";
+  } catch (const CheckError& e) {
+    EXPECT_TRUE(testing::has_diag(e, "V0913", line, "tests/test_device_library.cpp")) << render_all(e.diagnostics());
+    EXPECT_EQ(e.diagnostics().size(), 1u) << render_all(e.diagnostics());
+    EXPECT_NE(testing::describe(e.diagnostics()).find("lib::device_histogram's bin_of gives f32"), std::string::npos);
+  }
+}
+
 TEST(DeviceLibrary, TheGeneratedCudaCompilesCleanlyAndTheScanMovesWholeVectors) {
   REQUIRE_NVRTC();
   for (const Kernel& k : {scan_kernel({256, 8}, ScanKind::Inclusive, false), reduce_kernel({256, 8}, "user"),

@@ -1684,6 +1684,16 @@ TEST(Library, ACountThatIsNotAnI32IsRefusedAtTheCallersLineNamingTheHelper) {
            lib::for_each_row(g, y, rows, n, [&](Scope&, Expr, View) {});
          });
        }},
+      {"lib::block_store numbers its elements with i32, so its valid must be an i32",
+       [](KernelBuilder& k, Expr n, int& line) {
+         auto y = k.param<GlobalPtr<float>>("y", extent(Expr(128)));
+         k.body([&](Scope& g) {
+           lib::for_each_block(g, y, 128, [&](Scope& b, Expr, View y_b) {
+             line = __LINE__ + 1;
+             lib::block_store(b, y_b, n, 1.0f);
+           });
+         });
+       }},
       {"lib::block_for_each numbers its elements with i32, so its n must be an i32",
        [](KernelBuilder& k, Expr n, int& line) {
          auto y = k.param<GlobalPtr<float>>("y", extent(Expr(128)));
