@@ -614,8 +614,6 @@ void device_histogram(Scope& grid, const View& out, const View& in, const ExprAr
                       Var bin = th.let("dev_bin", bin_of(in[IndexArg(i, loc)]), loc);
                       // A bin of any integer type: compared in 64 bits where it is not an i32 (a u8's
                       // range holds no 256, an i64 would wrap into range as an i32), then taken as one.
-                      const bool narrow = bin.type() == ScalarType::I32;
-                      const Expr wide = narrow ? Expr(bin) : cast<std::int64_t>(bin);
                       if (!is_integer(bin.type())) {
                         if (e > 0) return;  // said once
                         th.diagnose("V0913",
@@ -624,6 +622,8 @@ void device_histogram(Scope& grid, const View& out, const View& in, const ExprAr
                                     loc);
                         return;
                       }
+                      const bool narrow = bin.type() == ScalarType::I32;
+                      const Expr wide = narrow ? Expr(bin) : cast<std::int64_t>(bin);
                       th.if_(
                           wide >= 0 && wide < bins,
                           [&](Scope& th) {

@@ -286,15 +286,8 @@ void for_each(Scope& grid, const View& out, const ExprArg& n,
 
 void grid_stride(Scope& grid, const View& out, const ExprArg& n,
                  const std::function<void(Scope& th, Expr i, ElemRef out_i)>& body, Loc loc) {
-  auto threads = grid.block_threads();
-  if (!threads) {
-    grid.diagnose(
-        "V0913",
-        "lib::grid_stride needs the kernel's block size: call block_threads() before body() (and not in a device "
-        "function)",
-        loc);
-    return;
-  }
+  auto threads = declared_threads(grid, "grid_stride", loc);
+  if (!threads) return;
   if (!i32_counts(grid, "grid_stride", {{"n", &n}}, loc)) return;
   const Expr count = n.expr;
   Var stride = grid.let("stride", grid.grid_blocks(loc) * *threads, loc);  // threads in the launch
@@ -673,15 +666,8 @@ void start_tile_copy(Scope& b, const View& dst, const View& src, const ExprArg& 
 
 void block_strided(Scope& block, const ExprArg& begin, const ExprArg& end,
                    const std::function<void(Scope& th, Expr i)>& body, Loc loc) {
-  auto threads = block.block_threads();
-  if (!threads) {
-    block.diagnose(
-        "V0913",
-        "lib::block_strided needs the kernel's block size: call block_threads() before body() (and not in a device "
-        "function)",
-        loc);
-    return;
-  }
+  auto threads = declared_threads(block, "block_strided", loc);
+  if (!threads) return;
   const Expr first = begin.expr, last = end.expr;
   Var t = block.let("t", block.id(thread(1), loc), loc);
   // A range of 64-bit indices takes the thread's position in 64 bits.
@@ -718,14 +704,8 @@ void for_each_row(Scope& grid, const View& out, const ExprArg& rows, const ExprA
 
 void block_for_each(Scope& scope, const View& out, const ExprArg& n,
                     const std::function<void(Scope& th, Expr i, ElemRef out_i)>& body, Loc loc) {
-  auto threads = scope.block_threads();
-  if (!threads) {
-    scope.diagnose("V0913",
-                   "lib::block_for_each needs the kernel's block size: call block_threads() before body() (and not "
-                   "in a device function)",
-                   loc);
-    return;
-  }
+  auto threads = declared_threads(scope, "block_for_each", loc);
+  if (!threads) return;
   if (!i32_counts(scope, "block_for_each", {{"n", &n}}, loc)) return;
   const std::int64_t T = *threads;
   const Expr count = n.expr;
