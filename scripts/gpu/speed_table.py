@@ -3,7 +3,8 @@
 bandwidth, CUB's scan, reduce, select and histogram (cub_scan's lines) and cuBLAS (cublas_sgemm.py --json lines), with the goals of
 the speed-of-light issue checked. Every ratio is of figures measured in the same run.
 
-usage: speed_table.py SPEED.json [--cub CUB.jsonl] [--cublas CUBLAS.jsonl ...]
+usage: speed_table.py SPEED.json [SPEED.json ...] [--cub CUB.jsonl] [--cublas CUBLAS.jsonl ...]
+  (several SPEED.json: the rows of each, as gpu-check runs some rows alone)
   prints the Markdown table, then one line per goal (MET, MISSED or UNMEASURED) and a last line
   "goals: M of G met"; exits 0 when every row was measured (whatever the goals), 1 otherwise.
 """
@@ -24,14 +25,16 @@ def load_lines(path):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("speed")
+    ap.add_argument("speed", nargs="+")
     ap.add_argument("--cub")
     ap.add_argument("--cublas", action="append", default=[])
     args = ap.parse_args()
-    with open(args.speed) as f:
-        bench = json.load(f)
+    benchmarks = []
+    for path in args.speed:
+        with open(path) as f:
+            benchmarks += json.load(f).get("benchmarks", [])
     rows, errors = [], []
-    for b in bench.get("benchmarks", []):
+    for b in benchmarks:
         if b.get("error_occurred") or b.get("skipped"):
             errors.append(f"{b['name']}: {b.get('error_message') or b.get('skip_message')}")
             continue
