@@ -55,4 +55,12 @@ Expr tiles_of(const Expr& n, std::int64_t per_tile);
 void for_own(Scope& b, const View& shared, const Expr& t, std::int64_t threads, std::int64_t count,
              const std::function<void(Scope&, int, const Expr&, const View&)>& body, const std::source_location& loc);
 
+/// At thread(1), after the tile's last read of the words that the last tile to finish will zero: adds
+/// one to `count[index]` and returns whether this tile brought it to `tiles` (an expression of
+/// `count`'s type, 1 or 0). The add releases (this tile's reads come before it); only the last tile
+/// acquires, by an atomic load of the count, so that every tile's reads come before its zeroing. (An
+/// add that acquires too makes every tile invalidate its L1, `CCTL.IVALL` on sm_90.)
+Expr count_finished(Scope& th, const std::string& name, const View& count, const ExprArg& index, const Expr& tiles,
+                    const std::source_location& loc);
+
 }  // namespace vantage::lib::detail

@@ -16,6 +16,16 @@ Expr tiles_of(const Expr& n, std::int64_t per_tile) {
   return max((cast<std::int64_t>(n) + (per_tile - 1)) / per_tile, cast<std::int64_t>(1));
 }
 
+Expr count_finished(Scope& th, const std::string& name, const View& count, const ExprArg& index, const Expr& tiles,
+                    const std::source_location& loc) {
+  const ScalarType type = count.elem();
+  Var old = th.atomic(name, AtomicOp::Add, count, index, cast(type, 1), MemoryOrder::Release, loc);
+  Var last = th.let(name + "_last", select(old == cast(type, tiles - 1), 1, 0), loc);
+  th.if_(
+      last != 0, [&](Scope& th) { th.atomic_load(name + "_seen", count, index, MemoryOrder::Acquire, loc); }, loc);
+  return last;
+}
+
 void for_own(Scope& b, const View& shared, const Expr& t, std::int64_t threads, std::int64_t count,
              const std::function<void(Scope&, int, const Expr&, const View&)>& body, const std::source_location& loc) {
   const int per_thread = static_cast<int>((count + threads - 1) / threads);
@@ -294,11 +304,10 @@ View look_back(Scope& b, const Job& j, const std::string& name, const Expr& blk,
                                     at_end(th, blk, *tiles, inclusive);
                                     // After every read of the words: the last tile to count itself
                                     // finished knows no tile reads them any more.
-                                    // (acquire and release: every tile's reads before the last one's zeroing)
-                                    Var old = th.atomic(name + "_count", AtomicOp::Add, j.temp, *tiles,
-                                                        cast<std::uint64_t>(1), MemoryOrder::AcqRel, loc);
                                     th.assign(finished,
-                                              cast(j.type, select(old == cast<std::uint64_t>(*tiles - 1), 1, 0)), loc);
+                                              cast(j.type, detail::count_finished(th, name + "_count", j.temp, *tiles,
+                                                                                  cast<std::uint64_t>(*tiles), loc)),
+                                              loc);
                                   };
                                   if (tiles)
                                     th.if_(cast<std::int64_t>(blk) < *tiles, publish, loc);

@@ -127,8 +127,8 @@ Expr digit_look_back(Scope& th, const Sweep& s, const Pass& p, const Expr& blk, 
 /// The passes a onesweep sort of u32 keys makes, and the digits of each.
 std::int64_t sweep_passes(const Pass& p) { return 32 / p.bits; }
 
-/// After a onesweep tile: it counts itself finished (after its reads of the pass's counts, an
-/// acquire and release); the last tile zeroes the pass's counts and its count for the next sort.
+/// After a onesweep tile: it counts itself finished (after its reads of the pass's counts; see
+/// count_finished); the last tile zeroes the pass's counts and its count for the next sort.
 void finish_pass(Scope& b, const Sweep& s, const Pass& p, const Expr& pass, const Expr& tiles, const Loc& loc) {
   const std::int64_t D = p.digits, P = sweep_passes(p);
   View done = b.shared("radix_done", ScalarType::I32, 1, loc);
@@ -138,9 +138,8 @@ void finish_pass(Scope& b, const Sweep& s, const Pass& p, const Expr& pass, cons
         b.split(Level::Thread,
                 {{1,
                   [&](Scope& th) {
-                    Var old =
-                        th.atomic("radix_finished", AtomicOp::Add, s.hist, P * D + pass, 1, MemoryOrder::AcqRel, loc);
-                    one[IndexArg(0, loc)] = select(old == tiles - 1, 1, 0);
+                    one[IndexArg(0, loc)] =
+                        detail::count_finished(th, "radix_finished", s.hist, P * D + pass, tiles, loc);
                   },
                   loc}},
                 loc);

@@ -663,6 +663,32 @@ SweepKernels sweep_kernels(int threads, lib::RadixTile tile, bool values) {
   return r;
 }
 
+// The count of finished tiles, after which the last tile zeroes the storage: every tile's add
+// releases (its reads of the words come before it), and only the last tile acquires, by a load of
+// the count. An add that acquired too made every tile invalidate its L1 (CCTL.IVALL on sm_90),
+// where the hand-written twins' relaxed adds do not.
+TEST(DeviceLibrary, EveryTileCountsItselfFinishedWithAReleaseAndOnlyTheLastAcquires) {
+  const std::string scan = specialize_for(scan_kernel({256, 8}, ScanKind::Inclusive, false), Spec{}).source;
+  const std::string sweep = specialize_for(sweep_kernels(256, {8, 8}, true).pass, Spec{}).source;
+  for (const std::string* src : {&scan, &sweep}) {
+    EXPECT_EQ(src->find(", __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE"), std::string::npos) << *src;
+    const int adds = test_support::count(*src, "__nv_atomic_fetch_add(");
+    EXPECT_EQ(adds, 1) << *src;  // the sweep's look-back words are zeroed by the pass's count
+    EXPECT_EQ(test_support::count(*src, ", __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_DEVICE)"), adds) << *src;
+    // The acquires: a load of the count in each last tile's branch.
+    EXPECT_EQ(test_support::count(*src, "_seen = "), adds) << *src;
+    for (std::size_t at = src->find("_seen = "); at != std::string::npos; at = src->find("_seen = ", at + 1)) {
+      EXPECT_EQ(src->compare(src->find('\n', at) - 1, 1, ";"), 0);
+      EXPECT_NE(src->substr(at, src->find('\n', at) - at).find("vt_atomic_load<__NV_ATOMIC_ACQUIRE, "),
+                std::string::npos)
+          << src->substr(at, 200);
+      const std::size_t branch = src->rfind("_last != 0) {", at);
+      ASSERT_NE(branch, std::string::npos) << *src;
+      EXPECT_EQ(src->substr(branch, at - branch).find("}"), std::string::npos) << src->substr(branch, at - branch);
+    }
+  }
+}
+
 TEST(DeviceLibrary, OneSweepRadixSortSortsKeysAndValuesStablyOnReusedStorage) {
   struct Shape {
     int threads;
