@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/paper_kernels.hpp"
@@ -19,6 +20,33 @@ template <class T>
 std::vector<T> small_ints(std::int64_t n, int seed) {
   std::vector<T> v(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<T>((i * 7 + seed * 13) % 11 - 5);
+  return v;
+}
+
+/// n random values of T from `seed` (splitmix64): floats with random 24-bit mantissas in [-1, 1),
+/// bf16 those floats truncated, int8 every byte.
+template <class T>
+std::vector<T> random_values(std::int64_t n, std::uint64_t seed) {
+  std::vector<T> v(static_cast<std::size_t>(n));
+  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull;
+  for (auto& e : v) {
+    x += 0x9e3779b97f4a7c15ull;
+    std::uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const float f = static_cast<float>(static_cast<std::int64_t>(z >> 40) - (std::int64_t{1} << 23)) / 8388608.0f;
+    if constexpr (std::is_same_v<T, float>) {
+      e = f;
+    } else if constexpr (std::is_same_v<T, bfloat16>) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      e = bfloat16{static_cast<std::uint16_t>(bits >> 16)};
+    } else {
+      static_assert(std::is_same_v<T, std::int8_t>);
+      e = static_cast<std::int8_t>(z & 0xff);
+    }
+  }
   return v;
 }
 
@@ -81,6 +109,10 @@ Workload gemm(const Device& d, const Size& s) {
             LaunchArg(*c)};
   w.restore = [c, C] { c->copy_from(C); };
   w.output = [c] { return bytes_of(*c); };
+  w.randomize = [a, b] {
+    a->copy_from(random_values<float>(a->size(), 1));
+    b->copy_from(random_values<float>(b->size(), 2));
+  };
   w.check = [c, A = std::move(A), B = std::move(B), C = std::move(C), M, N, K, alpha, beta] {
     const auto got = values_of<float>(bytes_of(*c));
     for (auto [r, col] : samples(M, N)) {
@@ -117,6 +149,10 @@ Workload wgmma(const Device& d, const Size& s) {
             LaunchArg(std::as_const(*a)),   LaunchArg(std::as_const(*b)),   LaunchArg(*c)};
   w.restore = [c] { c->zero(); };
   w.output = [c] { return bytes_of(*c); };
+  w.randomize = [a, b] {
+    a->copy_from(random_values<bfloat16>(a->size(), 1));
+    b->copy_from(random_values<bfloat16>(b->size(), 2));
+  };
   w.check = [c, quarter, M, N, K] {
     const auto got = values_of<float>(bytes_of(*c));
     for (auto [r, col] : samples(M, N)) {
@@ -150,6 +186,10 @@ Workload igemm(const Device& d, const Size& s, bool bt) {
             LaunchArg(std::as_const(*a)),   LaunchArg(std::as_const(*b)),   LaunchArg(*c)};
   w.restore = [c] { c->zero(); };
   w.output = [c] { return bytes_of(*c); };
+  w.randomize = [a, b] {
+    a->copy_from(random_values<std::int8_t>(a->size(), 1));
+    b->copy_from(random_values<std::int8_t>(b->size(), 2));
+  };
   w.check = [c, byte, M, N, K, bt] {
     const auto got = values_of<int>(bytes_of(*c));
     for (auto [r, col] : samples(M, N)) {

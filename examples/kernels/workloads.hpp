@@ -25,9 +25,14 @@ struct Workload {
   std::function<void()> restore;              ///< the output back to its state before the first launch
   std::function<std::vector<char>()> output;  ///< the output's bytes
   std::function<std::string()> check;         ///< "" when the output is the reference's, else the first difference
-  double flops = 0, bytes = 0;                ///< per launch: the math, and the bytes the kernel must move
-  std::int64_t copy_bytes = 0;                ///< kernels bound by memory: the bytes of their input (0: none)
-  int input = -1;                             ///< ...and which argument that input is
+  /// The GEMMs: their inputs refilled with random values (random mantissas in [-1, 1) for floats, every
+  /// byte for int8), to time on data like the vendor baselines' after the check; `check` no longer
+  /// holds after it. A tensor core on small integers, whose bits rarely change, draws less power and
+  /// keeps a higher clock. Null for the rest.
+  std::function<void()> randomize;
+  double flops = 0, bytes = 0;  ///< per launch: the math, and the bytes the kernel must move
+  std::int64_t copy_bytes = 0;  ///< kernels bound by memory: the bytes of their input (0: none)
+  int input = -1;               ///< ...and which argument that input is
   /// A workload of several kernels (radix_sort's passes): launches them all, in order, on the stream;
   /// `args` are then unused. Null for one kernel launched with `args`.
   std::function<void(const Stream&)> run;
