@@ -393,6 +393,108 @@ void run_tiles(Scope& grid, const Job& j, const View* out, const AtEnd& at_end,
       block(1), [&](Scope& b) { per_block(b, blk, nullptr); }, loc);
 }
 
+/// A device-wide reduction without a look-back: every tile but the last publishes its total (one
+/// atomic store of its word; a 64-bit value in its own word first, its status after with a release)
+/// and is done, waiting for no other tile. The last tile (the last block, dispatched after every other)
+/// waits for each word, thread t combining the tiles [t c, t c + c) in order (c = tiles / T, rounded
+/// up), the block combining the threads' values in the threads' order, writes the result to out[0]
+/// and zeroes the words for the next launch (it alone reads them).
+void reduce_tiles(Scope& grid, const Job& j, const View& out, const Loc& loc) {
+  auto threads = valid(grid, j, loc);
+  if (!threads) return;
+  const int items = j.tile.items;
+  const std::int64_t T = *threads, per_tile = tile_elems(T, j.tile);
+  const bool wide = !packed(j.type);
+  const MemoryOrder reading = wide ? MemoryOrder::Acquire : MemoryOrder::Relaxed;
+  auto combine = [&](Scope& b, const std::string& name, const Expr& v) {
+    return j.known ? block_reduce(b, name, v, *j.known, loc) : block_reduce(b, name, v, j.op, loc);
+  };
+  Var blk = grid.let("blk", grid.id(block(1), loc), loc);
+  grid.group(
+      block(1),
+      [&](Scope& b) {
+        const Expr tiles = tiles_of(j.n, per_tile), n64 = cast<std::int64_t>(j.n);
+        Var t = b.let("dev_t", b.id(thread(1), loc), loc);
+        Var first = b.let("dev_first", cast<std::int64_t>(blk) * per_tile + cast<std::int64_t>(t * items), loc);
+        View raw = b.local_array("dev_raw", j.in.elem(), items, at(thread(1)), loc);
+        load_items(b, raw, j.in, first, n64, items, j.identity, loc);
+        Expr mine = raw[IndexArg(0, loc)];
+        for (int e = 1; e < items; ++e) mine = j.op(mine, raw[IndexArg(e, loc)]);
+        Var total = combine(b, "dev_total", mine);
+        b.if_(
+            cast<std::int64_t>(blk) < tiles - 1,
+            [&](Scope& b) {
+              by_one_thread(
+                  b,
+                  [&](Scope& th) {
+                    if (wide) {
+                      th.atomic_store(j.temp, value_slot(Expr(false, loc), blk, tiles), bits_of(total, j.type), {},
+                                      loc);
+                      th.atomic_store(j.temp, blk, word(kAggregate, total, j.type), MemoryOrder::Release, loc);
+                    } else {
+                      th.atomic_store(j.temp, blk, word(kAggregate, total, j.type), {}, loc);
+                    }
+                  },
+                  loc);
+            },
+            loc);
+        b.if_(
+            cast<std::int64_t>(blk) == tiles - 1,
+            [&](Scope& b) {
+              Var per = b.let("dev_per", (tiles + (T - 1)) / T, loc);
+              Var acc = b.let("dev_acc", j.identity, at(thread(1)), loc);
+              b.group(
+                  thread(1),
+                  [&](Scope& th) {
+                    th.for_(
+                        "k", Expr(0LL, loc), per,
+                        [&](Scope& th, Expr k) {
+                          Var i = th.let("dev_i", cast<std::int64_t>(t) * per + k, loc);
+                          // The last tile's own total is its block's; the others' are waited for.
+                          th.if_(
+                              i < tiles - 1,
+                              [&](Scope& th) {
+                                Var d = th.atomic_load("dev_d", j.temp, i, reading, loc);
+                                th.while_(
+                                    cast<int>(d >> 62) == 0,
+                                    [&](Scope& th) {
+                                      if (j.tile.backoff_ns > 0) th.nanosleep(j.tile.backoff_ns, loc);
+                                      th.assign(d, th.atomic_load("dev_again", j.temp, i, reading, loc), loc);
+                                    },
+                                    loc);
+                                const Expr v =
+                                    wide ? bit_cast(j.type,
+                                                    th.atomic_load("dev_v", j.temp,
+                                                                   value_slot(Expr(false, loc), i, tiles), {}, loc))
+                                         : value_of(d, j.type);
+                                th.assign(acc, j.op(acc, v), loc);
+                              },
+                              [&](Scope& th) {
+                                th.if_(
+                                    i == tiles - 1, [&](Scope& th) { th.assign(acc, j.op(acc, total), loc); }, loc);
+                              },
+                              loc);
+                        },
+                        loc);
+                  },
+                  loc);
+              Var all = combine(b, "dev_all", acc);
+              by_one_thread(
+                  b,
+                  [&](Scope& th) {
+                    th.atomic(AtomicOp::Exch, out, 0, cast(out.elem(), all), AtomicScope::Device, loc);
+                  },
+                  loc);
+              // Every word was read above (the block's combine waited for every thread): zero them.
+              block_strided(
+                  b, Expr(0LL, loc), tiles + 1,
+                  [&](Scope& th, Expr i) { th.atomic_store(j.temp, i, cast<std::uint64_t>(0), {}, loc); }, loc);
+            },
+            loc);
+      },
+      loc);
+}
+
 /// The scans' outputs: each thread's items, at its first item of its block's tile, by 16-byte
 /// vectors where all are inside.
 void store_items(Scope& b, const View& out_b, const TileState& s, const Expr& n64, int items,
@@ -540,7 +642,7 @@ void reduce(Scope& grid, const View& out, const View& in, const ExprArg& n, cons
     return;
   }
   Job j{"device_reduce", in, n.expr, op, known, identity, temp, tile, in.elem(), nullptr};
-  run_tiles(grid, j, nullptr, last_tile_writes(out, loc), nullptr, loc);
+  reduce_tiles(grid, j, out, loc);
 }
 }  // namespace
 
