@@ -421,6 +421,53 @@ void reduce_tiles(Scope& grid, const Job& j, const View& out, const Loc& loc) {
         Expr mine = raw[IndexArg(0, loc)];
         for (int e = 1; e < items; ++e) mine = j.op(mine, raw[IndexArg(e, loc)]);
         Var total = combine(b, "dev_total", mine);
+        // The last tile: waits for every other tile's word and combines them all in order.
+        auto last_tile = [&](Scope& b) {
+          Var per = b.let("dev_per", (tiles + (T - 1)) / T, loc);
+          Var acc = b.let("dev_acc", j.identity, at(thread(1)), loc);
+          b.group(
+              thread(1),
+              [&](Scope& th) {
+                th.for_(
+                    "k", Expr(0LL, loc), per,
+                    [&](Scope& th, Expr k) {
+                      Var i = th.let("dev_i", cast<std::int64_t>(t) * per + k, loc);
+                      // The last tile's own total is its block's; the others' are waited for.
+                      th.if_(
+                          i < tiles - 1,
+                          [&](Scope& th) {
+                            Var d = th.atomic_load("dev_d", j.temp, i, reading, loc);
+                            th.while_(
+                                cast<int>(d >> 62) == 0,
+                                [&](Scope& th) {
+                                  if (j.tile.backoff_ns > 0) th.nanosleep(j.tile.backoff_ns, loc);
+                                  th.assign(d, th.atomic_load("dev_again", j.temp, i, reading, loc), loc);
+                                },
+                                loc);
+                            const Expr v =
+                                wide ? bit_cast(j.type, th.atomic_load("dev_v", j.temp,
+                                                                       value_slot(Expr(false, loc), i, tiles), {}, loc))
+                                     : value_of(d, j.type);
+                            th.assign(acc, j.op(acc, v), loc);
+                          },
+                          [&](Scope& th) {
+                            th.if_(
+                                i == tiles - 1, [&](Scope& th) { th.assign(acc, j.op(acc, total), loc); }, loc);
+                          },
+                          loc);
+                    },
+                    loc);
+              },
+              loc);
+          Var all = combine(b, "dev_all", acc);
+          by_one_thread(
+              b, [&](Scope& th) { th.atomic(AtomicOp::Exch, out, 0, cast(out.elem(), all), AtomicScope::Device, loc); },
+              loc);
+          // Every word was read above (the block's combine waited for every thread): zero them.
+          block_strided(
+              b, Expr(0LL, loc), tiles + 1,
+              [&](Scope& th, Expr i) { th.atomic_store(j.temp, i, cast<std::uint64_t>(0), {}, loc); }, loc);
+        };
         b.if_(
             cast<std::int64_t>(blk) < tiles - 1,
             [&](Scope& b) {
@@ -437,58 +484,9 @@ void reduce_tiles(Scope& grid, const Job& j, const View& out, const Loc& loc) {
                   },
                   loc);
             },
-            loc);
-        b.if_(
-            cast<std::int64_t>(blk) == tiles - 1,
             [&](Scope& b) {
-              Var per = b.let("dev_per", (tiles + (T - 1)) / T, loc);
-              Var acc = b.let("dev_acc", j.identity, at(thread(1)), loc);
-              b.group(
-                  thread(1),
-                  [&](Scope& th) {
-                    th.for_(
-                        "k", Expr(0LL, loc), per,
-                        [&](Scope& th, Expr k) {
-                          Var i = th.let("dev_i", cast<std::int64_t>(t) * per + k, loc);
-                          // The last tile's own total is its block's; the others' are waited for.
-                          th.if_(
-                              i < tiles - 1,
-                              [&](Scope& th) {
-                                Var d = th.atomic_load("dev_d", j.temp, i, reading, loc);
-                                th.while_(
-                                    cast<int>(d >> 62) == 0,
-                                    [&](Scope& th) {
-                                      if (j.tile.backoff_ns > 0) th.nanosleep(j.tile.backoff_ns, loc);
-                                      th.assign(d, th.atomic_load("dev_again", j.temp, i, reading, loc), loc);
-                                    },
-                                    loc);
-                                const Expr v =
-                                    wide ? bit_cast(j.type,
-                                                    th.atomic_load("dev_v", j.temp,
-                                                                   value_slot(Expr(false, loc), i, tiles), {}, loc))
-                                         : value_of(d, j.type);
-                                th.assign(acc, j.op(acc, v), loc);
-                              },
-                              [&](Scope& th) {
-                                th.if_(
-                                    i == tiles - 1, [&](Scope& th) { th.assign(acc, j.op(acc, total), loc); }, loc);
-                              },
-                              loc);
-                        },
-                        loc);
-                  },
-                  loc);
-              Var all = combine(b, "dev_all", acc);
-              by_one_thread(
-                  b,
-                  [&](Scope& th) {
-                    th.atomic(AtomicOp::Exch, out, 0, cast(out.elem(), all), AtomicScope::Device, loc);
-                  },
-                  loc);
-              // Every word was read above (the block's combine waited for every thread): zero them.
-              block_strided(
-                  b, Expr(0LL, loc), tiles + 1,
-                  [&](Scope& th, Expr i) { th.atomic_store(j.temp, i, cast<std::uint64_t>(0), {}, loc); }, loc);
+              b.if_(
+                  cast<std::int64_t>(blk) == tiles - 1, [&](Scope& b) { last_tile(b); }, loc);
             },
             loc);
       },

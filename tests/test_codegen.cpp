@@ -70,9 +70,9 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       // them (the planner cannot tell the words apart; the twin has the same two).
       {"scan_tiled", 4},
       {"device_scan", 4},  // scan_tiled's four: lib::device_inclusive_scan is that kernel
-      // The warps' sums, the two warp barriers around the look-back, and the block's reading of
-      // whether its tile finished last (then it zeroes the storage).
-      {"device_sum", 4},
+      // The warps' sums of each tile, and the last tile's sums of the tiles' totals it waited for
+      // (no look-back: the other tiles publish and end).
+      {"device_sum", 2},
       {"compact", 4},
       // After the warps' counts are zeroed, after the warps have counted their keys by digit (before
       // the counts become the warps' places), and before the keys read those places.
