@@ -712,37 +712,57 @@ void device_histogram(Scope& grid, const View& out, const View& in, const ExprAr
         };
         own_bins([&](Scope&, int k, const Expr&, const View& mine) { mine[IndexArg(k, loc)] = cast(ct, 0); });
         const Expr n64 = cast<std::int64_t>(n.expr);
+        // The tiles blk, blk + G, ... (G the launch's blocks): a launch of fewer blocks than tiles
+        // adds each block's counts to `out` once for all of its tiles. A loop of unit step over the
+        // block's rounds (a run-time step makes the loop's own test guard its overflow).
+        Var blocks = b.let("dev_blocks", cast<std::int64_t>(b.grid_blocks(loc)), loc);
+        Var rounds =
+            b.let("dev_rounds", (tiles_of(n.expr, per_tile) - cast<std::int64_t>(blk) + blocks - 1) / blocks, loc);
+        bool said = false;  // a float bin is refused once
         b.group(
             thread(1),
             [&](Scope& th) {
-              for (int e = 0; e < tile.items; ++e) {
-                Expr i = cast<std::int64_t>(blk) * per_tile + (cast<std::int64_t>(t) + e * T);
-                th.if_(
-                    i < n64,
-                    [&](Scope& th) {
-                      Var bin = th.let("dev_bin", bin_of(in[IndexArg(i, loc)]), loc);
-                      // A bin of any integer type: compared in 64 bits where it is not an i32 (a u8's
-                      // range holds no 256, an i64 would wrap into range as an i32), then taken as one.
-                      if (!is_integer(bin.type())) {
-                        if (e > 0) return;  // said once
-                        th.diagnose("V0913",
-                                    std::string("lib::device_histogram's bin_of gives ") + type_name(bin.type()) +
-                                        ": it must give an integer bin",
-                                    loc);
-                        return;
-                      }
-                      const bool narrow = bin.type() == ScalarType::I32;
-                      const Expr wide = narrow ? Expr(bin) : cast<std::int64_t>(bin);
+              th.for_(
+                  "dev_round", Expr(0LL, loc), rounds,
+                  [&](Scope& th, Expr round) {
+                    // From 0 to the tiles, as the loop keeps it, so that the index's arithmetic is
+                    // bounded (lowering has no bound for a product of two run-time values).
+                    Var at_tile = th.let("dev_tile",
+                                         max(min(cast<std::int64_t>(blk) + round * blocks, tiles_of(n.expr, per_tile)),
+                                             cast<std::int64_t>(0)),
+                                         loc);
+                    for (int e = 0; e < tile.items; ++e) {
+                      Expr i = at_tile * per_tile + (cast<std::int64_t>(t) + e * T);
                       th.if_(
-                          wide >= 0 && wide < bins,
+                          i < n64,
                           [&](Scope& th) {
-                            th.atomic(AtomicOp::Add, hist, narrow ? Expr(bin) : cast<int>(bin), cast(ct, 1),
-                                      AtomicScope::Block, loc);
+                            Var bin = th.let("dev_bin", bin_of(in[IndexArg(i, loc)]), loc);
+                            // A bin of any integer type: compared in 64 bits where it is not an i32 (a
+                            // u8's range holds no 256, an i64 would wrap into range as an i32), then
+                            // taken as one.
+                            if (!is_integer(bin.type())) {
+                              if (said) return;
+                              said = true;
+                              th.diagnose("V0913",
+                                          std::string("lib::device_histogram's bin_of gives ") + type_name(bin.type()) +
+                                              ": it must give an integer bin",
+                                          loc);
+                              return;
+                            }
+                            const bool narrow = bin.type() == ScalarType::I32;
+                            const Expr wide = narrow ? Expr(bin) : cast<std::int64_t>(bin);
+                            th.if_(
+                                wide >= 0 && wide < bins,
+                                [&](Scope& th) {
+                                  th.atomic(AtomicOp::Add, hist, narrow ? Expr(bin) : cast<int>(bin), cast(ct, 1),
+                                            AtomicScope::Block, loc);
+                                },
+                                loc);
                           },
                           loc);
-                    },
-                    loc);
-              }
+                    }
+                  },
+                  loc);
             },
             loc);
         own_bins([&](Scope& th, int k, const Expr& bin, const View& mine) {

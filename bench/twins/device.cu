@@ -88,19 +88,23 @@ extern "C" __global__ void __launch_bounds__(256)
     for (int i = t; i <= tiles; i += T) temp[i] = 0;
 }
 
-// byte_histogram: hist[b] += the number of bytes equal to b. 256 threads of 16 bytes a block, striped
-// (thread t reads bytes t, t + 256, ... of its block's 4096), counted in shared memory, then added.
+// byte_histogram: hist[b] += the number of bytes equal to b. Tiles of 4096 bytes, 16 a thread of 256,
+// striped (thread t reads bytes t, t + 256, ... of the tile); block b counts the tiles b, b + G, ... in
+// shared memory, then adds its counts once.
 extern "C" __global__ void __launch_bounds__(256)
     twin_byte_histogram(int n, const unsigned char* __restrict__ bytes, unsigned* __restrict__ hist) {
   __shared__ unsigned counts[256];
   const int t = threadIdx.x;
   counts[t] = 0;
   __syncthreads();
-  const long long base = static_cast<long long>(blockIdx.x) * 256 * 16;
+  // The tiles blockIdx.x, + gridDim.x, ...: each block adds its counts once for all of its tiles.
+  const long long tiles = (static_cast<long long>(n) + 4095) / 4096;
+  for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
 #pragma unroll
-  for (int e = 0; e < 16; ++e) {
-    const long long i = base + e * 256 + t;
-    if (i < n) atomicAdd(&counts[bytes[i]], 1u);
+    for (int e = 0; e < 16; ++e) {
+      const long long i = tile * 4096 + e * 256 + t;
+      if (i < n) atomicAdd(&counts[bytes[i]], 1u);
+    }
   }
   __syncthreads();
   if (counts[t] != 0) atomicAdd(&hist[t], counts[t]);

@@ -725,8 +725,8 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
     b = ceil_div(at("n"), 4096);
   else if (name == "compact")
     b = ceil_div(at("n"), 2048);
-  else if (name == "byte_histogram")
-    b = ceil_div(at("n"), 4096);
+  else if (name == "byte_histogram")  // at most 1024 blocks (8 of 256 threads an SM of 132, and more):
+    b = std::min<std::int64_t>(ceil_div(at("n"), 4096), 1024);  // each its share of the tiles
   else if (name == "softmax")
     b = at("rows");
   else if (name == "vec_copy")

@@ -367,7 +367,8 @@ using Binning = std::function<Expr(const Expr&)>;
 /// puts in bin b, for b < `bins` (a constant: each block counts its tile in shared memory with
 /// atomics of the block's scope, then adds its non-zero counts to `out` with atomics of the
 /// device's). The tiles are T x items elements, striped (coalesced); no temporary storage. Launch
-/// `device_blocks(n, T, tile)` blocks.
+/// up to `device_blocks(n, T, tile)` blocks: with fewer, block b counts the tiles b, b + G, ... (G
+/// the blocks) and adds its counts once, so a few blocks an SM add far fewer device atomics.
 void device_histogram(Scope& grid, const View& out, const View& in, const ExprArg& n, int bins, const Binning& bin_of,
                       DeviceTile tile = {}, std::source_location loc = std::source_location::current());
 
