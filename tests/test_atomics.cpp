@@ -233,6 +233,72 @@ TEST(Atomics, AcquireAndReleaseHandEachBlocksValueToTheNextOnEveryDevice) {
   check("host threads", vals, std::vector<std::int64_t>(got[2].begin(), got[2].end()), words);
 }
 
+// An exchange whose old value is not taken only writes (docs/semantics.md): a relaxed or release one
+// is printed as that atomic store (st.relaxed or st.release: a warp's neighbouring lanes write one
+// coalesced request, where atomicExch is an L2 atomic a lane) and is LLVM's atomic store on the CPU;
+// an acquiring one, or one whose old value is taken, stays an exchange. The same values everywhere.
+TEST(Atomics, AnExchangeWhoseOldValueIsNotTakenIsAnAtomicStore) {
+  KernelBuilder k("write_only_exchanges");
+  auto ints = k.param<GlobalPtr<int>>("ints", extent(128));
+  auto doubles = k.param<GlobalPtr<double>>("doubles", extent(64));
+  auto words = k.param<GlobalPtr<std::uint32_t>>("words", extent(128));
+  auto olds = k.param<GlobalPtr<int>>("olds", extent(64));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    auto t = g.let("t", g.id(thread(1)));
+    g.group(thread(1), [&](Scope& th) {
+      th.atomic(AtomicOp::Exch, ints, t, t * 3);
+      th.atomic(AtomicOp::Exch, doubles, t, cast<double>(t) + 0.5, AtomicScope::System);
+      th.atomic(AtomicOp::Exch, words, t, cast<std::uint32_t>(t) + 7u, MemoryOrder::Release);
+      th.atomic(AtomicOp::Exch, words, t + 64, cast<std::uint32_t>(t) + 9u, MemoryOrder::Acquire);
+      Var old = th.atomic("old", AtomicOp::Exch, ints, t + 64, t + 1);
+      th.atomic_store(olds, t, old);
+    });
+  });
+  const Kernel kernel = k.build();
+  std::vector<int> want_ints(128), want_olds(64);
+  std::vector<double> want_doubles(64);
+  std::vector<std::uint32_t> want_words(128);
+  for (int t = 0; t < 64; ++t) {
+    want_ints[t] = 3 * t;
+    want_ints[64 + t] = t + 1;
+    want_olds[t] = -t;
+    want_doubles[t] = t + 0.5;
+    want_words[t] = static_cast<std::uint32_t>(t) + 7u;
+    want_words[64 + t] = static_cast<std::uint32_t>(t) + 9u;
+  }
+  for (const Device& dev : test_support::every_device()) {
+    std::vector<int> ints_v(128), olds_v(64, 99);
+    for (int t = 0; t < 64; ++t) ints_v[64 + t] = -t;
+    std::vector<double> doubles_v(64, -1.0);
+    std::vector<std::uint32_t> words_v(128, 0);
+    test_support::launch_on(kernel, dev, Grid{1, 64}, ints_v, doubles_v, words_v, olds_v);
+    EXPECT_EQ(ints_v, want_ints) << dev.name();
+    EXPECT_EQ(doubles_v, want_doubles) << dev.name();
+    EXPECT_EQ(words_v, want_words) << dev.name();
+    EXPECT_EQ(olds_v, want_olds) << dev.name();
+  }
+  const std::string src = specialize_for(kernel, Spec{}).source;
+  for (const char* form :
+       {"vt_atomic_store<__NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_DEVICE>(&ints[",
+        "vt_atomic_store<__NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_SYSTEM>(&doubles[",
+        "vt_atomic_store<__NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_DEVICE>(&words[",
+        "vt_atomic_exchange<__NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_DEVICE>(&words[", "? atomicExch(&ints["})
+    EXPECT_NE(src.find(form), std::string::npos) << form << " in\n" << src;
+  EXPECT_EQ(src.find("atomicExch(&ints[t]"), std::string::npos) << src;
+  if (nvrtc_available()) {
+    EXPECT_EQ(compile(kernel, Spec{}).log, "");
+  }
+  if (Device::cpu_available()) {
+    const std::string ir = kernel.llvm_ir(Spec{});
+    for (const char* form : {"store atomic i32", "store atomic double", "release, align 4", "atomicrmw xchg ptr"})
+      EXPECT_NE(ir.find(form), std::string::npos) << form << " in\n" << ir;
+    std::size_t xchg = 0;
+    for (auto at = ir.find("atomicrmw xchg"); at != std::string::npos; at = ir.find("atomicrmw xchg", at + 1)) ++xchg;
+    EXPECT_EQ(xchg, 2u) << "the acquiring exchange and the one whose old value is taken\n" << ir;
+  }
+}
+
 // Each misuse at the user's line: a load that releases, a store that acquires (V0506), an ordering
 // on a 16-bit float and a counter on anything but u32 (V0505), an atomic load of const memory and
 // a store asked for a value.

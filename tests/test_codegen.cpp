@@ -501,7 +501,8 @@ TEST(Sync, LastWriterWinsIsAnAtomicExchangeAndItsReadWaits) {
   });
   Kernel kernel = k.build();
   std::string src = specialize_for(kernel, Spec{}).source;
-  auto exch = src.find("atomicExch(&s[0]"), loop = src.find("for (");
+  auto exch = src.find("vt_atomic_store<__NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_DEVICE>(&s[0]"),
+       loop = src.find("for (");
   auto bar = src.find("__syncthreads();", exch);
   ASSERT_NE(exch, std::string::npos) << src;
   EXPECT_LT(bar, loop) << src;

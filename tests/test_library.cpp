@@ -637,7 +637,8 @@ TEST(Library, BlockRadixSortSortsEachBlocksKeysStablyByTheirLowBits) {
   if (nvrtc_available()) {
     const Kernel k = radix_kernel(256, 5);
     EXPECT_EQ(compile(k, Spec{}).log, "");
-    EXPECT_NE(specialize_for(k, Spec{}).source.find("atomicExch_block("), std::string::npos);
+    EXPECT_NE(specialize_for(k, Spec{}).source.find("vt_atomic_store<__NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_BLOCK>("),
+              std::string::npos);
   }
 }
 

@@ -275,11 +275,16 @@ auto Statements::atomic(const Intrinsic& n) -> void {
   ScalarType e = r.elem;
   if (half_type(e) || e == ScalarType::Bool) unsupported("an atomic on " + std::string(type_name(e)), n.loc);
   // The scope: every CPU thread of a launch is in one process, so each is the process's.
-  const auto kind = atomic_kind(n.imms[0]);
+  auto kind = atomic_kind(n.imms[0]);
   static constexpr llvm::AtomicOrdering kOrders[] = {llvm::AtomicOrdering::Monotonic, llvm::AtomicOrdering::Acquire,
                                                      llvm::AtomicOrdering::Release,
                                                      llvm::AtomicOrdering::AcquireRelease};
   const llvm::AtomicOrdering order = kOrders[static_cast<int>(atomic_order(n.imms[0]))];
+  // An exchange whose old value is not taken only writes: a relaxed or release one is that atomic
+  // store (a plain mov on x86, where an xchg locks the bus), as the CUDA printer writes it.
+  if (kind == AtomicKind::Exch && n.outputs.empty() &&
+      (order == llvm::AtomicOrdering::Monotonic || order == llvm::AtomicOrdering::Release))
+    kind = AtomicKind::Store;
   llvm::AtomicRMWInst::BinOp op = llvm::AtomicRMWInst::Xchg;  // Exch; Cas, Load and Store are below
   bool fl = is_float(e);
   switch (kind) {

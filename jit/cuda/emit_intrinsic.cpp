@@ -333,6 +333,7 @@ void Emitter::atomic(const Intrinsic& n) {
   static const char* const kFns[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicExch", "atomicAnd",
                                      "atomicOr",  "atomicXor", "atomicCAS", "atomicInc",  "atomicDec"};
   static const char* const kFetch[] = {"add", "min", "max", "", "and", "or", "xor"};
+  static const char* const kHelpers[] = {"", "", "", "exchange", "", "", "", "cas", "inc", "dec", "load", "store"};
   static const char* const kOrders[] = {"__NV_ATOMIC_RELAXED", "__NV_ATOMIC_ACQUIRE", "__NV_ATOMIC_RELEASE",
                                         "__NV_ATOMIC_ACQ_REL"};
   static const char* const kScopes[] = {"__NV_THREAD_SCOPE_DEVICE", "__NV_THREAD_SCOPE_BLOCK",
@@ -341,6 +342,10 @@ void Emitter::atomic(const Intrinsic& n) {
   const AtomicScope scope = atomic_scope(n.imms[0]);
   const MemoryOrder order = atomic_order(n.imms[0]);
   ScalarType t = n.mems[0]->elem;
+  // An exchange whose old value is not taken only writes (docs/semantics.md): a relaxed or release one is
+  // that atomic store, which a warp writes in coalesced requests, where atomicExch is an L2 atomic a lane.
+  if (op == AtomicKind::Exch && n.outputs.empty() && (order == MemoryOrder::Relaxed || order == MemoryOrder::Release))
+    op = AtomicKind::Store;
   // Relaxed read-modify-writes are CUDA's atomic functions and their scoped forms (atomicAdd_block,
   // atomicAdd_system); the 16-bit floats have none, and a block's atomic on them is the device's, which
   // is indivisible for the block too. Loads, stores and ordered atomics are the compiler's
@@ -356,15 +361,10 @@ void Emitter::atomic(const Intrinsic& n) {
       return std::string(kFns[static_cast<int>(op)]) + suffix + "(" + address + ", " +
              (compare.empty() ? "" : compare + ", ") + value + ")";
     v_.uses_atomic_helpers = true;
-    switch (op) {
-      case AtomicKind::Load: return "vt_atomic_load<" + how + ">(" + address + ")";
-      case AtomicKind::Store: return "vt_atomic_store<" + how + ">(" + address + ", " + value + ")";
-      case AtomicKind::Exch: return "vt_atomic_exchange<" + how + ">(" + address + ", " + value + ")";
-      case AtomicKind::Cas: return "vt_atomic_cas<" + how + ">(" + address + ", " + compare + ", " + value + ")";
-      case AtomicKind::Inc: return "vt_atomic_inc<" + how + ">(" + address + ", " + value + ")";
-      case AtomicKind::Dec: return "vt_atomic_dec<" + how + ">(" + address + ", " + value + ")";
-      default: break;
-    }
+    const std::string helper = kHelpers[static_cast<int>(op)];
+    if (!helper.empty())  // vt_atomic_load(p), vt_atomic_cas(p, c, v), the others (p, v)
+      return "vt_atomic_" + helper + "<" + how + ">(" + address + (compare.empty() ? "" : ", " + compare) +
+             (op == AtomicKind::Load ? "" : ", " + value) + ")";
     return std::string("__nv_atomic_fetch_") + kFetch[static_cast<int>(op)] + "(" + address + ", " + value + ", " +
            how + ")";
   };
