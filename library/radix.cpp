@@ -183,8 +183,8 @@ void scatter(Scope& grid, const View& keys_out, const View* vals_out, const View
       block(1),
       [&](Scope& b) {
         // counts[w * D + d]: warp w's keys of digit d so far, then the keys of digit d of the warps
-        // before w; a onesweep's last row, the tile's count of digit d, then its first place.
-        const std::int64_t rows = sweep ? W + 1 : W;
+        // before w; the last row, digit d's first place in keys_out less its first in the tile.
+        const std::int64_t rows = W + 1;
         View counts = b.shared("radix_counts", ScalarType::I32, rows * D, loc);
         Var t = b.let("radix_t", b.id(thread(1), loc), loc);
         Var wid = b.let("radix_warp", b.id(thread(32), loc), loc);
@@ -269,34 +269,49 @@ void scatter(Scope& grid, const View& keys_out, const View* vals_out, const View
               }
             },
             loc);
-        // Each digit's counts over the warps, in warp order, become the warps' places in the digit.
-        b.partition(
-            counts, thread(1), [&](Expr j) { return j * D + t; },
-            [&](Scope& b, View mine) {
-              b.group(
-                  thread(1),
-                  [&](Scope& th) {
-                    th.if_(
-                        t < D,
-                        [&](Scope& th) {
-                          Var acc = th.let("radix_acc", 0, loc);
-                          for (std::int64_t j = 0; j < W; ++j) {
-                            Var c =
-                                th.let("radix_c" + std::to_string(j), mine[IndexArg(static_cast<int>(j), loc)], loc);
-                            mine[IndexArg(static_cast<int>(j), loc)] = acc;
-                            th.assign(acc, acc + c, loc);
-                          }
-                          if (sweep)  // the digit's first place: the pass's, plus the tiles' before
-                            mine[IndexArg(static_cast<int>(W), loc)] =
-                                *start + digit_look_back(th, *sweep, *p, blk, tiles, t, pass, acc, loc);
-                        },
-                        loc);
-                  },
-                  loc);
-            },
-            loc);
-        // Each key to its place: its digit's first place for this tile, its warp's place in the
-        // digit, its rank in the warp.
+        // Each digit's counts over the warps, in warp order, become the warps' places in the digit;
+        // thread d keeps the tile's count of digit d.
+        Var tile_count = b.let("radix_tile_count", 0, at(thread(1)), loc);
+        auto per_digit = [&](const std::function<void(Scope&, const View&)>& body) {
+          b.partition(
+              counts, thread(1), [&](Expr j) { return j * D + t; },
+              [&](Scope& b, View mine) {
+                b.group(
+                    thread(1),
+                    [&](Scope& th) {
+                      th.if_(
+                          t < D, [&](Scope& th) { body(th, mine); }, loc);
+                    },
+                    loc);
+              },
+              loc);
+        };
+        per_digit([&](Scope& th, const View& mine) {
+          Var acc = th.let("radix_acc", 0, loc);
+          for (std::int64_t j = 0; j < W; ++j) {
+            Var c = th.let("radix_c" + std::to_string(j), mine[IndexArg(static_cast<int>(j), loc)], loc);
+            mine[IndexArg(static_cast<int>(j), loc)] = acc;
+            th.assign(acc, acc + c, loc);
+          }
+          th.assign(tile_count, acc, loc);
+        });
+        // The digits' first places in the tile sorted by digit (the exclusive scan of their counts):
+        // each warp's place in its digit moves by its digit's, and the last row becomes the digit's
+        // first place in keys_out (the pass's and the tiles' before, or the table's) less its
+        // first in the tile.
+        Var local = block_exclusive_scan(b, "radix_local", tile_count, Op::Sum, 0, nullptr, loc);
+        per_digit([&](Scope& th, const View& mine) {
+          for (std::int64_t j = 0; j < W; ++j)
+            mine[IndexArg(static_cast<int>(j), loc)] = mine[IndexArg(static_cast<int>(j), loc)] + local;
+          const Expr first = sweep ? *start + digit_look_back(th, *sweep, *p, blk, tiles, t, pass, tile_count, loc)
+                                   : Expr(offsets[IndexArg(t * tiles + blk, loc)]);
+          mine[IndexArg(static_cast<int>(W), loc)] = first - local;
+        });
+        // Each key to its place in the tile sorted by digit (its digit's first place, its warp's in
+        // the digit, its rank in the warp) in shared memory ...
+        View sorted = b.shared("radix_sorted", ScalarType::U32, p->per_tile, loc);
+        std::optional<View> sorted_vals;
+        if (vals_in) sorted_vals = b.shared("radix_sorted_vals", vals_in->elem(), p->per_tile, loc);
         b.group(
             thread(1),
             [&](Scope& th) {
@@ -305,14 +320,37 @@ void scatter(Scope& grid, const View& keys_out, const View* vals_out, const View
                     index(r) < n64,
                     [&](Scope& th) {
                       Var d = th.let("radix_d", digit_of(keys[IndexArg(r, loc)], shift.expr, *p), loc);
-                      const Expr first = sweep ? Expr(counts[IndexArg(static_cast<int>(W * D) + d, loc)])
-                                               : Expr(offsets[IndexArg(d * tiles + blk, loc)]);
-                      Var place = th.let("radix_place",
-                                         first + counts[IndexArg(wid * D + d, loc)] + rank[IndexArg(r, loc)], loc);
-                      th.atomic(AtomicOp::Exch, keys_out, place, keys[IndexArg(r, loc)], AtomicScope::Device, loc);
+                      Var at = th.let("radix_at", counts[IndexArg(wid * D + d, loc)] + rank[IndexArg(r, loc)], loc);
+                      th.atomic(AtomicOp::Exch, sorted, at, keys[IndexArg(r, loc)], AtomicScope::Block, loc);
                       if (vals)
-                        th.atomic(AtomicOp::Exch, *vals_out, place, (*vals)[IndexArg(r, loc)], AtomicScope::Device,
-                                  loc);
+                        th.atomic(AtomicOp::Exch, *sorted_vals, at, (*vals)[IndexArg(r, loc)], AtomicScope::Block, loc);
+                    },
+                    loc);
+              }
+            },
+            loc);
+        // ... then from there, thread t the keys t, t + T, ...: neighbouring threads write neighbouring
+        // places of a digit (coalesced), where each key straight from its thread lands a digit's run
+        // away from its neighbour's.
+        const Expr valid = select(n64 - cast<std::int64_t>(blk) * p->per_tile < p->per_tile,
+                                  n64 - cast<std::int64_t>(blk) * p->per_tile, Expr(p->per_tile, loc));
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              for (int r = 0; r < p->items; ++r) {
+                const Expr i = cast<std::int64_t>(t) + static_cast<std::int64_t>(r) * p->threads;
+                th.if_(
+                    i < valid,
+                    [&](Scope& th) {
+                      Var key = th.let("radix_key", sorted[IndexArg(i, loc)], loc);
+                      Var place = th.let(
+                          "radix_place",
+                          counts[IndexArg(static_cast<int>(W * D) + digit_of(key, shift.expr, *p), loc)] + cast<int>(i),
+                          loc);
+                      th.atomic(AtomicOp::Exch, keys_out, place, key, AtomicScope::Device, loc);
+                      if (vals)
+                        th.atomic(AtomicOp::Exch, *vals_out, place, (*sorted_vals)[IndexArg(i, loc)],
+                                  AtomicScope::Device, loc);
                     },
                     loc);
               }

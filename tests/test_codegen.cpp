@@ -75,8 +75,10 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       {"device_sum", 2},
       {"compact", 4},
       // After the warps' counts are zeroed, after the warps have counted their keys by digit (before
-      // the counts become the warps' places), and before the keys read those places.
-      {"radix_sort", 3},  // the same scan of the kept elements' flags; the scatter is atomics
+      // the counts become the warps' places), the scan of the digits' counts over the block (its
+      // warps' totals), before the keys read their places in the tile sorted by digit, and before
+      // the threads read that tile back (a thread's key beside its neighbour's in keys_out).
+      {"radix_sort", 5},
       // After the bins in shared memory are zeroed, and after the block's counts, before each
       // thread adds its bins' counts to the global ones.
       {"byte_histogram", 2},
