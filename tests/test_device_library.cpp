@@ -660,6 +660,46 @@ TEST(DeviceLibrary, RadixSortPassesSortKeysAndTheirValuesStably) {
   }
 }
 
+// A pass writes each warp's keys to neighbouring places: the tile is sorted by digit in shared memory
+// first and read back striped, so that a warp's 32 keys lie in a few runs of their digits. Straight
+// from the threads that ranked them, uniformly random 8-bit digits put each lane's key in its own
+// run (32 sectors a store, 6.2 now, counted as the interpreter runs the scatter; CUB's onesweep sorts the
+// tile first too).
+TEST(DeviceLibrary, ARadixPassWritesEachWarpsKeysInAFewSectors) {
+  const RadixKernels r = radix_kernels(256, {16, 8}, true);
+  const int n = 4 * 256 * 16;
+  std::vector<std::uint32_t> keys(n), vals(n), keys2(n), vals2(n);
+  for (int i = 0; i < n; ++i) {
+    keys[i] = static_cast<std::uint32_t>(i) * 2654435761u >> 7;
+    vals[i] = static_cast<std::uint32_t>(i);
+  }
+  const std::int64_t m = lib::radix_table_size(n, 256, r.tile);
+  std::vector<int> table(static_cast<std::size_t>(m)), offsets(table.size());
+  std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(m, 256)), 0);
+  const Grid tiles{lib::radix_blocks(n, 256, r.tile), 256};
+  const Device interp = Device::interpreter();
+  r.count.launch(interp, tiles, n, 0, std::as_const(keys), table);
+  r.scan.launch(interp, Grid{lib::device_blocks(m, 256), 256}, static_cast<int>(m), std::as_const(table), offsets,
+                temp);
+  InterpreterOptions io;
+  io.measure = true;
+  const LaunchReport run = r.scatter.launch(Device::interpreter(io), tiles, n, 0, std::as_const(keys),
+                                            std::as_const(vals), std::as_const(offsets), keys2, vals2);
+  ASSERT_TRUE(run.measured);
+  for (const char* out : {"keys_out", "vals_out"}) {
+    std::int64_t requests = 0;
+    double sectors = 0;
+    for (const AccessCost& a : run.measured->accesses)
+      if (a.memory == out && a.write) {
+        requests += a.requests;
+        sectors += a.sectors * static_cast<double>(a.requests);
+      }
+    ASSERT_EQ(requests, n / 32) << out;
+    EXPECT_LT(sectors / static_cast<double>(requests), 8.0) << out << "\n" << run.measured->text();
+  }
+  for (int i = 1; i < n; ++i) ASSERT_LE(keys2[i - 1] & 255u, keys2[i] & 255u) << i;
+}
+
 // ---- the one-sweep radix sort: a histogram launch, then one launch a pass
 
 struct SweepKernels {
