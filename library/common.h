@@ -63,4 +63,12 @@ void for_own(Scope& b, const View& shared, const Expr& t, std::int64_t threads, 
 Expr count_finished(Scope& th, const std::string& name, const View& count, const ExprArg& index, const Expr& tiles,
                     const std::source_location& loc);
 
+/// At block(1), after the tile's last read of `words` and its outputs: the first warp's lane 0 counts
+/// the tile finished (count_finished, `words[index]`) and, in the last tile to finish, the first warp
+/// zeroes `words[word_at(i)]` for i in [0, count). The rest of the block waits for neither: a tile's
+/// count is off the path from its look-back to its stores, and no barrier hands the result on.
+void count_and_zero(Scope& b, const std::string& name, const View& words, const ExprArg& index, const Expr& tiles,
+                    const Expr& count, const std::function<Expr(const Expr&)>& word_at,
+                    const std::source_location& loc);
+
 }  // namespace vantage::lib::detail

@@ -26,6 +26,47 @@ Expr count_finished(Scope& th, const std::string& name, const View& count, const
   return last;
 }
 
+void count_and_zero(Scope& b, const std::string& name, const View& words, const ExprArg& index, const Expr& tiles,
+                    const Expr& count, const std::function<Expr(const Expr&)>& word_at,
+                    const std::source_location& loc) {
+  b.split(Level::Thread,
+          {{32,
+            [&](Scope& w) {
+              Var lane = w.let(name + "_lane", w.id(thread(1), loc), loc);
+              Var last = w.let(name + "_last_tile", 0, at(thread(1)), loc);
+              w.group(
+                  thread(1),
+                  [&](Scope& th) {
+                    th.if_(
+                        lane == 0,
+                        [&](Scope& th) {
+                          th.assign(last, cast<int>(count_finished(th, name, words, index, tiles, loc)), loc);
+                        },
+                        loc);
+                  },
+                  loc);
+              Var seen = w.shfl_idx(name + "_last_lane0", last, 0, loc);
+              w.if_(
+                  seen != 0,
+                  [&](Scope& w) {
+                    w.group(
+                        thread(1),
+                        [&](Scope& th) {
+                          th.for_(
+                              name + "_z", cast<std::int64_t>(lane), count, Expr(32LL, loc),
+                              [&](Scope& th, Expr i) {
+                                th.atomic_store(words, word_at(i), cast(words.elem(), 0), {}, loc);
+                              },
+                              loc);
+                        },
+                        loc);
+                  },
+                  loc);
+            },
+            loc}},
+          loc);
+}
+
 void for_own(Scope& b, const View& shared, const Expr& t, std::int64_t threads, std::int64_t count,
              const std::function<void(Scope&, int, const Expr&, const View&)>& body, const std::source_location& loc) {
   const int per_thread = static_cast<int>((count + threads - 1) / threads);
@@ -224,7 +265,7 @@ View look_back(Scope& b, const Job& j, const std::string& name, const Expr& blk,
       th.atomic_store(j.temp, blk, word(status, value, j.type), {}, loc);
     }
   };
-  View shared = b.shared(name + "_prefix", j.type, 2, loc);  // [0]: before, [1]: finished last
+  View shared = b.shared(name + "_prefix", j.type, 1, loc);  // before
   b.claim(
       shared, warp(),
       [&](Scope& b, View pw) {
@@ -296,25 +337,16 @@ View look_back(Scope& b, const Job& j, const std::string& name, const Expr& blk,
                       w.split(Level::Thread,
                               {{1,
                                 [&](Scope& th) {
-                                  Var finished = th.let(name + "_finished", cast(j.type, 0), loc);
                                   auto publish = [&](Scope& th) {
                                     Var inclusive = th.let(name + "_inclusive", j.op(before, total), loc);
                                     publish_word(th, kInclusive, inclusive);
-                                    if (!tiles) return;
-                                    at_end(th, blk, *tiles, inclusive);
-                                    // After every read of the words: the last tile to count itself
-                                    // finished knows no tile reads them any more.
-                                    th.assign(finished,
-                                              cast(j.type, detail::count_finished(th, name + "_count", j.temp, *tiles,
-                                                                                  cast<std::uint64_t>(*tiles), loc)),
-                                              loc);
+                                    if (tiles) at_end(th, blk, *tiles, inclusive);
                                   };
                                   if (tiles)
                                     th.if_(cast<std::int64_t>(blk) < *tiles, publish, loc);
                                   else
                                     publish(th);
                                   one[IndexArg(0, loc)] = before;
-                                  one[IndexArg(1, loc)] = finished;
                                 },
                                 loc}},
                               loc);
@@ -368,18 +400,18 @@ void run_tiles(Scope& grid, const Job& j, const View* out, const AtEnd& at_end,
                       : block_reduce(b, name + "_total", mine, j.op, loc);
     const Expr tiles = tiles_of(j.n, per_tile);
     View shared = look_back(b, j, name + "_lb", blk, tiles, total, at_end, loc);
-    Var last = b.let(name + "_finished_last", shared[IndexArg(1, loc)], loc);
     if (finish) {
       Var prefix = b.let(name + "_prefix", j.op(shared[IndexArg(0, loc)], thread_before), at(thread(1)), loc);
       finish(b, blk, TileState{raw, vals, incl, first, prefix}, out_b);
     }
-    // The last tile to finish zeroes the words and the count for the next launch.
+    // After the tile's outputs, off the look-back's path: the tile counts itself finished, and in
+    // the last tile to finish the first warp zeroes the words and the count for the next launch.
     b.if_(
-        last != 0,
+        cast<std::int64_t>(blk) < tiles,
         [&](Scope& b) {
-          block_strided(
-              b, Expr(0LL, loc), tiles + 1,
-              [&](Scope& th, Expr i) { th.atomic_store(j.temp, i, cast<std::uint64_t>(0), {}, loc); }, loc);
+          detail::count_and_zero(
+              b, name + "_count", j.temp, tiles, cast<std::uint64_t>(tiles), tiles + 1, [](const Expr& i) { return i; },
+              loc);
         },
         loc);
   };

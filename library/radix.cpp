@@ -128,35 +128,12 @@ Expr digit_look_back(Scope& th, const Sweep& s, const Pass& p, const Expr& blk, 
 std::int64_t sweep_passes(const Pass& p) { return 32 / p.bits; }
 
 /// After a onesweep tile: it counts itself finished (after its reads of the pass's counts; see
-/// count_finished); the last tile zeroes the pass's counts and its count for the next sort.
+/// count_and_zero); the last tile zeroes the pass's counts and its count for the next sort.
 void finish_pass(Scope& b, const Sweep& s, const Pass& p, const Expr& pass, const Expr& tiles, const Loc& loc) {
   const std::int64_t D = p.digits, P = sweep_passes(p);
-  View done = b.shared("radix_done", ScalarType::I32, 1, loc);
-  b.claim(
-      done, thread(1),
-      [&](Scope& b, View one) {
-        b.split(Level::Thread,
-                {{1,
-                  [&](Scope& th) {
-                    one[IndexArg(0, loc)] =
-                        detail::count_finished(th, "radix_finished", s.hist, P * D + pass, tiles, loc);
-                  },
-                  loc}},
-                loc);
-      },
-      loc);
-  Var last = b.let("radix_last", done[IndexArg(0, loc)], loc);
-  b.if_(
-      last != 0,
-      [&](Scope& b) {
-        block_strided(
-            b, Expr(0LL, loc), Expr(D + 1, loc),
-            [&](Scope& th, Expr i) {
-              th.atomic_store(s.hist, select(i < D, cast<std::int64_t>(pass * D) + i, cast<std::int64_t>(P * D + pass)),
-                              0, {}, loc);
-            },
-            loc);
-      },
+  detail::count_and_zero(
+      b, "radix_finished", s.hist, P * D + pass, tiles, Expr(D + 1, loc),
+      [&](const Expr& i) { return select(i < D, cast<std::int64_t>(pass * D) + i, cast<std::int64_t>(P * D + pass)); },
       loc);
 }
 

@@ -69,11 +69,13 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       // other blocks' words after lane 0 published the block's own, and lane 0's last word after
       // them (the planner cannot tell the words apart; the twin has the same two).
       {"scan_tiled", 4},
-      {"device_scan", 4},  // scan_tiled's four: lib::device_inclusive_scan is that kernel
+      // scan_tiled's four (lib::device_inclusive_scan is that kernel), and one warp barrier after the
+      // first lane counted the tile finished, before the first warp of the last tile zeroes the words.
+      {"device_scan", 5},
       // The warps' sums of each tile, and the last tile's sums of the tiles' totals it waited for
       // (no look-back: the other tiles publish and end).
       {"device_sum", 2},
-      {"compact", 4},
+      {"compact", 5},
       // After the warps' counts are zeroed, after the warps have counted their keys by digit (before
       // the counts become the warps' places), the scan of the digits' counts over the block (its
       // warps' totals), before the keys read their places in the tile sorted by digit, and before

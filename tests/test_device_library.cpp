@@ -765,6 +765,26 @@ TEST(DeviceLibrary, EveryTileCountsItselfFinishedWithAReleaseAndOnlyTheLastAcqui
   }
 }
 
+// The count is off the tile's path from its look-back to its stores: the first warp's lane 0 adds
+// after the tile's outputs are written, and no block barrier waits for it (the release add is a
+// MEMBAR and an L2 round trip on sm_90; the block used to wait for both at the barrier that hands
+// on the look-back's prefix). The last tile's first warp zeroes the words.
+TEST(DeviceLibrary, ATilesCountComesAfterItsOutputsAndNoBarrierWaitsForIt) {
+  const std::string scan = specialize_for(scan_kernel({256, 8}, ScanKind::Inclusive, false), Spec{}).source;
+  const std::string sweep = specialize_for(sweep_kernels(256, {8, 8}, true).pass, Spec{}).source;
+  for (const std::string* src : {&scan, &sweep}) {
+    const std::size_t add = src->find("__nv_atomic_fetch_add(");
+    ASSERT_NE(add, std::string::npos) << *src;
+    EXPECT_EQ(src->find("__syncthreads();", add), std::string::npos) << src->substr(add);
+    const std::string out = src == &scan ? "&y[" : "&keys_out[";
+    const std::size_t last_store = src->rfind(out);
+    ASSERT_NE(last_store, std::string::npos) << *src;
+    EXPECT_LT(last_store, add) << *src;
+    // Lane 0 of the first warp adds; the warp learns the result by a shuffle, not through shared memory.
+    EXPECT_NE(src->find("__shfl_sync(0xffffffffu, ", add), std::string::npos) << src->substr(add);
+  }
+}
+
 TEST(DeviceLibrary, OneSweepRadixSortSortsKeysAndValuesStablyOnReusedStorage) {
   struct Shape {
     int threads;
