@@ -446,16 +446,44 @@ void reduce_tiles(Scope& grid, const Job& j, const View& out, const Loc& loc) {
       block(1),
       [&](Scope& b) {
         const Expr tiles = tiles_of(j.n, per_tile), n64 = cast<std::int64_t>(j.n);
+        // An even share: the launch's G blocks take ceil(tiles / G) consecutive tiles each (one each
+        // when launched with a block a tile); `active` of them have any, and each such block
+        // publishes one word, the combination of its tiles, in their order.
+        Var blocks = b.let("dev_blocks", cast<std::int64_t>(b.grid_blocks(loc)), loc);
+        Var share = b.let("dev_share", (tiles + blocks - 1) / blocks, loc);
+        Var active = b.let("dev_active", min((tiles + share - 1) / share, tiles), loc);  // min: for the bounds
+        Var begin = b.let("dev_begin", cast<std::int64_t>(blk) * share, loc);
+        Var end = b.let("dev_end", min(begin + share, tiles), loc);
         Var t = b.let("dev_t", b.id(thread(1), loc), loc);
-        Var first = b.let("dev_first", cast<std::int64_t>(blk) * per_tile + cast<std::int64_t>(t * items), loc);
         View raw = b.local_array("dev_raw", j.in.elem(), items, at(thread(1)), loc);
-        load_items(b, raw, j.in, first, n64, items, j.identity, loc);
-        Expr mine = raw[IndexArg(0, loc)];
-        for (int e = 1; e < items; ++e) mine = j.op(mine, raw[IndexArg(e, loc)]);
-        Var total = combine(b, "dev_total", mine);
-        // The last tile: waits for every other tile's word and combines them all in order.
+        auto load_tile = [&](Scope& b, const Expr& k) {
+          // From 0 to the tiles, as the loop keeps it, so that the index's arithmetic is bounded
+          // (lowering has no bound for a product of two run-time values, as blk * share).
+          Var at_tile = b.let("dev_tile", max(min(k, tiles - 1), cast<std::int64_t>(0)), loc);
+          Var first = b.let("dev_first", at_tile * per_tile + cast<std::int64_t>(t * items), loc);
+          load_items(b, raw, j.in, first, n64, items, j.identity, loc);
+          Expr mine = raw[IndexArg(0, loc)];
+          for (int e = 1; e < items; ++e) mine = j.op(mine, raw[IndexArg(e, loc)]);
+          return mine;
+        };
+        Var total = b.let("dev_total", j.identity, loc);
+        if (j.known) {
+          // A known Op commutes: each thread combines its items of all the block's tiles, the block
+          // its threads' once (a sum of floats rounds as the threads' partial sums meet).
+          Var mine = b.let("dev_mine", j.identity, at(thread(1)), loc);
+          b.for_(
+              "dev_k", begin, end, [&](Scope& b, Expr k) { b.assign(mine, j.op(mine, load_tile(b, k)), loc); }, loc);
+          b.assign(total, combine(b, "dev_tiles", mine), loc);
+        } else {
+          // Any other operator: each tile combined over the block, the tiles' totals in order.
+          b.for_(
+              "dev_k", begin, end,
+              [&](Scope& b, Expr k) { b.assign(total, j.op(total, combine(b, "dev_tile", load_tile(b, k))), loc); },
+              loc);
+        }
+        // The last active block: waits for every other block's word and combines them all in order.
         auto last_tile = [&](Scope& b) {
-          Var per = b.let("dev_per", (tiles + (T - 1)) / T, loc);
+          Var per = b.let("dev_per", (active + (T - 1)) / T, loc);
           Var acc = b.let("dev_acc", j.identity, at(thread(1)), loc);
           b.group(
               thread(1),
@@ -464,9 +492,9 @@ void reduce_tiles(Scope& grid, const Job& j, const View& out, const Loc& loc) {
                     "k", Expr(0LL, loc), per,
                     [&](Scope& th, Expr k) {
                       Var i = th.let("dev_i", cast<std::int64_t>(t) * per + k, loc);
-                      // The last tile's own total is its block's; the others' are waited for.
+                      // The last block's own total is its own; the others' are waited for.
                       th.if_(
-                          i < tiles - 1,
+                          i < active - 1,
                           [&](Scope& th) {
                             Var d = th.atomic_load("dev_d", j.temp, i, reading, loc);
                             th.while_(
@@ -484,7 +512,7 @@ void reduce_tiles(Scope& grid, const Job& j, const View& out, const Loc& loc) {
                           },
                           [&](Scope& th) {
                             th.if_(
-                                i == tiles - 1, [&](Scope& th) { th.assign(acc, j.op(acc, total), loc); }, loc);
+                                i == active - 1, [&](Scope& th) { th.assign(acc, j.op(acc, total), loc); }, loc);
                           },
                           loc);
                     },
@@ -495,13 +523,14 @@ void reduce_tiles(Scope& grid, const Job& j, const View& out, const Loc& loc) {
           by_one_thread(
               b, [&](Scope& th) { th.atomic(AtomicOp::Exch, out, 0, cast(out.elem(), all), AtomicScope::Device, loc); },
               loc);
-          // Every word was read above (the block's combine waited for every thread): zero them.
+          // Every word was read above (the block's combine waited for every thread): zero them (up
+          // to the tiles' count, which bounds the indices where `active` does not).
           block_strided(
               b, Expr(0LL, loc), tiles + 1,
               [&](Scope& th, Expr i) { th.atomic_store(j.temp, i, cast<std::uint64_t>(0), {}, loc); }, loc);
         };
         b.if_(
-            cast<std::int64_t>(blk) < tiles - 1,
+            cast<std::int64_t>(blk) < active - 1 && cast<std::int64_t>(blk) < tiles - 1,  // the second for the bounds
             [&](Scope& b) {
               by_one_thread(
                   b,
@@ -518,7 +547,7 @@ void reduce_tiles(Scope& grid, const Job& j, const View& out, const Loc& loc) {
             },
             [&](Scope& b) {
               b.if_(
-                  cast<std::int64_t>(blk) == tiles - 1, [&](Scope& b) { last_tile(b); }, loc);
+                  cast<std::int64_t>(blk) == active - 1, [&](Scope& b) { last_tile(b); }, loc);
             },
             loc);
       },
@@ -600,6 +629,11 @@ AtEnd last_tile_writes(const View& dst, const Loc& loc) {
 std::int64_t device_blocks(std::int64_t n, std::int64_t threads, DeviceTile tile) {
   const std::int64_t per = std::max<std::int64_t>(tile_elems(std::max<std::int64_t>(threads, 1), tile), 1);
   return std::max<std::int64_t>((n + per - 1) / per, 1);
+}
+
+std::int64_t reduce_blocks(std::int64_t n, std::int64_t threads, DeviceTile tile) {
+  // About 2^20 threads: a few waves of a large GPU (an H200 holds 132 x 2048), each block a few tiles.
+  return std::min(device_blocks(n, threads, tile), std::max<std::int64_t>((std::int64_t{1} << 20) / threads, 1));
 }
 
 std::int64_t device_temp_words(std::int64_t n, std::int64_t threads, DeviceTile tile, ScalarType values) {

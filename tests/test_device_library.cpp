@@ -187,6 +187,14 @@ TEST(DeviceLibrary, AReductionsTilesWaitForNoOtherTileButTheLastForAll) {
   }
 }
 
+// A reduction's launch: a block a tile up to about 2^20 threads, no more.
+TEST(DeviceLibrary, AReductionIsLaunchedWithABlockATileUpToAboutAMillionThreads) {
+  EXPECT_EQ(lib::reduce_blocks(1, 1024), 1);
+  EXPECT_EQ(lib::reduce_blocks(80003, 1024), lib::device_blocks(80003, 1024));
+  EXPECT_EQ(lib::reduce_blocks(std::int64_t{1} << 28, 1024), 1024);
+  EXPECT_EQ(lib::reduce_blocks(std::int64_t{1} << 28, 256, {4}), 4096);
+}
+
 TEST(DeviceLibrary, ReductionsCombineEveryElementInOrderAndGiveTheIdentityForNone) {
   for (Shape s : kShapes)
     for (const std::string which : {"sum", "max", "user", "affine"}) {
@@ -204,15 +212,20 @@ TEST(DeviceLibrary, ReductionsCombineEveryElementInOrderAndGiveTheIdentityForNon
                  : which == "max"    ? std::max(want, v)
                  : which == "affine" ? then_affine(want, v)
                                      : later_non_zero(want, v);
-        for (const Device& d : devices()) {
-          std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(n, s.threads, tile)), 0);
-          for (int launch = 0; launch < 2; ++launch) {
-            std::vector<int> out{12345};
-            test_support::launch_on(kernel, d, Grid{lib::device_blocks(n, s.threads, tile), s.threads}, n, x, out,
-                                    temp);
-            EXPECT_EQ(out[0], want) << kernel.name() << " n=" << n << " launch " << launch << " on " << d.name();
+        // A block a tile, and fewer blocks, each its share of consecutive tiles (some with none).
+        const std::int64_t tiles = lib::device_blocks(n, s.threads, tile);
+        for (std::int64_t blocks : {tiles, std::int64_t{1}, std::int64_t{3}}) {
+          if (blocks > tiles || (blocks < tiles && test_support::kSanitized && n > 4 * s.threads * s.items)) continue;
+          for (const Device& d : devices()) {
+            std::vector<std::uint64_t> temp(static_cast<std::size_t>(lib::device_temp_words(n, s.threads, tile)), 0);
+            for (int launch = 0; launch < 2; ++launch) {
+              std::vector<int> out{12345};
+              test_support::launch_on(kernel, d, Grid{blocks, s.threads}, n, x, out, temp);
+              EXPECT_EQ(out[0], want) << kernel.name() << " n=" << n << " on " << blocks << " blocks, launch " << launch
+                                      << " on " << d.name();
+            }
+            EXPECT_EQ(std::count(temp.begin(), temp.end(), 0u), static_cast<long>(temp.size()));
           }
-          EXPECT_EQ(std::count(temp.begin(), temp.end(), 0u), static_cast<long>(temp.size()));
         }
       }
     }

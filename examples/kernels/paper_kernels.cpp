@@ -992,7 +992,10 @@ const std::vector<Example>& all() {
        scan_candidate},
       {"device_scan", "the tiled look-back scan as one library call: lib::device_inclusive_scan, 8192 ints per block",
        [] { return device_scan(); }},
-      {"device_sum", "the sum of n ints as one library call: lib::device_reduce, 8192 per block", device_sum},
+      {"device_sum",
+       "the sum of n ints as one library call: lib::device_reduce, tiles of 8192, up to 1024 blocks each "
+       "taking its share of them",
+       device_sum},
       {"radix_sort",
        "a pass of an LSD radix sort of u32 keys with values: each key to its digit's place, stably "
        "(lib::radix_scatter; the run adds radix_counts and radix_places, four passes)",

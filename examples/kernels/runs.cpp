@@ -197,7 +197,7 @@ RunResult run_device_sum(const Kernel& k, const Size& s, const Device& d) {
   Staged sx(d, x);
   Staged sout(d, out);
   Staged stemp(d, temp);
-  auto rep = k.launch(d, Grid{lib::device_blocks(n, 1024), 1024}, static_cast<int>(n), sx.read_only(), sout.arg(),
+  auto rep = k.launch(d, Grid{lib::reduce_blocks(n, 1024), 1024}, static_cast<int>(n), sx.read_only(), sout.arg(),
                       stemp.arg());
   sout.fetch();
   const bool ok = out[0] == static_cast<int>(sum);
@@ -719,8 +719,10 @@ std::int64_t blocks_of(const std::string& name, const Size& s) {
     b = ceil_div(at("n"), 1024);
   else if (name == "fp8_dequant")
     b = ceil_div(at("rows") * at("cols"), 256);
-  else if (name == "scan_tiled" || name == "device_scan" || name == "device_sum")
+  else if (name == "scan_tiled" || name == "device_scan")
     b = ceil_div(at("n"), 8192);
+  else if (name == "device_sum")  // lib::reduce_blocks: at most 1024 blocks of 1024, each its share
+    b = std::min<std::int64_t>(ceil_div(at("n"), 8192), 1024);
   else if (name == "radix_sort")
     b = ceil_div(at("n"), 4096);
   else if (name == "compact")

@@ -303,6 +303,10 @@ struct DeviceTile {
 };
 /// The blocks a device-wide operation of `n` elements is launched with: one a tile, at least one.
 std::int64_t device_blocks(std::int64_t n, std::int64_t threads, DeviceTile tile = {});
+/// The blocks `device_reduce` is best launched with: a block a tile up to about 2^20 threads, no more
+/// (each block then takes several tiles). Any number from 1 to `device_blocks` gives the same result
+/// (for float sums, up to where the threads' partial sums meet).
+std::int64_t reduce_blocks(std::int64_t n, std::int64_t threads, DeviceTile tile = {});
 /// The u64 words of its temporary storage, for combining values of type `values`: one a tile and a
 /// count of the tiles finished, and for values of 64 bits two more a tile (the tiles' own totals and
 /// inclusive values, in words of their own). Zero them once, when the storage is allocated: the tile
@@ -346,7 +350,13 @@ void device_exclusive_scan(Scope& grid, const View& out, const View& in, const E
                            const ExprArg& identity, const View& temp, DeviceTile tile = {},
                            std::source_location loc = std::source_location::current());
 /// At grid(1): out[0] = op(in[0], ..., in[n - 1]) (the identity when n is 0), combined in the
-/// elements' order; the last tile writes it, by one atomic exchange.
+/// elements' order, on a launch of any number G of blocks: each takes ceil(tiles / G) consecutive tiles
+/// (CUB's even share) and publishes their combination in its word of `temp`, waiting for no other
+/// block; the last block with tiles waits for the others' words, combines them in order and writes
+/// out[0] (one atomic exchange). With an Op (which commutes) each thread first combines its items of
+/// all its block's tiles; with a Combine each tile is combined over the block and the tiles' values
+/// in order. Launch `reduce_blocks(n, T, tile)` blocks: a few tiles a block, where `device_blocks`
+/// (a block a tile) pays a block's start, barriers and word for every tile.
 void device_reduce(Scope& grid, const View& out, const View& in, const ExprArg& n, Op op, const View& temp,
                    DeviceTile tile = {}, std::source_location loc = std::source_location::current());
 void device_reduce(Scope& grid, const View& out, const View& in, const ExprArg& n, const Combine& op,
