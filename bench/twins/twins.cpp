@@ -45,6 +45,8 @@ const std::vector<Twin>& all() {
       {"device_scan", "reduce_scan.cu", "twin_scan_tiled", vector},
       {"compact", "device.cu", "twin_compact", vector},
       {"byte_histogram", "device.cu", "twin_byte_histogram", vector},
+      {"gemm_wgmma_bf16", "wgmma.cu", "twin_gemm_wgmma_bf16", gemm},
+      {"gemm_wgmma_bf16_wide", "wgmma.cu", "twin_gemm_wgmma_bf16_wide", gemm},
   };
   return kTwins;
 }
@@ -322,7 +324,8 @@ Row compare(const Twin& twin, const std::string& twins_dir, Arch arch) {
   row.checks = static_cast<int>(c.spec.checks.size());
   row.proven = row.checks == 0;
   row.vantage = analyse(c.cubin, c.spec.entry);
-  row.hand = analyse(compile_twin(twin, twin.sizes, twins_dir, arch), twin.entry);
+  // For the target the example names (sm_90a for the wgmma GEMMs), as its own kernel is.
+  row.hand = analyse(compile_twin(twin, twin.sizes, twins_dir, example->arch.value_or(arch)), twin.entry);
   return row;
 }
 

@@ -11,9 +11,7 @@
 
 namespace vantage::cuda {
 
-// Atomic loads, stores and ordered atomics (docs/semantics.md): the __nv_atomic builtins, with the
-// ordering and scope as template arguments; the wrapping counters fenced where ordered.
-constexpr const char* kAtomicHelpers =
+constexpr const char* kAtomicHelpers =  // its own first lines say what it is
     "// Atomic loads, stores and ordered atomics (docs/semantics.md): the __nv_atomic builtins, with the\n"
     "// ordering and scope as template arguments; the wrapping counters fenced where ordered.\n"
     "template <int O, int S, class T>\n"

@@ -37,8 +37,16 @@ std::string arrive_cluster_asm(const std::string& bar, const std::string& rank) 
          "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [vt_remote]; }\" :: \"r\"(" +
          bar + "), \"r\"(" + rank + ") : \"memory\");\n";
 }
+/// The wgmma descriptor of the tile at element `index` (of `bytes` each) of shared array `base`: the
+/// array's descriptor plus the offset in 16-byte units (the start address field; a shared window is
+/// under 2^18 bytes), loop-invariant where a descriptor of the element's address is remade each step.
+std::string wgmma_desc(const std::string& base, const std::string& index, int bytes) {
+  return "(vt_wgmma_desc(" + base + ") + static_cast<unsigned long long>((" + index + ") * " + std::to_string(bytes) +
+         " >> 4))";
+}
+
 /// `wgmma.mma_async` of `n` (N its immediate, the tiles' element type its form) into accumulators
-/// `acc`, A's and B's shared addresses given.
+/// `acc`, A's and B's descriptors given.
 std::string wgmma_asm(const Intrinsic& n, const std::string& acc, const std::string& a, const std::string& b) {
   const int width = static_cast<int>(n.imms[0]), regs = width / 2;
   // Bytes: K of 32, s32 accumulators, and no operand scales or transposes (the integer form); A's and
@@ -54,7 +62,7 @@ std::string wgmma_asm(const Intrinsic& n, const std::string& acc, const std::str
   for (int i = 0; i < regs; ++i) out << (i ? ", " : "") << "%" << i;
   out << "}, %" << regs << ", %" << regs + 1 << (integer ? ", 1; }\" : " : ", 1, 1, 1, 0, 0; }\" : ");
   for (int i = 0; i < regs; ++i) out << (i ? ", " : "") << (integer ? "\"+r\"(" : "\"+f\"(") << acc << "[" << i << "])";
-  out << " : \"l\"(vt_wgmma_desc(" << a << ")), \"l\"(vt_wgmma_desc(" << b << ")) : \"memory\");\n";
+  out << " : \"l\"(" << a << "), \"l\"(" << b << ") : \"memory\");\n";
   return out.str();
 }
 /// A false assertion is recorded as a failed access is, at its own site, with no index and a bound of
@@ -197,7 +205,9 @@ void Emitter::emit(const Intrinsic& n, const StmtPtr&) {
     case IntrinsicOp::Wgmma:
       v_.uses_wgmma = true;
       ind();
-      out_ << wgmma_asm(n, v_.name(n.mems[0]), address(n, 1, n.args[0]), address(n, 2, n.args[1]));
+      out_ << wgmma_asm(n, v_.name(n.mems[0]),
+                        wgmma_desc(v_.name(n.mems[1]), x_.index(n.args[0], n.loc), type_bytes(n.mems[1]->elem)),
+                        wgmma_desc(v_.name(n.mems[2]), x_.index(n.args[1], n.loc), type_bytes(n.mems[2]->elem)));
       break;
     case IntrinsicOp::WgmmaFence:
       pin_accumulators();
@@ -329,15 +339,18 @@ auto Emitter::address(const Intrinsic& n, std::size_t mem, const ExprPtr& index)
   return "&" + x_.access(n.mems[mem], {index}, n.loc);
 }
 
+namespace {
+// By AtomicKind: CUDA's function, the __nv_atomic_fetch builtin's operation, and the vt_atomic helper.
+const char* const kFns[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicExch", "atomicAnd",
+                            "atomicOr",  "atomicXor", "atomicCAS", "atomicInc",  "atomicDec"};
+const char* const kFetch[] = {"add", "min", "max", "", "and", "or", "xor"};
+const char* const kHelpers[] = {"", "", "", "exchange", "", "", "", "cas", "inc", "dec", "load", "store"};
+const char* const kOrders[] = {"__NV_ATOMIC_RELAXED", "__NV_ATOMIC_ACQUIRE", "__NV_ATOMIC_RELEASE",
+                               "__NV_ATOMIC_ACQ_REL"};
+const char* const kScopes[] = {"__NV_THREAD_SCOPE_DEVICE", "__NV_THREAD_SCOPE_BLOCK", "__NV_THREAD_SCOPE_SYSTEM"};
+}  // namespace
+
 void Emitter::atomic(const Intrinsic& n) {
-  static const char* const kFns[] = {"atomicAdd", "atomicMin", "atomicMax", "atomicExch", "atomicAnd",
-                                     "atomicOr",  "atomicXor", "atomicCAS", "atomicInc",  "atomicDec"};
-  static const char* const kFetch[] = {"add", "min", "max", "", "and", "or", "xor"};
-  static const char* const kHelpers[] = {"", "", "", "exchange", "", "", "", "cas", "inc", "dec", "load", "store"};
-  static const char* const kOrders[] = {"__NV_ATOMIC_RELAXED", "__NV_ATOMIC_ACQUIRE", "__NV_ATOMIC_RELEASE",
-                                        "__NV_ATOMIC_ACQ_REL"};
-  static const char* const kScopes[] = {"__NV_THREAD_SCOPE_DEVICE", "__NV_THREAD_SCOPE_BLOCK",
-                                        "__NV_THREAD_SCOPE_SYSTEM"};
   auto op = atomic_kind(n.imms[0]);
   const AtomicScope scope = atomic_scope(n.imms[0]);
   const MemoryOrder order = atomic_order(n.imms[0]);
