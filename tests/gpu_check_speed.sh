@@ -26,9 +26,10 @@ cat > "$b/bin/vantage_bench_speed" <<'EOF'
 rows="sgemm_vec/4096 vec_copy/n=2^26 scan_tiled/n=2^28 scan_tiled_t512_i12/n=2^28 gemm_wgmma_bf16_wide/4096
 gemm_wgmma_bf16_wide_g8/4096 sgemm_pipelined_64x128x16/4096 sgemm_pipelined_128x128x8_b2/4096
 gemm_wgmma_bf16_persistent/4096 gemm_wgmma_bf16_wide_tma/4096"
-filter=. list=0 out=
+filter=. list=0 out= twin=1
 for a in "$@"; do
   case "$a" in
+    --no-twin) twin=0 ;;
     --benchmark_filter=*) filter=${a#--benchmark_filter=} ;;
     --benchmark_list_tests) list=1 ;;
     --benchmark_out=*) out=${a#--benchmark_out=} ;;
@@ -38,7 +39,9 @@ names=$(for r in $rows; do echo "speed/$r/iterations:1/manual_time"; done)
 if [ "${filter#-}" != "$filter" ]; then picked=$(grep -vE -- "${filter#-}" <<< "$names" || true)
 else picked=$(grep -E -- "$filter" <<< "$names" || true); fi
 if [ "$list" = 1 ]; then echo "$picked"; exit 0; fi
-echo "run: $(echo $picked)" >> "$(dirname "$0")/../calls.txt"
+echo "run: $(echo $picked)$([ "$twin" = 0 ] && echo ' (no twin)')" >> "$(dirname "$0")/../calls.txt"
+# STANDIN_TWIN_FAILS: the wide wgmma GEMM's twin faults (the process ends, writing nothing).
+if [ -n "${STANDIN_TWIN_FAILS:-}" ] && [ "$twin" = 1 ] && grep -q 'gemm_wgmma_bf16_wide/' <<< "$picked"; then exit 1; fi
 {
   echo '{"context": {}, "benchmarks": ['
   sep=
@@ -72,21 +75,33 @@ run() {  # run OUT [VAR=VALUE...]: the speed part alone
   env "$@" GPU_CHECK_PARTS=speed TMPDIR="$dir" "$b/scripts/gpu-check" "$o" > /dev/null 2>&1 || true
 }
 
-# By default: the settled variants left out, the waiting GEMMs each in a process of its own after the rest.
+# By default: the settled variants left out, the waiting GEMMs and those with a wgmma twin each in a
+# process of its own after the rest.
 run "$dir/all"
 cat "$b/calls.txt"
-[ "$(grep -c '^run:' "$b/calls.txt")" = 3 ] || fail "the main process and one for each of the two waiting GEMMs"
+[ "$(grep -c '^run:' "$b/calls.txt")" = 4 ] || fail "the main process and one for each of the three GEMMs alone"
 main=$(head -1 "$b/calls.txt")
-for r in sgemm_vec/4096 vec_copy scan_tiled/n= gemm_wgmma_bf16_wide/4096 sgemm_pipelined_128x128x8_b2; do
+for r in sgemm_vec/4096 vec_copy scan_tiled/n= sgemm_pipelined_128x128x8_b2; do
   grep -q "speed/$r" <<< "$main" || fail "$r not in the main process: $main"
 done
-for r in scan_tiled_t512 wide_g8 sgemm_pipelined_64x128x16/ persistent wide_tma; do
+for r in scan_tiled_t512 wide_g8 sgemm_pipelined_64x128x16/ persistent wide_tma gemm_wgmma_bf16_wide/; do
   grep -q "$r" <<< "$main" && fail "$r in the main process: $main"
 done
 grep -q '^run: speed/gemm_wgmma_bf16_persistent/4096' "$b/calls.txt" || fail "the persistent GEMM alone"
 grep -q '^run: speed/gemm_wgmma_bf16_wide_tma/4096' "$b/calls.txt" || fail "the TMA-store GEMM alone"
+grep -qx 'run: speed/gemm_wgmma_bf16_wide/4096/iterations:1/manual_time' "$b/calls.txt" || fail "the wgmma GEMM alone"
+grep -q '(no twin)' "$b/calls.txt" && fail "a row run again without its twin, though none failed"
 grep -q '^speed .*PASS .*7 rows measured, 0 not' "$dir/all/summary.txt" || fail "the part's verdict: $(cat "$dir/all/summary.txt")"
 grep -q '^| gemm_wgmma_bf16_wide_tma | 4096 | 1.0000 ' "$dir/all/speed.txt" || fail "a row run alone in the table"
+
+# A wgmma twin that faults: its row is timed again without it, and the part still passes.
+run "$dir/twin" STANDIN_TWIN_FAILS=1
+cat "$b/calls.txt"
+grep -qx 'run: speed/gemm_wgmma_bf16_wide/4096/iterations:1/manual_time (no twin)' "$b/calls.txt" ||
+  fail "the row again without its twin"
+[ "$(grep -c '(no twin)' "$b/calls.txt")" = 1 ] || fail "only the row whose twin failed again"
+grep -q 'gemm_wgmma_bf16_wide/4096.*with its twin; again without it' "$dir/twin/speed.txt" || fail "the failure noted"
+grep -q '^speed .*PASS .*7 rows measured, 0 not' "$dir/twin/summary.txt" || fail "$(cat "$dir/twin/summary.txt")"
 
 # GPU_CHECK_SPEED_ROWS: the settled rows it names run; a waiting GEMM it names still runs alone.
 run "$dir/some" GPU_CHECK_SPEED_ROWS='scan_tiled_t|persistent'

@@ -37,7 +37,7 @@ row() {  # row NAME COUNTERS...
 # A row run alone (gpu-check runs the kernels that could deadlock each in its own process): a second file.
 {
   echo '{"context": {}, "benchmarks": ['
-  row gemm_wgmma_bf16_wide/4096 '"vantage_ms": 0.2, "vantage_min_ms": 0.19, "vantage_max_ms": 0.21, "checks": 0, "TFLOPs": 687.2'
+  row gemm_wgmma_bf16_wide/4096 '"vantage_ms": 0.2, "vantage_min_ms": 0.19, "vantage_max_ms": 0.21, "checks": 0, "TFLOPs": 687.2, "twin_differs": 1'
   echo ']}'
 } > "$dir/speed_alone.json"
 echo '{"n": 268435456, "log2n": 28, "scan_ms": 1.2, "reduce_ms": 0.475, "radix_ms": 20.0, "copy_ms": 0.8}' > "$dir/cub.jsonl"
@@ -55,6 +55,7 @@ fail() { echo "speed_table.sh: $*" >&2; exit 1; }
 [ "$rc" = 1 ] || fail "a row that did not run must make it exit 1 (got $rc)"
 grep -q '^| sgemm_warptile | 4096 | 5.0000 (4.9000–5.2000) | 0 | 27.5 TFLOP/s | 5.0000 | 1.000 |' "$dir/out.txt" || fail "the warptile row"
 grep -q '| cuBLAS fp32 | 4.0000 | 0.800 |' "$dir/out.txt" || fail "cuBLAS's time over the kernel's"
+grep -q '^| gemm_wgmma_bf16_wide | 4096 | 0.2000 .* | twin differs | – |' "$dir/out.txt" || fail "a twin whose result differs"
 grep -q '^MISSED .*0.95 of its twin.*slowest: sgemm_vec/4096: 0.900' "$dir/out.txt" || fail "the twin goal"
 grep -q '^MISSED .*best sgemm.*(sgemm_warptile): 0.800 (goal 0.9)' "$dir/out.txt" || fail "the best sgemm is the fastest row"
 grep -q '^MET .*scan at 2^28 at least CUB.*: 1.200' "$dir/out.txt" || fail "CUB's time over the scan's"

@@ -45,8 +45,20 @@ const std::vector<Twin>& all() {
       {"device_scan", "reduce_scan.cu", "twin_scan_tiled", vector},
       {"compact", "device.cu", "twin_compact", vector},
       {"byte_histogram", "device.cu", "twin_byte_histogram", vector},
-      {"gemm_wgmma_bf16", "wgmma.cu", "twin_gemm_wgmma_bf16", gemm},
-      {"gemm_wgmma_bf16_wide", "wgmma.cu", "twin_gemm_wgmma_bf16_wide", gemm},
+      // A (argument 3, M x K) and Bt (4, N x K) by TMA, in 4 slots of 128 + BN rows of 128 bytes
+      // (bench/twins/wgmma.cu's TWIN_WGMMA_SHARED).
+      {"gemm_wgmma_bf16",
+       "wgmma.cu",
+       "twin_gemm_wgmma_bf16",
+       gemm,
+       {{3, 0, 2, 128, 64}, {4, 1, 2, 128, 64}},
+       4 * 256 * 128 + 64 + 1024},
+      {"gemm_wgmma_bf16_wide",
+       "wgmma.cu",
+       "twin_gemm_wgmma_bf16_wide",
+       gemm,
+       {{3, 0, 2, 128, 64}, {4, 1, 2, 256, 64}},
+       4 * 384 * 128 + 64 + 1024},
   };
   return kTwins;
 }

@@ -16,6 +16,14 @@
 
 namespace vantage::twins {
 
+/// A TMA tensor map a twin takes after its arguments, made by its caller from them: a bf16 matrix
+/// (argument `buffer`, row-major, `rows` x `cols` the values of those arguments) read in boxes of
+/// box_rows x box_cols in the 128-byte swizzle, as Vantage's launcher makes a TensorMap's.
+struct TwinMap {
+  int buffer = 0, rows = 0, cols = 0;
+  int box_rows = 0, box_cols = 0;
+};
+
 /// One example and its twin.
 struct Twin {
   std::string example;  ///< the name in examples::all()
@@ -25,6 +33,8 @@ struct Twin {
   /// parameters' values, the others' size classes: Assumption::of); the twin gets them as macros
   /// (TWIN_N, ...).
   std::map<std::string, std::int64_t> sizes;
+  std::vector<TwinMap> maps = {};   ///< the tensor maps it takes after its arguments
+  std::int64_t dynamic_shared = 0;  ///< the dynamic shared memory it is launched with
 };
 /// Every example with a twin, in a stable order.
 const std::vector<Twin>& all();

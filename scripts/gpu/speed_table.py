@@ -81,7 +81,8 @@ def main():
             return fmt.format(r[key]) if key in r else "–"
         out.append(
             f"| {r['example']} | {r['size']} | {r['vantage_ms']:.4f} ({r['vantage_min_ms']:.4f}–{r['vantage_max_ms']:.4f}) "
-            f"| {int(r.get('checks', 0))} | {rate} | {f('twin_ms', '{:.4f}')} | {f('speed_of_twin', '{:.3f}')} "
+            f"| {int(r.get('checks', 0))} | {rate} "
+            f"| {'twin differs' if r.get('twin_differs') else f('twin_ms', '{:.4f}')} | {f('speed_of_twin', '{:.3f}')} "
             f"| {f('copy_GBps', '{:.0f}')} | {f('of_copy', '{:.3f}')} | {bname or '–'} "
             f"| {'–' if bms is None else f'{bms:.4f}'} | {'–' if bof is None else f'{bof:.3f}'} |")
     print("\n".join(out))
