@@ -62,21 +62,40 @@ Expr digit_of(const Expr& key, const Expr& shift, const Pass& p) {
 }
 
 /// At block(1): a shared array of `size` i32 counts, zeroed, then `count(th, counts, key)` for each
-/// key of the block's tile (thread t the keys t, t + T, ...: coalesced). radix_count's and
-/// radix_histogram's tiles.
+/// key of the block's tile (thread t the keys t, t + T, ...: coalesced), or with `share`, of each of
+/// the tiles blk, blk + G, ... (G the launch's blocks). radix_count's and radix_histogram's tiles.
 View tile_counts(Scope& b, const Expr& blk, const Expr& n64, const Pass& p, const Expr& t, std::int64_t size,
-                 const View& keys, const std::function<void(Scope&, const View&, const Expr&)>& count, const Loc& loc) {
+                 const View& keys, const std::function<void(Scope&, const View&, const Expr&)>& count, bool share,
+                 const Loc& loc) {
   View h = b.shared("radix_hist", ScalarType::I32, size, loc);
   detail::for_own(
       b, h, t, p.threads, size, [&](Scope&, int k, const Expr&, const View& mine) { mine[IndexArg(k, loc)] = 0; }, loc);
+  const Expr tiles = detail::tiles_of(n64, p.per_tile);
+  std::optional<Var> rounds, blocks;
+  if (share) {
+    blocks = b.let("radix_blocks", cast<std::int64_t>(b.grid_blocks(loc)), loc);
+    rounds = b.let("radix_rounds", (tiles - cast<std::int64_t>(blk) + *blocks - 1) / *blocks, loc);
+  }
   b.group(
       thread(1),
       [&](Scope& th) {
-        for (int e = 0; e < p.items; ++e) {
-          Expr i = cast<std::int64_t>(blk) * p.per_tile + (cast<std::int64_t>(t) + e * p.threads);
-          th.if_(
-              i < n64, [&](Scope& th) { count(th, h, keys[IndexArg(i, loc)]); }, loc);
-        }
+        auto count_tile = [&](Scope& th, const Expr& tile) {
+          for (int e = 0; e < p.items; ++e) {
+            Expr i = tile * p.per_tile + (cast<std::int64_t>(t) + e * p.threads);
+            th.if_(
+                i < n64, [&](Scope& th) { count(th, h, keys[IndexArg(i, loc)]); }, loc);
+          }
+        };
+        if (!share) return count_tile(th, cast<std::int64_t>(blk));
+        th.for_(
+            "radix_round", Expr(0LL, loc), *rounds,
+            [&](Scope& th, Expr round) {
+              // From 0 to the tiles, as the loop keeps it, so that the index's arithmetic is bounded.
+              Var tile = th.let("radix_tile",
+                                max(min(cast<std::int64_t>(blk) + round * *blocks, tiles), cast<std::int64_t>(0)), loc);
+              count_tile(th, tile);
+            },
+            loc);
       },
       loc);
   return h;
@@ -368,7 +387,7 @@ void radix_count(Scope& grid, const View& table, const View& keys, const ExprArg
             [&](Scope& th, const View& h, const Expr& key) {
               th.atomic(AtomicOp::Add, h, digit_of(key, shift.expr, *p), 1, AtomicScope::Block, loc);
             },
-            loc);
+            false, loc);
         // The tile's counts, a digit a thread, into its column of the table (written whole, by
         // exchanges: the places are a block's stride apart).
         detail::for_own(
@@ -402,6 +421,11 @@ bool sweep_ok(Scope& grid, const char* helper, RadixTile tile, const View& hist,
   return true;
 }
 }  // namespace
+
+std::int64_t radix_histogram_blocks(std::int64_t n, std::int64_t threads, RadixTile tile) {
+  // About 2^18 threads (1024 blocks of 256): each block adds its counts to `hist` once.
+  return std::min(radix_blocks(n, threads, tile), std::max<std::int64_t>((std::int64_t{1} << 18) / threads, 1));
+}
 
 std::int64_t radix_hist_size(RadixTile tile) {
   const std::int64_t passes = 32 / std::max(tile.bits, 1);
@@ -437,7 +461,7 @@ void radix_histogram(Scope& grid, const View& hist, const View& keys, const Expr
                 th.atomic(AtomicOp::Add, h, q * D + digit_of(k, Expr(static_cast<int>(q * p->bits)), *p), 1,
                           AtomicScope::Block, loc);
             },
-            loc);
+            true, loc);
         detail::for_own(
             b, h, t, p->threads, P * D,
             [&](Scope& th, int k, const Expr& idx, const View& mine) {

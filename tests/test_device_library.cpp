@@ -821,7 +821,9 @@ TEST(DeviceLibrary, OneSweepRadixSortSortsKeysAndValuesStablyOnReusedStorage) {
         for (int sort = 0; sort < 2; ++sort) {  // the second on the storage as the first left it
           auto k = keys, v = vals;
           std::vector<std::uint32_t> k2(k.size()), v2(v.size());
-          test_support::launch_on(r.histogram, d, tiles, n, std::as_const(k), hist);
+          // The histogram a block a tile, then on three blocks each counting its share of the tiles.
+          const Grid counting = sort == 0 ? tiles : Grid{std::min<std::int64_t>(3, tiles.blocks), sh.threads};
+          test_support::launch_on(r.histogram, d, counting, n, std::as_const(k), hist);
           for (int shift = 0; shift < 32; shift += sh.tile.bits) {
             test_support::launch_on(r.pass, d, tiles, n, shift, std::as_const(k), std::as_const(v), hist, lookback, k2,
                                     v2);
@@ -846,6 +848,12 @@ TEST(DeviceLibrary, OneSweepRadixSortSortsKeysAndValuesStablyOnReusedStorage) {
       for (const Kernel* k : {&r.histogram, &r.pass}) EXPECT_EQ(compile(*k, Spec{}).log, "") << k->name();
     }
   }
+}
+
+TEST(DeviceLibrary, TheOneSweepHistogramIsLaunchedWithABlockATileUpTo1024Blocks) {
+  EXPECT_EQ(lib::radix_histogram_blocks(1, 256), 1);
+  EXPECT_EQ(lib::radix_histogram_blocks(20000, 256), lib::radix_blocks(20000, 256));
+  EXPECT_EQ(lib::radix_histogram_blocks(std::int64_t{1} << 28, 256), 1024);
 }
 
 TEST(DeviceLibrary, OneSweepStorageForTwoToTheThirtyKeysOrMoreIsRefused) {

@@ -497,9 +497,9 @@ Workload radix_sort_all(const Device& d, const Size& s, bool onesweep) {
     w.owned.push_back(hist);
     w.owned.push_back(lookback);
     w.run = [=](const Stream& stream) {
-      const Grid tiles{lib::radix_blocks(n, 256), 256};
+      const Grid tiles{lib::radix_blocks(n, 256), 256}, counting{lib::radix_histogram_blocks(n, 256), 256};
       const LaunchArg h[] = {LaunchArg(static_cast<int>(n)), LaunchArg(std::as_const(*k0)), LaunchArg(*hist)};
-      launch(histogram, stream, tiles, h);
+      launch(histogram, stream, counting, h);
       for (int pass = 0; pass < 4; ++pass) {
         auto& from_k = pass % 2 == 0 ? *k0 : *k1;
         auto& from_v = pass % 2 == 0 ? *v0 : *v1;

@@ -426,7 +426,11 @@ std::int64_t radix_hist_size(RadixTile tile = {});
 /// (std::invalid_argument for 2^30 keys or more: the look-back's counts have 30 bits.)
 std::int64_t radix_lookback_words(std::int64_t n, std::int64_t threads, RadixTile tile = {});
 Expr radix_lookback_extent(const ExprArg& n, std::int64_t threads, RadixTile tile = {});
-/// At grid(1): hist[p * 2^bits + d] += the keys whose digit of pass p is d, for every pass p.
+/// At grid(1): hist[p * 2^bits + d] += the keys whose digit of pass p is d, for every pass p. Block b
+/// counts the tiles b, b + G, ... (G the launch's blocks) in shared memory and adds its counts once:
+/// launch radix_histogram_blocks(n, T, tile) blocks (any number from 1 to radix_blocks counts the
+/// same), where a block a tile made every tile add all its 2^bits x passes counts to `hist`.
+std::int64_t radix_histogram_blocks(std::int64_t n, std::int64_t threads, RadixTile tile = {});
 void radix_histogram(Scope& grid, const View& hist, const View& keys, const ExprArg& n, RadixTile tile = {},
                      std::source_location loc = std::source_location::current());
 /// At grid(1): the pass of digit `(key >> shift) & (2^bits - 1)`: keys_in (and vals_in) to their
