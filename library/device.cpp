@@ -210,6 +210,7 @@ std::optional<std::int64_t> valid(Scope& grid, const Job& j, const Loc& loc) {
 struct TileState {
   View raw, vals, incl;
   Var first, prefix;
+  Var before_tile, before_thread, total;  // the tiles' before it; the tile's threads' before this; the tile's
 };
 
 /// Loads the thread's `items` elements from `first`: one vector loop per 4 where all are inside
@@ -401,8 +402,9 @@ void run_tiles(Scope& grid, const Job& j, const View* out, const AtEnd& at_end,
     const Expr tiles = tiles_of(j.n, per_tile);
     View shared = look_back(b, j, name + "_lb", blk, tiles, total, at_end, loc);
     if (finish) {
-      Var prefix = b.let(name + "_prefix", j.op(shared[IndexArg(0, loc)], thread_before), at(thread(1)), loc);
-      finish(b, blk, TileState{raw, vals, incl, first, prefix}, out_b);
+      Var before_tile = b.let(name + "_before_tile", shared[IndexArg(0, loc)], loc);
+      Var prefix = b.let(name + "_prefix", j.op(before_tile, thread_before), at(thread(1)), loc);
+      finish(b, blk, TileState{raw, vals, incl, first, prefix, before_tile, thread_before, total}, out_b);
     }
     // After the tile's outputs, off the look-back's path: the tile counts itself finished, and in
     // the last tile to finish the first warp zeroes the words and the count for the next launch.
@@ -733,17 +735,41 @@ void device_select(Scope& grid, const View& out, const View& count, const View& 
   run_tiles(
       grid, j, nullptr, last_tile_writes(count, loc),
       [&](Scope& b, const Expr&, const TileState& s, const View*) {
-        // Each kept item goes to its place: the kept items before it, in the launch.
+        // Each kept item to its place among the tile's kept items in shared memory (the kept items
+        // of the threads before and its own before it) ...
+        const std::int64_t per_tile = b.block_threads().value_or(1) * items;
+        View staged = b.shared("dev_staged", in.elem(), per_tile, loc);
         b.group(
             thread(1),
             [&](Scope& th) {
               for (int e = 0; e < items; ++e) {
                 Expr kept = s.vals[IndexArg(e, loc)];
-                Expr place = s.prefix + (s.incl[IndexArg(e, loc)] - kept);
+                Expr at_tile = s.before_thread + (s.incl[IndexArg(e, loc)] - kept);
                 th.if_(
                     kept != 0,
                     [&](Scope& th) {
-                      th.atomic(AtomicOp::Exch, out, place, s.raw[IndexArg(e, loc)], AtomicScope::Device, loc);
+                      th.atomic(AtomicOp::Exch, staged, at_tile, s.raw[IndexArg(e, loc)], AtomicScope::Block, loc);
+                    },
+                    loc);
+              }
+            },
+            loc);
+        // ... then thread t the tile's kept items t, t + T, ... to the launch's places after the tiles'
+        // before: neighbouring threads write neighbouring places (coalesced, as CUB's select
+        // scatters through shared memory), where each thread's own kept items lay a thread's
+        // share apart from its neighbour's.
+        Var t = b.let("dev_sel_t", b.id(thread(1), loc), loc);
+        const std::int64_t T = per_tile / items;
+        b.group(
+            thread(1),
+            [&](Scope& th) {
+              for (int e = 0; e < items; ++e) {
+                Expr i = t + e * static_cast<int>(T);
+                th.if_(
+                    i < s.total,
+                    [&](Scope& th) {
+                      th.atomic(AtomicOp::Exch, out, cast<std::int64_t>(s.before_tile) + cast<std::int64_t>(i),
+                                staged[IndexArg(i, loc)], AtomicScope::Device, loc);
                     },
                     loc);
               }

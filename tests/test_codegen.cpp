@@ -75,7 +75,9 @@ TEST(Codegen, BarrierCountsMatchTheHandWrittenMinimum) {
       // The warps' sums of each tile, and the last tile's sums of the tiles' totals it waited for
       // (no look-back: the other tiles publish and end).
       {"device_sum", 2},
-      {"compact", 5},
+      // device_scan's five, and one before the threads read the tile's kept items staged in shared
+      // memory to write them out coalesced.
+      {"compact", 6},
       // After the warps' counts are zeroed, after the warps have counted their keys by digit (before
       // the counts become the warps' places), the scan of the digits' counts over the block (its
       // warps' totals), before the keys read their places in the tile sorted by digit, and before
