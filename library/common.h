@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <optional>
 #include <source_location>
+#include <string>
 #include <utility>
 
 #include "vantage/builder.hpp"
@@ -48,6 +49,14 @@ void runs_of(Scope& grid, const View& out, const ExprArg& n, int run,
 /// The tiles of n elements as a device-wide kernel counts them: ceil(n / per_tile), at least one (so
 /// that n = 0 still has a tile, to write a reduction's identity), in 64 bits.
 Expr tiles_of(const Expr& n, std::int64_t per_tile);
+
+/// At block(1): the launch's G blocks each take the tiles blk, blk + G, ... of `tiles`, running
+/// `body(th, tile)` at thread(1) for each of block blk's in turn (variables `name`_blocks, _rounds,
+/// _round, _tile). A loop of unit step over the block's rounds (a run-time step makes the loop's own
+/// test guard its overflow); the tile clamped to [0, tiles], as the loop keeps it, so that the index
+/// arithmetic is bounded (lowering has no bound for a product of two run-time values).
+void for_each_share(Scope& b, const std::string& name, const Expr& blk, const Expr& tiles,
+                    const std::function<void(Scope&, const Expr&)>& body, const std::source_location& loc);
 
 /// At block(1): thread t (of `threads`) owns elements t, t + threads, ... below `count` of the shared
 /// array `shared` (a thread partition) and runs `body(th, k, index, mine)` at thread(1) for each, where

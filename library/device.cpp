@@ -67,6 +67,25 @@ void count_and_zero(Scope& b, const std::string& name, const View& words, const 
           loc);
 }
 
+void for_each_share(Scope& b, const std::string& name, const Expr& blk, const Expr& tiles,
+                    const std::function<void(Scope&, const Expr&)>& body, const std::source_location& loc) {
+  Var blocks = b.let(name + "_blocks", cast<std::int64_t>(b.grid_blocks(loc)), loc);
+  Var rounds = b.let(name + "_rounds", (tiles - cast<std::int64_t>(blk) + blocks - 1) / blocks, loc);
+  b.group(
+      thread(1),
+      [&](Scope& th) {
+        th.for_(
+            name + "_round", Expr(0LL, loc), rounds,
+            [&](Scope& th, Expr round) {
+              Var tile = th.let(name + "_tile",
+                                max(min(cast<std::int64_t>(blk) + round * blocks, tiles), cast<std::int64_t>(0)), loc);
+              body(th, tile);
+            },
+            loc);
+      },
+      loc);
+}
+
 void for_own(Scope& b, const View& shared, const Expr& t, std::int64_t threads, std::int64_t count,
              const std::function<void(Scope&, int, const Expr&, const View&)>& body, const std::source_location& loc) {
   const int per_thread = static_cast<int>((count + threads - 1) / threads);
@@ -635,7 +654,8 @@ std::int64_t device_blocks(std::int64_t n, std::int64_t threads, DeviceTile tile
 
 std::int64_t reduce_blocks(std::int64_t n, std::int64_t threads, DeviceTile tile) {
   // About 2^20 threads: a few waves of a large GPU (an H200 holds 132 x 2048), each block a few tiles.
-  return std::min(device_blocks(n, threads, tile), std::max<std::int64_t>((std::int64_t{1} << 20) / threads, 1));
+  return std::min(device_blocks(n, threads, tile),
+                  std::max<std::int64_t>((std::int64_t{1} << 20) / std::max<std::int64_t>(threads, 1), 1));
 }
 
 std::int64_t device_temp_words(std::int64_t n, std::int64_t threads, DeviceTile tile, ScalarType values) {
@@ -737,8 +757,8 @@ void device_select(Scope& grid, const View& out, const View& count, const View& 
       [&](Scope& b, const Expr&, const TileState& s, const View*) {
         // Each kept item to its place among the tile's kept items in shared memory (the kept items
         // of the threads before and its own before it) ...
-        const std::int64_t per_tile = b.block_threads().value_or(1) * items;
-        View staged = b.shared("dev_staged", in.elem(), per_tile, loc);
+        const std::int64_t T = *b.block_threads();  // run_tiles checked it is declared
+        View staged = b.shared("dev_staged", in.elem(), T * items, loc);
         b.group(
             thread(1),
             [&](Scope& th) {
@@ -759,7 +779,6 @@ void device_select(Scope& grid, const View& out, const View& count, const View& 
         // scatters through shared memory), where each thread's own kept items lay a thread's
         // share apart from its neighbour's.
         Var t = b.let("dev_sel_t", b.id(thread(1), loc), loc);
-        const std::int64_t T = per_tile / items;
         b.group(
             thread(1),
             [&](Scope& th) {
@@ -805,56 +824,40 @@ void device_histogram(Scope& grid, const View& out, const View& in, const ExprAr
         own_bins([&](Scope&, int k, const Expr&, const View& mine) { mine[IndexArg(k, loc)] = cast(ct, 0); });
         const Expr n64 = cast<std::int64_t>(n.expr);
         // The tiles blk, blk + G, ... (G the launch's blocks): a launch of fewer blocks than tiles
-        // adds each block's counts to `out` once for all of its tiles. A loop of unit step over the
-        // block's rounds (a run-time step makes the loop's own test guard its overflow).
-        Var blocks = b.let("dev_blocks", cast<std::int64_t>(b.grid_blocks(loc)), loc);
-        Var rounds =
-            b.let("dev_rounds", (tiles_of(n.expr, per_tile) - cast<std::int64_t>(blk) + blocks - 1) / blocks, loc);
+        // adds each block's counts to `out` once for all of its tiles.
         bool said = false;  // a float bin is refused once
-        b.group(
-            thread(1),
-            [&](Scope& th) {
-              th.for_(
-                  "dev_round", Expr(0LL, loc), rounds,
-                  [&](Scope& th, Expr round) {
-                    // From 0 to the tiles, as the loop keeps it, so that the index's arithmetic is
-                    // bounded (lowering has no bound for a product of two run-time values).
-                    Var at_tile = th.let("dev_tile",
-                                         max(min(cast<std::int64_t>(blk) + round * blocks, tiles_of(n.expr, per_tile)),
-                                             cast<std::int64_t>(0)),
-                                         loc);
-                    for (int e = 0; e < tile.items; ++e) {
-                      Expr i = at_tile * per_tile + (cast<std::int64_t>(t) + e * T);
+        detail::for_each_share(
+            b, "dev", blk, tiles_of(n.expr, per_tile),
+            [&](Scope& th, const Expr& at_tile) {
+              for (int e = 0; e < tile.items; ++e) {
+                Expr i = at_tile * per_tile + (cast<std::int64_t>(t) + e * T);
+                th.if_(
+                    i < n64,
+                    [&](Scope& th) {
+                      Var bin = th.let("dev_bin", bin_of(in[IndexArg(i, loc)]), loc);
+                      // A bin of any integer type: compared in 64 bits where it is not an i32 (a u8's
+                      // range holds no 256, an i64 would wrap into range as an i32), then taken as one.
+                      if (!is_integer(bin.type())) {
+                        if (said) return;
+                        said = true;
+                        th.diagnose("V0913",
+                                    std::string("lib::device_histogram's bin_of gives ") + type_name(bin.type()) +
+                                        ": it must give an integer bin",
+                                    loc);
+                        return;
+                      }
+                      const bool narrow = bin.type() == ScalarType::I32;
+                      const Expr wide = narrow ? Expr(bin) : cast<std::int64_t>(bin);
                       th.if_(
-                          i < n64,
+                          wide >= 0 && wide < bins,
                           [&](Scope& th) {
-                            Var bin = th.let("dev_bin", bin_of(in[IndexArg(i, loc)]), loc);
-                            // A bin of any integer type: compared in 64 bits where it is not an i32 (a
-                            // u8's range holds no 256, an i64 would wrap into range as an i32), then
-                            // taken as one.
-                            if (!is_integer(bin.type())) {
-                              if (said) return;
-                              said = true;
-                              th.diagnose("V0913",
-                                          std::string("lib::device_histogram's bin_of gives ") + type_name(bin.type()) +
-                                              ": it must give an integer bin",
-                                          loc);
-                              return;
-                            }
-                            const bool narrow = bin.type() == ScalarType::I32;
-                            const Expr wide = narrow ? Expr(bin) : cast<std::int64_t>(bin);
-                            th.if_(
-                                wide >= 0 && wide < bins,
-                                [&](Scope& th) {
-                                  th.atomic(AtomicOp::Add, hist, narrow ? Expr(bin) : cast<int>(bin), cast(ct, 1),
-                                            AtomicScope::Block, loc);
-                                },
-                                loc);
+                            th.atomic(AtomicOp::Add, hist, narrow ? Expr(bin) : cast<int>(bin), cast(ct, 1),
+                                      AtomicScope::Block, loc);
                           },
                           loc);
-                    }
-                  },
-                  loc);
+                    },
+                    loc);
+              }
             },
             loc);
         own_bins([&](Scope& th, int k, const Expr& bin, const View& mine) {

@@ -70,34 +70,18 @@ View tile_counts(Scope& b, const Expr& blk, const Expr& n64, const Pass& p, cons
   View h = b.shared("radix_hist", ScalarType::I32, size, loc);
   detail::for_own(
       b, h, t, p.threads, size, [&](Scope&, int k, const Expr&, const View& mine) { mine[IndexArg(k, loc)] = 0; }, loc);
-  const Expr tiles = detail::tiles_of(n64, p.per_tile);
-  std::optional<Var> rounds, blocks;
-  if (share) {
-    blocks = b.let("radix_blocks", cast<std::int64_t>(b.grid_blocks(loc)), loc);
-    rounds = b.let("radix_rounds", (tiles - cast<std::int64_t>(blk) + *blocks - 1) / *blocks, loc);
-  }
-  b.group(
-      thread(1),
-      [&](Scope& th) {
-        auto count_tile = [&](Scope& th, const Expr& tile) {
-          for (int e = 0; e < p.items; ++e) {
-            Expr i = tile * p.per_tile + (cast<std::int64_t>(t) + e * p.threads);
-            th.if_(
-                i < n64, [&](Scope& th) { count(th, h, keys[IndexArg(i, loc)]); }, loc);
-          }
-        };
-        if (!share) return count_tile(th, cast<std::int64_t>(blk));
-        th.for_(
-            "radix_round", Expr(0LL, loc), *rounds,
-            [&](Scope& th, Expr round) {
-              // From 0 to the tiles, as the loop keeps it, so that the index's arithmetic is bounded.
-              Var tile = th.let("radix_tile",
-                                max(min(cast<std::int64_t>(blk) + round * *blocks, tiles), cast<std::int64_t>(0)), loc);
-              count_tile(th, tile);
-            },
-            loc);
-      },
-      loc);
+  auto count_tile = [&](Scope& th, const Expr& tile) {
+    for (int e = 0; e < p.items; ++e) {
+      Expr i = tile * p.per_tile + (cast<std::int64_t>(t) + e * p.threads);
+      th.if_(
+          i < n64, [&](Scope& th) { count(th, h, keys[IndexArg(i, loc)]); }, loc);
+    }
+  };
+  if (share)
+    detail::for_each_share(b, "radix", blk, detail::tiles_of(n64, p.per_tile), count_tile, loc);
+  else
+    b.group(
+        thread(1), [&](Scope& th) { count_tile(th, cast<std::int64_t>(blk)); }, loc);
   return h;
 }
 
@@ -424,7 +408,8 @@ bool sweep_ok(Scope& grid, const char* helper, RadixTile tile, const View& hist,
 
 std::int64_t radix_histogram_blocks(std::int64_t n, std::int64_t threads, RadixTile tile) {
   // About 2^18 threads (1024 blocks of 256): each block adds its counts to `hist` once.
-  return std::min(radix_blocks(n, threads, tile), std::max<std::int64_t>((std::int64_t{1} << 18) / threads, 1));
+  return std::min(radix_blocks(n, threads, tile),
+                  std::max<std::int64_t>((std::int64_t{1} << 18) / std::max<std::int64_t>(threads, 1), 1));
 }
 
 std::int64_t radix_hist_size(RadixTile tile) {

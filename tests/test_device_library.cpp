@@ -193,6 +193,7 @@ TEST(DeviceLibrary, AReductionIsLaunchedWithABlockATileUpToAboutAMillionThreads)
   EXPECT_EQ(lib::reduce_blocks(80003, 1024), lib::device_blocks(80003, 1024));
   EXPECT_EQ(lib::reduce_blocks(std::int64_t{1} << 28, 1024), 1024);
   EXPECT_EQ(lib::reduce_blocks(std::int64_t{1} << 28, 256, {4}), 4096);
+  EXPECT_GE(lib::reduce_blocks(1000, 0), 1);  // no division by a block of no threads
 }
 
 TEST(DeviceLibrary, ReductionsCombineEveryElementInOrderAndGiveTheIdentityForNone) {
@@ -876,6 +877,7 @@ TEST(DeviceLibrary, TheOneSweepHistogramIsLaunchedWithABlockATileUpTo1024Blocks)
   EXPECT_EQ(lib::radix_histogram_blocks(1, 256), 1);
   EXPECT_EQ(lib::radix_histogram_blocks(20000, 256), lib::radix_blocks(20000, 256));
   EXPECT_EQ(lib::radix_histogram_blocks(std::int64_t{1} << 28, 256), 1024);
+  EXPECT_GE(lib::radix_histogram_blocks(1000, 0), 1);
 }
 
 TEST(DeviceLibrary, OneSweepStorageForTwoToTheThirtyKeysOrMoreIsRefused) {
