@@ -325,17 +325,19 @@ TEST(Cluster, TheWgmmaGemmsInClustersCompileWithTheirMulticastLoads) {
     SCOPED_TRACE(persistent ? "persistent" : "rung 2");
     Compiled c = compile(persistent ? examples::wgmma_gemm_persistent("persistent_cluster", 16, 1, 2)
                                     : examples::wgmma_gemm_cluster("gemm_cluster", 16),
-                         spec);
+                         examples::with_ptxas_report(spec));
     EXPECT_EQ(c.spec.checks.size(), persistent ? 256u : 0u);
     EXPECT_EQ(c.spec.barriers, 0);
-    EXPECT_EQ(c.log, "");
+    const examples::PtxasReport report = examples::ptxas_report(c.log);
+    EXPECT_EQ(report.rest, "");
+    // The kernel's own spills: the error path's `vt_fail` saves registers in a function of its own.
+    EXPECT_EQ(report.spills, 0) << "the accumulators spill";
     ASSERT_FALSE(c.cubin.empty());
     if (examples::find_cuobjdump().empty()) continue;
     const std::string sass = examples::sass(c.cubin);
     for (const char* op : {"UTMALDG.2D.MULTICAST", "UCGABAR_ARV", "UCGABAR_WAIT", "SYNCS.ARRIVE.TRANS64.RED",
                            "HGMMA.64x256x16.F32.BF16"})
       EXPECT_TRUE(contains(sass, op)) << op << " is not in the SASS";
-    EXPECT_FALSE(contains(sass, "STL")) << "the accumulators spill";
   }
 }
 

@@ -562,3 +562,125 @@ TEST(Codegen, AComparisonWithZeroIsDroppedOnlyWhereTheProofDecidesIt) {
 }
 }  // namespace
 }  // namespace vantage
+
+namespace vantage {
+namespace {
+/// One block of 64 threads, each writing `rows` rows of 4 of a flat share of a 256-wide matrix, as a
+/// GEMM's epilogue writes its tiles: thread t's element i is row i / 4, column t * 4 + i % 4.
+/// `element(j, e, k)` is the element a thread writes for its row j's column e (k: a parameter, 4).
+Kernel rows_of_four(const char* name, const std::function<Expr(Expr j, int e, Expr k)>& element) {
+  KernelBuilder k(name);
+  auto rows = k.param<int>("rows");
+  auto four = k.param<int>("k");
+  auto out = k.param<GlobalPtr<int>>("out", extent(rows * 256));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    g.partition(
+        out, block(1), [](Expr i) { return i; },
+        [&](Scope& g, View share) {
+          g.group(block(1), [&](Scope& b) {
+            auto t = b.let("t", b.id(thread(1)));
+            b.partition(
+                share, thread(1), [&](Expr i) { return i / 4 * 256 + t * 4 + i % 4; },
+                [&](Scope& b, View mine) {
+                  b.group(thread(1), [&](Scope& th) {
+                    th.for_("j", 0, rows, [&](Scope&, Expr j) {
+                      for (int e = 0; e < 4; ++e) mine[element(j, e, four)] = j * 10 + e;
+                    });
+                  });
+                });
+          });
+        });
+  });
+  return k.build();
+}
+
+// An index composed over a flat share: row j's element e of a thread's rows of 4 is (j * 4 + e) / 4
+// and (j * 4 + e) % 4 of the partition, which lowering makes j and e (the index is computed exactly,
+// j is at least 0 and e in [0, 4)). Where that is not proven the division stays: e * k / 4, for a
+// k of no known range, may be negative or reach the next row; and (j * 4 + 1) / 4 is not j for j below
+// 0, where division truncates. The persistent wgmma GEMM computed two divisions for each element it stored, 28,000 SASS
+// instructions in its epilogue.
+TEST(Codegen, ADivisionOfAFlatIndexIsItsRowWhereTheRestIsProvenInsideOneRow) {
+  const Kernel rows = rows_of_four("rows", [](Expr j, int e, Expr) { return j * 4 + e; });
+  const std::string lowered = rows.lowered(Spec{});
+  EXPECT_EQ(lowered.find(" / 4)"), std::string::npos) << lowered;
+  EXPECT_EQ(lowered.find(" % 4)"), std::string::npos) << lowered;
+  EXPECT_NE(lowered.find("out[(((i64(j) * 256l) + i64((t * 4))) + 2l)]"), std::string::npos) << lowered;
+  const Kernel next = rows_of_four("next", [](Expr j, int e, Expr k) { return j * 4 + e * k / 4; });
+  EXPECT_NE(next.lowered(Spec{}).find(" / 4)"), std::string::npos) << next.lowered(Spec{});
+  for (const Device& d : test_support::every_device()) {
+    for (int n : {1, 3}) {
+      std::vector<int> got(static_cast<std::size_t>(n) * 256, -1), want(got.size(), -1);
+      for (int t = 0; t < 64; ++t)
+        for (int j = 0; j < n; ++j)
+          for (int e = 0; e < 4; ++e) want[static_cast<std::size_t>(j * 256 + t * 4 + e)] = j * 10 + e;
+      test_support::launch_on(rows, d, Grid{1, 64}, n, 4, got);
+      EXPECT_EQ(got, want) << n << " rows on " << d.name();
+      std::fill(got.begin(), got.end(), -1);
+      test_support::launch_on(next, d, Grid{1, 64}, n, 4, got);
+      EXPECT_EQ(got, want) << n << " rows, e * k / 4, on " << d.name();
+    }
+  }
+
+  KernelBuilder k("truncates");
+  auto out = k.param<GlobalPtr<int>>("out", extent(64));
+  k.block_threads(64);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 64, [&](Scope& b, Expr, View out_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View o) {
+            b.group(thread(1), [&](Scope& th) {
+              auto same = th.let("same", 0);
+              th.for_("j", -3, 4, [&](Scope& th, Expr j) {
+                th.if_((j * 4 + 1) / 4 == j, [&](Scope& th) { th.assign(same, same + 1); });
+              });
+              o[0] = same;
+            });
+          });
+    });
+  });
+  const Kernel truncates = k.build();
+  EXPECT_NE(truncates.lowered(Spec{}).find(" / 4)"), std::string::npos) << truncates.lowered(Spec{});
+  for (const Device& d : test_support::every_device()) {
+    std::vector<int> got(64, -1);
+    test_support::launch_on(truncates, d, Grid{1, 64}, got);
+    EXPECT_EQ(got, std::vector<int>(64, 4)) << "j = 0 to 3 only, on " << d.name();
+  }
+}
+
+// Inside a branch its condition narrows the ranges of the positions it compares and of the lets
+// computed from them: a warpgroup's `t / 128` is 0 in the first and 1 in the second, and the row of a
+// consumer's element `t / 128 * 64 + t % 128 / 32 * 16` is a division less. The persistent GEMM's
+// stores were proven only through them.
+TEST(Codegen, ABranchsConditionNarrowsThePositionsItCompares) {
+  KernelBuilder k("halves");
+  auto out = k.param<GlobalPtr<int>>("out", extent(256));
+  k.block_threads(256);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 256, [&](Scope& b, Expr, View out_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t / 128 * 128 + t % 128 + i; },
+          [&](Scope& b, View o) {
+            b.group(thread(1), [&](Scope& th) {
+              th.if_(
+                  t < 128, [&](Scope&) { o[0] = 1; }, [&](Scope&) { o[0] = 2; });
+            });
+          });
+    });
+  });
+  Kernel kernel = k.build();
+  const std::string lowered = kernel.lowered(Spec{});
+  EXPECT_EQ(lowered.find("/ 128"), std::string::npos) << lowered;
+  EXPECT_EQ(lowered.find("% 128"), std::string::npos) << lowered;
+  for (const Device& d : test_support::every_device()) {
+    std::vector<int> got(256, -1);
+    test_support::launch_on(kernel, d, Grid{1, 256}, got);
+    for (int t = 0; t < 256; ++t) EXPECT_EQ(got[static_cast<std::size_t>(t)], t < 128 ? 1 : 2) << t;
+  }
+}
+}  // namespace
+}  // namespace vantage

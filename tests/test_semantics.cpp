@@ -247,6 +247,39 @@ TEST(Ranges, ArithmeticAndDivisionBounds) {
   EXPECT_FALSE(ir::may_overflow(static_cast<const ir::Binary&>(*sum), env));
 }
 
+// A grid-stride loop's rounds, (tiles - b + G - 1) / G for block b of G: the dividend adds the
+// divisor once, so the quotient is 1 + (tiles - 1 - b) / G, at most `tiles` however large the grid.
+// Without it a persistent kernel's tile index j * G might reach 2^31 and every index built from it was
+// computed in 64 bits and kept its divisions. Where the dividend subtracts the divisor, or may wrap,
+// nothing more is known.
+TEST(Ranges, AQuotientWhoseDividendAddsTheDivisorIsAtMostOneMoreThanTheRest) {
+  ir::RangeEnv env;
+  SourceLoc l{"t.cpp", 1, 1};
+  auto b = ir::make_var(0, "b", I32, ir::VarNode::Origin::Let, l);
+  auto g = ir::make_var(1, "g", I32, ir::VarNode::Origin::Let, l);
+  env.vars[b.get()] = {0, 5592404};
+  env.vars[g.get()] = {1, 5592405};
+  auto bb = ir::ref(b, l), gg = ir::ref(g, l);
+  auto i32 = [&](std::int64_t v) { return ir::int_literal(I32, v, l); };
+  auto bin = [&](BinOp op, const ir::ExprPtr& x, const ir::ExprPtr& y) {
+    return ir::make<ir::Binary>(I32, op, x, y, l);
+  };
+  auto rounds = bin(BinOp::Div, bin(BinOp::Sub, bin(BinOp::Add, bin(BinOp::Sub, i32(512), bb), gg), i32(1)), gg);
+  ir::Range r = ir::value_range(rounds, env);
+  EXPECT_EQ(static_cast<std::int64_t>(r.hi), 512);
+  EXPECT_LE(static_cast<std::int64_t>(r.lo), 0);
+  // A non-negative dividend: (512 + g - 1) / g is at most 512 too.
+  ir::Range p = ir::value_range(bin(BinOp::Div, bin(BinOp::Add, i32(511), gg), gg), env);
+  EXPECT_GE(static_cast<std::int64_t>(p.lo), 0);
+  EXPECT_EQ(static_cast<std::int64_t>(p.hi), 512);
+  // The divisor subtracted: nothing more than |dividend|.
+  ir::Range m = ir::value_range(bin(BinOp::Div, bin(BinOp::Sub, i32(512), gg), gg), env);
+  EXPECT_EQ(static_cast<std::int64_t>(m.hi), 5592405 - 512);  // |512 - 5592405|
+  // A dividend that may wrap (g * g): its type's range.
+  ir::Range w = ir::value_range(bin(BinOp::Div, bin(BinOp::Add, bin(BinOp::Mul, gg, gg), gg), gg), env);
+  EXPECT_GT(static_cast<std::int64_t>(w.hi), 1000000);
+}
+
 /// A memo of exact ranges (what the bounds proofs of one body share) finds an expression again by its
 /// structure, and two variables may look alike (the same id and name, as a hand-built or transformed
 /// IR can have) with different ranges: the memo must tell them apart, or a proof would take the

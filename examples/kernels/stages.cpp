@@ -3,11 +3,14 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <stdexcept>
 
 namespace vantage::examples {
 
@@ -43,6 +46,46 @@ std::string sass(const std::vector<char>& cubin) {
   }
   std::filesystem::remove(path);
   throw ToolchainError("cannot run " + tool);
+}
+
+Spec with_ptxas_report(Spec spec) {
+  spec.compiler.extra.push_back("--ptxas-options=-v");
+  return spec;
+}
+
+PtxasReport ptxas_report(const std::string& log) {
+  PtxasReport r;
+  bool entry = false, found = false;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find_first_not_of(std::string(" \0", 2)) == std::string::npos) continue;  // NVRTC's log ends in a NUL
+    // The report's lines: "ptxas info    : ..." and their continuations "ptxas         . ...";
+    // a warning stays.
+    const auto text = line.rfind("ptxas", 0) == 0 ? line.find_first_not_of(' ', 5) : std::string::npos;
+    const bool report = line.rfind("ptxas info", 0) == 0 || (text != std::string::npos && line[text] == '.');
+    if (!report) {
+      r.rest += line + "\n";
+      continue;
+    }
+    // "ptxas info    : Function properties for vt_NAME_HASH", then its "N bytes stack frame, S bytes
+    // spill stores, L bytes spill loads"; a device function's name is mangled (_Z...).
+    if (const auto at = line.find("Function properties for "); at != std::string::npos) {
+      entry = line.compare(at + 24, 3, "vt_") == 0;
+      continue;
+    }
+    const auto stores = line.find(" bytes spill stores"), loads = line.find(" bytes spill loads");
+    if (!entry || stores == std::string::npos || loads == std::string::npos) continue;
+    auto number_before = [&](std::size_t end) {
+      std::size_t b = end;
+      while (b > 0 && std::isdigit(static_cast<unsigned char>(line[b - 1]))) --b;
+      return std::strtol(line.c_str() + b, nullptr, 10);
+    };
+    r.spills += number_before(stores) + number_before(loads);
+    found = true;
+    entry = false;
+  }
+  if (!found) throw std::runtime_error("no entry function's spills in the log (compiled with_ptxas_report?): " + log);
+  return r;
 }
 
 int emit_stage(int argc, char** argv, const Kernel& kernel, Spec spec) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "jit/ir/affine.h"
 #include "jit/ir/eval.h"
 #include "jit/ir/visit.h"
 
@@ -59,6 +60,29 @@ Range exact_op(const Binary& n, Range a, Range b, __int128 k) {
   }
 }
 
+Range value_range_impl(const ExprPtr& e, const RangeEnv& env);
+
+/// The most `n.a / n.b` can be for a divisor d = n.b of at least b.lo >= 1 that the dividend adds k
+/// times (k >= 0), computed exactly: a = A + k * d is k + A / d <= k + max(A, 0) / b.lo where a >= 0,
+/// and at most 0 where a < 0. A grid-stride loop's rounds, `(tiles - bid + blocks - 1) / blocks`,
+/// are then at most `tiles`, however large the grid may be.
+std::optional<__int128> quotient_at_most(const Binary& n, const Range& b, const RangeEnv& env) {
+  const auto whole = exact_index_range(n.a, env);
+  if (!whole || !whole->within(Range::of(n.a->type))) return std::nullopt;
+  const Affine f = affine(n.a, true);
+  __int128 k = 0;
+  Range rest = Range::point(f.constant);
+  for (const auto& [atom, c] : f.terms) {
+    if (equal(atom, n.b)) {
+      k += c;
+      continue;
+    }
+    rest = add(rest, mul(value_range_impl(atom, env), Range::point(c)));
+  }
+  if (k < 0 || rest.hi >= kLimit) return std::nullopt;
+  return std::max<__int128>(0, k + std::max<__int128>(rest.hi, 0) / b.lo);
+}
+
 }  // namespace
 
 Range Range::of(ScalarType t) {
@@ -100,7 +124,10 @@ bool is_exact_index_op(const ExprNode& e) {
   }
 }
 
-Range value_range(const ExprPtr& e, const RangeEnv& env) {
+Range value_range(const ExprPtr& e, const RangeEnv& env) { return value_range_impl(e, env); }
+
+namespace {
+Range value_range_impl(const ExprPtr& e, const RangeEnv& env) {
   if (!e) return unknown_big();
   Range full = Range::of(e->type);
   if (!is_integer(e->type) && e->type != ScalarType::Bool) return full;
@@ -134,8 +161,16 @@ Range value_range(const ExprPtr& e, const RangeEnv& env) {
                     if (k && *k != 0) return fit(exact_op(n, a, b, *k));
                     // A divisor known positive (a size the specialization made a constant
                     // through a variable): a non-negative a stays non-negative.
-                    if (a.lo >= 0 && b.lo > 0)
-                      return n.op == BinOp::Div ? Range{a.lo / b.hi, a.hi / b.lo} : Range{0, std::min(a.hi, b.hi - 1)};
+                    if (a.lo >= 0 && b.lo > 0) {
+                      if (n.op == BinOp::Mod) return Range{0, std::min(a.hi, b.hi - 1)};
+                      const auto hi = quotient_at_most(n, b, env);
+                      return Range{a.lo / b.hi, std::max(a.lo / b.hi, std::min(a.hi / b.lo, hi.value_or(a.hi)))};
+                    }
+                    if (n.op == BinOp::Div && b.lo > 0)
+                      if (auto hi = quotient_at_most(n, b, env)) {
+                        const __int128 m = std::max(a.hi < 0 ? -a.hi : a.hi, a.lo < 0 ? -a.lo : a.lo);
+                        return fit(Range{-m, std::min(m, *hi)});
+                      }
                     // |a / b| and |a % b| are at most |a| (x / 0 is -1, or all ones unsigned; x % 0 is x).
                     __int128 m = std::max(a.hi < 0 ? -a.hi : a.hi, a.lo < 0 ? -a.lo : a.lo);
                     if (!is_signed(n.type)) return n.op == BinOp::Mod ? Range{0, m} : full;
@@ -191,6 +226,8 @@ Range value_range(const ExprPtr& e, const RangeEnv& env) {
               [&](const Load&) { return full; },
           });
 }
+
+}  // namespace
 
 bool may_overflow(const Binary& b, const RangeEnv& env) {
   Range a = value_range(b.a, env), c = value_range(b.b, env);

@@ -20,7 +20,7 @@ auto BodyLowerer::resolve(MemPtr m, std::vector<ExprPtr> idx, SourceLoc l) const
     }
     m = v.src;
   }
-  return {m, idx.empty() ? lit(0, l) : fold(idx[0])};
+  return {m, idx.empty() ? lit(0, l) : prover_.quotients(fold(idx[0]), true)};
 }
 
 auto BodyLowerer::exact_width(const ExprPtr& e) const -> ExprPtr {

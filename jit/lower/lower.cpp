@@ -114,16 +114,17 @@ void BodyLowerer::lower_stmt(const Store& n, std::vector<StmtPtr>& out) {
 }
 
 void BodyLowerer::lower_stmt(const If& n, std::vector<StmtPtr>& out) {
-  ExprPtr c = prover_.decided(lx(n.cond));
+  // Its divisions simplified as the indices under it are, so that its facts read as they do.
+  ExprPtr c = prover_.decided(prover_.quotients(lx(n.cond), false));
   std::size_t facts = prover_.facts();
   prover_.add_facts(c);
-  StmtPtr t = block(n.then_body);
+  StmtPtr t = prover_.within(c, false, [&] { return block(n.then_body); });
   prover_.restore_facts(facts);
   if (is_true(c)) {  // every comparison in it decided
     out.push_back(t);
     return;
   }
-  StmtPtr e = n.else_body ? block(n.else_body) : nullptr;
+  StmtPtr e = n.else_body ? prover_.within(c, true, [&] { return block(n.else_body); }) : nullptr;
   out.push_back(make<If>(c, t, e, n.loc));
 }
 
@@ -225,7 +226,7 @@ void BodyLowerer::lower_stmt(const Split& n, std::vector<StmtPtr>& out) {
     if (offset != 0) cond = bin(BinOp::LAnd, bin(BinOp::Ge, pos, lit(offset, l), l), cond, l);
     std::size_t facts = prover_.facts();
     prover_.add_facts(cond);  // the branch's positions: facts for the bounds proofs inside it
-    branches.emplace_back(cond, scoped(next, n.bodies[i]));
+    branches.emplace_back(cond, prover_.within(cond, false, [&] { return scoped(next, n.bodies[i]); }));
     prover_.restore_facts(facts);
     offset += count;
   }

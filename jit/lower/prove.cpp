@@ -3,6 +3,9 @@
 // index in three readings (normal, exact, products). See prove.h.
 #include "jit/lower/prove.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "jit/ir/eval.h"
 #include "jit/ir/mutate.h"
 #include "jit/ir/visit.h"
@@ -391,13 +394,18 @@ auto Prover::reads_changing(const ExprPtr& e, const std::unordered_set<const Var
       found = found || !(m.is_const && m.space == MemSpace::Global && b.stable_.count(&m));
       IRVisitor::visit(n);
     }
-  } scan(*this, vars);
+  };
+  Scan scan(*this, vars);
   scan.walk(e);
   return scan.found;
 }
 
 void Prover::bind_range(const VarNode* v, Range r) {
   env_.vars[v] = r;
+  forget();
+}
+
+void Prover::forget() {
   exact_memo_.clear();
   for (auto& c : facts_cache_) c.valid = false;
   for (auto& m : fact_forms_) m.clear();
@@ -471,6 +479,200 @@ void Prover::add_facts(const ExprPtr& cond) {
     return;
   }
   facts_.push_back(cond);
+}
+
+namespace {
+/// `x op c` or `c op x` with c an integer literal of x's type, as the range it gives x where it holds
+/// (`negated`: where it does not); none for any other condition.
+std::optional<std::pair<ExprPtr, Range>> compared(const ExprPtr& cond, bool negated) {
+  const auto* b = as<Binary>(*cond);
+  if (!b || !b->a || !b->b || !is_integer(b->a->type) || b->a->type != b->b->type) return std::nullopt;
+  BinOp op = b->op;
+  ExprPtr x = b->a, k = b->b;
+  if (as<Literal>(*x)) {  // c op x: x op' c
+    std::swap(x, k);
+    switch (op) {
+      case BinOp::Lt: op = BinOp::Gt; break;
+      case BinOp::Le: op = BinOp::Ge; break;
+      case BinOp::Gt: op = BinOp::Lt; break;
+      case BinOp::Ge: op = BinOp::Le; break;
+      default: break;
+    }
+  }
+  const auto* lit = as<Literal>(*k);
+  const Range all = Range::of(x->type);
+  if (!lit || !all.contains(lit->i)) return std::nullopt;
+  const __int128 c = lit->i;
+  if (negated) {
+    switch (op) {
+      case BinOp::Lt: op = BinOp::Ge; break;
+      case BinOp::Le: op = BinOp::Gt; break;
+      case BinOp::Gt: op = BinOp::Le; break;
+      case BinOp::Ge: op = BinOp::Lt; break;
+      case BinOp::Ne: op = BinOp::Eq; break;
+      default: return std::nullopt;
+    }
+  }
+  Range r = all;
+  switch (op) {
+    case BinOp::Lt: r.hi = c - 1; break;
+    case BinOp::Le: r.hi = c; break;
+    case BinOp::Gt: r.lo = c + 1; break;
+    case BinOp::Ge: r.lo = c; break;
+    case BinOp::Eq: r = Range::point(c); break;
+    default: return std::nullopt;
+  }
+  return std::pair{x, r};
+}
+
+/// `cur` met with `r`, if that is narrower and not empty.
+bool tighten(Range& cur, const Range& r) {
+  const Range t{std::max(cur.lo, r.lo), std::min(cur.hi, r.hi)};
+  if (t.lo > t.hi || (t.lo == cur.lo && t.hi == cur.hi)) return false;
+  cur = t;
+  return true;
+}
+}  // namespace
+
+auto Prover::narrow(const ExprPtr& cond, bool negated) -> Narrowed {
+  Narrowed n;
+  std::vector<std::pair<ExprPtr, Range>> found;
+  std::function<void(const ExprPtr&)> conjuncts = [&](const ExprPtr& e) {
+    if (!e) return;
+    if (const auto* b = as<Binary>(*e); b && b->op == BinOp::LAnd && !negated) {
+      conjuncts(b->a);
+      conjuncts(b->b);
+    } else if (auto f = compared(e, negated)) {
+      found.push_back(*f);
+    }
+  };
+  conjuncts(cond);
+  std::unordered_set<const VarNode*> changed;
+  bool thread = false, block = false;
+  auto narrow_var = [&](const VarNode* v, const Range& r) {
+    auto it = env_.vars.find(v);
+    const std::optional<Range> old = it == env_.vars.end() ? std::nullopt : std::optional<Range>(it->second);
+    Range cur = old.value_or(Range::of(v->type));
+    if (!tighten(cur, r)) return;
+    if (!changed.count(v)) n.vars.emplace_back(v, old);
+    env_.vars[v] = cur;
+    changed.insert(v);
+  };
+  for (const auto& [x, r] : found) {
+    if (const auto* bi = as<Builtin>(*x); bi && bi->which != BuiltinKind::BlocksInGrid) {
+      const bool is_thread = bi->which == BuiltinKind::ThreadInBlock;
+      std::optional<Range>& slot = is_thread ? env_.thread_index : env_.block_index;
+      Range cur = slot.value_or(Range::of(x->type));
+      if (!tighten(cur, r)) continue;
+      auto& saved = is_thread ? n.thread : n.block;
+      if (!saved) saved = slot;
+      slot = cur;
+      (is_thread ? thread : block) = true;
+    } else if (const auto* v = as<VarRef>(*x); v && is_integer(v->var->type) && !reassigned_.count(v->var.get())) {
+      narrow_var(v->var.get(), r);
+    }
+  }
+  if (changed.empty() && !thread && !block) return n;
+  // The lets computed from what changed, in the order defined (a let may read an earlier one).
+  std::function<bool(const ExprPtr&)> reads = [&](const ExprPtr& e) {
+    if (!e) return false;
+    if (const auto* r = as<VarRef>(*e)) return changed.count(r->var.get()) > 0;
+    if (const auto* b = as<Builtin>(*e))
+      return (thread && b->which == BuiltinKind::ThreadInBlock) || (block && b->which == BuiltinKind::BlockInGrid);
+    bool found = false;
+    for_each_child(
+        *e, [&](const ExprPtr& c) { found = found || reads(c); }, [](const StmtPtr&) {});
+    return found;
+  };
+  for (const VarNode* v : def_order_) {
+    if (reads(defs_.at(v))) narrow_var(v, value_range(defs_.at(v), env_));
+  }
+  forget();
+  return n;
+}
+
+void Prover::restore(const Narrowed& n) {
+  if (n.vars.empty() && !n.thread && !n.block) return;
+  for (const auto& [v, old] : n.vars) {
+    if (old)
+      env_.vars[v] = *old;
+    else
+      env_.vars.erase(v);
+  }
+  if (n.thread) env_.thread_index = *n.thread;
+  if (n.block) env_.block_index = *n.block;
+  forget();
+}
+
+auto Prover::quotients(const ExprPtr& e, bool exact_part) const -> ExprPtr {
+  if (!e || !(is_integer(e->type) || e->type == ScalarType::Bool)) return e;
+  const bool exact_op = exact_part && is_exact_index_op(*e);
+  ExprPtr r = e;
+  if (const auto* u = as<Unary>(*e)) {
+    ExprPtr a = quotients(u->a, exact_op);
+    if (a != u->a) r = fold(make<Unary>(u->type, u->op, a, u->loc));
+  } else if (const auto* c = as<Cast>(*e)) {
+    ExprPtr a = quotients(c->a, false);
+    if (a != c->a) r = fold(make<Cast>(c->type, a, c->loc));
+  } else if (const auto* b = as<Binary>(*e)) {
+    ExprPtr x = quotients(b->a, exact_op), y = quotients(b->b, exact_op);
+    if (x != b->a || y != b->b) r = fold(make<Binary>(b->type, b->op, x, y, b->loc));
+  }
+  const auto* n = as<Binary>(*r);
+  if (!n || (n->op != BinOp::Div && n->op != BinOp::Mod) || !as<Literal>(*n->b)) return r;
+  const auto c = const_int(n->b);
+  // Outside the index's exact part the operation is computed at its type: it must not wrap there,
+  // nor may what replaces it.
+  if (!c || *c < 2 || (!exact_op && !exact(r))) return r;
+  const auto parts = divided(n->a, *c);
+  if (!parts) return r;
+  const ExprPtr& out = n->op == BinOp::Div ? parts->first : parts->second;
+  return exact_op || exact(out) ? out : r;
+}
+
+auto Prover::divided(const ExprPtr& s, std::int64_t c) const -> std::optional<std::pair<ExprPtr, ExprPtr>> {
+  // s = c * q + r as exact sums: r takes the terms whose coefficient c does not divide and the
+  // constant's remainder, q the rest, divided by c.
+  constexpr std::int64_t kBig = std::int64_t{1} << 40;
+  const Affine a = affine(s, true);
+  if (a.constant >= kBig || a.constant <= -kBig) return std::nullopt;
+  const SourceLoc l = s->loc;
+  const ScalarType t = s->type;
+  auto plus = [&](ExprPtr sum, const ExprPtr& atom, std::int64_t k) -> ExprPtr {
+    if (k == 0) return sum;
+    ExprPtr term = k == 1 || k == -1 ? atom : make<Binary>(t, BinOp::Mul, atom, int_literal(t, k < 0 ? -k : k, l), l);
+    if (!sum) return k < 0 ? make<Unary>(t, UnOp::Neg, term, l) : term;
+    return make<Binary>(t, k < 0 ? BinOp::Sub : BinOp::Add, sum, term, l);
+  };
+  const std::int64_t r0 = (a.constant % c + c) % c, q0 = (a.constant - r0) / c;
+  ExprPtr q, r;
+  for (const auto& [atom, k] : a.terms) {
+    if (k >= kBig || k <= -kBig || atom->type != t) return std::nullopt;
+    if (k % c == 0)
+      q = plus(q, atom, k / c);
+    else
+      r = plus(r, atom, k);
+  }
+  auto with_constant = [&](const ExprPtr& sum, std::int64_t k) {
+    if (!sum) return int_literal(t, k, l);
+    return k == 0 ? sum : make<Binary>(t, k < 0 ? BinOp::Sub : BinOp::Add, sum, int_literal(t, k < 0 ? -k : k, l), l);
+  };
+  // s / c is q and s % c is r where s >= 0 and 0 <= r < c (an index's division truncates); where r's
+  // range is inside [m * c, (m + 1) * c), they are q + m and r - m * c (`t / 128` is 1 for t in
+  // [128, 256)).
+  const auto whole = exact_value_range(s, env_);
+  if (!whole || !proven_nonnegative(s, *whole)) return std::nullopt;
+  const ExprPtr rest = with_constant(r, r0);
+  const auto range = exact_value_range(rest, env_);
+  if (!range) return std::nullopt;
+  const __int128 m = range->lo >= 0 ? range->lo / c : -((-range->lo + c - 1) / c);
+  if (range->hi < (m + 1) * c && m > -kBig && m < kBig) {
+    const auto mm = static_cast<std::int64_t>(m);
+    return std::pair{fold(with_constant(q, q0 + mm)), fold(with_constant(r, r0 - mm * c))};
+  }
+  // Else by the conditions the code is under: `if (i < 64)`, `(j * 128 + i) % 128` is i.
+  if (!proven_nonnegative(rest, *range) || !proven_below(rest, int_literal(t, c, l))) return std::nullopt;
+  return std::pair{fold(with_constant(q, q0)), fold(rest)};
 }
 
 }  // namespace vantage::lower::detail

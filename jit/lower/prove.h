@@ -61,7 +61,32 @@ class Prover {
   void bind_range(const VarNode* v, Range r);
   /// A let's value stands for its variable in proofs (an integer let nothing assigns, computed
   /// exactly, reading nothing that changes).
-  void define(const VarNode* v, const ExprPtr& value) { defs_[v] = value; }
+  void define(const VarNode* v, const ExprPtr& value) {
+    if (defs_.emplace(v, value).second) def_order_.push_back(v);
+  }
+  /// The ranges as they were before `narrow`, to put back where its branch ends.
+  struct Narrowed {
+    std::vector<std::pair<const VarNode*, std::optional<Range>>> vars;
+    std::optional<std::optional<Range>> thread, block;
+  };
+  /// The ranges in a branch taken where `cond` holds (`negated`: where it does not; then only a
+  /// single comparison counts): a comparison with a constant of the thread's or block's position, or
+  /// of a variable nothing assigns, narrows its range, and the lets computed from it (`define`) are
+  /// narrowed in turn. A warpgroup's branch `if (tid >= 128 && tid < 256)` makes `t / 128` 1 there,
+  /// where t is the thread's position. `restore` puts back what it changed.
+  Narrowed narrow(const ExprPtr& cond, bool negated = false);
+  void restore(const Narrowed& n);
+  /// `f()` (a branch's lowering) with the ranges `narrow(cond, negated)` gives, put back after.
+  template <class F>
+  auto within(const ExprPtr& cond, bool negated, F&& f) {
+    struct Restore {
+      Prover& p;
+      Narrowed n;
+      ~Restore() { p.restore(n); }
+    };
+    const Restore r{*this, narrow(cond, negated)};
+    return f();
+  }
 
   // ------------------------------------------------------------------ proofs
   /// `e` with the values of unassigned lets put in and widening integer casts dropped: the form in
@@ -90,6 +115,13 @@ class Prover {
   /// puts in the values of lets, which wrap at their own types where the index does not
   /// (`let u = 58u; l[8u - u]` reads l[-50], while 8u - 58u folded at u32 is 4294967246).
   bool proven_nonnegative(const ExprPtr& x, const Range& r) const;
+  /// An index with each division and remainder by a constant c of a sum c * q + r, where r is proven
+  /// in [0, c) and the sum at least 0, replaced by q and r (docs/semantics.md: an index is computed
+  /// exactly). A view composed over a flat share: tile j's element e of a thread's 128,
+  /// `(j * 128 + e) / 128`, is j, and `% 128` is e, with no division left to compute. Under an
+  /// operation outside the exact part (`exact_part` false: a cast, a division by a variable) only
+  /// where neither the division nor what replaces it can wrap at its type.
+  ExprPtr quotients(const ExprPtr& e, bool exact_part) const;
   /// A branch's condition with each comparison that holds wherever the branch is reached dropped from
   /// its `&&`, `||` and `!`: `x >= 0` (or `0 <= x`, `x > -1`) with x an integer computed exactly whose
   /// range or the conditions in force prove it at least 0, and `x < y` (`y > x`) on integers computed
@@ -98,6 +130,8 @@ class Prover {
   ExprPtr decided(const ExprPtr& cond) const;
 
  private:
+  /// s as c * q + r with r proven in [0, c) and s at least 0: {q, r}.
+  std::optional<std::pair<ExprPtr, ExprPtr>> divided(const ExprPtr& s, std::int64_t c) const;
   /// An integer cast that keeps the value of an operand computed exactly (or `trusted`).
   bool widening(const Cast& c, bool trusted) const;
   /// A condition the code is under, `hi - lo >= least`, as an affine form; none when it is not an
@@ -162,6 +196,9 @@ class Prover {
   const std::unordered_set<const VarNode*>& reassigned_;
   std::vector<ExprPtr> facts_;                        ///< conditions the code is under
   std::unordered_map<const VarNode*, ExprPtr> defs_;  ///< unassigned integer lets computed exactly: their values
+  std::vector<const VarNode*> def_order_;             ///< defs_'s variables, in the order defined
+  /// Forgets what the proofs remember (the ranges or lets changed).
+  void forget();
   // What the proofs remember under the present ranges and lets; bind_range forgets all of it.
   ExactMemo exact_memo_;  ///< env_'s exact ranges
   /// `normal`'s results, by trust and depth: they read defs_ and, through `exact`, env_'s ranges.
