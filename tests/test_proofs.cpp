@@ -657,6 +657,7 @@ TEST(Codegen, ADivisionOfAFlatIndexIsItsRowWhereTheRestIsProvenInsideOneRow) {
 // stores were proven only through them.
 TEST(Codegen, ABranchsConditionNarrowsThePositionsItCompares) {
   KernelBuilder k("halves");
+  auto in = k.param<GlobalPtr<const int>>("in", extent(2));
   auto out = k.param<GlobalPtr<int>>("out", extent(256));
   k.block_threads(256);
   k.body([&](Scope& g) {
@@ -667,19 +668,20 @@ TEST(Codegen, ABranchsConditionNarrowsThePositionsItCompares) {
           [&](Scope& b, View o) {
             b.group(thread(1), [&](Scope& th) {
               th.if_(
-                  t < 128, [&](Scope&) { o[0] = 1; }, [&](Scope&) { o[0] = 2; });
+                  t < 128, [&](Scope&) { o[0] = in[t / 128]; }, [&](Scope&) { o[0] = in[t / 128] + 10; });
             });
           });
     });
   });
   Kernel kernel = k.build();
   const std::string lowered = kernel.lowered(Spec{});
-  EXPECT_EQ(lowered.find("/ 128"), std::string::npos) << lowered;
-  EXPECT_EQ(lowered.find("% 128"), std::string::npos) << lowered;
+  EXPECT_EQ(lowered.find("t / 128"), std::string::npos) << lowered;
+  EXPECT_EQ(lowered.find("t % 128"), std::string::npos) << lowered;
+  const std::vector<int> src{5, 7};
   for (const Device& d : test_support::every_device()) {
     std::vector<int> got(256, -1);
-    test_support::launch_on(kernel, d, Grid{1, 256}, got);
-    for (int t = 0; t < 256; ++t) EXPECT_EQ(got[static_cast<std::size_t>(t)], t < 128 ? 1 : 2) << t;
+    test_support::launch_on(kernel, d, Grid{1, 256}, src, got);
+    for (int t = 0; t < 256; ++t) EXPECT_EQ(got[static_cast<std::size_t>(t)], t < 128 ? 5 : 17) << t;
   }
 }
 }  // namespace
