@@ -81,6 +81,7 @@ TEST(Hopper, TheSpillsAreTheKernelsOwnNotACallsSavedRegisters) {
       "ptxas         .     0 bytes stack frame, 16 bytes spill stores, 16 bytes spill loads\n";
   const examples::PtxasReport parsed = examples::ptxas_report(log + std::string(1, '\0'));
   EXPECT_EQ(parsed.spills, 12);
+  EXPECT_EQ(parsed.registers, 168);
   EXPECT_EQ(parsed.rest, "ptxas warning : Registers are spilled to local memory in function 'vt_k_1234abcd'\n");
   const Spec spec = Spec{}.with_arch(Arch::SM_90a).with_size("M", 4096).with_size("N", 4096).with_size("K", 4096);
   const Compiled c =
@@ -89,6 +90,37 @@ TEST(Hopper, TheSpillsAreTheKernelsOwnNotACallsSavedRegisters) {
   EXPECT_EQ(report.spills, 0) << c.log;
   EXPECT_NE(c.log.find("vt_fail"), std::string::npos) << "the error path is a function of its own:\n" << c.log;
   EXPECT_THROW(examples::ptxas_report(""), std::runtime_error);
+}
+
+// A register limit of the compile's holds: ptxas ignores `--maxrregcount` for a kernel with launch
+// bounds, which every kernel had, so sgemm_pipelined kept its 130 registers under a limit of 32. Now
+// the kernel is printed with `__maxnreg__`, and spills to keep to it; with a count of blocks per
+// multiprocessor as well, the smaller limit.
+TEST(Hopper, ARegisterLimitOfTheCompileHolds) {
+  REQUIRE_NVRTC();
+  const examples::Example& ex = gemm_example("sgemm_pipelined");
+  Spec spec = examples::with_ptxas_report(ex.spec());
+  spec.compiler.max_registers = 32;
+  const Compiled c = compile(ex.build(), spec);
+  EXPECT_TRUE(contains(c.spec.source, "__maxnreg__(32)")) << c.spec.source.substr(0, 400);
+  EXPECT_FALSE(contains(c.spec.source, "__launch_bounds__"));
+  const examples::PtxasReport report = examples::ptxas_report(c.log);
+  EXPECT_LE(report.registers, 32) << c.log;
+  EXPECT_GT(report.spills, 0) << c.log;
+  KernelBuilder k("two_a_multiprocessor");
+  auto out = k.param<GlobalPtr<float>>("out", extent(512));
+  k.block_threads(512).min_blocks_per_sm(2);
+  k.body([&](Scope& g) {
+    lib::for_each_block(g, out, 512, [&](Scope& b, Expr, View out_b) {
+      auto t = b.let("t", b.id(thread(1)));
+      b.partition(
+          out_b, thread(1), [&](Expr i) { return t + i; },
+          [&](Scope& b, View o) { b.group(thread(1), [&](Scope&) { o[0] = 1.0f; }); });
+    });
+  });
+  Spec both = Spec{}.with_arch(Arch::SM_90);
+  both.compiler.max_registers = 255;
+  EXPECT_TRUE(contains(compile(k.build(), both).spec.source, "__maxnreg__(64)")) << "65536 / (512 * 2)";
 }
 
 TEST(Hopper, TheWgmmaGemmsCompileForSm90aWithEveryHopperInstructionTheyName) {

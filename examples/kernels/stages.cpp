@@ -55,7 +55,7 @@ Spec with_ptxas_report(Spec spec) {
 
 PtxasReport ptxas_report(const std::string& log) {
   PtxasReport r;
-  bool entry = false, found = false;
+  bool entry = false, found = false, compiling = false;
   std::istringstream in(log);
   for (std::string line; std::getline(in, line);) {
     if (line.find_first_not_of(std::string(" \0", 2)) == std::string::npos) continue;  // NVRTC's log ends in a NUL
@@ -72,6 +72,12 @@ PtxasReport ptxas_report(const std::string& log) {
     if (const auto at = line.find("Function properties for "); at != std::string::npos) {
       entry = line.compare(at + 24, 3, "vt_") == 0;
       continue;
+    }
+    // "ptxas info    : Used N registers, ..." after the entry function's "Compiling entry function".
+    if (line.find("Compiling entry function 'vt_") != std::string::npos) compiling = true;
+    if (const auto at = line.find(": Used "); compiling && at != std::string::npos) {
+      r.registers = std::strtol(line.c_str() + at + 7, nullptr, 10);
+      compiling = false;
     }
     const auto stores = line.find(" bytes spill stores"), loads = line.find(" bytes spill loads");
     if (!entry || stores == std::string::npos || loads == std::string::npos) continue;

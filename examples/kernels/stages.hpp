@@ -25,6 +25,7 @@ Spec with_ptxas_report(Spec spec);
 /// Throws std::runtime_error where the log reports no entry function.
 struct PtxasReport {
   long spills = 0;
+  long registers = 0;  ///< the entry function's registers a thread ("Used N registers")
   std::string rest;
 };
 PtxasReport ptxas_report(const std::string& log);

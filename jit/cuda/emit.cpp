@@ -7,6 +7,9 @@
 // result. Where the range analysis proves the edge cannot happen, the plain C++ operator is printed
 // and is then defined. Index expressions are computed exactly, in 32 or 64 bits.
 #include "jit/cuda/emit.h"
+
+#include <algorithm>
+
 #include "jit/cuda/emitter.h"
 
 namespace vantage::cuda {
@@ -107,6 +110,21 @@ struct LocalArrays : IRVisitor {
     IRVisitor::visit(n);
   }
 };
+/// The kernel's register budget. setmaxnreg moves registers between warpgroups of a block that holds
+/// the most its launch bounds allow: one block per multiprocessor, so that ptxas knows the count at
+/// entry. A register limit of the compile's (`--maxrregcount`, which ptxas ignores for a kernel with
+/// launch bounds) is the kernel's `__maxnreg__` instead, which CUDA allows only without them; with
+/// a count of blocks per multiprocessor too, the smaller of the two limits.
+std::string launch_bounds(const EmitOptions& o, std::int64_t min_blocks, bool setmaxnreg) {
+  const std::int64_t blocks = setmaxnreg ? 1 : min_blocks;
+  if (o.max_registers <= 0)
+    return "__launch_bounds__(" + std::to_string(o.threads) + (blocks > 0 ? ", " + std::to_string(blocks) : "") + ")";
+  std::int64_t limit = o.max_registers;
+  const std::int64_t per_block = blocks > 0 ? 65536 / (o.threads * blocks) / 8 * 8 : 0;
+  if (per_block >= 16) limit = std::min(limit, per_block);
+  return "__maxnreg__(" + std::to_string(limit) + ")";
+}
+
 }  // namespace
 
 auto Emitter::run(const lower::Lowered& lowered) -> EmitResult {
@@ -245,14 +263,10 @@ void Emitter::kernel(const KernelNode& k) {
   stmt(k.body);
   std::swap(body, out_);
   kernel_smem_ = lowered_->shared_bytes;
-  // setmaxnreg moves registers between warpgroups of a block that holds the most its launch bounds
-  // allow: one block per multiprocessor, so that ptxas knows the count at entry.
-  out_ << "extern \"C\" __global__ void __launch_bounds__(" << opt_.threads
-       << (v_.uses_setmaxnreg ? ", 1"
-           : k.min_blocks > 0 ? ", " + std::to_string(k.min_blocks)
-                              : "")
-       << ") " << (k.cluster > 1 ? "__cluster_dims__(" + std::to_string(k.cluster) + ", 1, 1) " : std::string())
-       << sig.str() << " {\n";
+  const std::string bounds = launch_bounds(opt_, k.min_blocks, v_.uses_setmaxnreg);
+  out_ << "extern \"C\" __global__ void " << bounds << " "
+       << (k.cluster > 1 ? "__cluster_dims__(" + std::to_string(k.cluster) + ", 1, 1) " : std::string()) << sig.str()
+       << " {\n";
   out_ << "  const int vt_tid = static_cast<int>(threadIdx.x);\n";
   out_ << "  const int vt_bid = static_cast<int>(blockIdx.x);\n";
   // Arrays aligned past 16 bytes (TMA and wgmma tiles): the base is aligned as the kernel starts,

@@ -21,7 +21,8 @@ struct EmitOptions {
   std::optional<std::int64_t> blocks;   ///< the grid, when fixed
   std::int64_t max_blocks = INT32_MAX;  ///< the most blocks a launch may have (a residual guard)
   Arch arch = Arch::SM_90;
-  std::string entry;  ///< extern "C" name of the kernel
+  std::string entry;      ///< extern "C" name of the kernel
+  int max_registers = 0;  ///< CompilerOptions::max_registers: `__maxnreg__` (0: the launch bounds)
 };
 
 struct EmitResult {

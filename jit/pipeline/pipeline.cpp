@@ -74,6 +74,7 @@ Specialized emit(const Kernel& kernel, const Spec& spec, LoweredKernel stage) {
   opt.max_blocks = s.max_blocks;
   opt.arch = spec.arch;
   opt.entry = entry_name(kernel, spec, s.threads);
+  opt.max_registers = spec.compiler.max_registers;
   auto e = cuda::emit(lowered, opt);
   const target::Info& arch = target::info(spec.arch);
   if (e.shared_bytes > arch.shared_optin_bytes)
