@@ -285,15 +285,18 @@ TEST(HopperRun, APersistentGemmRunsItsPipelineOnAcrossItsTiles) {
   struct Run {
     int M, N, K, blocks, in_flight;
   };
-  // Under a sanitizer the first alone (test_support::sweep_sizes).
+  // Under a sanitizer the first alone (test_support::sweep_sizes); the runs in turn in the reverse
+  // and the random order.
+  int run = 0;
   for (const Run& r : test_support::sweep_sizes(std::vector<Run>{
            {256, 512, 192, 3, 1}, {256, 512, 192, 3, 0}, {384, 256, 128, 3, 0}, {128, 256, 320, 1, 0}})) {
+    const ThreadOrder order = run++ % 2 == 0 ? ThreadOrder::Reverse : ThreadOrder::Random;
     SCOPED_TRACE(std::to_string(r.M) + " x " + std::to_string(r.N) + " x " + std::to_string(r.K) + " on " +
                  std::to_string(r.blocks) + " blocks, in flight " + std::to_string(r.in_flight));
     const Kernel k = examples::wgmma_gemm_persistent("gemm_persistent", 16, r.in_flight);
     Gemm g = gemm_inputs(r.K, r.M, r.N);
     std::vector<float> C(static_cast<std::size_t>(r.M * r.N), -1.0f);
-    k.launch(interp(ThreadOrder::Reverse), Grid{r.blocks, 384}, r.M, r.N, r.K, g.A, g.Bt, C);
+    k.launch(interp(order), Grid{r.blocks, 384}, r.M, r.N, r.K, g.A, g.Bt, C);
     EXPECT_EQ(C, g.want);
   }
 }

@@ -120,7 +120,8 @@ std::string launch_bounds(const EmitOptions& o, std::int64_t min_blocks, bool se
   if (o.max_registers <= 0)
     return "__launch_bounds__(" + std::to_string(o.threads) + (blocks > 0 ? ", " + std::to_string(blocks) : "") + ")";
   std::int64_t limit = o.max_registers;
-  const std::int64_t per_block = blocks > 0 ? 65536 / (o.threads * blocks) / 8 * 8 : 0;
+  const std::int64_t registers = target::info(o.arch).registers_per_block;  // a multiprocessor's too
+  const std::int64_t per_block = blocks > 0 ? registers / (o.threads * blocks) / 8 * 8 : 0;
   if (per_block >= 16) limit = std::min(limit, per_block);
   return "__maxnreg__(" + std::to_string(limit) + ")";
 }
